@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	bootstrap "github.com/homelab-ops/bootstrap"
+	"github.com/homelab-ops/bootstrap/pkg/components"
+	"github.com/homelab-ops/bootstrap/pkg/render"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/versions"
+)
+
+// renderFlags are the flags of every command that renders the components.
+type renderFlags struct {
+	components components.Options
+	overlays   string
+	plain      bool
+}
+
+func addRenderFlags(cmd *cobra.Command, f *renderFlags, pins versions.Pins) {
+	f.components = components.DefaultOptions(pins.FluxVersion)
+	fl := cmd.Flags()
+	c := &f.components
+	fl.StringVar(&c.FluxVersion, "flux-version", c.FluxVersion, "Flux release to render (embedded: "+strings.Join(pins.EmbeddedFluxVersions, ", ")+")")
+	fl.StringVar(&c.Manifests, "manifests", "", "render from this directory or manifests.tar.gz instead of the embedded bundle")
+	fl.StringSliceVar(&c.Components, "components", c.Components, "controllers to install")
+	fl.StringSliceVar(&c.ComponentsExtra, "components-extra", nil, "additional controllers, e.g. image-reflector-controller,image-automation-controller")
+	fl.StringVar(&c.Namespace, "namespace", c.Namespace, "namespace to install Flux in")
+	fl.StringVar(&c.Registry, "registry", c.Registry, "container registry to pull the controller images from")
+	fl.StringVar(&c.ImagePullSecret, "image-pull-secret", "", "name of the Secret the controllers pull images with")
+	fl.BoolVar(&c.NetworkPolicy, "network-policy", c.NetworkPolicy, "deny ingress to the Flux namespace from other namespaces")
+	fl.BoolVar(&c.WatchAllNamespaces, "watch-all-namespaces", c.WatchAllNamespaces, "watch custom resources in all namespaces")
+	fl.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "the cluster's DNS domain")
+	fl.StringSliceVar(&c.TolerationKeys, "toleration-keys", nil, "taint keys the controllers tolerate")
+	fl.StringVar(&c.LogLevel, "log-level", c.LogLevel, "controller log level: "+strings.Join(components.LogLevels, ", "))
+	fl.StringVar(&f.overlays, "overlays", "", "overlay directory (a kustomization with patches:); default: the overlays built into this binary")
+	fl.BoolVar(&f.plain, "plain", false, "skip the overlays on purpose (reported as a warning in every report)")
+}
+
+// options resolves the flags into render options.
+func (f *renderFlags) options() (render.Options, error) {
+	o := render.Options{Components: f.components, Plain: f.plain}
+	if f.overlays == "" {
+		sub, err := fs.Sub(bootstrap.Overlays, "overlays")
+		if err != nil {
+			return o, err
+		}
+		o.Overlays, o.OverlaysName = sub, "overlays (built in)"
+		return o, nil
+	}
+	fi, err := os.Stat(f.overlays)
+	if err != nil {
+		return o, verify.InputErrorf("--overlays %s: %w", f.overlays, err)
+	}
+	if !fi.IsDir() {
+		return o, verify.InputErrorf("--overlays %s is not a directory; point it at a directory holding kustomization.yaml", f.overlays)
+	}
+	o.Overlays, o.OverlaysName = os.DirFS(f.overlays), f.overlays
+	return o, nil
+}
+
+// manifestFile is the file --output-dir writes, as `flux install --export` names it.
+const manifestFile = "gotk-components.yaml"
+
+func newRenderCommand(rf *reportFlags) *cobra.Command {
+	pins, pinErr := versions.Load()
+	f := &renderFlags{}
+	var outDir string
+	cmd := &cobra.Command{
+		Use:   "render",
+		Short: "Print the Flux components with the controller overlays applied, and prove the overlays landed",
+		Example: `  bootstrap render > gotk-components.yaml
+  bootstrap render --flux-version v2.4.0 --components-extra image-reflector-controller,image-automation-controller
+  bootstrap render --overlays ./my-overlays --output-dir out/ -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			report := verify.NewReport("render")
+			if pinErr != nil {
+				return fail(rf, report, pinErr)
+			}
+			opts, err := f.options()
+			if err != nil {
+				return fail(rf, report, err)
+			}
+			out, err := render.Run(cmd.Context(), opts)
+			if err != nil {
+				return fail(rf, report, err)
+			}
+			report.Add(out.Checks...)
+			for _, w := range out.Warnings {
+				report.Warn(w)
+			}
+			for k, v := range out.Facts {
+				report.Facts[k] = v
+			}
+			// Fail closed: a render whose overlays did not prove out is not
+			// printed, so a pipe into an apply cannot ship it.
+			if report.ExitCode() == verify.ExitFailed {
+				return finish(rf, report)
+			}
+			if outDir != "" {
+				p := filepath.Join(outDir, manifestFile)
+				if err := os.MkdirAll(outDir, 0o755); err != nil {
+					return fail(rf, report, fmt.Errorf("--output-dir %s: %w", outDir, err))
+				}
+				if err := os.WriteFile(p, out.YAML, 0o644); err != nil {
+					return fail(rf, report, fmt.Errorf("--output-dir %s: %w", outDir, err))
+				}
+				report.Facts["manifests"] = p
+			} else if rf.output == "text" {
+				if _, err := os.Stdout.Write(out.YAML); err != nil {
+					return fail(rf, report, err)
+				}
+			}
+			return finish(rf, report)
+		},
+	}
+	addRenderFlags(cmd, f, pins)
+	cmd.Flags().StringVar(&outDir, "output-dir", "", "write "+manifestFile+" into this directory instead of stdout (needed with -o json)")
+	return cmd
+}

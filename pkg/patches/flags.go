@@ -1,0 +1,115 @@
+package patches
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/distribution/reference"
+	"golang.org/x/mod/semver"
+	cliflag "k8s.io/component-base/cli/flag"
+)
+
+const featureGatesFlag = "feature-gates"
+
+// Flags are a container's effective command-line flags.
+type Flags struct {
+	// Values holds the last value of each flag other than --feature-gates;
+	// a flag given without a value holds "true".
+	Values map[string]string
+	// FeatureGates are the gates the args set explicitly, merged the way the
+	// controllers merge them: repeated flags add up, a later value wins.
+	FeatureGates map[string]bool
+	// GateArgs are the --feature-gates args in order, for evidence.
+	GateArgs []string
+}
+
+// ParseArgs computes the effective flags of a container's args. Flux
+// controllers take `--name=value`; a bare `--name` followed by a value that is
+// not a flag takes that value, as pflag does for non-boolean flags.
+func ParseArgs(args []string) (Flags, error) {
+	f := Flags{Values: map[string]string{}, FeatureGates: map[string]bool{}}
+	// The controllers bind --feature-gates to this very type.
+	gates := cliflag.NewMapStringBool(&f.FeatureGates)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !hasValue {
+			value = "true"
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				value = args[i+1]
+				i++
+			}
+		}
+		if name == featureGatesFlag {
+			if err := gates.Set(value); err != nil {
+				return f, fmt.Errorf("arg %q: %w", a, err)
+			}
+			f.GateArgs = append(f.GateArgs, "--"+featureGatesFlag+"="+value)
+			continue
+		}
+		f.Values[name] = value
+	}
+	return f, nil
+}
+
+// GateDefault is a feature gate's default in a controller from a version on.
+type GateDefault struct {
+	Controller string
+	Gate       string
+	// Since is the first controller version where the gate defaults to on.
+	Since string
+}
+
+// StrictSubstitution is the gate this tool exists to enforce.
+const StrictSubstitution = "StrictPostBuildSubstitutions"
+
+// GateDefaults are the gate defaults the tool knows. Before Since a gate is
+// off.
+func GateDefaults() []GateDefault {
+	return []GateDefault{{Controller: "kustomize-controller", Gate: StrictSubstitution, Since: "v1.9.0"}}
+}
+
+// Gate is a feature gate's effective value and why.
+type Gate struct {
+	Value bool
+	// Explicit is true when the args set the gate.
+	Explicit bool
+	// Default is the controller version's default; Known is false when the
+	// version could not be read or no default is recorded.
+	Default      bool
+	DefaultKnown bool
+}
+
+// EffectiveGate resolves a gate from explicit args, else from the
+// controller version's default.
+func EffectiveGate(controller, version string, f Flags, gate string) Gate {
+	g := Gate{}
+	for _, d := range GateDefaults() {
+		if d.Controller == controller && d.Gate == gate && semver.IsValid(version) {
+			g.DefaultKnown = true
+			g.Default = semver.Compare(version, d.Since) >= 0
+		}
+	}
+	if v, ok := f.FeatureGates[gate]; ok {
+		g.Value, g.Explicit = v, true
+		return g
+	}
+	g.Value = g.Default
+	return g
+}
+
+// ImageVersion returns the tag of an image reference, or "" for a digest-only,
+// untagged or unparsable image.
+func ImageVersion(image string) string {
+	ref, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return ""
+	}
+	if t, ok := ref.(reference.Tagged); ok {
+		return t.Tag()
+	}
+	return ""
+}

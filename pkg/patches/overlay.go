@@ -1,0 +1,138 @@
+// Package patches applies controller overlays to the rendered Flux
+// components with the kustomize api, and proves each patch landed: every
+// patch changed something, no generated container arg was lost, and the
+// controllers' effective flags hold the invariants this tool exists for.
+package patches
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/homelab-ops/bootstrap/pkg/verify"
+)
+
+// Overlay is a kustomization that only lists patches; the tool supplies the
+// generated components as its resources.
+type Overlay struct {
+	// Name is where the overlay came from, for messages.
+	Name    string
+	fsys    fs.FS
+	file    string
+	Patches []types.Patch
+}
+
+// allowedKeys are the top-level fields an overlay kustomization may set.
+var allowedKeys = []string{"apiVersion", "kind", "patches"}
+
+// LoadOverlay reads the overlay kustomization at the root of fsys. A
+// directory with no files at all is an overlay with no patches.
+func LoadOverlay(fsys fs.FS, name string) (*Overlay, error) {
+	ov := &Overlay{Name: name, fsys: fsys}
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, verify.InputErrorf("overlays %s: %w", name, err)
+	}
+	for _, e := range entries {
+		if slices.Contains(konfig.RecognizedKustomizationFileNames(), e.Name()) {
+			ov.file = e.Name()
+			break
+		}
+	}
+	if ov.file == "" {
+		if len(entries) == 0 {
+			return ov, nil
+		}
+		return nil, verify.InputErrorf("overlays %s has files but no kustomization.yaml; add one listing `patches:`, or pass an empty directory for no patches", name)
+	}
+	where := name + "/" + ov.file
+	data, err := fs.ReadFile(fsys, ov.file)
+	if err != nil {
+		return nil, verify.InputErrorf("read %s: %w", where, err)
+	}
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return nil, verify.InputErrorf("%s is not valid YAML: %w", where, err)
+	}
+	for k := range top {
+		if !slices.Contains(allowedKeys, k) {
+			return nil, verify.InputErrorf("%s: field %q is not supported in an overlay; only %s (the tool supplies the Flux components as resources)",
+				where, k, strings.Join(allowedKeys, ", "))
+		}
+	}
+	var k types.Kustomization
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		return nil, verify.InputErrorf("%s: %w", where, err)
+	}
+	for i, p := range k.Patches {
+		if (p.Path == "") == (p.Patch == "") {
+			return nil, verify.InputErrorf("%s: patches[%d] needs exactly one of path or patch", where, i)
+		}
+		if p.Path != "" {
+			if _, err := fs.Stat(fsys, p.Path); err != nil {
+				return nil, verify.InputErrorf("%s: patches[%d] path %s: %w", where, i, p.Path, errors.Unwrap(err))
+			}
+		}
+	}
+	ov.Patches = k.Patches
+	return ov, nil
+}
+
+// describe names a patch for messages: its position, file and target.
+func (ov *Overlay) describe(i int) (name, target string) {
+	p := ov.Patches[i]
+	src := "inline"
+	body := p.Patch
+	if p.Path != "" {
+		src = p.Path
+		if b, err := fs.ReadFile(ov.fsys, p.Path); err == nil {
+			body = string(b)
+		}
+	}
+	name = fmt.Sprintf("%s patches[%d] (%s)", ov.file, i, src)
+	if p.Target != nil {
+		return name, selectorString(p.Target)
+	}
+	// A strategic-merge patch without a target names its object itself.
+	var meta struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(body), &meta); err == nil && meta.Kind != "" {
+		return name, joinNonEmpty("/", meta.Kind, meta.Metadata.Namespace, meta.Metadata.Name)
+	}
+	return name, "(no target)"
+}
+
+func selectorString(s *types.Selector) string {
+	parts := []string{joinNonEmpty("/", s.Kind, s.Namespace, s.Name)}
+	if s.Group != "" || s.Version != "" {
+		parts = append(parts, "apiVersion="+joinNonEmpty("/", s.Group, s.Version))
+	}
+	if s.LabelSelector != "" {
+		parts = append(parts, "labels="+s.LabelSelector)
+	}
+	if s.AnnotationSelector != "" {
+		parts = append(parts, "annotations="+s.AnnotationSelector)
+	}
+	return joinNonEmpty(" ", parts...)
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}

@@ -1,0 +1,163 @@
+package verify
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteText writes the human report: one line per check, evidence indented,
+// then a summary line with the exit code.
+func WriteText(w io.Writer, r *Report) error {
+	var b strings.Builder
+	for _, msg := range r.Warnings {
+		fmt.Fprintf(&b, "WARNING: %s\n", msg)
+	}
+	for _, c := range r.Checks {
+		fmt.Fprintf(&b, "%-4s  %s/%s  %s: %s\n", strings.ToUpper(string(c.Verdict)), c.Phase, c.Stage, c.ID, c.Message)
+		for _, e := range c.Evidence {
+			fmt.Fprintf(&b, "        %s\n", e)
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "error: %s\n", r.Error)
+	}
+	counts := map[Verdict]int{}
+	for _, c := range r.Checks {
+		counts[c.Verdict]++
+	}
+	fmt.Fprintf(&b, "%s: %s (%d pass, %d fail, %d warn, %d skip; exit %d)\n",
+		r.Command, strings.ToUpper(string(r.Verdict())), counts[Pass], counts[Fail], counts[Warn], counts[Skip], r.ExitCode())
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type jsonReport struct {
+	*Report
+	Verdict  Verdict       `json:"verdict"`
+	ExitCode int           `json:"exitCode"`
+	Phases   []PhaseResult `json:"phases"`
+}
+
+// WriteJSON writes the report as one JSON document.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(jsonReport{Report: r, Verdict: r.Verdict(), ExitCode: r.ExitCode(), Phases: r.Phases()})
+}
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name       string        `xml:"name,attr"`
+	Classname  string        `xml:"classname,attr"`
+	Properties *junitProps   `xml:"properties,omitempty"`
+	Failure    *junitMessage `xml:"failure,omitempty"`
+	Error      *junitMessage `xml:"error,omitempty"`
+	Skipped    *junitMessage `xml:"skipped,omitempty"`
+	SystemOut  string        `xml:"system-out,omitempty"`
+}
+
+type junitProps struct {
+	Props []junitProp `xml:"property"`
+}
+
+type junitProp struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the report as JUnit XML: one suite per phase, one case
+// per check. A skip is <skipped/>, a failure <failure/>, and a warning keeps
+// its verdict in a property and in system-out so CI shows it.
+func WriteJUnit(w io.Writer, r *Report) error {
+	doc := junitSuites{Name: "bootstrap " + r.Command}
+	idx := map[string]int{}
+	for _, c := range r.Checks {
+		i, ok := idx[c.Phase]
+		if !ok {
+			i = len(doc.Suites)
+			idx[c.Phase] = i
+			doc.Suites = append(doc.Suites, junitSuite{Name: c.Phase})
+		}
+		s := &doc.Suites[i]
+		evidence := strings.Join(c.Evidence, "\n")
+		tc := junitCase{
+			Name:       c.ID,
+			Classname:  c.Phase + "." + string(c.Stage),
+			Properties: &junitProps{Props: []junitProp{{Name: "verdict", Value: string(c.Verdict)}, {Name: "title", Value: c.Title}}},
+		}
+		switch c.Verdict {
+		case Fail:
+			tc.Failure = &junitMessage{Message: c.Message, Body: evidence}
+			s.Failures++
+		case Skip:
+			tc.Skipped = &junitMessage{Message: c.Message, Body: evidence}
+			s.Skipped++
+		case Warn:
+			tc.SystemOut = "WARNING: " + c.Message + "\n" + evidence
+		case Pass:
+			tc.SystemOut = c.Message + "\n" + evidence
+		default:
+			tc.Error = &junitMessage{Message: fmt.Sprintf("unknown verdict %q: %s", c.Verdict, c.Message)}
+			s.Errors++
+		}
+		s.Tests++
+		s.Cases = append(s.Cases, tc)
+	}
+	if r.Error != "" || len(r.Warnings) > 0 {
+		s := junitSuite{Name: "run"}
+		for i, msg := range r.Warnings {
+			s.Cases = append(s.Cases, junitCase{Name: fmt.Sprintf("warning/%d", i+1), Classname: "run",
+				Properties: &junitProps{Props: []junitProp{{Name: "verdict", Value: string(Warn)}}},
+				SystemOut:  "WARNING: " + msg})
+			s.Tests++
+		}
+		if r.Error != "" {
+			s.Cases = append(s.Cases, junitCase{Name: "input", Classname: "run", Error: &junitMessage{Message: r.Error}})
+			s.Tests++
+			s.Errors++
+		}
+		doc.Suites = append(doc.Suites, s)
+	}
+	for _, s := range doc.Suites {
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+		doc.Skipped += s.Skipped
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

@@ -1,0 +1,192 @@
+// Package verify is the gate model every phase uses: checks with an ID, the
+// phase and stage they guard, a verdict and the evidence behind it, gathered
+// in a Report that decides the exit code and is written as text, JSON or
+// JUnit XML.
+package verify
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Verdict is the outcome of one check.
+type Verdict string
+
+// Verdicts. Skip is never success: a required check that skipped makes the
+// run incomplete.
+const (
+	Pass Verdict = "pass"
+	Fail Verdict = "fail"
+	Warn Verdict = "warn"
+	Skip Verdict = "skip"
+)
+
+// Stage says whether a check guards the start or proves the end of a phase.
+type Stage string
+
+// Stages.
+const (
+	Before Stage = "before"
+	After  Stage = "after"
+)
+
+// Exit codes, documented in the README.
+const (
+	ExitOK         = 0 // every gate passed (warnings allowed)
+	ExitFailed     = 1 // a gate or a phase failed
+	ExitInput      = 2 // usage or input error
+	ExitIncomplete = 3 // a required gate could not be checked
+)
+
+// Check is one gate's result.
+type Check struct {
+	// ID is stable across runs, e.g. "overlay.patch-landed/1".
+	ID    string `json:"id"`
+	Phase string `json:"phase"`
+	Stage Stage  `json:"stage"`
+	// Title says what is checked, in a few words.
+	Title   string  `json:"title"`
+	Verdict Verdict `json:"verdict"`
+	// Optional checks do not make a run incomplete when they skip.
+	Optional bool `json:"optional,omitempty"`
+	// Message is the one-line outcome a person reads first; on failure it
+	// says what to do.
+	Message string `json:"message"`
+	// Evidence is what was read, and from where.
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// PhaseResult summarises the checks of one phase.
+type PhaseResult struct {
+	Name    string  `json:"name"`
+	Verdict Verdict `json:"verdict"`
+	Pass    int     `json:"pass"`
+	Fail    int     `json:"fail"`
+	Warn    int     `json:"warn"`
+	Skip    int     `json:"skip"`
+}
+
+// Report gathers the checks of one run.
+type Report struct {
+	Command string `json:"command"`
+	// Changed reports whether the run changed anything outside the process.
+	Changed bool `json:"changed"`
+	// Warnings are run-wide notices, e.g. that overlays were skipped.
+	Warnings []string `json:"warnings,omitempty"`
+	// Error is an input or usage error that stopped the run early.
+	Error  string  `json:"error,omitempty"`
+	Checks []Check `json:"checks"`
+	// Facts are named results a caller may want, e.g. the Flux version.
+	Facts map[string]string `json:"facts,omitempty"`
+}
+
+// NewReport starts a report for a command.
+func NewReport(command string) *Report {
+	return &Report{Command: command, Checks: []Check{}, Facts: map[string]string{}}
+}
+
+// Add appends checks.
+func (r *Report) Add(cs ...Check) { r.Checks = append(r.Checks, cs...) }
+
+// Warn records a run-wide warning.
+func (r *Report) Warn(msg string) { r.Warnings = append(r.Warnings, msg) }
+
+// Phases summarises checks per phase, in first-seen order.
+func (r *Report) Phases() []PhaseResult {
+	var out []PhaseResult
+	idx := map[string]int{}
+	for _, c := range r.Checks {
+		i, ok := idx[c.Phase]
+		if !ok {
+			i = len(out)
+			idx[c.Phase] = i
+			out = append(out, PhaseResult{Name: c.Phase})
+		}
+		p := &out[i]
+		switch c.Verdict {
+		case Pass:
+			p.Pass++
+		case Fail:
+			p.Fail++
+		case Warn:
+			p.Warn++
+		case Skip:
+			p.Skip++
+		}
+	}
+	for i := range out {
+		out[i].Verdict = summarise(out[i])
+	}
+	return out
+}
+
+func summarise(p PhaseResult) Verdict {
+	switch {
+	case p.Fail > 0:
+		return Fail
+	case p.Skip > 0:
+		return Skip
+	case p.Warn > 0:
+		return Warn
+	}
+	return Pass
+}
+
+// Verdict is the run's overall verdict.
+func (r *Report) Verdict() Verdict {
+	switch r.ExitCode() {
+	case ExitOK:
+		if len(r.Warnings) > 0 {
+			return Warn
+		}
+		for _, c := range r.Checks {
+			if c.Verdict == Warn {
+				return Warn
+			}
+		}
+		return Pass
+	case ExitIncomplete:
+		return Skip
+	}
+	return Fail
+}
+
+// ExitCode maps the report to the documented exit codes.
+func (r *Report) ExitCode() int {
+	if r.Error != "" {
+		return ExitInput
+	}
+	incomplete := false
+	for _, c := range r.Checks {
+		switch {
+		case c.Verdict == Fail:
+			return ExitFailed
+		case c.Verdict == Skip && !c.Optional:
+			incomplete = true
+		case c.Verdict != Pass && c.Verdict != Warn && c.Verdict != Skip:
+			// An unknown verdict is a bug in a gate; never count it as success.
+			return ExitFailed
+		}
+	}
+	if incomplete {
+		return ExitIncomplete
+	}
+	return ExitOK
+}
+
+// InputError is a usage or input error: exit code 2.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// InputErrorf builds an InputError; %w wraps as in fmt.Errorf.
+func InputErrorf(format string, args ...any) error {
+	return &InputError{Err: fmt.Errorf(format, args...)}
+}
+
+// IsInput reports whether err is, or wraps, an InputError.
+func IsInput(err error) bool {
+	var ie *InputError
+	return errors.As(err, &ie)
+}
