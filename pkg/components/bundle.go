@@ -55,8 +55,10 @@ func EmbeddedBundle(version string) (*Bundle, error) {
 
 // EmbeddedVersions lists the Flux versions whose bundles are embedded. A build
 // that skipped generation has none, and gets an error saying how to fix it.
-func EmbeddedVersions() ([]string, error) {
-	entries, err := embedded.ReadDir("bundles")
+func EmbeddedVersions() ([]string, error) { return bundleVersions(embedded) }
+
+func bundleVersions(fsys fs.FS) ([]string, error) {
+	entries, err := fs.ReadDir(fsys, "bundles")
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,40 @@
+# bootstrap — build, test, benchmark. Pinned versions come from versions.env.
+SHELL := bash
+include versions.env
+
+GO  ?= go
+BIN ?= bin/bootstrap
+
+.PHONY: all build generate test unit bench fmt vet demo clean
+
+all: build
+
+## generate: extract the embedded Flux release bundles (skipped when up to date)
+generate:
+	$(GO) generate ./pkg/components
+
+## build: the bootstrap binary in $(BIN)
+build: generate
+	$(GO) build -o $(BIN) ./cmd/bootstrap
+
+## unit: gofmt, go vet and the unit tests (no cluster needed)
+unit: generate
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+## test: everything CI runs: unit tests, then the end-to-end suite on the sandbox
+test: unit
+	$(MAKE) e2e
+
+## bench: render benchmarks (time, allocations, peak RSS)
+bench: generate
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/render/
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin
+
+-include hack/sandbox/sandbox.mk

@@ -1,0 +1,117 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"strings"
+	"testing"
+)
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name     string
+		verdicts []Verdict
+		optional bool
+		inputErr string
+		want     int
+	}{
+		{"all pass", []Verdict{Pass, Pass}, false, "", ExitOK},
+		{"warn is success", []Verdict{Pass, Warn}, false, "", ExitOK},
+		{"fail wins", []Verdict{Skip, Fail, Pass}, false, "", ExitFailed},
+		{"required skip is incomplete", []Verdict{Pass, Skip}, false, "", ExitIncomplete},
+		{"optional skip is fine", []Verdict{Pass, Skip}, true, "", ExitOK},
+		{"unknown verdict is never success", []Verdict{"maybe"}, false, "", ExitFailed},
+		{"input error", nil, false, "bad flag", ExitInput},
+		{"no checks", nil, false, "", ExitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReport("test")
+			r.Error = tt.inputErr
+			for i, v := range tt.verdicts {
+				r.Add(Check{ID: string(rune('a' + i)), Phase: "p", Verdict: v, Optional: tt.optional && v == Skip})
+			}
+			if got := r.ExitCode(); got != tt.want {
+				t.Errorf("exit %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func sample() *Report {
+	r := NewReport("render")
+	r.Warn("overlays skipped")
+	r.Add(
+		Check{ID: "a", Phase: "controllers", Stage: Before, Verdict: Pass, Message: "fine", Evidence: []string{"read x"}},
+		Check{ID: "b", Phase: "controllers", Stage: Before, Verdict: Warn, Message: "careful"},
+		Check{ID: "c", Phase: "sync", Stage: After, Verdict: Skip, Message: "could not look"},
+		Check{ID: "d", Phase: "sync", Stage: After, Verdict: Fail, Message: "broken & <bad>"},
+	)
+	return r
+}
+
+func TestJUnit(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	var doc junitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("JUnit is not XML: %v\n%s", err, buf.String())
+	}
+	if doc.Tests != 5 || doc.Failures != 1 || doc.Skipped != 1 {
+		t.Errorf("tests=%d failures=%d skipped=%d, want 5 1 1", doc.Tests, doc.Failures, doc.Skipped)
+	}
+	cases := map[string]junitCase{}
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			cases[c.Name] = c
+		}
+	}
+	if cases["c"].Skipped == nil || cases["c"].Failure != nil {
+		t.Errorf("skip must be <skipped/>, got %+v", cases["c"])
+	}
+	if cases["d"].Failure == nil || cases["d"].Failure.Message != "broken & <bad>" {
+		t.Errorf("fail must be <failure/> with the message, got %+v", cases["d"])
+	}
+	if !strings.Contains(cases["b"].SystemOut, "WARNING: careful") {
+		t.Errorf("warn must be visible, got %+v", cases["b"])
+	}
+	if !strings.Contains(cases["warning/1"].SystemOut, "overlays skipped") {
+		t.Errorf("run-wide warning missing from JUnit")
+	}
+}
+
+func TestJSONAndText(t *testing.T) {
+	r := sample()
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Changed  *bool
+		ExitCode int
+		Verdict  string
+		Warnings []string
+		Phases   []PhaseResult
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Changed == nil || doc.ExitCode != ExitFailed || doc.Verdict != "fail" || len(doc.Warnings) != 1 {
+		t.Errorf("JSON summary wrong: %s", buf.String())
+	}
+	if len(doc.Phases) != 2 || doc.Phases[0].Verdict != Warn || doc.Phases[1].Verdict != Fail {
+		t.Errorf("phases wrong: %+v", doc.Phases)
+	}
+	buf.Reset()
+	if err := WriteText(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"WARNING: overlays skipped", "SKIP  sync/after  c: could not look", "FAIL  sync/after  d:", "exit 1"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
