@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Builds the sandbox binaries (a real control plane and real Flux controllers)
+# from the Go module proxy, at the versions pinned in versions.env, into a
+# cache directory outside the repository keyed by those versions.
+#
+#   hack/sandbox/build.sh            build what is missing, print the bin dir last
+#   hack/sandbox/build.sh --print    print the bin dir only (no build)
+#
+# Environment: BOOTSTRAP_SANDBOX_CACHE (default $HOME/.cache/bootstrap-sandbox).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+
+# shellcheck disable=SC1091
+source "$root/versions.env"
+: "${KUBERNETES_VERSION:?versions.env lacks KUBERNETES_VERSION}"
+: "${ETCD_VERSION:?versions.env lacks ETCD_VERSION}"
+: "${KWOK_VERSION:?versions.env lacks KWOK_VERSION}"
+: "${SOURCE_CONTROLLER_VERSION:?versions.env lacks SOURCE_CONTROLLER_VERSION}"
+: "${KUSTOMIZE_CONTROLLER_VERSION:?versions.env lacks KUSTOMIZE_CONTROLLER_VERSION}"
+
+cache="${BOOTSTRAP_SANDBOX_CACHE:-$HOME/.cache/bootstrap-sandbox}"
+key="k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_sc-${SOURCE_CONTROLLER_VERSION}_kc-${KUSTOMIZE_CONTROLLER_VERSION}"
+out="$cache/$key"
+bin="$out/bin"
+
+if [[ "${1:-}" == "--print" ]]; then
+	echo "$bin"
+	exit 0
+fi
+
+command -v go >/dev/null || { echo "build.sh: go not found on PATH; install Go $(sed -n 's/^go //p' "$root/go.mod")" >&2; exit 1; }
+
+mkdir -p "$bin"
+export GOFLAGS="-buildvcs=false"
+# Never let a module's go line fetch another toolchain: it must build with ours.
+export GOTOOLCHAIN=local
+
+total=7
+n=0
+built=0
+start_all=$(date +%s)
+
+# step NAME CMD... runs CMD unless $bin/NAME exists; CMD must write $bin/NAME.
+step() {
+	local name="$1"
+	shift
+	n=$((n + 1))
+	if [[ -x "$bin/$name" ]]; then
+		echo "[$n/$total] $name: present, skipping"
+		return 0
+	fi
+	echo "[$n/$total] $name: building…"
+	local t0
+	t0=$(date +%s)
+	if ! "$@"; then
+		echo "[$n/$total] $name: BUILD FAILED (see the output above); rerun hack/sandbox/build.sh after fixing" >&2
+		rm -f "$bin/$name" "$bin/$name.tmp"
+		exit 1
+	fi
+	built=$((built + 1))
+	echo "[$n/$total] $name: done in $(($(date +%s) - t0))s"
+}
+
+k8s_ldflags() {
+	local v="$KUBERNETES_VERSION" major minor
+	major="$(echo "${v#v}" | cut -d. -f1)"
+	minor="$(echo "${v#v}" | cut -d. -f2)"
+	local f=""
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		f+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+	done
+	echo "-s -w$f"
+}
+
+# Build into NAME.tmp and rename, so an interrupted build never leaves a
+# binary that the skip check would trust.
+build_k8s() {
+	local name="$1" pkg="$2"
+	(cd "$here/tools/kubernetes" && go build -ldflags "$(k8s_ldflags)" -o "$bin/$name.tmp" "$pkg") && mv "$bin/$name.tmp" "$bin/$name"
+}
+
+build_etcd() {
+	(cd "$here/tools/kubernetes" && go build -ldflags "-s -w" -o "$bin/etcd.tmp" ./cmd/etcd) && mv "$bin/etcd.tmp" "$bin/etcd"
+}
+
+build_kwok() {
+	local gobin
+	gobin="$(mktemp -d)"
+	GOBIN="$gobin" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" || return 1
+	mv "$gobin/kwok" "$bin/kwok" && rmdir "$gobin"
+}
+
+# module_dir MODULE@VERSION prints the module's extracted directory in GOMODCACHE.
+module_dir() {
+	local dir
+	dir="$(go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')"
+	[[ -n "$dir" && -d "$dir" ]] || { echo "build.sh: could not download $1 from the Go module proxy" >&2; return 1; }
+	echo "$dir"
+}
+
+# build_flux NAME VERSION [extra replace lines...]: the controller's own module,
+# copied out of the read-only module cache, with its local api replace dropped
+# (the module zip has no ./api directory's go.mod sibling to resolve it).
+build_flux() {
+	local name="$1" version="$2"
+	shift 2
+	local src work
+	src="$(module_dir "github.com/fluxcd/$name@$version")" || return 1
+	work="$(mktemp -d)"
+	cp -r "$src/." "$work/"
+	chmod -R u+w "$work"
+	sed -i "\#^replace github.com/fluxcd/$name/api => ./api#d" "$work/go.mod"
+	local r
+	for r in "$@"; do echo "replace $r" >>"$work/go.mod"; done
+	(cd "$work" && go mod download && GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$bin/$name.tmp" .) || { rm -rf "$work"; return 1; }
+	rm -rf "$work"
+	mv "$bin/$name.tmp" "$bin/$name"
+}
+
+echo "sandbox build: cache $out"
+step etcd build_etcd
+step kube-apiserver build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+step kube-controller-manager build_k8s kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+step kube-scheduler build_k8s kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+step kwok build_kwok
+step source-controller build_flux source-controller "$SOURCE_CONTROLLER_VERSION" \
+	"github.com/fluxcd/pkg/artifact => github.com/fluxcd/pkg/artifact v0.18.0"
+step kustomize-controller build_flux kustomize-controller "$KUSTOMIZE_CONTROLLER_VERSION"
+
+# kwok's stages (node initialize + heartbeat, pod ready/complete/delete) ship
+# as YAML in its module; the sandbox passes them to kwok with --config.
+stages="$out/kwok-stages.yaml"
+if [[ ! -s "$stages" ]]; then
+	kdir="$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")"
+	{
+		for f in "$kdir"/kustomize/stage/node/fast/node-initialize.yaml \
+			"$kdir"/kustomize/stage/node/heartbeat/node-heartbeat.yaml \
+			"$kdir"/kustomize/stage/pod/fast/pod-ready.yaml \
+			"$kdir"/kustomize/stage/pod/fast/pod-complete.yaml \
+			"$kdir"/kustomize/stage/pod/fast/pod-delete.yaml; do
+			[[ -f "$f" ]] || { echo "build.sh: kwok stage $f missing from sigs.k8s.io/kwok@$KWOK_VERSION" >&2; exit 1; }
+			echo "---"
+			cat "$f"
+		done
+	} >"$stages.tmp"
+	mv "$stages.tmp" "$stages"
+	echo "kwok stages: $stages"
+fi
+
+echo "sandbox build: $built built, $((total - built)) cached, $(($(date +%s) - start_all))s; size $(du -sh "$out" | cut -f1)"
+echo "$bin"

@@ -1,0 +1,485 @@
+// Package sandbox runs a real, local Kubernetes control plane (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler) with kwok standing
+// in for kubelets, all as child processes on free loopback ports. The
+// binaries come from hack/sandbox/build.sh. Nothing here is a mock: clients
+// talk to a real API server over TLS with RBAC on.
+package sandbox
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// Binary names the sandbox needs in Config.BinDir.
+const (
+	BinEtcd                = "etcd"
+	BinAPIServer           = "kube-apiserver"
+	BinControllerManager   = "kube-controller-manager"
+	BinScheduler           = "kube-scheduler"
+	BinKwok                = "kwok"
+	BinSourceController    = "source-controller"
+	BinKustomizeController = "kustomize-controller"
+)
+
+// ControlPlaneBinaries are the binaries Start needs.
+var ControlPlaneBinaries = []string{BinEtcd, BinAPIServer, BinControllerManager, BinScheduler, BinKwok}
+
+// NodeName is the fake node kwok manages.
+const NodeName = "sandbox-node-0"
+
+// Config says where the binaries are and how to start. Zero ports mean
+// "pick a free loopback port".
+type Config struct {
+	// BinDir holds the binaries built by hack/sandbox/build.sh.
+	BinDir string
+	// StagesFile is kwok's stage configuration; default BinDir/../kwok-stages.yaml.
+	StagesFile string
+	// WorkDir receives pki/, etcd data, logs/ and kubeconfig; default a new temp dir.
+	WorkDir string
+	// EtcdPort and APIServerPort pin ports (0 = free port).
+	EtcdPort, APIServerPort int
+	// ReadyTimeout bounds each readiness wait; default 90s.
+	ReadyTimeout time.Duration
+	// Logger receives progress; default discards.
+	Logger *slog.Logger
+}
+
+// Timings are measured during Start, from its beginning.
+type Timings struct {
+	APIReady  time.Duration
+	NodeReady time.Duration
+}
+
+// Sandbox is a running control plane.
+type Sandbox struct {
+	// WorkDir holds everything the sandbox wrote.
+	WorkDir string
+	// LogDir holds one log file per process.
+	LogDir string
+	// KubeconfigPath is an admin (system:masters) kubeconfig.
+	KubeconfigPath string
+	// APIServerURL is https://127.0.0.1:<port>.
+	APIServerURL string
+	// PKI are the generated certificates.
+	PKI *PKI
+	// Timings of Start.
+	Timings Timings
+
+	logger *slog.Logger
+	rest   *rest.Config
+
+	mu    sync.Mutex
+	procs []*Process // in start order
+}
+
+// FindBinDir returns the bin directory hack/sandbox/build.sh writes to,
+// asking the script itself so the cache key has one definition. repoRoot is
+// the repository root.
+func FindBinDir(ctx context.Context, repoRoot string) (string, error) {
+	if d := os.Getenv("BOOTSTRAP_SANDBOX_BIN"); d != "" {
+		return d, nil
+	}
+	script := filepath.Join(repoRoot, "hack", "sandbox", "build.sh")
+	out, err := exec.CommandContext(ctx, "bash", script, "--print").Output()
+	if err != nil {
+		return "", fmt.Errorf("locate sandbox binaries with %s --print: %w", script, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// CheckBinaries returns an error naming every binary missing from binDir,
+// and how to build them.
+func CheckBinaries(binDir string, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		st, err := os.Stat(filepath.Join(binDir, n))
+		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("sandbox binaries missing from %s: %s; build them with `make sandbox-build` (hack/sandbox/build.sh, ~10 min cold)",
+			binDir, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free loopback port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// checkPortFree fails with a clear message if 127.0.0.1:port is taken.
+func checkPortFree(what string, port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("%s port 127.0.0.1:%d is already in use (another sandbox or service?): stop it, or leave the port 0 to pick a free one: %w", what, port, err)
+	}
+	return l.Close()
+}
+
+// Start brings up etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok with one fake Ready node. On error everything it
+// started is stopped again.
+func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
+	t0 := time.Now()
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 90 * time.Second
+	}
+	if err := CheckBinaries(cfg.BinDir, ControlPlaneBinaries...); err != nil {
+		return nil, err
+	}
+	if cfg.StagesFile == "" {
+		cfg.StagesFile = filepath.Join(filepath.Dir(cfg.BinDir), "kwok-stages.yaml")
+	}
+	if _, err := os.Stat(cfg.StagesFile); err != nil {
+		return nil, fmt.Errorf("kwok stages %s: %w; build them with `make sandbox-build`", cfg.StagesFile, err)
+	}
+	ports := map[string]*int{"etcd": &cfg.EtcdPort, "kube-apiserver": &cfg.APIServerPort}
+	for what, p := range ports {
+		if *p != 0 {
+			if err := checkPortFree(what, *p); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		var err error
+		if *p, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	var etcdPeer, kcmPort, schedPort int
+	for _, p := range []*int{&etcdPeer, &kcmPort, &schedPort} {
+		var err error
+		if *p, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+
+	work := cfg.WorkDir
+	if work == "" {
+		var err error
+		if work, err = os.MkdirTemp("", "bootstrap-sandbox-"); err != nil {
+			return nil, fmt.Errorf("sandbox work dir: %w", err)
+		}
+	}
+	s := &Sandbox{
+		WorkDir:        work,
+		LogDir:         filepath.Join(work, "logs"),
+		KubeconfigPath: filepath.Join(work, "kubeconfig"),
+		APIServerURL:   fmt.Sprintf("https://127.0.0.1:%d", cfg.APIServerPort),
+		logger:         logger,
+	}
+	defer func() {
+		if retErr != nil {
+			s.Stop()
+		}
+	}()
+	pki, err := GeneratePKI(filepath.Join(work, "pki"))
+	if err != nil {
+		return nil, err
+	}
+	s.PKI = pki
+	bin := func(n string) string { return filepath.Join(cfg.BinDir, n) }
+
+	// etcd over plain HTTP on loopback: it is never reachable off-host.
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", cfg.EtcdPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+	etcd, err := s.start("etcd", bin(BinEtcd), []string{
+		"--name=sandbox",
+		"--data-dir=" + filepath.Join(work, "etcd"),
+		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=sandbox=" + peerURL,
+		"--unsafe-no-fsync=true", // throwaway data: durability buys nothing
+		"--log-level=warn",
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitHTTP(ctx, etcd, cfg.ReadyTimeout, etcdURL+"/health", http.DefaultClient, `"health":"true"`); err != nil {
+		return nil, err
+	}
+
+	api, err := s.start("kube-apiserver", bin(BinAPIServer), []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(cfg.APIServerPort),
+		"--cert-dir=" + filepath.Join(work, "apiserver-certs"),
+		"--tls-cert-file=" + pki.ServingCert, "--tls-private-key-file=" + pki.ServingKey,
+		"--client-ca-file=" + pki.CACert,
+		"--service-account-key-file=" + pki.SAPub,
+		"--service-account-signing-key-file=" + pki.SAKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--api-audiences=https://kubernetes.default.svc.cluster.local",
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--endpoint-reconciler-type=none",
+		"--v=1",
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	adminTLS, err := s.adminHTTPClient()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitHTTP(ctx, api, cfg.ReadyTimeout, s.APIServerURL+"/readyz", adminTLS, "ok"); err != nil {
+		return nil, err
+	}
+	s.Timings.APIReady = time.Since(t0)
+	logger.Info("api server ready", "url", s.APIServerURL, "after", s.Timings.APIReady.Round(time.Millisecond))
+
+	if err := s.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+
+	kcm, err := s.start("kube-controller-manager", bin(BinControllerManager), []string{
+		"--kubeconfig=" + s.KubeconfigPath,
+		"--authentication-kubeconfig=" + s.KubeconfigPath,
+		"--authorization-kubeconfig=" + s.KubeconfigPath,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(kcmPort),
+		"--cert-dir=" + filepath.Join(work, "kcm-certs"),
+		"--leader-elect=false",
+		"--service-account-private-key-file=" + pki.SAKey,
+		"--root-ca-file=" + pki.CACert,
+		"--cluster-signing-cert-file=" + pki.CACert, "--cluster-signing-key-file=" + pki.CAKey,
+		"--use-service-account-credentials=true",
+		"--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle,-persistentvolume-binder,-attachdetach",
+		"--v=1",
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := s.start("kube-scheduler", bin(BinScheduler), []string{
+		"--kubeconfig=" + s.KubeconfigPath,
+		"--authentication-kubeconfig=" + s.KubeconfigPath,
+		"--authorization-kubeconfig=" + s.KubeconfigPath,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(schedPort),
+		"--cert-dir=" + filepath.Join(work, "scheduler-certs"),
+		"--leader-elect=false",
+		"--v=1",
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed loopback healthz
+	if err := s.waitHTTP(ctx, kcm, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), insecure, "ok"); err != nil {
+		return nil, err
+	}
+	if err := s.waitHTTP(ctx, sched, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), insecure, "ok"); err != nil {
+		return nil, err
+	}
+
+	if _, err := s.start("kwok", bin(BinKwok), []string{
+		"--kubeconfig=" + s.KubeconfigPath,
+		"--config=" + cfg.StagesFile,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--cidr=10.0.1.0/24",
+		"--node-ip=127.0.0.1",
+	}, nil); err != nil {
+		return nil, err
+	}
+	if err := s.createNode(ctx, cfg.ReadyTimeout); err != nil {
+		return nil, err
+	}
+	s.Timings.NodeReady = time.Since(t0)
+	logger.Info("node ready", "node", NodeName, "after", s.Timings.NodeReady.Round(time.Millisecond))
+	return s, nil
+}
+
+func (s *Sandbox) start(name, bin string, args, env []string) (*Process, error) {
+	p, err := StartProcess(name, bin, args, env, s.WorkDir, s.LogDir)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+	s.logger.Debug("started", "component", name, "pid", p.Pid(), "log", p.LogPath)
+	return p, nil
+}
+
+func (s *Sandbox) waitHTTP(ctx context.Context, p *Process, timeout time.Duration, url string, c *http.Client, want string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return p.WaitReady(ctx, s.logger, url, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) {
+			return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
+		}
+		return nil
+	})
+}
+
+func (s *Sandbox) adminHTTPClient() (*http.Client, error) {
+	cfg := &rest.Config{
+		Host: s.APIServerURL,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAFile: s.PKI.CACert, CertFile: s.PKI.AdminCert, KeyFile: s.PKI.AdminKey,
+		},
+		Timeout: 2 * time.Second,
+	}
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("admin client: %w", err)
+	}
+	s.rest = cfg
+	return c, nil
+}
+
+func (s *Sandbox) writeKubeconfig() error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["sandbox"] = &clientcmdapi.Cluster{Server: s.APIServerURL, CertificateAuthority: s.PKI.CACert}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificate: s.PKI.AdminCert, ClientKey: s.PKI.AdminKey}
+	kc.Contexts["sandbox"] = &clientcmdapi.Context{Cluster: "sandbox", AuthInfo: "admin"}
+	kc.CurrentContext = "sandbox"
+	if err := clientcmd.WriteToFile(*kc, s.KubeconfigPath); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", s.KubeconfigPath, err)
+	}
+	return nil
+}
+
+// RESTConfig returns a fresh admin client configuration.
+func (s *Sandbox) RESTConfig() *rest.Config {
+	c := rest.CopyConfig(s.rest)
+	c.Timeout = 0
+	c.QPS, c.Burst = 100, 200
+	return c
+}
+
+func (s *Sandbox) createNode(ctx context.Context, timeout time.Duration) error {
+	cs, err := kubernetes.NewForConfig(s.RESTConfig())
+	if err != nil {
+		return err
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        NodeName,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+			Labels: map[string]string{
+				"type": "kwok", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+				"kubernetes.io/hostname": NodeName, "node-role.kubernetes.io/agent": "",
+			},
+		},
+	}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create fake node %s: %w", NodeName, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sel := fields.OneTermEqualSelector("metadata.name", NodeName).String()
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return cs.CoreV1().Nodes().List(wctx, o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return cs.CoreV1().Nodes().Watch(wctx, o)
+		},
+	}
+	_, err = watchtools.UntilWithSync(wctx, lw, &corev1.Node{}, nil, func(e watch.Event) (bool, error) {
+		n, ok := e.Object.(*corev1.Node)
+		if !ok {
+			return false, nil
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		if perr := s.Check(); perr != nil {
+			return perr
+		}
+		return fmt.Errorf("fake node %s not Ready within %s (kwok log: %s/kwok.log): %w", NodeName, timeout, s.LogDir, err)
+	}
+	return nil
+}
+
+// Processes returns the running processes in start order.
+func (s *Sandbox) Processes() []*Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Process(nil), s.procs...)
+}
+
+// Check returns an error, with log tails, for every process that died
+// without Stop being asked.
+func (s *Sandbox) Check() error {
+	var errs []error
+	for _, p := range s.Processes() {
+		if err := p.Unexpected(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stop stops every process in reverse start order. The API server gets a
+// short grace: once etcd is gone it ignores SIGTERM, so it must go first and
+// be killed if slow.
+func (s *Sandbox) Stop() {
+	procs := s.Processes()
+	for i := len(procs) - 1; i >= 0; i-- {
+		grace := 10 * time.Second
+		if procs[i].Name == "kube-apiserver" {
+			grace = 5 * time.Second
+		}
+		procs[i].Stop(grace)
+		s.logger.Debug("stopped", "component", procs[i].Name)
+	}
+}
