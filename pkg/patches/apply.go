@@ -2,12 +2,16 @@ package patches
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
+	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/builtins"
+	"sigs.k8s.io/kustomize/api/pkg/loader"
+	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -37,14 +41,10 @@ type Result struct {
 	Base, Final []appsv1.Deployment
 }
 
-const (
-	overlayRoot    = "/overlay"
-	componentsFile = "bootstrap-components.yaml"
-)
-
 // Apply runs the overlay's patches over the components one at a time, in
-// order, so each patch's effect can be attributed to it. The result is the
-// same as applying all patches in one kustomization.
+// order, with kustomize's own patch transformer, so each patch's effect can be
+// attributed to it. The result is what a kustomization listing the same
+// patches over the components builds.
 func Apply(components []byte, ov *Overlay) (*Result, error) {
 	mem := filesys.MakeFsInMemory()
 	if ov.fsys != nil {
@@ -52,36 +52,14 @@ func Apply(components []byte, ov *Overlay) (*Result, error) {
 			return nil, fmt.Errorf("load overlays %s: %w", ov.Name, err)
 		}
 	}
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	dp := provider.NewDefaultDepProvider()
+	rf := resmap.NewFactory(dp.GetResourceFactory())
+	// Patch paths resolve inside the overlay directory only.
+	helpers := resmap.NewPluginHelpers(loader.NewFileLoaderAtRoot(mem), dp.GetFieldValidator(), rf, types.DisabledPluginConfig())
 
-	build := func(input []byte, patches []types.Patch) (resmap.ResMap, error) {
-		kz := types.Kustomization{
-			TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
-			Resources: []string{componentsFile},
-			Patches:   patches,
-		}
-		data, err := yaml.Marshal(kz)
-		if err != nil {
-			return nil, err
-		}
-		if err := mem.WriteFile(path.Join(overlayRoot, "kustomization.yaml"), data); err != nil {
-			return nil, err
-		}
-		if err := mem.WriteFile(path.Join(overlayRoot, componentsFile), input); err != nil {
-			return nil, err
-		}
-		return k.Run(mem, overlayRoot)
-	}
-
-	// Build once with no patches so every comparison is between kustomize's
-	// own renderings.
-	cur, err := build(components, nil)
+	cur, err := rf.NewResMapFromBytes(components)
 	if err != nil {
 		return nil, fmt.Errorf("load rendered components: %w", err)
-	}
-	curYAML, err := cur.AsYaml()
-	if err != nil {
-		return nil, err
 	}
 	res := &Result{}
 	if res.Base, err = deployments(cur); err != nil {
@@ -90,51 +68,78 @@ func Apply(components []byte, ov *Overlay) (*Result, error) {
 	for i, p := range ov.Patches {
 		pr := PatchResult{}
 		pr.Name, pr.Target = ov.describe(i)
-		next, err := build(curYAML, []types.Patch{p})
-		if err != nil {
-			pr.Err = err
-			res.Patches = append(res.Patches, pr)
-			continue
-		}
-		if pr.Changed, err = changed(cur, next); err != nil {
-			return nil, err
-		}
-		cur = next
-		if curYAML, err = cur.AsYaml(); err != nil {
-			return nil, err
+		next := cur.DeepCopy()
+		if pr.Err = transform(helpers, p, next); pr.Err == nil {
+			if pr.Changed, err = changed(cur, next); err != nil {
+				return nil, err
+			}
+			cur = next
 		}
 		res.Patches = append(res.Patches, pr)
 	}
-	res.YAML = curYAML
+	if res.YAML, err = cur.AsYaml(); err != nil {
+		return nil, err
+	}
 	if res.Final, err = deployments(cur); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// changed lists the objects whose YAML differs between two builds, including
-// objects a patch renamed.
+// transform applies one patch to m in place.
+func transform(h *resmap.PluginHelpers, p types.Patch, m resmap.ResMap) error {
+	cfg, err := yaml.Marshal(p)
+	if err != nil {
+		return err
+	}
+	t := builtins.NewPatchTransformerPlugin()
+	if err := t.Config(h, cfg); err != nil {
+		return err
+	}
+	if err := t.Transform(m); err != nil {
+		return err
+	}
+	// kustomize's bookkeeping annotations are not part of the output, nor
+	// a change.
+	m.RemoveBuildAnnotations()
+	return nil
+}
+
+// changed lists the objects whose content differs between two resmaps,
+// including objects a patch renamed. Content is compared as data, so a patch
+// that only reformats (a JSON-6902 replace with the same value) is a no-op.
 func changed(before, after resmap.ResMap) ([]string, error) {
 	var out []string
 	for _, r := range after.Resources() {
+		id := idString(r.CurId().Kind, r.GetNamespace(), r.GetName())
 		prev, err := before.GetById(r.OrgId())
-		a, aerr := r.AsYAML()
-		if aerr != nil {
-			return nil, aerr
-		}
-		if err != nil {
-			out = append(out, idString(r.CurId().Kind, r.GetNamespace(), r.GetName()))
+		if err != nil || r.CurId() != prev.CurId() {
+			out = append(out, id)
 			continue
 		}
-		b, berr := prev.AsYAML()
-		if berr != nil {
-			return nil, berr
+		a, err := r.MarshalJSON()
+		if err != nil {
+			return nil, err
 		}
-		if !bytes.Equal(a, b) || r.CurId() != prev.CurId() {
-			out = append(out, idString(r.CurId().Kind, r.GetNamespace(), r.GetName()))
+		b, err := prev.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if !jsonEqual(a, b) {
+			out = append(out, id)
 		}
 	}
 	return out, nil
+}
+
+// jsonEqual compares two JSON documents as data: key order and number
+// formatting (1 vs 1.0) do not count.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 func idString(kind, ns, name string) string { return joinNonEmpty("/", kind, ns, name) }
@@ -158,13 +163,13 @@ func deployments(m resmap.ResMap) ([]appsv1.Deployment, error) {
 	return out, nil
 }
 
-// copyFS copies the overlay's files under overlayRoot in mem.
+// copyFS copies the overlay's files to the root of mem.
 func copyFS(src fs.FS, mem filesys.FileSystem) error {
 	return fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		dst := path.Join(overlayRoot, p)
+		dst := path.Join("/", p)
 		if d.IsDir() {
 			return mem.MkdirAll(dst)
 		}

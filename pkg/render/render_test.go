@@ -140,6 +140,9 @@ func TestShippedOverlay(t *testing.T) {
 			if !bytes.Contains(out.YAML, []byte(tt.kc)) || !bytes.Contains(out.YAML, []byte("--feature-gates=StrictPostBuildSubstitutions=true")) {
 				t.Errorf("render lacks %s with the strict gate", tt.kc)
 			}
+			if bytes.Contains(out.YAML, []byte("internal.config.kubernetes.io")) {
+				t.Error("kustomize build annotations leaked into the render")
+			}
 			if n := len(out.Overlay.Final); n != 6 {
 				t.Errorf("want 6 Deployments with the homelab extras, got %d", n)
 			}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// bin is the bootstrap binary under test, built once: these tests run the
+// real command line, exit codes included.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bootstrap-cli-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "bootstrap")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, o.String(), e.String()}
+}
+
+const fixtures = "../../pkg/render/testdata/overlays/"
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stderr     string
+		emptyStdot bool
+	}{
+		{"homelab v2.4.0", []string{"render", "--flux-version", "v2.4.0", "--components-extra", "image-reflector-controller,image-automation-controller"}, 0,
+			"StrictPostBuildSubstitutions=true only because of the overlay", false},
+		{"misspelled target fails closed", []string{"render", "--overlays", fixtures + "misspelled-target"}, 1, "Deployment/kustomize-controler changed nothing", true},
+		{"strategic merge replaces args", []string{"render", "--overlays", fixtures + "smp-replaces-args"}, 1, "lost --watch-all-namespaces=true", true},
+		{"later patch disables the gate", []string{"render", "--overlays", fixtures + "later-disable"}, 1, "turned off by the overlay", true},
+		{"no-op patch", []string{"render", "--overlays", fixtures + "noop"}, 1, "changed nothing", true},
+		{"malformed overlay", []string{"render", "--overlays", fixtures + "malformed"}, 2, "kustomization.yaml is not valid YAML", true},
+		{"overlays not a dir", []string{"render", "--overlays", "main.go"}, 2, "is not a directory", true},
+		{"unknown component", []string{"render", "--components-extra", "nope-controller"}, 2, "unknown component nope-controller; available in", true},
+		{"unknown version", []string{"render", "--flux-version", "v9.9.9"}, 2, "embedded: v2.4.0, v2.9.5", true},
+		{"bad tarball", []string{"render", "--manifests", "main.go"}, 2, "neither a directory nor a readable manifests.tar.gz", true},
+		{"unknown flag", []string{"render", "--flux-verison", "v2.4.0"}, 2, "unknown flag: --flux-verison", true},
+		{"bad output format", []string{"render", "-o", "yaml"}, 2, `--output "yaml"`, true},
+		{"shipped overlay without its target", []string{"render", "--components", "source-controller"}, 1, "rendered Deployments: Deployment/flux-system/source-controller", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, tt.args...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s", r.code, tt.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("stderr does not say %q:\n%s", tt.stderr, r.stderr)
+			}
+			if tt.emptyStdot && r.stdout != "" {
+				t.Errorf("a failed render must print no manifests, got %d bytes", len(r.stdout))
+			}
+			if tt.code == 0 && !strings.Contains(r.stdout, "kind: Deployment") {
+				t.Errorf("no manifests on stdout")
+			}
+		})
+	}
+}
+
+// TestIncomplete: with no kustomize-controller the strict gate cannot be
+// checked, which is exit 3, never 0.
+func TestIncomplete(t *testing.T) {
+	r := runCLI(t, "render", "--components", "source-controller", "--overlays", t.TempDir())
+	if r.code != 3 || !strings.Contains(r.stderr, "SKIP  controllers/before  controllers.strict-substitution") {
+		t.Fatalf("exit %d, want 3 with a skipped strict gate\n%s", r.code, r.stderr)
+	}
+}
+
+// TestPlainIsVisibleEverywhere: --plain passes (exit 0) but the warning is in
+// the text, JSON and JUnit reports.
+func TestPlainIsVisibleEverywhere(t *testing.T) {
+	dir := t.TempDir()
+	junit := filepath.Join(dir, "junit.xml")
+	reportJSON := filepath.Join(dir, "report.json")
+	r := runCLI(t, "render", "--flux-version", "v2.4.0", "--plain", "--junit", junit, "--report-json", reportJSON)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "WARNING: --plain") || !strings.Contains(r.stderr, "WARN  controllers/before  overlay.plain") {
+		t.Errorf("text report hides --plain:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stdout, "StrictPostBuildSubstitutions") {
+		t.Error("--plain still applied the overlay")
+	}
+	j, _ := os.ReadFile(junit)
+	if !strings.Contains(string(j), "WARNING: --plain") || !strings.Contains(string(j), `value="warn"`) {
+		t.Errorf("JUnit hides --plain:\n%s", j)
+	}
+	var doc struct {
+		Verdict  string
+		ExitCode int
+		Warnings []string
+		Checks   []struct{ ID, Verdict string }
+	}
+	data, _ := os.ReadFile(reportJSON)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Verdict != "warn" || doc.ExitCode != 0 || len(doc.Warnings) == 0 {
+		t.Errorf("JSON hides --plain: %s", data)
+	}
+}
+
+func TestJSONOutput(t *testing.T) {
+	dir := t.TempDir()
+	r := runCLI(t, "render", "-o", "json", "--output-dir", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var doc struct {
+		Changed  *bool
+		ExitCode int
+		Facts    map[string]string
+		Phases   []struct{ Name, Verdict string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, r.stdout)
+	}
+	if doc.Changed == nil || *doc.Changed || doc.Facts["fluxVersion"] != "v2.9.5" || len(doc.Phases) != 1 || doc.Phases[0].Verdict != "pass" {
+		t.Errorf("unexpected summary: %s", r.stdout)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "gotk-components.yaml")); err != nil || !bytes.Contains(data, []byte("kind: Deployment")) {
+		t.Errorf("--output-dir did not get the manifests: %v", err)
+	}
+	// An input error is a JSON document too, for Ansible.
+	r = runCLI(t, "render", "-o", "json", "--flux-version", "v0.1.0")
+	if r.code != 2 || !strings.Contains(r.stdout, `"error": "Flux v0.1.0 is not embedded`) || !strings.Contains(r.stdout, `"exitCode": 2`) {
+		t.Errorf("input error not reported as JSON (exit %d): %s", r.code, r.stdout)
+	}
+}
