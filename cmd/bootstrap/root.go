@@ -5,17 +5,21 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
-// reportFlags select where the gate report goes.
+// reportFlags select where the gate report goes, and which cluster the
+// cluster commands talk to.
 type reportFlags struct {
 	output     string
 	reportJSON string
 	junit      string
+	kube       kube.Options
 }
 
 // usageError marks a command-line mistake (exit 2).
@@ -52,6 +56,9 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	pf.StringVarP(&rf.output, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout)")
 	pf.StringVar(&rf.reportJSON, "report-json", "", "also write the JSON report to this file")
 	pf.StringVar(&rf.junit, "junit", "", "also write the report as JUnit XML to this file")
+	pf.StringVar(&rf.kube.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	pf.StringVar(&rf.kube.Context, "context", "", "kubeconfig context (default: the current context)")
+	pf.DurationVar(&rf.kube.Timeout, "request-timeout", 30*time.Second, "timeout of each API request")
 
 	root.AddCommand(newRenderCommand(rf), newVersionCommand())
 	return root
