@@ -114,21 +114,12 @@ build_flux() {
 	sed -i "\#^replace github.com/fluxcd/$name/api => ./api#d" "$work/go.mod"
 	local r
 	for r in "$@"; do echo "replace $r" >>"$work/go.mod"; done
-	(cd "$work" && go mod download && GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$bin/$name.tmp" .) || { rm -rf "$work"; return 1; }
+	(cd "$work" && GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "-s -w" -o "$bin/$name.tmp" .) || { rm -rf "$work"; return 1; }
 	rm -rf "$work"
 	mv "$bin/$name.tmp" "$bin/$name"
 }
 
 echo "sandbox build: cache $out"
-step etcd build_etcd
-step kube-apiserver build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-step kube-controller-manager build_k8s kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-step kube-scheduler build_k8s kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
-step kwok build_kwok
-step source-controller build_flux source-controller "$SOURCE_CONTROLLER_VERSION" \
-	"github.com/fluxcd/pkg/artifact => github.com/fluxcd/pkg/artifact v0.18.0"
-step kustomize-controller build_flux kustomize-controller "$KUSTOMIZE_CONTROLLER_VERSION"
-
 # kwok's stages (node initialize + heartbeat, pod ready/complete/delete) ship
 # as YAML in its module; the sandbox passes them to kwok with --config.
 stages="$out/kwok-stages.yaml"
@@ -148,6 +139,15 @@ if [[ ! -s "$stages" ]]; then
 	mv "$stages.tmp" "$stages"
 	echo "kwok stages: $stages"
 fi
+
+step etcd build_etcd
+step kube-apiserver build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+step kube-controller-manager build_k8s kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+step kube-scheduler build_k8s kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+step kwok build_kwok
+step source-controller build_flux source-controller "$SOURCE_CONTROLLER_VERSION" \
+	"github.com/fluxcd/pkg/artifact => github.com/fluxcd/pkg/artifact v0.18.0"
+step kustomize-controller build_flux kustomize-controller "$KUSTOMIZE_CONTROLLER_VERSION"
 
 echo "sandbox build: $built built, $((total - built)) cached, $(($(date +%s) - start_all))s; size $(du -sh "$out" | cut -f1)"
 echo "$bin"

@@ -1,0 +1,171 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
+	"github.com/fluxcd/pkg/ssa"
+	ssautils "github.com/fluxcd/pkg/ssa/utils"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var (
+	buildOnce sync.Once
+	cliPath   string
+	cliErr    error
+)
+
+// bootstrapCLI builds ./cmd/bootstrap once per suite: the render contract
+// with the product is its command line.
+func bootstrapCLI(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bootstrap-e2e-cli-")
+		if err != nil {
+			cliErr = err
+			return
+		}
+		cliPath = filepath.Join(dir, "bootstrap")
+		cmd := exec.Command("go", "build", "-o", cliPath, "./cmd/bootstrap")
+		cmd.Dir = suite.root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cliErr = fmt.Errorf("go build ./cmd/bootstrap (run `make generate` first if bundles are missing): %v\n%s", err, out)
+		}
+	})
+	if cliErr != nil {
+		t.Fatal(cliErr)
+	}
+	return cliPath
+}
+
+// render runs `bootstrap render` and returns its objects.
+func render(t *testing.T, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	cmd := exec.Command(bootstrapCLI(t), append([]string{"render"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bootstrap render %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	objs, err := ssautils.ReadObjects(&stdout)
+	if err != nil {
+		t.Fatalf("parse render output: %v", err)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("bootstrap render printed no objects; stderr:\n%s", stderr.String())
+	}
+	return objs
+}
+
+func resourceManager() *ssa.ResourceManager {
+	poller := polling.NewStatusPoller(suite.client, suite.client.RESTMapper(), polling.Options{})
+	return ssa.NewResourceManager(suite.client, poller, ssa.Owner{Field: "bootstrap-e2e", Group: "e2e.bootstrap.homelab-ops"})
+}
+
+// waitFor lists the named object, then watches it from the list's
+// resourceVersion until cond holds: no polling, no missed update.
+func waitFor[T client.Object](ctx context.Context, t *testing.T, list client.ObjectList, ns, name string, cond func(T) (bool, string)) T {
+	t.Helper()
+	var zero T
+	last := "not found"
+	for {
+		opts := []client.ListOption{client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)}}
+		if ns != "" {
+			opts = append(opts, client.InNamespace(ns))
+		}
+		if err := suite.client.List(ctx, list, opts...); err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("waiting for %s/%s: %v (last state: %s)", ns, name, ctx.Err(), last)
+			}
+			t.Fatalf("list %s/%s: %v", ns, name, err)
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			if obj, ok := it.(T); ok {
+				done, why := cond(obj)
+				if done {
+					return obj
+				}
+				last = why
+			}
+		}
+		rv := list.(metav1.ListInterface).GetResourceVersion()
+		w, err := suite.client.Watch(ctx, list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})...)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("waiting for %s/%s: %v (last state: %s)", ns, name, ctx.Err(), last)
+			}
+			continue
+		}
+	events:
+		for {
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				t.Fatalf("waiting for %s/%s: %v (last state: %s)", ns, name, ctx.Err(), last)
+				return zero
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					break events // relist and rewatch
+				}
+				if ev.Type == watch.Error {
+					w.Stop()
+					break events
+				}
+				if obj, ok := ev.Object.(T); ok && ev.Type != watch.Deleted && ev.Type != watch.Bookmark {
+					done, why := cond(obj)
+					if done {
+						w.Stop()
+						return obj
+					}
+					last = why
+				}
+			}
+		}
+	}
+}
+
+// readyStatus describes a Flux object's Ready condition.
+func readyStatus(gen int64, conds []metav1.Condition) (status metav1.ConditionStatus, reason, msg string, current bool) {
+	c := apimeta.FindStatusCondition(conds, "Ready")
+	if c == nil {
+		return metav1.ConditionUnknown, "", "no Ready condition yet", false
+	}
+	return c.Status, c.Reason, c.Message, c.ObservedGeneration == gen
+}
+
+func timeoutCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// requestReconcile is `flux reconcile` without the flux binary: the
+// requestedAt annotation that every Flux controller watches.
+func requestReconcile(ctx context.Context, t *testing.T, obj client.Object) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
+	if err := suite.client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("request reconcile of %s: %v", obj.GetName(), err)
+	}
+}
