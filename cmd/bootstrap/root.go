@@ -60,7 +60,7 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	pf.StringVar(&rf.kube.Context, "context", "", "kubeconfig context (default: the current context)")
 	pf.DurationVar(&rf.kube.Timeout, "request-timeout", 30*time.Second, "timeout of each API request")
 
-	root.AddCommand(newRenderCommand(rf), newVersionCommand())
+	root.AddCommand(newRenderCommand(rf), newControllersCommand(rf), newVersionCommand())
 	return root
 }
 

@@ -56,6 +56,18 @@ type Check struct {
 	Evidence []string `json:"evidence,omitempty"`
 }
 
+// ObjectChange is what happens, or happened, to one object.
+type ObjectChange struct {
+	// Object is kind/namespace/name.
+	Object string `json:"object"`
+	// Action is created, configured, unchanged, deleted or skipped.
+	Action string `json:"action"`
+	// Restarts is true for a workload whose pod template changes.
+	Restarts bool `json:"restarts,omitempty"`
+	// TakenOverFrom lists other field managers this apply takes over.
+	TakenOverFrom []string `json:"takenOverFrom,omitempty"`
+}
+
 // PhaseResult summarises the checks of one phase.
 type PhaseResult struct {
 	Name    string  `json:"name"`
@@ -76,6 +88,10 @@ type Report struct {
 	// Error is an input or usage error that stopped the run early.
 	Error  string  `json:"error,omitempty"`
 	Checks []Check `json:"checks"`
+	// Objects is the plan or the outcome of an apply, one entry per object.
+	Objects []ObjectChange `json:"objects,omitempty"`
+	// DryRun says nothing was changed; Changed then means "would change".
+	DryRun bool `json:"dryRun,omitempty"`
 	// Facts are named results a caller may want, e.g. the Flux version.
 	Facts map[string]string `json:"facts,omitempty"`
 }

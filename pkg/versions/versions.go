@@ -22,6 +22,8 @@ type Pins struct {
 	BundleModule        string
 	BundleModuleVersion string
 	BundleModuleSum     string
+	// MinKubernetes maps a Flux version to the oldest Kubernetes it supports.
+	MinKubernetes map[string]string
 	// All is every key of versions.env.
 	All map[string]string
 }
@@ -47,6 +49,13 @@ func Parse(data []byte) (Pins, error) {
 	for _, v := range strings.Split(env["FLUX_EMBEDDED_VERSIONS"], ",") {
 		if v = strings.TrimSpace(v); v != "" {
 			p.EmbeddedFluxVersions = append(p.EmbeddedFluxVersions, v)
+		}
+	}
+	p.MinKubernetes = map[string]string{}
+	for _, pair := range strings.Split(env["FLUX_MIN_KUBERNETES"], ",") {
+		flux, kube, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		if ok {
+			p.MinKubernetes[flux] = kube
 		}
 	}
 	var missing []string
