@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,12 +51,12 @@ func TestTeardownLeavesNoProcess(t *testing.T) {
 // up front with the port and the fix, and nothing is started.
 func TestPortTaken(t *testing.T) {
 	port := strings.TrimPrefix(suite.sb.APIServerURL, "https://127.0.0.1:")
-	var p int
-	for _, c := range port {
-		p = p*10 + int(c-'0')
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
 	}
 	work := t.TempDir()
-	_, err := sandbox.Start(context.Background(), sandbox.Config{BinDir: suite.binDir, WorkDir: work, APIServerPort: p})
+	_, err = sandbox.Start(context.Background(), sandbox.Config{BinDir: suite.binDir, WorkDir: work, APIServerPort: p})
 	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), port) {
 		t.Fatalf("taken port %s: want a clear 'already in use' error, got %v", port, err)
 	}

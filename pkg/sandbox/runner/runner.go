@@ -220,6 +220,10 @@ func (r *Runner) sync(ctx context.Context, name string) error {
 		}
 		return nil
 	}
+	if dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0 {
+		r.stop(name) // scaled to zero: no pod, no process
+		return nil
+	}
 	hash := TemplateHash(&dep.Spec.Template)
 	r.mu.Lock()
 	cur := r.procs[name]
