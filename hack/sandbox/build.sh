@@ -32,6 +32,16 @@ fi
 
 command -v go >/dev/null || { echo "build.sh: go not found on PATH; install Go $(sed -n 's/^go //p' "$root/go.mod")" >&2; exit 1; }
 
+# The tools module pins what it builds; it must agree with versions.env.
+tools_mod="$here/tools/kubernetes/go.mod"
+staging="v0.${KUBERNETES_VERSION#v1.}"
+for want in "k8s.io/kubernetes $KUBERNETES_VERSION" "go.etcd.io/etcd/server/v3 $ETCD_VERSION" "k8s.io/api => k8s.io/api $staging"; do
+	grep -qF "$want" "$tools_mod" || {
+		echo "build.sh: $tools_mod does not pin '$want' (versions.env says so); update it: cd hack/sandbox/tools/kubernetes && go get k8s.io/kubernetes@$KUBERNETES_VERSION go.etcd.io/etcd/server/v3@$ETCD_VERSION, set every k8s.io replace to $staging, go mod tidy" >&2
+		exit 1
+	}
+done
+
 mkdir -p "$bin"
 export GOFLAGS="-buildvcs=false"
 # Never let a module's go line fetch another toolchain: it must build with ours.
