@@ -1,0 +1,178 @@
+package agekey
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/getsops/sops/v3"
+	"github.com/getsops/sops/v3/aes"
+	sopsage "github.com/getsops/sops/v3/age"
+	"github.com/getsops/sops/v3/cmd/sops/common"
+	"github.com/getsops/sops/v3/cmd/sops/formats"
+	"github.com/getsops/sops/v3/config"
+	"github.com/getsops/sops/v3/keyservice"
+	"github.com/getsops/sops/v3/version"
+)
+
+// keyServer is a sops key service that knows only the identities it was
+// given. Unlike sops' default local server it never reads SOPS_AGE_KEY,
+// key files or any other key source, so a test-decrypt proves exactly what
+// the Secret will hold.
+type keyServer struct {
+	ids sopsage.ParsedIdentities
+}
+
+func (s keyServer) Decrypt(_ context.Context, req *keyservice.DecryptRequest) (*keyservice.DecryptResponse, error) {
+	k, ok := req.Key.KeyType.(*keyservice.Key_AgeKey)
+	if !ok {
+		return nil, fmt.Errorf("not an age key: bootstrap test-decrypts with the age identities given to it only")
+	}
+	mk := &sopsage.MasterKey{Recipient: k.AgeKey.Recipient, EncryptedKey: string(req.Ciphertext)}
+	s.ids.ApplyToMasterKey(mk)
+	plain, err := mk.Decrypt()
+	if err != nil {
+		return nil, err
+	}
+	return &keyservice.DecryptResponse{Plaintext: plain}, nil
+}
+
+func (s keyServer) Encrypt(context.Context, *keyservice.EncryptRequest) (*keyservice.EncryptResponse, error) {
+	return nil, errors.New("bootstrap's key service does not encrypt")
+}
+
+func (ids *Identities) keyServices() []keyservice.KeyServiceClient {
+	return []keyservice.KeyServiceClient{keyservice.NewCustomLocalClient(keyServer{ids: ids.ageIdentities()})}
+}
+
+// sopsFormat is the sops store format for a file, by extension; ok is
+// false for files sops would treat as binary, which a Kustomization never
+// decrypts as manifests.
+func sopsFormat(path string) (formats.Format, bool) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		return formats.Yaml, true
+	case ".json":
+		return formats.Json, true
+	case ".env":
+		return formats.Dotenv, true
+	case ".ini":
+		return formats.Ini, true
+	}
+	return formats.Binary, false
+}
+
+// loadEncrypted parses a SOPS file. ok is false when data is not
+// SOPS-encrypted at all.
+func loadEncrypted(data []byte, format formats.Format) (tree *sops.Tree, ok bool, err error) {
+	defer func() {
+		// Malformed input has made sops panic before; treat it as an error.
+		if r := recover(); r != nil {
+			tree, ok, err = nil, true, fmt.Errorf("sops cannot parse it: %v", r)
+		}
+	}()
+	store := common.StoreForFormat(format, config.NewStoresConfig())
+	t, err := store.LoadEncryptedFile(data)
+	if errors.Is(err, sops.MetadataNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	return &t, true, nil
+}
+
+// ageRecipients lists the age recipients in a file's SOPS metadata, and
+// counts its master keys of other types.
+func ageRecipients(tree *sops.Tree) (recipients []string, others int) {
+	for _, g := range tree.Metadata.KeyGroups {
+		for _, k := range g {
+			if ak, ok := k.(*sopsage.MasterKey); ok {
+				recipients = append(recipients, ak.Recipient)
+			} else {
+				others++
+			}
+		}
+	}
+	return recipients, others
+}
+
+// testDecrypt decrypts the tree in memory with only ids and checks its MAC,
+// as kustomize-controller does. The plaintext is dropped.
+func (ids *Identities) testDecrypt(tree *sops.Tree) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("sops failed while decrypting: %v", r)
+		}
+	}()
+	_, err = common.DecryptTree(common.DecryptTreeOpts{
+		Tree:            tree,
+		KeyServices:     ids.keyServices(),
+		DecryptionOrder: []string{sopsage.KeyTypeIdentifier},
+		Cipher:          aes.NewCipher(),
+	})
+	if err != nil {
+		var ue sops.UserError
+		if errors.As(err, &ue) {
+			return errors.New(strings.TrimSpace(ue.UserError()))
+		}
+		return err
+	}
+	return nil
+}
+
+// EncryptOptions shape Encrypt's output.
+type EncryptOptions struct {
+	// EncryptedRegex selects the keys to encrypt, as sops'
+	// --encrypted-regex; Flux's docs use ^(data|stringData)$ for Secrets.
+	EncryptedRegex string
+}
+
+// Encrypt encrypts plain (YAML, JSON, dotenv or ini, chosen by name's
+// extension) to the age recipients with sops, in memory. It needs public
+// keys only; the tests and fixtures use it to build repositories.
+func Encrypt(name string, plain []byte, recipients []string, opts EncryptOptions) ([]byte, error) {
+	format, ok := sopsFormat(name)
+	if !ok {
+		return nil, fmt.Errorf("%s: sops format not supported here: use .yaml, .json, .env or .ini", name)
+	}
+	store := common.StoreForFormat(format, config.NewStoresConfig())
+	branches, err := store.LoadPlainFile(plain)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var group sops.KeyGroup
+	for _, r := range recipients {
+		mk, err := sopsage.MasterKeyFromRecipient(r)
+		if err != nil {
+			return nil, fmt.Errorf("recipient %q: %w", r, err)
+		}
+		group = append(group, mk)
+	}
+	tree := sops.Tree{
+		Branches: branches,
+		Metadata: sops.Metadata{
+			KeyGroups:      []sops.KeyGroup{group},
+			EncryptedRegex: opts.EncryptedRegex,
+			Version:        version.Version,
+		},
+	}
+	dataKey := make([]byte, 32)
+	if _, err := rand.Read(dataKey); err != nil {
+		return nil, err
+	}
+	for _, k := range group {
+		if err := k.Encrypt(dataKey); err != nil {
+			return nil, err
+		}
+	}
+	if err := common.EncryptTree(common.EncryptTreeOpts{Tree: &tree, Cipher: aes.NewCipher(), DataKey: dataKey}); err != nil {
+		return nil, err
+	}
+	return store.EmitEncryptedFile(tree)
+}
+
+func sopsVersion() string { return version.Version }
