@@ -38,3 +38,7 @@ clean:
 	rm -rf bin
 
 -include hack/sandbox/sandbox.mk
+
+## demo: the main job — sandbox up, bootstrap Flux into it, re-run, tear down
+demo: build sandbox-deps sandbox-build $(SANDBOX_CMD)
+	bash hack/demo.sh
