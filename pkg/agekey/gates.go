@@ -114,7 +114,11 @@ func RepositoryChecks(ids *Identities, s *Scope, stage verify.Stage, force bool)
 		}
 		if err := ids.testDecrypt(f.tree); err != nil {
 			dc.Verdict = verify.Fail
-			dc.Message = fmt.Sprintf("%s does not decrypt with this key: %s", f.Path, oneLine(err.Error()))
+			why := oneLine(err.Error())
+			if strings.Contains(why, "did not match any of the recipients") {
+				why = "none of its identities matches a recipient of the file (sops could not decrypt the data key)"
+			}
+			dc.Message = fmt.Sprintf("%s does not decrypt with this key: %s", f.Path, why)
 		} else {
 			decrypted++
 			dc.Verdict, dc.Message = verify.Pass, fmt.Sprintf("%s decrypts with this key and its MAC verifies", f.Path)
