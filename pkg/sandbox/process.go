@@ -49,7 +49,9 @@ func StartProcess(name, bin string, args, env []string, dir, logDir string) (*Pr
 	cmd.Env = append(baseEnv(), env...)
 	// Own process group: teardown signals the whole group, so nothing a
 	// component forks (git, for instance) outlives it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: if this process dies without tearing down (a test binary
+	// killed by a timeout), the kernel kills the child too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	fmt.Fprintf(f, "### %s %s %s\n", time.Now().UTC().Format(time.RFC3339), bin, strings.Join(args, " "))
 	if err := cmd.Start(); err != nil {
 		f.Close()

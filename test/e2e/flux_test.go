@@ -145,9 +145,9 @@ func waitRunning(ctx context.Context, t *testing.T, name string) runner.Instance
 	hash := runner.TemplateHash(&deployment(ctx, t, name).Spec.Template)
 	if err := suite.runner.WaitFor(ctx, func(st runner.Status) bool {
 		in := st.Instances[name]
-		return in.Running && in.TemplateHash == hash
+		return in.Ready && in.TemplateHash == hash
 	}); err != nil {
-		t.Fatalf("%s not running from template %s: %v", name, hash, err)
+		t.Fatalf("%s not ready from template %s: %v", name, hash, err)
 	}
 	return suite.runner.Status().Instances[name]
 }
@@ -164,6 +164,12 @@ func testRunnerStarted(t *testing.T) {
 		// Every Deployment arg whose flag is not an address reaches the process.
 		for _, a := range c.Args {
 			if strings.Contains(a, "-addr=") || strings.HasPrefix(a, "--storage-path=") {
+				continue
+			}
+			if a == "--enable-leader-election" {
+				if !strings.Contains(strings.Join(in.Notes, "\n"), "--enable-leader-election dropped") {
+					t.Errorf("%s: leader election dropped without a note: %q", name, in.Notes)
+				}
 				continue
 			}
 			if !slices.Contains(in.Args, a) {
@@ -448,7 +454,7 @@ func testControllerDeath(t *testing.T) {
 	}
 	if err := suite.runner.WaitFor(ctx, func(st runner.Status) bool {
 		in := st.Instances["source-controller"]
-		return in.Running && in.Starts > before.Starts
+		return in.Ready && in.Starts > before.Starts
 	}); err != nil {
 		t.Fatal(err)
 	}

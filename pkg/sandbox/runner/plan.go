@@ -61,6 +61,8 @@ type Plan struct {
 	TemplateHash string
 	// StorageAddr is source-controller's artifact server address, if any.
 	StorageAddr string
+	// HealthAddr serves /readyz and /healthz (controller-runtime).
+	HealthAddr string
 }
 
 // TemplateHash hashes a pod template; a change means "restart".
@@ -149,6 +151,7 @@ func BuildPlan(dep *appsv1.Deployment, in PlanInput) (*Plan, error) {
 
 	// Addresses: always loopback, on this instance's ports, whether or not
 	// the Deployment names them (the binaries' defaults would collide).
+	p.HealthAddr = fmt.Sprintf("127.0.0.1:%d", in.HealthPort)
 	set := map[string]string{
 		"metrics-addr": fmt.Sprintf("127.0.0.1:%d", in.MetricsPort),
 		"health-addr":  fmt.Sprintf("127.0.0.1:%d", in.HealthPort),
@@ -162,6 +165,13 @@ func BuildPlan(dep *appsv1.Deployment, in PlanInput) (*Plan, error) {
 		set["storage-path"] = filepath.Join(in.Dir, "storage")
 	}
 	args = rewriteFlags(args, set, mounts)
+	// controller-runtime finds the election namespace only in the pod's
+	// service-account mount, which a local process lacks; one local
+	// instance needs no election, so the flag is dropped, and said so.
+	if i := slices.Index(args, "--enable-leader-election"); i >= 0 {
+		args = slices.Delete(args, i, i+1)
+		p.Notes = append(p.Notes, "--enable-leader-election dropped: no in-cluster namespace file outside a pod, and one local instance needs no election")
+	}
 
 	if in.Controller == "kustomize-controller" && p.ImageVersion != "" &&
 		semver.IsValid(p.ImageVersion) && semver.Compare(p.ImageVersion, strictDefaultFrom) < 0 && !setsGate(args, StrictGate) {

@@ -75,7 +75,6 @@ func TestPlanKeepsArgsAndRewritesAddresses(t *testing.T) {
 		"--events-addr=",
 		"--watch-all-namespaces",
 		"--log-level=info",
-		"--enable-leader-election",
 		"--storage-path=/w/storage",
 		"--storage-adv-addr=127.0.0.1:1003",
 		"--health-addr=127.0.0.1:1002",
@@ -90,8 +89,8 @@ func TestPlanKeepsArgsAndRewritesAddresses(t *testing.T) {
 			t.Errorf("env lacks %s: %q", e, p.Env)
 		}
 	}
-	if len(p.Notes) != 0 {
-		t.Errorf("same version must not note anything: %q", p.Notes)
+	if len(p.Notes) != 1 || !strings.Contains(p.Notes[0], "--enable-leader-election dropped") {
+		t.Errorf("same version: want only the leader-election note, got %q", p.Notes)
 	}
 	// Negative: the pod's in-cluster address must not survive.
 	if strings.Contains(strings.Join(p.Args, " "), "svc.cluster.local") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -70,6 +71,9 @@ type Instance struct {
 	LastExit string
 	LogPath  string
 	Running  bool
+	// Ready: the process answers /readyz on its health address, as the
+	// Deployment's readiness probe would see it.
+	Ready bool
 }
 
 // Report is a controller Deployment the runner cannot run, and why.
@@ -97,13 +101,16 @@ type Runner struct {
 	procs       map[string]*running
 	unsupported map[string]string
 	starts      map[string]int
+	crashes     map[string]int // consecutive quick deaths, for back-off
 	lastExit    map[string]string
 	changed     chan struct{}
 }
 
 type running struct {
-	proc *sandbox.Process
-	plan *Plan
+	proc    *sandbox.Process
+	plan    *Plan
+	started time.Time
+	ready   bool
 }
 
 // New validates cfg and returns a Runner.
@@ -130,6 +137,7 @@ func New(cfg Config) (*Runner, error) {
 		procs:       map[string]*running{},
 		unsupported: map[string]string{},
 		starts:      map[string]int{},
+		crashes:     map[string]int{},
 		lastExit:    map[string]string{},
 		changed:     make(chan struct{}),
 	}, nil
@@ -294,25 +302,65 @@ func (r *Runner) start(ctx context.Context, dep *appsv1.Deployment) error {
 	}
 	r.logger.Info("controller started", "controller", name, "pid", p.Pid(), "template", plan.TemplateHash, "args", plan.Args)
 	r.mu.Lock()
-	r.procs[name] = &running{proc: p, plan: plan}
+	r.procs[name] = &running{proc: p, plan: plan, started: time.Now()}
 	r.mu.Unlock()
 	r.notify()
-	go r.watchExit(name, p)
+	go r.watchExit(name, p, time.Now())
+	go r.probe(name, p, plan.HealthAddr)
 	return nil
 }
 
 // watchExit reports a controller that died on its own, with its log tail,
-// and queues a restart (restartPolicy: Always).
-func (r *Runner) watchExit(name string, p *sandbox.Process) {
+// and restarts it with a back-off like kubelet's CrashLoopBackOff.
+func (r *Runner) watchExit(name string, p *sandbox.Process, started time.Time) {
 	<-p.Done()
 	err := p.Unexpected()
 	if err == nil {
 		return
 	}
-	r.logger.Error("controller exited unexpectedly; restarting", "controller", name, "error", err)
+	r.mu.Lock()
+	if time.Since(started) > time.Minute {
+		r.crashes[name] = 0
+	}
+	r.crashes[name]++
+	delay := time.Second << min(r.crashes[name]-1, 5) // 1s … 32s
+	r.mu.Unlock()
+	r.logger.Error("controller exited unexpectedly; restarting", "controller", name, "pid", p.Pid(),
+		"after", time.Since(started).Round(time.Millisecond), "restartIn", delay, "log", p.LogPath, "tail", p.Tail(5))
 	r.setLastExit(name, err.Error())
 	if r.queue != nil && !r.queue.ShuttingDown() {
-		r.queue.AddRateLimited(name)
+		r.queue.AddAfter(name, delay)
+	}
+}
+
+// probe is the readiness probe: GET /readyz until it answers 200 or the
+// process exits. Polling is what a probe is.
+func (r *Runner) probe(name string, p *sandbox.Process, addr string) {
+	c := &http.Client{Timeout: time.Second}
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.Done():
+			return
+		case <-t.C:
+		}
+		resp, err := c.Get("http://" + addr + "/readyz")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			continue
+		}
+		r.mu.Lock()
+		if cur := r.procs[name]; cur != nil && cur.proc == p {
+			cur.ready = true
+		}
+		r.mu.Unlock()
+		r.logger.Info("controller ready", "controller", name, "pid", p.Pid())
+		r.notify()
+		return
 	}
 }
 
@@ -399,6 +447,7 @@ func (r *Runner) Status() Status {
 		if cur := r.procs[name]; cur != nil {
 			exited, _ := cur.proc.Exited()
 			in.Running = !exited
+			in.Ready = in.Running && cur.ready
 			in.Pid = cur.proc.Pid()
 			in.Args = cur.plan.Args
 			in.Env = cur.plan.Env
@@ -441,7 +490,7 @@ func (r *Runner) WaitFor(ctx context.Context, cond func(Status) bool) error {
 func summarize(st Status) map[string]string {
 	m := map[string]string{}
 	for n, in := range st.Instances {
-		m[n] = fmt.Sprintf("running=%v starts=%d template=%s lastExit=%q", in.Running, in.Starts, in.TemplateHash, in.LastExit)
+		m[n] = fmt.Sprintf("running=%v ready=%v starts=%d template=%s lastExit=%q", in.Running, in.Ready, in.Starts, in.TemplateHash, in.LastExit)
 	}
 	for _, u := range st.Unsupported {
 		m[u.Deployment] = "unsupported"
