@@ -298,6 +298,10 @@ func TestTwoEnvironments(t *testing.T) {
 			t.Errorf("decrypted %d, verdicts %v", n, got)
 		}
 		reportHygiene(t, report(cs))
+		// The same scope proves again: the install's after-gate reuses it.
+		if _, n := RepositoryChecks(parse(t, f.dev.file), dev, verify.After, false); n != 1 {
+			t.Errorf("second test-decrypt of the same scope decrypted %d", n)
+		}
 	})
 	t.Run("another environment's key", func(t *testing.T) {
 		cs, n := RepositoryChecks(parse(t, f.prod.file), dev, verify.Before, false)

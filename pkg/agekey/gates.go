@@ -112,7 +112,7 @@ func RepositoryChecks(ids *Identities, s *Scope, stage verify.Stage, force bool)
 			rc.Message = fmt.Sprintf("%s is encrypted to someone else (%s), not to this key (%s): use the environment's key, or add %s to the file's .sops.yaml rule and run `sops updatekeys %s` with a key that can decrypt it",
 				f.Path, orNone(f.Recipients), strings.Join(ids.Recipients(), ", "), ids.Recipients()[0], f.Path)
 		}
-		if err := ids.testDecrypt(f.tree); err != nil {
+		if err := ids.testDecrypt(f.data, f.format); err != nil {
 			dc.Verdict = verify.Fail
 			why := oneLine(err.Error())
 			if strings.Contains(why, "did not match any of the recipients") {

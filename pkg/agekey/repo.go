@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/getsops/sops/v3"
+	"github.com/getsops/sops/v3/cmd/sops/formats"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -46,7 +46,10 @@ type File struct {
 	// LoadErr is set when sops cannot parse the file.
 	LoadErr error
 
-	tree *sops.Tree
+	// data is the encrypted file, parsed afresh for every test-decrypt:
+	// sops decrypts a tree in place.
+	data   []byte
+	format formats.Format
 }
 
 // Scope is what an environment asks of the Secret.
@@ -289,7 +292,7 @@ func findEncrypted(repo string, k Kustomization, files map[string]*File) error {
 		if !encrypted {
 			return nil
 		}
-		f := &File{Path: rel, By: []string{k.Ref()}, LoadErr: err, tree: tree}
+		f := &File{Path: rel, By: []string{k.Ref()}, LoadErr: err, data: data, format: format}
 		if err == nil {
 			f.Recipients, f.OtherKeys = ageRecipients(tree)
 		}

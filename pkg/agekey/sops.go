@@ -100,14 +100,22 @@ func ageRecipients(tree *sops.Tree) (recipients []string, others int) {
 	return recipients, others
 }
 
-// testDecrypt decrypts the tree in memory with only ids and checks its MAC,
-// as kustomize-controller does. The plaintext is dropped.
-func (ids *Identities) testDecrypt(tree *sops.Tree) (err error) {
+// testDecrypt parses the encrypted file and decrypts it in memory with
+// only ids, checking its MAC, as kustomize-controller does. The plaintext
+// tree is dropped on return.
+func (ids *Identities) testDecrypt(data []byte, format formats.Format) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("sops failed while decrypting: %v", r)
 		}
 	}()
+	tree, ok, err := loadEncrypted(data, format)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("no sops metadata")
+	}
 	_, err = common.DecryptTree(common.DecryptTreeOpts{
 		Tree:            tree,
 		KeyServices:     ids.keyServices(),
