@@ -368,7 +368,7 @@ func setStrictGate(ctx context.Context, t *testing.T, on bool) runner.Instance {
 
 func strictKustomization() *kustomizev1.Kustomization {
 	k := kustomization("strict", "./strict", "infra")
-	k.Spec.PostBuild = &kustomizev1.PostBuild{Substitute: map[string]string{"SANDBOX_DEFINED": "yes"}}
+	k.Spec.PostBuild = &kustomizev1.PostBuild{Substitute: map[string]string{"SANDBOX_DEFINED": "sandbox-defined"}}
 	return k
 }
 
@@ -404,8 +404,8 @@ func testStrictBothWays(t *testing.T) {
 	requestReconcile(ctx, t, strictKustomization())
 	waitApplied(ctx, t, "strict", rev)
 	cm := configMap(ctx, t, "strict")
-	if cm.Data["undefined"] != "before--after" || cm.Data["defined"] != "yes" {
-		t.Fatalf("gate off: ConfigMap data %v, want undefined=before--after (empty substitution) and defined=yes", cm.Data)
+	if cm.Data["undefined"] != "before--after" || cm.Data["defined"] != "sandbox-defined" {
+		t.Fatalf("gate off: ConfigMap data %v, want undefined=before--after (empty substitution) and defined=sandbox-defined", cm.Data)
 	}
 	t.Logf("gate off: undefined variable rendered as empty string, %s after the Deployment edit", time.Since(t0).Round(time.Millisecond))
 }

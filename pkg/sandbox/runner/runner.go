@@ -262,7 +262,7 @@ func (r *Runner) start(ctx context.Context, dep *appsv1.Deployment) error {
 	n := r.starts[name]
 	r.mu.Unlock()
 	dir := filepath.Join(r.cfg.WorkDir, name, strconv.Itoa(n))
-	for _, d := range []string{"home", "tmp"} {
+	for _, d := range []string{"home", "tmp", "storage"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
