@@ -236,6 +236,31 @@ func TestAgeKey(t *testing.T) {
 		}
 		t.Logf("kustomize-controller applied default/app-secret decrypted with the installed key at %s", rev)
 	})
+	// Negative control: the same path decrypted with a Secret that holds
+	// another key fails in the controller, so the value above came from the
+	// key bootstrap installed.
+	t.Run("ControllerFailsWithAnotherKey", func(t *testing.T) {
+		ids, err := agekey.Parse([]byte(wrongKey), "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrong := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "sops-age-wrong"}, Data: map[string][]byte{agekey.DataKey: ids.SecretData()}}
+		ks := kustomization("agekey-wrong", "./apps/e2e")
+		ks.Spec.SourceRef.Name = "agekey"
+		ks.Spec.TargetNamespace = "agekey-wrong"
+		ks.Spec.Decryption = &kustomizev1.Decryption{Provider: "sops", SecretRef: &meta.LocalObjectReference{Name: wrong.Name}}
+		for _, o := range []client.Object{wrong, ks} {
+			if err := suite.client.Create(ctx, o); err != nil {
+				t.Fatalf("create %s: %v", o.GetName(), err)
+			}
+		}
+		k := waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, "agekey-wrong", func(k *kustomizev1.Kustomization) (bool, string) {
+			st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
+			return st == metav1.ConditionFalse && cur && strings.Contains(msg, "decrypt"), fmt.Sprintf("Ready=%s %s %q", st, reason, msg)
+		})
+		_, _, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
+		t.Logf("with another key: %s", firstLine(msg))
+	})
 	t.Run("Verify", func(t *testing.T) {
 		r := ageKeyCLI(t, "", append([]string{"verify"}, args...)...)
 		if r.code != 0 || !strings.HasPrefix(r.report.check("age-key.decrypt/apps/e2e/secret.sops.yaml"), "pass") {
