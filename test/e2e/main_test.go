@@ -45,6 +45,9 @@ type env struct {
 	// (the negative control runs one that ignores Deployment args).
 	runner     *runner.Runner
 	stopRunner func()
+	// storagePort is source-controller's artifact address for every runner
+	// of the suite: a Service address outlives its pods.
+	storagePort int
 	// pids of every process the suite started, for the leak check.
 	pids map[int]string
 }
@@ -135,6 +138,9 @@ func setup() (*env, error) {
 	if e.cs, err = kubernetes.NewForConfig(sb.RESTConfig()); err != nil {
 		return e, err
 	}
+	if e.storagePort, err = sandbox.FreePort(); err != nil {
+		return e, err
+	}
 	if e.git, err = gitserver.Start(filepath.Join(work, "git"), ""); err != nil {
 		return e, err
 	}
@@ -153,6 +159,7 @@ func (e *env) startRunner(ignoreArgs bool) error {
 			sandbox.BinSourceController:    e.versions["SOURCE_CONTROLLER_VERSION"],
 			sandbox.BinKustomizeController: e.versions["KUSTOMIZE_CONTROLLER_VERSION"],
 		},
+		StoragePort:          e.storagePort,
 		IgnoreDeploymentArgs: ignoreArgs,
 		Logger:               e.logger.With("runner", map[bool]string{false: "normal", true: "IGNORE-ARGS"}[ignoreArgs]),
 	})

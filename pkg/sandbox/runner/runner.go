@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -44,6 +43,11 @@ type Config struct {
 	WorkDir string
 	// LogDir receives <controller>.log (appended across restarts).
 	LogDir string
+	// StoragePort is source-controller's artifact address, stable across
+	// restarts as its Service is in a cluster: artifact URLs in GitRepository
+	// status must outlive the process. 0 picks a free port in New; runners
+	// that replace each other should share one.
+	StoragePort int
 	// Namespace to watch; default flux-system.
 	Namespace string
 	// IgnoreDeploymentArgs is a negative control: run the binaries without
@@ -127,6 +131,13 @@ func New(cfg Config) (*Runner, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.StoragePort == 0 {
+		p, err := sandbox.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		cfg.StoragePort = p
 	}
 	cs, err := kubernetes.NewForConfig(cfg.RESTConfig)
 	if err != nil {
@@ -259,9 +270,10 @@ func (r *Runner) start(ctx context.Context, dep *appsv1.Deployment) error {
 	name := dep.Name
 	r.mu.Lock()
 	r.starts[name]++
-	n := r.starts[name]
 	r.mu.Unlock()
-	dir := filepath.Join(r.cfg.WorkDir, name, strconv.Itoa(n))
+	// One directory per pod template: a crash restart keeps its emptyDir
+	// volumes (same pod), a template change gets fresh ones (new pod).
+	dir := filepath.Join(r.cfg.WorkDir, name, TemplateHash(&dep.Spec.Template))
 	for _, d := range []string{"home", "tmp", "storage"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -271,7 +283,7 @@ func (r *Runner) start(ctx context.Context, dep *appsv1.Deployment) error {
 	if err != nil {
 		return err
 	}
-	var ports [3]int
+	var ports [2]int
 	for i := range ports {
 		if ports[i], err = sandbox.FreePort(); err != nil {
 			return err
@@ -279,7 +291,7 @@ func (r *Runner) start(ctx context.Context, dep *appsv1.Deployment) error {
 	}
 	plan, err := BuildPlan(dep, PlanInput{
 		Controller: name, Binary: filepath.Join(r.cfg.BinDir, name), BinaryVersion: r.cfg.BinaryVersions[name],
-		Dir: dir, Kubeconfig: kc, MetricsPort: ports[0], HealthPort: ports[1], StoragePort: ports[2],
+		Dir: dir, Kubeconfig: kc, MetricsPort: ports[0], HealthPort: ports[1], StoragePort: r.cfg.StoragePort,
 		IgnoreDeploymentArgs: r.cfg.IgnoreDeploymentArgs,
 	})
 	if err != nil {
