@@ -22,6 +22,7 @@ func newControllersCommand(rf *reportFlags) *cobra.Command {
 	var (
 		dryRun  bool
 		force   bool
+		migrate bool
 		timeout time.Duration
 	)
 	cmd := &cobra.Command{
@@ -80,8 +81,16 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			if report.ExitCode() != verify.ExitOK {
 				return finish(rf, report)
 			}
+			dropped, err := controllers.StoredVersions(ctx, cl, objs)
+			if err != nil {
+				return fail(rf, report, err)
+			}
+			report.Add(controllers.StoredVersionsCheck(dropped, migrate))
+			if report.ExitCode() != verify.ExitOK {
+				return finish(rf, report)
+			}
 
-			plan, err := controllers.Plan(ctx, cl, objs)
+			plan, err := controllers.Plan(ctx, cl, objs, dropped)
 			if err != nil {
 				return fail(rf, report, err)
 			}
@@ -98,6 +107,9 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 				if rf.output == "text" {
 					fmt.Fprintln(os.Stderr, "  "+line)
 				}
+			}
+			if err := controllers.Migrate(ctx, cl, dropped, timeout, progress); err != nil {
+				return fail(rf, report, err)
 			}
 			applied, err := controllers.Apply(ctx, cl, objs, plan, timeout)
 			if len(applied) > 0 {
@@ -128,6 +140,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
 	fl.BoolVar(&force, "force", false, "apply even over a Flux managed by a Flux Kustomization or the Flux operator")
+	fl.BoolVar(&migrate, "migrate-crds", false, "when the new CRDs drop a version objects are stored in, migrate those objects to the new storage version first")
 	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for CRDs and rollouts")
 	return cmd
 }

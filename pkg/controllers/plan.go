@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/fluxcd/pkg/ssa"
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +17,9 @@ import (
 
 // Plan asks the API server, with server-side dry runs, what an apply would
 // do to each object, which workloads would restart, and which objects
-// another field manager owns now.
-func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured) ([]verify.ObjectChange, error) {
+// another field manager owns now. CRDs being migrated cannot be dry-run
+// before their migration; they are planned as configured.
+func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, migrating []Dropped) ([]verify.ObjectChange, error) {
 	nsExists := map[string]bool{}
 	var out []verify.ObjectChange
 	for _, o := range objs {
@@ -51,6 +53,11 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured) (
 			return nil, fmt.Errorf("plan: read %s: %w", oc.Object, err)
 		}
 		oc.TakenOverFrom = otherManagers(live)
+		if slices.ContainsFunc(migrating, func(d Dropped) bool { return d.CRD.GetName() == o.GetName() && o.GetKind() == d.CRD.GetKind() }) {
+			oc.Action = string(ssa.ConfiguredAction)
+			out = append(out, oc)
+			continue
+		}
 		entry, _, merged, err := cl.Manager.Diff(ctx, o.DeepCopy(), ssa.DefaultDiffOptions())
 		if err != nil {
 			return nil, fmt.Errorf("plan: server-side dry run of %s: %w", oc.Object, err)

@@ -48,6 +48,10 @@ func Config(o Options) (*rest.Config, error) {
 		cfg.Timeout = o.Timeout
 	}
 	cfg.UserAgent = FieldManager
+	// client-go's default of 5 requests/s would make the plan and the
+	// permission checks (one request per object) take tens of seconds; the
+	// API server's own priority and fairness protects it.
+	cfg.QPS, cfg.Burst = 100, 300
 	return cfg, nil
 }
 
