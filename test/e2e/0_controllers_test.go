@@ -31,7 +31,8 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/sandbox/runner"
 )
 
-// These scenarios run first, on a fresh sandbox: `bootstrap controllers`
+// These scenarios run first, on a fresh sandbox (the file name sorts first, and
+// go test runs files in name order): `bootstrap controllers`
 // installs Flux v2.4.0, turns the strict gate on with the shipped overlay,
 // upgrades to v2.9.5 and leaves Flux installed for the later scenarios.
 
@@ -107,6 +108,7 @@ func TestControllers(t *testing.T) {
 		{"RerunChangesNothing", testControllersRerun},
 		{"UpgradeToV295RunsStrict", testControllersUpgrade},
 		{"NewFlagRestartsTheController", testControllersNewFlag},
+		{"KilledMidApplyRerunConverges", testControllersKilled},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, s.fn) {
@@ -190,19 +192,25 @@ func testControllersV240Plain(t *testing.T) {
 			t.Fatalf("%s not available", d)
 		}
 	}
-	// The runner reports what it cannot run, with the reason.
-	err := suite.runner.WaitFor(ctx, func(st runner.Status) bool {
-		return strings.Contains(st.Instances["kustomize-controller"].LastExit, `no matches for kind \"OCIRepository\"`) ||
-			strings.Contains(st.Instances["kustomize-controller"].LastExit, `no matches for kind "OCIRepository"`)
-	})
-	in := suite.runner.Status().Instances["kustomize-controller"]
-	if err != nil {
-		t.Fatalf("the runner did not report why v1.9.5 cannot run a v2.4.0 install: %+v", in)
+	// The runner reports what it cannot run, with the reason (source-controller
+	// exits at once; kustomize-controller only when its cache sync times out).
+	cannot := func(st runner.Status) (string, bool) {
+		for _, name := range runner.Runnable {
+			if le := st.Instances[name].LastExit; strings.Contains(le, "OCIRepository") {
+				return name, true
+			}
+		}
+		return "", false
 	}
+	if err := suite.runner.WaitFor(ctx, func(st runner.Status) bool { _, ok := cannot(st); return ok }); err != nil {
+		t.Fatalf("the runner did not report why v1.9.5 cannot run a v2.4.0 install: %+v", suite.runner.Status().Instances)
+	}
+	name, _ := cannot(suite.runner.Status())
+	in := suite.runner.Status().Instances["kustomize-controller"]
 	if g := runner.EffectiveGates(in.Args)[runner.StrictGate]; g != "false" {
 		t.Fatalf("v1.4.0 without the overlay must be started fail-open, runner args %q", in.Args)
 	}
-	t.Logf("runner on Flux v2.4.0: notes %v; last exit: %s", in.Notes, firstLine(in.LastExit))
+	t.Logf("runner on Flux v2.4.0: kustomize-controller notes %v; %s: %s", in.Notes, name, firstLine(suite.runner.Status().Instances[name].LastExit))
 }
 
 func testControllersV240Strict(t *testing.T) {
@@ -336,6 +344,47 @@ func testControllersNewFlag(t *testing.T) {
 	in := waitRunning(ctx, t, "kustomize-controller")
 	if in.Starts <= before.Starts || !slices.Contains(in.Args, "--concurrent=6") {
 		t.Fatalf("the runner did not restart kustomize-controller with the new flag: starts %d→%d args %q", before.Starts, in.Starts, in.Args)
+	}
+}
+
+// testControllersKilled SIGKILLs the tool right after it printed its plan,
+// i.e. during the apply, and proves a re-run converges.
+func testControllersKilled(t *testing.T) {
+	ctx := timeoutCtx(t, 3*time.Minute)
+	dir := t.TempDir()
+	shipped, _ := os.ReadFile(filepath.Join(suite.root, "overlays", "strict-substitution.yaml"))
+	k := "patches:\n  - path: strict-substitution.yaml\n    target: {kind: Deployment, name: kustomize-controller}\n" +
+		"  - target: {kind: Deployment, name: kustomize-controller}\n    patch: |\n      - op: add\n        path: /spec/template/spec/containers/0/args/-\n        value: --concurrent=7\n"
+	for n, c := range map[string]string{"kustomization.yaml": k, "strict-substitution.yaml": string(shipped)} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := append([]string{"controllers", "--kubeconfig", suite.sb.KubeconfigPath, "--flux-version", "v2.9.5", "--overlays", dir}, homelabExtras...)
+	cmd := exec.CommandContext(ctx, bootstrapCLI(t), args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	var seen strings.Builder
+	for !strings.Contains("\n"+seen.String(), "\nplan: ") {
+		n, err := stderr.Read(buf)
+		seen.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("the tool ended before printing its plan: %v\n%s", err, seen.String())
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	r, out := controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5", "--overlays", dir}, homelabExtras...)...)
+	mustPass(t, r, out)
+	in := waitRunning(ctx, t, "kustomize-controller")
+	if !slices.Contains(in.Args, "--concurrent=7") || !strings.HasPrefix(r.check("controllers.flags-live"), "pass") {
+		t.Fatalf("re-run after SIGKILL did not converge: args %q flags-live %s", in.Args, r.check("controllers.flags-live"))
 	}
 }
 
