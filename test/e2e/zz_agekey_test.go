@@ -278,4 +278,22 @@ func TestAgeKey(t *testing.T) {
 			t.Fatal("the Secret changed although the rotation was refused")
 		}
 	})
+	t.Run("RotateAwayAndBack", func(t *testing.T) {
+		// --rotate --force installs a key that decrypts nothing: warnings,
+		// and verify then fails; rotating back makes verify pass again.
+		r := ageKeyCLI(t, wrongKey, append(args, "--age-key-file", "-", "--force", "--rotate")...)
+		if r.code != 0 || !r.report.Changed || !strings.HasPrefix(r.report.check("age-key.installed-decrypts"), "warn") {
+			t.Fatalf("forced rotation:\n%s", r)
+		}
+		if v := ageKeyCLI(t, "", append([]string{"verify"}, args...)...); v.code != 1 {
+			t.Fatalf("verify with a key that decrypts nothing:\n%s", v)
+		}
+		back := ageKeyCLI(t, key, append(args, "--age-key-file", "-", "--rotate")...)
+		if back.code != 0 || !back.report.Changed || !strings.Contains(back.report.check("age-key.rotation"), wrongRecipient) {
+			t.Fatalf("rotate back:\n%s", back)
+		}
+		if v := ageKeyCLI(t, "", append([]string{"verify"}, args...)...); v.code != 0 {
+			t.Fatalf("verify after rotating back:\n%s", v)
+		}
+	})
 }
