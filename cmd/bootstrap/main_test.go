@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // bin is the bootstrap binary under test, built once: these tests run the
@@ -164,5 +166,22 @@ func TestJSONOutput(t *testing.T) {
 	r = runCLI(t, "render", "-o", "json", "--flux-version", "v0.1.0")
 	if r.code != 2 || !strings.Contains(r.stdout, `"error": "Flux v0.1.0 is not embedded`) || !strings.Contains(r.stdout, `"exitCode": 2`) {
 		t.Errorf("input error not reported as JSON (exit %d): %s", r.code, r.stdout)
+	}
+}
+
+func TestWritePlan(t *testing.T) {
+	var b bytes.Buffer
+	writePlan(&b, []verify.ObjectChange{
+		{Object: "Namespace/flux-system", Action: "unchanged"},
+		{Object: "Deployment/flux-system/kustomize-controller", Action: "configured", Restarts: true, TakenOverFrom: []string{"kubectl-client-side-apply"}},
+		{Object: "Deployment/flux-system/image-reflector-controller", Action: "created"},
+	}, true)
+	want := `plan (dry run, nothing applied): 3 object(s): 1 created, 1 configured, 1 unchanged
+  configured Deployment/flux-system/kustomize-controller  (pod template changes: restarts)  (takes over from kubectl-client-side-apply)
+  created    Deployment/flux-system/image-reflector-controller
+restarts: Deployment/flux-system/kustomize-controller
+`
+	if b.String() != want {
+		t.Errorf("plan:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
