@@ -91,7 +91,7 @@ func up(state, bin, versions string, timeout time.Duration) error {
 	if err := sandbox.CheckBinaries(bin, append(sandbox.ControlPlaneBinaries, runner.Runnable...)...); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(state); err != nil {
+	if err := clearState(state); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(state, 0o755); err != nil {
@@ -232,6 +232,24 @@ func down(state string) error {
 	}
 	fmt.Printf("sandbox down: stopped (logs kept in %s/logs)\n", state)
 	return nil
+}
+
+// clearState empties a previous sandbox's state dir, and refuses any other
+// non-empty directory: --state must never point the RemoveAll at real data.
+func clearState(state string) error {
+	entries, err := os.ReadDir(state)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		if _, err := os.Stat(filepath.Join(state, "serve.log")); err != nil {
+			return fmt.Errorf("--state %s is a non-empty directory that no sandbox created (no serve.log): choose an empty or new directory", state)
+		}
+	}
+	return os.RemoveAll(state)
 }
 
 func readPid(path string) (int, bool) {
