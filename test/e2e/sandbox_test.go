@@ -5,11 +5,17 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-ops/bootstrap/pkg/sandbox"
 )
@@ -84,4 +90,75 @@ func TestBinaryMissing(t *testing.T) {
 		}
 	}
 	t.Logf("%v", err)
+}
+
+// The command for people: `sandbox up` returns with a working kubeconfig and
+// a sandbox that outlives it; `sandbox down` leaves nothing behind. Negative:
+// a second `up` on the same state is refused while the first runs.
+func TestSandboxCommandUpDown(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "sandbox")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sandbox")
+	build.Dir = suite.root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/sandbox: %v\n%s", err, out)
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = suite.root
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("up", "--state", state, "--bin", suite.binDir)
+	if err != nil {
+		t.Fatalf("sandbox up: %v\n%s", err, out)
+	}
+	pids := map[int]string{}
+	defer func() {
+		if left := survivorsOf(pids); len(left) > 0 {
+			for pid := range pids {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+	}()
+	b, _ := os.ReadFile(filepath.Join(state, "serve.pid"))
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+		pids[pid] = "sandbox serve"
+	}
+	b, _ = os.ReadFile(filepath.Join(state, "pids"))
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids[pid] = "component"
+		}
+	}
+	if len(pids) != 1+len(sandbox.ControlPlaneBinaries) {
+		t.Fatalf("state records %d processes, want %d: %v", len(pids), 1+len(sandbox.ControlPlaneBinaries), pids)
+	}
+	if !strings.Contains(out, "export KUBECONFIG="+filepath.Join(state, "kubeconfig")) {
+		t.Fatalf("up did not print the kubeconfig: %s", out)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	node, err := cs.CoreV1().Nodes().Get(ctx, sandbox.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the kubeconfig from `sandbox up` does not reach its cluster: %v", err)
+	}
+	t.Logf("sandbox up: %s; node %s", firstLine(out), node.Name)
+	if out, err := run("up", "--state", state, "--bin", suite.binDir); err == nil || !strings.Contains(out, "already running") {
+		t.Fatalf("second up on a running state: err=%v\n%s", err, out)
+	}
+	if out, err := run("down", "--state", state); err != nil {
+		t.Fatalf("sandbox down: %v\n%s", err, out)
+	}
+	if left := survivorsOf(pids); len(left) > 0 {
+		t.Fatalf("left behind after `sandbox down`: %v", left)
+	}
 }
