@@ -195,3 +195,14 @@ func TestImageVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestNoKindHint(t *testing.T) {
+	line := `{"level":"error","msg":"unable to start manager","error":"failed to determine if *v1.OCIRepository is namespaced: failed to get restmapping: no matches for kind \"OCIRepository\" in version \"source.toolkit.fluxcd.io/v1\""}`
+	m := noKindRe.FindStringSubmatch(line)
+	if m == nil || m[1] != "OCIRepository" || m[2] != "source.toolkit.fluxcd.io/v1" {
+		t.Fatalf("got %q", m)
+	}
+	if noKindRe.MatchString(`{"msg":"unable to start manager","error":"bind: address already in use"}`) {
+		t.Fatal("matched an unrelated error")
+	}
+}

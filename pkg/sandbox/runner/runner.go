@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"sync"
 	"time"
@@ -339,7 +340,12 @@ func (r *Runner) watchExit(name string, p *sandbox.Process, started time.Time) {
 	r.mu.Unlock()
 	r.logger.Error("controller exited unexpectedly; restarting", "controller", name, "pid", p.Pid(),
 		"after", time.Since(started).Round(time.Millisecond), "restartIn", delay, "log", p.LogPath, "tail", p.Tail(5))
-	r.setLastExit(name, err.Error())
+	msg := err.Error()
+	if m := noKindRe.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("the installed CRDs do not serve %s %s, which the %s %s binary needs (an older Flux install?): %s",
+			m[2], m[1], name, r.cfg.BinaryVersions[name], msg)
+	}
+	r.setLastExit(name, msg)
 	if r.queue != nil && !r.queue.ShuttingDown() {
 		r.queue.AddAfter(name, delay)
 	}
@@ -375,6 +381,10 @@ func (r *Runner) probe(name string, p *sandbox.Process, addr string) {
 		return
 	}
 }
+
+// noKindRe matches controller-runtime's error for a kind the API server
+// does not serve, as it appears (JSON-escaped) in a controller's log.
+var noKindRe = regexp.MustCompile(`no matches for kind \\?"([A-Za-z]+)\\?" in version \\?"([a-z0-9./-]+)\\?"`)
 
 func (r *Runner) setLastExit(name, msg string) {
 	r.mu.Lock()
