@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -136,13 +137,23 @@ func up(state, bin, versions string, timeout time.Duration) error {
 
 // serve runs the sandbox and the controller runner until SIGTERM/SIGINT.
 func serve(state, bin, versions string) error {
-	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The supervisor's own log (runner decisions: starts, restarts, args,
+	// reports) goes beside the component logs as logs/runner.log too.
+	if err := os.MkdirAll(filepath.Join(state, "logs"), 0o755); err != nil {
+		return err
+	}
+	rlog, err := os.OpenFile(filepath.Join(state, "logs", "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer rlog.Close()
+	logger := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stdout, rlog), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := os.WriteFile(filepath.Join(state, "serve.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return err
 	}
-	bin, err := resolveBin(bin)
+	bin, err = resolveBin(bin)
 	if err != nil {
 		return err
 	}
