@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"sync/atomic"
 	"strings"
 	"time"
 
@@ -39,17 +41,26 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			report := verify.NewReport("controllers")
 			report.DryRun = dryRun
+			var requests *atomic.Int64
+			// Every exit reports how many API requests the run made.
+			count := func() {
+				if requests != nil {
+					report.Facts["apiRequests"] = strconv.FormatInt(requests.Load(), 10)
+				}
+			}
+			done := func() error { count(); return finish(rf, report) }
+			failed := func(err error) error { count(); return fail(rf, report, err) }
 			if pinErr != nil {
-				return fail(rf, report, pinErr)
+				return failed(pinErr)
 			}
 			opts, err := f.options()
 			if err != nil {
-				return fail(rf, report, err)
+				return failed(err)
 			}
 			ctx := cmd.Context()
 			out, err := render.Run(ctx, opts)
 			if err != nil {
-				return fail(rf, report, err)
+				return failed(err)
 			}
 			report.Add(out.Checks...)
 			for _, w := range out.Warnings {
@@ -60,39 +71,41 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 				report.Facts[k] = v
 			}
 			if report.ExitCode() == verify.ExitFailed {
-				return finish(rf, report)
+				return done()
 			}
 			objs, err := controllers.ReadObjects(out.YAML)
 			if err != nil {
-				return fail(rf, report, err)
+				return failed(err)
 			}
 			cfg, err := kube.Config(rf.kube)
 			if err != nil {
-				return fail(rf, report, verify.InputErrorf("%w", err))
+				return failed(verify.InputErrorf("%w", err))
 			}
+			requests = kube.CountRequests(cfg)
 			cl, err := controllers.Connect(cfg)
 			if err != nil {
-				return fail(rf, report, err)
+				return failed(err)
 			}
+
 			fv := f.components.FluxVersion
 			report.Add(controllers.Before(ctx, cl, objs, controllers.BeforeOptions{
 				Namespace: f.components.Namespace, MinKubernetes: pins.MinKubernetes[fv], FluxVersion: fv, Force: force,
 			})...)
 			if report.ExitCode() != verify.ExitOK {
-				return finish(rf, report)
+				return done()
 			}
 			dropped, err := controllers.StoredVersions(ctx, cl, objs)
 			if err != nil {
-				return fail(rf, report, err)
+				return failed(err)
 			}
 			report.Add(controllers.StoredVersionsCheck(dropped, migrate))
 			if report.ExitCode() != verify.ExitOK {
-				return finish(rf, report)
+				return done()
 			}
 
 			plan, err := controllers.Plan(ctx, cl, objs, dropped)
 			if err != nil {
-				return fail(rf, report, err)
+				return failed(err)
 			}
 			report.Objects = plan
 			report.Changed = controllers.Changed(plan)
@@ -100,7 +113,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 				writePlan(os.Stderr, plan, dryRun)
 			}
 			if dryRun {
-				return finish(rf, report)
+				return done()
 			}
 
 			progress := func(line string) {
@@ -109,7 +122,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 				}
 			}
 			if err := controllers.Migrate(ctx, cl, dropped, timeout, progress); err != nil {
-				return fail(rf, report, err)
+				return failed(err)
 			}
 			applied, err := controllers.Apply(ctx, cl, objs, plan, timeout)
 			if len(applied) > 0 {
@@ -117,7 +130,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 				report.Changed = controllers.Changed(applied)
 			}
 			if err != nil {
-				return fail(rf, report, err)
+				return failed(err)
 			}
 			var deployments = out.Overlay.Final
 			var workloads = objs[:0:0]
@@ -130,10 +143,10 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			if err := controllers.WaitRollouts(ctx, cl, workloads, timeout, progress); err != nil {
 				report.Add(verify.Check{ID: controllers.CheckRollout, Phase: controllers.Phase, Stage: verify.After,
 					Title: "rollouts finished", Verdict: verify.Fail, Message: err.Error()})
-				return finish(rf, report)
+				return done()
 			}
 			report.Add(controllers.After(ctx, cl, deployments)...)
-			return finish(rf, report)
+			return done()
 		},
 	}
 	addRenderFlags(cmd, f, pins)

@@ -5,6 +5,8 @@ package kube
 
 import (
 	"fmt"
+	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
@@ -85,3 +87,20 @@ func ResourceManager(c client.Client) *ssa.ResourceManager {
 	poller := polling.NewStatusPoller(c, c.RESTMapper(), polling.Options{})
 	return ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: "bootstrap.homelab-ops.github.io"})
 }
+
+// CountRequests wraps cfg's transport to count the HTTP requests made with
+// it, for the report and the benchmarks.
+func CountRequests(cfg *rest.Config) *atomic.Int64 {
+	n := &atomic.Int64{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			n.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	return n
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
