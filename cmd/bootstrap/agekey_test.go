@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,17 +22,7 @@ func runAgeKey(t *testing.T, stdin string, env []string, args ...string) (result
 	cmd := exec.Command(bin, append(args, "--report-json", reportJSON, "--junit", junit)...)
 	cmd.Env = append([]string{"TMPDIR=" + tmp, "HOME=" + tmp, "PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + filepath.Join(tmp, "no-kubeconfig")}, env...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	code := 0
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	res := result{code, o.String(), e.String()}
+	res := execCLI(t, cmd)
 	clean := func(what, s string) {
 		if strings.Contains(strings.ToUpper(s), "AGE-SECRET-KEY-") {
 			t.Errorf("%s holds age key material:\n%s", what, s)

@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"

@@ -39,7 +39,13 @@ type result struct {
 
 func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	return execCLI(t, exec.Command(bin, args...))
+}
+
+// execCLI runs a prepared command of the binary and collects its exit code
+// and output.
+func execCLI(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
