@@ -31,7 +31,7 @@ func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, 
 	var out []verify.ObjectChange
 	if cs != nil {
 		for _, e := range cs.Entries {
-			oc := verify.ObjectChange{Object: strings.Trim(e.ObjMetadata.GroupKind.Kind+"/"+e.ObjMetadata.Namespace+"/"+e.ObjMetadata.Name, "/"), Action: string(e.Action)}
+			oc := verify.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)}
 			if i := slices.IndexFunc(plan, func(p verify.ObjectChange) bool { return p.Object == oc.Object }); i >= 0 {
 				oc.Restarts = plan[i].Restarts && e.Action == ssa.ConfiguredAction
 				oc.TakenOverFrom = plan[i].TakenOverFrom
@@ -83,7 +83,7 @@ func WaitRollouts(ctx context.Context, cl *Cluster, objs []*unstructured.Unstruc
 		case event.ResourceUpdateEvent:
 			rs := ev.Resource
 			if prev, ok := last[rs.Identifier]; !ok || prev.Status != rs.Status || prev.Message != rs.Message {
-				progress(fmt.Sprintf("%-11s %s/%s/%s: %s", rs.Status, rs.Identifier.GroupKind.Kind, rs.Identifier.Namespace, rs.Identifier.Name, rs.Message))
+				progress(fmt.Sprintf("%-11s %s: %s", rs.Status, objectID(rs.Identifier.GroupKind.Kind, rs.Identifier.Namespace, rs.Identifier.Name), rs.Message))
 			}
 			last[rs.Identifier] = rs
 			if rs.Status == status.FailedStatus {
@@ -108,7 +108,7 @@ func describeStuck(ctx context.Context, cl *Cluster, ids object.ObjMetadataSet, 
 		if ok && rs.Status == status.CurrentStatus {
 			continue
 		}
-		name := fmt.Sprintf("%s/%s/%s", id.GroupKind.Kind, id.Namespace, id.Name)
+		name := objectID(id.GroupKind.Kind, id.Namespace, id.Name)
 		if !ok {
 			fmt.Fprintf(&b, "\n  %s: no status seen", name)
 			continue

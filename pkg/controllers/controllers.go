@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/fluxcd/pkg/ssa"
 	ssautils "github.com/fluxcd/pkg/ssa/utils"
@@ -63,7 +62,15 @@ func ReadObjects(yaml []byte) ([]*unstructured.Unstructured, error) {
 
 // ID is an object's kind/namespace/name.
 func ID(o *unstructured.Unstructured) string {
-	return strings.Trim(o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName(), "/")
+	return objectID(o.GetKind(), o.GetNamespace(), o.GetName())
+}
+
+// objectID is kind/namespace/name, or kind/name for a cluster-scoped object.
+func objectID(kind, ns, name string) string {
+	if ns == "" {
+		return kind + "/" + name
+	}
+	return kind + "/" + ns + "/" + name
 }
 
 // foreignManagers are the field managers of earlier imperative installs that
