@@ -61,7 +61,7 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	pf.DurationVar(&rf.kube.Timeout, "request-timeout", 30*time.Second, "timeout of each API request")
 
 	root.AddCommand(newRenderCommand(rf), newControllersCommand(rf), newVersionCommand())
-	root.AddCommand(newAgeKeyCommand(rf))
+	root.AddCommand(newAgeKeyCommand(rf), newSyncCommand(rf), newCutoverCommand(rf))
 	return root
 }
 

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/kube"
+	gsync "github.com/homelab-ops/bootstrap/pkg/sync"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
+)
+
+func newCutoverCommand(rf *reportFlags) *cobra.Command {
+	o := gsync.CutoverOptions{}
+	cmd := &cobra.Command{
+		Use:   "cutover",
+		Short: "Move a cluster synced from a temporary source to its final source",
+		Long: `Switches the GitRepository that 'bootstrap sync --source-url' put on a temporary source to
+its final source (--to, default the URL git declares, recorded at sync), waits for the final
+source's artifact, hands the GitRepository back to git (the reconcile-disabled and provenance
+annotations removed), and proves every Kustomization reading the source is Ready at the new
+revision. If the final source is not Ready within --timeout, it switches back to the temporary
+source, proves that Ready again, and exits 1 with the evidence.`,
+		Example: `  bootstrap cutover
+  bootstrap cutover --to https://gitea.prod.lan/homelab/gitops.git --timeout 5m
+  bootstrap cutover --dry-run -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			report := verify.NewReport("cutover")
+			report.DryRun = o.DryRun
+			cfg, err := kube.Config(rf.kube)
+			if err != nil {
+				return fail(rf, report, verify.InputErrorf("%w", err))
+			}
+			cl, err := controllers.Connect(cfg)
+			if err != nil {
+				return fail(rf, report, err)
+			}
+			o.Progress = func(line string) {
+				if rf.output == "text" {
+					fmt.Fprintln(os.Stderr, "  "+line)
+				}
+			}
+			if err := gsync.Cutover(cmd.Context(), cl, o, report); err != nil {
+				return fail(rf, report, err)
+			}
+			return finish(rf, report)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.To, "to", "", "the final source URL (default: the URL git declares, recorded by sync)")
+	fl.StringVar(&o.Namespace, "namespace", "flux-system", "namespace of the GitRepository")
+	fl.StringVar(&o.Name, "source", "flux-system", "name of the GitRepository")
+	fl.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the final source, then for the Kustomizations")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "say what would be switched and change nothing")
+	return cmd
+}

@@ -1,0 +1,297 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/ssa"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
+)
+
+// CutoverPhase is the cutover phase's name in reports.
+const CutoverPhase = "cutover"
+
+// Check IDs of the cutover phase.
+const (
+	CheckCutoverSource  = "cutover.source"
+	CheckFinalReady     = "cutover.final-ready"
+	CheckFinalRevision  = "cutover.final-revision"
+	CheckRollback       = "cutover.rollback"
+	CheckHandedBack     = "cutover.handed-back"
+	CheckConsumersReady = "cutover.kustomizations-ready"
+)
+
+// CutoverOptions drive Cutover.
+type CutoverOptions struct {
+	Namespace, Name string
+	// To is the final URL; "" means the URL git declares (recorded by sync).
+	To      string
+	Timeout time.Duration
+	// DryRun says what would happen and changes nothing.
+	DryRun   bool
+	Progress controllers.Progress
+}
+
+func ccheck(id string, stage verify.Stage, title string) verify.Check {
+	return verify.Check{ID: id, Phase: CutoverPhase, Stage: stage, Title: title}
+}
+
+// applyObject is the GitRepository to server-side apply: live's spec with
+// url, ref and secretRef replaced, and exactly the annotations given (ours;
+// an annotation this tool applied before and leaves out is removed).
+func applyObject(live *unstructured.Unstructured, url, branch, secret string, keepRef bool, ann map[string]string) *unstructured.Unstructured {
+	spec, _, _ := unstructured.NestedMap(live.Object, "spec")
+	spec = maps.Clone(spec)
+	spec["url"] = url
+	if branch != "" && !keepRef {
+		spec["ref"] = map[string]any{"branch": branch}
+	}
+	if secret != "" {
+		spec["secretRef"] = map[string]any{"name": secret}
+	} else {
+		delete(spec, "secretRef")
+	}
+	o := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	o.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind))
+	o.SetNamespace(live.GetNamespace())
+	o.SetName(live.GetName())
+	if len(ann) > 0 {
+		o.SetAnnotations(ann)
+	}
+	return o
+}
+
+// ours returns the annotations of live that this tool manages.
+func ours(live *unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	for k, v := range live.GetAnnotations() {
+		if strings.HasPrefix(k, AnnotationPrefix) || k == ReconcileAnnotation {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Cutover moves a GitRepository from its temporary source to the final one:
+// switch (kustomize-controller still kept off it), wait for the final
+// source's artifact, hand the object back to git (the annotations removed),
+// and prove every Kustomization reading the source is Ready at the new
+// revision. When the final source is not Ready in time it switches back to
+// the temporary source and proves that is Ready again. Checks go to report.
+func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, report *verify.Report) error {
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+	id := fmt.Sprintf("GitRepository %s/%s", o.Namespace, o.Name)
+	sc := ccheck(CheckCutoverSource, verify.Before, "the GitRepository is on a temporary source")
+	live, err := liveSource(ctx, cl.Client, o.Namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	if live == nil {
+		sc.Verdict, sc.Message = verify.Fail, id+" not found: run `bootstrap sync` first"
+		report.Add(sc)
+		return nil
+	}
+	liveURL, _, _ := unstructured.NestedString(live.Object, "spec", "url")
+	tmp, declared := TemporaryOf(live)
+	if tmp == nil {
+		if o.To == "" || o.To == liveURL {
+			sc.Verdict = verify.Pass
+			sc.Message = fmt.Sprintf("%s is not on a temporary source: it reads %s as git declares; nothing to cut over", id, liveURL)
+			report.Add(sc)
+			return nil
+		}
+		sc.Verdict = verify.Fail
+		sc.Message = fmt.Sprintf("%s is not on a temporary source (no %s annotation) and reads %s: change its URL in git, not with cutover", id, AnnSource, liveURL)
+		report.Add(sc)
+		return nil
+	}
+	final := o.To
+	if final == "" {
+		final = declared.URL
+	}
+	if final == "" {
+		sc.Verdict = verify.Fail
+		sc.Message = fmt.Sprintf("%s records no declared URL (%s): pass --to URL", id, AnnDeclaredURL)
+		report.Add(sc)
+		return nil
+	}
+	var before sourcev1.GitRepository
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &before); err != nil {
+		return fmt.Errorf("read %s: %w", id, err)
+	}
+	tmpRev := ""
+	if before.Status.Artifact != nil {
+		tmpRev = before.Status.Artifact.Revision
+	}
+	sc.Verdict = verify.Pass
+	sc.Message = fmt.Sprintf("%s on the temporary source %s since %s (revision %s); final source %s", id, tmp.URL, tmp.Since.Format(time.RFC3339), revOrNone(tmpRev), final)
+	sc.Evidence = []string{"temporary-url=" + tmp.URL, "declared-url=" + declared.URL}
+	report.Add(sc)
+	report.Facts["temporarySource"] = tmp.URL
+	report.Facts["finalSource"] = final
+	if o.To != "" && declared.URL != "" && o.To != declared.URL {
+		w := ccheck("cutover.declared-url", verify.Before, "the final URL is the one git declares")
+		w.Verdict = verify.Warn
+		w.Message = fmt.Sprintf("--to %s differs from the URL git declares (%s): once handed back, the root re-applies git's URL; commit --to to git", o.To, declared.URL)
+		report.Add(w)
+	}
+	if o.DryRun {
+		report.Changed = true
+		return nil
+	}
+
+	opts := ssa.DefaultApplyOptions()
+	apply := func(obj *unstructured.Unstructured) error {
+		if _, err := cl.Manager.Apply(ctx, obj, opts); err != nil {
+			return fmt.Errorf("server-side apply %s: %w", id, err)
+		}
+		return requestReconcile(ctx, cl.Client, obj)
+	}
+	waitSource := func(url string) (*sourcev1.GitRepository, error) {
+		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+		return waitFor(wctx, cl.Client, &sourcev1.GitRepositoryList{}, o.Namespace, o.Name, func(g *sourcev1.GitRepository) (bool, string) {
+			ok, desc := readyCondition(g.Generation, g.Status.Conditions)
+			return ok && g.Spec.URL == url && g.Status.Artifact != nil, desc
+		})
+	}
+
+	// 1. Switch, kustomize-controller still kept off the object.
+	o.Progress(fmt.Sprintf("switching %s to %s (timeout %s)", id, final, o.Timeout))
+	switched := applyObject(live, final, declared.Branch, declared.Secret, false, ours(live))
+	report.Changed = true
+	if err := apply(switched); err != nil {
+		return err
+	}
+	fr := ccheck(CheckFinalReady, verify.After, "the final source is Ready with an artifact")
+	gr, err := waitSource(final)
+	if err != nil {
+		fr.Verdict = verify.Fail
+		fr.Message = fmt.Sprintf("the final source %s did not become Ready: %v; switched back to the temporary source %s", final, err, tmp.URL)
+		report.Add(fr)
+		report.Add(rollback(ctx, cl, o, live, tmp, apply, waitSource))
+		return nil
+	}
+	rev := gr.Status.Artifact.Revision
+	fr.Verdict = verify.Pass
+	fr.Message = fmt.Sprintf("%s Ready from %s, artifact %s", id, final, rev)
+	report.Add(fr)
+	rv := ccheck(CheckFinalRevision, verify.After, "the final source is at the same or a newer revision")
+	switch {
+	case rev == tmpRev:
+		rv.Verdict, rv.Message = verify.Pass, "same revision as the temporary source: "+rev
+	default:
+		rv.Verdict = verify.Warn
+		rv.Message = fmt.Sprintf("the final source is at %s, the temporary one was at %s: the cluster cannot prove which is newer (an artifact carries no history); check that the final source holds every commit of the temporary one", rev, tmpRev)
+	}
+	report.Add(rv)
+
+	// 2. Hand back to git: our annotations and the reconcile switch go.
+	o.Progress("handing " + id + " back to git")
+	cur, err := liveSource(ctx, cl.Client, o.Namespace, o.Name)
+	if err != nil || cur == nil {
+		return fmt.Errorf("re-read %s: %v", id, err)
+	}
+	if err := apply(applyObject(cur, final, declared.Branch, declared.Secret, true, nil)); err != nil {
+		return err
+	}
+	hb := ccheck(CheckHandedBack, verify.After, "the GitRepository is back under git's control")
+	cur, err = liveSource(ctx, cl.Client, o.Namespace, o.Name)
+	if err != nil || cur == nil {
+		return fmt.Errorf("re-read %s: %v", id, err)
+	}
+	if left := ours(cur); len(left) > 0 {
+		hb.Verdict, hb.Message = verify.Fail, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left)
+	} else {
+		hb.Verdict, hb.Message = verify.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, final)
+	}
+	report.Add(hb)
+
+	// 3. Every Kustomization reading the source is Ready at the new revision.
+	report.Add(consumersReady(ctx, cl, o, rev))
+	report.Facts["revision"] = rev
+	return nil
+}
+
+// rollback re-applies the object as sync left it (temporary source,
+// annotations) and proves it Ready again.
+func rollback(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, live *unstructured.Unstructured, tmp *Temporary,
+	apply func(*unstructured.Unstructured) error, waitSource func(string) (*sourcev1.GitRepository, error)) verify.Check {
+	rb := ccheck(CheckRollback, verify.After, "rolled back to the temporary source")
+	o.Progress("rolling back to " + tmp.URL)
+	url, _, _ := unstructured.NestedString(live.Object, "spec", "url")
+	secret, _, _ := unstructured.NestedString(live.Object, "spec", "secretRef", "name")
+	back := applyObject(live, url, "", secret, true, ours(live))
+	if err := apply(back); err != nil {
+		rb.Verdict, rb.Message = verify.Fail, "rollback failed: "+err.Error()
+		return rb
+	}
+	gr, err := waitSource(url)
+	if err != nil {
+		rb.Verdict, rb.Message = verify.Fail, fmt.Sprintf("rolled back to %s but it is not Ready: %v", url, err)
+		return rb
+	}
+	rb.Verdict = verify.Pass
+	rb.Message = fmt.Sprintf("GitRepository %s/%s is back on the temporary source %s, Ready at %s; the cluster is as before", o.Namespace, o.Name, url, gr.Status.Artifact.Revision)
+	return rb
+}
+
+// consumersReady waits for every Kustomization whose sourceRef is the
+// GitRepository to be Ready with lastAppliedRevision rev.
+func consumersReady(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rev string) verify.Check {
+	c := ccheck(CheckConsumersReady, verify.After, "every Kustomization reading the source is Ready at its revision")
+	var list kustomizev1.KustomizationList
+	if err := cl.Client.List(ctx, &list); err != nil {
+		c.Verdict, c.Message = verify.Skip, "list Kustomizations: "+err.Error()
+		return c
+	}
+	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	var names, failed []string
+	for _, k := range list.Items {
+		ref := k.Spec.SourceRef
+		if ref.Kind != sourcev1.GitRepositoryKind || ref.Name != o.Name || namespaceOr(ref.Namespace, k.Namespace) != o.Namespace {
+			continue
+		}
+		names = append(names, k.Namespace+"/"+k.Name)
+		// The root re-applies the GitRepository from git now.
+		_ = requestReconcile(ctx, cl.Client, &k)
+	}
+	for _, n := range names {
+		ns, name, _ := strings.Cut(n, "/")
+		o.Progress(fmt.Sprintf("waiting for Kustomization %s at %s", n, rev))
+		if _, err := waitFor(wctx, cl.Client, &kustomizev1.KustomizationList{}, ns, name, func(k *kustomizev1.Kustomization) (bool, string) {
+			ok, desc := readyCondition(k.Generation, k.Status.Conditions)
+			return ok && k.Status.LastAppliedRevision == rev, desc + "; lastAppliedRevision=" + k.Status.LastAppliedRevision
+		}); err != nil {
+			failed = append(failed, "Kustomization "+err.Error())
+		}
+	}
+	c.Evidence = names
+	if len(failed) > 0 {
+		c.Verdict = verify.Fail
+		c.Message = fmt.Sprintf("%d of %d Kustomization(s) not Ready at %s: %s", len(failed), len(names), rev, strings.Join(failed, "; "))
+		return c
+	}
+	c.Verdict = verify.Pass
+	c.Message = fmt.Sprintf("%d Kustomization(s) Ready at %s", len(names), rev)
+	return c
+}
+
+func revOrNone(rev string) string {
+	if rev == "" {
+		return "no artifact"
+	}
+	return rev
+}

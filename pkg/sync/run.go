@@ -1,0 +1,187 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
+)
+
+// RunOptions drive Run.
+type RunOptions struct {
+	DryRun  bool
+	Timeout time.Duration
+	// Source, when non-nil, is the temporary source to use (--source-url).
+	Source *Temporary
+	// Now stamps a new temporary source; time.Now when nil.
+	Now      func() time.Time
+	Progress controllers.Progress
+}
+
+// Run is the cluster part of sync: the cluster before-gates, the temporary
+// source decision, the plan, the apply, and the after-gates. It adds to
+// report (checks, objects, changed, facts, warnings). r must have passed
+// Static.
+func Run(ctx context.Context, cl *controllers.Cluster, r *Render, o RunOptions, report *verify.Report) error {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+	report.Add(DecryptionSecrets(ctx, cl.Client, r)...)
+
+	// The temporary source: asked for, or already in place and kept.
+	src := r.Source
+	live, err := liveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
+	if err != nil {
+		return err
+	}
+	var liveTmp *Temporary
+	if live != nil {
+		liveTmp, _ = TemporaryOf(live)
+	}
+	tc := check(CheckTemporary, verify.Before, "source of the GitRepository")
+	srcID := fmt.Sprintf("GitRepository %s/%s", src.GetNamespace(), src.GetName())
+	declared := DeclaredOf(src)
+	var tmp *Temporary
+	switch {
+	case o.Source != nil:
+		tmp = &Temporary{URL: o.Source.URL, Branch: o.Source.Branch, Secret: o.Source.Secret, Since: o.Now()}
+		if liveTmp.Same(tmp) && !liveTmp.Since.IsZero() {
+			tmp.Since = liveTmp.Since
+		}
+		tc.Verdict = verify.Pass
+		tc.Message = fmt.Sprintf("%s on the temporary source %s (git declares %s); kustomize-controller leaves it alone until `bootstrap cutover`", srcID, tmp.URL, declared.URL)
+		if liveTmp != nil && !liveTmp.Same(tmp) {
+			tc.Message += fmt.Sprintf("; replaces the temporary source %s set %s", liveTmp.URL, liveTmp.Since.Format(time.RFC3339))
+		}
+	case liveTmp != nil:
+		tmp = liveTmp
+		tc.Verdict = verify.Warn
+		tc.Message = fmt.Sprintf("%s is on the temporary source %s since %s: kept (git declares %s); run `bootstrap cutover` to move to the final source, or pass --source-url to change it",
+			srcID, tmp.URL, tmp.Since.Format(time.RFC3339), declared.URL)
+		report.Warn(tc.Message)
+	default:
+		tc.Verdict = verify.Pass
+		tc.Message = fmt.Sprintf("%s from git's declared url %s", srcID, declared.URL)
+	}
+	report.Add(tc)
+	if tmp != nil {
+		if err := Override(src, tmp); err != nil {
+			return err
+		}
+		report.Facts["temporarySource"] = tmp.URL
+		report.Facts["temporarySince"] = tmp.Since.UTC().Format(time.RFC3339)
+	}
+	report.Facts["declaredURL"] = declared.URL
+	if code := report.ExitCode(); code != verify.ExitOK {
+		skipApplied(report, "a before-gate did not pass: nothing was applied")
+		return nil
+	}
+
+	plan, err := controllers.Plan(ctx, cl, r.Objects, nil)
+	if err != nil {
+		return err
+	}
+	report.Objects = plan
+	report.Changed = controllers.Changed(plan)
+	if o.DryRun {
+		skipApplied(report, "dry run: nothing was applied")
+		// A dry run proves nothing about the cluster: the after-gates are
+		// optional skips, not a failure.
+		return nil
+	}
+	applied, err := controllers.Apply(ctx, cl, r.Objects, plan, o.Timeout)
+	if len(applied) > 0 {
+		report.Objects = applied
+		report.Changed = controllers.Changed(applied)
+	}
+	ac := check(CheckApplied, verify.After, "the root was applied")
+	if err != nil {
+		ac.Verdict, ac.Message = verify.Fail, err.Error()
+		report.Add(ac)
+		return nil
+	}
+	ac.Verdict = verify.Pass
+	ac.Message = fmt.Sprintf("%d object(s) server-side applied from %s", len(applied), r.Options.Path)
+	report.Add(ac)
+	report.Add(After(ctx, cl, r, tmp, o.Timeout, o.Progress)...)
+	return nil
+}
+
+func skipApplied(report *verify.Report, why string) {
+	for _, id := range []string{CheckApplied, CheckSourceReady, CheckRootApplied} {
+		c := check(id, verify.After, "not run")
+		c.Verdict, c.Message, c.Optional = verify.Skip, why, true
+		report.Add(c)
+	}
+}
+
+// After proves the sync: the GitRepository is Ready with an artifact (at
+// the temporary URL when there is one), and the root Kustomization is Ready
+// with lastAppliedRevision equal to that artifact's revision.
+func After(ctx context.Context, cl *controllers.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress controllers.Progress) []verify.Check {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	src := r.Source
+	sc := check(CheckSourceReady, verify.After, "the GitRepository is Ready with an artifact")
+	wantURL := DeclaredOf(src).URL
+	progress(fmt.Sprintf("waiting for GitRepository %s/%s to be Ready with an artifact from %s (timeout %s)", src.GetNamespace(), src.GetName(), wantURL, timeout))
+	gr, err := waitFor(wctx, cl.Client, &sourcev1.GitRepositoryList{}, src.GetNamespace(), src.GetName(), func(g *sourcev1.GitRepository) (bool, string) {
+		ok, desc := readyCondition(g.Generation, g.Status.Conditions)
+		return ok && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
+	})
+	rc := check(CheckRootApplied, verify.After, "the root Kustomization is Ready at the artifact's revision")
+	if err != nil {
+		sc.Verdict, sc.Message = verify.Fail, fmt.Sprintf("GitRepository %s", err)
+		rc.Verdict, rc.Message = verify.Skip, "no artifact to compare with"
+		return []verify.Check{sc, rc}
+	}
+	rev := gr.Status.Artifact.Revision
+	sc.Verdict = verify.Pass
+	sc.Message = fmt.Sprintf("GitRepository %s/%s Ready, artifact %s from %s", gr.Namespace, gr.Name, rev, gr.Spec.URL)
+	sc.Evidence = []string{"status.artifact.revision=" + rev, "spec.url=" + gr.Spec.URL}
+	root := r.Root
+	progress(fmt.Sprintf("waiting for Kustomization %s/%s to apply %s", root.Namespace, root.Name, rev))
+	k, err := waitFor(wctx, cl.Client, &kustomizev1.KustomizationList{}, root.Namespace, root.Name, func(k *kustomizev1.Kustomization) (bool, string) {
+		ok, desc := readyCondition(k.Generation, k.Status.Conditions)
+		return ok && k.Status.LastAppliedRevision == rev, desc + "; lastAppliedRevision=" + k.Status.LastAppliedRevision
+	})
+	if err != nil {
+		rc.Verdict, rc.Message = verify.Fail, fmt.Sprintf("Kustomization %s (want lastAppliedRevision %s)", err, rev)
+		return []verify.Check{sc, rc}
+	}
+	rc.Verdict = verify.Pass
+	rc.Message = fmt.Sprintf("Kustomization %s/%s Ready, lastAppliedRevision %s", k.Namespace, k.Name, k.Status.LastAppliedRevision)
+	rc.Evidence = []string{"status.lastAppliedRevision=" + k.Status.LastAppliedRevision}
+	out := []verify.Check{sc, rc}
+	if tmp != nil {
+		// The root has now applied git's GitRepository: the override must
+		// have survived it.
+		tc := check(CheckTemporary+"-kept", verify.After, "the temporary source survived the root's reconcile")
+		live, err := liveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
+		url := ""
+		if live != nil {
+			url, _, _ = unstructured.NestedString(live.Object, "spec", "url")
+		}
+		switch {
+		case err != nil:
+			tc.Verdict, tc.Message = verify.Skip, err.Error()
+		case live != nil && url == tmp.URL && live.GetAnnotations()[ReconcileAnnotation] == ReconcileDisabled:
+			tc.Verdict = verify.Pass
+			tc.Message = fmt.Sprintf("spec.url is still %s after the root applied %s", url, rev)
+		default:
+			tc.Verdict = verify.Fail
+			tc.Message = fmt.Sprintf("spec.url is %q after the root applied %s, not the temporary %s: the override was undone", url, rev, tmp.URL)
+		}
+		out = append(out, tc)
+	}
+	return out
+}

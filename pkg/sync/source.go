@@ -1,0 +1,157 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+)
+
+// Annotations this tool records on a GitRepository that is on a temporary
+// source, and kustomize-controller's own switch that makes it leave the
+// object alone while it is.
+const (
+	AnnotationPrefix   = "bootstrap.homelab-ops.github.io/"
+	AnnSource          = AnnotationPrefix + "source" // "temporary"
+	AnnTemporaryURL    = AnnotationPrefix + "temporary-url"
+	AnnTemporaryBranch = AnnotationPrefix + "temporary-branch"
+	AnnTemporarySecret = AnnotationPrefix + "temporary-secret"
+	AnnTemporarySince  = AnnotationPrefix + "temporary-since"
+	AnnDeclaredURL     = AnnotationPrefix + "declared-url"
+	AnnDeclaredBranch  = AnnotationPrefix + "declared-branch"
+	AnnDeclaredSecret  = AnnotationPrefix + "declared-secret"
+	SourceTemporary    = "temporary"
+
+	// ReconcileAnnotation "disabled" makes kustomize-controller skip the
+	// object on apply and on prune.
+	ReconcileAnnotation = "kustomize.toolkit.fluxcd.io/reconcile"
+	ReconcileDisabled   = "disabled"
+	// requestedAt is what `flux reconcile` sets.
+	requestedAt = "reconcile.fluxcd.io/requestedAt"
+)
+
+// Temporary is a temporary Git source.
+type Temporary struct {
+	URL    string
+	Branch string // "" keeps the declared ref
+	Secret string // "" means no secretRef (an anonymous mirror)
+	Since  time.Time
+}
+
+// Declared is what git declares for the GitRepository.
+type Declared struct{ URL, Branch, Secret string }
+
+func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
+	return unstructured.NestedString(obj, fields...)
+}
+
+// DeclaredOf reads the declared URL, branch and secret of a GitRepository
+// object as rendered from git.
+func DeclaredOf(src *unstructured.Unstructured) Declared {
+	u, _, _ := unstructured.NestedString(src.Object, "spec", "url")
+	b, _, _ := unstructured.NestedString(src.Object, "spec", "ref", "branch")
+	s, _, _ := unstructured.NestedString(src.Object, "spec", "secretRef", "name")
+	return Declared{URL: u, Branch: b, Secret: s}
+}
+
+// TemporaryOf reads the temporary-source record of a live GitRepository;
+// nil when it is not on a temporary source. declared is what git declared
+// when the override was made.
+func TemporaryOf(live *unstructured.Unstructured) (*Temporary, Declared) {
+	a := live.GetAnnotations()
+	if a[AnnSource] != SourceTemporary {
+		return nil, Declared{}
+	}
+	t := &Temporary{URL: a[AnnTemporaryURL], Branch: a[AnnTemporaryBranch], Secret: a[AnnTemporarySecret]}
+	t.Since, _ = time.Parse(time.RFC3339, a[AnnTemporarySince])
+	return t, Declared{URL: a[AnnDeclaredURL], Branch: a[AnnDeclaredBranch], Secret: a[AnnDeclaredSecret]}
+}
+
+// Same says whether two temporary sources point at the same place.
+func (t *Temporary) Same(o *Temporary) bool {
+	return t != nil && o != nil && t.URL == o.URL && t.Branch == o.Branch && t.Secret == o.Secret
+}
+
+// Override points src (the GitRepository from the render) at the temporary
+// source, disables kustomize-controller's reconciliation of it, and records
+// the temporary source and what git declares.
+func Override(src *unstructured.Unstructured, t *Temporary) error {
+	d := DeclaredOf(src)
+	if err := unstructured.SetNestedField(src.Object, t.URL, "spec", "url"); err != nil {
+		return err
+	}
+	if t.Branch != "" {
+		// A declared tag, semver or commit would win over a branch: replace the ref.
+		if err := unstructured.SetNestedMap(src.Object, map[string]any{"branch": t.Branch}, "spec", "ref"); err != nil {
+			return err
+		}
+	}
+	if t.Secret != "" {
+		if err := unstructured.SetNestedMap(src.Object, map[string]any{"name": t.Secret}, "spec", "secretRef"); err != nil {
+			return err
+		}
+	} else {
+		unstructured.RemoveNestedField(src.Object, "spec", "secretRef")
+	}
+	a := src.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[ReconcileAnnotation] = ReconcileDisabled
+	a[AnnSource] = SourceTemporary
+	a[AnnTemporaryURL] = t.URL
+	a[AnnTemporarySince] = t.Since.UTC().Format(time.RFC3339)
+	a[AnnDeclaredURL] = d.URL
+	set := func(k, v string) {
+		if v != "" {
+			a[k] = v
+		}
+	}
+	set(AnnTemporaryBranch, t.Branch)
+	set(AnnTemporarySecret, t.Secret)
+	set(AnnDeclaredBranch, d.Branch)
+	set(AnnDeclaredSecret, d.Secret)
+	src.SetAnnotations(a)
+	return nil
+}
+
+// liveSource reads the live GitRepository as unstructured; nil when absent.
+func liveSource(ctx context.Context, c client.Client, ns, name string) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind))
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, live)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read GitRepository %s/%s: %w", ns, name, err)
+	}
+	return live, nil
+}
+
+// requestReconcile sets reconcile.fluxcd.io/requestedAt, as `flux reconcile` does.
+func requestReconcile(ctx context.Context, c client.Client, obj client.Object) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, requestedAt, time.Now().Format(time.RFC3339Nano))
+	if err := c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("request reconcile of %s: %w", obj.GetName(), err)
+	}
+	return nil
+}
+
+// readyCondition describes a Flux object's Ready condition for messages;
+// ok is true when it is True for the current generation.
+func readyCondition(gen int64, conds []metav1.Condition) (ok bool, desc string) {
+	c := apimeta.FindStatusCondition(conds, "Ready")
+	if c == nil {
+		return false, "no Ready condition yet"
+	}
+	cur := c.ObservedGeneration == gen
+	return c.Status == metav1.ConditionTrue && cur, fmt.Sprintf("Ready=%s %s (generation %d observed %d): %s", c.Status, c.Reason, gen, c.ObservedGeneration, c.Message)
+}
