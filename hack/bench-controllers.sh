@@ -45,7 +45,7 @@ for tool in kubectl bootstrap; do
 	for run in fresh rerun; do
 		if [[ $tool == kubectl ]]; then
 			line="$(measure "kubectl-$run" bash -c kubectl_path)"
-			reqs=$(paste -sd+ "$work/kubectl-requests" | bc)
+			reqs=$(awk "{s+=\$1} END {print s}" "$work/kubectl-requests")
 		else
 			line="$(measure "bootstrap-$run" bin/bootstrap controllers "${extras[@]}" -o json)"
 			reqs=$(sed -n 's/.*"apiRequests": "\([0-9]*\)".*/\1/p' "$work/bootstrap-$run.out")
