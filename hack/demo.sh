@@ -30,10 +30,15 @@ bin/bootstrap controllers --flux-version v2.4.0 "${extras[@]}" --report-json "$s
 
 echo
 echo "== bootstrap controllers again (a re-run changes nothing)"
-bin/bootstrap controllers --flux-version v2.4.0 "${extras[@]}" -o json | grep -E '"(changed|verdict|exitCode)"'
+bin/bootstrap controllers --flux-version v2.4.0 "${extras[@]}" -o json | grep -E '^  "(changed|verdict|exitCode)"'
 
 echo
-echo "== the controller processes the sandbox runs, from the Deployments' args"
-grep -h "feature-gates" "$state"/logs/runner*.log 2>/dev/null | tail -3 || true
+echo "== upgrade to Flux v2.9.5 (migrating the CRD versions v2.9.5 no longer serves)"
+bin/bootstrap controllers --flux-version v2.9.5 "${extras[@]}" --migrate-crds
+
+echo
+echo "== the controllers the sandbox runs, started from the Deployments' args"
+sleep 2
+grep -h 'msg="controller started"' "$state/logs/runner.log" 2>/dev/null | tail -2 | sed 's/^.*controller=/  /' || true
 echo
 echo "demo: done; tearing the sandbox down"
