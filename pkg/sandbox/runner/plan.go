@@ -13,19 +13,21 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
-	"golang.org/x/mod/semver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // StrictGate is kustomize-controller's strict post-build substitution gate.
-const StrictGate = "StrictPostBuildSubstitutions"
+const StrictGate = patches.StrictSubstitution
 
 // strictDefaultFrom is the first kustomize-controller version whose
-// StrictGate defaults to on.
+// StrictGate defaults to on (pkg/patches holds the table).
 const strictDefaultFrom = "v1.9.0"
 
 // PlanInput is what BuildPlan needs besides the Deployment.
@@ -73,16 +75,7 @@ func TemplateHash(t *corev1.PodTemplateSpec) string {
 }
 
 // ImageVersion returns the tag of an image reference ("" if none).
-func ImageVersion(image string) string {
-	if i := strings.Index(image, "@"); i >= 0 {
-		image = image[:i]
-	}
-	slash := strings.LastIndex(image, "/")
-	if i := strings.LastIndex(image, ":"); i > slash {
-		return image[i+1:]
-	}
-	return ""
-}
+func ImageVersion(image string) string { return patches.ImageVersion(image) }
 
 // ManagerContainer picks the controller's container: the one named
 // "manager" (Flux's convention), else the only one.
@@ -173,8 +166,8 @@ func BuildPlan(dep *appsv1.Deployment, in PlanInput) (*Plan, error) {
 		p.Notes = append(p.Notes, "--enable-leader-election dropped: no in-cluster namespace file outside a pod, and one local instance needs no election")
 	}
 
-	if in.Controller == "kustomize-controller" && p.ImageVersion != "" &&
-		semver.IsValid(p.ImageVersion) && semver.Compare(p.ImageVersion, strictDefaultFrom) < 0 && !setsGate(args, StrictGate) {
+	flags, _ := patches.ParseArgs(args)
+	if g := patches.EffectiveGate(in.Controller, p.ImageVersion, flags, StrictGate); g.DefaultKnown && !g.Default && !g.Explicit {
 		args = append(args, "--feature-gates="+StrictGate+"=false")
 		p.Notes = append(p.Notes, fmt.Sprintf("image %s predates %s: passing --feature-gates=%s=false to reproduce its default", p.ImageVersion, strictDefaultFrom, StrictGate))
 	}
@@ -252,41 +245,14 @@ func splitFlag(a string) (name, val string, hasEq bool) {
 	return s, "", false
 }
 
-// setsGate reports whether any --feature-gates arg names gate.
-func setsGate(args []string, gate string) bool {
-	for i, a := range args {
-		name, val, hasEq := splitFlag(a)
-		if name != "feature-gates" {
-			continue
-		}
-		if !hasEq && i+1 < len(args) {
-			val = args[i+1]
-		}
-		for _, kv := range strings.Split(val, ",") {
-			if k, _, _ := strings.Cut(strings.TrimSpace(kv), "="); k == gate {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// EffectiveGates merges every --feature-gates arg, later values winning.
+// EffectiveGates merges every --feature-gates arg the way the controllers
+// do (pkg/patches parses them with the controllers' own flag type); later
+// values win.
 func EffectiveGates(args []string) map[string]string {
+	f, _ := patches.ParseArgs(args)
 	g := map[string]string{}
-	for i, a := range args {
-		name, val, hasEq := splitFlag(a)
-		if name != "feature-gates" {
-			continue
-		}
-		if !hasEq && i+1 < len(args) {
-			val = args[i+1]
-		}
-		for _, kv := range strings.Split(val, ",") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
-				g[k] = v
-			}
-		}
+	for k, v := range f.FeatureGates {
+		g[k] = strconv.FormatBool(v)
 	}
 	return g
 }

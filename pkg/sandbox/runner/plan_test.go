@@ -185,10 +185,10 @@ func TestPlanRejectsWhatItCannotRun(t *testing.T) {
 
 func TestImageVersion(t *testing.T) {
 	for in, want := range map[string]string{
-		"ghcr.io/fluxcd/kustomize-controller:v1.4.0": "v1.4.0",
-		"localhost:5000/kc:v1.9.5@sha256:abc":        "v1.9.5",
-		"localhost:5000/kc":                          "",
-		"fluxcd/source-controller:v1.9.5":            "v1.9.5",
+		"ghcr.io/fluxcd/kustomize-controller:v1.4.0":                                                       "v1.4.0",
+		"localhost:5000/kc:v1.9.5@sha256:0123456789012345678901234567890123456789012345678901234567890123": "v1.9.5",
+		"localhost:5000/kc":               "",
+		"fluxcd/source-controller:v1.9.5": "v1.9.5",
 	} {
 		if got := ImageVersion(in); got != want {
 			t.Errorf("ImageVersion(%q) = %q, want %q", in, got, want)
