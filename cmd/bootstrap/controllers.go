@@ -22,10 +22,11 @@ func newControllersCommand(rf *reportFlags) *cobra.Command {
 	pins, pinErr := versions.Load()
 	f := &renderFlags{}
 	var (
-		dryRun  bool
-		force   bool
-		migrate bool
-		timeout time.Duration
+		dryRun   bool
+		force    bool
+		migrate  bool
+		pruneCRD bool
+		timeout  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "controllers",
@@ -107,12 +108,21 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			if err != nil {
 				return failed(err)
 			}
+			stale, err := controllers.FindStale(ctx, cl, objs, f.components.Namespace, pruneCRD)
+			if err != nil {
+				return failed(err)
+			}
+			plan = controllers.PlanStale(plan, stale)
+			pruneReported := len(stale.Delete)+len(stale.Kept) > 0
 			report.Objects = plan
 			report.Changed = controllers.Changed(plan)
 			if rf.output == "text" {
 				writePlan(os.Stderr, plan, dryRun)
 			}
 			if dryRun {
+				if pruneReported {
+					report.Add(controllers.PruneCheck(stale, true))
+				}
 				return done()
 			}
 
@@ -131,6 +141,15 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			}
 			if err != nil {
 				return failed(err)
+			}
+			pruned, err := controllers.Prune(ctx, cl, stale)
+			report.Objects = append(report.Objects, pruned...)
+			report.Changed = controllers.Changed(report.Objects)
+			if err != nil {
+				return failed(err)
+			}
+			if pruneReported {
+				report.Add(controllers.PruneCheck(stale, false))
 			}
 			var deployments = out.Overlay.Final
 			var workloads = objs[:0:0]
@@ -154,6 +173,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
 	fl.BoolVar(&force, "force", false, "apply even over a Flux managed by a Flux Kustomization or the Flux operator")
 	fl.BoolVar(&migrate, "migrate-crds", false, "when the new CRDs drop a version objects are stored in, migrate those objects to the new storage version first")
+	fl.BoolVar(&pruneCRD, "prune-crds", false, "also prune CRDs the render no longer has while custom resources still use them (deletes those resources)")
 	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for CRDs and rollouts")
 	return cmd
 }
@@ -173,7 +193,7 @@ func writePlan(w io.Writer, plan []verify.ObjectChange, dryRun bool) {
 	if dryRun {
 		head = "plan (dry run, nothing applied)"
 	}
-	fmt.Fprintf(w, "%s: %d object(s): %d created, %d configured, %d unchanged\n", head, len(plan), counts["created"], counts["configured"], counts["unchanged"])
+	fmt.Fprintf(w, "%s: %d object(s): %d created, %d configured, %d deleted, %d unchanged\n", head, len(plan), counts["created"], counts["configured"], counts["deleted"], counts["unchanged"])
 	for _, p := range plan {
 		if p.Action == "unchanged" && len(p.TakenOverFrom) == 0 {
 			continue

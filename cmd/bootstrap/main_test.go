@@ -181,10 +181,12 @@ func TestWritePlan(t *testing.T) {
 		{Object: "Namespace/flux-system", Action: "unchanged"},
 		{Object: "Deployment/flux-system/kustomize-controller", Action: "configured", Restarts: true, TakenOverFrom: []string{"kubectl-client-side-apply"}},
 		{Object: "Deployment/flux-system/image-reflector-controller", Action: "created"},
+		{Object: "Deployment/flux-system/image-automation-controller", Action: "deleted"},
 	}, true)
-	want := `plan (dry run, nothing applied): 3 object(s): 1 created, 1 configured, 1 unchanged
+	want := `plan (dry run, nothing applied): 4 object(s): 1 created, 1 configured, 1 deleted, 1 unchanged
   configured Deployment/flux-system/kustomize-controller  (pod template changes: restarts)  (takes over from kubectl-client-side-apply)
   created    Deployment/flux-system/image-reflector-controller
+  deleted    Deployment/flux-system/image-automation-controller
 restarts: Deployment/flux-system/kustomize-controller
 `
 	if b.String() != want {

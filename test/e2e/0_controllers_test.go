@@ -109,6 +109,7 @@ func TestControllers(t *testing.T) {
 		{"UpgradeToV295RunsStrict", testControllersUpgrade},
 		{"NewFlagRestartsTheController", testControllersNewFlag},
 		{"KilledMidApplyRerunConverges", testControllersKilled},
+		{"RemovedExtrasArePruned", testControllersPrune},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, s.fn) {
@@ -385,6 +386,62 @@ func testControllersKilled(t *testing.T) {
 	in := waitRunning(ctx, t, "kustomize-controller")
 	if !slices.Contains(in.Args, "--concurrent=7") || !strings.HasPrefix(r.check("controllers.flags-live"), "pass") {
 		t.Fatalf("re-run after SIGKILL did not converge: args %q flags-live %s", in.Args, r.check("controllers.flags-live"))
+	}
+}
+
+// testControllersPrune drops the image extras: their Deployments, service
+// accounts and unused CRDs are pruned; a CRD that still has a custom
+// resource is kept (a warning) until --prune-crds.
+func testControllersPrune(t *testing.T) {
+	ctx := timeoutCtx(t, 3*time.Minute)
+	ir := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+		"metadata": map[string]any{"name": "ctl-images", "namespace": fluxNS},
+		"spec":     map[string]any{"image": "127.0.0.1:1/none", "interval": "10m", "suspend": true},
+	}}
+	if err := suite.client.Create(ctx, ir); err != nil {
+		t.Fatal(err)
+	}
+	dry, stderr := controllersCLI(t, "", "--flux-version", "v2.9.5", "--dry-run")
+	mustPass(t, dry, stderr)
+	deleted := func(r cliReport) []string {
+		var out []string
+		for _, o := range r.Objects {
+			if o.Action == "deleted" {
+				out = append(out, o.Object)
+			}
+		}
+		return out
+	}
+	for _, want := range []string{"Deployment/flux-system/image-reflector-controller", "ServiceAccount/flux-system/image-automation-controller", "CustomResourceDefinition/imagepolicies.image.toolkit.fluxcd.io"} {
+		if !slices.Contains(deleted(dry), want) {
+			t.Fatalf("dry run does not plan to prune %s: %v", want, deleted(dry))
+		}
+	}
+	if slices.Contains(deleted(dry), "CustomResourceDefinition/imagerepositories.image.toolkit.fluxcd.io") || !strings.HasPrefix(dry.check("controllers.prune"), "warn") {
+		t.Fatalf("a CRD with a custom resource must be kept with a warning: %v %s", deleted(dry), dry.check("controllers.prune"))
+	}
+	if dep := deployment(ctx, t, "image-reflector-controller"); dep == nil {
+		t.Fatal("--dry-run pruned")
+	}
+	r, stderr := controllersCLI(t, "", "--flux-version", "v2.9.5")
+	mustPass(t, r, stderr)
+	var d appsv1.Deployment
+	if err := suite.client.Get(ctx, clientKey(fluxNS, "image-reflector-controller"), &d); !apierrors.IsNotFound(err) {
+		t.Fatalf("image-reflector-controller not pruned: %v", err)
+	}
+	if err := suite.client.Get(ctx, clientKey(fluxNS, "ctl-images"), ir); err != nil {
+		t.Fatalf("the custom resource went with a pruned CRD: %v", err)
+	}
+	r, stderr = controllersCLI(t, "", "--flux-version", "v2.9.5", "--prune-crds")
+	mustPass(t, r, stderr)
+	if !slices.Contains(deleted(r), "CustomResourceDefinition/imagerepositories.image.toolkit.fluxcd.io") {
+		t.Fatalf("--prune-crds did not prune the CRD: %v", deleted(r))
+	}
+	r, stderr = controllersCLI(t, "", "--flux-version", "v2.9.5")
+	mustPass(t, r, stderr)
+	if r.Changed {
+		t.Fatalf("re-run after the prune changed something: %+v", r.Objects)
 	}
 }
 
