@@ -31,8 +31,8 @@ measure() {
 }
 
 kubectl_path() {
-	"$bin/kubectl" apply --server-side --force-conflicts -f "$work/gotk-components.yaml" -v=6 2>&1 | grep -c ' ms$' >"$work/kubectl-requests" || true
-	"$bin/kubectl" -n flux-system rollout status deployment --timeout 5m -v=6 2>&1 | grep -c ' ms$' >>"$work/kubectl-requests" || true
+	"$bin/kubectl" apply --server-side --force-conflicts -f "$work/gotk-components.yaml" -v=6 2>&1 | grep -c '"Response" verb=' >"$work/kubectl-requests" || true
+	"$bin/kubectl" -n flux-system rollout status deployment --timeout 5m -v=6 2>&1 | grep -c '"Response" verb=' >>"$work/kubectl-requests" || true
 }
 export -f kubectl_path
 export bin work
