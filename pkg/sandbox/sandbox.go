@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -130,14 +131,30 @@ func CheckBinaries(binDir string, names ...string) error {
 	return nil
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// Ports are picked below Linux's ephemeral range (32768-60999 by default):
+// a port the kernel hands out with :0 can be handed out again moments later
+// as the source port of an outgoing connection (the controllers open many),
+// and the component that was given it then fails to bind.
+const (
+	portLow  = 20000
+	portHigh = 32767
+)
+
+// FreePort returns a loopback TCP port that was free a moment ago, from a
+// random point of a range no outgoing connection uses.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
+	n := portHigh - portLow + 1
+	start := rand.IntN(n)
+	for i := range n {
+		port := portLow + (start+i)%n
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("find a free loopback port: every port in %d-%d is taken", portLow, portHigh)
 }
 
 // checkPortFree fails with a clear message if 127.0.0.1:port is taken.
