@@ -26,6 +26,10 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
+// secretKeyHRP starts every native age identity (the Bech32 human-readable
+// part, upper-cased).
+const secretKeyHRP = "AGE-SECRET-KEY-"
+
 // Environment variables that sops users already have.
 const (
 	EnvKey     = "SOPS_AGE_KEY"
@@ -189,19 +193,19 @@ func parseLine(line string) (Identity, error) {
 		return Identity{}, fmt.Errorf("unsupported identity type: an SSH or PEM private key; kustomize-controller imports only native age identities from the Secret: use an identity from age-keygen")
 	case sshPublic.MatchString(line):
 		return Identity{}, fmt.Errorf("unsupported identity type: an SSH public key, and not an identity at all: use an identity from age-keygen")
-	case strings.HasPrefix(upper, "AGE-SECRET-KEY-PQ-1"):
+	case strings.HasPrefix(upper, secretKeyHRP+"PQ-1"):
 		id, err := age.ParseHybridIdentity(strings.ToUpper(line))
 		if err != nil {
 			return Identity{}, fmt.Errorf("malformed post-quantum age identity (bad length, character or checksum: truncated or altered?): copy the whole private key line again")
 		}
 		return Identity{Recipient: id.Recipient().String(), Type: "hybrid (post-quantum)", id: id, secret: id.String()}, nil
-	case strings.HasPrefix(upper, "AGE-SECRET-KEY-1"):
+	case strings.HasPrefix(upper, secretKeyHRP+"1"): // Bech32: HRP, then the separator 1
 		id, err := age.ParseX25519Identity(strings.ToUpper(line))
 		if err != nil {
 			return Identity{}, fmt.Errorf("malformed age identity (bad length, character or checksum: truncated or altered?): copy the whole private key line again")
 		}
 		return Identity{Recipient: id.Recipient().String(), Type: "X25519", id: id, secret: id.String()}, nil
-	case strings.HasPrefix(upper, "AGE-SECRET-KEY-"):
+	case strings.HasPrefix(upper, secretKeyHRP):
 		return Identity{}, fmt.Errorf("unsupported or malformed age identity (an age secret key of an unknown type): use an X25519 identity from age-keygen")
 	}
 	return Identity{}, fmt.Errorf("not an age identity: pass the identity file age-keygen wrote")
