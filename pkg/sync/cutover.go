@@ -10,6 +10,7 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/ssa"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -219,7 +220,11 @@ func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rep
 	report.Add(hb)
 
 	// 3. Every Kustomization reading the source is Ready at the new revision.
-	report.Add(consumersReady(ctx, cl, o, rev))
+	var owner client.Object
+	if l := cur.GetLabels(); l[kustomizev1.GroupVersion.Group+"/name"] != "" {
+		owner = &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: l[kustomizev1.GroupVersion.Group+"/name"], Namespace: l[kustomizev1.GroupVersion.Group+"/namespace"]}}
+	}
+	report.Add(consumersReady(ctx, cl, o, rev, owner))
 	report.Facts["revision"] = rev
 	return nil
 }
@@ -249,7 +254,7 @@ func rollback(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, li
 
 // consumersReady waits for every Kustomization whose sourceRef is the
 // GitRepository to be Ready with lastAppliedRevision rev.
-func consumersReady(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rev string) verify.Check {
+func consumersReady(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rev string, owner client.Object) verify.Check {
 	c := ccheck(CheckConsumersReady, verify.After, "every Kustomization reading the source is Ready at its revision")
 	var list kustomizev1.KustomizationList
 	if err := cl.Client.List(ctx, &list); err != nil {
@@ -265,8 +270,13 @@ func consumersReady(ctx context.Context, cl *controllers.Cluster, o CutoverOptio
 			continue
 		}
 		names = append(names, k.Namespace+"/"+k.Name)
-		// The root re-applies the GitRepository from git now.
-		_ = requestReconcile(ctx, cl.Client, &k)
+	}
+	// The Kustomization that applies the GitRepository (the root, by
+	// kustomize-controller's owner labels) re-applies it from git now; the
+	// others are left alone: a reconcile request to every one of them would
+	// only churn their dependsOn chain.
+	if owner != nil {
+		_ = requestReconcile(ctx, cl.Client, owner)
 	}
 	for _, n := range names {
 		ns, name, _ := strings.Cut(n, "/")

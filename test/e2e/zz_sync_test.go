@@ -1,0 +1,437 @@
+//go:build e2e
+
+package e2e
+
+// Step 3 against the sandbox: `bootstrap sync` of the homelab fixture
+// (testdata/homelab) for dev from the sandbox Git server, prod from a
+// temporary source (a second Git server holding a mirror of the same
+// repository), a commit through the temporary source, a cutover to an
+// unreachable URL that rolls back, the cutover to the final server, and the
+// before-gates refusing broken roots with nothing applied. Named to sort
+// last: it needs the Flux the earlier files installed (ensureFlux installs it
+// when run alone).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/pkg/agekey"
+	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
+	"github.com/homelab-ops/bootstrap/pkg/sandbox/gitserver"
+	gsync "github.com/homelab-ops/bootstrap/pkg/sync"
+)
+
+type syncReport struct {
+	ExitCode int
+	Changed  bool
+	DryRun   bool
+	Error    string
+	Warnings []string
+	Objects  []struct{ Object, Action string }
+	Checks   []struct{ ID, Verdict, Message string }
+}
+
+func (r syncReport) check(id string) string {
+	for _, c := range r.Checks {
+		if c.ID == id {
+			return c.Verdict + ": " + c.Message
+		}
+	}
+	return "missing"
+}
+
+type syncRun struct {
+	code           int
+	stdout, stderr string
+	report         syncReport
+}
+
+func (r syncRun) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit %d, changed %t, dryRun %t, error %q\n", r.code, r.report.Changed, r.report.DryRun, r.report.Error)
+	for _, c := range r.report.Checks {
+		fmt.Fprintf(&b, "  %s %s: %s\n", c.Verdict, c.ID, c.Message)
+	}
+	for _, o := range r.report.Objects {
+		if o.Action != "unchanged" {
+			fmt.Fprintf(&b, "  %s %s\n", o.Action, o.Object)
+		}
+	}
+	return b.String()
+}
+
+// bootstrapJSON runs the CLI with -o json against the sandbox.
+func bootstrapJSON(t *testing.T, args ...string) syncRun {
+	t.Helper()
+	full := append(append([]string{}, args...), "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)
+	cmd := exec.Command(bootstrapCLI(t), full...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	r := syncRun{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	if err := json.Unmarshal(stdout.Bytes(), &r.report); err != nil {
+		t.Fatalf("bootstrap %s: stdout is not a JSON report: %v\n%s\n%s", strings.Join(full, " "), err, r.stdout, r.stderr)
+	}
+	if r.report.ExitCode != r.code {
+		t.Fatalf("exit code %d but the report says %d", r.code, r.report.ExitCode)
+	}
+	return r
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// copyDir copies the fixture and applies edits (path → content, "" deletes).
+func copyDir(t *testing.T, src string, edits map[string]string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	for rel, content := range edits {
+		p := filepath.Join(dst, filepath.FromSlash(rel))
+		if content == "" {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+func readFixture(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(suite.root, "testdata", "homelab", filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func sourcePatch(url string) string {
+	return fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: %s\n", url)
+}
+
+func liveGitRepository(ctx context.Context, t *testing.T) (*sourcev1.GitRepository, bool) {
+	t.Helper()
+	var g sourcev1.GitRepository
+	err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "flux-system"}, &g)
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &g, true
+}
+
+// waitRevision waits until the Kustomization is Ready having applied rev.
+func waitRevision(ctx context.Context, t *testing.T, name, rev string) {
+	t.Helper()
+	waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, name, func(k *kustomizev1.Kustomization) (bool, string) {
+		st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
+		return st == metav1.ConditionTrue && cur && k.Status.LastAppliedRevision == rev,
+			fmt.Sprintf("Ready=%s %s %q lastApplied=%s (want %s)", st, reason, msg, k.Status.LastAppliedRevision, rev)
+	})
+}
+
+var homelabKustomizations = []string{"flux-system", "cni", "platform", "platform-config", "apps-core", "apps-web", "apps-secrets"}
+
+func TestSync(t *testing.T) {
+	ctx := timeoutCtx(t, 25*time.Minute)
+	ensureFlux(t)
+	waitRunning(ctx, t, "kustomize-controller")
+	waitRunning(ctx, t, "source-controller")
+	if _, found := liveGitRepository(ctx, t); found {
+		t.Fatal("precondition: GitRepository flux-system/flux-system already exists")
+	}
+
+	// The repository: the fixture, each environment's source URL pointing
+	// at the sandbox's Git server, and a SOPS Secret encrypted to a key
+	// generated here.
+	key, recipient, err := agekeytest.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secretValue = "homelab-s3cr3t"
+	enc, err := agekeytest.EncryptedSecret("homelab-secret", secretValue, recipient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finalURL := suite.git.URL + "/homelab.git"
+	repoDir := copyDir(t, filepath.Join(suite.root, "testdata", "homelab"), map[string]string{
+		"clusters/dev/source.yaml":      sourcePatch(finalURL),
+		"clusters/prod/source.yaml":     sourcePatch(finalURL),
+		"apps/secrets/secret.sops.yaml": enc,
+	})
+	gitRepo, sha, err := suite.git.CreateRepo(ctx, "homelab", repoDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gitRepo.Close()
+	rev := gitRepo.Revision(sha)
+	dev := []string{"sync", "--repo", repoDir, "--env", "dev", "--timeout", "3m"}
+
+	nothingApplied := func(t *testing.T, r syncRun) {
+		t.Helper()
+		if _, found := liveGitRepository(ctx, t); found {
+			t.Fatalf("a before-gate failed but GitRepository flux-system was applied:\n%s", r)
+		}
+		if r.report.Changed || !strings.HasPrefix(r.report.check(gsync.CheckApplied), "skip") && r.report.check(gsync.CheckApplied) != "missing" {
+			t.Fatalf("a before-gate failed but the run applied:\n%s", r)
+		}
+	}
+
+	t.Run("MissingSopsAgeFailsBeforeGate", func(t *testing.T) {
+		// TestAgeKey may have left its own key: this scenario needs none.
+		_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
+		r := bootstrapJSON(t, dev...)
+		c := r.report.check(gsync.CheckDecryption + "/flux-system/sops-age")
+		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "bootstrap age-key --path clusters/dev") {
+			t.Fatalf("want the decryption gate to fail pointing at step 2:\n%s", r)
+		}
+		nothingApplied(t, r)
+	})
+	// Step 2, done here directly: the Secret holding the key the fixture's
+	// Secret is encrypted to.
+	ids, err := agekey.Parse([]byte(key), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := suite.client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName},
+		Data: map[string][]byte{agekey.DataKey: ids.SecretData()}}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("RootWaitTrueFailsBeforeGate", func(t *testing.T) {
+		broken := copyDir(t, repoDir, map[string]string{"clusters/prod/sync.yaml": strings.Replace(readFixture(t, "clusters/prod/sync.yaml"), "  wait: false", "  wait: true", 1)})
+		r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod")
+		if c := r.report.check(gsync.CheckRootWait); r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "clusters/prod/sync.yaml") {
+			t.Fatalf("want the root-wait gate to fail naming the file:\n%s", r)
+		}
+		nothingApplied(t, r)
+	})
+	t.Run("ProdWithoutSyncYAMLFailsBeforeGate", func(t *testing.T) {
+		broken := copyDir(t, repoDir, map[string]string{
+			"clusters/prod/sync.yaml":          "",
+			"clusters/prod/kustomization.yaml": strings.Replace(readFixture(t, "clusters/prod/kustomization.yaml"), "  - sync.yaml\n", "", 1),
+		})
+		r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod")
+		c := r.report.check(gsync.CheckDependsOn)
+		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "depends on flux-system/flux-system") || !strings.HasPrefix(r.report.check(gsync.CheckRoot), "fail") {
+			t.Fatalf("want the dependsOn and root gates to fail:\n%s", r)
+		}
+		nothingApplied(t, r)
+	})
+
+	t.Run("DevDryRun", func(t *testing.T) {
+		r := bootstrapJSON(t, append(dev, "--dry-run")...)
+		if r.code != 0 || !r.report.DryRun || !r.report.Changed {
+			t.Fatalf("dry run:\n%s\n%s", r, r.stderr)
+		}
+		created := 0
+		for _, o := range r.report.Objects {
+			if o.Action == "created" {
+				created++
+			}
+		}
+		if created != len(r.report.Objects) || created < 9 {
+			t.Errorf("dry run plan: %d of %d objects created, want all (GitRepository, cluster-vars, 7 Kustomizations)", created, len(r.report.Objects))
+		}
+		if _, found := liveGitRepository(ctx, t); found {
+			t.Fatal("--dry-run applied the GitRepository")
+		}
+	})
+
+	t.Run("DevSyncFromSandboxGit", func(t *testing.T) {
+		t0 := time.Now()
+		r := bootstrapJSON(t, dev...)
+		if r.code != 0 || !r.report.Changed || !strings.HasPrefix(r.report.check(gsync.CheckSourceReady), "pass") ||
+			!strings.Contains(r.report.check(gsync.CheckRootApplied), rev) {
+			t.Fatalf("sync dev:\n%s\n%s", r, r.stderr)
+		}
+		t.Logf("sync dev: root Ready at %s in %s", rev, time.Since(t0).Round(time.Millisecond))
+		// The chain behind the root converges from what sync applied,
+		// including the SOPS Secret decrypted with the Secret from step 2.
+		for _, k := range homelabKustomizations {
+			waitRevision(ctx, t, k, rev)
+		}
+		s, err := suite.cs.CoreV1().Secrets("default").Get(ctx, "homelab-secret", metav1.GetOptions{})
+		if err != nil || string(s.Data["value"]) != secretValue {
+			t.Fatalf("decrypted Secret: %v %q", err, s.Data["value"])
+		}
+		cm, err := suite.cs.CoreV1().ConfigMaps("homelab-platform").Get(ctx, "platform", metav1.GetOptions{})
+		if err != nil || cm.Data["environment"] != "dev" || cm.Data["apiServer"] != "10.10.0.10" {
+			t.Fatalf("substituted ConfigMap: %v %v", err, cm.Data)
+		}
+		t.Logf("dev: all %d Kustomizations Ready at %s in %s", len(homelabKustomizations), rev, time.Since(t0).Round(time.Millisecond))
+	})
+	t.Run("DevRerunUnchanged", func(t *testing.T) {
+		r := bootstrapJSON(t, dev...)
+		if r.code != 0 || r.report.Changed {
+			t.Fatalf("re-run on a converged cluster should be changed: false:\n%s", r)
+		}
+	})
+
+	// Production: a temporary Git server holding a mirror of the same
+	// repository (same commits), the final one being suite.git.
+	temp, err := gitserver.Start(filepath.Join(t.TempDir(), "git"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tempClosed := false
+	defer func() {
+		if !tempClosed {
+			_ = temp.Close()
+		}
+	}()
+	tempBare := filepath.Join(temp.Root, "homelab.git")
+	git(t, "", "clone", "--quiet", "--bare", filepath.Join(suite.git.Root, "homelab.git"), tempBare)
+	git(t, tempBare, "config", "http.receivepack", "true")
+	tempURL := temp.URL + "/homelab.git"
+	work := filepath.Join(t.TempDir(), "work")
+	git(t, "", "clone", "--quiet", tempURL, work)
+	git(t, work, "remote", "add", "final", finalURL)
+	prod := []string{"sync", "--repo", repoDir, "--env", "prod", "--timeout", "3m"}
+
+	t.Run("ProdFromTemporarySource", func(t *testing.T) {
+		before := time.Now().Add(-time.Second).UTC()
+		r := bootstrapJSON(t, append(prod, "--source-url", tempURL)...)
+		if r.code != 0 || !strings.Contains(r.report.check(gsync.CheckRootApplied), rev) || !strings.HasPrefix(r.report.check(gsync.CheckTemporary+"-kept"), "pass") {
+			t.Fatalf("sync prod from the temporary source:\n%s\n%s", r, r.stderr)
+		}
+		g, _ := liveGitRepository(ctx, t)
+		a := g.Annotations
+		since, err := time.Parse(time.RFC3339, a[gsync.AnnTemporarySince])
+		if g.Spec.URL != tempURL || a[gsync.ReconcileAnnotation] != gsync.ReconcileDisabled || a[gsync.AnnSource] != gsync.SourceTemporary ||
+			a[gsync.AnnTemporaryURL] != tempURL || a[gsync.AnnDeclaredURL] != finalURL || err != nil || since.Before(before.Truncate(time.Second)) {
+			t.Fatalf("live GitRepository: url %s annotations %v", g.Spec.URL, a)
+		}
+		// sync applied prod's own cluster-vars (the Kustomizations pick it
+		// up on their next reconcile: same revision, no new artifact).
+		cm, err := suite.cs.CoreV1().ConfigMaps(fluxNS).Get(ctx, "cluster-vars", metav1.GetOptions{})
+		if err != nil || cm.Data["environment"] != "prod" {
+			t.Fatalf("prod cluster-vars not applied: %v %v", err, cm.Data)
+		}
+	})
+
+	var pushed string
+	t.Run("CommitToTemporaryReachesRootURLStaysTemporary", func(t *testing.T) {
+		if err := os.WriteFile(filepath.Join(work, "apps", "web", "web.yaml"), []byte(strings.Replace(readFixture(t, "apps/web/web.yaml"), "\ndata:\n", "\ndata:\n  wave: \"2\"\n", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git(t, work, "commit", "--quiet", "-am", "web: wave 2")
+		pushed = git(t, work, "rev-parse", "HEAD")
+		git(t, work, "push", "--quiet", "origin", "HEAD:main")
+		git(t, work, "push", "--quiet", "final", "HEAD:main") // the mirror's upstream has it too
+		newRev := "main@sha1:" + pushed
+		requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "flux-system"}})
+		waitRevision(ctx, t, "flux-system", newRev)
+		g, _ := liveGitRepository(ctx, t)
+		if g.Spec.URL != tempURL || g.Annotations[gsync.ReconcileAnnotation] != gsync.ReconcileDisabled {
+			t.Fatalf("the root reconciled %s and undid the temporary source: url %s, annotations %v", newRev, g.Spec.URL, g.Annotations)
+		}
+		// A plain re-run keeps the temporary source, says so, changes nothing.
+		r := bootstrapJSON(t, prod...)
+		if r.code != 0 || r.report.Changed || !strings.HasPrefix(r.report.check(gsync.CheckTemporary), "warn") || !strings.Contains(r.report.check(gsync.CheckTemporary), "kept") {
+			t.Fatalf("re-run on a temporary source:\n%s", r)
+		}
+		if g2, _ := liveGitRepository(ctx, t); g2.Spec.URL != tempURL || g2.Annotations[gsync.AnnTemporarySince] != g.Annotations[gsync.AnnTemporarySince] {
+			t.Fatalf("re-run changed the temporary source: %s %v", g2.Spec.URL, g2.Annotations)
+		}
+		for _, k := range homelabKustomizations {
+			waitRevision(ctx, t, k, newRev)
+		}
+	})
+
+	t.Run("CutoverToUnreachableRollsBack", func(t *testing.T) {
+		r := bootstrapJSON(t, "cutover", "--to", "http://127.0.0.1:1/homelab.git", "--timeout", "20s")
+		if r.code != 1 || !strings.HasPrefix(r.report.check(gsync.CheckFinalReady), "fail") || !strings.HasPrefix(r.report.check(gsync.CheckRollback), "pass") {
+			t.Fatalf("cutover to an unreachable URL:\n%s\n%s", r, r.stderr)
+		}
+		g, _ := liveGitRepository(ctx, t)
+		if g.Spec.URL != tempURL || g.Annotations[gsync.AnnSource] != gsync.SourceTemporary || g.Status.Artifact == nil || g.Status.Artifact.Revision != "main@sha1:"+pushed {
+			t.Fatalf("after the rollback: url %s annotations %v artifact %+v", g.Spec.URL, g.Annotations, g.Status.Artifact)
+		}
+		waitRevision(ctx, t, "flux-system", "main@sha1:"+pushed)
+	})
+
+	t.Run("CutoverToFinalThenTemporaryStopped", func(t *testing.T) {
+		r := bootstrapJSON(t, "cutover", "--timeout", "4m")
+		if r.code != 0 || !strings.HasPrefix(r.report.check(gsync.CheckFinalRevision), "pass") || !strings.HasPrefix(r.report.check(gsync.CheckHandedBack), "pass") ||
+			!strings.HasPrefix(r.report.check(gsync.CheckConsumersReady), "pass") {
+			t.Fatalf("cutover:\n%s\n%s", r, r.stderr)
+		}
+		g, _ := liveGitRepository(ctx, t)
+		for k := range g.Annotations {
+			if strings.HasPrefix(k, gsync.AnnotationPrefix) || k == gsync.ReconcileAnnotation {
+				t.Errorf("annotation %s left after cutover", k)
+			}
+		}
+		if g.Spec.URL != finalURL {
+			t.Fatalf("url %s after cutover, want %s", g.Spec.URL, finalURL)
+		}
+		if err := temp.Close(); err != nil {
+			t.Fatal(err)
+		}
+		tempClosed = true
+		// A commit to the final server propagates.
+		if err := os.WriteFile(filepath.Join(work, "apps", "web", "web.yaml"), []byte(strings.Replace(readFixture(t, "apps/web/web.yaml"), "\ndata:\n", "\ndata:\n  wave: \"3\"\n", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git(t, work, "commit", "--quiet", "-am", "web: wave 3, after cutover")
+		sha := git(t, work, "rev-parse", "HEAD")
+		git(t, work, "push", "--quiet", "final", "HEAD:main")
+		requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "flux-system"}})
+		waitRevision(ctx, t, "flux-system", "main@sha1:"+sha)
+		waitRevision(ctx, t, "apps-web", "main@sha1:"+sha)
+		cm, err := suite.cs.CoreV1().ConfigMaps("homelab-apps").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || cm.Data["wave"] != "3" {
+			t.Fatalf("web ConfigMap after a commit to the final server: %v %v", err, cm.Data)
+		}
+		// The root re-applied git's GitRepository: still final, no override.
+		if g, _ := liveGitRepository(ctx, t); g.Spec.URL != finalURL {
+			t.Fatalf("url %s", g.Spec.URL)
+		}
+		// Cutover again: nothing to do.
+		again := bootstrapJSON(t, "cutover")
+		if again.code != 0 || again.report.Changed {
+			t.Fatalf("second cutover:\n%s", again)
+		}
+	})
+}
