@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// The sync command line: input errors exit 2 before any cluster is
+// contacted; a before-gate failure exits 1 with the gate in the JSON.
+func TestSyncCLIRefusals(t *testing.T) {
+	const repo = "../../testdata/homelab"
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no environment", []string{"--repo", repo}, 2, "pass --env NAME"},
+		{"env and path", []string{"--repo", repo, "--env", "dev", "--path", "clusters/dev"}, 2, "exclusive"},
+		{"unknown environment", []string{"--repo", repo, "--env", "staging"}, 2, "clusters/staging: no such directory"},
+		{"branch without url", []string{"--repo", repo, "--env", "prod", "--source-branch", "main"}, 2, "need --source-url"},
+		{"no kubeconfig", []string{"--repo", repo, "--env", "prod", "--kubeconfig", "/nonexistent/kubeconfig"}, 2, "/nonexistent/kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, append([]string{"sync", "-o", "json"}, tc.args...)...)
+			var doc struct {
+				ExitCode int
+				Error    string
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+				t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+			}
+			if r.code != tc.code || doc.ExitCode != tc.code || !strings.Contains(doc.Error, tc.want) {
+				t.Fatalf("exit %d (report %d), error %q; want %d and %q", r.code, doc.ExitCode, doc.Error, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+func TestCutoverCLINoCluster(t *testing.T) {
+	r := runCLI(t, "cutover", "-o", "json", "--kubeconfig", "/nonexistent/kubeconfig")
+	if r.code != 2 || !strings.Contains(r.stdout, "/nonexistent/kubeconfig") {
+		t.Fatalf("cutover without a kubeconfig: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
