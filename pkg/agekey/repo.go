@@ -1,14 +1,18 @@
 package agekey
 
 import (
+	"path"
+
 	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sort"
 	"strings"
 
@@ -236,46 +240,74 @@ func walk(repo, dir string, visit func(rel string, data []byte) error) error {
 	})
 }
 
+// findKustomizations lists the Flux Kustomizations a directory declares.
+// A directory with a kustomization.yaml is built with kustomize the way
+// kustomize-controller builds it (so resources such as ../base count);
+// without one, every manifest under it counts, as Flux generates.
 func findKustomizations(repo, dir string) ([]Kustomization, error) {
+	root := filepath.Join(repo, filepath.FromSlash(dir))
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		if _, err := os.Stat(filepath.Join(root, n)); err != nil {
+			continue
+		}
+		res, err := fluxkustomize.SecureBuild(repo, root, false)
+		if err != nil {
+			return nil, verify.InputErrorf("kustomize build %s: %v: fix %s/%s", dir, err, dir, n)
+		}
+		y, err := res.AsYaml()
+		if err != nil {
+			return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+		}
+		return parseKustomizations(path.Join(dir, n)+" (built)", y)
+	}
 	var out []Kustomization
 	err := walk(repo, dir, func(rel string, data []byte) error {
 		if !isManifest(rel) || !bytes.Contains(data, []byte("kustomize.toolkit.fluxcd.io")) {
 			return nil
 		}
-		r := utilyaml.NewYAMLReader(bufioReader(data))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return verify.InputErrorf("%s: not valid YAML (%v): fix the file", rel, err)
-			}
-			var k fluxKustomization
-			if err := yaml.Unmarshal(doc, &k); err != nil {
-				continue // not an object this phase reads
-			}
-			if k.Kind != "Kustomization" || !strings.HasPrefix(k.APIVersion, "kustomize.toolkit.fluxcd.io/") {
-				continue
-			}
-			ks := Kustomization{Name: k.Metadata.Name, Namespace: k.Metadata.Namespace, File: rel,
-				Path: strings.TrimPrefix(filepath.ToSlash(filepath.Clean(strings.TrimPrefix(k.Spec.Path, "./"))), "/")}
-			if ks.Namespace == "" {
-				ks.Namespace = "flux-system"
-			}
-			if k.Spec.Path == "" {
-				ks.Path = "."
-			}
-			if d := k.Spec.Decryption; d != nil {
-				ks.Provider = d.Provider
-				if d.SecretRef != nil {
-					ks.SecretRef = d.SecretRef.Name
-				}
-			}
-			out = append(out, ks)
-		}
+		ks, err := parseKustomizations(rel, data)
+		out = append(out, ks...)
+		return err
 	})
 	return out, err
+}
+
+// parseKustomizations reads the Flux Kustomizations of a multi-document
+// YAML file.
+func parseKustomizations(rel string, data []byte) ([]Kustomization, error) {
+	var out []Kustomization
+	r := utilyaml.NewYAMLReader(bufioReader(data))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, verify.InputErrorf("%s: not valid YAML (%v): fix the file", rel, err)
+		}
+		var k fluxKustomization
+		if err := yaml.Unmarshal(doc, &k); err != nil {
+			continue // not an object this phase reads
+		}
+		if k.Kind != "Kustomization" || !strings.HasPrefix(k.APIVersion, "kustomize.toolkit.fluxcd.io/") {
+			continue
+		}
+		ks := Kustomization{Name: k.Metadata.Name, Namespace: k.Metadata.Namespace, File: rel,
+			Path: strings.TrimPrefix(filepath.ToSlash(filepath.Clean(strings.TrimPrefix(k.Spec.Path, "./"))), "/")}
+		if ks.Namespace == "" {
+			ks.Namespace = "flux-system"
+		}
+		if k.Spec.Path == "" {
+			ks.Path = "."
+		}
+		if d := k.Spec.Decryption; d != nil {
+			ks.Provider = d.Provider
+			if d.SecretRef != nil {
+				ks.SecretRef = d.SecretRef.Name
+			}
+		}
+		out = append(out, ks)
+	}
 }
 
 func findEncrypted(repo string, k Kustomization, files map[string]*File) error {
