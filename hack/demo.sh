@@ -9,7 +9,11 @@ cd "$(dirname "$0")/.."
 state="${BOOTSTRAP_DEMO_STATE:-$(mktemp -d /tmp/bootstrap-demo.XXXXXX)}"
 extras=(--components-extra image-reflector-controller,image-automation-controller)
 
-down() { bin/sandbox down --state "$state" >/dev/null 2>&1 || true; }
+git_pid=""
+down() {
+	[[ -n "$git_pid" ]] && kill "$git_pid" 2>/dev/null && wait "$git_pid" 2>/dev/null
+	bin/sandbox down --state "$state" >/dev/null 2>&1 || true
+}
 trap down EXIT
 
 echo "== sandbox: starting (state $state)"
@@ -40,5 +44,22 @@ echo
 echo "== the controllers the sandbox runs, started from the Deployments' args"
 sleep 2
 grep -h 'msg="controller started"' "$state/logs/runner.log" 2>/dev/null | tail -2 | sed 's/^.*controller=/  /' || true
+echo
+echo "== the homelab repository on a sandbox Git server (dev's source points there; a SOPS Secret encrypted to a fresh age key)"
+go build -o bin/demo-homelab ./hack/demo/homelab
+home="$state/homelab"
+bin/demo-homelab --dir "$home" &
+git_pid=$!
+for _ in $(seq 100); do [[ -f "$home/ready" ]] && break; sleep 0.1; done
+[[ -f "$home/ready" ]] || { echo "demo: the Git server did not come up" >&2; exit 1; }
+
+echo
+echo "== bootstrap age-key (the key from stdin, proven against the repository, then installed)"
+bin/bootstrap age-key --age-key-file - --repo "$home/repo" --path clusters/dev < "$home/age.key"
+
+echo
+echo "== bootstrap sync --env dev (the cluster root, gated; then every Kustomization's walk down the dependsOn chain)"
+bin/bootstrap sync --repo "$home/repo" --env dev --timeout 5m
+
 echo
 echo "demo: done; tearing the sandbox down"
