@@ -4,7 +4,7 @@
 GO            ?= go
 SANDBOX_STATE ?= $(or $(BOOTSTRAP_SANDBOX_STATE),/tmp/bootstrap-sandbox)
 SANDBOX_CMD   ?= bin/sandbox
-E2E_TIMEOUT   ?= 20m
+E2E_TIMEOUT   ?= 45m
 
 .PHONY: sandbox-deps sandbox-build sandbox-up sandbox-down e2e
 
