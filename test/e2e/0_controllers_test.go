@@ -3,10 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,33 +36,6 @@ import (
 
 var homelabExtras = []string{"--components-extra", "image-reflector-controller,image-automation-controller"}
 
-type cliReport struct {
-	Verdict  string
-	ExitCode int
-	Changed  bool
-	DryRun   bool
-	Warnings []string
-	Error    string
-	Checks   []struct {
-		ID, Verdict, Message string
-		Evidence             []string
-	}
-	Objects []struct {
-		Object   string
-		Action   string
-		Restarts bool
-	}
-}
-
-func (r cliReport) check(id string) string {
-	for _, c := range r.Checks {
-		if c.ID == id {
-			return c.Verdict + ": " + c.Message
-		}
-	}
-	return "missing"
-}
-
 // controllersCLI runs `bootstrap controllers -o json` against the sandbox.
 func controllersCLI(t *testing.T, kubeconfig string, args ...string) (cliReport, string) {
 	t.Helper()
@@ -72,22 +43,8 @@ func controllersCLI(t *testing.T, kubeconfig string, args ...string) (cliReport,
 		kubeconfig = suite.sb.KubeconfigPath
 	}
 	full := append([]string{"controllers", "-o", "json", "--kubeconfig", kubeconfig, "--timeout", "2m"}, args...)
-	cmd := exec.Command(bootstrapCLI(t), full...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	var r cliReport
-	if jerr := json.Unmarshal(stdout.Bytes(), &r); jerr != nil {
-		t.Fatalf("bootstrap %s: stdout is not a JSON report: %v\n%s\n%s", strings.Join(full, " "), jerr, stdout.String(), stderr.String())
-	}
-	if code := cmd.ProcessState.ExitCode(); code != r.ExitCode {
-		t.Fatalf("exit code %d but the report says %d", code, r.ExitCode)
-	}
-	return r, stderr.String()
+	_, _, stderr, r := runJSON(t, exec.Command(bootstrapCLI(t), full...))
+	return r, stderr
 }
 
 func mustPass(t *testing.T, r cliReport, stderr string) {

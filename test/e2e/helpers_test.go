@@ -5,6 +5,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -168,4 +170,54 @@ func requestReconcile(ctx context.Context, t *testing.T, obj client.Object) {
 	if err := suite.client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("request reconcile of %s: %v", obj.GetName(), err)
 	}
+}
+
+// cliReport is the part of a bootstrap JSON report the e2e tests read.
+type cliReport struct {
+	Verdict  string
+	ExitCode int
+	Changed  bool
+	DryRun   bool
+	Warnings []string
+	Error    string
+	Checks   []struct {
+		ID, Verdict, Message string
+		Evidence             []string
+	}
+	Objects []struct {
+		Object   string
+		Action   string
+		Restarts bool
+	}
+}
+
+// check is "verdict: message" of the check id, or "missing".
+func (r cliReport) check(id string) string {
+	for _, c := range r.Checks {
+		if c.ID == id {
+			return c.Verdict + ": " + c.Message
+		}
+	}
+	return "missing"
+}
+
+// runJSON runs a prepared `bootstrap … -o json` command and fails the test
+// unless stdout is one JSON report whose exitCode is the process's.
+func runJSON(t *testing.T, cmd *exec.Cmd) (code int, stdout, stderr string, r cliReport) {
+	t.Helper()
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = cmd.ProcessState.ExitCode(), o.String(), e.String()
+	if err := json.Unmarshal(o.Bytes(), &r); err != nil {
+		t.Fatalf("%s: stdout is not a JSON report: %v\n%s\n%s", strings.Join(cmd.Args, " "), err, stdout, stderr)
+	}
+	if r.ExitCode != code {
+		t.Fatalf("exit code %d but the report says %d", code, r.ExitCode)
+	}
+	return code, stdout, stderr, r
 }

@@ -6,9 +6,6 @@ package e2e
 // TestControllers and TestFlux installed, with kustomize-controller running.
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,21 +34,7 @@ type ageKeyRun struct {
 }
 
 // ageKeyReport is the part of the JSON report these tests read.
-type ageKeyReport struct {
-	ExitCode int
-	Changed  bool
-	Error    string
-	Checks   []struct{ ID, Verdict, Message string }
-}
-
-func (r ageKeyReport) check(id string) string {
-	for _, c := range r.Checks {
-		if c.ID == id {
-			return c.Verdict + ": " + c.Message
-		}
-	}
-	return "missing"
-}
+type ageKeyReport = cliReport
 
 // ageKeyCLI runs `bootstrap age-key …` with the key on stdin, and scans
 // every output channel (stdout, stderr, --report-json, --junit, and the
@@ -65,14 +48,8 @@ func ageKeyCLI(t *testing.T, stdin string, args ...string) ageKeyRun {
 	cmd := exec.Command(bootstrapCLI(t), full...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	r := ageKeyRun{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	var r ageKeyRun
+	r.code, r.stdout, r.stderr, r.report = runJSON(t, cmd)
 	noKey := func(what, s string) {
 		if strings.Contains(strings.ToUpper(s), "AGE-SECRET-KEY-") {
 			t.Errorf("bootstrap %s: %s holds age key material", strings.Join(args, " "), what)
@@ -88,12 +65,6 @@ func ageKeyCLI(t *testing.T, stdin string, args ...string) ageKeyRun {
 			}
 			return nil
 		})
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &r.report); err != nil {
-		t.Fatalf("bootstrap %s: stdout is not a JSON report: %v\n%s\n%s", strings.Join(full, " "), err, r.stdout, r.stderr)
-	}
-	if r.report.ExitCode != r.code {
-		t.Fatalf("exit code %d but the report says %d", r.code, r.report.ExitCode)
 	}
 	return r
 }

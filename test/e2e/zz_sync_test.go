@@ -12,10 +12,7 @@ package e2e
 // when run alone).
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,24 +34,8 @@ import (
 	gsync "github.com/homelab-ops/bootstrap/pkg/sync"
 )
 
-type syncReport struct {
-	ExitCode int
-	Changed  bool
-	DryRun   bool
-	Error    string
-	Warnings []string
-	Objects  []struct{ Object, Action string }
-	Checks   []struct{ ID, Verdict, Message string }
-}
-
-func (r syncReport) check(id string) string {
-	for _, c := range r.Checks {
-		if c.ID == id {
-			return c.Verdict + ": " + c.Message
-		}
-	}
-	return "missing"
-}
+// syncReport is the part of the JSON report these tests read.
+type syncReport = cliReport
 
 type syncRun struct {
 	code           int
@@ -80,21 +61,8 @@ func (r syncRun) String() string {
 func bootstrapJSON(t *testing.T, args ...string) syncRun {
 	t.Helper()
 	full := append(append([]string{}, args...), "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)
-	cmd := exec.Command(bootstrapCLI(t), full...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	r := syncRun{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
-	if err := json.Unmarshal(stdout.Bytes(), &r.report); err != nil {
-		t.Fatalf("bootstrap %s: stdout is not a JSON report: %v\n%s\n%s", strings.Join(full, " "), err, r.stdout, r.stderr)
-	}
-	if r.report.ExitCode != r.code {
-		t.Fatalf("exit code %d but the report says %d", r.code, r.report.ExitCode)
-	}
+	var r syncRun
+	r.code, r.stdout, r.stderr, r.report = runJSON(t, exec.Command(bootstrapCLI(t), full...))
 	return r
 }
 
