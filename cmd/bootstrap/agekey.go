@@ -10,7 +10,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 func newAgeKeyCommand(rf *reportFlags) *cobra.Command {
@@ -32,7 +32,7 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
   bootstrap age-key verify --path clusters/dev`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r := verify.NewReport("age-key")
+			r := gate.NewReport("age-key")
 			in := agekey.Input{Flag: keyFile, Stdin: cmd.InOrStdin(), Getenv: os.Getenv}
 			err := agekey.Install(cmd.Context(), r, in, o, connector(rf))
 			return ageKeyDone(rf, r, err)
@@ -53,7 +53,7 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 		Short: "Prove the installed Secret parses, covers and decrypts the environment's SOPS files",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r := verify.NewReport("age-key verify")
+			r := gate.NewReport("age-key verify")
 			err := agekey.Verify(cmd.Context(), r, o, connector(rf))
 			return ageKeyDone(rf, r, err)
 		},
@@ -66,7 +66,7 @@ func connector(rf *reportFlags) agekey.Connect {
 	return func() (client.Client, *ssa.ResourceManager, error) {
 		cfg, err := kube.Config(rf.kube)
 		if err != nil {
-			return nil, nil, verify.InputErrorf("%v", err)
+			return nil, nil, gate.InputErrorf("%v", err)
 		}
 		c, err := kube.Client(cfg)
 		if err != nil {
@@ -78,11 +78,11 @@ func connector(rf *reportFlags) agekey.Connect {
 
 // ageKeyDone redacts anything that looks like key material from the
 // report and the error, then reports as every command does.
-func ageKeyDone(rf *reportFlags, r *verify.Report, err error) error {
+func ageKeyDone(rf *reportFlags, r *gate.Report, err error) error {
 	if err != nil {
 		msg := agekey.Redact(err.Error())
-		if verify.IsInput(err) {
-			err = verify.InputErrorf("%s", msg)
+		if gate.IsInput(err) {
+			err = gate.InputErrorf("%s", msg)
 		} else {
 			err = errors.New(msg)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/render"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
 
@@ -40,7 +40,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
   bootstrap controllers -o json --report-json /var/log/bootstrap/controllers.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			report := verify.NewReport("controllers")
+			report := gate.NewReport("controllers")
 			report.DryRun = dryRun
 			var requests *atomic.Int64
 			// Every exit reports how many API requests the run made.
@@ -71,7 +71,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			for k, v := range out.Facts {
 				report.Facts[k] = v
 			}
-			if report.ExitCode() == verify.ExitFailed {
+			if report.ExitCode() == gate.ExitFailed {
 				return done()
 			}
 			objs, err := controllers.ReadObjects(out.YAML)
@@ -80,7 +80,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			}
 			cfg, err := kube.Config(rf.kube)
 			if err != nil {
-				return failed(verify.InputErrorf("%w", err))
+				return failed(gate.InputErrorf("%w", err))
 			}
 			requests = kube.CountRequests(cfg)
 			cl, err := controllers.Connect(cfg)
@@ -92,7 +92,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			report.Add(controllers.Before(ctx, cl, objs, controllers.BeforeOptions{
 				Namespace: f.components.Namespace, MinKubernetes: pins.MinKubernetes[fv], FluxVersion: fv, Force: force,
 			})...)
-			if report.ExitCode() != verify.ExitOK {
+			if report.ExitCode() != gate.ExitOK {
 				return done()
 			}
 			dropped, err := controllers.StoredVersions(ctx, cl, objs)
@@ -100,7 +100,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 				return failed(err)
 			}
 			report.Add(controllers.StoredVersionsCheck(dropped, migrate))
-			if report.ExitCode() != verify.ExitOK {
+			if report.ExitCode() != gate.ExitOK {
 				return done()
 			}
 
@@ -160,8 +160,8 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			}
 			progress(fmt.Sprintf("waiting for %d Deployment(s) to roll out (timeout %s)", len(workloads), timeout))
 			if err := controllers.WaitRollouts(ctx, cl, workloads, timeout, progress); err != nil {
-				report.Add(verify.Check{ID: controllers.CheckRollout, Phase: controllers.Phase, Stage: verify.After,
-					Title: "rollouts finished", Verdict: verify.Fail, Message: err.Error()})
+				report.Add(gate.Check{ID: controllers.CheckRollout, Phase: controllers.Phase, Stage: gate.After,
+					Title: "rollouts finished", Verdict: gate.Fail, Message: err.Error()})
 				return done()
 			}
 			report.Add(controllers.After(ctx, cl, deployments)...)
@@ -180,7 +180,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 
 // writePlan prints the plan at a glance: counts, then every object that
 // changes, with restarts and take-overs called out.
-func writePlan(w io.Writer, plan []verify.ObjectChange, dryRun bool) {
+func writePlan(w io.Writer, plan []gate.ObjectChange, dryRun bool) {
 	counts := map[string]int{}
 	var restarts []string
 	for _, p := range plan {

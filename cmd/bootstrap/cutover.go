@@ -9,12 +9,12 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
-	gsync "github.com/homelab-ops/bootstrap/pkg/sync"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 func newCutoverCommand(rf *reportFlags) *cobra.Command {
-	o := gsync.CutoverOptions{}
+	o := rootsync.CutoverOptions{}
 	cmd := &cobra.Command{
 		Use:   "cutover",
 		Short: "Move a cluster synced from a temporary source to its final source",
@@ -29,11 +29,11 @@ source, proves that Ready again, and exits 1 with the evidence.`,
   bootstrap cutover --dry-run -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			report := verify.NewReport("cutover")
+			report := gate.NewReport("cutover")
 			report.DryRun = o.DryRun
 			cfg, err := kube.Config(rf.kube)
 			if err != nil {
-				return fail(rf, report, verify.InputErrorf("%w", err))
+				return fail(rf, report, gate.InputErrorf("%w", err))
 			}
 			cl, err := controllers.Connect(cfg)
 			if err != nil {
@@ -44,7 +44,7 @@ source, proves that Ready again, and exits 1 with the evidence.`,
 					fmt.Fprintln(os.Stderr, "  "+line)
 				}
 			}
-			if err := gsync.Cutover(cmd.Context(), cl, o, report); err != nil {
+			if err := rootsync.Cutover(cmd.Context(), cl, o, report); err != nil {
 				return fail(rf, report, err)
 			}
 			return finish(rf, report)

@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 func main() {
@@ -26,17 +26,17 @@ func run(ctx context.Context, args []string) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return verify.ExitOK
+		return gate.ExitOK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
 	fmt.Fprintln(os.Stderr, "error:", err)
-	if verify.IsInput(err) || isUsage(err) {
-		return verify.ExitInput
+	if gate.IsInput(err) || isUsage(err) {
+		return gate.ExitInput
 	}
-	return verify.ExitFailed
+	return gate.ExitFailed
 }
 
 // exitError carries an exit code after the command already reported.

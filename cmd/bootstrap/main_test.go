@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // bin is the bootstrap binary under test, built once: these tests run the
@@ -177,7 +177,7 @@ func TestJSONOutput(t *testing.T) {
 
 func TestWritePlan(t *testing.T) {
 	var b bytes.Buffer
-	writePlan(&b, []verify.ObjectChange{
+	writePlan(&b, []gate.ObjectChange{
 		{Object: "Namespace/flux-system", Action: "unchanged"},
 		{Object: "Deployment/flux-system/kustomize-controller", Action: "configured", Restarts: true, TakenOverFrom: []string{"kubectl-client-side-apply"}},
 		{Object: "Deployment/flux-system/image-reflector-controller", Action: "created"},

@@ -12,7 +12,7 @@ import (
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/render"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
 
@@ -56,10 +56,10 @@ func (f *renderFlags) options() (render.Options, error) {
 	}
 	fi, err := os.Stat(f.overlays)
 	if err != nil {
-		return o, verify.InputErrorf("--overlays %s: %w", f.overlays, err)
+		return o, gate.InputErrorf("--overlays %s: %w", f.overlays, err)
 	}
 	if !fi.IsDir() {
-		return o, verify.InputErrorf("--overlays %s is not a directory; point it at a directory holding kustomization.yaml", f.overlays)
+		return o, gate.InputErrorf("--overlays %s is not a directory; point it at a directory holding kustomization.yaml", f.overlays)
 	}
 	o.Overlays, o.OverlaysName = os.DirFS(f.overlays), f.overlays
 	return o, nil
@@ -80,7 +80,7 @@ func newRenderCommand(rf *reportFlags) *cobra.Command {
   bootstrap render --overlays ./my-overlays --output-dir out/ -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			report := verify.NewReport("render")
+			report := gate.NewReport("render")
 			if pinErr != nil {
 				return fail(rf, report, pinErr)
 			}
@@ -101,7 +101,7 @@ func newRenderCommand(rf *reportFlags) *cobra.Command {
 			}
 			// Fail closed: a render whose overlays did not prove out is not
 			// printed, so a pipe into an apply cannot ship it.
-			if report.ExitCode() == verify.ExitFailed {
+			if report.ExitCode() == gate.ExitFailed {
 				return finish(rf, report)
 			}
 			if outDir != "" {

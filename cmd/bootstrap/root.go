@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-ops/bootstrap/pkg/kube"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // reportFlags select where the gate report goes, and which cluster the
@@ -66,13 +66,13 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 }
 
 // finish writes the report where asked and turns it into the exit code.
-func finish(rf *reportFlags, r *verify.Report) error {
+func finish(rf *reportFlags, r *gate.Report) error {
 	var errs []string
 	if rf.output == "json" {
-		if err := verify.WriteJSON(os.Stdout, r); err != nil {
+		if err := gate.WriteJSON(os.Stdout, r); err != nil {
 			errs = append(errs, err.Error())
 		}
-	} else if err := verify.WriteText(os.Stderr, r); err != nil {
+	} else if err := gate.WriteText(os.Stderr, r); err != nil {
 		errs = append(errs, err.Error())
 	}
 	write := func(path string, w func(*os.File) error) {
@@ -90,13 +90,13 @@ func finish(rf *reportFlags, r *verify.Report) error {
 			errs = append(errs, fmt.Sprintf("write %s: %v", path, err))
 		}
 	}
-	write(rf.reportJSON, func(f *os.File) error { return verify.WriteJSON(f, r) })
-	write(rf.junit, func(f *os.File) error { return verify.WriteJUnit(f, r) })
+	write(rf.reportJSON, func(f *os.File) error { return gate.WriteJSON(f, r) })
+	write(rf.junit, func(f *os.File) error { return gate.WriteJUnit(f, r) })
 	if len(errs) > 0 {
 		fmt.Fprintln(os.Stderr, "error: report:", strings.Join(errs, "; "))
-		return &exitError{code: verify.ExitInput}
+		return &exitError{code: gate.ExitInput}
 	}
-	if code := r.ExitCode(); code != verify.ExitOK {
+	if code := r.ExitCode(); code != gate.ExitOK {
 		return &exitError{code: code}
 	}
 	return nil
@@ -104,10 +104,10 @@ func finish(rf *reportFlags, r *verify.Report) error {
 
 // fail records an error that stopped the run in the report, so JSON and
 // JUnit readers see it too, and exits with its code.
-func fail(rf *reportFlags, r *verify.Report, err error) error {
-	if !verify.IsInput(err) {
+func fail(rf *reportFlags, r *gate.Report, err error) error {
+	if !gate.IsInput(err) {
 		// Not an input error: report it as a failed run, not exit 2.
-		r.Add(verify.Check{ID: "run", Phase: "run", Stage: verify.After, Title: "run completed", Verdict: verify.Fail, Message: err.Error()})
+		r.Add(gate.Check{ID: "run", Phase: "run", Stage: gate.After, Title: "run completed", Verdict: gate.Fail, Message: err.Error()})
 		return finish(rf, r)
 	}
 	r.Error = err.Error()

@@ -9,13 +9,13 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
-	gsync "github.com/homelab-ops/bootstrap/pkg/sync"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 func newSyncCommand(rf *reportFlags) *cobra.Command {
 	var (
-		o                            gsync.Options
+		o                            rootsync.Options
 		env                          string
 		dryRun                       bool
 		timeout                      time.Duration
@@ -40,45 +40,45 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
   bootstrap sync --env dev -o json --report-json /var/log/bootstrap/sync.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			report := verify.NewReport("sync")
+			report := gate.NewReport("sync")
 			report.DryRun = dryRun
 			switch {
 			case env != "" && o.Path != "":
-				return fail(rf, report, verify.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME"))
+				return fail(rf, report, gate.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME"))
 			case env != "":
 				o.Path = "clusters/" + env
 			case o.Path == "":
-				return fail(rf, report, verify.InputErrorf("which environment? pass --env NAME (clusters/NAME) or --path"))
+				return fail(rf, report, gate.InputErrorf("which environment? pass --env NAME (clusters/NAME) or --path"))
 			}
 			if srcURL == "" && (srcBranch != "" || srcSecret != "") {
-				return fail(rf, report, verify.InputErrorf("--source-branch and --source-secret need --source-url"))
+				return fail(rf, report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
 			}
 			report.Facts["path"] = o.Path
-			r, err := gsync.Build(o)
+			r, err := rootsync.Build(o)
 			if err != nil {
 				return fail(rf, report, err)
 			}
-			report.Add(gsync.Static(r)...)
-			if report.ExitCode() != verify.ExitOK {
+			report.Add(rootsync.Static(r)...)
+			if report.ExitCode() != gate.ExitOK {
 				return finish(rf, report)
 			}
 			cfg, err := kube.Config(rf.kube)
 			if err != nil {
-				return fail(rf, report, verify.InputErrorf("%w", err))
+				return fail(rf, report, gate.InputErrorf("%w", err))
 			}
 			cl, err := controllers.Connect(cfg)
 			if err != nil {
 				return fail(rf, report, err)
 			}
-			ro := gsync.RunOptions{DryRun: dryRun, Timeout: timeout, Progress: func(line string) {
+			ro := rootsync.RunOptions{DryRun: dryRun, Timeout: timeout, Progress: func(line string) {
 				if rf.output == "text" {
 					fmt.Fprintln(os.Stderr, "  "+line)
 				}
 			}}
 			if srcURL != "" {
-				ro.Source = &gsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
+				ro.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
 			}
-			err = gsync.Run(cmd.Context(), cl, r, ro, report)
+			err = rootsync.Run(cmd.Context(), cl, r, ro, report)
 			if report.Objects != nil && rf.output == "text" {
 				writePlan(os.Stderr, report.Objects, dryRun)
 			}

@@ -24,8 +24,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/homelab-ops/bootstrap/pkg/sandbox"
-	"github.com/homelab-ops/bootstrap/pkg/sandbox/runner"
+	"github.com/homelab-ops/bootstrap/internal/sandbox"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 )
 
 const usage = `usage: sandbox up|down|serve [--state DIR] [--bin DIR] [--versions FILE]`

@@ -11,7 +11,7 @@ import (
 	sopsage "github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/config"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Phase is this phase's name in reports.
@@ -28,22 +28,22 @@ const (
 
 // IdentityChecks describe the parsed input: which identities (by public
 // key), from where, and whether the key file is private to its owner.
-func IdentityChecks(ids *Identities) []verify.Check {
+func IdentityChecks(ids *Identities) []gate.Check {
 	var ev []string
 	ev = append(ev, "source: "+ids.Source)
 	for _, k := range ids.Keys {
 		ev = append(ev, fmt.Sprintf("%s identity, recipient %s", k.Type, k.Recipient))
 	}
-	cs := []verify.Check{{
-		ID: "age-key.identity", Phase: Phase, Stage: verify.Before, Title: "age identity parses",
-		Verdict: verify.Pass, Message: fmt.Sprintf("%d age identit%s from %s", len(ids.Keys), plural(len(ids.Keys), "y", "ies"), ids.Source),
+	cs := []gate.Check{{
+		ID: "age-key.identity", Phase: Phase, Stage: gate.Before, Title: "age identity parses",
+		Verdict: gate.Pass, Message: fmt.Sprintf("%d age identit%s from %s", len(ids.Keys), plural(len(ids.Keys), "y", "ies"), ids.Source),
 		Evidence: ev,
 	}}
 	if ids.FromFile {
-		c := verify.Check{ID: "age-key.identity-file-mode", Phase: Phase, Stage: verify.Before, Title: "key file is private to its owner",
-			Verdict: verify.Pass, Message: fmt.Sprintf("%s has mode %04o", ids.Source, ids.Mode), Evidence: []string{fmt.Sprintf("mode %04o", ids.Mode)}}
+		c := gate.Check{ID: "age-key.identity-file-mode", Phase: Phase, Stage: gate.Before, Title: "key file is private to its owner",
+			Verdict: gate.Pass, Message: fmt.Sprintf("%s has mode %04o", ids.Source, ids.Mode), Evidence: []string{fmt.Sprintf("mode %04o", ids.Mode)}}
 		if ids.Mode&0o044 != 0 {
-			c.Verdict = verify.Warn
+			c.Verdict = gate.Warn
 			c.Message = fmt.Sprintf("%s is readable by group or others (mode %04o): chmod 600 %s", ids.Source, ids.Mode, ids.Source)
 		}
 		cs = append(cs, c)
@@ -54,10 +54,10 @@ func IdentityChecks(ids *Identities) []verify.Check {
 // RepositoryChecks match ids against the files of s and test-decrypt them.
 // With force, a key that decrypts nothing is a warning instead of a
 // failure. decrypted counts the files the key decrypts.
-func RepositoryChecks(ids *Identities, s *Scope, stage verify.Stage, force bool) (checks []verify.Check, decrypted int) {
+func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (checks []gate.Check, decrypted int) {
 	target := s.Namespace + "/" + s.SecretName
 	uses := s.Uses()
-	scope := verify.Check{ID: "age-key.scope", Phase: Phase, Stage: stage, Title: "the environment's SOPS files are found"}
+	scope := gate.Check{ID: "age-key.scope", Phase: Phase, Stage: stage, Title: "the environment's SOPS files are found"}
 	for _, k := range s.Kustomizations {
 		d := "no decryption"
 		if k.Provider != "" {
@@ -71,31 +71,31 @@ func RepositoryChecks(ids *Identities, s *Scope, stage verify.Stage, force bool)
 	scope.Evidence = append(scope.Evidence, s.Notes...)
 	switch {
 	case len(s.Files) > 0:
-		scope.Verdict = verify.Pass
+		scope.Verdict = gate.Pass
 		scope.Message = fmt.Sprintf("%d SOPS file%s decrypted with Secret %s by %d Kustomization%s under %s", len(s.Files), plural(len(s.Files), "", "s"), target, len(uses), plural(len(uses), "", "s"), s.Env)
 	default:
 		why := fmt.Sprintf("no Kustomization under %s decrypts with Secret %s", s.Env, target)
 		if len(uses) > 0 {
 			why = fmt.Sprintf("the %d Kustomization%s under %s that decrypt with Secret %s hold no SOPS-encrypted file", len(uses), plural(len(uses), "", "s"), s.Env, target)
 		}
-		scope.Verdict, scope.Message = verify.Skip, why+": nothing proves the key decrypts this environment; check --repo/--path, or pass --force to install it anyway"
+		scope.Verdict, scope.Message = gate.Skip, why+": nothing proves the key decrypts this environment; check --repo/--path, or pass --force to install it anyway"
 		if force {
-			scope.Verdict, scope.Message = verify.Warn, why+"; installed anyway (--force)"
+			scope.Verdict, scope.Message = gate.Warn, why+"; installed anyway (--force)"
 		}
 	}
 	checks = append(checks, scope)
 
 	for _, f := range s.Files {
-		rc := verify.Check{ID: "age-key.recipient/" + f.Path, Phase: Phase, Stage: stage, Title: "the key is a recipient of " + f.Path}
-		dc := verify.Check{ID: "age-key.decrypt/" + f.Path, Phase: Phase, Stage: stage, Title: f.Path + " decrypts in-process"}
+		rc := gate.Check{ID: "age-key.recipient/" + f.Path, Phase: Phase, Stage: stage, Title: "the key is a recipient of " + f.Path}
+		dc := gate.Check{ID: "age-key.decrypt/" + f.Path, Phase: Phase, Stage: stage, Title: f.Path + " decrypts in-process"}
 		rc.Evidence = append(rc.Evidence, "file recipients (sops.age): "+orNone(f.Recipients))
 		if f.OtherKeys > 0 {
 			rc.Evidence = append(rc.Evidence, fmt.Sprintf("%d non-age master key(s), not usable by this Secret", f.OtherKeys))
 		}
 		rc.Evidence = append(rc.Evidence, "key recipients: "+strings.Join(ids.Recipients(), ", "))
 		if f.LoadErr != nil {
-			rc.Verdict, rc.Message = verify.Fail, fmt.Sprintf("%s: sops cannot read its metadata (%v): re-encrypt it with sops", f.Path, f.LoadErr)
-			dc.Verdict, dc.Message = verify.Fail, fmt.Sprintf("%s: not decryptable: sops cannot read it", f.Path)
+			rc.Verdict, rc.Message = gate.Fail, fmt.Sprintf("%s: sops cannot read its metadata (%v): re-encrypt it with sops", f.Path, f.LoadErr)
+			dc.Verdict, dc.Message = gate.Fail, fmt.Sprintf("%s: not decryptable: sops cannot read it", f.Path)
 			checks = append(checks, soften(rc, force), soften(dc, force))
 			continue
 		}
@@ -106,14 +106,14 @@ func RepositoryChecks(ids *Identities, s *Scope, stage verify.Stage, force bool)
 			}
 		}
 		if len(match) > 0 {
-			rc.Verdict, rc.Message = verify.Pass, fmt.Sprintf("%s is encrypted to %s", f.Path, strings.Join(match, ", "))
+			rc.Verdict, rc.Message = gate.Pass, fmt.Sprintf("%s is encrypted to %s", f.Path, strings.Join(match, ", "))
 		} else {
-			rc.Verdict = verify.Fail
+			rc.Verdict = gate.Fail
 			rc.Message = fmt.Sprintf("%s is encrypted to someone else (%s), not to this key (%s): use the environment's key, or add %s to the file's .sops.yaml rule and run `sops updatekeys %s` with a key that can decrypt it",
 				f.Path, orNone(f.Recipients), strings.Join(ids.Recipients(), ", "), ids.Recipients()[0], f.Path)
 		}
 		if err := ids.testDecrypt(f.data, f.format); err != nil {
-			dc.Verdict = verify.Fail
+			dc.Verdict = gate.Fail
 			why := oneLine(err.Error())
 			if strings.Contains(why, "did not match any of the recipients") {
 				why = "none of its identities matches a recipient of the file (sops could not decrypt the data key)"
@@ -121,7 +121,7 @@ func RepositoryChecks(ids *Identities, s *Scope, stage verify.Stage, force bool)
 			dc.Message = fmt.Sprintf("%s does not decrypt with this key: %s", f.Path, why)
 		} else {
 			decrypted++
-			dc.Verdict, dc.Message = verify.Pass, fmt.Sprintf("%s decrypts with this key and its MAC verifies", f.Path)
+			dc.Verdict, dc.Message = gate.Pass, fmt.Sprintf("%s decrypts with this key and its MAC verifies", f.Path)
 		}
 		dc.Evidence = []string{"decrypted in memory with sops " + sopsVersion() + "; the plaintext was discarded"}
 		checks = append(checks, soften(rc, force), soften(dc, force))
@@ -133,9 +133,9 @@ func RepositoryChecks(ids *Identities, s *Scope, stage verify.Stage, force bool)
 }
 
 // soften turns a failure into a warning under --force, saying so.
-func soften(c verify.Check, force bool) verify.Check {
-	if force && c.Verdict == verify.Fail {
-		c.Verdict = verify.Warn
+func soften(c gate.Check, force bool) gate.Check {
+	if force && c.Verdict == gate.Fail {
+		c.Verdict = gate.Warn
 		c.Message += " (--force: installed anyway)"
 	}
 	return c
@@ -143,17 +143,17 @@ func soften(c verify.Check, force bool) verify.Check {
 
 // sopsConfigCheck reads .sops.yaml's creation rules for each file: a rule
 // that does not list the key means the next `sops` edit locks it out.
-func sopsConfigCheck(ids *Identities, s *Scope, stage verify.Stage) verify.Check {
-	c := verify.Check{ID: "age-key.sops-config", Phase: Phase, Stage: stage, Title: ".sops.yaml creation rules include the key"}
+func sopsConfigCheck(ids *Identities, s *Scope, stage gate.Stage) gate.Check {
+	c := gate.Check{ID: "age-key.sops-config", Phase: Phase, Stage: stage, Title: ".sops.yaml creation rules include the key"}
 	confPath := filepath.Join(s.Repo, ".sops.yaml")
 	if _, err := os.Stat(confPath); errors.Is(err, fs.ErrNotExist) {
-		c.Verdict = verify.Warn
+		c.Verdict = gate.Warn
 		c.Message = "no .sops.yaml at the repository root: sops cannot choose recipients when a file is re-encrypted; add creation_rules with age: " + ids.Recipients()[0]
 		return c
 	}
 	abs, err := filepath.Abs(s.Repo)
 	if err != nil {
-		c.Verdict, c.Message = verify.Warn, fmt.Sprintf("cannot resolve %s: %v", s.Repo, err)
+		c.Verdict, c.Message = gate.Warn, fmt.Sprintf("cannot resolve %s: %v", s.Repo, err)
 		return c
 	}
 	var problems []string
@@ -184,11 +184,11 @@ func sopsConfigCheck(ids *Identities, s *Scope, stage verify.Stage) verify.Check
 		}
 	}
 	if len(problems) > 0 {
-		c.Verdict = verify.Warn
+		c.Verdict = gate.Warn
 		c.Message = fmt.Sprintf(".sops.yaml does not give this key (%s) to every file, so the next `sops` edit would lock it out: %s; add the recipient to those rules", ids.Recipients()[0], strings.Join(problems, "; "))
 		return c
 	}
-	c.Verdict, c.Message = verify.Pass, fmt.Sprintf("every file's .sops.yaml rule lists this key (%d file%s)", len(s.Files), plural(len(s.Files), "", "s"))
+	c.Verdict, c.Message = gate.Pass, fmt.Sprintf("every file's .sops.yaml rule lists this key (%d file%s)", len(s.Files), plural(len(s.Files), "", "s"))
 	return c
 }
 

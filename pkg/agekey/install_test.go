@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	. "github.com/homelab-ops/bootstrap/pkg/agekey"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // The fake client is no API server (its server-side apply always reports
@@ -55,7 +55,7 @@ func TestRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		rc := find(t, cs, "age-key.rotation")
-		if rc.Verdict != verify.Fail || changed || !strings.Contains(rc.Message, "--rotate") || !strings.Contains(rc.Message, oldK.recipient) {
+		if rc.Verdict != gate.Fail || changed || !strings.Contains(rc.Message, "--rotate") || !strings.Contains(rc.Message, oldK.recipient) {
 			t.Fatalf("%+v changed=%t", rc, changed)
 		}
 		if got := string(live(t, c).Data["identity.agekey"]); got != oldK.file || len(live(t, c).Data) != 1 {
@@ -66,7 +66,7 @@ func TestRotation(t *testing.T) {
 	t.Run("unparseable Secret needs --rotate too", func(t *testing.T) {
 		c, rm := fakeCluster(t, existing(map[string]string{"age.agekey": oldK.recipient}))
 		cs, _, _ := InstallSecret(context.Background(), c, rm, parse(t, newK.file), opts)
-		if rc := find(t, cs, "age-key.rotation"); rc.Verdict != verify.Fail || !strings.Contains(rc.Message, "cannot parse") {
+		if rc := find(t, cs, "age-key.rotation"); rc.Verdict != gate.Fail || !strings.Contains(rc.Message, "cannot parse") {
 			t.Fatalf("%+v", rc)
 		}
 	})
@@ -78,7 +78,7 @@ func TestRotation(t *testing.T) {
 		if err != nil || !changed {
 			t.Fatalf("changed=%t err=%v", changed, err)
 		}
-		if rc := find(t, cs, "age-key.rotation"); rc.Verdict != verify.Pass || !strings.Contains(rc.Message, oldK.recipient) {
+		if rc := find(t, cs, "age-key.rotation"); rc.Verdict != gate.Pass || !strings.Contains(rc.Message, oldK.recipient) {
 			t.Errorf("%+v", rc)
 		}
 		s := live(t, c)
@@ -90,7 +90,7 @@ func TestRotation(t *testing.T) {
 	t.Run("same key: no rotation needed", func(t *testing.T) {
 		c, rm := fakeCluster(t, existing(map[string]string{DataKey: string(parse(t, oldK.file).SecretData())}))
 		cs, _, err := InstallSecret(context.Background(), c, rm, parse(t, oldK.file), opts)
-		if err != nil || find(t, cs, "age-key.rotation").Verdict != verify.Pass {
+		if err != nil || find(t, cs, "age-key.rotation").Verdict != gate.Pass {
 			t.Fatalf("%v %v", cs, err)
 		}
 	})
@@ -103,37 +103,37 @@ func TestInstallAndVerifyFlow(t *testing.T) {
 	connect := func() (client.Client, *ssa.ResourceManager, error) { return c, rm, nil }
 	o := Options{Repo: f.repo, Path: "clusters/dev"}
 
-	r := verify.NewReport("age-key verify")
+	r := gate.NewReport("age-key verify")
 	if err := Verify(context.Background(), r, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if ck := find(t, r.Checks, "age-key.secret"); ck.Verdict != verify.Fail || !strings.Contains(ck.Message, "not found") {
+	if ck := find(t, r.Checks, "age-key.secret"); ck.Verdict != gate.Fail || !strings.Contains(ck.Message, "not found") {
 		t.Fatalf("verify before install: %+v", ck)
 	}
 
-	r = verify.NewReport("age-key")
+	r = gate.NewReport("age-key")
 	if err := Install(context.Background(), r, Input{Flag: "-", Stdin: strings.NewReader(f.dev.file)}, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode() != verify.ExitOK || !r.Changed || find(t, r.Checks, "age-key.installed-decrypts").Verdict != verify.Pass {
+	if r.ExitCode() != gate.ExitOK || !r.Changed || find(t, r.Checks, "age-key.installed-decrypts").Verdict != gate.Pass {
 		t.Fatalf("install: exit %d %v", r.ExitCode(), verdicts(r.Checks))
 	}
 	reportHygiene(t, r)
 
-	r = verify.NewReport("age-key verify")
+	r = gate.NewReport("age-key verify")
 	if err := Verify(context.Background(), r, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode() != verify.ExitOK || find(t, r.Checks, "age-key.decrypt/apps/dev/secret.sops.yaml").Verdict != verify.Pass {
+	if r.ExitCode() != gate.ExitOK || find(t, r.Checks, "age-key.decrypt/apps/dev/secret.sops.yaml").Verdict != gate.Pass {
 		t.Fatalf("verify: %v", verdicts(r.Checks))
 	}
 	// Negative: the same Secret does not cover prod.
-	r = verify.NewReport("age-key verify")
+	r = gate.NewReport("age-key verify")
 	o.Path = "clusters/prod"
 	if err := Verify(context.Background(), r, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode() != verify.ExitFailed || find(t, r.Checks, "age-key.recipient/apps/prod/secret.sops.yaml").Verdict != verify.Fail {
+	if r.ExitCode() != gate.ExitFailed || find(t, r.Checks, "age-key.recipient/apps/prod/secret.sops.yaml").Verdict != gate.Fail {
 		t.Fatalf("verify prod with dev's key: %v", verdicts(r.Checks))
 	}
 	reportHygiene(t, r)

@@ -20,7 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Kustomization is the part of a Flux Kustomization this phase reads.
@@ -108,14 +108,14 @@ func Scan(repo, env, namespace, secretName string) (*Scope, error) {
 	s := &Scope{Repo: repo, Env: filepath.ToSlash(filepath.Clean(env)), Namespace: namespace, SecretName: secretName}
 	st, err := os.Stat(repo)
 	if err != nil || !st.IsDir() {
-		return nil, verify.InputErrorf("--repo %s: not a directory: pass the GitOps repository's checkout", repo)
+		return nil, gate.InputErrorf("--repo %s: not a directory: pass the GitOps repository's checkout", repo)
 	}
 	if !filepath.IsLocal(filepath.FromSlash(s.Env)) {
-		return nil, verify.InputErrorf("--path %s: must be a directory inside --repo, e.g. clusters/dev", env)
+		return nil, gate.InputErrorf("--path %s: must be a directory inside --repo, e.g. clusters/dev", env)
 	}
 	envDir := filepath.Join(repo, filepath.FromSlash(s.Env))
 	if st, err := os.Stat(envDir); err != nil || !st.IsDir() {
-		return nil, verify.InputErrorf("--path %s: no such directory in %s%s", env, repo, siblings(filepath.Dir(envDir)))
+		return nil, gate.InputErrorf("--path %s: no such directory in %s%s", env, repo, siblings(filepath.Dir(envDir)))
 	}
 
 	visited := map[string]bool{}
@@ -252,7 +252,7 @@ func findKustomizations(repo, dir string) ([]Kustomization, error) {
 		}
 		res, err := fluxkustomize.SecureBuild(repo, root, false)
 		if err != nil {
-			return nil, verify.InputErrorf("kustomize build %s: %v: fix %s/%s", dir, err, dir, n)
+			return nil, gate.InputErrorf("kustomize build %s: %v: fix %s/%s", dir, err, dir, n)
 		}
 		y, err := res.AsYaml()
 		if err != nil {
@@ -283,7 +283,7 @@ func parseKustomizations(rel string, data []byte) ([]Kustomization, error) {
 			return out, nil
 		}
 		if err != nil {
-			return out, verify.InputErrorf("%s: not valid YAML (%v): fix the file", rel, err)
+			return out, gate.InputErrorf("%s: not valid YAML (%v): fix the file", rel, err)
 		}
 		var k fluxKustomization
 		if err := yaml.Unmarshal(doc, &k); err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Options of both subcommands.
@@ -41,10 +41,10 @@ func (o *Options) defaults() {
 // test-decrypt the environment's files, and only then apply the Secret and
 // prove the installed Secret decrypts them. An input error is returned
 // (exit 2); every gate lands in r.
-func Install(ctx context.Context, r *verify.Report, in Input, o Options, connect Connect) error {
+func Install(ctx context.Context, r *gate.Report, in Input, o Options, connect Connect) error {
 	o.defaults()
 	if o.Path == "" {
-		return verify.InputErrorf("--path is required: the environment whose files the key must decrypt, e.g. --path clusters/dev")
+		return gate.InputErrorf("--path is required: the environment whose files the key must decrypt, e.g. --path clusters/dev")
 	}
 	ids, err := Read(in)
 	if err != nil {
@@ -57,19 +57,19 @@ func Install(ctx context.Context, r *verify.Report, in Input, o Options, connect
 	r.Facts["secret"] = o.Namespace + "/" + o.SecretName
 	r.Facts["recipients"] = strings.Join(ids.Recipients(), ",")
 	r.Add(IdentityChecks(ids)...)
-	checks, decrypted := RepositoryChecks(ids, scope, verify.Before, o.Force)
+	checks, decrypted := RepositoryChecks(ids, scope, gate.Before, o.Force)
 	r.Add(checks...)
 	r.Facts["decrypted"] = fmt.Sprintf("%d/%d", decrypted, len(scope.Files))
 
 	blocked := 0
 	for _, c := range r.Checks {
-		if c.Verdict == verify.Fail || (c.Verdict == verify.Skip && !c.Optional) {
+		if c.Verdict == gate.Fail || (c.Verdict == gate.Skip && !c.Optional) {
 			blocked++
 		}
 	}
 	if blocked > 0 {
-		r.Add(verify.Check{ID: "age-key.secret-applied", Phase: Phase, Stage: verify.After, Title: "Secret " + o.Namespace + "/" + o.SecretName + " is applied",
-			Verdict: verify.Skip, Message: fmt.Sprintf("not installed: %d gate%s before it did not pass; nothing was changed (fix them, or pass --force to install anyway)", blocked, plural(blocked, "", "s"))})
+		r.Add(gate.Check{ID: "age-key.secret-applied", Phase: Phase, Stage: gate.After, Title: "Secret " + o.Namespace + "/" + o.SecretName + " is applied",
+			Verdict: gate.Skip, Message: fmt.Sprintf("not installed: %d gate%s before it did not pass; nothing was changed (fix them, or pass --force to install anyway)", blocked, plural(blocked, "", "s"))})
 		return nil
 	}
 
@@ -84,7 +84,7 @@ func Install(ctx context.Context, r *verify.Report, in Input, o Options, connect
 		return err
 	}
 	for _, ck := range ins {
-		if ck.Verdict == verify.Fail {
+		if ck.Verdict == gate.Fail {
 			return nil
 		}
 	}
@@ -95,21 +95,21 @@ func Install(ctx context.Context, r *verify.Report, in Input, o Options, connect
 	if live == nil {
 		return nil
 	}
-	after, n := RepositoryChecks(live, scope, verify.After, o.Force)
-	sum := verify.Check{ID: "age-key.installed-decrypts", Phase: Phase, Stage: verify.After, Title: "the installed Secret decrypts the environment",
-		Verdict: verify.Pass, Message: fmt.Sprintf("the installed Secret decrypts %d/%d SOPS file%s under %s", n, len(scope.Files), plural(len(scope.Files), "", "s"), scope.Env)}
+	after, n := RepositoryChecks(live, scope, gate.After, o.Force)
+	sum := gate.Check{ID: "age-key.installed-decrypts", Phase: Phase, Stage: gate.After, Title: "the installed Secret decrypts the environment",
+		Verdict: gate.Pass, Message: fmt.Sprintf("the installed Secret decrypts %d/%d SOPS file%s under %s", n, len(scope.Files), plural(len(scope.Files), "", "s"), scope.Env)}
 	for _, a := range after {
-		if a.Verdict == verify.Fail || a.Verdict == verify.Skip {
+		if a.Verdict == gate.Fail || a.Verdict == gate.Skip {
 			sum.Verdict = a.Verdict
 			sum.Message = "the installed Secret: " + a.Message
 			break
 		}
 	}
-	if sum.Verdict == verify.Pass && n < len(scope.Files) {
-		sum.Verdict = verify.Warn // only under --force
+	if sum.Verdict == gate.Pass && n < len(scope.Files) {
+		sum.Verdict = gate.Warn // only under --force
 	}
 	if len(scope.Files) == 0 {
-		sum.Verdict, sum.Message = verify.Warn, "the installed Secret parses; there is no SOPS file to prove it on (--force)"
+		sum.Verdict, sum.Message = gate.Warn, "the installed Secret parses; there is no SOPS file to prove it on (--force)"
 	}
 	r.Add(sum)
 	return nil
@@ -118,10 +118,10 @@ func Install(ctx context.Context, r *verify.Report, in Input, o Options, connect
 // Verify is `bootstrap age-key verify`, the after-gate on its own: the
 // Secret exists and parses, its recipients cover the environment's SOPS
 // files, and it decrypts them.
-func Verify(ctx context.Context, r *verify.Report, o Options, connect Connect) error {
+func Verify(ctx context.Context, r *gate.Report, o Options, connect Connect) error {
 	o.defaults()
 	if o.Path == "" {
-		return verify.InputErrorf("--path is required: the environment whose files the Secret must decrypt, e.g. --path clusters/dev")
+		return gate.InputErrorf("--path is required: the environment whose files the Secret must decrypt, e.g. --path clusters/dev")
 	}
 	scope, err := Scan(o.Repo, o.Path, o.Namespace, o.SecretName)
 	if err != nil {
@@ -138,7 +138,7 @@ func Verify(ctx context.Context, r *verify.Report, o Options, connect Connect) e
 		return nil
 	}
 	r.Facts["recipients"] = strings.Join(live.Recipients(), ",")
-	checks, n := RepositoryChecks(live, scope, verify.After, false)
+	checks, n := RepositoryChecks(live, scope, gate.After, false)
 	r.Add(checks...)
 	r.Facts["decrypted"] = fmt.Sprintf("%d/%d", n, len(scope.Files))
 	return nil

@@ -15,7 +15,7 @@ import (
 
 	"github.com/fluxcd/pkg/tar"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 //go:generate go run ./internal/genbundles -out bundles
@@ -43,7 +43,7 @@ func EmbeddedBundle(version string) (*Bundle, error) {
 		return nil, err
 	}
 	if !slices.Contains(available, version) {
-		return nil, verify.InputErrorf("Flux %s is not embedded in this build (embedded: %s); pick one of those or pass --manifests DIR|TARBALL with that release's manifests",
+		return nil, gate.InputErrorf("Flux %s is not embedded in this build (embedded: %s); pick one of those or pass --manifests DIR|TARBALL with that release's manifests",
 			version, strings.Join(available, ", "))
 	}
 	sub, err := fs.Sub(embedded, path.Join("bundles", version))
@@ -80,7 +80,7 @@ func LoadBundle(p string) (*Bundle, func(), error) {
 	noop := func() {}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, noop, verify.InputErrorf("--manifests %s: %w", p, err)
+		return nil, noop, gate.InputErrorf("--manifests %s: %w", p, err)
 	}
 	if fi.IsDir() {
 		b, err := newBundle(os.DirFS(p), "directory "+p)
@@ -88,7 +88,7 @@ func LoadBundle(p string) (*Bundle, func(), error) {
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, noop, verify.InputErrorf("--manifests %s: %w", p, err)
+		return nil, noop, gate.InputErrorf("--manifests %s: %w", p, err)
 	}
 	defer f.Close()
 	dir, err := os.MkdirTemp("", "bootstrap-manifests-")
@@ -98,7 +98,7 @@ func LoadBundle(p string) (*Bundle, func(), error) {
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	if err := tar.Untar(f, dir, tar.WithMaxUntarSize(64<<20)); err != nil {
 		cleanup()
-		return nil, noop, verify.InputErrorf("--manifests %s is neither a directory nor a readable manifests.tar.gz: %w", p, err)
+		return nil, noop, gate.InputErrorf("--manifests %s is neither a directory nor a readable manifests.tar.gz: %w", p, err)
 	}
 	b, err := newBundle(os.DirFS(dir), "tarball "+p)
 	if err != nil {
@@ -135,7 +135,7 @@ func newBundle(fsys fs.FS, origin string) (*Bundle, error) {
 		if len(b.Components) == 0 {
 			missing = append(missing, "<component>.yaml")
 		}
-		return nil, verify.InputErrorf("%s is not a Flux release bundle: missing %s; expected the contents of a Flux release's manifests.tar.gz (<component>.yaml for each controller, rbac.yaml, policies.yaml)",
+		return nil, gate.InputErrorf("%s is not a Flux release bundle: missing %s; expected the contents of a Flux release's manifests.tar.gz (<component>.yaml for each controller, rbac.yaml, policies.yaml)",
 			origin, strings.Join(missing, ", "))
 	}
 	slices.Sort(b.Components)

@@ -11,7 +11,7 @@ import (
 	"github.com/fluxcd/flux2/v2/pkg/manifestgen"
 	"github.com/fluxcd/flux2/v2/pkg/manifestgen/install"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Options mirror `flux install`'s flags.
@@ -68,7 +68,7 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 		return nil, err
 	}
 	if !slices.Contains(LogLevels, o.LogLevel) {
-		return nil, verify.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
+		return nil, gate.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
 	}
 	var (
 		b   *Bundle
@@ -94,7 +94,7 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 		}
 	}
 	if len(components) == 0 {
-		return nil, verify.InputErrorf("no components selected; available in %s: %s", b.Origin, strings.Join(b.Components, ", "))
+		return nil, gate.InputErrorf("no components selected; available in %s: %s", b.Origin, strings.Join(b.Components, ", "))
 	}
 	var unknown []string
 	for _, c := range components {
@@ -103,7 +103,7 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, verify.InputErrorf("unknown component %s; available in %s: %s",
+		return nil, gate.InputErrorf("unknown component %s; available in %s: %s",
 			strings.Join(unknown, ", "), b.Origin, strings.Join(b.Components, ", "))
 	}
 

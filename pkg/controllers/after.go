@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/pkg/patches"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Check IDs of the after gates.
@@ -26,9 +26,9 @@ const revisionAnnotation = "deployment.kubernetes.io/revision"
 // After proves the apply landed: the live Deployments carry the effective
 // flags computed at render, and every rollout finished with no pod of an
 // older template left.
-func After(ctx context.Context, cl *Cluster, rendered []appsv1.Deployment) []verify.Check {
-	flags := verify.Check{ID: CheckFlagsLive, Phase: Phase, Stage: verify.After, Title: "live Deployments carry the rendered flags"}
-	roll := verify.Check{ID: CheckRollout, Phase: Phase, Stage: verify.After, Title: "rollouts finished"}
+func After(ctx context.Context, cl *Cluster, rendered []appsv1.Deployment) []gate.Check {
+	flags := gate.Check{ID: CheckFlagsLive, Phase: Phase, Stage: gate.After, Title: "live Deployments carry the rendered flags"}
+	roll := gate.Check{ID: CheckRollout, Phase: Phase, Stage: gate.After, Title: "rollouts finished"}
 	var flagGaps, rollGaps []string
 	for _, want := range rendered {
 		name := "Deployment/" + want.Namespace + "/" + want.Name
@@ -50,22 +50,22 @@ func After(ctx context.Context, cl *Cluster, rendered []appsv1.Deployment) []ver
 		roll.Evidence = append(roll.Evidence, ev)
 	}
 	if len(flagGaps) > 0 {
-		flags.Verdict = verify.Fail
+		flags.Verdict = gate.Fail
 		flags.Message = fmt.Sprintf("%d live container(s) differ from the render: something else changed them or the apply did not land; re-run, and look for another manager of these Deployments", len(flagGaps))
 		flags.Evidence = append(flagGaps, flags.Evidence...)
 	} else {
-		flags.Verdict = verify.Pass
+		flags.Verdict = gate.Pass
 		flags.Message = fmt.Sprintf("the effective flags of %d Deployment(s) on the cluster equal the render", len(rendered))
 	}
 	if len(rollGaps) > 0 {
-		roll.Verdict = verify.Fail
+		roll.Verdict = gate.Fail
 		roll.Message = fmt.Sprintf("%d rollout(s) not finished: pods of an older template still run or the new ReplicaSet is not available", len(rollGaps))
 		roll.Evidence = append(rollGaps, roll.Evidence...)
 	} else {
-		roll.Verdict = verify.Pass
+		roll.Verdict = gate.Pass
 		roll.Message = fmt.Sprintf("%d Deployment(s) run only pods of their current template, all available", len(rendered))
 	}
-	return []verify.Check{flags, roll}
+	return []gate.Check{flags, roll}
 }
 
 func compareFlags(name string, want corev1.Container, live []corev1.Container) (gaps, evidence []string) {

@@ -18,21 +18,21 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Apply server-side applies the objects in stages (CRDs and namespaces
 // first, waiting for them, then the rest) and returns what happened to each.
 // plan supplies the restart prediction for the outcome.
-func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, plan []verify.ObjectChange, timeout time.Duration) ([]verify.ObjectChange, error) {
+func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, plan []gate.ObjectChange, timeout time.Duration) ([]gate.ObjectChange, error) {
 	opts := applyOptions()
 	opts.WaitTimeout = timeout
 	cs, err := cl.Manager.ApplyAllStaged(ctx, objs, opts)
-	var out []verify.ObjectChange
+	var out []gate.ObjectChange
 	if cs != nil {
 		for _, e := range cs.Entries {
-			oc := verify.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)}
-			if i := slices.IndexFunc(plan, func(p verify.ObjectChange) bool { return p.Object == oc.Object }); i >= 0 {
+			oc := gate.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)}
+			if i := slices.IndexFunc(plan, func(p gate.ObjectChange) bool { return p.Object == oc.Object }); i >= 0 {
 				oc.Restarts = plan[i].Restarts && e.Action == ssa.ConfiguredAction
 				oc.TakenOverFrom = plan[i].TakenOverFrom
 			}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Check IDs of the before gates.
@@ -39,33 +39,33 @@ type BeforeOptions struct {
 // Before runs the gates that must hold before anything is applied. The
 // returned bool is false when the API is unreachable and nothing further
 // could be asked.
-func Before(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, o BeforeOptions) []verify.Check {
-	check := func(id, title string) verify.Check {
-		return verify.Check{ID: id, Phase: Phase, Stage: verify.Before, Title: title}
+func Before(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, o BeforeOptions) []gate.Check {
+	check := func(id, title string) gate.Check {
+		return gate.Check{ID: id, Phase: Phase, Stage: gate.Before, Title: title}
 	}
 	reach := check(CheckReachable, "API server reachable")
 	info, err := cl.Clientset.Discovery().ServerVersion()
 	if err != nil {
-		reach.Verdict = verify.Fail
+		reach.Verdict = gate.Fail
 		reach.Message = fmt.Sprintf("cannot reach the API server at %s: %v; check --kubeconfig/--context and the network", cl.Host, err)
-		return []verify.Check{reach}
+		return []gate.Check{reach}
 	}
-	reach.Verdict, reach.Message = verify.Pass, fmt.Sprintf("%s answers, Kubernetes %s", cl.Host, info.GitVersion)
-	out := []verify.Check{reach}
+	reach.Verdict, reach.Message = gate.Pass, fmt.Sprintf("%s answers, Kubernetes %s", cl.Host, info.GitVersion)
+	out := []gate.Check{reach}
 
 	ver := check(CheckVersion, "Kubernetes version supported by Flux")
 	switch {
 	case o.MinKubernetes == "":
-		ver.Verdict = verify.Skip
+		ver.Verdict = gate.Skip
 		ver.Message = fmt.Sprintf("no minimum Kubernetes version recorded for Flux %s in versions.env (FLUX_MIN_KUBERNETES)", o.FluxVersion)
 	case !semver.IsValid(info.GitVersion):
-		ver.Verdict = verify.Skip
+		ver.Verdict = gate.Skip
 		ver.Message = fmt.Sprintf("server version %q is not semver; cannot compare with %s", info.GitVersion, o.MinKubernetes)
 	case semver.Compare(semver.Canonical(info.GitVersion), o.MinKubernetes) < 0:
-		ver.Verdict = verify.Fail
+		ver.Verdict = gate.Fail
 		ver.Message = fmt.Sprintf("Kubernetes %s is older than %s, the minimum for Flux %s; upgrade the cluster or pick an older --flux-version", info.GitVersion, o.MinKubernetes, o.FluxVersion)
 	default:
-		ver.Verdict = verify.Pass
+		ver.Verdict = gate.Pass
 		ver.Message = fmt.Sprintf("Kubernetes %s ≥ %s (Flux %s)", info.GitVersion, o.MinKubernetes, o.FluxVersion)
 	}
 	out = append(out, ver, permissions(ctx, cl, objs), namespace(ctx, cl, o.Namespace), ownership(ctx, cl, objs, o.Force))
@@ -78,15 +78,15 @@ var applyVerbs = []string{"get", "create", "patch"}
 
 // permissions asks the API server, with SelfSubjectAccessReviews, whether
 // this identity may do what the apply needs, and lists every gap.
-func permissions(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured) verify.Check {
-	c := verify.Check{ID: CheckPermissions, Phase: Phase, Stage: verify.Before, Title: "permissions to apply"}
+func permissions(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured) gate.Check {
+	c := gate.Check{ID: CheckPermissions, Phase: Phase, Stage: gate.Before, Title: "permissions to apply"}
 	type attr struct{ group, resource, ns, verb string }
 	var attrs []attr
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		m, err := cl.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			c.Verdict = verify.Fail
+			c.Verdict = gate.Fail
 			c.Message = fmt.Sprintf("the API server does not serve %s (for %s): %v", gvk, ID(o), err)
 			return c
 		}
@@ -104,7 +104,7 @@ func permissions(ctx context.Context, cl *Cluster, objs []*unstructured.Unstruct
 		}}
 		res, err := cl.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, r, metav1.CreateOptions{})
 		if err != nil {
-			c.Verdict = verify.Skip
+			c.Verdict = gate.Skip
 			c.Message = fmt.Sprintf("could not ask the API server about permissions: %v", err)
 			return c
 		}
@@ -122,29 +122,29 @@ func permissions(ctx context.Context, cl *Cluster, objs []*unstructured.Unstruct
 	}
 	c.Evidence = []string{fmt.Sprintf("%d SelfSubjectAccessReviews for verbs %s on %d object(s)", len(attrs), strings.Join(applyVerbs, ","), len(objs))}
 	if len(missing) > 0 {
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("this identity lacks %d permission(s) the apply needs; grant them (e.g. bind cluster-admin for the bootstrap) and re-run", len(missing))
 		c.Evidence = append(c.Evidence, missing...)
 		return c
 	}
-	c.Verdict, c.Message = verify.Pass, "every permission the apply needs is granted"
+	c.Verdict, c.Message = gate.Pass, "every permission the apply needs is granted"
 	return c
 }
 
-func namespace(ctx context.Context, cl *Cluster, name string) verify.Check {
-	c := verify.Check{ID: CheckNamespace, Phase: Phase, Stage: verify.Before, Title: "namespace usable"}
+func namespace(ctx context.Context, cl *Cluster, name string) gate.Check {
+	c := gate.Check{ID: CheckNamespace, Phase: Phase, Stage: gate.Before, Title: "namespace usable"}
 	var ns corev1.Namespace
 	err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, &ns)
 	switch {
 	case apierrors.IsNotFound(err):
-		c.Verdict, c.Message = verify.Pass, fmt.Sprintf("namespace %s does not exist yet; it will be created", name)
+		c.Verdict, c.Message = gate.Pass, fmt.Sprintf("namespace %s does not exist yet; it will be created", name)
 	case err != nil:
-		c.Verdict, c.Message = verify.Skip, fmt.Sprintf("could not read namespace %s: %v", name, err)
+		c.Verdict, c.Message = gate.Skip, fmt.Sprintf("could not read namespace %s: %v", name, err)
 	case ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating:
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("namespace %s is Terminating (since %s); wait for the deletion to finish or remove its finalizers, then re-run", name, ns.DeletionTimestamp)
 	default:
-		c.Verdict, c.Message = verify.Pass, fmt.Sprintf("namespace %s is Active", name)
+		c.Verdict, c.Message = gate.Pass, fmt.Sprintf("namespace %s is Active", name)
 	}
 	return c
 }
@@ -156,8 +156,8 @@ var managerLabels = []struct{ key, who string }{
 	{"fluxcd.controlplane.io/name", "Flux operator (FluxInstance)"},
 }
 
-func ownership(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, force bool) verify.Check {
-	c := verify.Check{ID: CheckOwnership, Phase: Phase, Stage: verify.Before, Title: "Flux not managed by something else"}
+func ownership(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, force bool) gate.Check {
+	c := gate.Check{ID: CheckOwnership, Phase: Phase, Stage: gate.Before, Title: "Flux not managed by something else"}
 	var owned []string
 	for _, o := range objs {
 		if o.GetKind() != "Deployment" {
@@ -178,13 +178,13 @@ func ownership(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructur
 	}
 	switch {
 	case len(owned) == 0:
-		c.Verdict, c.Message = verify.Pass, "no Flux Kustomization or Flux operator manages these controllers"
+		c.Verdict, c.Message = gate.Pass, "no Flux Kustomization or Flux operator manages these controllers"
 	case force:
-		c.Verdict = verify.Warn
+		c.Verdict = gate.Warn
 		c.Message = "--force: applying over a Flux that is managed by Flux itself or the Flux operator; it may revert this change"
 		c.Evidence = owned
 	default:
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = "these controllers are managed by Flux itself or the Flux operator, which would revert this apply; change them through that owner, or pass --force"
 		c.Evidence = owned
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // CheckStoredVersions is the gate on CRD storage versions an upgrade drops.
@@ -72,8 +72,8 @@ func StoredVersions(ctx context.Context, cl *Cluster, objs []*unstructured.Unstr
 
 // StoredVersionsCheck is the before gate: an upgrade that drops a stored
 // version stops, with the fix, unless migrate is set.
-func StoredVersionsCheck(dropped []Dropped, migrate bool) verify.Check {
-	c := verify.Check{ID: CheckStoredVersions, Phase: Phase, Stage: verify.Before, Title: "CRD stored versions kept or migrated"}
+func StoredVersionsCheck(dropped []Dropped, migrate bool) gate.Check {
+	c := gate.Check{ID: CheckStoredVersions, Phase: Phase, Stage: gate.Before, Title: "CRD stored versions kept or migrated"}
 	var ev []string
 	for _, d := range dropped {
 		ev = append(ev, fmt.Sprintf("CustomResourceDefinition/%s stores %s; the new definition serves only up to storage version %s",
@@ -81,13 +81,13 @@ func StoredVersionsCheck(dropped []Dropped, migrate bool) verify.Check {
 	}
 	switch {
 	case len(dropped) == 0:
-		c.Verdict, c.Message = verify.Pass, "no stored version of any installed Flux CRD is dropped by this render"
+		c.Verdict, c.Message = gate.Pass, "no stored version of any installed Flux CRD is dropped by this render"
 	case migrate:
-		c.Verdict = verify.Pass
+		c.Verdict = gate.Pass
 		c.Message = fmt.Sprintf("%d CRD(s) drop a stored version; --migrate-crds rewrites their objects in the new storage version before the apply", len(dropped))
 		c.Evidence = ev
 	default:
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%d CRD(s) would drop a version their objects are stored in, which the API server refuses; "+
 			"re-run with --migrate-crds (serves both versions for the move, rewrites every object in the new storage version, updates status.storedVersions), "+
 			"or upgrade through an intermediate Flux release and run `flux migrate`", len(dropped))

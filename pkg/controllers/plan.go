@@ -12,18 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Plan asks the API server, with server-side dry runs, what an apply would
 // do to each object, which workloads would restart, and which objects
 // another field manager owns now. CRDs being migrated cannot be dry-run
 // before their migration; they are planned as configured.
-func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, migrating []Dropped) ([]verify.ObjectChange, error) {
+func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, migrating []Dropped) ([]gate.ObjectChange, error) {
 	nsExists := map[string]bool{}
-	var out []verify.ObjectChange
+	var out []gate.ObjectChange
 	for _, o := range objs {
-		oc := verify.ObjectChange{Object: ID(o)}
+		oc := gate.ObjectChange{Object: ID(o)}
 		if ns := o.GetNamespace(); ns != "" {
 			exists, ok := nsExists[ns]
 			if !ok {
@@ -74,7 +74,7 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, m
 }
 
 // Changed reports whether a plan or outcome changes anything.
-func Changed(changes []verify.ObjectChange) bool {
+func Changed(changes []gate.ObjectChange) bool {
 	for _, c := range changes {
 		if c.Action != string(ssa.UnchangedAction) && c.Action != string(ssa.SkippedAction) {
 			return true

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // CheckPrune reports what an apply removes of an earlier install.
@@ -103,23 +103,23 @@ func customResources(ctx context.Context, cl *Cluster, name string) (int, error)
 }
 
 // PlanStale adds the prune to a plan.
-func PlanStale(plan []verify.ObjectChange, s *Stale) []verify.ObjectChange {
+func PlanStale(plan []gate.ObjectChange, s *Stale) []gate.ObjectChange {
 	for _, o := range s.Delete {
-		plan = append(plan, verify.ObjectChange{Object: ID(o), Action: string(ssa.DeletedAction)})
+		plan = append(plan, gate.ObjectChange{Object: ID(o), Action: string(ssa.DeletedAction)})
 	}
 	return plan
 }
 
 // Prune deletes the stale objects with ssa and returns what happened.
-func Prune(ctx context.Context, cl *Cluster, s *Stale) ([]verify.ObjectChange, error) {
+func Prune(ctx context.Context, cl *Cluster, s *Stale) ([]gate.ObjectChange, error) {
 	if len(s.Delete) == 0 {
 		return nil, nil
 	}
 	cs, err := cl.Manager.DeleteAll(ctx, s.Delete, ssa.DefaultDeleteOptions())
-	var out []verify.ObjectChange
+	var out []gate.ObjectChange
 	if cs != nil {
 		for _, e := range cs.Entries {
-			out = append(out, verify.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)})
+			out = append(out, gate.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)})
 		}
 	}
 	if err != nil {
@@ -130,18 +130,18 @@ func Prune(ctx context.Context, cl *Cluster, s *Stale) ([]verify.ObjectChange, e
 
 // PruneCheck reports the prune: a warning for every CRD kept because
 // custom resources still use it.
-func PruneCheck(s *Stale, dryRun bool) verify.Check {
-	c := verify.Check{ID: CheckPrune, Phase: Phase, Stage: verify.After, Title: "leftovers of an earlier install pruned", Verdict: verify.Pass}
+func PruneCheck(s *Stale, dryRun bool) gate.Check {
+	c := gate.Check{ID: CheckPrune, Phase: Phase, Stage: gate.After, Title: "leftovers of an earlier install pruned", Verdict: gate.Pass}
 	verb := "pruned"
 	if dryRun {
-		c.Stage, verb = verify.Before, "would prune"
+		c.Stage, verb = gate.Before, "would prune"
 	}
 	for _, o := range s.Delete {
 		c.Evidence = append(c.Evidence, verb+" "+ID(o))
 	}
 	c.Message = fmt.Sprintf("%s %d object(s) of an earlier install that this render no longer has", verb, len(s.Delete))
 	if len(s.Kept) > 0 {
-		c.Verdict = verify.Warn
+		c.Verdict = gate.Warn
 		c.Message += fmt.Sprintf("; kept %d CRD(s) that still have custom resources: delete those resources, or pass --prune-crds to delete them with their CRDs", len(s.Kept))
 		c.Evidence = append(c.Evidence, s.Kept...)
 	}

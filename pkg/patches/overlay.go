@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Overlay is a kustomization that only lists patches; the tool supplies the
@@ -37,7 +37,7 @@ func LoadOverlay(fsys fs.FS, name string) (*Overlay, error) {
 	ov := &Overlay{Name: name, fsys: fsys}
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
-		return nil, verify.InputErrorf("overlays %s: %w", name, err)
+		return nil, gate.InputErrorf("overlays %s: %w", name, err)
 	}
 	for _, e := range entries {
 		if slices.Contains(konfig.RecognizedKustomizationFileNames(), e.Name()) {
@@ -49,34 +49,34 @@ func LoadOverlay(fsys fs.FS, name string) (*Overlay, error) {
 		if len(entries) == 0 {
 			return ov, nil
 		}
-		return nil, verify.InputErrorf("overlays %s has files but no kustomization.yaml; add one listing `patches:`, or pass an empty directory for no patches", name)
+		return nil, gate.InputErrorf("overlays %s has files but no kustomization.yaml; add one listing `patches:`, or pass an empty directory for no patches", name)
 	}
 	where := name + "/" + ov.file
 	data, err := fs.ReadFile(fsys, ov.file)
 	if err != nil {
-		return nil, verify.InputErrorf("read %s: %w", where, err)
+		return nil, gate.InputErrorf("read %s: %w", where, err)
 	}
 	var top map[string]any
 	if err := yaml.Unmarshal(data, &top); err != nil {
-		return nil, verify.InputErrorf("%s is not valid YAML: %w", where, err)
+		return nil, gate.InputErrorf("%s is not valid YAML: %w", where, err)
 	}
 	for k := range top {
 		if !slices.Contains(allowedKeys, k) {
-			return nil, verify.InputErrorf("%s: field %q is not supported in an overlay; only %s (the tool supplies the Flux components as resources)",
+			return nil, gate.InputErrorf("%s: field %q is not supported in an overlay; only %s (the tool supplies the Flux components as resources)",
 				where, k, strings.Join(allowedKeys, ", "))
 		}
 	}
 	var k types.Kustomization
 	if err := yaml.UnmarshalStrict(data, &k); err != nil {
-		return nil, verify.InputErrorf("%s: %w", where, err)
+		return nil, gate.InputErrorf("%s: %w", where, err)
 	}
 	for i, p := range k.Patches {
 		if (p.Path == "") == (p.Patch == "") {
-			return nil, verify.InputErrorf("%s: patches[%d] needs exactly one of path or patch", where, i)
+			return nil, gate.InputErrorf("%s: patches[%d] needs exactly one of path or patch", where, i)
 		}
 		if p.Path != "" {
 			if _, err := fs.Stat(fsys, p.Path); err != nil {
-				return nil, verify.InputErrorf("%s: patches[%d] path %s: %w", where, i, p.Path, errors.Unwrap(err))
+				return nil, gate.InputErrorf("%s: patches[%d] path %s: %w", where, i, p.Path, errors.Unwrap(err))
 			}
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Phase is the phase the render gates guard: they run before the controllers
@@ -25,11 +25,11 @@ const (
 
 // Prove turns an overlay result into gate checks. plain says the overlays
 // were skipped on purpose (--plain): that is a warning, never a silent pass.
-func Prove(res *Result, plain bool) []verify.Check {
-	var out []verify.Check
+func Prove(res *Result, plain bool) []gate.Check {
+	var out []gate.Check
 	if plain {
-		out = append(out, verify.Check{
-			ID: CheckPlain, Phase: Phase, Stage: verify.Before, Title: "overlays applied", Verdict: verify.Warn,
+		out = append(out, gate.Check{
+			ID: CheckPlain, Phase: Phase, Stage: gate.Before, Title: "overlays applied", Verdict: gate.Warn,
 			Message: "--plain: the controller overlays were skipped on purpose; the controllers are rendered exactly as `flux install` renders them",
 		})
 	}
@@ -40,18 +40,18 @@ func Prove(res *Result, plain bool) []verify.Check {
 	return out
 }
 
-func patchLanded(i int, p PatchResult, base []appsv1.Deployment) verify.Check {
-	c := verify.Check{
-		ID: fmt.Sprintf("%s/%d", CheckPatchLanded, i+1), Phase: Phase, Stage: verify.Before,
+func patchLanded(i int, p PatchResult, base []appsv1.Deployment) gate.Check {
+	c := gate.Check{
+		ID: fmt.Sprintf("%s/%d", CheckPatchLanded, i+1), Phase: Phase, Stage: gate.Before,
 		Title:    "patch changed the render",
 		Evidence: []string{"patch: " + p.Name, "target: " + p.Target},
 	}
 	switch {
 	case p.Err != nil:
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%s → %s could not be applied: %v; fix the patch or its target", p.Name, p.Target, p.Err)
 	case len(p.Changed) == 0:
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%s → %s changed nothing: the target matches no object or the patch is a no-op; check the target against the rendered objects", p.Name, p.Target)
 		var names []string
 		for _, d := range base {
@@ -59,7 +59,7 @@ func patchLanded(i int, p PatchResult, base []appsv1.Deployment) verify.Check {
 		}
 		c.Evidence = append(c.Evidence, "rendered Deployments: "+strings.Join(names, ", "))
 	default:
-		c.Verdict = verify.Pass
+		c.Verdict = gate.Pass
 		c.Message = fmt.Sprintf("%s → %s changed %s", p.Name, p.Target, strings.Join(p.Changed, ", "))
 	}
 	return c
@@ -68,8 +68,8 @@ func patchLanded(i int, p PatchResult, base []appsv1.Deployment) verify.Check {
 // argsPreserved fails when a generated arg disappeared: the trap of a
 // strategic-merge patch replacing the atomic args list. An arg whose flag is
 // still there with another value was overridden, not lost.
-func argsPreserved(base, final []appsv1.Deployment) verify.Check {
-	c := verify.Check{ID: CheckArgsPreserved, Phase: Phase, Stage: verify.Before, Title: "generated container args kept", Verdict: verify.Pass}
+func argsPreserved(base, final []appsv1.Deployment) gate.Check {
+	c := gate.Check{ID: CheckArgsPreserved, Phase: Phase, Stage: gate.Before, Title: "generated container args kept", Verdict: gate.Pass}
 	var lost []string
 	for _, bd := range base {
 		fd := findDeployment(final, bd.Namespace, bd.Name)
@@ -99,7 +99,7 @@ func argsPreserved(base, final []appsv1.Deployment) verify.Check {
 		}
 	}
 	if len(lost) > 0 {
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%d generated arg(s) lost: a strategic-merge patch replaces the whole args list; append with a JSON-6902 `add` to /spec/template/spec/containers/0/args/- instead", len(lost))
 		c.Evidence = append(lost, c.Evidence...)
 		return c
@@ -110,8 +110,8 @@ func argsPreserved(base, final []appsv1.Deployment) verify.Check {
 
 // strictInvariant checks that kustomize-controller's effective
 // StrictPostBuildSubstitutions is true.
-func strictInvariant(base, final []appsv1.Deployment, plain bool) verify.Check {
-	c := verify.Check{ID: CheckStrict, Phase: Phase, Stage: verify.Before, Title: "kustomize-controller fails on undefined ${VAR}"}
+func strictInvariant(base, final []appsv1.Deployment, plain bool) gate.Check {
+	c := gate.Check{ID: CheckStrict, Phase: Phase, Stage: gate.Before, Title: "kustomize-controller fails on undefined ${VAR}"}
 	var fd *appsv1.Deployment
 	for i := range final {
 		if final[i].Name == "kustomize-controller" {
@@ -119,14 +119,14 @@ func strictInvariant(base, final []appsv1.Deployment, plain bool) verify.Check {
 		}
 	}
 	if fd == nil {
-		c.Verdict = verify.Skip
+		c.Verdict = gate.Skip
 		c.Message = "kustomize-controller is not among the rendered components, so StrictPostBuildSubstitutions cannot be checked; add it to --components"
 		return c
 	}
 	fc := managerContainer(fd.Spec.Template.Spec.Containers)
 	flags, err := ParseArgs(fc.Args)
 	if err != nil {
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("Deployment/%s/%s container %s: %v; fix the --feature-gates value", fd.Namespace, fd.Name, fc.Name, err)
 		return c
 	}
@@ -153,25 +153,25 @@ func strictInvariant(base, final []appsv1.Deployment, plain bool) verify.Check {
 	}
 	switch {
 	case !g.Explicit && !g.DefaultKnown:
-		c.Verdict = verify.Skip
+		c.Verdict = gate.Skip
 		c.Message = fmt.Sprintf("image %s carries no version tag, so the default of %s is unknown and no arg sets it; set it explicitly in an overlay", fc.Image, StrictSubstitution)
 	case g.Value && g.Explicit && g.Default:
-		c.Verdict = verify.Pass
+		c.Verdict = gate.Pass
 		c.Message = fmt.Sprintf("%s=true: on by default in kustomize-controller %s; the setting by %s is redundant here", StrictSubstitution, version, who)
 	case g.Value && g.Explicit:
-		c.Verdict = verify.Pass
+		c.Verdict = gate.Pass
 		c.Message = fmt.Sprintf("%s=true only because of %s: kustomize-controller %s defaults it to %s", StrictSubstitution, who, orNone(version), def)
 	case g.Value:
-		c.Verdict = verify.Pass
+		c.Verdict = gate.Pass
 		c.Message = fmt.Sprintf("%s=true by default in kustomize-controller %s; no arg sets it", StrictSubstitution, version)
 	case plain:
-		c.Verdict = verify.Warn
+		c.Verdict = gate.Warn
 		c.Message = fmt.Sprintf("%s=false: --plain skipped the overlays and kustomize-controller %s defaults it off; an undefined ${VAR} will render as an empty string", StrictSubstitution, version)
 	case g.Explicit:
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%s=false: turned off by %s (%s); remove the patch that disables it", StrictSubstitution, who, flags.GateArgs[len(flags.GateArgs)-1])
 	default:
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%s=false: kustomize-controller %s defaults it off and no overlay sets it; apply the shipped overlays (or an --overlays dir that appends --feature-gates=%s=true)", StrictSubstitution, version, StrictSubstitution)
 	}
 	return c

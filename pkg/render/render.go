@@ -11,7 +11,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/patches"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Options select what to render.
@@ -28,7 +28,7 @@ type Options struct {
 type Output struct {
 	// YAML is what step 1 applies.
 	YAML     []byte
-	Checks   []verify.Check
+	Checks   []gate.Check
 	Warnings []string
 	Facts    map[string]string
 	// Overlay holds the Deployments before and after the overlays, for the
@@ -69,9 +69,9 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 		out.Warnings = append(out.Warnings, PlainWarning)
 		out.Facts["overlays"] = "skipped (--plain)"
 	}
-	out.Checks = append(out.Checks, verify.Check{
-		ID: "render.components", Phase: patches.Phase, Stage: verify.Before, Title: "Flux components rendered",
-		Verdict: verify.Pass,
+	out.Checks = append(out.Checks, gate.Check{
+		ID: "render.components", Phase: patches.Phase, Stage: gate.Before, Title: "Flux components rendered",
+		Verdict: gate.Pass,
 		Message: fmt.Sprintf("Flux %s: %d Deployment(s) from the %s", r.FluxVersion, len(res.Final), r.Origin),
 		Evidence: func() []string {
 			var ev []string

@@ -16,7 +16,7 @@ import (
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/patches"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -44,15 +44,15 @@ func fixture(name string) (fs.FS, string) {
 	return os.DirFS(p), p
 }
 
-func verdicts(out *Output) map[string]verify.Verdict {
-	m := map[string]verify.Verdict{}
+func verdicts(out *Output) map[string]gate.Verdict {
+	m := map[string]gate.Verdict{}
 	for _, c := range out.Checks {
 		m[c.ID] = c.Verdict
 	}
 	return m
 }
 
-func check(t *testing.T, out *Output, id string) verify.Check {
+func check(t *testing.T, out *Output, id string) gate.Check {
 	t.Helper()
 	for _, c := range out.Checks {
 		if c.ID == id {
@@ -60,7 +60,7 @@ func check(t *testing.T, out *Output, id string) verify.Check {
 		}
 	}
 	t.Fatalf("no check %s in %v", id, verdicts(out))
-	return verify.Check{}
+	return gate.Check{}
 }
 
 // summary is the golden form of a render: our own text derived from it (the
@@ -129,9 +129,9 @@ func TestShippedOverlay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := verify.NewReport("render")
+			r := gate.NewReport("render")
 			r.Add(out.Checks...)
-			if r.ExitCode() != verify.ExitOK {
+			if r.ExitCode() != gate.ExitOK {
 				t.Fatalf("exit %d: %v", r.ExitCode(), verdicts(out))
 			}
 			if c := check(t, out, patches.CheckStrict); !strings.Contains(c.Message, tt.want) {
@@ -171,15 +171,15 @@ func TestGatesFail(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := check(t, out, tt.failing)
-			if c.Verdict != verify.Fail {
+			if c.Verdict != gate.Fail {
 				t.Fatalf("%s: verdict %s, want fail (%s)", tt.failing, c.Verdict, c.Message)
 			}
 			if !strings.Contains(c.Message, tt.message) {
 				t.Errorf("message %q does not say %q", c.Message, tt.message)
 			}
-			r := verify.NewReport("render")
+			r := gate.NewReport("render")
 			r.Add(out.Checks...)
-			if r.ExitCode() != verify.ExitFailed {
+			if r.ExitCode() != gate.ExitFailed {
 				t.Errorf("exit %d, want 1", r.ExitCode())
 			}
 		})
@@ -194,14 +194,14 @@ func TestEmptyOverlays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := check(t, out, patches.CheckStrict); c.Verdict != verify.Fail || !strings.Contains(c.Message, "defaults it off and no overlay sets it") {
+	if c := check(t, out, patches.CheckStrict); c.Verdict != gate.Fail || !strings.Contains(c.Message, "defaults it off and no overlay sets it") {
 		t.Errorf("v2.4.0 without overlays: %s %q, want fail", c.Verdict, c.Message)
 	}
 	out, err = Run(context.Background(), options(t, "v2.9.5", empty, "empty"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := check(t, out, patches.CheckStrict); c.Verdict != verify.Pass || !strings.Contains(c.Message, "by default") {
+	if c := check(t, out, patches.CheckStrict); c.Verdict != gate.Pass || !strings.Contains(c.Message, "by default") {
 		t.Errorf("v2.9.5 without overlays: %s %q, want pass by default", c.Verdict, c.Message)
 	}
 }
@@ -217,15 +217,15 @@ func TestPlain(t *testing.T) {
 		if bytes.Contains(out.YAML, []byte("StrictPostBuildSubstitutions")) {
 			t.Errorf("%s --plain: the overlay was applied anyway", version)
 		}
-		if c := check(t, out, patches.CheckPlain); c.Verdict != verify.Warn {
+		if c := check(t, out, patches.CheckPlain); c.Verdict != gate.Warn {
 			t.Errorf("%s --plain: %s verdict %s, want warn", version, patches.CheckPlain, c.Verdict)
 		}
 		if len(out.Warnings) == 0 {
 			t.Errorf("%s --plain: no run-wide warning", version)
 		}
-		r := verify.NewReport("render")
+		r := gate.NewReport("render")
 		r.Add(out.Checks...)
-		if r.ExitCode() != verify.ExitOK {
+		if r.ExitCode() != gate.ExitOK {
 			t.Errorf("%s --plain: exit %d, want 0", version, r.ExitCode())
 		}
 	}
@@ -249,7 +249,7 @@ func TestBadInput(t *testing.T) {
 			o := options(t, "v2.9.5", shipped(t), "overlays")
 			tt.mutate(&o)
 			_, err := Run(context.Background(), o)
-			if err == nil || !verify.IsInput(err) {
+			if err == nil || !gate.IsInput(err) {
 				t.Fatalf("want an input error, got %v", err)
 			}
 			if !strings.Contains(err.Error(), tt.want) {

@@ -26,7 +26,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/sandbox/runner"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 )
 
 // These scenarios run first, on a fresh sandbox (the file name sorts first, and

@@ -24,8 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/sandbox/gitserver"
-	"github.com/homelab-ops/bootstrap/pkg/sandbox/runner"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 )
 
 const (

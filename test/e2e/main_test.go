@@ -1,7 +1,7 @@
 //go:build e2e
 
 // Package e2e proves the tool's claims against a real API server and real
-// Flux controllers: one sandbox (pkg/sandbox) for the whole suite, the
+// Flux controllers: one sandbox (internal/sandbox) for the whole suite, the
 // controller runner playing kubelet for source- and kustomize-controller,
 // and a Git server over smart HTTP. Run with `make e2e`.
 package e2e
@@ -26,9 +26,9 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
-	"github.com/homelab-ops/bootstrap/pkg/sandbox"
-	"github.com/homelab-ops/bootstrap/pkg/sandbox/gitserver"
-	"github.com/homelab-ops/bootstrap/pkg/sandbox/runner"
+	"github.com/homelab-ops/bootstrap/internal/sandbox"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 )
 
 // env is the suite's shared sandbox; set once by TestMain, read by tests.

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/homelab-ops/bootstrap/pkg/sandbox"
+	"github.com/homelab-ops/bootstrap/internal/sandbox"
 )
 
 // A second sandbox runs beside the suite's (free ports: no collision), is

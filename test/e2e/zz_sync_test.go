@@ -30,8 +30,8 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
-	"github.com/homelab-ops/bootstrap/pkg/sandbox/gitserver"
-	gsync "github.com/homelab-ops/bootstrap/pkg/sync"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
+	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
 
 // syncReport is the part of the JSON report these tests read.
@@ -180,7 +180,7 @@ func TestSync(t *testing.T) {
 		if _, found := liveGitRepository(ctx, t); found {
 			t.Fatalf("a before-gate failed but GitRepository flux-system was applied:\n%s", r)
 		}
-		if r.report.Changed || !strings.HasPrefix(r.report.check(gsync.CheckApplied), "skip") && r.report.check(gsync.CheckApplied) != "missing" {
+		if r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.CheckApplied), "skip") && r.report.check(rootsync.CheckApplied) != "missing" {
 			t.Fatalf("a before-gate failed but the run applied:\n%s", r)
 		}
 	}
@@ -189,7 +189,7 @@ func TestSync(t *testing.T) {
 		// TestAgeKey may have left its own key: this scenario needs none.
 		_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
 		r := bootstrapJSON(t, dev...)
-		c := r.report.check(gsync.CheckDecryption + "/flux-system/sops-age")
+		c := r.report.check(rootsync.CheckDecryption + "/flux-system/sops-age")
 		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "bootstrap age-key --path clusters/dev") {
 			t.Fatalf("want the decryption gate to fail pointing at step 2:\n%s", r)
 		}
@@ -209,7 +209,7 @@ func TestSync(t *testing.T) {
 	t.Run("RootWaitTrueFailsBeforeGate", func(t *testing.T) {
 		broken := copyDir(t, repoDir, map[string]string{"clusters/prod/sync.yaml": strings.Replace(readFixture(t, "clusters/prod/sync.yaml"), "  wait: false", "  wait: true", 1)})
 		r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod")
-		if c := r.report.check(gsync.CheckRootWait); r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "clusters/prod/sync.yaml") {
+		if c := r.report.check(rootsync.CheckRootWait); r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "clusters/prod/sync.yaml") {
 			t.Fatalf("want the root-wait gate to fail naming the file:\n%s", r)
 		}
 		nothingApplied(t, r)
@@ -220,8 +220,8 @@ func TestSync(t *testing.T) {
 			"clusters/prod/kustomization.yaml": strings.Replace(readFixture(t, "clusters/prod/kustomization.yaml"), "  - sync.yaml\n", "", 1),
 		})
 		r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod")
-		c := r.report.check(gsync.CheckDependsOn)
-		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "depends on flux-system/flux-system") || !strings.HasPrefix(r.report.check(gsync.CheckRoot), "fail") {
+		c := r.report.check(rootsync.CheckDependsOn)
+		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "depends on flux-system/flux-system") || !strings.HasPrefix(r.report.check(rootsync.CheckRoot), "fail") {
 			t.Fatalf("want the dependsOn and root gates to fail:\n%s", r)
 		}
 		nothingApplied(t, r)
@@ -249,8 +249,8 @@ func TestSync(t *testing.T) {
 	t.Run("DevSyncFromSandboxGit", func(t *testing.T) {
 		t0 := time.Now()
 		r := bootstrapJSON(t, dev...)
-		if r.code != 0 || !r.report.Changed || !strings.HasPrefix(r.report.check(gsync.CheckSourceReady), "pass") ||
-			!strings.Contains(r.report.check(gsync.CheckRootApplied), rev) {
+		if r.code != 0 || !r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.CheckSourceReady), "pass") ||
+			!strings.Contains(r.report.check(rootsync.CheckRootApplied), rev) {
 			t.Fatalf("sync dev:\n%s\n%s", r, r.stderr)
 		}
 		t.Logf("sync dev: root Ready at %s in %s", rev, time.Since(t0).Round(time.Millisecond))
@@ -300,14 +300,14 @@ func TestSync(t *testing.T) {
 	t.Run("ProdFromTemporarySource", func(t *testing.T) {
 		before := time.Now().Add(-time.Second).UTC()
 		r := bootstrapJSON(t, append(prod, "--source-url", tempURL)...)
-		if r.code != 0 || !strings.Contains(r.report.check(gsync.CheckRootApplied), rev) || !strings.HasPrefix(r.report.check(gsync.CheckTemporary+"-kept"), "pass") {
+		if r.code != 0 || !strings.Contains(r.report.check(rootsync.CheckRootApplied), rev) || !strings.HasPrefix(r.report.check(rootsync.CheckTemporary+"-kept"), "pass") {
 			t.Fatalf("sync prod from the temporary source:\n%s\n%s", r, r.stderr)
 		}
 		g, _ := liveGitRepository(ctx, t)
 		a := g.Annotations
-		since, err := time.Parse(time.RFC3339, a[gsync.AnnTemporarySince])
-		if g.Spec.URL != tempURL || a[gsync.ReconcileAnnotation] != gsync.ReconcileDisabled || a[gsync.AnnSource] != gsync.SourceTemporary ||
-			a[gsync.AnnTemporaryURL] != tempURL || a[gsync.AnnDeclaredURL] != finalURL || err != nil || since.Before(before.Truncate(time.Second)) {
+		since, err := time.Parse(time.RFC3339, a[rootsync.AnnTemporarySince])
+		if g.Spec.URL != tempURL || a[rootsync.ReconcileAnnotation] != rootsync.ReconcileDisabled || a[rootsync.AnnSource] != rootsync.SourceTemporary ||
+			a[rootsync.AnnTemporaryURL] != tempURL || a[rootsync.AnnDeclaredURL] != finalURL || err != nil || since.Before(before.Truncate(time.Second)) {
 			t.Fatalf("live GitRepository: url %s annotations %v", g.Spec.URL, a)
 		}
 		// sync applied prod's own cluster-vars (the Kustomizations pick it
@@ -331,15 +331,15 @@ func TestSync(t *testing.T) {
 		requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "flux-system"}})
 		waitRevision(ctx, t, "flux-system", newRev)
 		g, _ := liveGitRepository(ctx, t)
-		if g.Spec.URL != tempURL || g.Annotations[gsync.ReconcileAnnotation] != gsync.ReconcileDisabled {
+		if g.Spec.URL != tempURL || g.Annotations[rootsync.ReconcileAnnotation] != rootsync.ReconcileDisabled {
 			t.Fatalf("the root reconciled %s and undid the temporary source: url %s, annotations %v", newRev, g.Spec.URL, g.Annotations)
 		}
 		// A plain re-run keeps the temporary source, says so, changes nothing.
 		r := bootstrapJSON(t, prod...)
-		if r.code != 0 || r.report.Changed || !strings.HasPrefix(r.report.check(gsync.CheckTemporary), "warn") || !strings.Contains(r.report.check(gsync.CheckTemporary), "kept") {
+		if r.code != 0 || r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.CheckTemporary), "warn") || !strings.Contains(r.report.check(rootsync.CheckTemporary), "kept") {
 			t.Fatalf("re-run on a temporary source:\n%s", r)
 		}
-		if g2, _ := liveGitRepository(ctx, t); g2.Spec.URL != tempURL || g2.Annotations[gsync.AnnTemporarySince] != g.Annotations[gsync.AnnTemporarySince] {
+		if g2, _ := liveGitRepository(ctx, t); g2.Spec.URL != tempURL || g2.Annotations[rootsync.AnnTemporarySince] != g.Annotations[rootsync.AnnTemporarySince] {
 			t.Fatalf("re-run changed the temporary source: %s %v", g2.Spec.URL, g2.Annotations)
 		}
 		for _, k := range homelabKustomizations {
@@ -349,11 +349,11 @@ func TestSync(t *testing.T) {
 
 	t.Run("CutoverToUnreachableRollsBack", func(t *testing.T) {
 		r := bootstrapJSON(t, "cutover", "--to", "http://127.0.0.1:1/homelab.git", "--timeout", "20s")
-		if r.code != 1 || !strings.HasPrefix(r.report.check(gsync.CheckFinalReady), "fail") || !strings.HasPrefix(r.report.check(gsync.CheckRollback), "pass") {
+		if r.code != 1 || !strings.HasPrefix(r.report.check(rootsync.CheckFinalReady), "fail") || !strings.HasPrefix(r.report.check(rootsync.CheckRollback), "pass") {
 			t.Fatalf("cutover to an unreachable URL:\n%s\n%s", r, r.stderr)
 		}
 		g, _ := liveGitRepository(ctx, t)
-		if g.Spec.URL != tempURL || g.Annotations[gsync.AnnSource] != gsync.SourceTemporary || g.Status.Artifact == nil || g.Status.Artifact.Revision != "main@sha1:"+pushed {
+		if g.Spec.URL != tempURL || g.Annotations[rootsync.AnnSource] != rootsync.SourceTemporary || g.Status.Artifact == nil || g.Status.Artifact.Revision != "main@sha1:"+pushed {
 			t.Fatalf("after the rollback: url %s annotations %v artifact %+v", g.Spec.URL, g.Annotations, g.Status.Artifact)
 		}
 		waitRevision(ctx, t, "flux-system", "main@sha1:"+pushed)
@@ -361,13 +361,13 @@ func TestSync(t *testing.T) {
 
 	t.Run("CutoverToFinalThenTemporaryStopped", func(t *testing.T) {
 		r := bootstrapJSON(t, "cutover", "--timeout", "4m")
-		if r.code != 0 || !strings.HasPrefix(r.report.check(gsync.CheckFinalRevision), "pass") || !strings.HasPrefix(r.report.check(gsync.CheckHandedBack), "pass") ||
-			!strings.HasPrefix(r.report.check(gsync.CheckConsumersReady), "pass") {
+		if r.code != 0 || !strings.HasPrefix(r.report.check(rootsync.CheckFinalRevision), "pass") || !strings.HasPrefix(r.report.check(rootsync.CheckHandedBack), "pass") ||
+			!strings.HasPrefix(r.report.check(rootsync.CheckConsumersReady), "pass") {
 			t.Fatalf("cutover:\n%s\n%s", r, r.stderr)
 		}
 		g, _ := liveGitRepository(ctx, t)
 		for k := range g.Annotations {
-			if strings.HasPrefix(k, gsync.AnnotationPrefix) || k == gsync.ReconcileAnnotation {
+			if strings.HasPrefix(k, rootsync.AnnotationPrefix) || k == rootsync.ReconcileAnnotation {
 				t.Errorf("annotation %s left after cutover", k)
 			}
 		}

@@ -15,7 +15,7 @@ import (
 	"syscall"
 
 	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
-	"github.com/homelab-ops/bootstrap/pkg/sandbox/gitserver"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 )
 
 func main() {

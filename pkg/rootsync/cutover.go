@@ -1,4 +1,4 @@
-package sync
+package rootsync
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // CutoverPhase is the cutover phase's name in reports.
@@ -42,8 +42,8 @@ type CutoverOptions struct {
 	Progress controllers.Progress
 }
 
-func ccheck(id string, stage verify.Stage, title string) verify.Check {
-	return verify.Check{ID: id, Phase: CutoverPhase, Stage: stage, Title: title}
+func ccheck(id string, stage gate.Stage, title string) gate.Check {
+	return gate.Check{ID: id, Phase: CutoverPhase, Stage: stage, Title: title}
 }
 
 // applyObject is the GitRepository to server-side apply: live's spec with
@@ -88,18 +88,18 @@ func ours(live *unstructured.Unstructured) map[string]string {
 // and prove every Kustomization reading the source is Ready at the new
 // revision. When the final source is not Ready in time it switches back to
 // the temporary source and proves that is Ready again. Checks go to report.
-func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, report *verify.Report) error {
+func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, report *gate.Report) error {
 	if o.Progress == nil {
 		o.Progress = func(string) {}
 	}
 	id := fmt.Sprintf("GitRepository %s/%s", o.Namespace, o.Name)
-	sc := ccheck(CheckCutoverSource, verify.Before, "the GitRepository is on a temporary source")
+	sc := ccheck(CheckCutoverSource, gate.Before, "the GitRepository is on a temporary source")
 	live, err := liveSource(ctx, cl.Client, o.Namespace, o.Name)
 	if err != nil {
 		return err
 	}
 	if live == nil {
-		sc.Verdict, sc.Message = verify.Fail, id+" not found: run `bootstrap sync` first"
+		sc.Verdict, sc.Message = gate.Fail, id+" not found: run `bootstrap sync` first"
 		report.Add(sc)
 		return nil
 	}
@@ -107,12 +107,12 @@ func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rep
 	tmp, declared := TemporaryOf(live)
 	if tmp == nil {
 		if o.To == "" || o.To == liveURL {
-			sc.Verdict = verify.Pass
+			sc.Verdict = gate.Pass
 			sc.Message = fmt.Sprintf("%s is not on a temporary source: it reads %s as git declares; nothing to cut over", id, liveURL)
 			report.Add(sc)
 			return nil
 		}
-		sc.Verdict = verify.Fail
+		sc.Verdict = gate.Fail
 		sc.Message = fmt.Sprintf("%s is not on a temporary source (no %s annotation) and reads %s: change its URL in git, not with cutover", id, AnnSource, liveURL)
 		report.Add(sc)
 		return nil
@@ -122,7 +122,7 @@ func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rep
 		final = declared.URL
 	}
 	if final == "" {
-		sc.Verdict = verify.Fail
+		sc.Verdict = gate.Fail
 		sc.Message = fmt.Sprintf("%s records no declared URL (%s): pass --to URL", id, AnnDeclaredURL)
 		report.Add(sc)
 		return nil
@@ -135,15 +135,15 @@ func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rep
 	if before.Status.Artifact != nil {
 		tmpRev = before.Status.Artifact.Revision
 	}
-	sc.Verdict = verify.Pass
+	sc.Verdict = gate.Pass
 	sc.Message = fmt.Sprintf("%s on the temporary source %s since %s (revision %s); final source %s", id, tmp.URL, tmp.Since.Format(time.RFC3339), revOrNone(tmpRev), final)
 	sc.Evidence = []string{"temporary-url=" + tmp.URL, "declared-url=" + declared.URL}
 	report.Add(sc)
 	report.Facts["temporarySource"] = tmp.URL
 	report.Facts["finalSource"] = final
 	if o.To != "" && declared.URL != "" && o.To != declared.URL {
-		w := ccheck("cutover.declared-url", verify.Before, "the final URL is the one git declares")
-		w.Verdict = verify.Warn
+		w := ccheck("cutover.declared-url", gate.Before, "the final URL is the one git declares")
+		w.Verdict = gate.Warn
 		w.Message = fmt.Sprintf("--to %s differs from the URL git declares (%s): once handed back, the root re-applies git's URL; commit --to to git", o.To, declared.URL)
 		report.Add(w)
 	}
@@ -175,25 +175,25 @@ func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rep
 	if err := apply(switched); err != nil {
 		return err
 	}
-	fr := ccheck(CheckFinalReady, verify.After, "the final source is Ready with an artifact")
+	fr := ccheck(CheckFinalReady, gate.After, "the final source is Ready with an artifact")
 	gr, err := waitSource(final)
 	if err != nil {
-		fr.Verdict = verify.Fail
+		fr.Verdict = gate.Fail
 		fr.Message = fmt.Sprintf("the final source %s did not become Ready: %v; switched back to the temporary source %s", final, err, tmp.URL)
 		report.Add(fr)
 		report.Add(rollback(ctx, cl, o, live, tmp, apply, waitSource))
 		return nil
 	}
 	rev := gr.Status.Artifact.Revision
-	fr.Verdict = verify.Pass
+	fr.Verdict = gate.Pass
 	fr.Message = fmt.Sprintf("%s Ready from %s, artifact %s", id, final, rev)
 	report.Add(fr)
-	rv := ccheck(CheckFinalRevision, verify.After, "the final source is at the same or a newer revision")
+	rv := ccheck(CheckFinalRevision, gate.After, "the final source is at the same or a newer revision")
 	switch {
 	case rev == tmpRev:
-		rv.Verdict, rv.Message = verify.Pass, "same revision as the temporary source: "+rev
+		rv.Verdict, rv.Message = gate.Pass, "same revision as the temporary source: "+rev
 	default:
-		rv.Verdict = verify.Warn
+		rv.Verdict = gate.Warn
 		rv.Message = fmt.Sprintf("the final source is at %s, the temporary one was at %s: the cluster cannot prove which is newer (an artifact carries no history); check that the final source holds every commit of the temporary one", rev, tmpRev)
 	}
 	report.Add(rv)
@@ -207,15 +207,15 @@ func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rep
 	if err := apply(applyObject(cur, final, declared.Branch, declared.Secret, true, nil)); err != nil {
 		return err
 	}
-	hb := ccheck(CheckHandedBack, verify.After, "the GitRepository is back under git's control")
+	hb := ccheck(CheckHandedBack, gate.After, "the GitRepository is back under git's control")
 	cur, err = liveSource(ctx, cl.Client, o.Namespace, o.Name)
 	if err != nil || cur == nil {
 		return fmt.Errorf("re-read %s: %v", id, err)
 	}
 	if left := ours(cur); len(left) > 0 {
-		hb.Verdict, hb.Message = verify.Fail, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left)
+		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left)
 	} else {
-		hb.Verdict, hb.Message = verify.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, final)
+		hb.Verdict, hb.Message = gate.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, final)
 	}
 	report.Add(hb)
 
@@ -232,33 +232,33 @@ func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rep
 // rollback re-applies the object as sync left it (temporary source,
 // annotations) and proves it Ready again.
 func rollback(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, live *unstructured.Unstructured, tmp *Temporary,
-	apply func(*unstructured.Unstructured) error, waitSource func(string) (*sourcev1.GitRepository, error)) verify.Check {
-	rb := ccheck(CheckRollback, verify.After, "rolled back to the temporary source")
+	apply func(*unstructured.Unstructured) error, waitSource func(string) (*sourcev1.GitRepository, error)) gate.Check {
+	rb := ccheck(CheckRollback, gate.After, "rolled back to the temporary source")
 	o.Progress("rolling back to " + tmp.URL)
 	url, _, _ := unstructured.NestedString(live.Object, "spec", "url")
 	secret, _, _ := unstructured.NestedString(live.Object, "spec", "secretRef", "name")
 	back := applyObject(live, url, "", secret, true, ours(live))
 	if err := apply(back); err != nil {
-		rb.Verdict, rb.Message = verify.Fail, "rollback failed: "+err.Error()
+		rb.Verdict, rb.Message = gate.Fail, "rollback failed: "+err.Error()
 		return rb
 	}
 	gr, err := waitSource(url)
 	if err != nil {
-		rb.Verdict, rb.Message = verify.Fail, fmt.Sprintf("rolled back to %s but it is not Ready: %v", url, err)
+		rb.Verdict, rb.Message = gate.Fail, fmt.Sprintf("rolled back to %s but it is not Ready: %v", url, err)
 		return rb
 	}
-	rb.Verdict = verify.Pass
+	rb.Verdict = gate.Pass
 	rb.Message = fmt.Sprintf("GitRepository %s/%s is back on the temporary source %s, Ready at %s; the cluster is as before", o.Namespace, o.Name, url, gr.Status.Artifact.Revision)
 	return rb
 }
 
 // consumersReady waits for every Kustomization whose sourceRef is the
 // GitRepository to be Ready with lastAppliedRevision rev.
-func consumersReady(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rev string, owner client.Object) verify.Check {
-	c := ccheck(CheckConsumersReady, verify.After, "every Kustomization reading the source is Ready at its revision")
+func consumersReady(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rev string, owner client.Object) gate.Check {
+	c := ccheck(CheckConsumersReady, gate.After, "every Kustomization reading the source is Ready at its revision")
 	var list kustomizev1.KustomizationList
 	if err := cl.Client.List(ctx, &list); err != nil {
-		c.Verdict, c.Message = verify.Skip, "list Kustomizations: "+err.Error()
+		c.Verdict, c.Message = gate.Skip, "list Kustomizations: "+err.Error()
 		return c
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -290,11 +290,11 @@ func consumersReady(ctx context.Context, cl *controllers.Cluster, o CutoverOptio
 	}
 	c.Evidence = names
 	if len(failed) > 0 {
-		c.Verdict = verify.Fail
+		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%d of %d Kustomization(s) not Ready at %s: %s", len(failed), len(names), rev, strings.Join(failed, "; "))
 		return c
 	}
-	c.Verdict = verify.Pass
+	c.Verdict = gate.Pass
 	c.Message = fmt.Sprintf("%d Kustomization(s) Ready at %s", len(names), rev)
 	return c
 }

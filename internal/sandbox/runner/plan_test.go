@@ -111,27 +111,27 @@ func TestPlanTemplateChangeChangesHash(t *testing.T) {
 }
 
 func TestPlanStrictGateForOldImages(t *testing.T) {
-	gate := "--feature-gates=StrictPostBuildSubstitutions=false"
+	fg := "--feature-gates=StrictPostBuildSubstitutions=false"
 	old := plan(t, dep(t, "kustomize-controller", "v1.4.0"), false)
-	if !slices.Contains(old.Args, gate) {
-		t.Fatalf("v1.4.0 image: want %s injected, got %q", gate, old.Args)
+	if !slices.Contains(old.Args, fg) {
+		t.Fatalf("v1.4.0 image: want %s injected, got %q", fg, old.Args)
 	}
 	if !strings.Contains(strings.Join(old.Notes, "\n"), "v1.4.0 but the sandbox runs the v1.9.5 binary") {
 		t.Fatalf("version mismatch not noted: %q", old.Notes)
 	}
 	// The Deployment's own setting wins: nothing injected.
 	set := plan(t, dep(t, "kustomize-controller", "v1.4.0", "--feature-gates=Foo=true,StrictPostBuildSubstitutions=true"), false)
-	if slices.Contains(set.Args, gate) || EffectiveGates(set.Args)[StrictGate] != "true" {
+	if slices.Contains(set.Args, fg) || EffectiveGates(set.Args)[StrictGate] != "true" {
 		t.Fatalf("deployment gate overridden: %q", set.Args)
 	}
 	// v1.9.0 and later default to on: nothing injected.
 	cur := plan(t, dep(t, "kustomize-controller", "v1.9.0"), false)
-	if slices.Contains(cur.Args, gate) {
+	if slices.Contains(cur.Args, fg) {
 		t.Fatalf("v1.9.0 must not get the gate: %q", cur.Args)
 	}
 	// Only kustomize-controller has the gate.
 	sc := plan(t, dep(t, "source-controller", "v1.4.0"), false)
-	if slices.Contains(sc.Args, gate) {
+	if slices.Contains(sc.Args, fg) {
 		t.Fatalf("source-controller got kustomize's gate: %q", sc.Args)
 	}
 }

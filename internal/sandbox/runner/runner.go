@@ -26,7 +26,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/homelab-ops/bootstrap/pkg/sandbox"
+	"github.com/homelab-ops/bootstrap/internal/sandbox"
 )
 
 // Config configures a Runner.

@@ -1,4 +1,4 @@
-package verify
+package gate
 
 import (
 	"encoding/json"

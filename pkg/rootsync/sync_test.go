@@ -1,4 +1,4 @@
-package sync
+package rootsync
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/homelab-ops/bootstrap/pkg/kube"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 const fixture = "../../testdata/homelab"
@@ -59,7 +59,7 @@ func opts(repo, env string) Options {
 	return Options{Repo: repo, Path: "clusters/" + env, Namespace: "flux-system", RootName: "flux-system"}
 }
 
-func find(t *testing.T, cs []verify.Check, id string) verify.Check {
+func find(t *testing.T, cs []gate.Check, id string) gate.Check {
 	t.Helper()
 	for _, c := range cs {
 		if c.ID == id {
@@ -67,7 +67,7 @@ func find(t *testing.T, cs []verify.Check, id string) verify.Check {
 		}
 	}
 	t.Fatalf("no check %s in %+v", id, cs)
-	return verify.Check{}
+	return gate.Check{}
 }
 
 func TestBuildFixtureEnvironments(t *testing.T) {
@@ -87,7 +87,7 @@ func TestBuildFixtureEnvironments(t *testing.T) {
 				t.Errorf("%d Kustomizations, want 7", len(r.Kustomizations))
 			}
 			for _, c := range Static(r) {
-				if c.Verdict != verify.Pass {
+				if c.Verdict != gate.Pass {
 					t.Errorf("%s: %s %s", c.ID, c.Verdict, c.Message)
 				}
 			}
@@ -111,7 +111,7 @@ func TestGateRootWaitTrue(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := find(t, Static(r), CheckRootWait)
-	if c.Verdict != verify.Fail || !strings.Contains(c.Message, "clusters/prod/sync.yaml") || !strings.Contains(c.Message, "set wait: false") {
+	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "clusters/prod/sync.yaml") || !strings.Contains(c.Message, "set wait: false") {
 		t.Fatalf("root wait: true: %s %s", c.Verdict, c.Message)
 	}
 }
@@ -128,18 +128,18 @@ func TestGateProdWithoutSyncYAML(t *testing.T) {
 	}
 	cs := Static(r)
 	root := find(t, cs, CheckRoot)
-	if root.Verdict != verify.Fail || !strings.Contains(root.Message, "sync.yaml") {
+	if root.Verdict != gate.Fail || !strings.Contains(root.Message, "sync.yaml") {
 		t.Errorf("root gate: %s %s", root.Verdict, root.Message)
 	}
 	dep := find(t, cs, CheckDependsOn)
-	if dep.Verdict != verify.Fail || !strings.Contains(dep.Message, "depends on flux-system/flux-system") ||
+	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "depends on flux-system/flux-system") ||
 		!strings.Contains(dep.Message, "clusters/base/") || !strings.Contains(dep.Message, "sync.yaml") {
 		t.Errorf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
 	}
 	if len(dep.Evidence) != 2 { // cni and platform depend on the root
 		t.Errorf("evidence %q, want the 2 Kustomizations that depend on the root", dep.Evidence)
 	}
-	if find(t, cs, CheckRootWait).Verdict != verify.Skip {
+	if find(t, cs, CheckRootWait).Verdict != gate.Skip {
 		t.Error("root-wait should skip without a root")
 	}
 }
@@ -152,7 +152,7 @@ func TestGateDependsOnMissingTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	dep := find(t, Static(r), CheckDependsOn)
-	if dep.Verdict != verify.Fail || !strings.Contains(dep.Message, "apps-web (in clusters/base/apps.yaml) depends on flux-system/apps-kore") {
+	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "apps-web (in clusters/base/apps.yaml) depends on flux-system/apps-kore") {
 		t.Fatalf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
 	}
 }
@@ -165,7 +165,7 @@ func TestGateSourceMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := find(t, Static(r), CheckSource)
-	if c.Verdict != verify.Fail || !strings.Contains(c.Message, "GitRepository gitops") {
+	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "GitRepository gitops") {
 		t.Fatalf("source gate: %s %s", c.Verdict, c.Message)
 	}
 }
@@ -176,7 +176,7 @@ func TestBuildInputErrors(t *testing.T) {
 		"outside repo": {Repo: fixture, Path: "../..", Namespace: "flux-system", RootName: "flux-system"},
 		"no kustomize": {Repo: fixture, Path: "apps/secrets", Namespace: "flux-system", RootName: "flux-system"},
 	} {
-		if _, err := Build(o); err == nil || !verify.IsInput(err) {
+		if _, err := Build(o); err == nil || !gate.IsInput(err) {
 			t.Errorf("%s: want an input error, got %v", name, err)
 		}
 	}
@@ -194,11 +194,11 @@ func TestGateDecryptionSecret(t *testing.T) {
 	}
 	empty := fake.NewClientBuilder().WithScheme(scheme).Build()
 	c := find(t, DecryptionSecrets(ctx, empty, r), CheckDecryption+"/flux-system/sops-age")
-	if c.Verdict != verify.Fail || !strings.Contains(c.Message, "bootstrap age-key --path clusters/dev") || !strings.Contains(c.Message, "apps-secrets") {
+	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "bootstrap age-key --path clusters/dev") || !strings.Contains(c.Message, "apps-secrets") {
 		t.Fatalf("missing sops-age: %s %s", c.Verdict, c.Message)
 	}
 	with := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "sops-age"}}).Build()
-	if c := find(t, DecryptionSecrets(ctx, with, r), CheckDecryption+"/flux-system/sops-age"); c.Verdict != verify.Pass {
+	if c := find(t, DecryptionSecrets(ctx, with, r), CheckDecryption+"/flux-system/sops-age"); c.Verdict != gate.Pass {
 		t.Fatalf("present sops-age: %s %s", c.Verdict, c.Message)
 	}
 }

@@ -1,4 +1,4 @@
-package sync
+package rootsync
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // RunOptions drive Run.
@@ -28,7 +28,7 @@ type RunOptions struct {
 // source decision, the plan, the apply, and the after-gates. It adds to
 // report (checks, objects, changed, facts, warnings). r must have passed
 // Static.
-func Run(ctx context.Context, cl *controllers.Cluster, r *Render, o RunOptions, report *verify.Report) error {
+func Run(ctx context.Context, cl *controllers.Cluster, r *Render, o RunOptions, report *gate.Report) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -47,7 +47,7 @@ func Run(ctx context.Context, cl *controllers.Cluster, r *Render, o RunOptions, 
 	if live != nil {
 		liveTmp, _ = TemporaryOf(live)
 	}
-	tc := check(CheckTemporary, verify.Before, "source of the GitRepository")
+	tc := check(CheckTemporary, gate.Before, "source of the GitRepository")
 	srcID := fmt.Sprintf("GitRepository %s/%s", src.GetNamespace(), src.GetName())
 	declared := DeclaredOf(src)
 	var tmp *Temporary
@@ -57,19 +57,19 @@ func Run(ctx context.Context, cl *controllers.Cluster, r *Render, o RunOptions, 
 		if liveTmp.Same(tmp) && !liveTmp.Since.IsZero() {
 			tmp.Since = liveTmp.Since
 		}
-		tc.Verdict = verify.Pass
+		tc.Verdict = gate.Pass
 		tc.Message = fmt.Sprintf("%s on the temporary source %s (git declares %s); kustomize-controller leaves it alone until `bootstrap cutover`", srcID, tmp.URL, declared.URL)
 		if liveTmp != nil && !liveTmp.Same(tmp) {
 			tc.Message += fmt.Sprintf("; replaces the temporary source %s set %s", liveTmp.URL, liveTmp.Since.Format(time.RFC3339))
 		}
 	case liveTmp != nil:
 		tmp = liveTmp
-		tc.Verdict = verify.Warn
+		tc.Verdict = gate.Warn
 		tc.Message = fmt.Sprintf("%s is on the temporary source %s since %s: kept (git declares %s); run `bootstrap cutover` to move to the final source, or pass --source-url to change it",
 			srcID, tmp.URL, tmp.Since.Format(time.RFC3339), declared.URL)
 		report.Warn(tc.Message)
 	default:
-		tc.Verdict = verify.Pass
+		tc.Verdict = gate.Pass
 		tc.Message = fmt.Sprintf("%s from git's declared url %s", srcID, declared.URL)
 	}
 	report.Add(tc)
@@ -81,7 +81,7 @@ func Run(ctx context.Context, cl *controllers.Cluster, r *Render, o RunOptions, 
 		report.Facts["temporarySince"] = tmp.Since.UTC().Format(time.RFC3339)
 	}
 	report.Facts["declaredURL"] = declared.URL
-	if code := report.ExitCode(); code != verify.ExitOK {
+	if code := report.ExitCode(); code != gate.ExitOK {
 		skipApplied(report, "a before-gate did not pass: nothing was applied")
 		return nil
 	}
@@ -103,23 +103,23 @@ func Run(ctx context.Context, cl *controllers.Cluster, r *Render, o RunOptions, 
 		report.Objects = applied
 		report.Changed = controllers.Changed(applied)
 	}
-	ac := check(CheckApplied, verify.After, "the root was applied")
+	ac := check(CheckApplied, gate.After, "the root was applied")
 	if err != nil {
-		ac.Verdict, ac.Message = verify.Fail, err.Error()
+		ac.Verdict, ac.Message = gate.Fail, err.Error()
 		report.Add(ac)
 		return nil
 	}
-	ac.Verdict = verify.Pass
+	ac.Verdict = gate.Pass
 	ac.Message = fmt.Sprintf("%d object(s) server-side applied from %s", len(applied), r.Options.Path)
 	report.Add(ac)
 	report.Add(After(ctx, cl, r, tmp, o.Timeout, o.Progress)...)
 	return nil
 }
 
-func skipApplied(report *verify.Report, why string) {
+func skipApplied(report *gate.Report, why string) {
 	for _, id := range []string{CheckApplied, CheckSourceReady, CheckRootApplied} {
-		c := check(id, verify.After, "not run")
-		c.Verdict, c.Message, c.Optional = verify.Skip, why, true
+		c := check(id, gate.After, "not run")
+		c.Verdict, c.Message, c.Optional = gate.Skip, why, true
 		report.Add(c)
 	}
 }
@@ -127,25 +127,25 @@ func skipApplied(report *verify.Report, why string) {
 // After proves the sync: the GitRepository is Ready with an artifact (at
 // the temporary URL when there is one), and the root Kustomization is Ready
 // with lastAppliedRevision equal to that artifact's revision.
-func After(ctx context.Context, cl *controllers.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress controllers.Progress) []verify.Check {
+func After(ctx context.Context, cl *controllers.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress controllers.Progress) []gate.Check {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	src := r.Source
-	sc := check(CheckSourceReady, verify.After, "the GitRepository is Ready with an artifact")
+	sc := check(CheckSourceReady, gate.After, "the GitRepository is Ready with an artifact")
 	wantURL := DeclaredOf(src).URL
 	progress(fmt.Sprintf("waiting for GitRepository %s/%s to be Ready with an artifact from %s (timeout %s)", src.GetNamespace(), src.GetName(), wantURL, timeout))
 	gr, err := waitFor(wctx, cl.Client, &sourcev1.GitRepositoryList{}, src.GetNamespace(), src.GetName(), func(g *sourcev1.GitRepository) (bool, string) {
 		ok, desc := readyCondition(g.Generation, g.Status.Conditions)
 		return ok && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
 	})
-	rc := check(CheckRootApplied, verify.After, "the root Kustomization is Ready at the artifact's revision")
+	rc := check(CheckRootApplied, gate.After, "the root Kustomization is Ready at the artifact's revision")
 	if err != nil {
-		sc.Verdict, sc.Message = verify.Fail, fmt.Sprintf("GitRepository %s", err)
-		rc.Verdict, rc.Message = verify.Skip, "no artifact to compare with"
-		return []verify.Check{sc, rc}
+		sc.Verdict, sc.Message = gate.Fail, fmt.Sprintf("GitRepository %s", err)
+		rc.Verdict, rc.Message = gate.Skip, "no artifact to compare with"
+		return []gate.Check{sc, rc}
 	}
 	rev := gr.Status.Artifact.Revision
-	sc.Verdict = verify.Pass
+	sc.Verdict = gate.Pass
 	sc.Message = fmt.Sprintf("GitRepository %s/%s Ready, artifact %s from %s", gr.Namespace, gr.Name, rev, gr.Spec.URL)
 	sc.Evidence = []string{"status.artifact.revision=" + rev, "spec.url=" + gr.Spec.URL}
 	root := r.Root
@@ -155,17 +155,17 @@ func After(ctx context.Context, cl *controllers.Cluster, r *Render, tmp *Tempora
 		return ok && k.Status.LastAppliedRevision == rev, desc + "; lastAppliedRevision=" + k.Status.LastAppliedRevision
 	})
 	if err != nil {
-		rc.Verdict, rc.Message = verify.Fail, fmt.Sprintf("Kustomization %s (want lastAppliedRevision %s)", err, rev)
-		return []verify.Check{sc, rc}
+		rc.Verdict, rc.Message = gate.Fail, fmt.Sprintf("Kustomization %s (want lastAppliedRevision %s)", err, rev)
+		return []gate.Check{sc, rc}
 	}
-	rc.Verdict = verify.Pass
+	rc.Verdict = gate.Pass
 	rc.Message = fmt.Sprintf("Kustomization %s/%s Ready, lastAppliedRevision %s", k.Namespace, k.Name, k.Status.LastAppliedRevision)
 	rc.Evidence = []string{"status.lastAppliedRevision=" + k.Status.LastAppliedRevision}
-	out := []verify.Check{sc, rc}
+	out := []gate.Check{sc, rc}
 	if tmp != nil {
 		// The root has now applied git's GitRepository: the override must
 		// have survived it.
-		tc := check(CheckTemporary+"-kept", verify.After, "the temporary source survived the root's reconcile")
+		tc := check(CheckTemporary+"-kept", gate.After, "the temporary source survived the root's reconcile")
 		live, err := liveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
 		url := ""
 		if live != nil {
@@ -173,12 +173,12 @@ func After(ctx context.Context, cl *controllers.Cluster, r *Render, tmp *Tempora
 		}
 		switch {
 		case err != nil:
-			tc.Verdict, tc.Message = verify.Skip, err.Error()
+			tc.Verdict, tc.Message = gate.Skip, err.Error()
 		case live != nil && url == tmp.URL && live.GetAnnotations()[ReconcileAnnotation] == ReconcileDisabled:
-			tc.Verdict = verify.Pass
+			tc.Verdict = gate.Pass
 			tc.Message = fmt.Sprintf("spec.url is still %s after the root applied %s", url, rev)
 		default:
-			tc.Verdict = verify.Fail
+			tc.Verdict = gate.Fail
 			tc.Message = fmt.Sprintf("spec.url is %q after the root applied %s, not the temporary %s: the override was undone", url, rev, tmp.URL)
 		}
 		out = append(out, tc)

@@ -1,4 +1,4 @@
-package sync
+package rootsync
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Check IDs of the sync phase.
@@ -28,61 +28,61 @@ const (
 	CheckRootApplied = "sync.root-applied"
 )
 
-func check(id string, stage verify.Stage, title string) verify.Check {
-	return verify.Check{ID: id, Phase: Phase, Stage: stage, Title: title}
+func check(id string, stage gate.Stage, title string) gate.Check {
+	return gate.Check{ID: id, Phase: Phase, Stage: stage, Title: title}
 }
 
 // Static is the before-gates that need only the render: the root is there
 // with wait: false, every dependsOn target exists, the root's GitRepository
 // is in the render.
-func Static(r *Render) []verify.Check {
+func Static(r *Render) []gate.Check {
 	o := r.Options
 	rootID := o.Namespace + "/" + o.RootName
-	root := check(CheckRoot, verify.Before, "the root Kustomization is in the render")
-	wait := check(CheckRootWait, verify.Before, "the root Kustomization has wait: false")
-	src := check(CheckSource, verify.Before, "the root's GitRepository is in the render")
-	var out []verify.Check
+	root := check(CheckRoot, gate.Before, "the root Kustomization is in the render")
+	wait := check(CheckRootWait, gate.Before, "the root Kustomization has wait: false")
+	src := check(CheckSource, gate.Before, "the root's GitRepository is in the render")
+	var out []gate.Check
 	if r.Root == nil {
 		var names []string
 		for _, k := range r.Kustomizations {
 			names = append(names, k.Namespace+"/"+k.Name)
 		}
-		root.Verdict = verify.Fail
+		root.Verdict = gate.Fail
 		root.Message = fmt.Sprintf("%s renders no Kustomization %s: the environment needs its own sync.yaml declaring the root (path: ./%s) and listed in %s/kustomization.yaml",
 			o.Path, rootID, strings.TrimPrefix(o.Path, "./"), o.Path)
 		root.Evidence = []string{fmt.Sprintf("Kustomizations in the render: %s", orNone(names))}
-		wait.Verdict, wait.Message = verify.Skip, "no root Kustomization to check"
-		src.Verdict, src.Message = verify.Skip, "no root Kustomization, so no source reference to check"
+		wait.Verdict, wait.Message = gate.Skip, "no root Kustomization to check"
+		src.Verdict, src.Message = gate.Skip, "no root Kustomization, so no source reference to check"
 		out = append(out, root, wait, src)
 	} else {
-		root.Verdict = verify.Pass
+		root.Verdict = gate.Pass
 		root.Message = fmt.Sprintf("Kustomization %s, path %s", rootID, r.Root.Spec.Path)
 		root.Evidence = []string{"declared in " + where(o.Repo, o.Path, kustomizev1.KustomizationKind, o.RootName)}
 		if r.Root.Spec.Wait {
-			wait.Verdict = verify.Fail
+			wait.Verdict = gate.Fail
 			wait.Message = fmt.Sprintf("the root Kustomization %s has wait: true (in %s): a root that health-checks its own children deadlocks every dependsOn: [%s] edge; set wait: false",
 				rootID, where(o.Repo, o.Path, kustomizev1.KustomizationKind, o.RootName), o.RootName)
 		} else {
-			wait.Verdict = verify.Pass
+			wait.Verdict = gate.Pass
 			wait.Message = "wait: false: the root is Ready on apply and never health-gates its children"
 		}
 		ref := r.Root.Spec.SourceRef
 		if r.Source == nil {
-			src.Verdict = verify.Fail
+			src.Verdict = gate.Fail
 			src.Message = fmt.Sprintf("the root %s reads %s %s, which %s does not render: declare it (clusters/base/flux-system) and list it in the kustomization", rootID, ref.Kind, ref.Name, o.Path)
 		} else if ref.Kind != sourcev1.GitRepositoryKind {
-			src.Verdict = verify.Fail
+			src.Verdict = gate.Fail
 			src.Message = fmt.Sprintf("the root %s reads a %s; sync supports a GitRepository source", rootID, ref.Kind)
 		} else {
 			url, _, _ := unstructuredString(r.Source.Object, "spec", "url")
-			src.Verdict = verify.Pass
+			src.Verdict = gate.Pass
 			src.Message = fmt.Sprintf("GitRepository %s/%s, url %s", r.Source.GetNamespace(), r.Source.GetName(), url)
 			src.Evidence = []string{"declared in " + where(o.Repo, o.Path, sourcev1.GitRepositoryKind, ref.Name)}
 		}
 		out = append(out, root, wait, src)
 	}
 
-	dep := check(CheckDependsOn, verify.Before, "every dependsOn target is in the render")
+	dep := check(CheckDependsOn, gate.Before, "every dependsOn target is in the render")
 	have := map[string]bool{}
 	for _, k := range r.Kustomizations {
 		have[k.Namespace+"/"+k.Name] = true
@@ -100,7 +100,7 @@ func Static(r *Render) []verify.Check {
 		}
 	}
 	if len(missing) > 0 {
-		dep.Verdict = verify.Fail
+		dep.Verdict = gate.Fail
 		dep.Message = missing[0]
 		if len(missing) > 1 {
 			dep.Message += fmt.Sprintf(" (and %d more)", len(missing)-1)
@@ -112,7 +112,7 @@ func Static(r *Render) []verify.Check {
 		}
 		dep.Evidence = missing
 	} else {
-		dep.Verdict = verify.Pass
+		dep.Verdict = gate.Pass
 		dep.Message = fmt.Sprintf("%d dependsOn edge(s) among %d Kustomization(s), all targets rendered", edges, len(r.Kustomizations))
 	}
 	return append(out, dep)
@@ -120,7 +120,7 @@ func Static(r *Render) []verify.Check {
 
 // DecryptionSecrets checks that every decryption.secretRef of the render
 // exists in the cluster (step 2 installs it).
-func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []verify.Check {
+func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []gate.Check {
 	type ref struct{ ns, name string }
 	users := map[ref][]string{}
 	var order []ref
@@ -135,25 +135,25 @@ func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []verif
 		users[rf] = append(users[rf], k.Name)
 	}
 	if len(order) == 0 {
-		c := check(CheckDecryption, verify.Before, "every decryption.secretRef exists in the cluster")
-		c.Verdict, c.Message = verify.Pass, "no Kustomization of the render decrypts"
-		return []verify.Check{c}
+		c := check(CheckDecryption, gate.Before, "every decryption.secretRef exists in the cluster")
+		c.Verdict, c.Message = gate.Pass, "no Kustomization of the render decrypts"
+		return []gate.Check{c}
 	}
-	var out []verify.Check
+	var out []gate.Check
 	for _, rf := range order {
-		c := check(CheckDecryption+"/"+rf.ns+"/"+rf.name, verify.Before, "decryption Secret exists")
+		c := check(CheckDecryption+"/"+rf.ns+"/"+rf.name, gate.Before, "decryption Secret exists")
 		var s corev1.Secret
 		err := cl.Get(ctx, client.ObjectKey{Namespace: rf.ns, Name: rf.name}, &s)
 		switch {
 		case err == nil:
-			c.Verdict = verify.Pass
+			c.Verdict = gate.Pass
 			c.Message = fmt.Sprintf("Secret %s/%s exists (used by %s)", rf.ns, rf.name, strings.Join(users[rf], ", "))
 		case apierrors.IsNotFound(err):
-			c.Verdict = verify.Fail
+			c.Verdict = gate.Fail
 			c.Message = fmt.Sprintf("Secret %s/%s not found; Kustomization(s) %s decrypt with it and would fail: install it first with `bootstrap age-key --path %s` (step 2)",
 				rf.ns, rf.name, strings.Join(users[rf], ", "), r.Options.Path)
 		default:
-			c.Verdict = verify.Skip
+			c.Verdict = gate.Skip
 			c.Message = fmt.Sprintf("could not read Secret %s/%s: %v", rf.ns, rf.name, err)
 		}
 		out = append(out, c)

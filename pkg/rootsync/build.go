@@ -4,7 +4,7 @@
 // the GitRepository at a temporary source for a cold bring-up, and prove
 // the root reconciled at the source's artifact revision. Cutover moves a
 // temporarily-sourced cluster to its final source.
-package sync
+package rootsync
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 // Phase is this package's phase name in reports.
@@ -58,15 +58,15 @@ type Render struct {
 func Build(o Options) (*Render, error) {
 	repo, err := filepath.Abs(o.Repo)
 	if err != nil {
-		return nil, verify.InputErrorf("--repo %s: %w", o.Repo, err)
+		return nil, gate.InputErrorf("--repo %s: %w", o.Repo, err)
 	}
 	clean := filepath.Clean(filepath.FromSlash(o.Path))
 	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		return nil, verify.InputErrorf("--path %s: must be relative to --repo and inside it, e.g. clusters/dev", o.Path)
+		return nil, gate.InputErrorf("--path %s: must be relative to --repo and inside it, e.g. clusters/dev", o.Path)
 	}
 	dir := filepath.Join(repo, clean)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, verify.InputErrorf("%s: no such directory in the repository %s: pass --env NAME for clusters/NAME, or --path", o.Path, repo)
+		return nil, gate.InputErrorf("%s: no such directory in the repository %s: pass --env NAME for clusters/NAME, or --path", o.Path, repo)
 	}
 	found := false
 	for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
@@ -75,11 +75,11 @@ func Build(o Options) (*Render, error) {
 		}
 	}
 	if !found {
-		return nil, verify.InputErrorf("%s has no kustomization.yaml: the cluster root must list its resources (sync.yaml, cluster-vars, the Kustomizations)", o.Path)
+		return nil, gate.InputErrorf("%s has no kustomization.yaml: the cluster root must list its resources (sync.yaml, cluster-vars, the Kustomizations)", o.Path)
 	}
 	res, err := fluxkustomize.SecureBuild(repo, dir, false)
 	if err != nil {
-		return nil, verify.InputErrorf("kustomize build %s: %w", o.Path, err)
+		return nil, gate.InputErrorf("kustomize build %s: %w", o.Path, err)
 	}
 	y, err := res.AsYaml()
 	if err != nil {
@@ -87,7 +87,7 @@ func Build(o Options) (*Render, error) {
 	}
 	objs, err := controllers.ReadObjects(y)
 	if err != nil {
-		return nil, verify.InputErrorf("%s: %w", o.Path, err)
+		return nil, gate.InputErrorf("%s: %w", o.Path, err)
 	}
 	r := &Render{Options: o, YAML: y, Objects: objs}
 	for _, u := range objs {
@@ -95,7 +95,7 @@ func Build(o Options) (*Render, error) {
 		case u.GetKind() == kustomizev1.KustomizationKind && strings.HasPrefix(u.GetAPIVersion(), kustomizev1.GroupVersion.Group+"/"):
 			k := &kustomizev1.Kustomization{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, k); err != nil {
-				return nil, verify.InputErrorf("%s: Kustomization %s/%s: %w", o.Path, u.GetNamespace(), u.GetName(), err)
+				return nil, gate.InputErrorf("%s: Kustomization %s/%s: %w", o.Path, u.GetNamespace(), u.GetName(), err)
 			}
 			if k.Namespace == "" {
 				k.Namespace = o.Namespace
