@@ -11,11 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/render"
-	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/versions"
+	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
 func newControllersCommand(rf *reportFlags) *cobra.Command {
@@ -74,7 +76,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			if report.ExitCode() == gate.ExitFailed {
 				return done()
 			}
-			objs, err := controllers.ReadObjects(out.YAML)
+			objs, err := apply.ReadObjects(out.YAML)
 			if err != nil {
 				return failed(err)
 			}
@@ -83,7 +85,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 				return failed(gate.InputErrorf("%w", err))
 			}
 			requests = kube.CountRequests(cfg)
-			cl, err := controllers.Connect(cfg)
+			cl, err := apply.Connect(cfg)
 			if err != nil {
 				return failed(err)
 			}
@@ -95,7 +97,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			if report.ExitCode() != gate.ExitOK {
 				return done()
 			}
-			dropped, err := controllers.StoredVersions(ctx, cl, objs)
+			dropped, err := apply.StoredVersions(ctx, cl, objs)
 			if err != nil {
 				return failed(err)
 			}
@@ -104,18 +106,18 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 				return done()
 			}
 
-			plan, err := controllers.Plan(ctx, cl, objs, dropped)
+			plan, err := apply.Plan(ctx, cl, objs, dropped)
 			if err != nil {
 				return failed(err)
 			}
-			stale, err := controllers.FindStale(ctx, cl, objs, f.components.Namespace, pruneCRD)
+			stale, err := apply.FindStale(ctx, cl, objs, f.components.Namespace, pruneCRD)
 			if err != nil {
 				return failed(err)
 			}
-			plan = controllers.PlanStale(plan, stale)
+			plan = apply.PlanStale(plan, stale)
 			pruneReported := len(stale.Delete)+len(stale.Kept) > 0
 			report.Objects = plan
-			report.Changed = controllers.Changed(plan)
+			report.Changed = apply.Changed(plan)
 			if rf.output == "text" {
 				writePlan(os.Stderr, plan, dryRun)
 			}
@@ -131,20 +133,20 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 					fmt.Fprintln(os.Stderr, "  "+line)
 				}
 			}
-			if err := controllers.Migrate(ctx, cl, dropped, timeout, progress); err != nil {
+			if err := apply.Migrate(ctx, cl, dropped, timeout, progress); err != nil {
 				return failed(err)
 			}
-			applied, err := controllers.Apply(ctx, cl, objs, plan, timeout)
+			applied, err := apply.Apply(ctx, cl, objs, plan, timeout)
 			if len(applied) > 0 {
 				report.Objects = applied
-				report.Changed = controllers.Changed(applied)
+				report.Changed = apply.Changed(applied)
 			}
 			if err != nil {
 				return failed(err)
 			}
-			pruned, err := controllers.Prune(ctx, cl, stale)
+			pruned, err := apply.Prune(ctx, cl, stale)
 			report.Objects = append(report.Objects, pruned...)
-			report.Changed = controllers.Changed(report.Objects)
+			report.Changed = apply.Changed(report.Objects)
 			if err != nil {
 				return failed(err)
 			}
@@ -159,7 +161,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 				}
 			}
 			progress(fmt.Sprintf("waiting for %d Deployment(s) to roll out (timeout %s)", len(workloads), timeout))
-			if err := controllers.WaitRollouts(ctx, cl, workloads, timeout, progress); err != nil {
+			if err := wait.Rollouts(ctx, cl.Clients(), workloads, timeout, progress); err != nil {
 				report.Add(gate.Check{ID: controllers.CheckRollout, Phase: controllers.Phase, Stage: gate.After,
 					Title: "rollouts finished", Verdict: gate.Fail, Message: err.Error()})
 				return done()

@@ -11,8 +11,8 @@ import (
 
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/pkg/components"
-	"github.com/homelab-ops/bootstrap/pkg/render"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/render"
 	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
 

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/apply"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
-	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
 func newSyncCommand(rf *reportFlags) *cobra.Command {
@@ -66,7 +66,7 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 			if err != nil {
 				return fail(rf, report, gate.InputErrorf("%w", err))
 			}
-			cl, err := controllers.Connect(cfg)
+			cl, err := apply.Connect(cfg)
 			if err != nil {
 				return fail(rf, report, err)
 			}

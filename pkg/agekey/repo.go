@@ -7,14 +7,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sigs.k8s.io/kustomize/api/konfig"
 	"sort"
 	"strings"
+
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	"sigs.k8s.io/kustomize/api/konfig"
 
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"

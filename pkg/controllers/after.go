@@ -11,8 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/patches"
+	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
 // Check IDs of the after gates.
@@ -26,7 +27,7 @@ const revisionAnnotation = "deployment.kubernetes.io/revision"
 // After proves the apply landed: the live Deployments carry the effective
 // flags computed at render, and every rollout finished with no pod of an
 // older template left.
-func After(ctx context.Context, cl *Cluster, rendered []appsv1.Deployment) []gate.Check {
+func After(ctx context.Context, cl *apply.Cluster, rendered []appsv1.Deployment) []gate.Check {
 	flags := gate.Check{ID: CheckFlagsLive, Phase: Phase, Stage: gate.After, Title: "live Deployments carry the rendered flags"}
 	roll := gate.Check{ID: CheckRollout, Phase: Phase, Stage: gate.After, Title: "rollouts finished"}
 	var flagGaps, rollGaps []string
@@ -95,7 +96,7 @@ func compareFlags(name string, want corev1.Container, live []corev1.Container) (
 
 // rolledOut checks that the Deployment's current ReplicaSet is fully
 // available and no pod of another template remains.
-func rolledOut(ctx context.Context, cl *Cluster, d *appsv1.Deployment) (gap, evidence string) {
+func rolledOut(ctx context.Context, cl *apply.Cluster, d *appsv1.Deployment) (gap, evidence string) {
 	name := "Deployment/" + d.Namespace + "/" + d.Name
 	want := int32(1)
 	if d.Spec.Replicas != nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
@@ -39,7 +40,7 @@ type BeforeOptions struct {
 // Before runs the gates that must hold before anything is applied. The
 // returned bool is false when the API is unreachable and nothing further
 // could be asked.
-func Before(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, o BeforeOptions) []gate.Check {
+func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) []gate.Check {
 	check := func(id, title string) gate.Check {
 		return gate.Check{ID: id, Phase: Phase, Stage: gate.Before, Title: title}
 	}
@@ -78,7 +79,7 @@ var applyVerbs = []string{"get", "create", "patch"}
 
 // permissions asks the API server, with SelfSubjectAccessReviews, whether
 // this identity may do what the apply needs, and lists every gap.
-func permissions(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured) gate.Check {
+func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured) gate.Check {
 	c := gate.Check{ID: CheckPermissions, Phase: Phase, Stage: gate.Before, Title: "permissions to apply"}
 	type attr struct{ group, resource, ns, verb string }
 	var attrs []attr
@@ -87,7 +88,7 @@ func permissions(ctx context.Context, cl *Cluster, objs []*unstructured.Unstruct
 		m, err := cl.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			c.Verdict = gate.Fail
-			c.Message = fmt.Sprintf("the API server does not serve %s (for %s): %v", gvk, ID(o), err)
+			c.Message = fmt.Sprintf("the API server does not serve %s (for %s): %v", gvk, apply.ID(o), err)
 			return c
 		}
 		for _, v := range applyVerbs {
@@ -131,7 +132,7 @@ func permissions(ctx context.Context, cl *Cluster, objs []*unstructured.Unstruct
 	return c
 }
 
-func namespace(ctx context.Context, cl *Cluster, name string) gate.Check {
+func namespace(ctx context.Context, cl *apply.Cluster, name string) gate.Check {
 	c := gate.Check{ID: CheckNamespace, Phase: Phase, Stage: gate.Before, Title: "namespace usable"}
 	var ns corev1.Namespace
 	err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, &ns)
@@ -156,7 +157,7 @@ var managerLabels = []struct{ key, who string }{
 	{"fluxcd.controlplane.io/name", "Flux operator (FluxInstance)"},
 }
 
-func ownership(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, force bool) gate.Check {
+func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, force bool) gate.Check {
 	c := gate.Check{ID: CheckOwnership, Phase: Phase, Stage: gate.Before, Title: "Flux not managed by something else"}
 	var owned []string
 	for _, o := range objs {
@@ -172,7 +173,7 @@ func ownership(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructur
 		for _, ml := range managerLabels {
 			if name, ok := labels[ml.key]; ok {
 				ns := labels[strings.TrimSuffix(ml.key, "/name")+"/namespace"]
-				owned = append(owned, fmt.Sprintf("%s is managed by %s %s/%s (label %s)", ID(o), ml.who, ns, name, ml.key))
+				owned = append(owned, fmt.Sprintf("%s is managed by %s %s/%s (label %s)", apply.ID(o), ml.who, ns, name, ml.key))
 			}
 		}
 	}

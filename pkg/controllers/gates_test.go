@@ -20,14 +20,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/homelab-ops/bootstrap/pkg/kube"
+	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/kube"
 )
 
 // Unit tests of the gate logic against fake clients; the end-to-end suite
 // proves the same gates against a real API server.
 
-func fakeCluster(t *testing.T, gitVersion string, denied map[string]bool, objs ...client.Object) *Cluster {
+func fakeCluster(t *testing.T, gitVersion string, denied map[string]bool, objs ...client.Object) *apply.Cluster {
 	t.Helper()
 	s, err := kube.Scheme()
 	if err != nil {
@@ -44,7 +45,7 @@ func fakeCluster(t *testing.T, gitVersion string, denied map[string]bool, objs .
 		r.Status.Allowed = !denied[ra.Verb+" "+ra.Resource]
 		return true, r, nil
 	})
-	return &Cluster{Client: c, Clientset: cs, Host: "https://fake"}
+	return &apply.Cluster{Client: c, Clientset: cs, Host: "https://fake"}
 }
 
 func deploymentObj(name string) *unstructured.Unstructured {
@@ -105,7 +106,7 @@ func TestBeforeGates(t *testing.T) {
 }
 
 func TestStoredVersionsCheck(t *testing.T) {
-	d := []Dropped{{CRD: &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "ocirepositories.source.toolkit.fluxcd.io"}}}, Versions: []string{"v1beta2"}, Storage: "v1"}}
+	d := []apply.Dropped{{CRD: &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "ocirepositories.source.toolkit.fluxcd.io"}}}, Versions: []string{"v1beta2"}, Storage: "v1"}}
 	if c := StoredVersionsCheck(nil, false); c.Verdict != gate.Pass {
 		t.Errorf("nothing dropped: %s", c.Verdict)
 	}

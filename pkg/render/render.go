@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/pkg/components"
-	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
 // Options select what to render.

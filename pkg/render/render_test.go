@@ -15,8 +15,8 @@ import (
 
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/pkg/components"
-	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")

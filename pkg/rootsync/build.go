@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
-	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
@@ -85,7 +85,7 @@ func Build(o Options) (*Render, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build %s: %w", o.Path, err)
 	}
-	objs, err := controllers.ReadObjects(y)
+	objs, err := apply.ReadObjects(y)
 	if err != nil {
 		return nil, gate.InputErrorf("%s: %w", o.Path, err)
 	}

@@ -14,8 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
 // CutoverPhase is the cutover phase's name in reports.
@@ -39,7 +40,7 @@ type CutoverOptions struct {
 	Timeout time.Duration
 	// DryRun says what would happen and changes nothing.
 	DryRun   bool
-	Progress controllers.Progress
+	Progress apply.Progress
 }
 
 func ccheck(id string, stage gate.Stage, title string) gate.Check {
@@ -88,7 +89,7 @@ func ours(live *unstructured.Unstructured) map[string]string {
 // and prove every Kustomization reading the source is Ready at the new
 // revision. When the final source is not Ready in time it switches back to
 // the temporary source and proves that is Ready again. Checks go to report.
-func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, report *gate.Report) error {
+func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *gate.Report) error {
 	if o.Progress == nil {
 		o.Progress = func(string) {}
 	}
@@ -162,7 +163,7 @@ func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rep
 	waitSource := func(url string) (*sourcev1.GitRepository, error) {
 		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
-		return waitFor(wctx, cl.Client, &sourcev1.GitRepositoryList{}, o.Namespace, o.Name, func(g *sourcev1.GitRepository) (bool, string) {
+		return wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, o.Namespace, o.Name, func(g *sourcev1.GitRepository) (bool, string) {
 			ok, desc := readyCondition(g.Generation, g.Status.Conditions)
 			return ok && g.Spec.URL == url && g.Status.Artifact != nil, desc
 		})
@@ -231,7 +232,7 @@ func Cutover(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rep
 
 // rollback re-applies the object as sync left it (temporary source,
 // annotations) and proves it Ready again.
-func rollback(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, live *unstructured.Unstructured, tmp *Temporary,
+func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *unstructured.Unstructured, tmp *Temporary,
 	apply func(*unstructured.Unstructured) error, waitSource func(string) (*sourcev1.GitRepository, error)) gate.Check {
 	rb := ccheck(CheckRollback, gate.After, "rolled back to the temporary source")
 	o.Progress("rolling back to " + tmp.URL)
@@ -254,7 +255,7 @@ func rollback(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, li
 
 // consumersReady waits for every Kustomization whose sourceRef is the
 // GitRepository to be Ready with lastAppliedRevision rev.
-func consumersReady(ctx context.Context, cl *controllers.Cluster, o CutoverOptions, rev string, owner client.Object) gate.Check {
+func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string, owner client.Object) gate.Check {
 	c := ccheck(CheckConsumersReady, gate.After, "every Kustomization reading the source is Ready at its revision")
 	var list kustomizev1.KustomizationList
 	if err := cl.Client.List(ctx, &list); err != nil {
@@ -281,7 +282,7 @@ func consumersReady(ctx context.Context, cl *controllers.Cluster, o CutoverOptio
 	for _, n := range names {
 		ns, name, _ := strings.Cut(n, "/")
 		o.Progress(fmt.Sprintf("waiting for Kustomization %s at %s", n, rev))
-		if _, err := waitFor(wctx, cl.Client, &kustomizev1.KustomizationList{}, ns, name, func(k *kustomizev1.Kustomization) (bool, string) {
+		if _, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, ns, name, func(k *kustomizev1.Kustomization) (bool, string) {
 			ok, desc := readyCondition(k.Generation, k.Status.Conditions)
 			return ok && k.Status.LastAppliedRevision == rev, desc + "; lastAppliedRevision=" + k.Status.LastAppliedRevision
 		}); err != nil {

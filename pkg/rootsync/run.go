@@ -9,8 +9,9 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
 // RunOptions drive Run.
@@ -21,14 +22,14 @@ type RunOptions struct {
 	Source *Temporary
 	// Now stamps a new temporary source; time.Now when nil.
 	Now      func() time.Time
-	Progress controllers.Progress
+	Progress apply.Progress
 }
 
 // Run is the cluster part of sync: the cluster before-gates, the temporary
 // source decision, the plan, the apply, and the after-gates. It adds to
 // report (checks, objects, changed, facts, warnings). r must have passed
 // Static.
-func Run(ctx context.Context, cl *controllers.Cluster, r *Render, o RunOptions, report *gate.Report) error {
+func Run(ctx context.Context, cl *apply.Cluster, r *Render, o RunOptions, report *gate.Report) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -86,22 +87,22 @@ func Run(ctx context.Context, cl *controllers.Cluster, r *Render, o RunOptions, 
 		return nil
 	}
 
-	plan, err := controllers.Plan(ctx, cl, r.Objects, nil)
+	plan, err := apply.Plan(ctx, cl, r.Objects, nil)
 	if err != nil {
 		return err
 	}
 	report.Objects = plan
-	report.Changed = controllers.Changed(plan)
+	report.Changed = apply.Changed(plan)
 	if o.DryRun {
 		skipApplied(report, "dry run: nothing was applied")
 		// A dry run proves nothing about the cluster: the after-gates are
 		// optional skips, not a failure.
 		return nil
 	}
-	applied, err := controllers.Apply(ctx, cl, r.Objects, plan, o.Timeout)
+	applied, err := apply.Apply(ctx, cl, r.Objects, plan, o.Timeout)
 	if len(applied) > 0 {
 		report.Objects = applied
-		report.Changed = controllers.Changed(applied)
+		report.Changed = apply.Changed(applied)
 	}
 	ac := check(CheckApplied, gate.After, "the root was applied")
 	if err != nil {
@@ -127,14 +128,14 @@ func skipApplied(report *gate.Report, why string) {
 // After proves the sync: the GitRepository is Ready with an artifact (at
 // the temporary URL when there is one), and the root Kustomization is Ready
 // with lastAppliedRevision equal to that artifact's revision.
-func After(ctx context.Context, cl *controllers.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress controllers.Progress) []gate.Check {
+func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress apply.Progress) []gate.Check {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	src := r.Source
 	sc := check(CheckSourceReady, gate.After, "the GitRepository is Ready with an artifact")
 	wantURL := DeclaredOf(src).URL
 	progress(fmt.Sprintf("waiting for GitRepository %s/%s to be Ready with an artifact from %s (timeout %s)", src.GetNamespace(), src.GetName(), wantURL, timeout))
-	gr, err := waitFor(wctx, cl.Client, &sourcev1.GitRepositoryList{}, src.GetNamespace(), src.GetName(), func(g *sourcev1.GitRepository) (bool, string) {
+	gr, err := wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, src.GetNamespace(), src.GetName(), func(g *sourcev1.GitRepository) (bool, string) {
 		ok, desc := readyCondition(g.Generation, g.Status.Conditions)
 		return ok && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
 	})
@@ -150,7 +151,7 @@ func After(ctx context.Context, cl *controllers.Cluster, r *Render, tmp *Tempora
 	sc.Evidence = []string{"status.artifact.revision=" + rev, "spec.url=" + gr.Spec.URL}
 	root := r.Root
 	progress(fmt.Sprintf("waiting for Kustomization %s/%s to apply %s", root.Namespace, root.Name, rev))
-	k, err := waitFor(wctx, cl.Client, &kustomizev1.KustomizationList{}, root.Namespace, root.Name, func(k *kustomizev1.Kustomization) (bool, string) {
+	k, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, root.Namespace, root.Name, func(k *kustomizev1.Kustomization) (bool, string) {
 		ok, desc := readyCondition(k.Generation, k.Status.Conditions)
 		return ok && k.Status.LastAppliedRevision == rev, desc + "; lastAppliedRevision=" + k.Status.LastAppliedRevision
 	})

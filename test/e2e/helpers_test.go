@@ -23,9 +23,9 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
 var (
@@ -81,70 +81,15 @@ func resourceManager() *ssa.ResourceManager {
 	return ssa.NewResourceManager(suite.client, poller, ssa.Owner{Field: "bootstrap-e2e", Group: "e2e.bootstrap.homelab-ops"})
 }
 
-// waitFor lists the named object, then watches it from the list's
-// resourceVersion until cond holds: no polling, no missed update.
+// waitFor waits with the product's own wait (list, then watch) until cond
+// holds, and fails the test with the last state otherwise.
 func waitFor[T client.Object](ctx context.Context, t *testing.T, list client.ObjectList, ns, name string, cond func(T) (bool, string)) T {
 	t.Helper()
-	var zero T
-	last := "not found"
-	for {
-		opts := []client.ListOption{client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)}}
-		if ns != "" {
-			opts = append(opts, client.InNamespace(ns))
-		}
-		if err := suite.client.List(ctx, list, opts...); err != nil {
-			if ctx.Err() != nil {
-				t.Fatalf("waiting for %s/%s: %v (last state: %s)", ns, name, ctx.Err(), last)
-			}
-			t.Fatalf("list %s/%s: %v", ns, name, err)
-		}
-		items, err := apimeta.ExtractList(list)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range items {
-			if obj, ok := it.(T); ok {
-				done, why := cond(obj)
-				if done {
-					return obj
-				}
-				last = why
-			}
-		}
-		rv := list.(metav1.ListInterface).GetResourceVersion()
-		w, err := suite.client.Watch(ctx, list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})...)
-		if err != nil {
-			if ctx.Err() != nil {
-				t.Fatalf("waiting for %s/%s: %v (last state: %s)", ns, name, ctx.Err(), last)
-			}
-			continue
-		}
-	events:
-		for {
-			select {
-			case <-ctx.Done():
-				w.Stop()
-				t.Fatalf("waiting for %s/%s: %v (last state: %s)", ns, name, ctx.Err(), last)
-				return zero
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					break events // relist and rewatch
-				}
-				if ev.Type == watch.Error {
-					w.Stop()
-					break events
-				}
-				if obj, ok := ev.Object.(T); ok && ev.Type != watch.Deleted && ev.Type != watch.Bookmark {
-					done, why := cond(obj)
-					if done {
-						w.Stop()
-						return obj
-					}
-					last = why
-				}
-			}
-		}
+	obj, err := wait.For(ctx, suite.client, list, ns, name, cond)
+	if err != nil {
+		t.Fatalf("waiting for %s", err)
 	}
+	return obj
 }
 
 // readyStatus describes a Flux object's Ready condition.

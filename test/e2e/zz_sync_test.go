@@ -28,9 +28,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
-	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
 

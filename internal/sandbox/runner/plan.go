@@ -19,8 +19,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
 // StrictGate is kustomize-controller's strict post-build substitution gate.

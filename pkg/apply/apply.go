@@ -1,8 +1,8 @@
-// Package controllers is step 1 against a live cluster: server-side apply the
-// rendered Flux components, with a plan first, gates before and after, a
-// watch on the rollouts, and proof that the live Deployments carry the flags
-// the render computed.
-package controllers
+// Package apply is the machinery every phase that writes to the cluster
+// shares: connect, read a render, plan (a server-side dry run per object),
+// staged server-side apply, prune of an earlier install's leftovers, and CRD
+// storage-version migration. Field manager "bootstrap".
+package apply
 
 import (
 	"bytes"
@@ -19,10 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/pkg/kube"
+	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
-
-// Phase is this package's phase name in reports.
-const Phase = "controllers"
 
 // Cluster is what the phase talks to.
 type Cluster struct {
@@ -32,6 +30,11 @@ type Cluster struct {
 	Manager   *ssa.ResourceManager
 	// Host is the API server address, for evidence.
 	Host string
+}
+
+// Clients are the clients the wait package reads with.
+func (c *Cluster) Clients() wait.Clients {
+	return wait.Clients{Client: c.Client, Dynamic: c.Dynamic}
 }
 
 // Connect builds the clients for a REST config.

@@ -1,4 +1,4 @@
-package controllers
+package apply
 
 import (
 	"context"
@@ -15,9 +15,6 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
-
-// CheckPrune reports what an apply removes of an earlier install.
-const CheckPrune = "controllers.prune"
 
 // installKinds are the kinds a Flux install consists of. The namespace is
 // never pruned: it holds the user's sources and Kustomizations.
@@ -126,24 +123,4 @@ func Prune(ctx context.Context, cl *Cluster, s *Stale) ([]gate.ObjectChange, err
 		return out, fmt.Errorf("prune the earlier install's leftovers: %w", err)
 	}
 	return out, nil
-}
-
-// PruneCheck reports the prune: a warning for every CRD kept because
-// custom resources still use it.
-func PruneCheck(s *Stale, dryRun bool) gate.Check {
-	c := gate.Check{ID: CheckPrune, Phase: Phase, Stage: gate.After, Title: "leftovers of an earlier install pruned", Verdict: gate.Pass}
-	verb := "pruned"
-	if dryRun {
-		c.Stage, verb = gate.Before, "would prune"
-	}
-	for _, o := range s.Delete {
-		c.Evidence = append(c.Evidence, verb+" "+ID(o))
-	}
-	c.Message = fmt.Sprintf("%s %d object(s) of an earlier install that this render no longer has", verb, len(s.Delete))
-	if len(s.Kept) > 0 {
-		c.Verdict = gate.Warn
-		c.Message += fmt.Sprintf("; kept %d CRD(s) that still have custom resources: delete those resources, or pass --prune-crds to delete them with their CRDs", len(s.Kept))
-		c.Evidence = append(c.Evidence, s.Kept...)
-	}
-	return c
 }

@@ -1,4 +1,4 @@
-package controllers
+package apply
 
 import (
 	"context"
@@ -15,11 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
-
-// CheckStoredVersions is the gate on CRD storage versions an upgrade drops.
-const CheckStoredVersions = "controllers.crd-stored-versions"
 
 // Dropped is a CRD whose live status.storedVersions holds versions the new
 // CRD no longer serves: objects stored in them would become unreadable.
@@ -70,32 +67,6 @@ func StoredVersions(ctx context.Context, cl *Cluster, objs []*unstructured.Unstr
 	return out, nil
 }
 
-// StoredVersionsCheck is the before gate: an upgrade that drops a stored
-// version stops, with the fix, unless migrate is set.
-func StoredVersionsCheck(dropped []Dropped, migrate bool) gate.Check {
-	c := gate.Check{ID: CheckStoredVersions, Phase: Phase, Stage: gate.Before, Title: "CRD stored versions kept or migrated"}
-	var ev []string
-	for _, d := range dropped {
-		ev = append(ev, fmt.Sprintf("CustomResourceDefinition/%s stores %s; the new definition serves only up to storage version %s",
-			d.CRD.GetName(), strings.Join(d.Versions, ","), d.Storage))
-	}
-	switch {
-	case len(dropped) == 0:
-		c.Verdict, c.Message = gate.Pass, "no stored version of any installed Flux CRD is dropped by this render"
-	case migrate:
-		c.Verdict = gate.Pass
-		c.Message = fmt.Sprintf("%d CRD(s) drop a stored version; --migrate-crds rewrites their objects in the new storage version before the apply", len(dropped))
-		c.Evidence = ev
-	default:
-		c.Verdict = gate.Fail
-		c.Message = fmt.Sprintf("%d CRD(s) would drop a version their objects are stored in, which the API server refuses; "+
-			"re-run with --migrate-crds (serves both versions for the move, rewrites every object in the new storage version, updates status.storedVersions), "+
-			"or upgrade through an intermediate Flux release and run `flux migrate`", len(dropped))
-		c.Evidence = ev
-	}
-	return c
-}
-
 // Migrate moves each dropped CRD to its new storage version, the way
 // `flux migrate` does: serve the old and new versions together, rewrite
 // every object so it is stored in the new version, then record that in
@@ -122,7 +93,7 @@ func Migrate(ctx context.Context, cl *Cluster, dropped []Dropped, timeout time.D
 		if _, err := cl.Manager.Apply(ctx, transitional, applyOptions()); err != nil {
 			return fmt.Errorf("migrate %s: serve %s beside %s: %w", name, strings.Join(d.Versions, ","), d.Storage, err)
 		}
-		if err := WaitRollouts(ctx, cl, []*unstructured.Unstructured{transitional}, timeout, progress); err != nil {
+		if err := wait.Rollouts(ctx, cl.Clients(), []*unstructured.Unstructured{transitional}, timeout, progress); err != nil {
 			return fmt.Errorf("migrate %s: wait for the definition: %w", name, err)
 		}
 		group, _, _ := unstructured.NestedString(transitional.Object, "spec", "group")

@@ -1,0 +1,41 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fluxcd/pkg/ssa"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/wait"
+)
+
+// Apply server-side applies the objects in stages (CRDs and namespaces
+// first, waiting for them, then the rest) and returns what happened to each.
+// plan supplies the restart prediction for the outcome.
+func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, plan []gate.ObjectChange, timeout time.Duration) ([]gate.ObjectChange, error) {
+	opts := applyOptions()
+	opts.WaitTimeout = timeout
+	cs, err := cl.Manager.ApplyAllStaged(ctx, objs, opts)
+	var out []gate.ObjectChange
+	if cs != nil {
+		for _, e := range cs.Entries {
+			oc := gate.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)}
+			if i := slices.IndexFunc(plan, func(p gate.ObjectChange) bool { return p.Object == oc.Object }); i >= 0 {
+				oc.Restarts = plan[i].Restarts && e.Action == ssa.ConfiguredAction
+				oc.TakenOverFrom = plan[i].TakenOverFrom
+			}
+			out = append(out, oc)
+		}
+	}
+	if err != nil {
+		return out, fmt.Errorf("server-side apply: %w", err)
+	}
+	return out, nil
+}
+
+// Progress receives one line per status change while waiting.
+type Progress = wait.Progress

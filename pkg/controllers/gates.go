@@ -1,0 +1,68 @@
+// Package controllers is step 1 against a live cluster: the gates before
+// (reachable, version, permissions, namespace, ownership, CRD storage), the
+// apply with the shared machinery of package apply, the rollout wait, and the
+// proof that the live Deployments carry the flags the render computed.
+package controllers
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/homelab-ops/bootstrap/pkg/apply"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
+)
+
+// Phase is this package's phase name in reports.
+const Phase = "controllers"
+
+// CheckStoredVersions is the gate on CRD storage versions an upgrade drops.
+const CheckStoredVersions = "controllers.crd-stored-versions"
+
+// CheckPrune reports what an apply removes of an earlier install.
+const CheckPrune = "controllers.prune"
+
+// StoredVersionsCheck is the before gate: an upgrade that drops a stored
+// version stops, with the fix, unless migrate is set.
+func StoredVersionsCheck(dropped []apply.Dropped, migrate bool) gate.Check {
+	c := gate.Check{ID: CheckStoredVersions, Phase: Phase, Stage: gate.Before, Title: "CRD stored versions kept or migrated"}
+	var ev []string
+	for _, d := range dropped {
+		ev = append(ev, fmt.Sprintf("CustomResourceDefinition/%s stores %s; the new definition serves only up to storage version %s",
+			d.CRD.GetName(), strings.Join(d.Versions, ","), d.Storage))
+	}
+	switch {
+	case len(dropped) == 0:
+		c.Verdict, c.Message = gate.Pass, "no stored version of any installed Flux CRD is dropped by this render"
+	case migrate:
+		c.Verdict = gate.Pass
+		c.Message = fmt.Sprintf("%d CRD(s) drop a stored version; --migrate-crds rewrites their objects in the new storage version before the apply", len(dropped))
+		c.Evidence = ev
+	default:
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("%d CRD(s) would drop a version their objects are stored in, which the API server refuses; "+
+			"re-run with --migrate-crds (serves both versions for the move, rewrites every object in the new storage version, updates status.storedVersions), "+
+			"or upgrade through an intermediate Flux release and run `flux migrate`", len(dropped))
+		c.Evidence = ev
+	}
+	return c
+}
+
+// PruneCheck reports the prune: a warning for every CRD kept because
+// custom resources still use it.
+func PruneCheck(s *apply.Stale, dryRun bool) gate.Check {
+	c := gate.Check{ID: CheckPrune, Phase: Phase, Stage: gate.After, Title: "leftovers of an earlier install pruned", Verdict: gate.Pass}
+	verb := "pruned"
+	if dryRun {
+		c.Stage, verb = gate.Before, "would prune"
+	}
+	for _, o := range s.Delete {
+		c.Evidence = append(c.Evidence, verb+" "+apply.ID(o))
+	}
+	c.Message = fmt.Sprintf("%s %d object(s) of an earlier install that this render no longer has", verb, len(s.Delete))
+	if len(s.Kept) > 0 {
+		c.Verdict = gate.Warn
+		c.Message += fmt.Sprintf("; kept %d CRD(s) that still have custom resources: delete those resources, or pass --prune-crds to delete them with their CRDs", len(s.Kept))
+		c.Evidence = append(c.Evidence, s.Kept...)
+	}
+	return c
+}

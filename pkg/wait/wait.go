@@ -1,0 +1,103 @@
+// Package wait is the one way this tool waits on a cluster: Deployments and
+// other workloads by kstatus (Rollouts), Flux objects by "Ready at their
+// generation" plus a caller's condition on their status (For), both driven by
+// watches, never by polling.
+package wait
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Clients are what the waits read with.
+type Clients struct {
+	Client  client.WithWatch
+	Dynamic dynamic.Interface
+}
+
+// Progress receives one line per status change while waiting.
+type Progress func(line string)
+
+// objectID is kind/namespace/name, or kind/name for a cluster-scoped object.
+func objectID(kind, ns, name string) string {
+	if ns == "" {
+		return kind + "/" + name
+	}
+	return kind + "/" + ns + "/" + name
+}
+
+// FluxObject is a Flux API object with conditions.
+type FluxObject interface {
+	client.Object
+	conditions.Getter
+}
+
+// Ready says whether a Flux object is Ready=True at its current generation
+// (the Ready condition observed this generation and it is not Stalled), and
+// describes its state for messages.
+func Ready(o FluxObject) (bool, string) {
+	c := conditions.Get(o, meta.ReadyCondition)
+	if c == nil {
+		return false, "no Ready condition yet"
+	}
+	gen := o.GetGeneration()
+	ok := c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && !conditions.IsStalled(o)
+	return ok, fmt.Sprintf("Ready=%s %s (generation %d observed %d): %s", c.Status, c.Reason, gen, c.ObservedGeneration, c.Message)
+}
+
+// For lists the named object of list's type, then watches it (client-go's
+// UntilWithSync: list, watch from the list's resourceVersion, re-list on a
+// broken watch) until cond holds. On timeout or cancellation the error
+// carries the last state cond described.
+func For[T client.Object](ctx context.Context, c client.WithWatch, list client.ObjectList, ns, name string, cond func(T) (bool, string)) (T, error) {
+	var zero T
+	sel := fields.OneTermEqualSelector("metadata.name", name)
+	opts := func(o metav1.ListOptions) *client.ListOptions {
+		o.FieldSelector = sel.String()
+		return &client.ListOptions{Namespace: ns, Raw: &o}
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l := list.DeepCopyObject().(client.ObjectList)
+			return l, c.List(ctx, l, opts(o))
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), opts(o))
+		},
+	}
+	var item T
+	last := "not found"
+	ev, err := watchtools.UntilWithSync(ctx, lw, newItem[T](), nil, func(ev watch.Event) (bool, error) {
+		obj, ok := ev.Object.(T)
+		if !ok || ev.Type == watch.Deleted {
+			last = "deleted"
+			return false, nil
+		}
+		done, why := cond(obj)
+		last = why
+		return done, nil
+	})
+	if err != nil {
+		return zero, fmt.Errorf("%s/%s: not ready in time (last state: %s)", ns, name, last)
+	}
+	item, _ = ev.Object.(T)
+	return item, nil
+}
+
+// newItem is a fresh T, for the informer's expected type.
+func newItem[T client.Object]() T {
+	var zero T
+	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
+}
