@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"os"
 
 	"github.com/fluxcd/pkg/ssa"
 	"github.com/spf13/cobra"
@@ -10,11 +9,12 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
-	"github.com/homelab-ops/bootstrap/pkg/kube"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 )
 
-func newAgeKeyCommand(rf *reportFlags) *cobra.Command {
+func newAgeKeyCommand(a *app) *cobra.Command {
 	o := agekey.Options{}
+	rf := &repoFlags{}
 	var keyFile string
 	cmd := &cobra.Command{
 		Use:   "age-key",
@@ -26,21 +26,19 @@ Secret flux-system/sops-age (data key age.agekey) by server-side apply and reads
 
 The identity comes from --age-key-file PATH, --age-key-file - (stdin), $SOPS_AGE_KEY or
 $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or reported.`,
-		Example: `  ansible-vault view age.key.vault | bootstrap age-key --age-key-file - --repo . --path clusters/prod -o json
+		Example: `  ansible-vault view age.key.vault | bootstrap age-key --age-key-file - --repo . --env prod -o json
   SOPS_AGE_KEY_FILE=~/.config/sops/age/keys.txt bootstrap age-key --path clusters/dev
-  bootstrap age-key --age-key-file new.key --path clusters/dev --rotate
-  bootstrap age-key verify --path clusters/dev`,
+  bootstrap age-key --age-key-file new.key --env dev --rotate
+  bootstrap age-key verify --env dev`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r := gate.NewReport("age-key")
-			in := agekey.Input{Flag: keyFile, Stdin: cmd.InOrStdin(), Getenv: os.Getenv}
-			err := agekey.Install(cmd.Context(), r, in, o, connector(rf))
-			return ageKeyDone(rf, r, err)
+			run := a.newRun("age-key", false)
+			in := agekey.Input{Flag: keyFile, Stdin: a.streams.In, Getenv: a.getenv}
+			return a.ageKey(cmd, run, rf, &o, func(o agekey.Options) pipeline.Phase { return agekey.NewInstallPhase(in, o, a.ageKeyConnect) })
 		},
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&o.Repo, "repo", ".", "the GitOps repository checkout")
-	pf.StringVar(&o.Path, "path", "", "the environment in --repo whose Kustomizations decrypt with the Secret, e.g. clusters/dev (required)")
+	rf.add(pf)
 	pf.StringVar(&o.Namespace, "namespace", agekey.DefaultNamespace, "namespace of the Secret")
 	pf.StringVar(&o.SecretName, "secret-name", agekey.DefaultSecretName, "name of the Secret the Kustomizations' decryption.secretRef names")
 	fl := cmd.Flags()
@@ -53,32 +51,22 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 		Short: "Prove the installed Secret parses, covers and decrypts the environment's SOPS files",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r := gate.NewReport("age-key verify")
-			err := agekey.Verify(cmd.Context(), r, o, connector(rf))
-			return ageKeyDone(rf, r, err)
+			run := a.newRun("age-key verify", false)
+			return a.ageKey(cmd, run, rf, &o, func(o agekey.Options) pipeline.Phase { return agekey.NewVerifyPhase(o, a.ageKeyConnect) })
 		},
 	})
 	return cmd
 }
 
-// connector opens the cluster only when a command gets that far.
-func connector(rf *reportFlags) agekey.Connect {
-	return func() (client.Client, *ssa.ResourceManager, error) {
-		cfg, err := kube.Config(rf.kube)
-		if err != nil {
-			return nil, nil, gate.InputErrorf("%v", err)
-		}
-		c, err := kube.Client(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		return c, kube.ResourceManager(c), nil
+// ageKey runs an age-key phase and redacts anything that looks like key
+// material from the report and the error before reporting.
+func (a *app) ageKey(cmd *cobra.Command, run *pipeline.Run, rf *repoFlags, o *agekey.Options, phase func(agekey.Options) pipeline.Phase) error {
+	var err error
+	o.Repo = rf.repo
+	if o.Path, err = rf.resolve(); err == nil {
+		err = pipeline.Execute(cmd.Context(), run, phase(*o))
 	}
-}
-
-// ageKeyDone redacts anything that looks like key material from the
-// report and the error, then reports as every command does.
-func ageKeyDone(rf *reportFlags, r *gate.Report, err error) error {
+	agekey.RedactReport(run.Report)
 	if err != nil {
 		msg := agekey.Redact(err.Error())
 		if gate.IsInput(err) {
@@ -86,9 +74,16 @@ func ageKeyDone(rf *reportFlags, r *gate.Report, err error) error {
 		} else {
 			err = errors.New(msg)
 		}
-		agekey.RedactReport(r)
-		return fail(rf, r, err)
+		return a.fail(run.Report, err)
 	}
-	agekey.RedactReport(r)
-	return finish(rf, r)
+	return a.finish(run.Report)
+}
+
+// ageKeyConnect opens the cluster only when the phase gets that far.
+func (a *app) ageKeyConnect() (client.Client, *ssa.ResourceManager, error) {
+	cl, err := a.connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl.Client, cl.Manager, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,18 +10,21 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
 )
 
-// runAgeKey runs the binary with stdin and an environment of its own, and
-// scans every output channel, and every file the run left in its TMPDIR,
-// for age key material.
+// runAgeKey runs the command line with stdin and an environment of its
+// own, and scans every output channel, and every file the run left in its
+// TMPDIR, for age key material. A file the scan cannot read fails the test.
 func runAgeKey(t *testing.T, stdin string, env []string, args ...string) (result, map[string]any) {
 	t.Helper()
 	tmp := t.TempDir()
 	out := t.TempDir()
 	reportJSON, junit := filepath.Join(out, "report.json"), filepath.Join(out, "junit.xml")
-	cmd := exec.Command(bin, append(args, "--report-json", reportJSON, "--junit", junit)...)
-	cmd.Env = append([]string{"TMPDIR=" + tmp, "HOME=" + tmp, "PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + filepath.Join(tmp, "no-kubeconfig")}, env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	res := execCLI(t, cmd)
+	t.Setenv("TMPDIR", tmp)
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	res := cli(t, stdin, vars, append(args, "--report-json", reportJSON, "--junit", junit)...)
 	clean := func(what, s string) {
 		if strings.Contains(strings.ToUpper(s), "AGE-SECRET-KEY-") {
 			t.Errorf("%s holds age key material:\n%s", what, s)
@@ -31,13 +33,20 @@ func runAgeKey(t *testing.T, stdin string, env []string, args ...string) (result
 	clean("stdout", res.stdout)
 	clean("stderr", res.stderr)
 	for _, dir := range []string{tmp, out} {
-		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				b, _ := os.ReadFile(p)
-				clean(p, string(b))
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
 			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			clean(p, string(b))
 			return nil
 		})
+		if err != nil {
+			t.Errorf("scan %s for key material: %v", dir, err)
+		}
 	}
 	var doc map[string]any
 	if b, err := os.ReadFile(reportJSON); err == nil {
@@ -77,7 +86,7 @@ func TestAgeKeyCLIRefusals(t *testing.T) {
 		{"public key on stdin", devR + "\n", nil, []string{"--path", "clusters/dev", "--age-key-file", "-"}, 2, "age public key (a recipient"},
 		{"truncated key", devKey[:len(devKey)-20], nil, []string{"--path", "clusters/dev", "--age-key-file", "-"}, 2, "malformed age identity"},
 		{"no key at all", "", nil, []string{"--path", "clusters/dev"}, 2, "no age identity given"},
-		{"no --path", devKey, nil, []string{"--age-key-file", "-"}, 2, "--path is required"},
+		{"no --path", devKey, nil, []string{"--age-key-file", "-"}, 2, "which environment?"},
 		{"unknown environment", devKey, nil, []string{"--path", "clusters/qa", "--age-key-file", "-"}, 2, "pass one of dev, prod"},
 		// The wrong environment's key: refused before the cluster is
 		// touched (there is no kubeconfig, so connecting would be exit 2).

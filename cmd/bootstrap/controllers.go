@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,21 +14,13 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
-	"github.com/homelab-ops/bootstrap/pkg/render"
-	"github.com/homelab-ops/bootstrap/pkg/versions"
-	"github.com/homelab-ops/bootstrap/pkg/wait"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 )
 
-func newControllersCommand(rf *reportFlags) *cobra.Command {
-	pins, pinErr := versions.Load()
+func newControllersCommand(a *app) *cobra.Command {
 	f := &renderFlags{}
-	var (
-		dryRun   bool
-		force    bool
-		migrate  bool
-		pruneCRD bool
-		timeout  time.Duration
-	)
+	o := controllers.Options{}
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "controllers",
 		Short: "Apply the customized Flux controllers (step 1) and prove the flags run",
@@ -42,146 +33,52 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
   bootstrap controllers -o json --report-json /var/log/bootstrap/controllers.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			report := gate.NewReport("controllers")
-			report.DryRun = dryRun
+			run := a.newRun("controllers", dryRun)
+			var err error
+			if o.Render, err = f.options(); err != nil {
+				return a.fail(run.Report, err)
+			}
+			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
 			var requests *atomic.Int64
-			// Every exit reports how many API requests the run made.
-			count := func() {
-				if requests != nil {
-					report.Facts["apiRequests"] = strconv.FormatInt(requests.Load(), 10)
+			connect := func() (*apply.Cluster, error) {
+				cfg, err := kube.Config(a.cluster)
+				if err != nil {
+					return nil, gate.InputErrorf("%w", err)
 				}
+				requests = kube.CountRequests(cfg)
+				return apply.Connect(cfg)
 			}
-			done := func() error { count(); return finish(rf, report) }
-			failed := func(err error) error { count(); return fail(rf, report, err) }
-			if pinErr != nil {
-				return failed(pinErr)
-			}
-			opts, err := f.options()
-			if err != nil {
-				return failed(err)
-			}
-			ctx := cmd.Context()
-			out, err := render.Run(ctx, opts)
-			if err != nil {
-				return failed(err)
-			}
-			report.Add(out.Checks...)
-			for _, w := range out.Warnings {
-				fmt.Fprintln(os.Stderr, "WARNING:", w)
-				report.Warn(w)
-			}
-			for k, v := range out.Facts {
-				report.Facts[k] = v
-			}
-			if report.ExitCode() == gate.ExitFailed {
-				return done()
-			}
-			objs, err := apply.ReadObjects(out.YAML)
-			if err != nil {
-				return failed(err)
-			}
-			cfg, err := kube.Config(rf.kube)
-			if err != nil {
-				return failed(gate.InputErrorf("%w", err))
-			}
-			requests = kube.CountRequests(cfg)
-			cl, err := apply.Connect(cfg)
-			if err != nil {
-				return failed(err)
-			}
-
-			fv := f.components.FluxVersion
-			report.Add(controllers.Before(ctx, cl, objs, controllers.BeforeOptions{
-				Namespace: f.components.Namespace, MinKubernetes: pins.MinKubernetes[fv], FluxVersion: fv, Force: force,
-			})...)
-			if report.ExitCode() != gate.ExitOK {
-				return done()
-			}
-			dropped, err := apply.StoredVersions(ctx, cl, objs)
-			if err != nil {
-				return failed(err)
-			}
-			report.Add(controllers.StoredVersionsCheck(dropped, migrate))
-			if report.ExitCode() != gate.ExitOK {
-				return done()
-			}
-
-			plan, err := apply.Plan(ctx, cl, objs, dropped)
-			if err != nil {
-				return failed(err)
-			}
-			stale, err := apply.FindStale(ctx, cl, objs, f.components.Namespace, pruneCRD)
-			if err != nil {
-				return failed(err)
-			}
-			plan = apply.PlanStale(plan, stale)
-			pruneReported := len(stale.Delete)+len(stale.Kept) > 0
-			report.Objects = plan
-			report.Changed = apply.Changed(plan)
-			if rf.output == "text" {
-				writePlan(os.Stderr, plan, dryRun)
-			}
-			if dryRun {
-				if pruneReported {
-					report.Add(controllers.PruneCheck(stale, true))
-				}
-				return done()
-			}
-
-			progress := func(line string) {
-				if rf.output == "text" {
-					fmt.Fprintln(os.Stderr, "  "+line)
-				}
-			}
-			if err := apply.Migrate(ctx, cl, dropped, timeout, progress); err != nil {
-				return failed(err)
-			}
-			applied, err := apply.Apply(ctx, cl, objs, plan, timeout)
-			if len(applied) > 0 {
-				report.Objects = applied
-				report.Changed = apply.Changed(applied)
+			// The plan is printed before the apply's progress lines.
+			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
+			err = pipeline.Execute(cmd.Context(), run, controllers.NewPhase(o, connect))
+			if requests != nil {
+				run.Report.Facts["apiRequests"] = strconv.FormatInt(requests.Load(), 10)
 			}
 			if err != nil {
-				return failed(err)
+				return a.fail(run.Report, err)
 			}
-			pruned, err := apply.Prune(ctx, cl, stale)
-			report.Objects = append(report.Objects, pruned...)
-			report.Changed = apply.Changed(report.Objects)
-			if err != nil {
-				return failed(err)
-			}
-			if pruneReported {
-				report.Add(controllers.PruneCheck(stale, false))
-			}
-			var deployments = out.Overlay.Final
-			var workloads = objs[:0:0]
-			for _, o := range objs {
-				if o.GetKind() == "Deployment" {
-					workloads = append(workloads, o)
-				}
-			}
-			progress(fmt.Sprintf("waiting for %d Deployment(s) to roll out (timeout %s)", len(workloads), timeout))
-			if err := wait.Rollouts(ctx, cl.Clients(), workloads, timeout, progress); err != nil {
-				report.Add(gate.Check{ID: controllers.CheckRollout, Phase: controllers.Phase, Stage: gate.After,
-					Title: "rollouts finished", Verdict: gate.Fail, Message: err.Error()})
-				return done()
-			}
-			report.Add(controllers.After(ctx, cl, deployments)...)
-			return done()
+			return a.finish(run.Report)
 		},
 	}
-	addRenderFlags(cmd, f, pins)
+	addRenderFlags(cmd, f, a.pins)
 	fl := cmd.Flags()
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
-	fl.BoolVar(&force, "force", false, "apply even over a Flux managed by a Flux Kustomization or the Flux operator")
-	fl.BoolVar(&migrate, "migrate-crds", false, "when the new CRDs drop a version objects are stored in, migrate those objects to the new storage version first")
-	fl.BoolVar(&pruneCRD, "prune-crds", false, "also prune CRDs the render no longer has while custom resources still use them (deletes those resources)")
-	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for CRDs and rollouts")
+	fl.BoolVar(&o.Force, "force", false, "apply even over a Flux managed by a Flux Kustomization or the Flux operator")
+	fl.BoolVar(&o.MigrateCRDs, "migrate-crds", false, "when the new CRDs drop a version objects are stored in, migrate those objects to the new storage version first")
+	fl.BoolVar(&o.PruneCRDs, "prune-crds", false, "also prune CRDs the render no longer has while custom resources still use them (deletes those resources)")
+	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for CRDs and rollouts")
 	return cmd
 }
 
 // writePlan prints the plan at a glance: counts, then every object that
 // changes, with restarts and take-overs called out.
+func (a *app) writePlan(plan []gate.ObjectChange, dryRun bool) {
+	if a.out.format == "text" {
+		writePlan(a.streams.ErrOut, plan, dryRun)
+	}
+}
+
+// writePlan prints a plan to w.
 func writePlan(w io.Writer, plan []gate.ObjectChange, dryRun bool) {
 	counts := map[string]int{}
 	var restarts []string

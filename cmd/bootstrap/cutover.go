@@ -1,20 +1,16 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/homelab-ops/bootstrap/pkg/apply"
-	"github.com/homelab-ops/bootstrap/pkg/gate"
-	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
 
-func newCutoverCommand(rf *reportFlags) *cobra.Command {
+func newCutoverCommand(a *app) *cobra.Command {
 	o := rootsync.CutoverOptions{}
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "cutover",
 		Short: "Move a cluster synced from a temporary source to its final source",
@@ -29,32 +25,15 @@ source, proves that Ready again, and exits 1 with the evidence.`,
   bootstrap cutover --dry-run -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			report := gate.NewReport("cutover")
-			report.DryRun = o.DryRun
-			cfg, err := kube.Config(rf.kube)
-			if err != nil {
-				return fail(rf, report, gate.InputErrorf("%w", err))
-			}
-			cl, err := apply.Connect(cfg)
-			if err != nil {
-				return fail(rf, report, err)
-			}
-			o.Progress = func(line string) {
-				if rf.output == "text" {
-					fmt.Fprintln(os.Stderr, "  "+line)
-				}
-			}
-			if err := rootsync.Cutover(cmd.Context(), cl, o, report); err != nil {
-				return fail(rf, report, err)
-			}
-			return finish(rf, report)
+			run := a.newRun("cutover", dryRun)
+			return a.execute(cmd.Context(), run, rootsync.NewCutoverPhase(o, a.connect))
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.To, "to", "", "the final source URL (default: the URL git declares, recorded by sync)")
-	fl.StringVar(&o.Namespace, "namespace", "flux-system", "namespace of the GitRepository")
-	fl.StringVar(&o.Name, "source", "flux-system", "name of the GitRepository")
+	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the GitRepository")
+	fl.StringVar(&o.Name, "source", DefaultFluxNamespace, "name of the GitRepository")
 	fl.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the final source, then for the Kustomizations")
-	fl.BoolVar(&o.DryRun, "dry-run", false, "say what would be switched and change nothing")
+	fl.BoolVar(&dryRun, "dry-run", false, "say what would be switched and change nothing")
 	return cmd
 }

@@ -2,61 +2,43 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
-
-// bin is the bootstrap binary under test, built once: these tests run the
-// real command line, exit codes included.
-var bin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "bootstrap-cli-")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "bootstrap")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		os.Stderr.Write(out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
 
 type result struct {
 	code           int
 	stdout, stderr string
 }
 
-func runCLI(t *testing.T, args ...string) result {
+// cli runs the command line in-process (as flux2's executeCommand does),
+// with stdin, an environment of its own and no kubeconfig unless env names
+// one, and collects the exit code and both streams.
+func cli(t *testing.T, stdin string, env map[string]string, args ...string) result {
 	t.Helper()
-	return execCLI(t, exec.Command(bin, args...))
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", filepath.Join(home, "no-kubeconfig"))
+	if k, ok := env["KUBECONFIG"]; ok {
+		t.Setenv("KUBECONFIG", k)
+	}
+	var o, e bytes.Buffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &o, ErrOut: &e}
+	code := run(context.Background(), args, streams, func(k string) string { return env[k] })
+	return result{code, o.String(), e.String()}
 }
 
-// execCLI runs a prepared command of the binary and collects its exit code
-// and output.
-func execCLI(t *testing.T, cmd *exec.Cmd) result {
+func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	code := 0
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, o.String(), e.String()}
+	return cli(t, "", nil, args...)
 }
 
 const fixtures = "../../pkg/render/testdata/overlays/"

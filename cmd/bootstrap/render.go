@@ -12,6 +12,7 @@ import (
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/render"
 	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
@@ -68,8 +69,7 @@ func (f *renderFlags) options() (render.Options, error) {
 // manifestFile is the file --output-dir writes, as `flux install --export` names it.
 const manifestFile = "gotk-components.yaml"
 
-func newRenderCommand(rf *reportFlags) *cobra.Command {
-	pins, pinErr := versions.Load()
+func newRenderCommand(a *app) *cobra.Command {
 	f := &renderFlags{}
 	var outDir string
 	cmd := &cobra.Command{
@@ -80,48 +80,39 @@ func newRenderCommand(rf *reportFlags) *cobra.Command {
   bootstrap render --overlays ./my-overlays --output-dir out/ -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			report := gate.NewReport("render")
-			if pinErr != nil {
-				return fail(rf, report, pinErr)
-			}
+			run := a.newRun("render", false)
 			opts, err := f.options()
 			if err != nil {
-				return fail(rf, report, err)
+				return a.fail(run.Report, err)
 			}
-			out, err := render.Run(cmd.Context(), opts)
-			if err != nil {
-				return fail(rf, report, err)
-			}
-			report.Add(out.Checks...)
-			for _, w := range out.Warnings {
-				report.Warn(w)
-			}
-			for k, v := range out.Facts {
-				report.Facts[k] = v
+			phase := render.NewPhase(opts)
+			if err := pipeline.Execute(cmd.Context(), run, phase); err != nil {
+				return a.fail(run.Report, err)
 			}
 			// Fail closed: a render whose overlays did not prove out is not
 			// printed, so a pipe into an apply cannot ship it.
-			if report.ExitCode() == gate.ExitFailed {
-				return finish(rf, report)
+			if run.Report.ExitCode() == gate.ExitFailed {
+				return a.finish(run.Report)
 			}
+			yaml := phase.Output.YAML
 			if outDir != "" {
 				p := filepath.Join(outDir, manifestFile)
 				if err := os.MkdirAll(outDir, 0o755); err != nil {
-					return fail(rf, report, fmt.Errorf("--output-dir %s: %w", outDir, err))
+					return a.fail(run.Report, fmt.Errorf("--output-dir %s: %w", outDir, err))
 				}
-				if err := os.WriteFile(p, out.YAML, 0o644); err != nil {
-					return fail(rf, report, fmt.Errorf("--output-dir %s: %w", outDir, err))
+				if err := os.WriteFile(p, yaml, 0o644); err != nil {
+					return a.fail(run.Report, fmt.Errorf("--output-dir %s: %w", outDir, err))
 				}
-				report.Facts["manifests"] = p
-			} else if rf.output == "text" {
-				if _, err := os.Stdout.Write(out.YAML); err != nil {
-					return fail(rf, report, err)
+				run.Report.Facts["manifests"] = p
+			} else if a.out.format == "text" {
+				if _, err := a.streams.Out.Write(yaml); err != nil {
+					return a.fail(run.Report, err)
 				}
 			}
-			return finish(rf, report)
+			return a.finish(run.Report)
 		},
 	}
-	addRenderFlags(cmd, f, pins)
+	addRenderFlags(cmd, f, a.pins)
 	cmd.Flags().StringVar(&outDir, "output-dir", "", "write "+manifestFile+" into this directory instead of stdout (needed with -o json)")
 	return cmd
 }

@@ -1,25 +1,39 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
 
-// reportFlags select where the gate report goes, and which cluster the
-// cluster commands talk to.
-type reportFlags struct {
-	output     string
+// app is what every command shares: the streams, the output and cluster
+// flag groups, the environment and the pinned versions.
+type app struct {
+	streams genericiooptions.IOStreams
+	getenv  func(string) string
+	out     outputFlags
+	cluster *genericclioptions.ConfigFlags
+	pins    versions.Pins
+	pinErr  error
+}
+
+// outputFlags select where the report goes.
+type outputFlags struct {
+	format     string
 	reportJSON string
 	junit      string
-	kube       kube.Options
 }
 
 // usageError marks a command-line mistake (exit 2).
@@ -27,13 +41,34 @@ type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
 
-func isUsage(err error) bool {
+// exitError carries an exit code after the command already reported.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// run executes the command line and returns the exit code.
+func run(ctx context.Context, args []string, streams genericiooptions.IOStreams, getenv func(string) string) int {
+	root := newRootCommand(streams, getenv)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return gate.ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintln(streams.ErrOut, "error:", err)
 	var ue *usageError
-	return errors.As(err, &ue)
+	if gate.IsInput(err) || errors.As(err, &ue) {
+		return gate.ExitInput
+	}
+	return gate.ExitFailed
 }
 
-func newRootCommand() *cobra.Command {
-	rf := &reportFlags{}
+func newRootCommand(streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
+	a := &app{streams: streams, getenv: getenv, cluster: kube.ClusterFlags()}
+	a.pins, a.pinErr = versions.Load()
 	root := &cobra.Command{
 		Use:   "bootstrap",
 		Short: "Bring Flux onto a cluster and prove its controllers run as customized",
@@ -45,34 +80,71 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if rf.output != "text" && rf.output != "json" {
-				return &usageError{fmt.Errorf("--output %q: want text or json", rf.output)}
+			if a.out.format != "text" && a.out.format != "json" {
+				return &usageError{fmt.Errorf("--output %q: want text or json", a.out.format)}
 			}
 			return nil
 		},
 	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVarP(&rf.output, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout)")
-	pf.StringVar(&rf.reportJSON, "report-json", "", "also write the JSON report to this file")
-	pf.StringVar(&rf.junit, "junit", "", "also write the report as JUnit XML to this file")
-	pf.StringVar(&rf.kube.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	pf.StringVar(&rf.kube.Context, "context", "", "kubeconfig context (default: the current context)")
-	pf.DurationVar(&rf.kube.Timeout, "request-timeout", 30*time.Second, "timeout of each API request")
+	pf.StringVarP(&a.out.format, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout)")
+	pf.StringVar(&a.out.reportJSON, "report-json", "", "also write the JSON report to this file")
+	pf.StringVar(&a.out.junit, "junit", "", "also write the report as JUnit XML to this file")
+	a.cluster.AddFlags(pf)
 
-	root.AddCommand(newRenderCommand(rf), newControllersCommand(rf), newVersionCommand())
-	root.AddCommand(newAgeKeyCommand(rf), newSyncCommand(rf), newCutoverCommand(rf))
+	root.AddCommand(newRenderCommand(a), newControllersCommand(a), newVersionCommand(a))
+	root.AddCommand(newAgeKeyCommand(a), newSyncCommand(a), newCutoverCommand(a))
 	return root
 }
 
+// connect opens the cluster the cluster flags name; a kubeconfig that
+// cannot be loaded is an input error.
+func (a *app) connect() (*apply.Cluster, error) {
+	cfg, err := kube.Config(a.cluster)
+	if err != nil {
+		return nil, gate.InputErrorf("%w", err)
+	}
+	return apply.Connect(cfg)
+}
+
+// newRun starts a pipeline run whose progress lines go to stderr in text
+// mode (and nowhere in JSON mode, where stdout is the document).
+func (a *app) newRun(command string, dryRun bool) *pipeline.Run {
+	r := gate.NewReport(command)
+	r.DryRun = dryRun
+	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: a.progress}
+}
+
+// progress is the one progress printer.
+func (a *app) progress(line string) {
+	if a.out.format == "text" {
+		fmt.Fprintln(a.streams.ErrOut, "  "+line)
+	}
+}
+
+// execute runs the phases and reports.
+func (a *app) execute(ctx context.Context, run *pipeline.Run, phases ...pipeline.Phase) error {
+	if a.pinErr != nil {
+		return a.fail(run.Report, a.pinErr)
+	}
+	if err := pipeline.Execute(ctx, run, phases...); err != nil {
+		return a.fail(run.Report, err)
+	}
+	return a.finish(run.Report)
+}
+
 // finish writes the report where asked and turns it into the exit code.
-func finish(rf *reportFlags, r *gate.Report) error {
+func (a *app) finish(r *gate.Report) error {
 	var errs []string
-	if rf.output == "json" {
-		if err := gate.WriteJSON(os.Stdout, r); err != nil {
+	if a.out.format == "json" {
+		if err := gate.WriteJSON(a.streams.Out, r); err != nil {
 			errs = append(errs, err.Error())
 		}
-	} else if err := gate.WriteText(os.Stderr, r); err != nil {
+	} else if err := gate.WriteText(a.streams.ErrOut, r); err != nil {
 		errs = append(errs, err.Error())
 	}
 	write := func(path string, w func(*os.File) error) {
@@ -90,10 +162,10 @@ func finish(rf *reportFlags, r *gate.Report) error {
 			errs = append(errs, fmt.Sprintf("write %s: %v", path, err))
 		}
 	}
-	write(rf.reportJSON, func(f *os.File) error { return gate.WriteJSON(f, r) })
-	write(rf.junit, func(f *os.File) error { return gate.WriteJUnit(f, r) })
+	write(a.out.reportJSON, func(f *os.File) error { return gate.WriteJSON(f, r) })
+	write(a.out.junit, func(f *os.File) error { return gate.WriteJUnit(f, r) })
 	if len(errs) > 0 {
-		fmt.Fprintln(os.Stderr, "error: report:", strings.Join(errs, "; "))
+		fmt.Fprintln(a.streams.ErrOut, "error: report:", strings.Join(errs, "; "))
 		return &exitError{code: gate.ExitInput}
 	}
 	if code := r.ExitCode(); code != gate.ExitOK {
@@ -103,13 +175,12 @@ func finish(rf *reportFlags, r *gate.Report) error {
 }
 
 // fail records an error that stopped the run in the report, so JSON and
-// JUnit readers see it too, and exits with its code.
-func fail(rf *reportFlags, r *gate.Report, err error) error {
-	if !gate.IsInput(err) {
-		// Not an input error: report it as a failed run, not exit 2.
-		r.Add(gate.Check{ID: "run", Phase: "run", Stage: gate.After, Title: "run completed", Verdict: gate.Fail, Message: err.Error()})
-		return finish(rf, r)
-	}
+// JUnit readers see it too, and exits with its code: 2 for an input error,
+// 1 otherwise.
+func (a *app) fail(r *gate.Report, err error) error {
 	r.Error = err.Error()
-	return finish(rf, r)
+	if !gate.IsInput(err) {
+		r.ErrorCode = gate.ExitFailed
+	}
+	return a.finish(r)
 }

@@ -1,24 +1,19 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
-	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
 
-func newSyncCommand(rf *reportFlags) *cobra.Command {
+func newSyncCommand(a *app) *cobra.Command {
 	var (
-		o                            rootsync.Options
-		env                          string
+		o                            rootsync.RunOptions
+		rf                           repoFlags
 		dryRun                       bool
-		timeout                      time.Duration
 		srcURL, srcBranch, srcSecret string
 	)
 	cmd := &cobra.Command{
@@ -40,62 +35,28 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
   bootstrap sync --env dev -o json --report-json /var/log/bootstrap/sync.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			report := gate.NewReport("sync")
-			report.DryRun = dryRun
-			switch {
-			case env != "" && o.Path != "":
-				return fail(rf, report, gate.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME"))
-			case env != "":
-				o.Path = "clusters/" + env
-			case o.Path == "":
-				return fail(rf, report, gate.InputErrorf("which environment? pass --env NAME (clusters/NAME) or --path"))
+			run := a.newRun("sync", dryRun)
+			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
+			var err error
+			o.Build.Repo = rf.repo
+			if o.Build.Path, err = rf.resolve(); err != nil {
+				return a.fail(run.Report, err)
 			}
 			if srcURL == "" && (srcBranch != "" || srcSecret != "") {
-				return fail(rf, report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
+				return a.fail(run.Report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
 			}
-			report.Facts["path"] = o.Path
-			r, err := rootsync.Build(o)
-			if err != nil {
-				return fail(rf, report, err)
-			}
-			report.Add(rootsync.Static(r)...)
-			if report.ExitCode() != gate.ExitOK {
-				return finish(rf, report)
-			}
-			cfg, err := kube.Config(rf.kube)
-			if err != nil {
-				return fail(rf, report, gate.InputErrorf("%w", err))
-			}
-			cl, err := apply.Connect(cfg)
-			if err != nil {
-				return fail(rf, report, err)
-			}
-			ro := rootsync.RunOptions{DryRun: dryRun, Timeout: timeout, Progress: func(line string) {
-				if rf.output == "text" {
-					fmt.Fprintln(os.Stderr, "  "+line)
-				}
-			}}
 			if srcURL != "" {
-				ro.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
+				o.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
 			}
-			err = rootsync.Run(cmd.Context(), cl, r, ro, report)
-			if report.Objects != nil && rf.output == "text" {
-				writePlan(os.Stderr, report.Objects, dryRun)
-			}
-			if err != nil {
-				return fail(rf, report, err)
-			}
-			return finish(rf, report)
+			return a.execute(cmd.Context(), run, rootsync.NewPhase(o, a.connect))
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.Repo, "repo", ".", "the GitOps repository's root directory")
-	fl.StringVar(&env, "env", "", "environment: builds clusters/NAME")
-	fl.StringVar(&o.Path, "path", "", "the cluster root inside --repo (instead of --env)")
-	fl.StringVar(&o.Namespace, "namespace", "flux-system", "namespace of the root Kustomization")
-	fl.StringVar(&o.RootName, "root", "flux-system", "name of the root Kustomization")
+	rf.add(fl)
+	fl.StringVar(&o.Build.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
+	fl.StringVar(&o.Build.RootName, "root", DefaultFluxNamespace, "name of the root Kustomization")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
-	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the source and the root")
+	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the source and the root")
 	fl.StringVar(&srcURL, "source-url", "", "point the GitRepository at this temporary source (cold bring-up) until `bootstrap cutover`")
 	fl.StringVar(&srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
 	fl.StringVar(&srcSecret, "source-secret", "", "Secret with the temporary source's credentials (default: none)")

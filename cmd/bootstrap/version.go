@@ -8,7 +8,7 @@ import (
 	bootstrap "github.com/homelab-ops/bootstrap"
 )
 
-func newVersionCommand() *cobra.Command {
+func newVersionCommand(_ *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "versions",
 		Short: "Print the pinned versions this build was made with (versions.env)",

@@ -17,6 +17,22 @@ import (
 // Phase is this phase's name in reports.
 const Phase = "age-key"
 
+// Gates of the age-key phase. The repository gates run before the install
+// (with the given key) and after it (with the installed Secret): At picks
+// the stage.
+var (
+	GateIdentity          = gate.Def{ID: "age-key.identity", Phase: Phase, Stage: gate.Before, Title: "age identity parses"}
+	GateIdentityFileMode  = gate.Def{ID: "age-key.identity-file-mode", Phase: Phase, Stage: gate.Before, Title: "key file is private to its owner"}
+	GateScope             = gate.Def{ID: "age-key.scope", Phase: Phase, Stage: gate.Before, Title: "the environment's SOPS files are found"}
+	GateRecipient         = gate.Def{ID: "age-key.recipient", Phase: Phase, Stage: gate.Before, Title: "the key is a recipient of each SOPS file", Prefix: true}
+	GateDecrypt           = gate.Def{ID: "age-key.decrypt", Phase: Phase, Stage: gate.Before, Title: "each SOPS file decrypts in-process", Prefix: true}
+	GateSopsConfig        = gate.Def{ID: "age-key.sops-config", Phase: Phase, Stage: gate.Before, Title: ".sops.yaml creation rules include the key"}
+	GateRotation          = gate.Def{ID: "age-key.rotation", Phase: Phase, Stage: gate.Before, Title: "an existing key is replaced only with --rotate"}
+	GateSecretApplied     = gate.Def{ID: "age-key.secret-applied", Phase: Phase, Stage: gate.After, Title: "the Secret is applied"}
+	GateSecret            = gate.Def{ID: "age-key.secret", Phase: Phase, Stage: gate.After, Title: "the Secret exists and holds age identities"}
+	GateInstalledDecrypts = gate.Def{ID: "age-key.installed-decrypts", Phase: Phase, Stage: gate.After, Title: "the installed Secret decrypts the environment"}
+)
+
 // Defaults of the Secret kustomize-controller reads.
 const (
 	DefaultNamespace  = "flux-system"
@@ -34,14 +50,9 @@ func IdentityChecks(ids *Identities) []gate.Check {
 	for _, k := range ids.Keys {
 		ev = append(ev, fmt.Sprintf("%s identity, recipient %s", k.Type, k.Recipient))
 	}
-	cs := []gate.Check{{
-		ID: "age-key.identity", Phase: Phase, Stage: gate.Before, Title: "age identity parses",
-		Verdict: gate.Pass, Message: fmt.Sprintf("%d age identit%s from %s", len(ids.Keys), plural(len(ids.Keys), "y", "ies"), ids.Source),
-		Evidence: ev,
-	}}
+	cs := []gate.Check{GateIdentity.Pass(fmt.Sprintf("%d age identit%s from %s", len(ids.Keys), plural(len(ids.Keys), "y", "ies"), ids.Source), ev...)}
 	if ids.FromFile {
-		c := gate.Check{ID: "age-key.identity-file-mode", Phase: Phase, Stage: gate.Before, Title: "key file is private to its owner",
-			Verdict: gate.Pass, Message: fmt.Sprintf("%s has mode %04o", ids.Source, ids.Mode), Evidence: []string{fmt.Sprintf("mode %04o", ids.Mode)}}
+		c := GateIdentityFileMode.Pass(fmt.Sprintf("%s has mode %04o", ids.Source, ids.Mode), fmt.Sprintf("mode %04o", ids.Mode))
 		if ids.Mode&0o044 != 0 {
 			c.Verdict = gate.Warn
 			c.Message = fmt.Sprintf("%s is readable by group or others (mode %04o): chmod 600 %s", ids.Source, ids.Mode, ids.Source)
@@ -57,7 +68,7 @@ func IdentityChecks(ids *Identities) []gate.Check {
 func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (checks []gate.Check, decrypted int) {
 	target := s.Namespace + "/" + s.SecretName
 	uses := s.Uses()
-	scope := gate.Check{ID: "age-key.scope", Phase: Phase, Stage: stage, Title: "the environment's SOPS files are found"}
+	scope := GateScope.At(stage).New()
 	for _, k := range s.Kustomizations {
 		d := "no decryption"
 		if k.Provider != "" {
@@ -86,8 +97,8 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 	checks = append(checks, scope)
 
 	for _, f := range s.Files {
-		rc := gate.Check{ID: "age-key.recipient/" + f.Path, Phase: Phase, Stage: stage, Title: "the key is a recipient of " + f.Path}
-		dc := gate.Check{ID: "age-key.decrypt/" + f.Path, Phase: Phase, Stage: stage, Title: f.Path + " decrypts in-process"}
+		rc, dc := GateRecipient.At(stage).Each(f.Path).New(), GateDecrypt.At(stage).Each(f.Path).New()
+		rc.Title, dc.Title = "the key is a recipient of "+f.Path, f.Path+" decrypts in-process"
 		rc.Evidence = append(rc.Evidence, "file recipients (sops.age): "+orNone(f.Recipients))
 		if f.OtherKeys > 0 {
 			rc.Evidence = append(rc.Evidence, fmt.Sprintf("%d non-age master key(s), not usable by this Secret", f.OtherKeys))
@@ -144,7 +155,7 @@ func soften(c gate.Check, force bool) gate.Check {
 // sopsConfigCheck reads .sops.yaml's creation rules for each file: a rule
 // that does not list the key means the next `sops` edit locks it out.
 func sopsConfigCheck(ids *Identities, s *Scope, stage gate.Stage) gate.Check {
-	c := gate.Check{ID: "age-key.sops-config", Phase: Phase, Stage: stage, Title: ".sops.yaml creation rules include the key"}
+	c := GateSopsConfig.At(stage).New()
 	confPath := filepath.Join(s.Repo, ".sops.yaml")
 	if _, err := os.Stat(confPath); errors.Is(err, fs.ErrNotExist) {
 		c.Verdict = gate.Warn

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 )
 
 // Options of both subcommands.
@@ -37,67 +38,107 @@ func (o *Options) defaults() {
 	}
 }
 
-// Install is `bootstrap age-key`: read and parse the identity, match and
-// test-decrypt the environment's files, and only then apply the Secret and
-// prove the installed Secret decrypts them. An input error is returned
-// (exit 2); every gate lands in r.
+// Install is `bootstrap age-key` as one pipeline run into r: read and parse
+// the identity, match and test-decrypt the environment's files, and only
+// then apply the Secret and prove the installed Secret decrypts them. An
+// input error is returned (exit 2); every gate lands in r.
 func Install(ctx context.Context, r *gate.Report, in Input, o Options, connect Connect) error {
+	return pipeline.Execute(ctx, &pipeline.Run{Report: r}, NewInstallPhase(in, o, connect))
+}
+
+// Verify is `bootstrap age-key verify`, the after-gate on its own: the
+// Secret exists and parses, its recipients cover the environment's SOPS
+// files, and it decrypts them.
+func Verify(ctx context.Context, r *gate.Report, o Options, connect Connect) error {
+	return pipeline.Execute(ctx, &pipeline.Run{Report: r}, NewVerifyPhase(o, connect))
+}
+
+// NewInstallPhase is step 2 as a pipeline phase.
+func NewInstallPhase(in Input, o Options, connect Connect) *InstallPhase {
 	o.defaults()
+	return &InstallPhase{in: in, o: o, connect: connect}
+}
+
+// InstallPhase installs the sops-age Secret, proven before and after.
+type InstallPhase struct {
+	in      Input
+	o       Options
+	connect Connect
+
+	ids   *Identities
+	scope *Scope
+	c     client.Client
+}
+
+// Name implements pipeline.Phase.
+func (p *InstallPhase) Name() string { return Phase }
+
+// Gates implements pipeline.Phase.
+func (p *InstallPhase) Gates() []gate.Def {
+	return []gate.Def{GateIdentity, GateIdentityFileMode, GateScope, GateRecipient, GateDecrypt, GateSopsConfig,
+		GateRotation, GateSecretApplied, GateSecret, GateInstalledDecrypts}
+}
+
+// Before reads the identity and proves it on the repository, offline.
+func (p *InstallPhase) Before(_ context.Context, run *pipeline.Run) ([]gate.Check, error) {
+	o := p.o
 	if o.Path == "" {
-		return gate.InputErrorf("--path is required: the environment whose files the key must decrypt, e.g. --path clusters/dev")
+		return nil, gate.InputErrorf("--path is required: the environment whose files the key must decrypt, e.g. --env dev or --path clusters/dev")
 	}
-	ids, err := Read(in)
+	ids, err := Read(p.in)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	scope, err := Scan(o.Repo, o.Path, o.Namespace, o.SecretName)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	p.ids, p.scope = ids, scope
+	r := run.Report
 	r.Facts["secret"] = o.Namespace + "/" + o.SecretName
 	r.Facts["recipients"] = strings.Join(ids.Recipients(), ",")
-	r.Add(IdentityChecks(ids)...)
-	checks, decrypted := RepositoryChecks(ids, scope, gate.Before, o.Force)
-	r.Add(checks...)
+	checks := IdentityChecks(ids)
+	repo, decrypted := RepositoryChecks(ids, scope, gate.Before, o.Force)
+	checks = append(checks, repo...)
 	r.Facts["decrypted"] = fmt.Sprintf("%d/%d", decrypted, len(scope.Files))
-
-	blocked := 0
-	for _, c := range r.Checks {
-		if c.Verdict == gate.Fail || (c.Verdict == gate.Skip && !c.Optional) {
-			blocked++
+	if gate.Blocks(checks...) {
+		blocked := 0
+		for _, c := range checks {
+			if gate.Blocks(c) {
+				blocked++
+			}
 		}
+		checks = append(checks, GateSecretApplied.Skip(fmt.Sprintf("not installed: %d gate%s before it did not pass; nothing was changed (fix them, or pass --force to install anyway)", blocked, plural(blocked, "", "s"))))
 	}
-	if blocked > 0 {
-		r.Add(gate.Check{ID: "age-key.secret-applied", Phase: Phase, Stage: gate.After, Title: "Secret " + o.Namespace + "/" + o.SecretName + " is applied",
-			Verdict: gate.Skip, Message: fmt.Sprintf("not installed: %d gate%s before it did not pass; nothing was changed (fix them, or pass --force to install anyway)", blocked, plural(blocked, "", "s"))})
+	return checks, nil
+}
+
+// Do applies the Secret (refusing a rotation without --rotate). A dry run
+// reports what it would apply.
+func (p *InstallPhase) Do(ctx context.Context, run *pipeline.Run) error {
+	c, rm, err := p.connect()
+	if err != nil {
+		return err
+	}
+	p.c = c
+	if run.DryRun {
 		return nil
 	}
+	ins, changed, err := InstallSecret(ctx, c, rm, p.ids, InstallOptions{Namespace: p.o.Namespace, Name: p.o.SecretName, Rotate: p.o.Rotate})
+	run.Report.Add(ins...)
+	run.Report.Changed = run.Report.Changed || changed
+	return err
+}
 
-	c, rm, err := connect()
-	if err != nil {
-		return err
-	}
-	ins, changed, err := InstallSecret(ctx, c, rm, ids, InstallOptions{Namespace: o.Namespace, Name: o.SecretName, Rotate: o.Rotate})
-	r.Add(ins...)
-	r.Changed = changed
-	if err != nil {
-		return err
-	}
-	for _, ck := range ins {
-		if ck.Verdict == gate.Fail {
-			return nil
-		}
-	}
-
-	// After: the live Secret, read back, decrypts what the input did.
-	ck, live := ReadSecret(ctx, c, o.Namespace, o.SecretName, ids)
-	r.Add(ck)
+// After reads the live Secret back and proves it decrypts what the input did.
+func (p *InstallPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
+	ck, live := ReadSecret(ctx, p.c, p.o.Namespace, p.o.SecretName, p.ids)
 	if live == nil {
-		return nil
+		return []gate.Check{ck}
 	}
-	after, n := RepositoryChecks(live, scope, gate.After, o.Force)
-	sum := gate.Check{ID: "age-key.installed-decrypts", Phase: Phase, Stage: gate.After, Title: "the installed Secret decrypts the environment",
-		Verdict: gate.Pass, Message: fmt.Sprintf("the installed Secret decrypts %d/%d SOPS file%s under %s", n, len(scope.Files), plural(len(scope.Files), "", "s"), scope.Env)}
+	scope := p.scope
+	after, n := RepositoryChecks(live, scope, gate.After, p.o.Force)
+	sum := GateInstalledDecrypts.Pass(fmt.Sprintf("the installed Secret decrypts %d/%d SOPS file%s under %s", n, len(scope.Files), plural(len(scope.Files), "", "s"), scope.Env))
 	for _, a := range after {
 		if a.Verdict == gate.Fail || a.Verdict == gate.Skip {
 			sum.Verdict = a.Verdict
@@ -111,35 +152,58 @@ func Install(ctx context.Context, r *gate.Report, in Input, o Options, connect C
 	if len(scope.Files) == 0 {
 		sum.Verdict, sum.Message = gate.Warn, "the installed Secret parses; there is no SOPS file to prove it on (--force)"
 	}
-	r.Add(sum)
-	return nil
+	return []gate.Check{ck, sum}
 }
 
-// Verify is `bootstrap age-key verify`, the after-gate on its own: the
-// Secret exists and parses, its recipients cover the environment's SOPS
-// files, and it decrypts them.
-func Verify(ctx context.Context, r *gate.Report, o Options, connect Connect) error {
+// NewVerifyPhase is `age-key verify`: only the after-gates, on the live Secret.
+func NewVerifyPhase(o Options, connect Connect) *VerifyPhase {
 	o.defaults()
-	if o.Path == "" {
-		return gate.InputErrorf("--path is required: the environment whose files the Secret must decrypt, e.g. --path clusters/dev")
+	return &VerifyPhase{o: o, connect: connect}
+}
+
+// VerifyPhase proves the installed Secret without changing anything.
+type VerifyPhase struct {
+	o       Options
+	connect Connect
+	scope   *Scope
+	c       client.Client
+}
+
+// Name implements pipeline.Phase.
+func (p *VerifyPhase) Name() string { return Phase }
+
+// Gates implements pipeline.Phase.
+func (p *VerifyPhase) Gates() []gate.Def {
+	return []gate.Def{GateSecret, GateScope.At(gate.After), GateRecipient.At(gate.After), GateDecrypt.At(gate.After), GateSopsConfig.At(gate.After)}
+}
+
+// Before scans the repository.
+func (p *VerifyPhase) Before(context.Context, *pipeline.Run) ([]gate.Check, error) {
+	if p.o.Path == "" {
+		return nil, gate.InputErrorf("--path is required: the environment whose files the Secret must decrypt, e.g. --env dev or --path clusters/dev")
 	}
-	scope, err := Scan(o.Repo, o.Path, o.Namespace, o.SecretName)
-	if err != nil {
-		return err
-	}
-	r.Facts["secret"] = o.Namespace + "/" + o.SecretName
-	c, _, err := connect()
-	if err != nil {
-		return err
-	}
-	ck, live := ReadSecret(ctx, c, o.Namespace, o.SecretName, nil)
-	r.Add(ck)
+	scope, err := Scan(p.o.Repo, p.o.Path, p.o.Namespace, p.o.SecretName)
+	p.scope = scope
+	return nil, err
+}
+
+// Do connects; it changes nothing.
+func (p *VerifyPhase) Do(context.Context, *pipeline.Run) error {
+	c, _, err := p.connect()
+	p.c = c
+	return err
+}
+
+// After reads the Secret and proves it on the repository.
+func (p *VerifyPhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+	r := run.Report
+	r.Facts["secret"] = p.o.Namespace + "/" + p.o.SecretName
+	ck, live := ReadSecret(ctx, p.c, p.o.Namespace, p.o.SecretName, nil)
 	if live == nil {
-		return nil
+		return []gate.Check{ck}
 	}
 	r.Facts["recipients"] = strings.Join(live.Recipients(), ",")
-	checks, n := RepositoryChecks(live, scope, gate.After, false)
-	r.Add(checks...)
-	r.Facts["decrypted"] = fmt.Sprintf("%d/%d", n, len(scope.Files))
-	return nil
+	checks, n := RepositoryChecks(live, p.scope, gate.After, false)
+	r.Facts["decrypted"] = fmt.Sprintf("%d/%d", n, len(p.scope.Files))
+	return append([]gate.Check{ck}, checks...)
 }

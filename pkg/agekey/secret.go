@@ -90,7 +90,7 @@ func InstallSecret(ctx context.Context, c client.Client, rm *ssa.ResourceManager
 	case getErr != nil:
 		return nil, false, fmt.Errorf("read Secret %s: %w", ref, getErr)
 	default:
-		rot := gate.Check{ID: "age-key.rotation", Phase: Phase, Stage: gate.Before, Title: "an existing key is replaced only with --rotate"}
+		rot := GateRotation.New()
 		old, keys, perr := SecretIdentities(&live)
 		for _, k := range keys {
 			if k != DataKey {
@@ -136,9 +136,8 @@ func InstallSecret(ctx context.Context, c client.Client, rm *ssa.ResourceManager
 		}
 		changed = true
 	}
-	applied := gate.Check{ID: "age-key.secret-applied", Phase: Phase, Stage: gate.After, Title: "Secret " + ref + " is applied",
-		Verdict: gate.Pass, Message: fmt.Sprintf("Secret %s %s (server-side apply, field manager bootstrap)", ref, entry.Action),
-		Evidence: []string{fmt.Sprintf("data key %s: %d identit%s, recipients %s", DataKey, len(ids.Keys), plural(len(ids.Keys), "y", "ies"), strings.Join(ids.Recipients(), ", "))}}
+	applied := GateSecretApplied.Pass(fmt.Sprintf("Secret %s %s (server-side apply, field manager bootstrap)", ref, entry.Action),
+		fmt.Sprintf("data key %s: %d identit%s, recipients %s", DataKey, len(ids.Keys), plural(len(ids.Keys), "y", "ies"), strings.Join(ids.Recipients(), ", ")))
 	if len(stale) > 0 {
 		applied.Evidence = append(applied.Evidence, "removed the old data keys "+strings.Join(stale, ", "))
 	}
@@ -157,7 +156,7 @@ func safeRecipients(ids *Identities) string {
 // set, must be exactly its identities. ids is nil when the check did not pass.
 func ReadSecret(ctx context.Context, c client.Reader, namespace, name string, want *Identities) (gate.Check, *Identities) {
 	ref := namespace + "/" + name
-	ck := gate.Check{ID: "age-key.secret", Phase: Phase, Stage: gate.After, Title: "Secret " + ref + " exists and holds age identities"}
+	ck := GateSecret.New()
 	var s corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {

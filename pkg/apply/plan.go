@@ -74,11 +74,4 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, m
 }
 
 // Changed reports whether a plan or outcome changes anything.
-func Changed(changes []gate.ObjectChange) bool {
-	for _, c := range changes {
-		if c.Action != string(ssa.UnchangedAction) && c.Action != string(ssa.SkippedAction) {
-			return true
-		}
-	}
-	return false
-}
+func Changed(changes []gate.ObjectChange) bool { return gate.Changed(changes) }

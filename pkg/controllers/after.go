@@ -16,20 +16,13 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
-// Check IDs of the after gates.
-const (
-	CheckFlagsLive = "controllers.flags-live"
-	CheckRollout   = "controllers.rollout"
-)
-
 const revisionAnnotation = "deployment.kubernetes.io/revision"
 
 // After proves the apply landed: the live Deployments carry the effective
 // flags computed at render, and every rollout finished with no pod of an
 // older template left.
 func After(ctx context.Context, cl *apply.Cluster, rendered []appsv1.Deployment) []gate.Check {
-	flags := gate.Check{ID: CheckFlagsLive, Phase: Phase, Stage: gate.After, Title: "live Deployments carry the rendered flags"}
-	roll := gate.Check{ID: CheckRollout, Phase: Phase, Stage: gate.After, Title: "rollouts finished"}
+	flags, roll := GateFlagsLive.New(), GateRollout.New()
 	var flagGaps, rollGaps []string
 	for _, want := range rendered {
 		name := "Deployment/" + want.Namespace + "/" + want.Name

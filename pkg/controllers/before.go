@@ -18,15 +18,6 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
-// Check IDs of the before gates.
-const (
-	CheckReachable   = "cluster.reachable"
-	CheckVersion     = "cluster.version"
-	CheckPermissions = "cluster.permissions"
-	CheckNamespace   = "cluster.namespace"
-	CheckOwnership   = "controllers.ownership"
-)
-
 // BeforeOptions tune the before gates.
 type BeforeOptions struct {
 	Namespace string
@@ -41,10 +32,7 @@ type BeforeOptions struct {
 // returned bool is false when the API is unreachable and nothing further
 // could be asked.
 func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) []gate.Check {
-	check := func(id, title string) gate.Check {
-		return gate.Check{ID: id, Phase: Phase, Stage: gate.Before, Title: title}
-	}
-	reach := check(CheckReachable, "API server reachable")
+	reach := GateReachable.New()
 	info, err := cl.Clientset.Discovery().ServerVersion()
 	if err != nil {
 		reach.Verdict = gate.Fail
@@ -54,7 +42,7 @@ func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstruc
 	reach.Verdict, reach.Message = gate.Pass, fmt.Sprintf("%s answers, Kubernetes %s", cl.Host, info.GitVersion)
 	out := []gate.Check{reach}
 
-	ver := check(CheckVersion, "Kubernetes version supported by Flux")
+	ver := GateVersion.New()
 	switch {
 	case o.MinKubernetes == "":
 		ver.Verdict = gate.Skip
@@ -80,7 +68,7 @@ var applyVerbs = []string{"get", "create", "patch"}
 // permissions asks the API server, with SelfSubjectAccessReviews, whether
 // this identity may do what the apply needs, and lists every gap.
 func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured) gate.Check {
-	c := gate.Check{ID: CheckPermissions, Phase: Phase, Stage: gate.Before, Title: "permissions to apply"}
+	c := GatePermissions.New()
 	type attr struct{ group, resource, ns, verb string }
 	var attrs []attr
 	for _, o := range objs {
@@ -133,7 +121,7 @@ func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Un
 }
 
 func namespace(ctx context.Context, cl *apply.Cluster, name string) gate.Check {
-	c := gate.Check{ID: CheckNamespace, Phase: Phase, Stage: gate.Before, Title: "namespace usable"}
+	c := GateNamespace.New()
 	var ns corev1.Namespace
 	err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, &ns)
 	switch {
@@ -158,7 +146,7 @@ var managerLabels = []struct{ key, who string }{
 }
 
 func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, force bool) gate.Check {
-	c := gate.Check{ID: CheckOwnership, Phase: Phase, Stage: gate.Before, Title: "Flux not managed by something else"}
+	c := GateOwnership.New()
 	var owned []string
 	for _, o := range objs {
 		if o.GetKind() != "Deployment" {

@@ -13,18 +13,12 @@ import (
 )
 
 // Phase is this package's phase name in reports.
-const Phase = "controllers"
-
-// CheckStoredVersions is the gate on CRD storage versions an upgrade drops.
-const CheckStoredVersions = "controllers.crd-stored-versions"
-
-// CheckPrune reports what an apply removes of an earlier install.
-const CheckPrune = "controllers.prune"
+const PhaseName = "controllers"
 
 // StoredVersionsCheck is the before gate: an upgrade that drops a stored
 // version stops, with the fix, unless migrate is set.
 func StoredVersionsCheck(dropped []apply.Dropped, migrate bool) gate.Check {
-	c := gate.Check{ID: CheckStoredVersions, Phase: Phase, Stage: gate.Before, Title: "CRD stored versions kept or migrated"}
+	c := GateStoredVersions.New()
 	var ev []string
 	for _, d := range dropped {
 		ev = append(ev, fmt.Sprintf("CustomResourceDefinition/%s stores %s; the new definition serves only up to storage version %s",
@@ -50,11 +44,11 @@ func StoredVersionsCheck(dropped []apply.Dropped, migrate bool) gate.Check {
 // PruneCheck reports the prune: a warning for every CRD kept because
 // custom resources still use it.
 func PruneCheck(s *apply.Stale, dryRun bool) gate.Check {
-	c := gate.Check{ID: CheckPrune, Phase: Phase, Stage: gate.After, Title: "leftovers of an earlier install pruned", Verdict: gate.Pass}
-	verb := "pruned"
+	c, verb := GatePrune.New(), "pruned"
 	if dryRun {
-		c.Stage, verb = gate.Before, "would prune"
+		c, verb = GatePrune.At(gate.Before).New(), "would prune"
 	}
+	c.Verdict = gate.Pass
 	for _, o := range s.Delete {
 		c.Evidence = append(c.Evidence, verb+" "+apply.ID(o))
 	}

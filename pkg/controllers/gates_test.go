@@ -80,15 +80,15 @@ func TestBeforeGates(t *testing.T) {
 		verdict gate.Verdict
 		message string
 	}{
-		{"version ok", "v1.36.3", nil, nil, false, CheckVersion, gate.Pass, "≥ v1.33.0"},
-		{"version too old", "v1.31.2", nil, nil, false, CheckVersion, gate.Fail, "older than v1.33.0"},
-		{"permissions ok", "v1.36.3", nil, nil, false, CheckPermissions, gate.Pass, "every permission"},
-		{"permission missing", "v1.36.3", map[string]bool{"create deployments": true}, nil, false, CheckPermissions, gate.Fail, "lacks 1 permission"},
-		{"namespace absent", "v1.36.3", nil, nil, false, CheckNamespace, gate.Pass, "will be created"},
-		{"namespace terminating", "v1.36.3", nil, []client.Object{terminating}, false, CheckNamespace, gate.Fail, "is Terminating"},
-		{"not owned", "v1.36.3", nil, nil, false, CheckOwnership, gate.Pass, "no Flux Kustomization"},
-		{"owned by a Kustomization", "v1.36.3", nil, []client.Object{owned}, false, CheckOwnership, gate.Fail, "or pass --force"},
-		{"owned, --force", "v1.36.3", nil, []client.Object{owned}, true, CheckOwnership, gate.Warn, "--force"},
+		{"version ok", "v1.36.3", nil, nil, false, GateVersion.ID, gate.Pass, "≥ v1.33.0"},
+		{"version too old", "v1.31.2", nil, nil, false, GateVersion.ID, gate.Fail, "older than v1.33.0"},
+		{"permissions ok", "v1.36.3", nil, nil, false, GatePermissions.ID, gate.Pass, "every permission"},
+		{"permission missing", "v1.36.3", map[string]bool{"create deployments": true}, nil, false, GatePermissions.ID, gate.Fail, "lacks 1 permission"},
+		{"namespace absent", "v1.36.3", nil, nil, false, GateNamespace.ID, gate.Pass, "will be created"},
+		{"namespace terminating", "v1.36.3", nil, []client.Object{terminating}, false, GateNamespace.ID, gate.Fail, "is Terminating"},
+		{"not owned", "v1.36.3", nil, nil, false, GateOwnership.ID, gate.Pass, "no Flux Kustomization"},
+		{"owned by a Kustomization", "v1.36.3", nil, []client.Object{owned}, false, GateOwnership.ID, gate.Fail, "or pass --force"},
+		{"owned, --force", "v1.36.3", nil, []client.Object{owned}, true, GateOwnership.ID, gate.Warn, "--force"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestAfterGates(t *testing.T) {
 			objs := append([]client.Object{tt.live}, tt.extra(tt.live)...)
 			cl := fakeCluster(t, "v1.36.3", nil, objs...)
 			checks := After(context.Background(), cl, []appsv1.Deployment{rendered})
-			f, r := verdictOf(checks, CheckFlagsLive), verdictOf(checks, CheckRollout)
+			f, r := verdictOf(checks, GateFlagsLive.ID), verdictOf(checks, GateRollout.ID)
 			if f.Verdict != tt.flags || r.Verdict != tt.roll {
 				t.Fatalf("flags-live %s (%v), rollout %s (%v); want %s, %s", f.Verdict, f.Evidence, r.Verdict, r.Evidence, tt.flags, tt.roll)
 			}

@@ -88,3 +88,16 @@ func Missing(defs []Def, have []Check, why string) []Check {
 	}
 	return out
 }
+
+// New is a check of the gate with no verdict yet, for code that decides the
+// verdict and message further on.
+func (d Def) New() Check {
+	return Check{ID: d.ID, Phase: d.Phase, Stage: d.Stage, Title: d.Title, Optional: d.Optional}
+}
+
+// At is the Def at another stage (a gate that runs before on a dry run and
+// after on an apply).
+func (d Def) At(s Stage) Def {
+	d.Stage = s
+	return d
+}

@@ -68,6 +68,16 @@ type ObjectChange struct {
 	TakenOverFrom []string `json:"takenOverFrom,omitempty"`
 }
 
+// Changed says whether any change is more than unchanged or skipped.
+func Changed(changes []ObjectChange) bool {
+	for _, c := range changes {
+		if c.Action != "unchanged" && c.Action != "skipped" {
+			return true
+		}
+	}
+	return false
+}
+
 // PhaseResult summarises the checks of one phase.
 type PhaseResult struct {
 	Name    string  `json:"name"`
@@ -85,9 +95,12 @@ type Report struct {
 	Changed bool `json:"changed"`
 	// Warnings are run-wide notices, e.g. that overlays were skipped.
 	Warnings []string `json:"warnings,omitempty"`
-	// Error is an input or usage error that stopped the run early.
-	Error  string  `json:"error,omitempty"`
-	Checks []Check `json:"checks"`
+	// Error is what stopped the run early when it was not a gate result:
+	// an input or usage error (exit 2), or a failure such as a lost
+	// connection (ErrorCode 1). It is never dressed up as a gate.
+	Error     string  `json:"error,omitempty"`
+	ErrorCode int     `json:"-"`
+	Checks    []Check `json:"checks"`
 	// Objects is the plan or the outcome of an apply, one entry per object.
 	Objects []ObjectChange `json:"objects,omitempty"`
 	// DryRun says nothing was changed; Changed then means "would change".
@@ -170,6 +183,9 @@ func (r *Report) Verdict() Verdict {
 // ExitCode maps the report to the documented exit codes.
 func (r *Report) ExitCode() int {
 	if r.Error != "" {
+		if r.ErrorCode != 0 {
+			return r.ErrorCode
+		}
 		return ExitInput
 	}
 	incomplete := false

@@ -4,10 +4,11 @@
 package kube
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync/atomic"
-	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -15,9 +16,9 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -25,29 +26,21 @@ import (
 // tool applies.
 const FieldManager = "bootstrap"
 
-// Options locate the cluster.
-type Options struct {
-	// Kubeconfig is a kubeconfig path; empty means $KUBECONFIG, then
-	// ~/.kube/config, then in-cluster.
-	Kubeconfig string
-	// Context is a kubeconfig context; empty means the current one.
-	Context string
-	// Timeout bounds each API request.
-	Timeout time.Duration
-}
-
-// Config loads the REST config.
-func Config(o Options) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if o.Kubeconfig != "" {
-		rules.ExplicitPath = o.Kubeconfig
+// Config loads the REST config from the cluster flags (kubeconfig,
+// context, request timeout), with this tool's user agent and rate limits.
+func Config(getter genericclioptions.RESTClientGetter) (*rest.Config, error) {
+	// cli-runtime falls back to localhost:8080 when no kubeconfig is found;
+	// this tool refuses to guess a cluster (unless it runs in one).
+	raw, err := getter.ToRawKubeConfigLoader().RawConfig()
+	if err == nil && len(raw.Clusters) == 0 && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		err = errors.New("no kubeconfig found")
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w; pass --kubeconfig or set KUBECONFIG", err)
 	}
-	if o.Timeout > 0 {
-		cfg.Timeout = o.Timeout
+	cfg, err := getter.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w; pass --kubeconfig or set KUBECONFIG", err)
 	}
 	cfg.UserAgent = FieldManager
 	// client-go's default of 5 requests/s would make the plan and the
@@ -55,6 +48,18 @@ func Config(o Options) (*rest.Config, error) {
 	// API server's own priority and fairness protects it.
 	cfg.QPS, cfg.Burst = 100, 300
 	return cfg, nil
+}
+
+// ClusterFlags are the flags that pick the cluster: --kubeconfig, --context
+// and --request-timeout (cli-runtime's, as kubectl has them).
+func ClusterFlags() *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(false)
+	// Only the flags this tool documents; a nil field registers no flag.
+	f.CacheDir, f.ClusterName, f.AuthInfoName, f.Namespace, f.APIServer, f.TLSServerName = nil, nil, nil, nil, nil, nil
+	f.Insecure, f.CertFile, f.KeyFile, f.CAFile, f.BearerToken, f.Username, f.Password = nil, nil, nil, nil, nil, nil, nil
+	f.Impersonate, f.ImpersonateUID, f.ImpersonateGroup, f.ImpersonateUserExtra, f.DisableCompression = nil, nil, nil, nil, nil
+	*f.Timeout = "30s"
+	return f
 }
 
 // Scheme knows the core types, CRDs and Flux's source and kustomize APIs.

@@ -15,23 +15,26 @@ import (
 // are applied.
 const Phase = "controllers"
 
-// Check IDs.
-const (
-	CheckPatchLanded   = "overlay.patch-landed"
-	CheckArgsPreserved = "overlay.args-preserved"
-	CheckStrict        = "controllers.strict-substitution"
-	CheckPlain         = "overlay.plain"
+// Gates of the render, checked before anything is applied.
+var (
+	GateComponents    = gate.Def{ID: "render.components", Phase: Phase, Stage: gate.Before, Title: "Flux components rendered"}
+	GatePlain         = gate.Def{ID: "overlay.plain", Phase: Phase, Stage: gate.Before, Title: "overlays applied"}
+	GatePatchLanded   = gate.Def{ID: "overlay.patch-landed", Phase: Phase, Stage: gate.Before, Title: "patch changed the render", Prefix: true}
+	GateArgsPreserved = gate.Def{ID: "overlay.args-preserved", Phase: Phase, Stage: gate.Before, Title: "generated container args kept"}
+	GateStrict        = gate.Def{ID: "controllers.strict-substitution", Phase: Phase, Stage: gate.Before, Title: "kustomize-controller fails on undefined ${VAR}"}
 )
+
+// Gates lists the render's gates.
+func Gates() []gate.Def {
+	return []gate.Def{GateComponents, GatePlain, GatePatchLanded, GateArgsPreserved, GateStrict}
+}
 
 // Prove turns an overlay result into gate checks. plain says the overlays
 // were skipped on purpose (--plain): that is a warning, never a silent pass.
 func Prove(res *Result, plain bool) []gate.Check {
 	var out []gate.Check
 	if plain {
-		out = append(out, gate.Check{
-			ID: CheckPlain, Phase: Phase, Stage: gate.Before, Title: "overlays applied", Verdict: gate.Warn,
-			Message: "--plain: the controller overlays were skipped on purpose; the controllers are rendered exactly as `flux install` renders them",
-		})
+		out = append(out, GatePlain.Warn("--plain: the controller overlays were skipped on purpose; the controllers are rendered exactly as `flux install` renders them"))
 	}
 	for i, p := range res.Patches {
 		out = append(out, patchLanded(i, p, res.Base))
@@ -41,11 +44,8 @@ func Prove(res *Result, plain bool) []gate.Check {
 }
 
 func patchLanded(i int, p PatchResult, base []appsv1.Deployment) gate.Check {
-	c := gate.Check{
-		ID: fmt.Sprintf("%s/%d", CheckPatchLanded, i+1), Phase: Phase, Stage: gate.Before,
-		Title:    "patch changed the render",
-		Evidence: []string{"patch: " + p.Name, "target: " + p.Target},
-	}
+	c := GatePatchLanded.Each(fmt.Sprint(i + 1)).New()
+	c.Evidence = []string{"patch: " + p.Name, "target: " + p.Target}
 	switch {
 	case p.Err != nil:
 		c.Verdict = gate.Fail
@@ -69,7 +69,8 @@ func patchLanded(i int, p PatchResult, base []appsv1.Deployment) gate.Check {
 // strategic-merge patch replacing the atomic args list. An arg whose flag is
 // still there with another value was overridden, not lost.
 func argsPreserved(base, final []appsv1.Deployment) gate.Check {
-	c := gate.Check{ID: CheckArgsPreserved, Phase: Phase, Stage: gate.Before, Title: "generated container args kept", Verdict: gate.Pass}
+	c := GateArgsPreserved.New()
+	c.Verdict = gate.Pass
 	var lost []string
 	for _, bd := range base {
 		fd := findDeployment(final, bd.Namespace, bd.Name)
@@ -111,7 +112,7 @@ func argsPreserved(base, final []appsv1.Deployment) gate.Check {
 // strictInvariant checks that kustomize-controller's effective
 // StrictPostBuildSubstitutions is true.
 func strictInvariant(base, final []appsv1.Deployment, plain bool) gate.Check {
-	c := gate.Check{ID: CheckStrict, Phase: Phase, Stage: gate.Before, Title: "kustomize-controller fails on undefined ${VAR}"}
+	c := GateStrict.New()
 	var fd *appsv1.Deployment
 	for i := range final {
 		if final[i].Name == "kustomize-controller" {

@@ -21,8 +21,9 @@ type Phase interface {
 	Name() string
 	// Gates declares every gate the phase may report.
 	Gates() []gate.Def
-	// Before checks what must hold before anything is changed.
-	Before(ctx context.Context, run *Run) []gate.Check
+	// Before checks what must hold before anything is changed. An error
+	// that is not a gate result (bad input, no cluster) stops the pipeline.
+	Before(ctx context.Context, run *Run) ([]gate.Check, error)
 	// Do does the phase's work: plan, then (unless a dry run) apply. Checks
 	// it makes on the way go to run.Report. An error that is not a gate
 	// result (input error, a broken connection) stops the pipeline.
@@ -38,8 +39,19 @@ type Run struct {
 	DryRun bool
 	// Progress receives one line per step a person may want to follow.
 	Progress func(line string)
+	// OnPlan, when set, receives each phase's plan before it is applied.
+	OnPlan func(plan []gate.ObjectChange)
 	// Now is the clock (tests set it).
 	Now func() time.Time
+}
+
+// Planned records a phase's plan in the report and shows it.
+func (r *Run) Planned(plan []gate.ObjectChange) {
+	r.Report.Objects = append(r.Report.Objects, plan...)
+	r.Report.Changed = r.Report.Changed || gate.Changed(plan)
+	if r.OnPlan != nil {
+		r.OnPlan(plan)
+	}
 }
 
 // Progressf formats a progress line.
@@ -71,46 +83,53 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 			continue
 		}
 		start := run.Now()
-		err := runPhase(ctx, run, p)
+		why, err := runPhase(ctx, run, p)
 		r.Facts[timingFact+name] = run.Now().Sub(start).Round(time.Millisecond).String()
 		mine := phaseChecks(r, name)
+		if err != nil {
+			why = fmt.Sprintf("not run: phase %s stopped: %s", name, oneLine(err))
+			firstErr = err
+		}
+		if why != "" {
+			// Gates a complete phase did not report did not apply; these
+			// did not run, and say why.
+			for _, c := range gate.Missing(p.Gates(), mine, why) {
+				c.Optional = c.Optional || run.DryRun && err == nil && c.Stage == gate.After
+				r.Add(c)
+			}
+		}
 		switch {
 		case err != nil:
-			stopped = fmt.Sprintf("not run: phase %s stopped: %s", name, oneLine(err))
-			r.Add(gate.Missing(p.Gates(), mine, stopped)...)
-			firstErr = err
-			continue
-		case gate.Blocks(mine...):
+			stopped = why
+		case gate.Blocks(phaseChecks(r, name)...):
 			stopped = fmt.Sprintf("not run: phase %s did not pass", name)
-		}
-		why := "not run: the gates before phase " + name + " did not pass; nothing was changed"
-		if run.DryRun {
-			why = "dry run: nothing was applied, so there is nothing to prove"
-		}
-		for _, c := range gate.Missing(p.Gates(), mine, why) {
-			// On a dry run the unproven after-gates are expected, not missing.
-			c.Optional = c.Optional || run.DryRun && c.Stage == gate.After
-			r.Add(c)
 		}
 	}
 	return firstErr
 }
 
-// runPhase is one phase: before-gates, then the work, then after-gates.
-func runPhase(ctx context.Context, run *Run, p Phase) error {
-	before := p.Before(ctx, run)
+// runPhase is one phase: before-gates, then the work, then after-gates. It
+// returns why the gates it did not reach did not run ("" when it ran through).
+func runPhase(ctx context.Context, run *Run, p Phase) (string, error) {
+	before, err := p.Before(ctx, run)
 	run.Report.Add(before...)
+	if err != nil {
+		return "", err
+	}
 	if gate.Blocks(before...) {
-		return nil
+		return "not run: a gate before phase " + p.Name() + " did not pass; nothing was changed", nil
 	}
 	if err := p.Do(ctx, run); err != nil {
-		return err
+		return "", err
 	}
-	if run.DryRun || gate.Blocks(phaseChecks(run.Report, p.Name())...) {
-		return nil
+	if run.DryRun {
+		return "dry run: nothing was applied, so there is nothing to prove", nil
+	}
+	if gate.Blocks(phaseChecks(run.Report, p.Name())...) {
+		return "not run: phase " + p.Name() + " failed before it could be proven", nil
 	}
 	run.Report.Add(p.After(ctx, run)...)
-	return nil
+	return "", nil
 }
 
 func phaseChecks(r *gate.Report, phase string) []gate.Check {

@@ -12,6 +12,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/patches"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 )
 
 // Options select what to render.
@@ -69,20 +70,54 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 		out.Warnings = append(out.Warnings, PlainWarning)
 		out.Facts["overlays"] = "skipped (--plain)"
 	}
-	out.Checks = append(out.Checks, gate.Check{
-		ID: "render.components", Phase: patches.Phase, Stage: gate.Before, Title: "Flux components rendered",
-		Verdict: gate.Pass,
-		Message: fmt.Sprintf("Flux %s: %d Deployment(s) from the %s", r.FluxVersion, len(res.Final), r.Origin),
-		Evidence: func() []string {
-			var ev []string
-			for _, d := range res.Final {
-				for _, c := range d.Spec.Template.Spec.Containers {
-					ev = append(ev, fmt.Sprintf("Deployment/%s/%s %s", d.Namespace, d.Name, c.Image))
-				}
-			}
-			return ev
-		}(),
-	})
+	var images []string
+	for _, d := range res.Final {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			images = append(images, fmt.Sprintf("Deployment/%s/%s %s", d.Namespace, d.Name, c.Image))
+		}
+	}
+	out.Checks = append(out.Checks, patches.GateComponents.Pass(
+		fmt.Sprintf("Flux %s: %d Deployment(s) from the %s", r.FluxVersion, len(res.Final), r.Origin), images...))
 	out.Checks = append(out.Checks, patches.Prove(res, o.Plain)...)
 	return out, nil
 }
+
+// Phase is the render as a pipeline phase: the offline before-gates of step
+// 1 (the overlays landed, the generated args kept, strict substitution on).
+// It changes nothing; Output holds the render once Before ran.
+type Phase struct {
+	opts   Options
+	Output *Output
+}
+
+// NewPhase renders with o.
+func NewPhase(o Options) *Phase { return &Phase{opts: o} }
+
+// Name implements pipeline.Phase.
+func (p *Phase) Name() string { return patches.Phase }
+
+// Gates implements pipeline.Phase.
+func (p *Phase) Gates() []gate.Def { return patches.Gates() }
+
+// Before renders and proves the overlays; warnings and facts go to the
+// report.
+func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+	out, err := Run(ctx, p.opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range out.Warnings {
+		run.Report.Warn(w)
+	}
+	for k, v := range out.Facts {
+		run.Report.Facts[k] = v
+	}
+	p.Output = out
+	return out.Checks, nil
+}
+
+// Do implements pipeline.Phase: a render changes nothing.
+func (p *Phase) Do(context.Context, *pipeline.Run) error { return nil }
+
+// After implements pipeline.Phase: nothing to prove beyond Before.
+func (p *Phase) After(context.Context, *pipeline.Run) []gate.Check { return nil }

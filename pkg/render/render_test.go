@@ -134,7 +134,7 @@ func TestShippedOverlay(t *testing.T) {
 			if r.ExitCode() != gate.ExitOK {
 				t.Fatalf("exit %d: %v", r.ExitCode(), verdicts(out))
 			}
-			if c := check(t, out, patches.CheckStrict); !strings.Contains(c.Message, tt.want) {
+			if c := check(t, out, patches.GateStrict.ID); !strings.Contains(c.Message, tt.want) {
 				t.Errorf("strict gate message %q does not say %q", c.Message, tt.want)
 			}
 			if !bytes.Contains(out.YAML, []byte(tt.kc)) || !bytes.Contains(out.YAML, []byte("--feature-gates=StrictPostBuildSubstitutions=true")) {
@@ -157,11 +157,11 @@ func TestGatesFail(t *testing.T) {
 		failing                string
 		message                string
 	}{
-		{"misspelled target", "misspelled-target", "v2.9.5", patches.CheckPatchLanded + "/1", "Deployment/kustomize-controler changed nothing"},
-		{"strategic merge replaces args", "smp-replaces-args", "v2.9.5", patches.CheckArgsPreserved, "generated arg(s) lost"},
-		{"later patch disables the gate", "later-disable", "v2.9.5", patches.CheckStrict, "turned off by the overlay (--feature-gates=StrictPostBuildSubstitutions=false)"},
-		{"no-op patch", "noop", "v2.9.5", patches.CheckPatchLanded + "/2", "changed nothing"},
-		{"patch kustomize cannot apply", "bad-json-path", "v2.9.5", patches.CheckPatchLanded + "/1", "could not be applied"},
+		{"misspelled target", "misspelled-target", "v2.9.5", patches.GatePatchLanded.ID + "/1", "Deployment/kustomize-controler changed nothing"},
+		{"strategic merge replaces args", "smp-replaces-args", "v2.9.5", patches.GateArgsPreserved.ID, "generated arg(s) lost"},
+		{"later patch disables the gate", "later-disable", "v2.9.5", patches.GateStrict.ID, "turned off by the overlay (--feature-gates=StrictPostBuildSubstitutions=false)"},
+		{"no-op patch", "noop", "v2.9.5", patches.GatePatchLanded.ID + "/2", "changed nothing"},
+		{"patch kustomize cannot apply", "bad-json-path", "v2.9.5", patches.GatePatchLanded.ID + "/1", "could not be applied"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,14 +194,14 @@ func TestEmptyOverlays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := check(t, out, patches.CheckStrict); c.Verdict != gate.Fail || !strings.Contains(c.Message, "defaults it off and no overlay sets it") {
+	if c := check(t, out, patches.GateStrict.ID); c.Verdict != gate.Fail || !strings.Contains(c.Message, "defaults it off and no overlay sets it") {
 		t.Errorf("v2.4.0 without overlays: %s %q, want fail", c.Verdict, c.Message)
 	}
 	out, err = Run(context.Background(), options(t, "v2.9.5", empty, "empty"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := check(t, out, patches.CheckStrict); c.Verdict != gate.Pass || !strings.Contains(c.Message, "by default") {
+	if c := check(t, out, patches.GateStrict.ID); c.Verdict != gate.Pass || !strings.Contains(c.Message, "by default") {
 		t.Errorf("v2.9.5 without overlays: %s %q, want pass by default", c.Verdict, c.Message)
 	}
 }
@@ -217,8 +217,8 @@ func TestPlain(t *testing.T) {
 		if bytes.Contains(out.YAML, []byte("StrictPostBuildSubstitutions")) {
 			t.Errorf("%s --plain: the overlay was applied anyway", version)
 		}
-		if c := check(t, out, patches.CheckPlain); c.Verdict != gate.Warn {
-			t.Errorf("%s --plain: %s verdict %s, want warn", version, patches.CheckPlain, c.Verdict)
+		if c := check(t, out, patches.GatePlain.ID); c.Verdict != gate.Warn {
+			t.Errorf("%s --plain: %s verdict %s, want warn", version, patches.GatePlain.ID, c.Verdict)
 		}
 		if len(out.Warnings) == 0 {
 			t.Errorf("%s --plain: no run-wide warning", version)

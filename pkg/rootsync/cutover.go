@@ -16,20 +16,22 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
 // CutoverPhase is the cutover phase's name in reports.
 const CutoverPhase = "cutover"
 
-// Check IDs of the cutover phase.
-const (
-	CheckCutoverSource  = "cutover.source"
-	CheckFinalReady     = "cutover.final-ready"
-	CheckFinalRevision  = "cutover.final-revision"
-	CheckRollback       = "cutover.rollback"
-	CheckHandedBack     = "cutover.handed-back"
-	CheckConsumersReady = "cutover.kustomizations-ready"
+// Gates of the cutover phase.
+var (
+	GateCutoverSource  = gate.Def{ID: "cutover.source", Phase: CutoverPhase, Stage: gate.Before, Title: "the GitRepository is on a temporary source"}
+	GateDeclaredURL    = gate.Def{ID: "cutover.declared-url", Phase: CutoverPhase, Stage: gate.Before, Title: "the final URL is the one git declares"}
+	GateFinalReady     = gate.Def{ID: "cutover.final-ready", Phase: CutoverPhase, Stage: gate.After, Title: "the final source is Ready with an artifact"}
+	GateFinalRevision  = gate.Def{ID: "cutover.final-revision", Phase: CutoverPhase, Stage: gate.After, Title: "the final source is at the same or a newer revision"}
+	GateRollback       = gate.Def{ID: "cutover.rollback", Phase: CutoverPhase, Stage: gate.After, Title: "rolled back to the temporary source"}
+	GateHandedBack     = gate.Def{ID: "cutover.handed-back", Phase: CutoverPhase, Stage: gate.After, Title: "the GitRepository is back under git's control"}
+	GateConsumersReady = gate.Def{ID: "cutover.kustomizations-ready", Phase: CutoverPhase, Stage: gate.After, Title: "every Kustomization reading the source is Ready at its revision"}
 )
 
 // CutoverOptions drive Cutover.
@@ -41,10 +43,6 @@ type CutoverOptions struct {
 	// DryRun says what would happen and changes nothing.
 	DryRun   bool
 	Progress apply.Progress
-}
-
-func ccheck(id string, stage gate.Stage, title string) gate.Check {
-	return gate.Check{ID: id, Phase: CutoverPhase, Stage: stage, Title: title}
 }
 
 // applyObject is the GitRepository to server-side apply: live's spec with
@@ -94,7 +92,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 		o.Progress = func(string) {}
 	}
 	id := fmt.Sprintf("GitRepository %s/%s", o.Namespace, o.Name)
-	sc := ccheck(CheckCutoverSource, gate.Before, "the GitRepository is on a temporary source")
+	sc := GateCutoverSource.New()
 	live, err := liveSource(ctx, cl.Client, o.Namespace, o.Name)
 	if err != nil {
 		return err
@@ -143,7 +141,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 	report.Facts["temporarySource"] = tmp.URL
 	report.Facts["finalSource"] = final
 	if o.To != "" && declared.URL != "" && o.To != declared.URL {
-		w := ccheck("cutover.declared-url", gate.Before, "the final URL is the one git declares")
+		w := GateDeclaredURL.New()
 		w.Verdict = gate.Warn
 		w.Message = fmt.Sprintf("--to %s differs from the URL git declares (%s): once handed back, the root re-applies git's URL; commit --to to git", o.To, declared.URL)
 		report.Add(w)
@@ -176,7 +174,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 	if err := apply(switched); err != nil {
 		return err
 	}
-	fr := ccheck(CheckFinalReady, gate.After, "the final source is Ready with an artifact")
+	fr := GateFinalReady.New()
 	gr, err := waitSource(final)
 	if err != nil {
 		fr.Verdict = gate.Fail
@@ -189,7 +187,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 	fr.Verdict = gate.Pass
 	fr.Message = fmt.Sprintf("%s Ready from %s, artifact %s", id, final, rev)
 	report.Add(fr)
-	rv := ccheck(CheckFinalRevision, gate.After, "the final source is at the same or a newer revision")
+	rv := GateFinalRevision.New()
 	switch {
 	case rev == tmpRev:
 		rv.Verdict, rv.Message = gate.Pass, "same revision as the temporary source: "+rev
@@ -208,7 +206,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 	if err := apply(applyObject(cur, final, declared.Branch, declared.Secret, true, nil)); err != nil {
 		return err
 	}
-	hb := ccheck(CheckHandedBack, gate.After, "the GitRepository is back under git's control")
+	hb := GateHandedBack.New()
 	cur, err = liveSource(ctx, cl.Client, o.Namespace, o.Name)
 	if err != nil || cur == nil {
 		return fmt.Errorf("re-read %s: %v", id, err)
@@ -234,7 +232,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 // annotations) and proves it Ready again.
 func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *unstructured.Unstructured, tmp *Temporary,
 	apply func(*unstructured.Unstructured) error, waitSource func(string) (*sourcev1.GitRepository, error)) gate.Check {
-	rb := ccheck(CheckRollback, gate.After, "rolled back to the temporary source")
+	rb := GateRollback.New()
 	o.Progress("rolling back to " + tmp.URL)
 	url, _, _ := unstructured.NestedString(live.Object, "spec", "url")
 	secret, _, _ := unstructured.NestedString(live.Object, "spec", "secretRef", "name")
@@ -256,7 +254,7 @@ func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *un
 // consumersReady waits for every Kustomization whose sourceRef is the
 // GitRepository to be Ready with lastAppliedRevision rev.
 func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string, owner client.Object) gate.Check {
-	c := ccheck(CheckConsumersReady, gate.After, "every Kustomization reading the source is Ready at its revision")
+	c := GateConsumersReady.New()
 	var list kustomizev1.KustomizationList
 	if err := cl.Client.List(ctx, &list); err != nil {
 		c.Verdict, c.Message = gate.Skip, "list Kustomizations: "+err.Error()
@@ -306,3 +304,43 @@ func revOrNone(rev string) string {
 	}
 	return rev
 }
+
+// NewCutoverPhase is `bootstrap cutover` as a pipeline phase.
+func NewCutoverPhase(o CutoverOptions, connect func() (*apply.Cluster, error)) *CutoverPhaseRunner {
+	return &CutoverPhaseRunner{o: o, connect: connect}
+}
+
+// CutoverPhaseRunner moves a temporarily-sourced GitRepository to its final
+// source. Its before-gate (the source is on a temporary source) and the
+// switch are one step: the gate reads the live object the switch starts from.
+type CutoverPhaseRunner struct {
+	o       CutoverOptions
+	connect func() (*apply.Cluster, error)
+	cl      *apply.Cluster
+}
+
+// Name implements pipeline.Phase.
+func (p *CutoverPhaseRunner) Name() string { return CutoverPhase }
+
+// Gates implements pipeline.Phase.
+func (p *CutoverPhaseRunner) Gates() []gate.Def {
+	return []gate.Def{GateCutoverSource, GateFinalReady, GateFinalRevision, GateHandedBack, GateConsumersReady}
+}
+
+// Before connects to the cluster.
+func (p *CutoverPhaseRunner) Before(context.Context, *pipeline.Run) ([]gate.Check, error) {
+	var err error
+	p.cl, err = p.connect()
+	return nil, err
+}
+
+// Do checks the source and, unless a dry run, cuts over (rolling back when
+// the final source does not become Ready).
+func (p *CutoverPhaseRunner) Do(ctx context.Context, run *pipeline.Run) error {
+	o := p.o
+	o.DryRun, o.Progress = run.DryRun, run.Progress
+	return Cutover(ctx, p.cl, o, run.Report)
+}
+
+// After: Do already proved the outcome.
+func (p *CutoverPhaseRunner) After(context.Context, *pipeline.Run) []gate.Check { return nil }

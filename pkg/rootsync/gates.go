@@ -15,22 +15,19 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
-// Check IDs of the sync phase.
-const (
-	CheckRoot        = "sync.root"
-	CheckRootWait    = "sync.root-wait"
-	CheckDependsOn   = "sync.depends-on"
-	CheckSource      = "sync.source"
-	CheckDecryption  = "sync.decryption-secret"
-	CheckTemporary   = "sync.temporary-source"
-	CheckApplied     = "sync.applied"
-	CheckSourceReady = "sync.source-ready"
-	CheckRootApplied = "sync.root-applied"
+// Gates of the sync phase.
+var (
+	GateRoot          = gate.Def{ID: "sync.root", Phase: Phase, Stage: gate.Before, Title: "the root Kustomization is in the render"}
+	GateRootWait      = gate.Def{ID: "sync.root-wait", Phase: Phase, Stage: gate.Before, Title: "the root Kustomization has wait: false"}
+	GateSource        = gate.Def{ID: "sync.source", Phase: Phase, Stage: gate.Before, Title: "the root's GitRepository is in the render"}
+	GateDependsOn     = gate.Def{ID: "sync.depends-on", Phase: Phase, Stage: gate.Before, Title: "every dependsOn target is in the render"}
+	GateDecryption    = gate.Def{ID: "sync.decryption-secret", Phase: Phase, Stage: gate.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
+	GateTemporary     = gate.Def{ID: "sync.temporary-source", Phase: Phase, Stage: gate.Before, Title: "source of the GitRepository"}
+	GateApplied       = gate.Def{ID: "sync.applied", Phase: Phase, Stage: gate.After, Title: "the root was applied"}
+	GateSourceReady   = gate.Def{ID: "sync.source-ready", Phase: Phase, Stage: gate.After, Title: "the GitRepository is Ready with an artifact"}
+	GateRootApplied   = gate.Def{ID: "sync.root-applied", Phase: Phase, Stage: gate.After, Title: "the root Kustomization is Ready at the artifact's revision"}
+	GateTemporaryKept = gate.Def{ID: "sync.temporary-source-kept", Phase: Phase, Stage: gate.After, Title: "the temporary source survived the root's reconcile"}
 )
-
-func check(id string, stage gate.Stage, title string) gate.Check {
-	return gate.Check{ID: id, Phase: Phase, Stage: stage, Title: title}
-}
 
 // Static is the before-gates that need only the render: the root is there
 // with wait: false, every dependsOn target exists, the root's GitRepository
@@ -38,9 +35,9 @@ func check(id string, stage gate.Stage, title string) gate.Check {
 func Static(r *Render) []gate.Check {
 	o := r.Options
 	rootID := o.Namespace + "/" + o.RootName
-	root := check(CheckRoot, gate.Before, "the root Kustomization is in the render")
-	wait := check(CheckRootWait, gate.Before, "the root Kustomization has wait: false")
-	src := check(CheckSource, gate.Before, "the root's GitRepository is in the render")
+	root := GateRoot.New()
+	wait := GateRootWait.New()
+	src := GateSource.New()
 	var out []gate.Check
 	if r.Root == nil {
 		var names []string
@@ -82,7 +79,7 @@ func Static(r *Render) []gate.Check {
 		out = append(out, root, wait, src)
 	}
 
-	dep := check(CheckDependsOn, gate.Before, "every dependsOn target is in the render")
+	dep := GateDependsOn.New()
 	have := map[string]bool{}
 	for _, k := range r.Kustomizations {
 		have[k.Namespace+"/"+k.Name] = true
@@ -135,13 +132,14 @@ func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []gate.
 		users[rf] = append(users[rf], k.Name)
 	}
 	if len(order) == 0 {
-		c := check(CheckDecryption, gate.Before, "every decryption.secretRef exists in the cluster")
+		c := GateDecryption.New()
 		c.Verdict, c.Message = gate.Pass, "no Kustomization of the render decrypts"
 		return []gate.Check{c}
 	}
 	var out []gate.Check
 	for _, rf := range order {
-		c := check(CheckDecryption+"/"+rf.ns+"/"+rf.name, gate.Before, "decryption Secret exists")
+		c := GateDecryption.Each(rf.ns + "/" + rf.name).New()
+		c.Title = "decryption Secret exists"
 		var s corev1.Secret
 		err := cl.Get(ctx, client.ObjectKey{Namespace: rf.ns, Name: rf.name}, &s)
 		switch {

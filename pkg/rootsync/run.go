@@ -11,50 +11,92 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
-// RunOptions drive Run.
+// RunOptions drive the sync phase.
 type RunOptions struct {
-	DryRun  bool
+	// Build selects the environment to build.
+	Build   Options
 	Timeout time.Duration
 	// Source, when non-nil, is the temporary source to use (--source-url).
 	Source *Temporary
 	// Now stamps a new temporary source; time.Now when nil.
-	Now      func() time.Time
-	Progress apply.Progress
+	Now func() time.Time
 }
 
-// Run is the cluster part of sync: the cluster before-gates, the temporary
-// source decision, the plan, the apply, and the after-gates. It adds to
-// report (checks, objects, changed, facts, warnings). r must have passed
-// Static.
-func Run(ctx context.Context, cl *apply.Cluster, r *Render, o RunOptions, report *gate.Report) error {
+// NewPhase is step 3 as a pipeline phase: build the environment's root and
+// gate it offline, then the cluster's before-gates (decryption Secrets, the
+// temporary source), the plan and the server-side apply, and the proof that
+// the source and the root reconciled at the artifact's revision.
+func NewPhase(o RunOptions, connect func() (*apply.Cluster, error)) *SyncPhase {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Progress == nil {
-		o.Progress = func(string) {}
+	return &SyncPhase{o: o, connect: connect}
+}
+
+// SyncPhase is step 3.
+type SyncPhase struct {
+	o       RunOptions
+	connect func() (*apply.Cluster, error)
+
+	// Render is the built root, once Before ran.
+	Render *Render
+	cl     *apply.Cluster
+	tmp    *Temporary
+}
+
+// Name implements pipeline.Phase.
+func (p *SyncPhase) Name() string { return Phase }
+
+// Gates implements pipeline.Phase.
+func (p *SyncPhase) Gates() []gate.Def {
+	return []gate.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateDecryption, GateTemporary,
+		GateApplied, GateSourceReady, GateRootApplied, GateTemporaryKept}
+}
+
+// Cluster is the connection the phase made (nil before its cluster gates).
+func (p *SyncPhase) Cluster() *apply.Cluster { return p.cl }
+
+// Before builds and gates the root offline, then checks the cluster: the
+// decryption Secrets exist, and which source the GitRepository will use.
+func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+	report := run.Report
+	report.Facts["path"] = p.o.Build.Path
+	r, err := Build(p.o.Build)
+	if err != nil {
+		return nil, err
 	}
-	report.Add(DecryptionSecrets(ctx, cl.Client, r)...)
+	p.Render = r
+	checks := Static(r)
+	if gate.Blocks(checks...) {
+		return checks, nil
+	}
+	if p.cl, err = p.connect(); err != nil {
+		return checks, err
+	}
+	cl := p.cl
+	checks = append(checks, DecryptionSecrets(ctx, cl.Client, r)...)
 
 	// The temporary source: asked for, or already in place and kept.
 	src := r.Source
 	live, err := liveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
 	if err != nil {
-		return err
+		return checks, err
 	}
 	var liveTmp *Temporary
 	if live != nil {
 		liveTmp, _ = TemporaryOf(live)
 	}
-	tc := check(CheckTemporary, gate.Before, "source of the GitRepository")
+	tc := GateTemporary.New()
 	srcID := fmt.Sprintf("GitRepository %s/%s", src.GetNamespace(), src.GetName())
 	declared := DeclaredOf(src)
 	var tmp *Temporary
 	switch {
-	case o.Source != nil:
-		tmp = &Temporary{URL: o.Source.URL, Branch: o.Source.Branch, Secret: o.Source.Secret, Since: o.Now()}
+	case p.o.Source != nil:
+		tmp = &Temporary{URL: p.o.Source.URL, Branch: p.o.Source.Branch, Secret: p.o.Source.Secret, Since: p.o.Now()}
 		if liveTmp.Same(tmp) && !liveTmp.Since.IsZero() {
 			tmp.Since = liveTmp.Since
 		}
@@ -73,56 +115,43 @@ func Run(ctx context.Context, cl *apply.Cluster, r *Render, o RunOptions, report
 		tc.Verdict = gate.Pass
 		tc.Message = fmt.Sprintf("%s from git's declared url %s", srcID, declared.URL)
 	}
-	report.Add(tc)
+	checks = append(checks, tc)
 	if tmp != nil {
 		if err := Override(src, tmp); err != nil {
-			return err
+			return checks, err
 		}
 		report.Facts["temporarySource"] = tmp.URL
 		report.Facts["temporarySince"] = tmp.Since.UTC().Format(time.RFC3339)
 	}
 	report.Facts["declaredURL"] = declared.URL
-	if code := report.ExitCode(); code != gate.ExitOK {
-		skipApplied(report, "a before-gate did not pass: nothing was applied")
-		return nil
-	}
+	p.tmp = tmp
+	return checks, nil
+}
 
-	plan, err := apply.Plan(ctx, cl, r.Objects, nil)
+// Do plans and, unless a dry run, applies the root.
+func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
+	r := p.Render
+	plan, err := apply.Plan(ctx, p.cl, r.Objects, nil)
 	if err != nil {
 		return err
 	}
-	report.Objects = plan
-	report.Changed = apply.Changed(plan)
-	if o.DryRun {
-		skipApplied(report, "dry run: nothing was applied")
-		// A dry run proves nothing about the cluster: the after-gates are
-		// optional skips, not a failure.
+	run.Planned(plan)
+	if run.DryRun {
 		return nil
 	}
-	applied, err := apply.Apply(ctx, cl, r.Objects, plan, o.Timeout)
-	if len(applied) > 0 {
-		report.Objects = applied
-		report.Changed = apply.Changed(applied)
-	}
-	ac := check(CheckApplied, gate.After, "the root was applied")
+	applied, err := apply.Apply(ctx, p.cl, r.Objects, plan, p.o.Timeout)
+	run.Report.Changed = run.Report.Changed || apply.Changed(applied)
 	if err != nil {
-		ac.Verdict, ac.Message = gate.Fail, err.Error()
-		report.Add(ac)
+		run.Report.Add(GateApplied.Fail(err.Error()))
 		return nil
 	}
-	ac.Verdict = gate.Pass
-	ac.Message = fmt.Sprintf("%d object(s) server-side applied from %s", len(applied), r.Options.Path)
-	report.Add(ac)
-	report.Add(After(ctx, cl, r, tmp, o.Timeout, o.Progress)...)
+	run.Report.Add(GateApplied.Passf("%d object(s) server-side applied from %s", len(applied), r.Options.Path))
 	return nil
 }
 
-func skipApplied(report *gate.Report, why string) {
-	for _, id := range []string{CheckApplied, CheckSourceReady, CheckRootApplied} {
-		c := check(id, gate.After, "not run")
-		c.Verdict, c.Message, c.Optional = gate.Skip, why, true
-		report.Add(c)
-	}
+// After proves the source and the root reconciled.
+func (p *SyncPhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+	return After(ctx, p.cl, p.Render, p.tmp, p.o.Timeout, run.Progress)
 }
 
 // After proves the sync: the GitRepository is Ready with an artifact (at
@@ -132,14 +161,14 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	src := r.Source
-	sc := check(CheckSourceReady, gate.After, "the GitRepository is Ready with an artifact")
+	sc := GateSourceReady.New()
 	wantURL := DeclaredOf(src).URL
 	progress(fmt.Sprintf("waiting for GitRepository %s/%s to be Ready with an artifact from %s (timeout %s)", src.GetNamespace(), src.GetName(), wantURL, timeout))
 	gr, err := wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, src.GetNamespace(), src.GetName(), func(g *sourcev1.GitRepository) (bool, string) {
 		ok, desc := readyCondition(g.Generation, g.Status.Conditions)
 		return ok && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
 	})
-	rc := check(CheckRootApplied, gate.After, "the root Kustomization is Ready at the artifact's revision")
+	rc := GateRootApplied.New()
 	if err != nil {
 		sc.Verdict, sc.Message = gate.Fail, fmt.Sprintf("GitRepository %s", err)
 		rc.Verdict, rc.Message = gate.Skip, "no artifact to compare with"
@@ -166,7 +195,7 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	if tmp != nil {
 		// The root has now applied git's GitRepository: the override must
 		// have survived it.
-		tc := check(CheckTemporary+"-kept", gate.After, "the temporary source survived the root's reconcile")
+		tc := GateTemporaryKept.New()
 		live, err := liveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
 		url := ""
 		if live != nil {

@@ -110,7 +110,7 @@ func TestGateRootWaitTrue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := find(t, Static(r), CheckRootWait)
+	c := find(t, Static(r), GateRootWait.ID)
 	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "clusters/prod/sync.yaml") || !strings.Contains(c.Message, "set wait: false") {
 		t.Fatalf("root wait: true: %s %s", c.Verdict, c.Message)
 	}
@@ -127,11 +127,11 @@ func TestGateProdWithoutSyncYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := Static(r)
-	root := find(t, cs, CheckRoot)
+	root := find(t, cs, GateRoot.ID)
 	if root.Verdict != gate.Fail || !strings.Contains(root.Message, "sync.yaml") {
 		t.Errorf("root gate: %s %s", root.Verdict, root.Message)
 	}
-	dep := find(t, cs, CheckDependsOn)
+	dep := find(t, cs, GateDependsOn.ID)
 	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "depends on flux-system/flux-system") ||
 		!strings.Contains(dep.Message, "clusters/base/") || !strings.Contains(dep.Message, "sync.yaml") {
 		t.Errorf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
@@ -139,7 +139,7 @@ func TestGateProdWithoutSyncYAML(t *testing.T) {
 	if len(dep.Evidence) != 2 { // cni and platform depend on the root
 		t.Errorf("evidence %q, want the 2 Kustomizations that depend on the root", dep.Evidence)
 	}
-	if find(t, cs, CheckRootWait).Verdict != gate.Skip {
+	if find(t, cs, GateRootWait.ID).Verdict != gate.Skip {
 		t.Error("root-wait should skip without a root")
 	}
 }
@@ -151,7 +151,7 @@ func TestGateDependsOnMissingTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep := find(t, Static(r), CheckDependsOn)
+	dep := find(t, Static(r), GateDependsOn.ID)
 	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "apps-web (in clusters/base/apps.yaml) depends on flux-system/apps-kore") {
 		t.Fatalf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
 	}
@@ -164,7 +164,7 @@ func TestGateSourceMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := find(t, Static(r), CheckSource)
+	c := find(t, Static(r), GateSource.ID)
 	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "GitRepository gitops") {
 		t.Fatalf("source gate: %s %s", c.Verdict, c.Message)
 	}
@@ -193,12 +193,12 @@ func TestGateDecryptionSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := fake.NewClientBuilder().WithScheme(scheme).Build()
-	c := find(t, DecryptionSecrets(ctx, empty, r), CheckDecryption+"/flux-system/sops-age")
+	c := find(t, DecryptionSecrets(ctx, empty, r), GateDecryption.ID+"/flux-system/sops-age")
 	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "bootstrap age-key --path clusters/dev") || !strings.Contains(c.Message, "apps-secrets") {
 		t.Fatalf("missing sops-age: %s %s", c.Verdict, c.Message)
 	}
 	with := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "sops-age"}}).Build()
-	if c := find(t, DecryptionSecrets(ctx, with, r), CheckDecryption+"/flux-system/sops-age"); c.Verdict != gate.Pass {
+	if c := find(t, DecryptionSecrets(ctx, with, r), GateDecryption.ID+"/flux-system/sops-age"); c.Verdict != gate.Pass {
 		t.Fatalf("present sops-age: %s %s", c.Verdict, c.Message)
 	}
 }

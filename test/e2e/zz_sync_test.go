@@ -180,7 +180,7 @@ func TestSync(t *testing.T) {
 		if _, found := liveGitRepository(ctx, t); found {
 			t.Fatalf("a before-gate failed but GitRepository flux-system was applied:\n%s", r)
 		}
-		if r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.CheckApplied), "skip") && r.report.check(rootsync.CheckApplied) != "missing" {
+		if r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.GateApplied.ID), "skip") && r.report.check(rootsync.GateApplied.ID) != "missing" {
 			t.Fatalf("a before-gate failed but the run applied:\n%s", r)
 		}
 	}
@@ -189,7 +189,7 @@ func TestSync(t *testing.T) {
 		// TestAgeKey may have left its own key: this scenario needs none.
 		_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
 		r := bootstrapJSON(t, dev...)
-		c := r.report.check(rootsync.CheckDecryption + "/flux-system/sops-age")
+		c := r.report.check(rootsync.GateDecryption.ID + "/flux-system/sops-age")
 		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "bootstrap age-key --path clusters/dev") {
 			t.Fatalf("want the decryption gate to fail pointing at step 2:\n%s", r)
 		}
@@ -209,7 +209,7 @@ func TestSync(t *testing.T) {
 	t.Run("RootWaitTrueFailsBeforeGate", func(t *testing.T) {
 		broken := copyDir(t, repoDir, map[string]string{"clusters/prod/sync.yaml": strings.Replace(readFixture(t, "clusters/prod/sync.yaml"), "  wait: false", "  wait: true", 1)})
 		r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod")
-		if c := r.report.check(rootsync.CheckRootWait); r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "clusters/prod/sync.yaml") {
+		if c := r.report.check(rootsync.GateRootWait.ID); r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "clusters/prod/sync.yaml") {
 			t.Fatalf("want the root-wait gate to fail naming the file:\n%s", r)
 		}
 		nothingApplied(t, r)
@@ -220,8 +220,8 @@ func TestSync(t *testing.T) {
 			"clusters/prod/kustomization.yaml": strings.Replace(readFixture(t, "clusters/prod/kustomization.yaml"), "  - sync.yaml\n", "", 1),
 		})
 		r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod")
-		c := r.report.check(rootsync.CheckDependsOn)
-		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "depends on flux-system/flux-system") || !strings.HasPrefix(r.report.check(rootsync.CheckRoot), "fail") {
+		c := r.report.check(rootsync.GateDependsOn.ID)
+		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "depends on flux-system/flux-system") || !strings.HasPrefix(r.report.check(rootsync.GateRoot.ID), "fail") {
 			t.Fatalf("want the dependsOn and root gates to fail:\n%s", r)
 		}
 		nothingApplied(t, r)
@@ -249,8 +249,8 @@ func TestSync(t *testing.T) {
 	t.Run("DevSyncFromSandboxGit", func(t *testing.T) {
 		t0 := time.Now()
 		r := bootstrapJSON(t, dev...)
-		if r.code != 0 || !r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.CheckSourceReady), "pass") ||
-			!strings.Contains(r.report.check(rootsync.CheckRootApplied), rev) {
+		if r.code != 0 || !r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.GateSourceReady.ID), "pass") ||
+			!strings.Contains(r.report.check(rootsync.GateRootApplied.ID), rev) {
 			t.Fatalf("sync dev:\n%s\n%s", r, r.stderr)
 		}
 		t.Logf("sync dev: root Ready at %s in %s", rev, time.Since(t0).Round(time.Millisecond))
@@ -300,7 +300,7 @@ func TestSync(t *testing.T) {
 	t.Run("ProdFromTemporarySource", func(t *testing.T) {
 		before := time.Now().Add(-time.Second).UTC()
 		r := bootstrapJSON(t, append(prod, "--source-url", tempURL)...)
-		if r.code != 0 || !strings.Contains(r.report.check(rootsync.CheckRootApplied), rev) || !strings.HasPrefix(r.report.check(rootsync.CheckTemporary+"-kept"), "pass") {
+		if r.code != 0 || !strings.Contains(r.report.check(rootsync.GateRootApplied.ID), rev) || !strings.HasPrefix(r.report.check(rootsync.GateTemporaryKept.ID), "pass") {
 			t.Fatalf("sync prod from the temporary source:\n%s\n%s", r, r.stderr)
 		}
 		g, _ := liveGitRepository(ctx, t)
@@ -336,7 +336,7 @@ func TestSync(t *testing.T) {
 		}
 		// A plain re-run keeps the temporary source, says so, changes nothing.
 		r := bootstrapJSON(t, prod...)
-		if r.code != 0 || r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.CheckTemporary), "warn") || !strings.Contains(r.report.check(rootsync.CheckTemporary), "kept") {
+		if r.code != 0 || r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.GateTemporary.ID), "warn") || !strings.Contains(r.report.check(rootsync.GateTemporary.ID), "kept") {
 			t.Fatalf("re-run on a temporary source:\n%s", r)
 		}
 		if g2, _ := liveGitRepository(ctx, t); g2.Spec.URL != tempURL || g2.Annotations[rootsync.AnnTemporarySince] != g.Annotations[rootsync.AnnTemporarySince] {
@@ -349,7 +349,7 @@ func TestSync(t *testing.T) {
 
 	t.Run("CutoverToUnreachableRollsBack", func(t *testing.T) {
 		r := bootstrapJSON(t, "cutover", "--to", "http://127.0.0.1:1/homelab.git", "--timeout", "20s")
-		if r.code != 1 || !strings.HasPrefix(r.report.check(rootsync.CheckFinalReady), "fail") || !strings.HasPrefix(r.report.check(rootsync.CheckRollback), "pass") {
+		if r.code != 1 || !strings.HasPrefix(r.report.check(rootsync.GateFinalReady.ID), "fail") || !strings.HasPrefix(r.report.check(rootsync.GateRollback.ID), "pass") {
 			t.Fatalf("cutover to an unreachable URL:\n%s\n%s", r, r.stderr)
 		}
 		g, _ := liveGitRepository(ctx, t)
@@ -361,8 +361,8 @@ func TestSync(t *testing.T) {
 
 	t.Run("CutoverToFinalThenTemporaryStopped", func(t *testing.T) {
 		r := bootstrapJSON(t, "cutover", "--timeout", "4m")
-		if r.code != 0 || !strings.HasPrefix(r.report.check(rootsync.CheckFinalRevision), "pass") || !strings.HasPrefix(r.report.check(rootsync.CheckHandedBack), "pass") ||
-			!strings.HasPrefix(r.report.check(rootsync.CheckConsumersReady), "pass") {
+		if r.code != 0 || !strings.HasPrefix(r.report.check(rootsync.GateFinalRevision.ID), "pass") || !strings.HasPrefix(r.report.check(rootsync.GateHandedBack.ID), "pass") ||
+			!strings.HasPrefix(r.report.check(rootsync.GateConsumersReady.ID), "pass") {
 			t.Fatalf("cutover:\n%s\n%s", r, r.stderr)
 		}
 		g, _ := liveGitRepository(ctx, t)
