@@ -26,6 +26,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/sandbox"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
+	pins "github.com/homelab-ops/bootstrap/pkg/versions"
 )
 
 const usage = `usage: sandbox up|down|serve [--state DIR] [--bin DIR] [--versions FILE]`
@@ -157,7 +158,7 @@ func serve(state, bin, versions string) error {
 	if err != nil {
 		return err
 	}
-	vers, err := sandbox.ReadVersions(versions)
+	vers, err := pins.ReadFile(versions)
 	if err != nil {
 		return err
 	}

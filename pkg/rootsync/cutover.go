@@ -324,7 +324,7 @@ func (p *CutoverPhaseRunner) Name() string { return CutoverPhase }
 
 // Gates implements pipeline.Phase.
 func (p *CutoverPhaseRunner) Gates() []gate.Def {
-	return []gate.Def{GateCutoverSource, GateFinalReady, GateFinalRevision, GateHandedBack, GateConsumersReady}
+	return []gate.Def{GateCutoverSource, GateDeclaredURL, GateFinalReady, GateFinalRevision, GateRollback, GateHandedBack, GateConsumersReady}
 }
 
 // Before connects to the cluster.

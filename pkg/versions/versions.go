@@ -69,3 +69,13 @@ func Parse(data []byte) (Pins, error) {
 	}
 	return p, nil
 }
+
+// ReadFile reads every key of a versions.env file with the same parser as
+// Parse (for tools that run from a checkout, such as the sandbox).
+func ReadFile(path string) (map[string]string, error) {
+	env, err := godotenv.Read(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return env, nil
+}

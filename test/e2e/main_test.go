@@ -29,6 +29,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/sandbox"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
+	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
 
 // env is the suite's shared sandbox; set once by TestMain, read by tests.
@@ -111,7 +112,7 @@ func setup() (*env, error) {
 			return nil, err
 		}
 	}
-	if e.versions, err = sandbox.ReadVersions(filepath.Join(root, "versions.env")); err != nil {
+	if e.versions, err = versions.ReadFile(filepath.Join(root, "versions.env")); err != nil {
 		return nil, err
 	}
 	work, err := os.MkdirTemp("", "bootstrap-e2e-")

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/pkg/agekey"
+	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+)
+
+// everyPhase is one of each phase a command can run, for the tests that
+// look at every gate.
+func everyPhase() []pipeline.Phase {
+	return []pipeline.Phase{
+		controllers.NewPhase(controllers.Options{}, nil),
+		agekey.NewInstallPhase(agekey.Input{}, agekey.Options{}, nil),
+		agekey.NewVerifyPhase(agekey.Options{}, nil),
+		rootsync.NewPhase(rootsync.RunOptions{}, nil),
+		rootsync.NewCutoverPhase(rootsync.CutoverOptions{}, nil),
+	}
+}
+
+// TestREADMEListsEveryGate fails when a gate is declared but the README's
+// gate tables do not name it.
+func TestREADMEListsEveryGate(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	seen := map[string]bool{}
+	for _, p := range everyPhase() {
+		for _, d := range p.Gates() {
+			if seen[d.ID] {
+				continue
+			}
+			seen[d.ID] = true
+			want := "`" + d.ID
+			if d.Prefix {
+				want += "/"
+			} else {
+				want += "`"
+			}
+			if !strings.Contains(readme, want) {
+				t.Errorf("README.md does not list gate %s (%s, %s/%s): add it to the phase's gate table", d.ID, d.Title, d.Phase, d.Stage)
+			}
+		}
+	}
+	if len(seen) < 20 {
+		t.Fatalf("only %d gates found: the phase list is incomplete", len(seen))
+	}
+}
+
+// TestGateIDsUnique fails when two gates of different phases share an ID.
+func TestGateIDsUnique(t *testing.T) {
+	owner := map[string]gate.Def{}
+	for _, p := range everyPhase() {
+		for _, d := range p.Gates() {
+			if o, ok := owner[d.ID]; ok && o.Phase != d.Phase {
+				t.Errorf("gate %s declared by phases %s and %s", d.ID, o.Phase, d.Phase)
+			}
+			owner[d.ID] = d
+		}
+	}
+}
