@@ -83,7 +83,7 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 			continue
 		}
 		start := run.Now()
-		why, err := runPhase(ctx, run, p)
+		why, afterOnly, err := runPhase(ctx, run, p)
 		r.Facts[timingFact+name] = run.Now().Sub(start).Round(time.Millisecond).String()
 		mine := phaseChecks(r, name)
 		if err != nil {
@@ -94,6 +94,9 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 			// Gates a complete phase did not report did not apply; these
 			// did not run, and say why.
 			for _, c := range gate.Missing(p.Gates(), mine, why) {
+				if afterOnly && c.Stage != gate.After {
+					continue // it ran its before-gates: the others did not apply
+				}
 				c.Optional = c.Optional || run.DryRun && err == nil && c.Stage == gate.After
 				r.Add(c)
 			}
@@ -109,27 +112,28 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 }
 
 // runPhase is one phase: before-gates, then the work, then after-gates. It
-// returns why the gates it did not reach did not run ("" when it ran through).
-func runPhase(ctx context.Context, run *Run, p Phase) (string, error) {
+// returns why the gates it did not reach did not run ("" when it ran
+// through), and whether only the after-gates are concerned.
+func runPhase(ctx context.Context, run *Run, p Phase) (why string, afterOnly bool, err error) {
 	before, err := p.Before(ctx, run)
 	run.Report.Add(before...)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if gate.Blocks(before...) {
-		return "not run: a gate before phase " + p.Name() + " did not pass; nothing was changed", nil
+		return "not run: a gate before phase " + p.Name() + " did not pass; nothing was changed", false, nil
 	}
 	if err := p.Do(ctx, run); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if run.DryRun {
-		return "dry run: nothing was applied, so there is nothing to prove", nil
+		return "dry run: nothing was applied, so there is nothing to prove", true, nil
 	}
 	if gate.Blocks(phaseChecks(run.Report, p.Name())...) {
-		return "not run: phase " + p.Name() + " failed before it could be proven", nil
+		return "not run: phase " + p.Name() + " failed before it could be proven", true, nil
 	}
 	run.Report.Add(p.After(ctx, run)...)
-	return "", nil
+	return "", false, nil
 }
 
 func phaseChecks(r *gate.Report, phase string) []gate.Check {

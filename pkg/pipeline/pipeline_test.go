@@ -26,8 +26,8 @@ func (f *fake) Gates() []gate.Def {
 	}
 }
 func (f *fake) Before(context.Context, *Run) ([]gate.Check, error) { return f.before, nil }
-func (f *fake) Do(context.Context, *Run) error                      { f.did = true; return f.doErr }
-func (f *fake) After(context.Context, *Run) []gate.Check            { f.proved = true; return f.after }
+func (f *fake) Do(context.Context, *Run) error                     { f.did = true; return f.doErr }
+func (f *fake) After(context.Context, *Run) []gate.Check           { f.proved = true; return f.after }
 
 func def(phase, id string, s gate.Stage) gate.Def {
 	return gate.Def{ID: phase + "." + id, Phase: phase, Stage: s}
@@ -80,6 +80,12 @@ func TestStopRule(t *testing.T) {
 				one.doErr = errors.New("connection lost")
 				return []*fake{one, pass("two")}
 			}, false, "one.b=pass one.c=pass one.a=skip two.b=skip two.c=skip two.a=skip", 1, true},
+		{"a before-gate a phase that ran did not report did not apply: not listed",
+			func() []*fake {
+				one := pass("one")
+				one.before = one.before[:1]
+				return []*fake{one}
+			}, true, "one.b=pass one.a=skip", 0, false},
 		{"a dry run proves nothing: after-gates are optional skips",
 			func() []*fake { return []*fake{pass("one")} }, true, "one.b=pass one.c=pass one.a=skip", 0, false},
 	}
