@@ -33,6 +33,7 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("age-key", false)
+			a.writes("age-key", o.Namespace, false)
 			in := agekey.Input{Flag: keyFile, Stdin: a.streams.In, Getenv: a.getenv}
 			return a.ageKey(cmd, run, rf, &o, func(o agekey.Options) pipeline.Phase { return agekey.NewInstallPhase(in, o, a.ageKeyConnect) })
 		},
@@ -66,6 +67,7 @@ func (a *app) ageKey(cmd *cobra.Command, run *pipeline.Run, rf *repoFlags, o *ag
 	if o.Path, err = rf.resolve(); err == nil {
 		err = pipeline.Execute(cmd.Context(), run, phase(*o))
 	}
+	a.release(run.Report)
 	agekey.RedactReport(run.Report)
 	if err != nil {
 		msg := agekey.Redact(err.Error())

@@ -3,18 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
-	"github.com/homelab-ops/bootstrap/pkg/kube"
-	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 )
 
 func newControllersCommand(a *app) *cobra.Command {
@@ -39,25 +34,11 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 				return a.fail(run.Report, err)
 			}
 			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
-			var requests *atomic.Int64
-			connect := func() (*apply.Cluster, error) {
-				cfg, err := kube.Config(a.cluster)
-				if err != nil {
-					return nil, gate.InputErrorf("%w", err)
-				}
-				requests = kube.CountRequests(cfg)
-				return apply.Connect(cfg)
-			}
+			a.countRequests = true
+			a.writes("controllers", o.Render.Components.Namespace, dryRun)
 			// The plan is printed before the apply's progress lines.
 			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
-			err = pipeline.Execute(cmd.Context(), run, controllers.NewPhase(o, connect))
-			if requests != nil {
-				run.Report.Facts["apiRequests"] = strconv.FormatInt(requests.Load(), 10)
-			}
-			if err != nil {
-				return a.fail(run.Report, err)
-			}
-			return a.finish(run.Report)
+			return a.execute(cmd.Context(), run, controllers.NewPhase(o, a.connect))
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)

@@ -26,6 +26,7 @@ source, proves that Ready again, and exits 1 with the evidence.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("cutover", dryRun)
+			a.writes("cutover", o.Namespace, dryRun)
 			return a.execute(cmd.Context(), run, rootsync.NewCutoverPhase(o, a.connect))
 		},
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -14,6 +16,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
+	"github.com/homelab-ops/bootstrap/pkg/lock"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
@@ -27,6 +30,18 @@ type app struct {
 	cluster *genericclioptions.ConfigFlags
 	pins    versions.Pins
 	pinErr  error
+
+	// The cluster lock: a writing command names itself in lockCommand (not
+	// on a dry run) and the Flux namespace in lockNamespace; the first
+	// connect takes the lock, execute releases it.
+	lockCommand   string
+	lockNamespace string
+	breakLock     bool
+	lock          *lock.Lock
+	cl            *apply.Cluster
+	// requests counts API requests when countRequests is set.
+	countRequests bool
+	requests      *atomic.Int64
 }
 
 // outputFlags select where the report goes.
@@ -95,6 +110,7 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	pf.StringVar(&a.out.reportJSON, "report-json", "", "also write the JSON report to this file")
 	pf.StringVar(&a.out.junit, "junit", "", "also write the report as JUnit XML to this file")
 	a.cluster.AddFlags(pf)
+	pf.BoolVar(&a.breakLock, "break-lock", false, "take the cluster lock even though another run holds it (when that run died; its holder is named in the refusal)")
 
 	root.AddCommand(newRenderCommand(a), newControllersCommand(a), newVersionCommand(a))
 	root.AddCommand(newAgeKeyCommand(a), newSyncCommand(a), newCutoverCommand(a))
@@ -108,7 +124,53 @@ func (a *app) connect() (*apply.Cluster, error) {
 	if err != nil {
 		return nil, gate.InputErrorf("%w", err)
 	}
-	return apply.Connect(cfg)
+	if a.countRequests && a.requests == nil {
+		a.requests = kube.CountRequests(cfg)
+	}
+	cl, err := apply.Connect(cfg)
+	a.cl = cl
+	return cl, err
+}
+
+// acquire takes the cluster lock for a writing command; the pipeline calls
+// it after the before-gates, before the first write.
+func (a *app) acquire(ctx context.Context) error {
+	if a.lockCommand == "" || a.lock != nil {
+		return nil
+	}
+	if a.cl == nil {
+		if _, err := a.connect(); err != nil {
+			return err
+		}
+	}
+	ns := a.lockNamespace
+	if ns == "" {
+		ns = DefaultFluxNamespace
+	}
+	l, err := lock.Acquire(ctx, a.cl.Clientset, lock.Options{Namespace: ns, Command: a.lockCommand, Break: a.breakLock})
+	a.lock = l
+	return err
+}
+
+// writes marks the run as one that changes the cluster: it takes the lock.
+func (a *app) writes(command, namespace string, dryRun bool) {
+	if !dryRun {
+		a.lockCommand, a.lockNamespace = "bootstrap "+command, namespace
+	}
+}
+
+// release frees the cluster lock, noting a take-over in the report.
+func (a *app) release(r *gate.Report) {
+	if a.lock == nil {
+		return
+	}
+	if a.lock.TookOver != "" {
+		r.Warn("cluster lock: " + a.lock.TookOver)
+	}
+	if err := a.lock.Release(); err != nil {
+		r.Warn("cluster lock: release failed (" + err.Error() + "); it expires by itself")
+	}
+	a.lock = nil
 }
 
 // newRun starts a pipeline run whose progress lines go to stderr in text
@@ -116,7 +178,7 @@ func (a *app) connect() (*apply.Cluster, error) {
 func (a *app) newRun(command string, dryRun bool) *pipeline.Run {
 	r := gate.NewReport(command)
 	r.DryRun = dryRun
-	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: a.progress}
+	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: a.progress, BeforeWrite: a.acquire}
 }
 
 // progress is the one progress printer.
@@ -131,7 +193,12 @@ func (a *app) execute(ctx context.Context, run *pipeline.Run, phases ...pipeline
 	if a.pinErr != nil {
 		return a.fail(run.Report, a.pinErr)
 	}
-	if err := pipeline.Execute(ctx, run, phases...); err != nil {
+	err := pipeline.Execute(ctx, run, phases...)
+	a.release(run.Report)
+	if a.requests != nil {
+		run.Report.Facts["apiRequests"] = strconv.FormatInt(a.requests.Load(), 10)
+	}
+	if err != nil {
 		return a.fail(run.Report, err)
 	}
 	return a.finish(run.Report)

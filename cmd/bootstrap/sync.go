@@ -48,6 +48,7 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 			if srcURL != "" {
 				o.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
 			}
+			a.writes("sync", o.Build.Namespace, dryRun)
 			return a.execute(cmd.Context(), run, rootsync.NewPhase(o, a.connect))
 		},
 	}

@@ -39,6 +39,11 @@ type Run struct {
 	DryRun bool
 	// Progress receives one line per step a person may want to follow.
 	Progress func(line string)
+	// BeforeWrite, when set, runs once before the first phase's work on a
+	// run that is not a dry run (the cluster lock is taken there: after
+	// the before-gates, before the first write).
+	BeforeWrite func(ctx context.Context) error
+	wrote       bool
 	// OnPlan, when set, receives each phase's plan before it is applied.
 	OnPlan func(plan []gate.ObjectChange)
 	// Now is the clock (tests set it).
@@ -122,6 +127,12 @@ func runPhase(ctx context.Context, run *Run, p Phase) (why string, afterOnly boo
 	}
 	if gate.Blocks(before...) {
 		return "not run: a gate before phase " + p.Name() + " did not pass; nothing was changed", false, nil
+	}
+	if !run.DryRun && !run.wrote && run.BeforeWrite != nil {
+		run.wrote = true
+		if err := run.BeforeWrite(ctx); err != nil {
+			return "", false, err
+		}
 	}
 	if err := p.Do(ctx, run); err != nil {
 		return "", false, err

@@ -1,0 +1,62 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestLock(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	first, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "bootstrap up", Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.TookOver != "" {
+		t.Errorf("a fresh lock took over %q", first.TookOver)
+	}
+
+	// A second run is refused at once, naming the holder.
+	_, err = Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "bootstrap controllers", Now: clock})
+	var held *HeldError
+	if !errors.As(err, &held) || !strings.Contains(err.Error(), "bootstrap up on ") || !strings.Contains(err.Error(), "--break-lock") {
+		t.Fatalf("second run: %v", err)
+	}
+
+	// --break-lock takes it at once, saying whose it was.
+	broke, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "bootstrap sync", Break: true, Now: clock})
+	if err != nil || !strings.Contains(broke.TookOver, "bootstrap up") {
+		t.Fatalf("break: %v %q", err, broke.TookOver)
+	}
+	// The broken run's release leaves the new holder alone.
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "x", Now: clock}); !errors.As(err, &held) {
+		t.Fatalf("after the broken run released, the lock must still be held: %v", err)
+	}
+
+	// A holder that stopped renewing is taken over after the duration.
+	later := func() time.Time { return now.Add(time.Minute) }
+	stale, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "bootstrap up", Now: later})
+	if err != nil || !strings.Contains(stale.TookOver, "stopped renewing") {
+		t.Fatalf("stale: %v %q", err, stale.TookOver)
+	}
+	broke.stop()
+	if err := stale.Release(); err != nil {
+		t.Fatal(err)
+	}
+	// Released: the next run takes it without a take-over.
+	next, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "bootstrap up", Now: later})
+	if err != nil || next.TookOver != "" {
+		t.Fatalf("after release: %v %q", err, next.TookOver)
+	}
+	_ = next.Release()
+}
