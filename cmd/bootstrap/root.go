@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
@@ -113,7 +114,7 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	pf.BoolVar(&a.breakLock, "break-lock", false, "take the cluster lock even though another run holds it (when that run died; its holder is named in the refusal)")
 
 	root.AddCommand(newRenderCommand(a), newControllersCommand(a), newVersionCommand(a))
-	root.AddCommand(newAgeKeyCommand(a), newSyncCommand(a), newCutoverCommand(a))
+	root.AddCommand(newAgeKeyCommand(a), newSyncCommand(a), newCutoverCommand(a), newUpCommand(a))
 	return root
 }
 
@@ -206,6 +207,9 @@ func (a *app) execute(ctx context.Context, run *pipeline.Run, phases ...pipeline
 
 // finish writes the report where asked and turns it into the exit code.
 func (a *app) finish(r *gate.Report) error {
+	// Nothing that looks like key material leaves the process, whichever
+	// phase read it.
+	agekey.RedactReport(r)
 	var errs []string
 	if a.out.format == "json" {
 		if err := gate.WriteJSON(a.streams.Out, r); err != nil {

@@ -80,12 +80,14 @@ func Changed(changes []ObjectChange) bool {
 
 // PhaseResult summarises the checks of one phase.
 type PhaseResult struct {
-	Name    string  `json:"name"`
-	Verdict Verdict `json:"verdict"`
-	Pass    int     `json:"pass"`
-	Fail    int     `json:"fail"`
-	Warn    int     `json:"warn"`
-	Skip    int     `json:"skip"`
+	Name string `json:"name"`
+	// Duration is how long the phase ran (empty when it did not).
+	Duration string  `json:"duration,omitempty"`
+	Verdict  Verdict `json:"verdict"`
+	Pass     int     `json:"pass"`
+	Fail     int     `json:"fail"`
+	Warn     int     `json:"warn"`
+	Skip     int     `json:"skip"`
 }
 
 // Report gathers the checks of one run.
@@ -145,6 +147,7 @@ func (r *Report) Phases() []PhaseResult {
 	}
 	for i := range out {
 		out[i].Verdict = summarise(out[i])
+		out[i].Duration = r.Facts["duration."+out[i].Name]
 	}
 	return out
 }

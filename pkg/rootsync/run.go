@@ -24,6 +24,9 @@ type RunOptions struct {
 	Source *Temporary
 	// Now stamps a new temporary source; time.Now when nil.
 	Now func() time.Time
+	// Built, when set, is Build's result made earlier (a command that
+	// refuses bad input before its first request builds first).
+	Built *Render
 }
 
 // NewPhase is step 3 as a pipeline phase: build the environment's root and
@@ -65,9 +68,11 @@ func (p *SyncPhase) Cluster() *apply.Cluster { return p.cl }
 func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
 	report := run.Report
 	report.Facts["path"] = p.o.Build.Path
-	r, err := Build(p.o.Build)
-	if err != nil {
-		return nil, err
+	r, err := p.o.Built, error(nil)
+	if r == nil {
+		if r, err = Build(p.o.Build); err != nil {
+			return nil, err
+		}
 	}
 	p.Render = r
 	checks := Static(r)

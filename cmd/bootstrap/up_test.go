@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestUpInputErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	unknown := write("unknown.yaml", "env: dev\nflux-verison: v2.9.5\n")
+	notMap := write("list.yaml", "- env\n")
+	good := write("good.yaml", "env: nosuchenv\ncomponents-extra: [image-reflector-controller, image-automation-controller]\n")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no environment", []string{"up"}, 2, "which environment?"},
+		{"unknown config key", []string{"up", "--config", unknown}, 2, `unknown flag "flux-verison"`},
+		{"config not a map", []string{"up", "--config", notMap}, 2, "not a YAML map"},
+		{"missing config", []string{"up", "--config", filepath.Join(dir, "nope.yaml")}, 2, "nope.yaml"},
+		// The config's env is used; the command line's --env wins over it.
+		{"config env used", []string{"up", "--repo", dir, "--config", good}, 2, "clusters/nosuchenv"},
+		{"flag wins over config", []string{"up", "--repo", dir, "--config", good, "--env", "flagenv"}, 2, "clusters/flagenv"},
+		{"source branch without url", []string{"up", "--env", "dev", "--source-branch", "main"}, 2, "need --source-url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, append(tt.args, "--dry-run")...)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) {
+				t.Errorf("exit %d, want %d; stderr should say %q:\n%s", r.code, tt.code, tt.msg, r.stderr)
+			}
+		})
+	}
+}
