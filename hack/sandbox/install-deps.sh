@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the sandbox needs (git for git-http-backend
-# and the test helpers). Idempotent: apt is only touched when something is
+# and the test helpers, ansible-core for the Ansible example's e2e run). Idempotent: apt is only touched when something is
 # missing. Needs root (or sudo) only in that case.
 set -euo pipefail
 
@@ -8,9 +8,11 @@ need=()
 command -v git >/dev/null 2>&1 || need+=(git)
 [[ -x /usr/lib/git-core/git-http-backend ]] || need+=(git)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# The Ansible example (examples/ansible) is run for real by the e2e suite.
+command -v ansible-playbook >/dev/null 2>&1 || need+=(ansible-core)
 
 if [[ ${#need[@]} -eq 0 ]]; then
-	echo "install-deps: git, git-http-backend and curl present"
+	echo "install-deps: git, git-http-backend, curl and ansible-playbook present"
 	exit 0
 fi
 sudo=""
