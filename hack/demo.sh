@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the built-in sandbox: bring up a real local control plane
 # with real Flux controllers, bootstrap Flux into it the way the homelab
-# does (v2.4.0 with the image extras and the strict overlay), show that a
-# re-run changes nothing, then tear down.
+# does (v2.4.0 with the image extras and the strict overlay), then the
+# whole bring-up with `bootstrap up` (upgrade to v2.9.5, age key, dev's
+# cluster root), an unchanged re-run, and tear down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,18 +34,6 @@ echo "== bootstrap controllers (apply, watch the rollouts, prove the flags are l
 bin/bootstrap controllers --flux-version v2.4.0 "${extras[@]}" --report-json "$state/controllers.json"
 
 echo
-echo "== bootstrap controllers again (a re-run changes nothing)"
-bin/bootstrap controllers --flux-version v2.4.0 "${extras[@]}" -o json | grep -E '^  "(changed|verdict|exitCode)"'
-
-echo
-echo "== upgrade to Flux v2.9.5 (migrating the CRD versions v2.9.5 no longer serves)"
-bin/bootstrap controllers --flux-version v2.9.5 "${extras[@]}" --migrate-crds
-
-echo
-echo "== the controllers the sandbox runs, started from the Deployments' args"
-sleep 2
-grep -h 'msg="controller started"' "$state/logs/runner.log" 2>/dev/null | tail -2 | sed 's/^.*controller=/  /' || true
-echo
 echo "== the homelab repository on a sandbox Git server (dev's source points there; a SOPS Secret encrypted to a fresh age key)"
 go build -o bin/demo-homelab ./hack/demo/homelab
 home="$state/homelab"
@@ -54,12 +43,20 @@ for _ in $(seq 100); do [[ -f "$home/ready" ]] && break; sleep 0.1; done
 [[ -f "$home/ready" ]] || { echo "demo: the Git server did not come up" >&2; exit 1; }
 
 echo
-echo "== bootstrap age-key (the key from stdin, proven against the repository, then installed)"
-bin/bootstrap age-key --age-key-file - --repo "$home/repo" --path clusters/dev < "$home/age.key"
+echo "== bootstrap up: the whole bring-up in one run — upgrade to Flux v2.9.5 (--migrate-crds), the age key"
+echo "   from stdin (proven against the repository, then installed), the dev cluster root from the Git server"
+bin/bootstrap up --repo "$home/repo" --env dev --flux-version v2.9.5 "${extras[@]}" --migrate-crds \
+	--age-key-file - --timeout 5m --report-json "$state/up.json" < "$home/age.key"
 
 echo
-echo "== bootstrap sync --env dev (the cluster root, gated; then every Kustomization's walk down the dependsOn chain)"
-bin/bootstrap sync --repo "$home/repo" --env dev --timeout 5m
+echo "== bootstrap up again (an unchanged re-run: nothing applied, nothing restarted)"
+bin/bootstrap up --repo "$home/repo" --env dev --flux-version v2.9.5 "${extras[@]}" \
+	--age-key-file - -o json < "$home/age.key" | grep -E '^  "(changed|verdict|exitCode)"'
+
+echo
+echo "== the controllers the sandbox runs, started from the Deployments' args"
+sleep 2
+grep -h 'msg="controller started"' "$state/logs/runner.log" 2>/dev/null | tail -2 | sed 's/^.*controller=/  /' || true
 
 echo
 echo "demo: done; tearing the sandbox down"

@@ -162,7 +162,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 		return wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, o.Namespace, o.Name, func(g *sourcev1.GitRepository) (bool, string) {
-			ok, desc := readyCondition(g.Generation, g.Status.Conditions)
+			ok, desc := wait.Ready(g)
 			return ok && g.Spec.URL == url && g.Status.Artifact != nil, desc
 		})
 	}
@@ -281,7 +281,7 @@ func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, re
 		ns, name, _ := strings.Cut(n, "/")
 		o.Progress(fmt.Sprintf("waiting for Kustomization %s at %s", n, rev))
 		if _, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, ns, name, func(k *kustomizev1.Kustomization) (bool, string) {
-			ok, desc := readyCondition(k.Generation, k.Status.Conditions)
+			ok, desc := wait.Ready(k)
 			return ok && k.Status.LastAppliedRevision == rev, desc + "; lastAppliedRevision=" + k.Status.LastAppliedRevision
 		}); err != nil {
 			failed = append(failed, "Kustomization "+err.Error())

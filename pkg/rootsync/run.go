@@ -170,7 +170,7 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	wantURL := DeclaredOf(src).URL
 	progress(fmt.Sprintf("waiting for GitRepository %s/%s to be Ready with an artifact from %s (timeout %s)", src.GetNamespace(), src.GetName(), wantURL, timeout))
 	gr, err := wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, src.GetNamespace(), src.GetName(), func(g *sourcev1.GitRepository) (bool, string) {
-		ok, desc := readyCondition(g.Generation, g.Status.Conditions)
+		ok, desc := wait.Ready(g)
 		return ok && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
 	})
 	rc := GateRootApplied.New()
@@ -186,7 +186,7 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	root := r.Root
 	progress(fmt.Sprintf("waiting for Kustomization %s/%s to apply %s", root.Namespace, root.Name, rev))
 	k, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, root.Namespace, root.Name, func(k *kustomizev1.Kustomization) (bool, string) {
-		ok, desc := readyCondition(k.Generation, k.Status.Conditions)
+		ok, desc := wait.Ready(k)
 		return ok && k.Status.LastAppliedRevision == rev, desc + "; lastAppliedRevision=" + k.Status.LastAppliedRevision
 	})
 	if err != nil {

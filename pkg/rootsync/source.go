@@ -6,8 +6,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -143,15 +141,4 @@ func requestReconcile(ctx context.Context, c client.Client, obj client.Object) e
 		return fmt.Errorf("request reconcile of %s: %w", obj.GetName(), err)
 	}
 	return nil
-}
-
-// readyCondition describes a Flux object's Ready condition for messages;
-// ok is true when it is True for the current generation.
-func readyCondition(gen int64, conds []metav1.Condition) (ok bool, desc string) {
-	c := apimeta.FindStatusCondition(conds, "Ready")
-	if c == nil {
-		return false, "no Ready condition yet"
-	}
-	cur := c.ObservedGeneration == gen
-	return c.Status == metav1.ConditionTrue && cur, fmt.Sprintf("Ready=%s %s (generation %d observed %d): %s", c.Status, c.Reason, gen, c.ObservedGeneration, c.Message)
 }
