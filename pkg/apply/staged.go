@@ -13,14 +13,28 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
-// Apply server-side applies the objects in stages (CRDs and namespaces
-// first, waiting for them, then the rest) and returns what happened to each.
-// plan supplies the restart prediction for the outcome.
+// Apply server-side applies the objects the plan changes (created,
+// configured, or taken over from another field manager) in stages (CRDs and
+// namespaces first, waiting for them, then the rest) and returns what
+// happened to each; objects the plan's dry run found unchanged are reported
+// unchanged without a second dry run, so a no-op re-run costs no apply.
 func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, plan []gate.ObjectChange, timeout time.Duration) ([]gate.ObjectChange, error) {
 	opts := applyOptions()
 	opts.WaitTimeout = timeout
-	cs, err := cl.Manager.ApplyAllStaged(ctx, objs, opts)
+	var todo []*unstructured.Unstructured
 	var out []gate.ObjectChange
+	for _, o := range objs {
+		i := slices.IndexFunc(plan, func(p gate.ObjectChange) bool { return p.Object == ID(o) })
+		if i >= 0 && plan[i].Action == string(ssa.UnchangedAction) && len(plan[i].TakenOverFrom) == 0 {
+			out = append(out, plan[i])
+			continue
+		}
+		todo = append(todo, o)
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	cs, err := cl.Manager.ApplyAllStaged(ctx, todo, opts)
 	if cs != nil {
 		for _, e := range cs.Entries {
 			oc := gate.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)}
