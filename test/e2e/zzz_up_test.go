@@ -134,6 +134,9 @@ func TestAnsibleUp(t *testing.T) {
 	_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
 
 	reports := t.TempDir()
+	if err := os.Chmod(reports, 0o750); err != nil { // as the play wants it: only the up task may change
+		t.Fatal(err)
+	}
 	playbook := func(t *testing.T, ageKey string) (string, error) {
 		t.Helper()
 		vars, err := json.Marshal(map[string]any{
