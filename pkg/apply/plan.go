@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fluxcd/pkg/ssa"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,56 +22,72 @@ import (
 // before their migration; they are planned as configured.
 func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, migrating []Dropped) ([]gate.ObjectChange, error) {
 	nsExists := map[string]bool{}
-	var out []gate.ObjectChange
 	for _, o := range objs {
-		oc := gate.ObjectChange{Object: ID(o)}
-		if ns := o.GetNamespace(); ns != "" {
-			exists, ok := nsExists[ns]
-			if !ok {
-				err := cl.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
-				if err != nil && !apierrors.IsNotFound(err) {
-					return nil, fmt.Errorf("plan: read namespace %s: %w", ns, err)
-				}
-				exists = err == nil
-				nsExists[ns] = exists
-			}
-			if !exists {
-				// Nothing to dry-run against: the namespace comes first.
-				oc.Action = string(ssa.CreatedAction)
-				out = append(out, oc)
-				continue
-			}
-		}
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(o.GroupVersionKind())
-		err := cl.Client.Get(ctx, client.ObjectKeyFromObject(o), live)
-		if apierrors.IsNotFound(err) {
-			oc.Action = string(ssa.CreatedAction)
-			out = append(out, oc)
+		ns := o.GetNamespace()
+		if _, done := nsExists[ns]; ns == "" || done {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("plan: read %s: %w", oc.Object, err)
+		err := cl.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("plan: read namespace %s: %w", ns, err)
 		}
-		oc.TakenOverFrom = otherManagers(live)
-		if slices.ContainsFunc(migrating, func(d Dropped) bool { return d.CRD.GetName() == o.GetName() && o.GetKind() == d.CRD.GetKind() }) {
-			oc.Action = string(ssa.ConfiguredAction)
-			out = append(out, oc)
-			continue
-		}
-		entry, _, merged, err := cl.Manager.Diff(ctx, o.DeepCopy(), ssa.DefaultDiffOptions())
-		if err != nil {
-			return nil, fmt.Errorf("plan: server-side dry run of %s: %w", oc.Object, err)
-		}
-		oc.Action = string(entry.Action)
-		if entry.Action == ssa.ConfiguredAction && o.GetKind() == "Deployment" && merged != nil {
-			before, _, _ := unstructured.NestedMap(live.Object, "spec", "template")
-			after, _, _ := unstructured.NestedMap(merged.Object, "spec", "template")
-			oc.Restarts = !equality.Semantic.DeepEqual(before, after)
-		}
-		out = append(out, oc)
+		nsExists[ns] = err == nil
+	}
+	// Each object is planned on its own: a bounded number at once, so a
+	// re-run's wall time is a few round trips, not one per object.
+	out := make([]gate.ObjectChange, len(objs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(planConcurrency)
+	for i, o := range objs {
+		g.Go(func() error {
+			oc, err := planOne(gctx, cl, o, migrating, nsExists[o.GetNamespace()] || o.GetNamespace() == "")
+			out[i] = oc
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// planConcurrency bounds the plan's requests in flight.
+const planConcurrency = 8
+
+// planOne plans one object; nsExists says whether its namespace exists.
+func planOne(ctx context.Context, cl *Cluster, o *unstructured.Unstructured, migrating []Dropped, nsExists bool) (gate.ObjectChange, error) {
+	oc := gate.ObjectChange{Object: ID(o)}
+	if !nsExists {
+		// Nothing to dry-run against: the namespace comes first.
+		oc.Action = string(ssa.CreatedAction)
+		return oc, nil
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(o.GroupVersionKind())
+	err := cl.Client.Get(ctx, client.ObjectKeyFromObject(o), live)
+	if apierrors.IsNotFound(err) {
+		oc.Action = string(ssa.CreatedAction)
+		return oc, nil
+	}
+	if err != nil {
+		return oc, fmt.Errorf("plan: read %s: %w", oc.Object, err)
+	}
+	oc.TakenOverFrom = otherManagers(live)
+	if slices.ContainsFunc(migrating, func(d Dropped) bool { return d.CRD.GetName() == o.GetName() && o.GetKind() == d.CRD.GetKind() }) {
+		oc.Action = string(ssa.ConfiguredAction)
+		return oc, nil
+	}
+	entry, _, merged, err := cl.Manager.Diff(ctx, o.DeepCopy(), ssa.DefaultDiffOptions())
+	if err != nil {
+		return oc, fmt.Errorf("plan: server-side dry run of %s: %w", oc.Object, err)
+	}
+	oc.Action = string(entry.Action)
+	if entry.Action == ssa.ConfiguredAction && o.GetKind() == "Deployment" && merged != nil {
+		before, _, _ := unstructured.NestedMap(live.Object, "spec", "template")
+		after, _, _ := unstructured.NestedMap(merged.Object, "spec", "template")
+		oc.Restarts = !equality.Semantic.DeepEqual(before, after)
+	}
+	return oc, nil
 }
 
 // Changed reports whether a plan or outcome changes anything.

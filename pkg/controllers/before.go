@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"golang.org/x/mod/semver"
+	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,18 +87,31 @@ func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Un
 			}
 		}
 	}
+	// One review per attribute, a bounded number in flight.
+	allowed := make([]bool, len(attrs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, a := range attrs {
+		g.Go(func() error {
+			r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource},
+			}}
+			res, err := cl.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(gctx, r, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			allowed[i] = res.Status.Allowed
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		c.Verdict = gate.Skip
+		c.Message = fmt.Sprintf("could not ask the API server about permissions: %v", err)
+		return c
+	}
 	var missing []string
-	for _, a := range attrs {
-		r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource},
-		}}
-		res, err := cl.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, r, metav1.CreateOptions{})
-		if err != nil {
-			c.Verdict = gate.Skip
-			c.Message = fmt.Sprintf("could not ask the API server about permissions: %v", err)
-			return c
-		}
-		if !res.Status.Allowed {
+	for i, a := range attrs {
+		if !allowed[i] {
 			res := a.resource
 			if a.group != "" {
 				res += "." + a.group
