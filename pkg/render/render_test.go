@@ -17,6 +17,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/patches"
+	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -254,6 +255,38 @@ func TestBadInput(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q does not say %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestEveryEmbeddedRelease renders every embedded Flux release with the
+// shipped overlays, offline: every gate passes and the release has a
+// minimum Kubernetes version for the cluster gate.
+func TestEveryEmbeddedRelease(t *testing.T) {
+	pins, err := versions.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pins.EmbeddedFluxVersions) < 30 {
+		t.Fatalf("%d embedded releases, want every release of the bundle module (30 from v2.2.3 to v2.9.5)", len(pins.EmbeddedFluxVersions))
+	}
+	for _, v := range pins.EmbeddedFluxVersions {
+		t.Run(v, func(t *testing.T) {
+			if pins.MinKubernetes[v] == "" {
+				t.Errorf("versions.env has no FLUX_MIN_KUBERNETES entry for %s", v)
+			}
+			out, err := Run(context.Background(), options(t, v, shipped(t), "overlays"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id, verdict := range verdicts(out) {
+				if verdict != gate.Pass {
+					t.Errorf("%s: %s is %s", v, id, verdict)
+				}
+			}
+			if got := out.Facts["fluxVersion"]; got != v {
+				t.Errorf("rendered %s, want %s", got, v)
 			}
 		})
 	}
