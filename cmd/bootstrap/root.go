@@ -40,6 +40,10 @@ type app struct {
 	breakLock     bool
 	lock          *lock.Lock
 	cl            *apply.Cluster
+	// versionsFile is --versions-file; envNotes say which flags the
+	// environment set.
+	versionsFile string
+	envNotes     []string
 	// requests counts API requests when countRequests is set.
 	countRequests bool
 	requests      *atomic.Int64
@@ -96,6 +100,9 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.applyEnvironment(cmd); err != nil {
+				return err
+			}
 			if a.out.format != "text" && a.out.format != "json" {
 				return &usageError{fmt.Errorf("--output %q: want text or json", a.out.format)}
 			}
@@ -111,6 +118,7 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	pf.StringVar(&a.out.reportJSON, "report-json", "", "also write the JSON report to this file")
 	pf.StringVar(&a.out.junit, "junit", "", "also write the report as JUnit XML to this file")
 	a.cluster.AddFlags(pf)
+	pf.StringVar(&a.versionsFile, "versions-file", "", "take the Flux version from FLUX_VERSION in this KEY=VALUE file (e.g. the repository's own versions.env) unless --flux-version is given")
 	pf.BoolVar(&a.breakLock, "break-lock", false, "take the cluster lock even though another run holds it (when that run died; its holder is named in the refusal)")
 
 	root.AddCommand(newRenderCommand(a), newControllersCommand(a), newVersionCommand(a))
@@ -179,6 +187,9 @@ func (a *app) release(r *gate.Report) {
 func (a *app) newRun(command string, dryRun bool) *pipeline.Run {
 	r := gate.NewReport(command)
 	r.DryRun = dryRun
+	for i, n := range a.envNotes {
+		r.Facts[fmt.Sprintf("environment.%d", i+1)] = n
+	}
 	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: a.progress, BeforeWrite: a.acquire}
 }
 
