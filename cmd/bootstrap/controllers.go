@@ -54,8 +54,10 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 // writePlan prints the plan at a glance: counts, then every object that
 // changes, with restarts and take-overs called out.
 func (a *app) writePlan(plan []gate.ObjectChange, dryRun bool) {
-	if a.out.format == "text" {
-		writePlan(a.streams.ErrOut, plan, dryRun)
+	var b strings.Builder
+	writePlan(&b, plan, dryRun)
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		a.printer.Line(line)
 	}
 }
 

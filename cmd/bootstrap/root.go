@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -19,6 +20,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/lock"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/progress"
 	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
 
@@ -44,6 +46,7 @@ type app struct {
 	// environment set.
 	versionsFile string
 	envNotes     []string
+	printer      *progress.Printer
 	// requests counts API requests when countRequests is set.
 	countRequests bool
 	requests      *atomic.Int64
@@ -54,6 +57,7 @@ type outputFlags struct {
 	format     string
 	reportJSON string
 	junit      string
+	quiet      bool
 }
 
 // usageError marks a command-line mistake (exit 2).
@@ -115,6 +119,7 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.out.format, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout)")
+	pf.BoolVarP(&a.out.quiet, "quiet", "q", false, "text output: no progress, and only the checks that did not pass and the summary line")
 	pf.StringVar(&a.out.reportJSON, "report-json", "", "also write the JSON report to this file")
 	pf.StringVar(&a.out.junit, "junit", "", "also write the report as JUnit XML to this file")
 	a.cluster.AddFlags(pf)
@@ -190,13 +195,11 @@ func (a *app) newRun(command string, dryRun bool) *pipeline.Run {
 	for i, n := range a.envNotes {
 		r.Facts[fmt.Sprintf("environment.%d", i+1)] = n
 	}
-	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: a.progress, BeforeWrite: a.acquire}
-}
-
-// progress is the one progress printer.
-func (a *app) progress(line string) {
-	if a.out.format == "text" {
-		fmt.Fprintln(a.streams.ErrOut, "  "+line)
+	pr := progress.New(a.streams.ErrOut, progress.Options{Quiet: a.out.quiet || a.out.format != "text", Getenv: a.getenv})
+	a.printer = pr
+	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: pr.Line, BeforeWrite: a.acquire,
+		OnPhase:     pr.Start,
+		OnPhaseDone: func(name string, v gate.Verdict, took time.Duration) { pr.Done(name, string(v), took) },
 	}
 }
 
@@ -226,8 +229,14 @@ func (a *app) finish(r *gate.Report) error {
 		if err := gate.WriteJSON(a.streams.Out, r); err != nil {
 			errs = append(errs, err.Error())
 		}
-	} else if err := gate.WriteText(a.streams.ErrOut, r); err != nil {
-		errs = append(errs, err.Error())
+	} else {
+		write := gate.WriteText
+		if a.out.quiet {
+			write = gate.WriteSummary
+		}
+		if err := write(a.streams.ErrOut, r); err != nil {
+			errs = append(errs, err.Error())
+		}
 	}
 	write := func(path string, w func(*os.File) error) {
 		if path == "" {

@@ -34,6 +34,32 @@ func WriteText(w io.Writer, r *Report) error {
 	return err
 }
 
+// WriteSummary is the quiet report: warnings, every check that did not pass
+// or warn, the error, and the summary line.
+func WriteSummary(w io.Writer, r *Report) error {
+	short := *r
+	short.Checks = nil
+	for _, c := range r.Checks {
+		if c.Verdict == Fail || (c.Verdict == Skip && !c.Optional) {
+			short.Checks = append(short.Checks, c)
+		}
+	}
+	var b strings.Builder
+	if err := WriteText(&b, &short); err != nil {
+		return err
+	}
+	// The counts are the whole run's, not the excerpt's.
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	var full strings.Builder
+	if err := WriteText(&full, r); err != nil {
+		return err
+	}
+	all := strings.Split(strings.TrimSuffix(full.String(), "\n"), "\n")
+	lines[len(lines)-1] = all[len(all)-1]
+	_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
+	return err
+}
+
 type jsonReport struct {
 	*Report
 	Verdict  Verdict       `json:"verdict"`

@@ -44,6 +44,10 @@ type Run struct {
 	// the before-gates, before the first write).
 	BeforeWrite func(ctx context.Context) error
 	wrote       bool
+	// OnPhase and OnPhaseDone, when set, hear of each phase starting and
+	// ending (with its verdict; skip for a phase that did not run).
+	OnPhase     func(name string)
+	OnPhaseDone func(name string, verdict gate.Verdict, took time.Duration)
 	// OnPlan, when set, receives each phase's plan before it is applied.
 	OnPlan func(plan []gate.ObjectChange)
 	// Now is the clock (tests set it).
@@ -85,7 +89,13 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 		name := p.Name()
 		if stopped != "" {
 			r.Add(gate.Missing(p.Gates(), phaseChecks(r, name), stopped)...)
+			if run.OnPhaseDone != nil {
+				run.OnPhaseDone(name, gate.Skip, 0)
+			}
 			continue
+		}
+		if run.OnPhase != nil {
+			run.OnPhase(name)
 		}
 		start := run.Now()
 		why, afterOnly, err := runPhase(ctx, run, p)
@@ -105,6 +115,18 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 				c.Optional = c.Optional || run.DryRun && err == nil && c.Stage == gate.After
 				r.Add(c)
 			}
+		}
+		if run.OnPhaseDone != nil {
+			v := gate.Pass
+			for _, pr := range r.Phases() {
+				if pr.Name == name {
+					v = pr.Verdict
+				}
+			}
+			if err != nil {
+				v = gate.Fail
+			}
+			run.OnPhaseDone(name, v, run.Now().Sub(start))
 		}
 		switch {
 		case err != nil:
