@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bin="$(bash hack/sandbox/build.sh --print)"
-if [[ ! -x "$bin/kubectl" ]]; then
+if [[ ! -x "$bin/kubectl" ]]; then  # built by hack/sandbox/build.sh; kept for older caches
 	echo "bench: building kubectl into $bin (once)" >&2
 	(cd hack/sandbox/tools/kubernetes && GOTOOLCHAIN=local go build -ldflags "-s -w" -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl)
 fi

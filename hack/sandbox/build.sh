@@ -47,7 +47,7 @@ export GOFLAGS="-buildvcs=false"
 # Never let a module's go line fetch another toolchain: it must build with ours.
 export GOTOOLCHAIN=local
 
-total=7
+total=8
 n=0
 built=0
 start_all=$(date +%s)
@@ -154,6 +154,7 @@ step etcd build_etcd
 step kube-apiserver build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 step kube-controller-manager build_k8s kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 step kube-scheduler build_k8s kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+step kubectl build_k8s kubectl k8s.io/kubernetes/cmd/kubectl
 step kwok build_kwok
 step source-controller build_flux source-controller "$SOURCE_CONTROLLER_VERSION" \
 	"github.com/fluxcd/pkg/artifact => github.com/fluxcd/pkg/artifact v0.18.0"
