@@ -184,7 +184,8 @@ func (e *Env) Locate(files []string, kind, namespace, name string) Location {
 }
 
 // FindLine is the first line of one of files (nil: all) that contains text,
-// preferring prefer (a file) when it has it.
+// preferring prefer (a file) when it has it. For text starting with "${",
+// occurrences escaped as "$${" do not count.
 func (e *Env) FindLine(files []string, prefer, text string) Location {
 	return e.index.findLine(files, prefer, text)
 }

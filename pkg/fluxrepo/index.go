@@ -134,7 +134,7 @@ func (ix *fileIndex) findLine(files []string, prefer, text string) Location {
 	ix.load()
 	search := func(f string) Location {
 		for i, l := range ix.lines[f] {
-			if strings.Contains(l, text) {
+			if containsUnescaped(l, text) {
 				return Location{File: f, Line: i + 1}
 			}
 		}
@@ -154,4 +154,20 @@ func (ix *fileIndex) findLine(files []string, prefer, text string) Location {
 		}
 	}
 	return Location{}
+}
+
+// containsUnescaped says whether line contains text; for text starting with
+// "${", an occurrence escaped as "$${" does not count.
+func containsUnescaped(line, text string) bool {
+	for off := 0; ; {
+		i := strings.Index(line[off:], text)
+		if i < 0 {
+			return false
+		}
+		i += off
+		if !strings.HasPrefix(text, "${") || i == 0 || line[i-1] != '$' {
+			return true
+		}
+		off = i + 1
+	}
 }
