@@ -181,43 +181,41 @@ func substituteOne(ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrep
 			continue
 		}
 		substituted++
-		if perr != nil {
-			if o.on(ParseError) {
-				for _, bad := range rejected(text) {
-					fs = append(fs, finding{det: ParseError, loc: locate(env, k, r, bad.text),
-						what: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", bad.text, objName(r), bad.err, k.Ref()),
-						fix:  "escape it as $" + bad.text + " if it is meant literally"})
+		nodes, bad := funcNodes(text, tree, perr)
+		if o.on(ParseError) {
+			for _, b := range bad {
+				fs = append(fs, finding{det: ParseError, loc: locate(env, k, r, b.text),
+					what: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", b.text, objName(r), b.err, k.Ref()),
+					fix:  "escape it as $" + b.text + " if it is meant literally"})
+			}
+		}
+		for _, n := range nodes {
+			names[n.Param] = true
+			expr := "${" + n.Param + n.Name
+			switch {
+			case n.Name == ":=" || n.Name == ":?":
+				if o.on(DefaultOp) {
+					what := "silently ships its default when " + n.Param + " is unset or empty (e.g. a dev value to prod)"
+					if n.Name == ":?" {
+						what = "renders the message as the value when " + n.Param + " is unset or empty: a non-empty wrong value"
+					}
+					fs = append(fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
+						what: fmt.Sprintf("%s…} in %s %s", expr, objName(r), what),
+						fix:  fmt.Sprintf("define %s in %s and write ${%s}", n.Param, from, n.Param)})
+				}
+			case isDefaultOp(n.Name):
+				if !defined(n.Param) && o.on(DefaultOp) {
+					fs = append(fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
+						what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), so the default renders at reconcile time; strict mode does not catch it", expr, objName(r), n.Param, from),
+						fix:  fmt.Sprintf("define %s in %s, or write the value literally", n.Param, from)})
+				}
+			default:
+				if !defined(n.Param) && o.on(Undefined) {
+					fs = append(fs, finding{det: Undefined, loc: locate(env, k, r, expr),
+						what: fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, objName(r), from, k.Ref()),
+						fix:  fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
 				}
 			}
-		} else {
-			walk(tree.Root, func(n *parse.FuncNode) {
-				names[n.Param] = true
-				expr := "${" + n.Param + n.Name
-				switch {
-				case n.Name == ":=" || n.Name == ":?":
-					if o.on(DefaultOp) {
-						what := "silently ships its default when " + n.Param + " is unset or empty (e.g. a dev value to prod)"
-						if n.Name == ":?" {
-							what = "renders the message as the value when " + n.Param + " is unset or empty: a non-empty wrong value"
-						}
-						fs = append(fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
-							what: fmt.Sprintf("%s…} in %s %s", expr, objName(r), what),
-							fix:  fmt.Sprintf("define %s in %s and write ${%s}", n.Param, from, n.Param)})
-					}
-				case isDefaultOp(n.Name):
-					if !defined(n.Param) && o.on(DefaultOp) {
-						fs = append(fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
-							what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), so the default renders at reconcile time; strict mode does not catch it", expr, objName(r), n.Param, from),
-							fix:  fmt.Sprintf("define %s in %s, or write the value literally", n.Param, from)})
-					}
-				default:
-					if !defined(n.Param) && o.on(Undefined) {
-						fs = append(fs, finding{det: Undefined, loc: locate(env, k, r, expr),
-							what: fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, objName(r), from, k.Ref()),
-							fix:  fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
-					}
-				}
-			})
 		}
 		// The controller's own code, strict, against the environment's data.
 		_, err = fluxkustomize.SubstituteVariables(ctx, cl, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
@@ -269,7 +267,26 @@ func walk(n parse.Node, f func(*parse.FuncNode)) {
 	}
 }
 
-// expressions lists the ${…} the parser sees in text (each once), and the
+// funcNodes lists the expansions of text the parser accepts and those it
+// rejects. The controller parses the whole object at once and fails on the
+// first rejection; to name every one, a text that does not parse is taken
+// line by line.
+func funcNodes(text string, tree *parse.Tree, perr error) ([]*parse.FuncNode, []rejection) {
+	var nodes []*parse.FuncNode
+	collect := func(n *parse.FuncNode) { nodes = append(nodes, n) }
+	if perr == nil {
+		walk(tree.Root, collect)
+		return nodes, nil
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if t, err := parse.Parse(line); err == nil {
+			walk(t.Root, collect)
+		}
+	}
+	return nodes, rejected(text)
+}
+
+// expressions lists the ${… the parser sees in text (each once), and the
 // text of those it rejects.
 func expressions(text string) []string {
 	var out []string
@@ -281,19 +298,13 @@ func expressions(text string) []string {
 		}
 	}
 	tree, err := parse.Parse(text)
-	if err != nil {
-		for _, b := range rejected(text) {
-			add(b.text)
-		}
-		// The lines the parser accepts may still hold expressions.
-		for _, line := range strings.Split(text, "\n") {
-			if t, err := parse.Parse(line); err == nil {
-				walk(t.Root, func(n *parse.FuncNode) { add("${" + n.Param + n.Name) })
-			}
-		}
-		return out
+	nodes, bad := funcNodes(text, tree, err)
+	for _, b := range bad {
+		add(b.text)
 	}
-	walk(tree.Root, func(n *parse.FuncNode) { add("${" + n.Param + n.Name) })
+	for _, n := range nodes {
+		add("${" + n.Param + n.Name)
+	}
 	return out
 }
 
