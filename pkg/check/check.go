@@ -82,7 +82,10 @@ func (o Options) on(d Detector) bool { return !o.Disable[d] }
 // Result is what Run found: the checks, and the models it read.
 type Result struct {
 	Checks []gate.Check
-	Env    *fluxrepo.Env
+	// Findings are the defects behind the checks that did not pass, one per
+	// located defect (for SARIF and other tools).
+	Findings []Finding
+	Env      *fluxrepo.Env
 	// Others are the environments compared with, by root path.
 	Others map[string]*fluxrepo.Env
 }
@@ -99,13 +102,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !o.NoCompare {
 		r.Others, compareNotes = loadOthers(o, env)
 	}
+	ch := &checker{}
 	r.Checks = append(r.Checks, renderCheck(env, r.Others, compareNotes))
-	subs, refs := checkSubstitution(ctx, o, env)
+	subs, refs := checkSubstitution(ch, ctx, o, env)
 	r.Checks = append(r.Checks, subs...)
-	r.Checks = append(r.Checks, checkKnobs(o, env, r.Others, refs)...)
-	r.Checks = append(r.Checks, checkGraph(o, env))
-	r.Checks = append(r.Checks, checkRace(o, env)...)
-	r.Checks = append(r.Checks, checkPrune(o, env)...)
+	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
+	r.Checks = append(r.Checks, checkGraph(ch, o, env))
+	r.Checks = append(r.Checks, checkRace(ch, o, env)...)
+	r.Checks = append(r.Checks, checkPrune(ch, o, env)...)
+	r.Findings = ch.findings
 	return r, nil
 }
 
@@ -231,15 +236,42 @@ func (f finding) String() string {
 	return s
 }
 
+// Finding is one located defect.
+type Finding struct {
+	// Gate is the ID of the check reporting it.
+	Gate     string   `json:"gate"`
+	Detector Detector `json:"detector"`
+	// Verdict is fail or warn.
+	Verdict gate.Verdict `json:"verdict"`
+	File    string       `json:"file,omitempty"`
+	Line    int          `json:"line,omitempty"`
+	Message string       `json:"message"`
+	Fix     string       `json:"fix,omitempty"`
+}
+
+// checker gathers the findings of one run.
+type checker struct{ findings []Finding }
+
 // verdict turns findings into one check of def.
-func verdict(def gate.Def, fs []finding, passMsg string, ev ...string) gate.Check {
+func (ch *checker) verdict(def gate.Def, fs []finding, passMsg string, ev ...string) gate.Check {
 	if len(fs) == 0 {
 		return def.Pass(passMsg, ev...)
 	}
+	for _, f := range fs {
+		v := gate.Fail
+		if f.warn {
+			v = gate.Warn
+		}
+		ch.findings = append(ch.findings, Finding{Gate: def.ID, Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Message: f.what, Fix: f.fix})
+	}
 	fails := slices.DeleteFunc(slices.Clone(fs), func(f finding) bool { return f.warn })
+	// The message names the first finding; the evidence lists them all
+	// when there are several.
 	lines := make([]string, 0, len(fs)+len(ev))
 	for _, f := range fs {
-		lines = append(lines, f.String())
+		if len(fs) > 1 {
+			lines = append(lines, f.String())
+		}
 	}
 	lines = append(lines, ev...)
 	if len(fails) > 0 {

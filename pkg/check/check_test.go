@@ -163,7 +163,7 @@ func TestDefects(t *testing.T) {
 			want: "clusters/base/infrastructure.yaml:1: [race] Kustomization flux-system/infra substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system, without depending on it"},
 		{name: "prune hazard", ms: []mutation{{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n"}}, det: Prune,
 			id: "check.prune-hazard/flux-system/apps/kube-system", verdict: gate.Warn,
-			want: "apps/namespace.yaml:6: Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},
+			want: "apps/namespace.yaml:6: [prune-hazard] Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := fixture(t, tc.ms...)
@@ -194,9 +194,6 @@ func TestDefects(t *testing.T) {
 			off := run(t, repo, tc.det)
 			for _, c := range off.Checks {
 				tag := "[" + string(tc.det) + "]"
-				if tc.det == Prune {
-					tag = "only declarer"
-				}
 				if strings.Contains(text(c), tag) {
 					t.Errorf("detector %s disabled, still reported: %s", tc.det, text(c))
 				}

@@ -22,7 +22,7 @@ func depRef(k *fluxrepo.Kustomization, name, ns string) string {
 }
 
 // checkGraph is check.graph: the root, cycles, dangling dependsOn and reachability.
-func checkGraph(o Options, env *fluxrepo.Env) gate.Check {
+func checkGraph(ch *checker, o Options, env *fluxrepo.Env) gate.Check {
 	var fs []finding
 	root, path := env.Root, env.Options.Path
 	rootRef := env.Options.Namespace + "/" + env.Options.RootName
@@ -91,7 +91,7 @@ func checkGraph(o Options, env *fluxrepo.Env) gate.Check {
 			}
 		}
 	}
-	return verdict(Graph, fs, fmt.Sprintf("root %s applies %s; %d Kustomization(s), no cycle, every dependsOn rendered, every node reachable from the root", rootRef, path, len(env.Kustomizations)))
+	return ch.verdict(Graph, fs, fmt.Sprintf("root %s applies %s; %d Kustomization(s), no cycle, every dependsOn rendered, every node reachable from the root", rootRef, path, len(env.Kustomizations)))
 }
 
 func reachable(env *fluxrepo.Env, k *fluxrepo.Kustomization) bool {
@@ -125,7 +125,7 @@ func cycleLocation(env *fluxrepo.Env, msg string) fluxrepo.Location {
 // object another Kustomization applies must depend on it, directly or
 // through dependencies reading the same source (dependsOn is
 // revision-gated only within one source).
-func checkRace(o Options, env *fluxrepo.Env) []gate.Check {
+func checkRace(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
 	var out []gate.Check
 	for _, k := range env.Kustomizations {
 		if !k.Substitutes() || len(k.Spec.PostBuild.SubstituteFrom) == 0 {
@@ -157,7 +157,7 @@ func checkRace(o Options, env *fluxrepo.Env) []gate.Check {
 					fix:  fmt.Sprintf("add dependsOn: [{name: %s}] to Kustomization %s (%s)", strings.SplitN(d.AppliedBy, "/", 2)[1], k.Ref(), k.Location)})
 			}
 		}
-		out = append(out, verdict(Race.Each(k.Ref()), fs, fmt.Sprintf("Kustomization %s waits for whoever applies what it substitutes from", k.Ref()), ev...))
+		out = append(out, ch.verdict(Race.Each(k.Ref()), fs, fmt.Sprintf("Kustomization %s waits for whoever applies what it substitutes from", k.Ref()), ev...))
 	}
 	if len(out) == 0 {
 		out = append(out, Race.Pass("no Kustomization substitutes from an object the environment renders"))
@@ -200,7 +200,7 @@ func dependsOnSameSource(env *fluxrepo.Env, k *fluxrepo.Kustomization, target st
 // checkPrune is check.prune-hazard/<ns>/<name>/<namespace>: a prune: true
 // Kustomization that is the only declarer of a shared Namespace turns a move
 // of that file into "delete namespace".
-func checkPrune(o Options, env *fluxrepo.Env) []gate.Check {
+func checkPrune(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
 	declarers := map[string][]*fluxrepo.Kustomization{}
 	deployers := map[string]map[string]bool{}
 	protected := map[string]bool{}
@@ -258,13 +258,10 @@ func checkPrune(o Options, env *fluxrepo.Env) []gate.Check {
 		if !o.on(Prune) {
 			continue
 		}
-		var files []string
 		decl := env.Locate(k.Files, "Namespace", "", ns)
-		files = append(files, decl.String())
-		out = append(out, PruneHazard.Each(k.Ref()+"/"+ns).Warn(
-			fmt.Sprintf("%s: Kustomization %s (prune: true) is the only declarer of Namespace %s (%s): moving that file out of %s deletes the namespace and everything in it", decl, k.Ref(), ns, why, k.Path),
-			"fix: declare Namespace "+ns+" in a Kustomization that never moves, or annotate it kustomize.toolkit.fluxcd.io/prune: disabled",
-			"declared in "+strings.Join(files, ", ")))
+		out = append(out, ch.verdict(PruneHazard.Each(k.Ref()+"/"+ns), []finding{{det: Prune, warn: true, loc: decl,
+			what: fmt.Sprintf("Kustomization %s (prune: true) is the only declarer of Namespace %s (%s): moving that file out of %s deletes the namespace and everything in it", k.Ref(), ns, why, k.Path),
+			fix:  "declare Namespace " + ns + " in a Kustomization that never moves, or annotate it kustomize.toolkit.fluxcd.io/prune: disabled"}}, ""))
 	}
 	if len(out) == 0 {
 		out = append(out, PruneHazard.Pass("no prune: true Kustomization is the sole declarer of a shared Namespace"))

@@ -11,7 +11,7 @@ import (
 
 // checkKnobs is one check.knobs/<Kind>/<ns>/<name> per object some
 // Kustomization substitutes from.
-func checkKnobs(o Options, env *fluxrepo.Env, others map[string]*fluxrepo.Env, u usage) []gate.Check {
+func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fluxrepo.Env, u usage) []gate.Check {
 	type obj struct {
 		users    []string
 		first    *fluxrepo.Kustomization
@@ -43,7 +43,7 @@ func checkKnobs(o Options, env *fluxrepo.Env, others map[string]*fluxrepo.Env, u
 					what: fmt.Sprintf("%s is substituted from by %s but no Kustomization of %s renders it: the controller fails them with \"substitute from '%s/%s' error: not found\"", key, users, env.Options.Path, kind, d2name(key)),
 					fix:  fmt.Sprintf("render %s in the environment (e.g. in %s/kustomization.yaml), or mark the reference optional: true if it is created out of band", key, env.Options.Path)})
 			}
-			out = append(out, verdict(def, fs, fmt.Sprintf("%s is not rendered, and every reference (%s) is optional: substitution proceeds without it", key, users)))
+			out = append(out, ch.verdict(def, fs, fmt.Sprintf("%s is not rendered, and every reference (%s) is optional: substitution proceeds without it", key, users)))
 			continue
 		}
 		var fs []finding
@@ -87,7 +87,7 @@ func checkKnobs(o Options, env *fluxrepo.Env, others map[string]*fluxrepo.Env, u
 		if d.Encrypted {
 			ev = append(ev, "SOPS-encrypted: its keys count as defined; values are not read")
 		}
-		out = append(out, verdict(def, fs, fmt.Sprintf("%s is rendered, its %d knob(s) agree across %d other environment(s) and are used", key, len(keys), len(others)), ev...))
+		out = append(out, ch.verdict(def, fs, fmt.Sprintf("%s is rendered, its %d knob(s) agree across %d other environment(s) and are used", key, len(keys), len(others)), ev...))
 	}
 	if len(out) == 0 {
 		out = append(out, Knobs.Pass("no Kustomization substitutes from a ConfigMap or Secret"))

@@ -69,7 +69,7 @@ func (c dataClient) Get(_ context.Context, key client.ObjectKey, obj client.Obje
 }
 
 // checkSubstitution is one check.substitution/<ns>/<name> per Kustomization.
-func checkSubstitution(ctx context.Context, o Options, env *fluxrepo.Env) ([]gate.Check, usage) {
+func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env) ([]gate.Check, usage) {
 	u := usage{names: map[string]map[string]bool{}}
 	var out []gate.Check
 	for _, k := range env.Kustomizations {
@@ -79,10 +79,10 @@ func checkSubstitution(ctx context.Context, o Options, env *fluxrepo.Env) ([]gat
 			continue
 		}
 		if !k.Substitutes() {
-			out = append(out, literalCheck(o, env, k, def))
+			out = append(out, literalCheck(ch, o, env, k, def))
 			continue
 		}
-		c, names, refs := substituteOne(ctx, o, env, k, def)
+		c, names, refs := substituteOne(ch, ctx, o, env, k, def)
 		out = append(out, c)
 		u.names[k.Ref()] = names
 		u.refs = append(u.refs, refs...)
@@ -94,7 +94,7 @@ func checkSubstitution(ctx context.Context, o Options, env *fluxrepo.Env) ([]gat
 }
 
 // literalCheck: a Kustomization without postBuild ships ${…} literally.
-func literalCheck(o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) gate.Check {
+func literalCheck(ch *checker, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) gate.Check {
 	var fs []finding
 	if o.on(Literal) {
 		for _, r := range k.Resources {
@@ -113,12 +113,12 @@ func literalCheck(o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def g
 			}
 		}
 	}
-	return verdict(def, fs, fmt.Sprintf("Kustomization %s does not substitute and ships no ${…} (%d objects)", k.Ref(), len(k.Resources)))
+	return ch.verdict(def, fs, fmt.Sprintf("Kustomization %s does not substitute and ships no ${…} (%d objects)", k.Ref(), len(k.Resources)))
 }
 
 // substituteOne runs the controller's substitution (strict) on every object
 // of k and classifies what it finds with the controller's parser.
-func substituteOne(ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) (gate.Check, map[string]bool, []dataRef) {
+func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) (gate.Check, map[string]bool, []dataRef) {
 	names := map[string]bool{}
 	var refs []dataRef
 	// What the controller would load: substituteFrom in order, then the
@@ -240,7 +240,7 @@ func substituteOne(ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrep
 	if len(controllerErrs) > 0 {
 		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, strict): "+sortedKeys(controllerErrs)[0])
 	}
-	return verdict(def, fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), substituted), ev...), names, refs
+	return ch.verdict(def, fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), substituted), ev...), names, refs
 }
 
 // isDefaultOp mirrors the controller's list of operators that tolerate an
