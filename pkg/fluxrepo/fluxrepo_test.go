@@ -174,3 +174,38 @@ func TestLoadNotBuilt(t *testing.T) {
 		t.Fatalf("infra: %v %q", infra.Built, infra.Note)
 	}
 }
+
+// The fast build (no OpenAPI reset) renders exactly what fluxkustomize.Build renders.
+func TestBuiltinSchemaBuildIsUpstreamBuild(t *testing.T) {
+	render := func(repo, path string, upstream bool) string {
+		upstreamBuildOnly = upstream
+		defer func() { upstreamBuildOnly = false }()
+		e, err := Load(Options{Repo: repo, Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, k := range e.Kustomizations {
+			b.WriteString("# " + k.Ref() + " " + strings.Join(k.Files, ",") + "\n")
+			for _, r := range k.Resources {
+				y, _ := r.AsYAML()
+				b.Write(y)
+			}
+		}
+		return b.String()
+	}
+	for _, c := range [][2]string{{clean, "clusters/dev"}, {"../../testdata/homelab", "clusters/prod"}} {
+		fast, upstream := render(c[0], c[1], false), render(c[0], c[1], true)
+		if fast != upstream || len(fast) < 1000 {
+			t.Fatalf("%s: fast build differs from fluxkustomize.Build:\n%s\n----\n%s", c[0], fast, upstream)
+		}
+	}
+	repo := copyTree(t, clean)
+	if setsOpenAPI(repo) {
+		t.Fatal("the clean fixture sets openapi:")
+	}
+	edit(t, repo, "infrastructure/kustomization.yaml", "", "openapi:\n  version: v1.21.2\n")
+	if !setsOpenAPI(repo) {
+		t.Fatal("openapi: not seen")
+	}
+}

@@ -3,6 +3,7 @@ package fluxrepo
 import (
 	"encoding/base64"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -69,14 +72,20 @@ func Load(o Options) (*Env, error) {
 	}
 	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp}}
 	e.index.load() // before the generator writes anything
-	l := &loader{env: e, tmp: tmp, seen: map[string]bool{}}
+	l := &loader{env: e, tmp: tmp, seen: map[string]bool{}, plainSchema: !upstreamBuildOnly && !setsOpenAPI(tmp)}
 	return e, l.run(root)
 }
+
+// upstreamBuildOnly makes every build use fluxkustomize.Build (tests).
+var upstreamBuildOnly = false
 
 type loader struct {
 	env  *Env
 	tmp  string
 	seen map[string]bool
+	// plainSchema: no kustomization of the repository sets openapi:, so
+	// every build sees kustomize's built-in schema (see build).
+	plainSchema bool
 }
 
 func (l *loader) run(root string) error {
@@ -312,7 +321,12 @@ func (l *loader) build(dir string, obj map[string]any) ([]*resource.Resource, []
 		return nil, nil, err
 	}
 	rec := &recordingFS{FileSystem: fsys, root: l.tmp, read: map[string]bool{}}
-	m, err := fluxkustomize.Build(rec, abs)
+	var m resmap.ResMap
+	if l.plainSchema {
+		m, err = buildBuiltinSchema(rec, abs)
+	} else {
+		m, err = fluxkustomize.Build(rec, abs)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -329,6 +343,48 @@ func (l *loader) build(dir string, obj map[string]any) ([]*resource.Resource, []
 		files = slices.DeleteFunc(files, func(f string) bool { return f == gen })
 	}
 	return res, files, nil
+}
+
+// buildBuiltinSchema is fluxkustomize.Build (krusty with no load
+// restrictions and plugins disabled, panics recovered) without its reset
+// of kustomize's global OpenAPI schema before and after every build. The
+// reset only matters when a kustomization sets openapi: (the one way a
+// build changes that global); Load checks that none does, else it uses
+// fluxkustomize.Build. Re-parsing the built-in schema is more than half the
+// time of checking a large repository. Builds here are sequential.
+func buildBuiltinSchema(fsys filesys.FileSystem, dir string) (m resmap.ResMap, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("recovered from kustomize build panic: %v", r)
+		}
+	}()
+	k := krusty.MakeKustomizer(&krusty.Options{
+		LoadRestrictions: kustypes.LoadRestrictionsNone,
+		PluginConfig:     kustypes.DisabledPluginConfig(),
+	})
+	return k.Run(fsys, dir)
+}
+
+// setsOpenAPI says whether a kustomization file under dir has an openapi: field.
+func setsOpenAPI(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found || d.IsDir() || !slices.Contains(konfig.RecognizedKustomizationFileNames(), d.Name()) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		var k map[string]any
+		if yaml.Unmarshal(b, &k) != nil {
+			found = true // unreadable: let the upstream build decide
+			return nil
+		}
+		_, found = k["openapi"]
+		return nil
+	})
+	return found
 }
 
 // recordingFS records the files a build reads.
