@@ -251,3 +251,18 @@ func TestPhaseInPipeline(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", rep.ExitCode(), dump(rep))
 	}
 }
+
+// A substituteFrom key that is not a valid variable name fails every
+// substitution of the Kustomization in the controller (its own check).
+func TestInvalidVariableName(t *testing.T) {
+	rep := run(t, fixture(t,
+		mutation{"clusters/dev/cluster-vars.yaml", "", "  bad-key: x\n"},
+		mutation{"clusters/prod/cluster-vars.yaml", "", "  bad-key: x\n"}))
+	want := "[parse-error] kustomize-controller's substitution fails Kustomization flux-system/infra: post build failed for 'ConfigMap/kube-system/cni-config': envsubst error: 'bad-key' var name is invalid"
+	for _, c := range rep.Checks {
+		if c.ID == "check.substitution/flux-system/infra" && c.Verdict == gate.Fail && strings.Contains(text(c), want) {
+			return
+		}
+	}
+	t.Fatalf("want %q in:\n%s", want, dump(rep))
+}

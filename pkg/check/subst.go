@@ -230,10 +230,14 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 	for _, f := range fs {
 		explained = explained || (!f.warn && (f.det == Undefined || f.det == ParseError))
 	}
-	if !explained && len(controllerErrs) > 0 && o.on(Undefined) && o.on(ParseError) {
-		for _, e := range sortedKeys(controllerErrs) {
+	for _, e := range sortedKeys(controllerErrs) {
+		badName := strings.Contains(e, "var name is invalid")
+		if (badName || !explained) && o.on(Undefined) && o.on(ParseError) {
 			fs = append(fs, finding{det: ParseError, loc: k.Location, what: fmt.Sprintf("kustomize-controller's substitution fails Kustomization %s: %s", k.Ref(), e),
-				fix: "fix the variable names of " + from + " (letters, digits, _) or the expression named"})
+				fix: "fix the variable names of " + from + " (letters, digits and _, not starting with a digit) or the expression named"})
+			if badName {
+				break // the same error for every object
+			}
 		}
 	}
 	ev := []string{fmt.Sprintf("substitutes from %s; %d variable(s) defined; %d object(s) substituted, strict", from, len(vars), substituted)}
