@@ -7,15 +7,47 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/fluxcd/pkg/sourceignore"
+	"github.com/fluxcd/pkg/sourceignore/gitignore"
 )
 
-// copyRepo copies the repository into dst with bounded reads: regular files
-// up to max bytes, symlinks only when they resolve to a file inside the
-// repository (copied as files), .git left out. What is left out is noted.
-func copyRepo(src, dst string, max int64) (notes []string, err error) {
-	realSrc, err := filepath.EvalSymlinks(src)
+// ignoreFilter is source-controller's artifact filter for dir: the
+// .sourceignore files of the repository and the GitRepository's
+// spec.ignore; the default exclusions (CI files, images, archives …) apply
+// only when there are none (fluxcd/pkg/artifact SourceIgnoreFilter). VCS
+// files are always excluded.
+func ignoreFilter(dir string, specIgnore *string) (func(p string, isDir bool) bool, error) {
+	domain := strings.Split(dir, string(filepath.Separator))
+	ps, err := sourceignore.LoadIgnorePatterns(dir, domain)
 	if err != nil {
 		return nil, err
+	}
+	if specIgnore != nil {
+		ps = append(ps, sourceignore.ReadPatterns(strings.NewReader(*specIgnore), domain)...)
+	}
+	matcher := sourceignore.NewDefaultMatcher(ps, domain)
+	if len(ps) > 0 {
+		matcher = gitignore.NewMatcher(append(sourceignore.VCSPatterns(domain), ps...))
+	}
+	return func(p string, isDir bool) bool {
+		return matcher.Match(strings.Split(p, string(filepath.Separator)), isDir)
+	}, nil
+}
+
+// copyRepo copies the repository into dst as source-controller archives
+// it: regular files only (symlinks are left out of an artifact, whether or
+// not they stay inside the repository), minus what the ignore rules
+// exclude, each file at most max bytes. What is left out for a reason a
+// person may not expect is noted.
+func copyRepo(src, dst string, max int64) (notes []string, err error) {
+	src, err = filepath.Abs(src)
+	if err != nil {
+		return nil, err
+	}
+	ignored, err := ignoreFilter(src, nil)
+	if err != nil {
+		return nil, fmt.Errorf("source ignore patterns: %w", err)
 	}
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
@@ -25,34 +57,27 @@ func copyRepo(src, dst string, max int64) (notes []string, err error) {
 		if rel == "." {
 			return nil
 		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			notes = append(notes, fmt.Sprintf("%s: a symlink: source-controller leaves symlinks out of the artifact, so it was left out", filepath.ToSlash(rel)))
+			return nil
+		case d.IsDir():
+			if ignored(p, true) {
+				return nil // its files are matched one by one, as the archiver does
 			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
-		}
-		from := p
-		if d.Type()&fs.ModeSymlink != 0 {
-			target, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				notes = append(notes, fmt.Sprintf("%s: dangling symlink, left out", filepath.ToSlash(rel)))
-				return nil
-			}
-			if r, err := filepath.Rel(realSrc, target); err != nil || !filepath.IsLocal(r) {
-				notes = append(notes, fmt.Sprintf("%s: symlink leaving the repository, left out", filepath.ToSlash(rel)))
-				return nil
-			}
-			st, err := os.Stat(target)
-			if err != nil || !st.Mode().IsRegular() {
-				notes = append(notes, fmt.Sprintf("%s: symlink to a directory or special file, left out", filepath.ToSlash(rel)))
-				return nil
-			}
-			from = target
-		} else if !d.Type().IsRegular() {
-			notes = append(notes, fmt.Sprintf("%s: not a regular file, left out", filepath.ToSlash(rel)))
+		case !d.Type().IsRegular():
+			return nil
+		case ignored(p, false):
 			return nil
 		}
-		n, err := copyFile(from, filepath.Join(dst, rel), max)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700); err != nil {
+			return err
+		}
+		n, err := copyFile(p, filepath.Join(dst, rel), max)
 		if err != nil {
 			return err
 		}
@@ -62,6 +87,31 @@ func copyRepo(src, dst string, max int64) (notes []string, err error) {
 		return nil
 	})
 	return notes, err
+}
+
+// applySpecIgnore removes from the copy dir what a GitRepository's
+// spec.ignore excludes from its artifact.
+func applySpecIgnore(dir string, specIgnore string) error {
+	ignored, err := ignoreFilter(dir, &specIgnore)
+	if err != nil {
+		return err
+	}
+	var drop []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, werr error) error {
+		if werr != nil {
+			return werr
+		}
+		if !d.IsDir() && ignored(p, false) {
+			drop = append(drop, p)
+		}
+		return nil
+	})
+	for _, p := range drop {
+		if rerr := os.Remove(p); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
 }
 
 // copyFile copies at most max bytes; it returns max+1 (and writes nothing)

@@ -147,7 +147,7 @@ func TestLoadBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes := strings.Join(e.Notes, "\n")
-	if !strings.Contains(notes, "apps/leak.yaml: symlink leaving the repository, left out") || !strings.Contains(notes, "docs/big.yaml: larger than 2000 bytes") {
+	if !strings.Contains(notes, "apps/leak.yaml: a symlink: source-controller leaves symlinks out of the artifact") || !strings.Contains(notes, "docs/big.yaml: larger than 2000 bytes") {
 		t.Fatalf("notes:\n%s", notes)
 	}
 	if e.Data[DataKey("ConfigMap", "flux-system", "leak")] != nil {
@@ -207,5 +207,47 @@ func TestBuiltinSchemaBuildIsUpstreamBuild(t *testing.T) {
 	edit(t, repo, "infrastructure/kustomization.yaml", "", "openapi:\n  version: v1.21.2\n")
 	if !setsOpenAPI(repo) {
 		t.Fatal("openapi: not seen")
+	}
+}
+
+// The copy is what source-controller archives: default exclusions, then
+// .sourceignore and the GitRepository's spec.ignore.
+func TestLoadSourceIgnore(t *testing.T) {
+	notK8s := "name: ci\non: push\njobs: {}\n"
+	write := func(repo, p, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, p)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, p), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Default exclusions: a CI workflow inside a generated directory.
+	repo := copyTree(t, clean)
+	write(repo, "apps/.github/workflows/ci.yaml", notK8s)
+	if _, err := Load(Options{Repo: repo, Path: "clusters/dev"}); err != nil {
+		t.Fatalf(".github is not excluded: %v", err)
+	}
+	// .sourceignore (the defaults then no longer apply, as in source-controller).
+	repo = copyTree(t, clean)
+	write(repo, "apps/notes/todo.yaml", notK8s)
+	if _, err := Load(Options{Repo: repo, Path: "clusters/dev"}); err == nil {
+		t.Fatal("a non-Kubernetes YAML in a generated directory built")
+	}
+	write(repo, ".sourceignore", "apps/notes/\n")
+	if _, err := Load(Options{Repo: repo, Path: "clusters/dev"}); err != nil {
+		t.Fatalf(".sourceignore not applied: %v", err)
+	}
+	// spec.ignore of the root's GitRepository.
+	repo = copyTree(t, clean)
+	write(repo, "apps/notes/todo.yaml", notK8s)
+	edit(t, repo, "clusters/base/flux-system/gotk-source.yaml", "  url:", "  ignore: |\n    /apps/notes/\n  url:")
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev"})
+	if err != nil {
+		t.Fatalf("spec.ignore not applied: %v", err)
+	}
+	if e.Source == nil || e.Source.Spec.Ignore == nil {
+		t.Fatalf("source: %+v", e.Source)
 	}
 }

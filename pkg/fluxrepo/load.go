@@ -105,6 +105,18 @@ func (l *loader) run(root string) error {
 			}
 		}
 	}
+	// The root's GitRepository may exclude files from its artifact.
+	if ig := l.specIgnore(res); ig != nil {
+		if err := applySpecIgnore(l.tmp, *ig); err != nil {
+			return fmt.Errorf("spec.ignore: %w", err)
+		}
+		l.env.index = &fileIndex{root: l.tmp}
+		l.env.index.load()
+		e.Notes = append(e.Notes, "the root's GitRepository spec.ignore was applied to the copy")
+		if res, files, err = l.build(root, nil); err != nil {
+			return gate.InputErrorf("kustomize build %s (after the GitRepository's spec.ignore): %w", root, err)
+		}
+	}
 	appliedBy := ""
 	if rootObj != nil {
 		p, _, _ := unstructured.NestedString(rootObj, "spec", "path")
@@ -178,6 +190,30 @@ func (l *loader) run(root string) error {
 		for _, g := range e.GitRepositories {
 			if "GitRepository/"+g.Namespace+"/"+g.Name == sourceKey {
 				e.Source = g
+			}
+		}
+	}
+	return nil
+}
+
+// specIgnore is spec.ignore of the root's GitRepository in res, if set.
+func (l *loader) specIgnore(res []*resource.Resource) *string {
+	o := l.env.Options
+	kind, ns, name := sourcev1.GitRepositoryKind, o.Namespace, o.RootName
+	for _, r := range res {
+		if isKustomization(r) && r.GetName() == o.RootName && nsOr(r.GetNamespace(), o.Namespace) == o.Namespace {
+			k := &kustomizev1.Kustomization{}
+			if fromResource(r, k) == nil {
+				kind, name = k.Spec.SourceRef.Kind, k.Spec.SourceRef.Name
+				ns = nsOr(k.Spec.SourceRef.Namespace, ns)
+			}
+		}
+	}
+	for _, r := range res {
+		if r.GetKind() == kind && kind == sourcev1.GitRepositoryKind && r.GetName() == name && nsOr(r.GetNamespace(), o.Namespace) == ns {
+			g := &sourcev1.GitRepository{}
+			if fromResource(r, g) == nil && g.Spec.Ignore != nil {
+				return g.Spec.Ignore
 			}
 		}
 	}
