@@ -92,7 +92,7 @@ func (l *loader) run(root string) error {
 	e, o := l.env, l.env.Options
 	res, files, err := l.build(root, nil)
 	if err != nil {
-		return gate.InputErrorf("kustomize build %s: %w", root, err)
+		return gate.InputErrorf("kustomize build %s: %w%s", root, err, leftOut(e.Notes))
 	}
 	// The root Kustomization, if the root directory renders it, is built
 	// again with its own spec (patches, images, targetNamespace …) when it
@@ -177,7 +177,7 @@ func (l *loader) run(root string) error {
 				e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
 				continue
 			}
-			return gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w", k.Ref(), k.Location, k.Spec.Path, err)
+			return gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w%s", k.Ref(), k.Location, k.Spec.Path, err, leftOut(e.Notes))
 		}
 		k.Built, k.Resources, k.Files = true, res, files
 		more, err := l.ingest(res, files, k.Ref())
@@ -277,6 +277,20 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 		}
 	}
 	return out, nil
+}
+
+// leftOut lists the files left out of the copy, for build errors they may explain.
+func leftOut(notes []string) string {
+	var out []string
+	for _, n := range notes {
+		if strings.Contains(n, "left out") {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (files left out of the copy: " + strings.Join(out, "; ") + ")"
 }
 
 func orCLI(appliedBy string) string {
