@@ -170,7 +170,11 @@ func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []strin
 		case err != nil && explicit:
 			notes = append(notes, fmt.Sprintf("environment %s not compared: %v", p, err))
 		case err != nil:
-			// Not an environment (e.g. a shared base): fine.
+			// A directory without a kustomization is not an environment;
+			// one that does not build is named, not silently skipped.
+			if !strings.Contains(err.Error(), "has no kustomization.yaml") {
+				notes = append(notes, fmt.Sprintf("environment %s not compared: %v", p, err))
+			}
 		case other.Root == nil:
 			if explicit {
 				notes = append(notes, fmt.Sprintf("environment %s not compared: it renders no root Kustomization %s/%s", p, oo.Namespace, oo.RootName))
