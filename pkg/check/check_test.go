@@ -266,3 +266,18 @@ func TestInvalidVariableName(t *testing.T) {
 	}
 	t.Fatalf("want %q in:\n%s", want, dump(rep))
 }
+
+// A SOPS-encrypted object in a substituting path: its plaintext is not
+// readable here, and the evidence says so.
+func TestEncryptedObjectsNamed(t *testing.T) {
+	rep := run(t, fixture(t, mutation{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: web\nstringData:\n  password: ENC[AES256_GCM,data:eA==,iv:aXY=,tag:dGFn,type:str]\nsops:\n  version: 3.9.0\n"}))
+	for _, c := range rep.Checks {
+		if c.ID == "check.substitution/flux-system/apps" {
+			if c.Verdict != gate.Pass || !strings.Contains(text(c), "values not checked: Secret/web/db") {
+				t.Fatalf("%s: %s", c.Verdict, text(c))
+			}
+			return
+		}
+	}
+	t.Fatal("no apps gate")
+}

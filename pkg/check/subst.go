@@ -159,9 +159,13 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 	var fs []finding
 	controllerErrs := map[string]bool{}
 	substituted := 0
+	var encrypted []string
 	for _, r := range k.Resources {
 		if disabled(r) {
 			continue
+		}
+		if r.Field("sops") != nil {
+			encrypted = append(encrypted, objName(r))
 		}
 		y, err := r.AsYAML()
 		if err != nil {
@@ -241,6 +245,9 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 		}
 	}
 	ev := []string{fmt.Sprintf("substitutes from %s; %d variable(s) defined; %d object(s) substituted, strict", from, len(vars), substituted)}
+	if len(encrypted) > 0 {
+		ev = append(ev, fmt.Sprintf("SOPS-encrypted, substituted by the controller after decryption, values not checked: %s", strings.Join(encrypted, ", ")))
+	}
 	if len(controllerErrs) > 0 {
 		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, strict): "+sortedKeys(controllerErrs)[0])
 	}
