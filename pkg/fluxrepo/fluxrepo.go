@@ -10,6 +10,16 @@
 // the built (unsubstituted) objects of each Kustomization's path, the
 // ConfigMaps and Secrets the environment renders, and notes for what could
 // not be built. Nothing here talks to a cluster or substitutes variables.
+//
+// The repository is first copied as source-controller archives it (ignore
+// rules, no symlinks, a size cap per file), so builds never read outside it
+// and the generator never writes into it.
+//
+// For the packages that keep models of their own: rootsync's Render is
+// Env.RootObjects, Env.Kustomizations, Env.Root and Env.Source (typed), and
+// its Locate is Env.Locate (file and line); agekey's Scope.Kustomizations is
+// Env.Kustomizations (spec.decryption is on the typed object) and the files
+// a Kustomization's build read are Kustomization.Files.
 package fluxrepo
 
 import (
@@ -89,9 +99,15 @@ func (k *Kustomization) Ref() string { return k.Namespace + "/" + k.Name }
 func (k *Kustomization) Substitutes() bool { return k.Spec.PostBuild != nil }
 
 // Objects converts Resources to unstructured objects.
-func (k *Kustomization) Objects() ([]*unstructured.Unstructured, error) {
-	out := make([]*unstructured.Unstructured, 0, len(k.Resources))
-	for _, r := range k.Resources {
+func (k *Kustomization) Objects() ([]*unstructured.Unstructured, error) { return objectsOf(k.Resources) }
+
+// RootObjects converts RootResources to unstructured objects (what a sync
+// applies).
+func (e *Env) RootObjects() ([]*unstructured.Unstructured, error) { return objectsOf(e.RootResources) }
+
+func objectsOf(res []*resource.Resource) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(res))
+	for _, r := range res {
 		m, err := r.Map()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.CurId(), err)

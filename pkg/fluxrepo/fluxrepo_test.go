@@ -251,3 +251,17 @@ func TestLoadSourceIgnore(t *testing.T) {
 		t.Fatalf("source: %+v", e.Source)
 	}
 }
+
+func TestRootObjects(t *testing.T) {
+	e, err := Load(Options{Repo: clean, Path: "clusters/prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := e.RootObjects()
+	if err != nil || len(objs) != 7 {
+		t.Fatalf("%d objects, %v", len(objs), err)
+	}
+	if g := e.Source; g == nil || g.AppliedBy != "flux-system/flux-system" || g.Spec.URL != "https://git.example.invalid/fixture.git" {
+		t.Fatalf("source: %+v", g)
+	}
+}
