@@ -99,7 +99,9 @@ func (k *Kustomization) Ref() string { return k.Namespace + "/" + k.Name }
 func (k *Kustomization) Substitutes() bool { return k.Spec.PostBuild != nil }
 
 // Objects converts Resources to unstructured objects.
-func (k *Kustomization) Objects() ([]*unstructured.Unstructured, error) { return objectsOf(k.Resources) }
+func (k *Kustomization) Objects() ([]*unstructured.Unstructured, error) {
+	return objectsOf(k.Resources)
+}
 
 // RootObjects converts RootResources to unstructured objects (what a sync
 // applies).
