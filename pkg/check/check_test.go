@@ -133,7 +133,12 @@ func TestDefects(t *testing.T) {
 			want: "infrastructure/cni.yaml:11: [undefined] ${undefinedInComment} in ConfigMap/kube-system/cni-config"},
 		{name: "literal without postBuild", ms: []mutation{{"docs/readme.yaml", "plain text, no variables", "see https://${domain}"}}, det: Literal,
 			id: "check.substitution/flux-system/docs", verdict: gate.Warn, alone: true,
-			want: "docs/readme.yaml:7: [literal] ${domain in ConfigMap/default/docs: Kustomization flux-system/docs has no postBuild, so it ships literally"},
+			want: "docs/readme.yaml:7: [literal] ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs has no postBuild, so it ships literally"},
+		{name: "literal with postBuild but no variables", ms: []mutation{
+			{"docs/readme.yaml", "plain text, no variables", "see https://${domain}"},
+			{"clusters/base/apps.yaml", "  dependsOn:\n    - name: apps\n", "  dependsOn:\n    - name: apps\n  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: docs-vars\n        optional: true\n"}}, det: Literal,
+			id: "check.substitution/flux-system/docs", verdict: gate.Warn, alone: true,
+			want: "docs/readme.yaml:7: [literal] ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs substitutes from nothing (no variables), so nothing is substituted and it ships literally"},
 		{name: "knob in one environment", ms: []mutation{{"clusters/dev/cluster-vars.yaml", "", "  newKnob: x\n"}, webExtra("${newKnob}")}, det: KnobEnv,
 			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Fail, alone: true,
 			want: "clusters/dev/cluster-vars.yaml:10: [knob-env] knob newKnob of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod"},

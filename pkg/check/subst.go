@@ -106,10 +106,10 @@ func literalCheck(ch *checker, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomi
 			if err != nil {
 				continue
 			}
-			for _, text := range expressions(string(y)) {
-				fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, text),
-					what: fmt.Sprintf("%s in %s: Kustomization %s has no postBuild, so it ships literally", text, objName(r), k.Ref()),
-					fix:  fmt.Sprintf("add spec.postBuild.substituteFrom to Kustomization %s, or escape it as $%s", k.Ref(), text)})
+			for _, e := range expressions(string(y)) {
+				fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search),
+					what: fmt.Sprintf("%s in %s: Kustomization %s has no postBuild, so it ships literally", e.show, objName(r), k.Ref()),
+					fix:  fmt.Sprintf("add spec.postBuild.substituteFrom to Kustomization %s, or escape it as $%s", k.Ref(), e.show)})
 			}
 		}
 	}
@@ -177,9 +177,9 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 			// The controller does not substitute at all: literals ship.
 			if o.on(Literal) {
 				for _, e := range expressions(text) {
-					fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e),
-						what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e, objName(r), k.Ref(), from),
-						fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e})
+					fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search),
+						what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, objName(r), k.Ref(), from),
+						fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show})
 				}
 			}
 			continue
@@ -297,24 +297,35 @@ func funcNodes(text string, tree *parse.Tree, perr error) ([]*parse.FuncNode, []
 	return nodes, rejected(text)
 }
 
-// expressions lists the ${… the parser sees in text (each once), and the
-// text of those it rejects.
-func expressions(text string) []string {
-	var out []string
+// expr is one expansion: how to show it, and the text that finds its line.
+type expr struct{ show, search string }
+
+func exprOf(n *parse.FuncNode) expr {
+	search := "${" + n.Param + n.Name
+	if n.Name == "" && len(n.Args) == 0 {
+		return expr{show: search + "}", search: search + "}"}
+	}
+	return expr{show: search + "…}", search: search}
+}
+
+// expressions lists the expansions the parser sees in text (each once),
+// and those it rejects.
+func expressions(text string) []expr {
+	var out []expr
 	seen := map[string]bool{}
-	add := func(s string) {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+	add := func(e expr) {
+		if !seen[e.show] {
+			seen[e.show] = true
+			out = append(out, e)
 		}
 	}
 	tree, err := parse.Parse(text)
 	nodes, bad := funcNodes(text, tree, err)
 	for _, b := range bad {
-		add(b.text)
+		add(expr{show: b.text, search: b.text})
 	}
 	for _, n := range nodes {
-		add("${" + n.Param + n.Name)
+		add(exprOf(n))
 	}
 	return out
 }
