@@ -149,14 +149,16 @@ func (l *loader) run(root string) error {
 		if k.Built {
 			continue
 		}
-		k.Path = cleanPath(k.Spec.Path)
+		// The controller joins spec.path to the artifact root securely: a
+		// leading "/" is relative to the root.
+		k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
 		switch {
 		case k.SourceKey() != sourceKey:
 			k.Note = fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey)
 		case strings.Contains(k.Spec.Path, "${"):
 			k.Note = fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path)
 		case !isLocal(k.Path) && k.Path != ".":
-			return gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the repository: make it relative to the repository root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
+			return gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the repository (kustomize-controller would clamp it into the repository root): make it relative to the repository root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
 		}
 		if k.Note != "" {
 			e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
