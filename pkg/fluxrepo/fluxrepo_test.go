@@ -159,7 +159,14 @@ func TestLoadNotBuilt(t *testing.T) {
 	repo := copyTree(t, clean)
 	edit(t, repo, "clusters/base/apps.yaml", "path: ./docs\n  prune: true\n  sourceRef:\n    kind: GitRepository", "path: ./docs\n  prune: true\n  sourceRef:\n    kind: OCIRepository")
 	edit(t, repo, "apps/web.yaml", "", "")
-	if err := os.WriteFile(filepath.Join(repo, "infrastructure", "kustomization.yaml"), []byte("resources:\n  - cni.yaml\n  - https://github.com/example/remote//base?ref=v1\n"), 0o600); err != nil {
+	// A remote base two levels down: infrastructure -> ./base -> remote.
+	if err := os.MkdirAll(filepath.Join(repo, "infrastructure", "base"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "infrastructure", "base", "kustomization.yaml"), []byte("resources:\n  - https://github.com/example/remote//base?ref=v1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "infrastructure", "kustomization.yaml"), []byte("resources:\n  - cni.yaml\n  - base\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	e, err := Load(Options{Repo: repo, Path: "clusters/dev"})
@@ -170,7 +177,7 @@ func TestLoadNotBuilt(t *testing.T) {
 	if docs.Built || !strings.Contains(docs.Note, "reads OCIRepository/flux-system/flux-system, not the root's source") {
 		t.Fatalf("docs: %v %q", docs.Built, docs.Note)
 	}
-	if infra.Built || !strings.Contains(infra.Note, "remote bases") {
+	if infra.Built || !strings.Contains(infra.Note, "remote bases (https://github.com/example/remote//base?ref=v1)") {
 		t.Fatalf("infra: %v %q", infra.Built, infra.Note)
 	}
 }

@@ -174,7 +174,7 @@ func (l *loader) run(root string) error {
 		}
 		res, files, err := l.build(k.Path, obj)
 		if err != nil {
-			if remote := remoteRefs(dir); len(remote) > 0 {
+			if remote := remoteRefs(l.tmp, dir); len(remote) > 0 {
 				k.Note = fmt.Sprintf("path %s has remote bases (%s): not built offline", k.Path, strings.Join(remote, ", "))
 				e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
 				continue
@@ -456,24 +456,42 @@ func (f *recordingFS) ReadFile(p string) ([]byte, error) {
 	return b, err
 }
 
-// remoteRefs lists the remote resources and components of dir's kustomization file.
-func remoteRefs(dir string) []string {
-	for _, n := range konfig.RecognizedKustomizationFileNames() {
-		b, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			continue
+// remoteRefs lists the remote resources and components of dir's
+// kustomization file and of the local bases it includes, transitively
+// (within root).
+func remoteRefs(root, dir string) []string {
+	var out []string
+	seen := map[string]bool{}
+	var visit func(dir string)
+	visit = func(dir string) {
+		if seen[dir] || len(seen) > 1000 {
+			return
 		}
-		var k kustypes.Kustomization
-		if yaml.Unmarshal(b, &k) != nil {
-			return nil
-		}
-		var out []string
-		for _, r := range slices.Concat(k.Resources, k.Components) {
-			if !fluxkustomize.IsLocalRelativePath(r) {
-				out = append(out, r)
+		seen[dir] = true
+		for _, n := range konfig.RecognizedKustomizationFileNames() {
+			b, err := os.ReadFile(filepath.Join(dir, n))
+			if err != nil {
+				continue
 			}
+			var k kustypes.Kustomization
+			if yaml.Unmarshal(b, &k) != nil {
+				return
+			}
+			for _, r := range slices.Concat(k.Resources, k.Components) {
+				if !fluxkustomize.IsLocalRelativePath(r) {
+					out = append(out, r)
+					continue
+				}
+				sub := filepath.Join(dir, filepath.FromSlash(r))
+				if rel, err := filepath.Rel(root, sub); err == nil && filepath.IsLocal(rel) {
+					if st, err := os.Stat(sub); err == nil && st.IsDir() {
+						visit(sub)
+					}
+				}
+			}
+			return
 		}
-		return out
 	}
-	return nil
+	visit(dir)
+	return out
 }
