@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
+	"github.com/homelab-ops/bootstrap/pkg/check"
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
@@ -21,6 +22,7 @@ func everyPhase() []pipeline.Phase {
 		agekey.NewVerifyPhase(agekey.Options{}, nil),
 		rootsync.NewPhase(rootsync.RunOptions{}, nil),
 		rootsync.NewCutoverPhase(rootsync.CutoverOptions{}, nil),
+		&check.Phase{},
 	}
 }
 

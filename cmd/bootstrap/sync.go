@@ -13,7 +13,7 @@ func newSyncCommand(a *app) *cobra.Command {
 	var (
 		o                            rootsync.RunOptions
 		rf                           repoFlags
-		dryRun                       bool
+		dryRun, withCheck            bool
 		srcURL, srcBranch, srcSecret string
 	)
 	cmd := &cobra.Command{
@@ -49,7 +49,8 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 				o.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
 			}
 			a.writes("sync", o.Build.Namespace, dryRun)
-			return a.execute(cmd.Context(), run, rootsync.NewPhase(o, a.connect))
+			phases := staticPhase(run, withCheck, o.Build)
+			return a.execute(cmd.Context(), run, append(phases, rootsync.NewPhase(o, a.connect))...)
 		},
 	}
 	fl := cmd.Flags()
@@ -57,6 +58,7 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 	fl.StringVar(&o.Build.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
 	fl.StringVar(&o.Build.RootName, "root", DefaultFluxNamespace, "name of the root Kustomization")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
+	fl.BoolVar(&withCheck, "check", true, "run `bootstrap check` of the environment first (phase static); --check=false skips it, with a warning")
 	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the source and the root")
 	fl.StringVar(&srcURL, "source-url", "", "point the GitRepository at this temporary source (cold bring-up) until `bootstrap cutover`")
 	fl.StringVar(&srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")

@@ -13,7 +13,6 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
-	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
 
@@ -28,14 +27,15 @@ func newUpCommand(a *app) *cobra.Command {
 		ao                           agekey.Options
 		so                           rootsync.RunOptions
 		keyFile, config              string
-		dryRun                       bool
+		dryRun, withCheck            bool
 		srcURL, srcBranch, srcSecret string
 		timeout                      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "The whole bring-up in one run: controllers, age key, cluster root, each gated before and after",
-		Long: `up runs the phases in order — controllers (render, overlays, apply, proven live), age-key (when
+		Long: `up runs the phases in order — static (bootstrap check of the environment, offline),
+controllers (render, overlays, apply, proven live), age-key (when
 a key is given: proven on the environment's SOPS files, then installed), sync (the environment's
 cluster root, optionally from a temporary source) — with gates before and after each. It stops at
 the first phase that does not pass and lists every gate it did not run as skip, with the reason.
@@ -75,7 +75,7 @@ $SOPS_AGE_KEY_FILE.`,
 			if so.Built, err = rootsync.Build(so.Build); err != nil {
 				return a.fail(run.Report, err)
 			}
-			phases := []pipeline.Phase{controllers.NewPhase(co, a.connect)}
+			phases := append(staticPhase(run, withCheck, so.Build), controllers.NewPhase(co, a.connect))
 			in := agekey.Input{Flag: keyFile, Stdin: a.streams.In, Getenv: a.getenv}
 			if keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
 				ao.Repo, ao.Path, ao.Namespace = rf.repo, so.Build.Path, ns
@@ -95,6 +95,7 @@ $SOPS_AGE_KEY_FILE.`,
 	rf.add(fl)
 	fl.StringVar(&config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
 	fl.BoolVar(&dryRun, "dry-run", false, "plan every phase and change nothing")
+	fl.BoolVar(&withCheck, "check", true, "run `bootstrap check` of the environment first (phase static); --check=false skips it, with a warning")
 	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long each phase may wait (CRDs, rollouts, the source, the root)")
 	fl.BoolVar(&co.Force, "force", false, "apply the controllers even over a Flux managed by a Flux Kustomization or the Flux operator")
 	fl.BoolVar(&co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")

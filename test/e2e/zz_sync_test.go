@@ -208,7 +208,15 @@ func TestSync(t *testing.T) {
 
 	t.Run("RootWaitTrueFailsBeforeGate", func(t *testing.T) {
 		broken := copyDir(t, repoDir, map[string]string{"clusters/prod/sync.yaml": strings.Replace(readFixture(t, "clusters/prod/sync.yaml"), "  wait: false", "  wait: true", 1)})
+		// The offline check (phase static) stops it first, naming the file…
 		r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod")
+		if c := r.report.check("check.graph"); r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "clusters/prod/sync.yaml") ||
+			!strings.HasPrefix(r.report.check(rootsync.GateRootWait.ID), "skip") {
+			t.Fatalf("want the static check to fail naming the file, and sync not to run:\n%s", r)
+		}
+		nothingApplied(t, r)
+		// …and with the check switched off, sync's own gate still does.
+		r = bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod", "--check=false")
 		if c := r.report.check(rootsync.GateRootWait.ID); r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "clusters/prod/sync.yaml") {
 			t.Fatalf("want the root-wait gate to fail naming the file:\n%s", r)
 		}
@@ -219,7 +227,10 @@ func TestSync(t *testing.T) {
 			"clusters/prod/sync.yaml":          "",
 			"clusters/prod/kustomization.yaml": strings.Replace(readFixture(t, "clusters/prod/kustomization.yaml"), "  - sync.yaml\n", "", 1),
 		})
-		r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod")
+		if r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod"); r.code != 1 || !strings.Contains(r.report.check("check.graph"), "renders no root Kustomization") {
+			t.Fatalf("want the static check to name the missing root:\n%s", r)
+		}
+		r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod", "--check=false")
 		c := r.report.check(rootsync.GateDependsOn.ID)
 		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "depends on flux-system/flux-system") || !strings.HasPrefix(r.report.check(rootsync.GateRoot.ID), "fail") {
 			t.Fatalf("want the dependsOn and root gates to fail:\n%s", r)

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// bootstrap check: exit 0 on the clean fixture, 1 on a defect, 2 on input
+// errors, 3 when a path cannot be checked; --sarif names file and line.
+func TestCheckCLI(t *testing.T) {
+	const clean = "../../testdata/check/clean"
+	mutated := func(file, old, new string) string {
+		dst := t.TempDir()
+		if err := os.CopyFS(dst, os.DirFS(clean)); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dst, file)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, new, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	undefined := mutated("apps/web.yaml", "${environment}", "${enviroment}")
+	remote := mutated("infrastructure/kustomization.yaml", "- crd-like.yaml", "- https://github.com/example/remote//base?ref=v1")
+	sarif := filepath.Join(t.TempDir(), "check.sarif")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"clean", []string{"--repo", clean, "--env", "dev"}, 0, `"verdict": "pass"`},
+		{"undefined variable", []string{"--repo", undefined, "--env", "dev", "--sarif", sarif}, 1, `apps/web.yaml:8: [undefined] ${enviroment} in ConfigMap/web/web is not defined`},
+		{"remote base", []string{"--repo", remote, "--env", "dev"}, 3, `has remote bases (https://github.com/example/remote//base?ref=v1)`},
+		{"no environment", []string{"--repo", clean}, 2, "pass --env NAME"},
+		{"unknown environment", []string{"--repo", clean, "--env", "staging"}, 2, "clusters/staging: no such directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, append([]string{"check", "-o", "json"}, tc.args...)...)
+			var doc struct{ ExitCode int }
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+				t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+			}
+			if r.code != tc.code || doc.ExitCode != tc.code || !strings.Contains(r.stdout, tc.want) {
+				t.Fatalf("exit %d (report %d); want %d and %q in:\n%s%s", r.code, doc.ExitCode, tc.code, tc.want, r.stdout, r.stderr)
+			}
+		})
+	}
+	b, err := os.ReadFile(sarif)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, `"ruleId": "undefined"`) || !strings.Contains(s, `"uri": "apps/web.yaml"`) || !strings.Contains(s, `"startLine": 8`) {
+		t.Fatalf("sarif:\n%s", s)
+	}
+}

@@ -1,0 +1,153 @@
+package fluxrepo
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/fluxcd/pkg/sourceignore"
+	"github.com/fluxcd/pkg/sourceignore/gitignore"
+)
+
+// ignoreFilter is source-controller's artifact filter for dir: the
+// .sourceignore files of the repository and the GitRepository's
+// spec.ignore; the default exclusions (CI files, images, archives …) apply
+// only when there are none (fluxcd/pkg/artifact SourceIgnoreFilter). VCS
+// files are always excluded.
+func ignoreFilter(dir string, specIgnore *string) (func(p string, isDir bool) bool, error) {
+	domain := strings.Split(dir, string(filepath.Separator))
+	ps, err := sourceignore.LoadIgnorePatterns(dir, domain)
+	if err != nil {
+		return nil, err
+	}
+	if specIgnore != nil {
+		ps = append(ps, sourceignore.ReadPatterns(strings.NewReader(*specIgnore), domain)...)
+	}
+	matcher := sourceignore.NewDefaultMatcher(ps, domain)
+	if len(ps) > 0 {
+		matcher = gitignore.NewMatcher(append(sourceignore.VCSPatterns(domain), ps...))
+	}
+	return func(p string, isDir bool) bool {
+		return matcher.Match(strings.Split(p, string(filepath.Separator)), isDir)
+	}, nil
+}
+
+// copyRepo copies the repository into dst as source-controller archives
+// it: regular files only (symlinks are left out of an artifact, whether or
+// not they stay inside the repository), minus what the ignore rules
+// exclude, each file at most max bytes. What is left out for a reason a
+// person may not expect is noted.
+func copyRepo(src, dst string, max int64) (notes []string, err error) {
+	src, err = filepath.Abs(src)
+	if err != nil {
+		return nil, err
+	}
+	ignored, err := ignoreFilter(src, nil)
+	if err != nil {
+		return nil, fmt.Errorf("source ignore patterns: %w", err)
+	}
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, werr error) error {
+		if werr != nil {
+			return werr
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == "." {
+			return nil
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			notes = append(notes, fmt.Sprintf("%s: a symlink: source-controller leaves symlinks out of the artifact, so it was left out", filepath.ToSlash(rel)))
+			return nil
+		case d.IsDir():
+			if ignored(p, true) {
+				return nil // its files are matched one by one, as the archiver does
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		case !d.Type().IsRegular():
+			return nil
+		case ignored(p, false):
+			return nil
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700); err != nil {
+			return err
+		}
+		n, err := copyFile(p, filepath.Join(dst, rel), max)
+		if err != nil {
+			return err
+		}
+		if n > max {
+			notes = append(notes, fmt.Sprintf("%s: larger than %d bytes, left out", filepath.ToSlash(rel), max))
+		}
+		return nil
+	})
+	return notes, err
+}
+
+// applySpecIgnore removes from the copy dir what a GitRepository's
+// spec.ignore excludes from its artifact.
+func applySpecIgnore(dir string, specIgnore string) error {
+	ignored, err := ignoreFilter(dir, &specIgnore)
+	if err != nil {
+		return err
+	}
+	var drop []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, werr error) error {
+		if werr != nil {
+			return werr
+		}
+		if !d.IsDir() && ignored(p, false) {
+			drop = append(drop, p)
+		}
+		return nil
+	})
+	for _, p := range drop {
+		if rerr := os.Remove(p); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// copyFile copies at most max bytes; it returns max+1 (and writes nothing)
+// when the file is larger.
+func copyFile(src, dst string, max int64) (int64, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s: not a regular file", src)
+	}
+	if st.Size() > max {
+		return max + 1, nil
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, io.LimitReader(in, max+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > max {
+		// Grew while being read.
+		err = os.Remove(dst)
+	}
+	return n, err
+}
+
+// isLocal says whether rel (slash-separated, relative) stays inside its root.
+func isLocal(rel string) bool {
+	return rel != "" && filepath.IsLocal(filepath.FromSlash(rel)) && !strings.HasPrefix(rel, "/")
+}

@@ -1,0 +1,226 @@
+// Package fluxrepo is the one model of a Flux GitOps repository: an
+// environment's root directory (clusters/<env>) built exactly as
+// kustomize-controller builds it, and every Flux Kustomization it declares,
+// followed transitively through spec.path, each path built on a private copy
+// of the repository the same way (the kustomization.yaml generator for
+// directories without one, then SecureBuild: confined to the repository, no
+// plugins, no remote bases).
+//
+// Load returns typed Flux objects, each with the file and line it came from,
+// the built (unsubstituted) objects of each Kustomization's path, the
+// ConfigMaps and Secrets the environment renders, and notes for what could
+// not be built. Nothing here talks to a cluster or substitutes variables.
+//
+// The repository is first copied as source-controller archives it (ignore
+// rules, no symlinks, a size cap per file), so builds never read outside it
+// and the generator never writes into it.
+//
+// For the packages that keep models of their own: rootsync's Render is
+// Env.RootObjects, Env.Kustomizations, Env.Root and Env.Source (typed), and
+// its Locate is Env.Locate (file and line); agekey's Scope.Kustomizations is
+// Env.Kustomizations (spec.decryption is on the typed object) and the files
+// a Kustomization's build read are Kustomization.Files.
+package fluxrepo
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/resource"
+)
+
+// DefaultMaxFileBytes caps the size of one file of the repository copy.
+const DefaultMaxFileBytes = 4 << 20
+
+// Options select the environment to load.
+type Options struct {
+	// Repo is the repository's root directory.
+	Repo string
+	// Path is the environment's root directory inside Repo, e.g. clusters/dev.
+	Path string
+	// Namespace and RootName name the root Kustomization (default
+	// flux-system/flux-system). Namespace is also the namespace of rendered
+	// objects that set none.
+	Namespace, RootName string
+	// MaxFileBytes caps each file read (default DefaultMaxFileBytes).
+	MaxFileBytes int64
+}
+
+// Location is where an object or a line comes from: a file relative to the
+// repository (slash-separated) and a 1-based line, 0 when unknown.
+type Location struct {
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+}
+
+func (l Location) String() string {
+	switch {
+	case l.File == "":
+		return "(file unknown)"
+	case l.Line == 0:
+		return l.File
+	}
+	return fmt.Sprintf("%s:%d", l.File, l.Line)
+}
+
+// Kustomization is one Flux Kustomization of the environment.
+type Kustomization struct {
+	*kustomizev1.Kustomization
+	// Location is the file (and line) declaring it.
+	Location Location
+	// AppliedBy is the namespace/name of the Kustomization whose path renders
+	// it; empty when only the environment's root directory renders it and no
+	// root Kustomization applies that directory.
+	AppliedBy string
+	// Path is spec.path cleaned, relative to the repository ("." for the root).
+	Path string
+	// Built says Resources hold the build of Path. When false, Note says why.
+	Built bool
+	Note  string
+	// Resources are the objects built from Path, unsubstituted, as
+	// kustomize-controller holds them before post-build substitution. Treat
+	// them as read-only (DeepCopy before substituting).
+	Resources []*resource.Resource
+	// Files are the files (relative, slash-separated) the build read.
+	Files []string
+}
+
+// Ref is namespace/name.
+func (k *Kustomization) Ref() string { return k.Namespace + "/" + k.Name }
+
+// Substitutes says whether the controller runs post-build substitution on
+// this Kustomization's objects.
+func (k *Kustomization) Substitutes() bool { return k.Spec.PostBuild != nil }
+
+// Objects converts Resources to unstructured objects.
+func (k *Kustomization) Objects() ([]*unstructured.Unstructured, error) {
+	return objectsOf(k.Resources)
+}
+
+// RootObjects converts RootResources to unstructured objects (what a sync
+// applies).
+func (e *Env) RootObjects() ([]*unstructured.Unstructured, error) { return objectsOf(e.RootResources) }
+
+func objectsOf(res []*resource.Resource) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(res))
+	for _, r := range res {
+		m, err := r.Map()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.CurId(), err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out, nil
+}
+
+// SourceKey is the source the Kustomization reads, kind/namespace/name.
+func (k *Kustomization) SourceKey() string {
+	ns := k.Spec.SourceRef.Namespace
+	if ns == "" {
+		ns = k.Namespace
+	}
+	return k.Spec.SourceRef.Kind + "/" + ns + "/" + k.Spec.SourceRef.Name
+}
+
+// GitRepository is one GitRepository the environment renders.
+type GitRepository struct {
+	*sourcev1.GitRepository
+	Location  Location
+	AppliedBy string
+}
+
+// Ref is namespace/name.
+func (g *GitRepository) Ref() string { return g.Namespace + "/" + g.Name }
+
+// Data is a ConfigMap or Secret the environment renders: its keys (the
+// variables it defines when a Kustomization substitutes from it).
+type Data struct {
+	Kind, Namespace, Name string
+	// Values by key. A SOPS-encrypted Secret's keys are there with the value
+	// "<encrypted>": defined, unreadable.
+	Values map[string]string
+	// Encrypted is a SOPS-encrypted Secret.
+	Encrypted bool
+	// AppliedBy is the Kustomization whose path renders it ("" as above).
+	AppliedBy string
+	Location  Location
+}
+
+// Key is kind/namespace/name.
+func (d *Data) Key() string { return DataKey(d.Kind, d.Namespace, d.Name) }
+
+// DataKey is the key of Env.Data: kind/namespace/name.
+func DataKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// Env is one environment of the repository.
+type Env struct {
+	Options Options
+	// Repo is the absolute repository directory.
+	Repo string
+	// RootResources are the objects built from the environment's root directory.
+	RootResources []*resource.Resource
+	// RootFiles are the files that build read.
+	RootFiles []string
+	// Root is the root Kustomization (nil when the root directory lacks it);
+	// Source the GitRepository it reads (nil when not rendered).
+	Root   *Kustomization
+	Source *GitRepository
+	// Kustomizations are all Flux Kustomizations found, root first, then in
+	// the order they were reached.
+	Kustomizations  []*Kustomization
+	GitRepositories []*GitRepository
+	// Data are the ConfigMaps and Secrets rendered, by DataKey. When several
+	// paths render the same object, the first one reached wins (noted).
+	Data map[string]*Data
+	// Notes are what a person should know: paths not built and why, files
+	// left out of the copy, objects rendered twice.
+	Notes []string
+
+	index *fileIndex
+}
+
+// Kustomization finds a Kustomization by namespace and name.
+func (e *Env) Kustomization(namespace, name string) *Kustomization {
+	for _, k := range e.Kustomizations {
+		if k.Namespace == namespace && k.Name == name {
+			return k
+		}
+	}
+	return nil
+}
+
+// Locate is where an object of kind namespace/name is declared, looking
+// first in files (the files a build read; nil means all files).
+func (e *Env) Locate(files []string, kind, namespace, name string) Location {
+	return e.index.locate(files, kind, namespace, name)
+}
+
+// FindLine is the first line of one of files (nil: all) that contains text,
+// preferring prefer (a file) when it has it. For text starting with "${",
+// occurrences escaped as "$${" do not count.
+func (e *Env) FindLine(files []string, prefer, text string) Location {
+	return e.index.findLine(files, prefer, text)
+}
+
+func cleanPath(p string) string {
+	p = path.Clean(strings.TrimPrefix(filepath.ToSlash(p), "./"))
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

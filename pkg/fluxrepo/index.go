@@ -1,0 +1,173 @@
+package fluxrepo
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// fileIndex maps objects to the files and lines declaring them, read lazily
+// from the private copy.
+type fileIndex struct {
+	root string
+	once sync.Once
+	// decl: kind/name -> declarations
+	decl  map[string][]decl
+	lines map[string][]string
+}
+
+type decl struct {
+	namespace string
+	loc       Location
+}
+
+func (ix *fileIndex) load() {
+	ix.once.Do(func() {
+		ix.decl = map[string][]decl{}
+		ix.lines = map[string][]string{}
+		_ = filepath.WalkDir(ix.root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !d.Type().IsRegular() {
+				return nil
+			}
+			if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			rel, _ := filepath.Rel(ix.root, p)
+			rel = filepath.ToSlash(rel)
+			ix.lines[rel] = strings.Split(string(b), "\n")
+			dec := yaml.NewDecoder(bytes.NewReader(b))
+			for {
+				var n yaml.Node
+				if err := dec.Decode(&n); err != nil {
+					if err != io.EOF {
+						break
+					}
+					break
+				}
+				if n.Kind != yaml.DocumentNode || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
+					continue
+				}
+				m := n.Content[0]
+				kind := scalar(m, "kind")
+				md := child(m, "metadata")
+				if kind == "" || md == nil {
+					continue
+				}
+				name := scalar(md, "name")
+				line := m.Line
+				if k := keyNode(m, "kind"); k != nil {
+					line = min(line, k.Line)
+				}
+				ix.decl[kind+"/"+name] = append(ix.decl[kind+"/"+name], decl{namespace: scalar(md, "namespace"), loc: Location{File: rel, Line: line}})
+			}
+			return nil
+		})
+	})
+}
+
+func keyNode(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i]
+		}
+	}
+	return nil
+}
+
+func child(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			if v := m.Content[i+1]; v.Kind == yaml.MappingNode {
+				return v
+			}
+		}
+	}
+	return nil
+}
+
+func scalar(m *yaml.Node, key string) string {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key && m.Content[i+1].Kind == yaml.ScalarNode {
+			return m.Content[i+1].Value
+		}
+	}
+	return ""
+}
+
+func (ix *fileIndex) locate(files []string, kind, namespace, name string) Location {
+	if ix == nil {
+		return Location{}
+	}
+	ix.load()
+	cands := ix.decl[kind+"/"+name]
+	in := func(f string) bool { return files == nil || slices.Contains(files, f) }
+	// Best: same namespace; then no namespace (set by kustomize); then any.
+	for _, want := range []func(d decl) bool{
+		func(d decl) bool { return d.namespace == namespace },
+		func(d decl) bool { return d.namespace == "" },
+		func(d decl) bool { return true },
+	} {
+		for _, d := range cands {
+			if in(d.loc.File) && want(d) {
+				return d.loc
+			}
+		}
+	}
+	return Location{}
+}
+
+func (ix *fileIndex) findLine(files []string, prefer, text string) Location {
+	if ix == nil || text == "" {
+		return Location{}
+	}
+	ix.load()
+	search := func(f string) Location {
+		for i, l := range ix.lines[f] {
+			if containsUnescaped(l, text) {
+				return Location{File: f, Line: i + 1}
+			}
+		}
+		return Location{}
+	}
+	if prefer != "" {
+		if l := search(prefer); l.File != "" {
+			return l
+		}
+	}
+	if files == nil {
+		files = sortedKeys(ix.lines)
+	}
+	for _, f := range files {
+		if l := search(f); l.File != "" {
+			return l
+		}
+	}
+	return Location{}
+}
+
+// containsUnescaped says whether line contains text; for text starting with
+// "${", an occurrence escaped as "$${" does not count.
+func containsUnescaped(line, text string) bool {
+	for off := 0; ; {
+		i := strings.Index(line[off:], text)
+		if i < 0 {
+			return false
+		}
+		i += off
+		if !strings.HasPrefix(text, "${") || i == 0 || line[i-1] != '$' {
+			return true
+		}
+		off = i + 1
+	}
+}
