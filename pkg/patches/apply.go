@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/kustomize/api/builtins"
+	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/pkg/loader"
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -77,6 +78,14 @@ func Apply(components []byte, ov *Overlay) (*Result, error) {
 		}
 		res.Patches = append(res.Patches, pr)
 	}
+	if ov.Components {
+		// The documented form: build the kustomization itself, as `kubectl
+		// kustomize` would, with the render as gotk-components.yaml. The
+		// per-patch runs above attribute each patch; this is the output.
+		if cur, err = buildWithComponents(mem, components); err != nil {
+			return nil, fmt.Errorf("build overlays %s: %w", ov.Name, err)
+		}
+	}
 	if res.YAML, err = cur.AsYaml(); err != nil {
 		return nil, err
 	}
@@ -84,6 +93,23 @@ func Apply(components []byte, ov *Overlay) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// buildWithComponents runs kustomize on the overlay in mem with the
+// components written as gotk-components.yaml: no plugins, no remote
+// resources (refused when the overlay was loaded), confined to mem.
+func buildWithComponents(mem filesys.FileSystem, components []byte) (resmap.ResMap, error) {
+	if err := mem.WriteFile(path.Join("/", ComponentsFile), components); err != nil {
+		return nil, err
+	}
+	o := krusty.MakeDefaultOptions()
+	o.PluginConfig = types.DisabledPluginConfig()
+	m, err := krusty.MakeKustomizer(o).Run(mem, "/")
+	if err != nil {
+		return nil, err
+	}
+	m.RemoveBuildAnnotations()
+	return m, nil
 }
 
 // transform applies one patch to m in place.

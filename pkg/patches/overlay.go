@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"slices"
 	"strings"
 
@@ -18,18 +19,28 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
-// Overlay is a kustomization that only lists patches; the tool supplies the
-// generated components as its resources.
+// Overlay is a kustomization over the generated components. Two forms: one
+// that lists only patches (the tool supplies the components as its
+// resources), and Flux's documented "customize Flux manifests" form, whose
+// resources name gotk-components.yaml (the tool writes exactly that file
+// from the render) beside local patch files and resources.
 type Overlay struct {
 	// Name is where the overlay came from, for messages.
 	Name    string
 	fsys    fs.FS
 	file    string
 	Patches []types.Patch
+	// Components is true for the documented form: the kustomization itself
+	// is built, with the render as gotk-components.yaml.
+	Components bool
 }
 
+// ComponentsFile is the file the documented form's resources name: `flux
+// install --export`'s output, supplied from the render.
+const ComponentsFile = "gotk-components.yaml"
+
 // allowedKeys are the top-level fields an overlay kustomization may set.
-var allowedKeys = []string{"apiVersion", "kind", "patches"}
+var allowedKeys = []string{"apiVersion", "kind", "patches", "resources", "patchesStrategicMerge", "patchesJson6902", "images"}
 
 // LoadOverlay reads the overlay kustomization at the root of fsys. A
 // directory with no files at all is an overlay with no patches.
@@ -62,13 +73,29 @@ func LoadOverlay(fsys fs.FS, name string) (*Overlay, error) {
 	}
 	for k := range top {
 		if !slices.Contains(allowedKeys, k) {
-			return nil, gate.InputErrorf("%s: field %q is not supported in an overlay; only %s (the tool supplies the Flux components as resources)",
+			return nil, gate.InputErrorf("%s: field %q is not supported in an overlay; only %s (the tool supplies the Flux components)",
 				where, k, strings.Join(allowedKeys, ", "))
 		}
 	}
 	var k types.Kustomization
 	if err := yaml.UnmarshalStrict(data, &k); err != nil {
 		return nil, gate.InputErrorf("%s: %w", where, err)
+	}
+	if err := ov.resources(where, k); err != nil {
+		return nil, err
+	}
+	// The older patch fields are patches too; each is proven on its own.
+	for _, smp := range k.PatchesStrategicMerge {
+		// As kustomize reads it: a file of the directory, else an inline patch.
+		p := types.Patch{Patch: string(smp)}
+		if _, err := fs.Stat(fsys, string(smp)); err == nil {
+			p = types.Patch{Path: string(smp)}
+		}
+		k.Patches = append(k.Patches, p)
+	}
+	k.Patches = append(k.Patches, k.PatchesJson6902...)
+	if len(k.Images) > 0 && !ov.Components {
+		return nil, gate.InputErrorf("%s: images: needs the documented form (resources: [%s]) so the kustomization itself is built", where, ComponentsFile)
 	}
 	for i, p := range k.Patches {
 		if (p.Path == "") == (p.Patch == "") {
@@ -82,6 +109,37 @@ func LoadOverlay(fsys fs.FS, name string) (*Overlay, error) {
 	}
 	ov.Patches = k.Patches
 	return ov, nil
+}
+
+// resources checks the documented form's resources: gotk-components.yaml
+// must be one of them (else the overlay would apply something else), and
+// every other one a file or directory inside the overlay directory.
+func (ov *Overlay) resources(where string, k types.Kustomization) error {
+	if len(k.Resources) == 0 {
+		return nil
+	}
+	if !slices.Contains(k.Resources, ComponentsFile) && !slices.Contains(k.Resources, "./"+ComponentsFile) {
+		return gate.InputErrorf("%s: resources must include %s (the Flux components this tool renders); without it the overlay would apply something else", where, ComponentsFile)
+	}
+	for _, r := range k.Resources {
+		clean := path.Clean(r)
+		switch {
+		case clean == ComponentsFile:
+			if _, err := fs.Stat(ov.fsys, ComponentsFile); err == nil {
+				return gate.InputErrorf("%s: %s exists in the overlay directory; remove it: the tool writes it from the render (an old export would be applied otherwise)", where, ComponentsFile)
+			}
+		case strings.Contains(r, "://") || strings.HasPrefix(r, "github.com/") || strings.Contains(r, "?ref="):
+			return gate.InputErrorf("%s: resource %s is remote; an overlay may only use files inside its directory", where, r)
+		case !fs.ValidPath(clean):
+			return gate.InputErrorf("%s: resource %s is outside the overlay directory", where, r)
+		default:
+			if _, err := fs.Stat(ov.fsys, clean); err != nil {
+				return gate.InputErrorf("%s: resource %s: %v", where, r, errors.Unwrap(err))
+			}
+		}
+	}
+	ov.Components = true
+	return nil
 }
 
 // describe names a patch for messages: its position, file and target.

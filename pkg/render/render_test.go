@@ -239,10 +239,14 @@ func TestBadInput(t *testing.T) {
 		want   string
 	}{
 		{"malformed overlay YAML", func(o *Options) { o.Overlays, o.OverlaysName = fixture("malformed") }, "is not valid YAML"},
-		{"overlay with resources", func(o *Options) { o.Overlays, o.OverlaysName = fixture("unsupported-field") }, `field "resources" is not supported`},
+		{"overlay whose resources are not the components", func(o *Options) { o.Overlays, o.OverlaysName = fixture("unsupported-field") }, "resources must include gotk-components.yaml"},
+		{"documented form without the components", func(o *Options) { o.Overlays, o.OverlaysName = fixture("convention-no-components") }, "resources must include gotk-components.yaml"},
+		{"documented form with a remote resource", func(o *Options) { o.Overlays, o.OverlaysName = fixture("convention-remote") }, "is remote; an overlay may only use files inside its directory"},
+		{"documented form with a resource outside", func(o *Options) { o.Overlays, o.OverlaysName = fixture("convention-outside") }, "is outside the overlay directory"},
+		{"documented form with a stale export", func(o *Options) { o.Overlays, o.OverlaysName = fixture("convention-stale-export") }, "gotk-components.yaml exists in the overlay directory; remove it"},
 		{"overlay dir without kustomization", func(o *Options) { o.Overlays, o.OverlaysName = fixture("no-kustomization") }, "has files but no kustomization.yaml"},
 		{"unknown component", func(o *Options) { o.Components.ComponentsExtra = []string{"image-reflektor-controller"} }, "unknown component image-reflektor-controller; available in embedded Flux v2.9.5 release bundle: helm-controller, image-automation-controller"},
-		{"unknown version", func(o *Options) { o.Components.FluxVersion = "v2.5.0" }, "Flux v2.5.0 is not embedded in this build (embedded: v2.4.0, v2.9.5)"},
+		{"unknown version", func(o *Options) { o.Components.FluxVersion = "v2.1.0" }, "Flux v2.1.0 is not embedded in this build (embedded: v2.2.3, v2.3.0"},
 		{"bad log level", func(o *Options) { o.Components.LogLevel = "verbose" }, `--log-level "verbose"`},
 	}
 	for _, tt := range tests {
@@ -288,6 +292,47 @@ func TestEveryEmbeddedRelease(t *testing.T) {
 			if got := out.Facts["fluxVersion"]; got != v {
 				t.Errorf("rendered %s, want %s", got, v)
 			}
+		})
+	}
+}
+
+// TestDocumentedForm renders overlays in Flux's documented "customize Flux
+// manifests" form: the kustomization itself is built with the render as
+// gotk-components.yaml, and every patch is still proven on its own.
+func TestDocumentedForm(t *testing.T) {
+	for _, tt := range []struct {
+		fixture string
+		check   func(t *testing.T, out *Output)
+	}{
+		{"flux-convention", func(t *testing.T, out *Output) {
+			if !strings.Contains(string(out.YAML), "name: homelab-extra") {
+				t.Error("the overlay's own resource is missing from the render")
+			}
+		}},
+		{"convention-json6902-images", func(t *testing.T, out *Output) {
+			if !strings.Contains(string(out.YAML), "image: registry.lan/fluxcd/source-controller:") {
+				t.Error("images: did not rewrite source-controller's image")
+			}
+		}},
+	} {
+		t.Run(tt.fixture, func(t *testing.T) {
+			fsys, name := fixture(tt.fixture)
+			out, err := Run(context.Background(), options(t, "v2.4.0", fsys, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id, v := range verdicts(out) {
+				if v != gate.Pass {
+					t.Errorf("%s: %s", id, v)
+				}
+			}
+			if c := check(t, out, patches.GatePatchLanded.ID+"/1"); c.Verdict != gate.Pass {
+				t.Errorf("the patch was not proven: %s", c.Message)
+			}
+			if c := check(t, out, patches.GateStrict.ID); !strings.Contains(c.Message, "only because of the overlay") {
+				t.Errorf("strict gate: %s", c.Message)
+			}
+			tt.check(t, out)
 		})
 	}
 }
