@@ -62,6 +62,7 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 
 	root.AddCommand(newRenderCommand(rf), newControllersCommand(rf), newVersionCommand())
 	root.AddCommand(newAgeKeyCommand(rf), newSyncCommand(rf), newCutoverCommand(rf))
+	root.AddCommand(newConvergeCommand(rf))
 	return root
 }
 
