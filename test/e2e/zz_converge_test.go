@@ -194,6 +194,14 @@ func TestConverge(t *testing.T) {
 			t.Errorf("converge took %s to give up on a deterministic failure (timeout 3m)", r.duration)
 		}
 		t.Logf("undefined variable: exit %d in %s", r.code, r.duration.Round(time.Millisecond))
+		for _, c := range r.report.Checks {
+			if c.ID == nodeGate("platform-config") || c.ID == nodeGate("apps-web") {
+				t.Logf("  %s %s: %s", c.Verdict, c.ID, c.Message)
+				for _, e := range c.Evidence {
+					t.Logf("      %s", e)
+				}
+			}
+		}
 	})
 
 	t.Run("CommitDuringConverge", func(t *testing.T) {
