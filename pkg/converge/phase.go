@@ -254,7 +254,9 @@ func (p *Phase) informer(list client.ObjectList, obj client.Object) cache.Shared
 			return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), &client.ListOptions{Raw: &o})
 		},
 	}
-	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+	// A client that declares it cannot stream lists (a fake, in tests) gets
+	// a plain list then watch; the API server gets client-go's default.
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c), obj, 0, cache.Indexers{})
 }
 
 // artifactSource is a source with an artifact: GitRepository, OCIRepository, Bucket.
