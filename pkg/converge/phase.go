@@ -233,6 +233,7 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 	}
 	p.elapsed = run.Now().Sub(start)
 	p.record(run)
+	run.Progress(p.summary())
 	if p.o.GraphFile != "" {
 		if err := WriteGraphFile(p.o.GraphFile, p.g, p.verdicts(ctx)); err != nil {
 			run.Report.Warn(fmt.Sprintf("converge: --graph %s: %v", p.o.GraphFile, err))
@@ -297,6 +298,27 @@ func (p *Phase) nudge(ctx context.Context, n Nudge) error {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, n.Token)
 	obj := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: n.ID.Namespace, Name: n.ID.Name}}
 	return p.cl.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(kube.FieldManager))
+}
+
+// summary is the walk's outcome in one line.
+func (p *Phase) summary() string {
+	conv, gaveUp := 0, []string{}
+	for _, id := range p.g.IDs {
+		switch {
+		case p.tr.Status(id).State == Converged:
+			conv++
+		case p.tr.GaveUp(id):
+			gaveUp = append(gaveUp, id.String())
+		}
+	}
+	s := fmt.Sprintf("converge: %d/%d converged in %.1fs, %d nudge(s)", conv, len(p.g.Nodes), p.elapsed.Seconds(), p.nudges)
+	switch {
+	case len(gaveUp) > 0:
+		s += "; gave up on " + strings.Join(gaveUp, ", ")
+	case p.timedOut:
+		s += fmt.Sprintf("; timed out (--timeout %s)", p.o.Timeout)
+	}
+	return s
 }
 
 // record writes the facts and the timeline.
