@@ -22,8 +22,8 @@ const (
 	Pending State = "pending"
 	// Progressing: created and being reconciled, or not reconciled yet.
 	Progressing State = "progressing"
-	// Stale: Ready, but at an old generation or an old source revision, or
-	// its source is not Ready.
+	// Stale: Ready, but observed at an old generation, or at an old source
+	// revision, or its source is not Ready.
 	Stale State = "stale"
 	// Blocked: Ready=False DependencyNotReady.
 	Blocked State = "blocked"
@@ -167,6 +167,12 @@ func classify(cs []clause, k *kustomizev1.Kustomization, src Source) Status {
 		st.State, st.Why = Progressing, "not reconciled yet (no Ready condition)"
 	case conditions.IsReconciling(k) || ready.Status == metav1.ConditionUnknown:
 		st.State, st.Why = Progressing, "reconciling: "+ready.Message
+	case failed == "observed its generation" && ready.ObservedGeneration == k.Generation:
+		// Ready already speaks of this generation: the controller is
+		// finishing its status update (kustomize-controller passes through
+		// status.observedGeneration -1 on its way to success).
+		st.State = Progressing
+		st.Why = fmt.Sprintf("finishing: Ready at generation %d, status.observedGeneration still %d", k.Generation, k.Status.ObservedGeneration)
 	default:
 		st.State = Stale
 		switch failed {

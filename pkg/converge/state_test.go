@@ -73,7 +73,13 @@ func classifyCases() []classifyCase {
 		{name: "new generation not observed", k: with(converged("a", rev1), func(k *kustomizev1.Kustomization) {
 			k.Generation = 3
 			k.Status.Conditions[0].ObservedGeneration = 3
-		}), src: readySource(rev1), want: Stale, why: "observed its generation"},
+		}), src: readySource(rev1), want: Progressing, why: "finishing: Ready at generation 3, status.observedGeneration still 2"},
+		{name: "status.observedGeneration -1 while finishing", k: with(converged("a", rev1), func(k *kustomizev1.Kustomization) {
+			k.Status.ObservedGeneration = -1
+		}), src: readySource(rev1), want: Progressing, why: "finishing"},
+		{name: "spec changed, Ready and status at the old generation", k: with(converged("a", rev1), func(k *kustomizev1.Kustomization) {
+			k.Generation = 3
+		}), src: readySource(rev1), want: Stale, why: "not observed its generation"},
 		{name: "Ready observed an old generation", k: with(converged("a", rev1), func(k *kustomizev1.Kustomization) {
 			k.Status.Conditions[0].ObservedGeneration = 1
 		}), src: readySource(rev1), want: Stale, why: "Ready=True at its generation"},
