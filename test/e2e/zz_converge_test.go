@@ -232,6 +232,31 @@ func TestConverge(t *testing.T) {
 		t.Logf("commit during converge: exit 0 at %s in %s", fixed, r.duration.Round(time.Millisecond))
 	})
 
+	t.Run("LiveGraph", func(t *testing.T) {
+		// Without --repo/--env the graph is the live Kustomizations.
+		r := convergeCLI(t, "--timeout", "2m")
+		c := r.report.check(converge.GateGraph.ID)
+		if r.code != 0 || !strings.HasPrefix(c, "pass: 11 Kustomization(s) over 6 level(s)") {
+			t.Fatalf("converge of the live graph:\n%s", r)
+		}
+		for _, n := range convergeNodes {
+			if c := r.report.check(nodeGate(n)); !strings.HasPrefix(c, "pass") {
+				t.Errorf("%s: %s", n, c)
+			}
+		}
+	})
+
+	t.Run("BrokenGraphRefusedBeforeWaiting", func(t *testing.T) {
+		web := strings.Replace(readFixture(t, "clusters/base/apps.yaml"), "    - name: apps-core\n  postBuild:", "    - name: apps-core\n    - name: ghost\n  postBuild:", 1)
+		broken := copyDir(t, repoDir, map[string]string{"clusters/base/apps.yaml": web})
+		r := convergeCLI(t, "--repo", broken, "--env", "dev", "--timeout", "2m")
+		c := r.report.check(converge.GateGraph.ID)
+		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "flux-system/apps-web depends on flux-system/ghost") ||
+			!strings.HasPrefix(r.report.check(converge.GateNode.ID), "skip") || r.duration > 30*time.Second {
+			t.Fatalf("want converge.graph to fail naming the dangling edge, nothing awaited:\n%s", r)
+		}
+	})
+
 	t.Run("SuspendedNodeReported", func(t *testing.T) {
 		k := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "apps-web"}}
 		suspend := func(on bool) {
