@@ -158,7 +158,8 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(any) { notify() },
 	}
-	ksInf := p.informer(&kustomizev1.KustomizationList{}, &kustomizev1.Kustomization{})
+	ns := p.watchNamespace()
+	ksInf := p.informer(ns, &kustomizev1.KustomizationList{}, &kustomizev1.Kustomization{})
 	infs := []cache.SharedIndexInformer{ksInf}
 	srcInf := map[string]cache.SharedIndexInformer{}
 	for _, s := range p.g.Sources() {
@@ -168,11 +169,11 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 		var inf cache.SharedIndexInformer
 		switch s.Kind {
 		case sourcev1.GitRepositoryKind:
-			inf = p.informer(&sourcev1.GitRepositoryList{}, &sourcev1.GitRepository{})
+			inf = p.informer(ns, &sourcev1.GitRepositoryList{}, &sourcev1.GitRepository{})
 		case sourcev1.OCIRepositoryKind:
-			inf = p.informer(&sourcev1.OCIRepositoryList{}, &sourcev1.OCIRepository{})
+			inf = p.informer(ns, &sourcev1.OCIRepositoryList{}, &sourcev1.OCIRepository{})
 		case sourcev1.BucketKind:
-			inf = p.informer(&sourcev1.BucketList{}, &sourcev1.Bucket{})
+			inf = p.informer(ns, &sourcev1.BucketList{}, &sourcev1.Bucket{})
 		default:
 			return gate.InputErrorf("%s: source kind %s is not supported: converge reads GitRepository, OCIRepository and Bucket", s, s.Kind)
 		}
@@ -242,17 +243,34 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 	return nil
 }
 
-// informer is a shared informer on every namespace for one Flux type,
-// listing and watching through the controller-runtime client.
-func (p *Phase) informer(list client.ObjectList, obj client.Object) cache.SharedIndexInformer {
+// watchNamespace is the one namespace every node and source lives in, or
+// "" (every namespace) when the graph spans several.
+func (p *Phase) watchNamespace() string {
+	seen := map[string]bool{}
+	for _, id := range p.g.IDs {
+		seen[id.Namespace] = true
+		seen[p.g.Nodes[id].Source.Namespace] = true
+	}
+	if len(seen) == 1 {
+		for ns := range seen {
+			return ns
+		}
+	}
+	return metav1.NamespaceAll
+}
+
+// informer is a shared informer on namespace ns ("" for every namespace)
+// for one Flux type, listing and watching through the controller-runtime
+// client.
+func (p *Phase) informer(ns string, list client.ObjectList, obj client.Object) cache.SharedIndexInformer {
 	c := p.cl.Client
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			l := list.DeepCopyObject().(client.ObjectList)
-			return l, c.List(ctx, l, &client.ListOptions{Raw: &o})
+			return l, c.List(ctx, l, &client.ListOptions{Namespace: ns, Raw: &o})
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), &client.ListOptions{Raw: &o})
+			return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), &client.ListOptions{Namespace: ns, Raw: &o})
 		},
 	}
 	// A client that declares it cannot stream lists (a fake, in tests) gets
