@@ -136,6 +136,10 @@ func (t *Tracker) Step(now time.Time, snap Snapshot) Step {
 				n.converged = now
 			} else {
 				n.converged = time.Time{}
+				if prev.State == Converged {
+					// A new revision or generation: a new walk for this node.
+					n.eligible = time.Time{}
+				}
 			}
 			line := fmt.Sprintf("[%s] %s: %s", t.since(now), id, n.st.State)
 			if n.st.Why != "" {
@@ -146,11 +150,19 @@ func (t *Tracker) Step(now time.Time, snap Snapshot) Step {
 	}
 	for _, id := range order {
 		n := t.nodes[id]
-		if t.depsConverged(id) {
+		switch {
+		case n.st.State == Converged:
+			// Keep when it became eligible; a node seen converged before
+			// its dependencies were (a status seen out of order) is
+			// eligible from its convergence.
+			if n.eligible.IsZero() {
+				n.eligible = n.converged
+			}
+		case t.depsConverged(id):
 			if n.eligible.IsZero() {
 				n.eligible = now
 			}
-		} else {
+		default:
 			n.eligible = time.Time{}
 		}
 		t.budgetStep(now, id, n, &out)

@@ -196,3 +196,29 @@ func TestTrackerIndependentBranchKeepsGoing(t *testing.T) {
 		t.Fatal("c converged, a terminal: want stuck")
 	}
 }
+
+// TestTrackerTimelineNeverEligibleAfterConverged: a dependent seen converged
+// while its dependency is momentarily not (a status seen out of order) keeps
+// a timeline that does not run backwards; a new revision starts a new one.
+func TestTrackerTimelineNeverEligibleAfterConverged(t *testing.T) {
+	w := newWorld(t, chain(), false, Budget{})
+	w.ks[root] = with(converged("flux-system", rev1), func(k *kustomizev1.Kustomization) { ready(k, "Unknown", meta.ProgressingReason, "") })
+	w.ks[id("a")] = converged("a", rev1, "flux-system")
+	w.step(time.Second)
+	w.ks[root] = converged("flux-system", rev1)
+	w.step(time.Second)
+	tl := w.tr.Timelines()[1]
+	if tl.ID != id("a") || tl.Duration() < 0 || tl.Eligible > tl.Converged {
+		t.Fatalf("timeline runs backwards: %+v", tl)
+	}
+	// rev2: a is stale, then converges again; its timeline is the new walk.
+	w.src = readySource(rev2)
+	w.ks[root] = converged("flux-system", rev2)
+	w.step(time.Second)
+	w.ks[id("a")] = converged("a", rev2, "flux-system")
+	w.step(2 * time.Second)
+	tl = w.tr.Timelines()[1]
+	if tl.Eligible != 3*time.Second || tl.Converged != 5*time.Second || tl.Duration() != 2*time.Second {
+		t.Fatalf("new revision timeline %+v", tl)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,9 @@ func TestConverge(t *testing.T) {
 		t.Fatal("precondition: GitRepository flux-system/flux-system already exists")
 	}
 	t.Cleanup(func() { cleanupHomelab(t) })
+	// The undefined-variable scenario needs strict substitution, which an
+	// earlier test of the suite (TestFlux) leaves turned off.
+	setStrictGate(ctx, t, true)
 
 	key, recipient, err := agekeytest.NewIdentity()
 	if err != nil {
@@ -233,9 +237,36 @@ func TestConverge(t *testing.T) {
 	})
 
 	t.Run("LiveGraph", func(t *testing.T) {
-		// Without --repo/--env the graph is the live Kustomizations.
+		// Without --repo/--env the graph is the live Kustomizations. Earlier
+		// tests of the suite may have left their own in flux-system: not
+		// reachable from this root, the graph gate must name each of them.
+		var live kustomizev1.KustomizationList
+		if err := suite.client.List(ctx, &live, client.InNamespace(fluxNS)); err != nil {
+			t.Fatal(err)
+		}
+		var foreign []string
+		for _, k := range live.Items {
+			if !slices.Contains(convergeNodes, k.Name) {
+				foreign = append(foreign, k.Name)
+			}
+		}
 		r := convergeCLI(t, "--timeout", "2m")
 		c := r.report.check(converge.GateGraph.ID)
+		if len(foreign) > 0 {
+			var ev string
+			for _, ch := range r.report.Checks {
+				if ch.ID == converge.GateGraph.ID {
+					ev = strings.Join(ch.Evidence, "\n")
+				}
+			}
+			for _, f := range foreign {
+				if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(ev, fluxNS+"/"+f+" is not reachable from the root") {
+					t.Fatalf("live graph with %v left by other tests: want converge.graph to fail naming %s:\n%s", foreign, f, r)
+				}
+			}
+			t.Logf("live graph: converge.graph names the %d Kustomization(s) other tests left: %v", len(foreign), foreign)
+			return
+		}
 		if r.code != 0 || !strings.HasPrefix(c, "pass: 11 Kustomization(s) over 6 level(s)") {
 			t.Fatalf("converge of the live graph:\n%s", r)
 		}
