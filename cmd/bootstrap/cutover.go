@@ -5,12 +5,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
 
 func newCutoverCommand(a *app) *cobra.Command {
 	o := rootsync.CutoverOptions{}
-	var dryRun bool
+	var (
+		dryRun bool
+		cf     convergeFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "cutover",
 		Short: "Move a cluster synced from a temporary source to its final source",
@@ -27,10 +31,16 @@ source, proves that Ready again, and exits 1 with the evidence.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("cutover", dryRun)
 			a.writes("cutover", o.Namespace, dryRun)
-			return a.execute(cmd.Context(), run, rootsync.NewCutoverPhase(o, a.connect))
+			cf.o.Namespace = o.Namespace
+			conv, err := cf.phase(a, nil, "", o.Timeout)
+			if err != nil {
+				return a.fail(run.Report, err)
+			}
+			return a.execute(cmd.Context(), run, append([]pipeline.Phase{rootsync.NewCutoverPhase(o, a.connect)}, conv...)...)
 		},
 	}
 	fl := cmd.Flags()
+	cf.add(fl)
 	fl.StringVar(&o.To, "to", "", "the final source URL (default: the URL git declares, recorded by sync)")
 	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the GitRepository")
 	fl.StringVar(&o.Name, "source", DefaultFluxNamespace, "name of the GitRepository")

@@ -8,6 +8,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/check"
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/converge"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
@@ -23,6 +24,7 @@ func everyPhase() []pipeline.Phase {
 		rootsync.NewPhase(rootsync.RunOptions{}, nil),
 		rootsync.NewCutoverPhase(rootsync.CutoverOptions{}, nil),
 		&check.Phase{},
+		converge.NewPhase(nil, converge.Options{}),
 	}
 }
 

@@ -13,6 +13,7 @@ func newSyncCommand(a *app) *cobra.Command {
 	var (
 		o                            rootsync.RunOptions
 		rf                           repoFlags
+		cf                           convergeFlags
 		dryRun, withCheck            bool
 		srcURL, srcBranch, srcSecret string
 	)
@@ -48,13 +49,22 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 			if srcURL != "" {
 				o.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
 			}
+			// The environment is built before the first request.
+			if o.Built, err = rootsync.Build(o.Build); err != nil {
+				return a.fail(run.Report, err)
+			}
+			conv, err := cf.phase(a, o.Built, o.Build.Path, o.Timeout)
+			if err != nil {
+				return a.fail(run.Report, err)
+			}
 			a.writes("sync", o.Build.Namespace, dryRun)
-			phases := staticPhase(run, withCheck, o.Build)
-			return a.execute(cmd.Context(), run, append(phases, rootsync.NewPhase(o, a.connect))...)
+			phases := append(staticPhase(run, withCheck, o.Build), rootsync.NewPhase(o, a.connect))
+			return a.execute(cmd.Context(), run, append(phases, conv...)...)
 		},
 	}
 	fl := cmd.Flags()
 	rf.add(fl)
+	cf.add(fl)
 	fl.StringVar(&o.Build.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
 	fl.StringVar(&o.Build.RootName, "root", DefaultFluxNamespace, "name of the root Kustomization")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")

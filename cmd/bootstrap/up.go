@@ -25,6 +25,7 @@ func newUpCommand(a *app) *cobra.Command {
 		rf                           repoFlags
 		co                           controllers.Options
 		ao                           agekey.Options
+		cf                           convergeFlags
 		so                           rootsync.RunOptions
 		keyFile, config              string
 		dryRun, withCheck            bool
@@ -84,6 +85,11 @@ $SOPS_AGE_KEY_FILE.`,
 				run.Report.Facts["age-key"] = "no key given: phase not run; sync checks that every decryption Secret exists"
 			}
 			phases = append(phases, rootsync.NewPhase(so, a.connect))
+			conv, err := cf.phase(a, so.Built, so.Build.Path, timeout)
+			if err != nil {
+				return a.fail(run.Report, err)
+			}
+			phases = append(phases, conv...)
 			a.countRequests = true
 			a.writes("up", ns, dryRun)
 			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
@@ -93,6 +99,7 @@ $SOPS_AGE_KEY_FILE.`,
 	addRenderFlags(cmd, &f, a.pins)
 	fl := cmd.Flags()
 	rf.add(fl)
+	cf.add(fl)
 	fl.StringVar(&config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
 	fl.BoolVar(&dryRun, "dry-run", false, "plan every phase and change nothing")
 	fl.BoolVar(&withCheck, "check", true, "run `bootstrap check` of the environment first (phase static); --check=false skips it, with a warning")

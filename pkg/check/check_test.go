@@ -223,14 +223,28 @@ func TestOptionalAndProtectedPass(t *testing.T) {
 }
 
 func TestNotCheckableSkips(t *testing.T) {
-	rep := run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps"}))
+	// A Kustomization of another source that substitutes: its substitution
+	// cannot be checked offline, so the run is incomplete (exit 3).
+	rep := run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps\n  postBuild:\n    substitute:\n      x: y"}))
 	if rep.ExitCode() != gate.ExitIncomplete {
 		t.Fatalf("exit %d, want 3:\n%s", rep.ExitCode(), dump(rep))
 	}
 	for _, c := range rep.Checks {
-		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != gate.Skip || !strings.Contains(c.Message, "reads GitRepository/flux-system/other")) {
-			t.Fatalf("docs: %s %s", c.Verdict, c.Message)
+		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != gate.Skip || c.Optional || !strings.Contains(c.Message, "reads GitRepository/flux-system/other")) {
+			t.Fatalf("docs: %s %s (optional %v)", c.Verdict, c.Message, c.Optional)
 		}
+	}
+	// Without postBuild nothing is substituted there: the skip is reported
+	// but does not make the run incomplete.
+	rep = run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps"}))
+	found := false
+	for _, c := range rep.Checks {
+		if c.ID == "check.substitution/flux-system/docs" {
+			found = c.Verdict == gate.Skip && c.Optional
+		}
+	}
+	if !found || rep.ExitCode() == gate.ExitIncomplete {
+		t.Fatalf("a non-substituting Kustomization of another source: want an optional skip, exit not 3 (exit %d):\n%s", rep.ExitCode(), dump(rep))
 	}
 }
 

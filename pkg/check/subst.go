@@ -75,7 +75,13 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 	for _, k := range env.Kustomizations {
 		def := Substitution.Each(k.Ref())
 		if !k.Built {
-			out = append(out, def.Skip(fmt.Sprintf("Kustomization %s (%s) was not checked: %s", k.Ref(), k.Location, k.Note)))
+			c := def.Skip(fmt.Sprintf("Kustomization %s (%s) was not checked: %s", k.Ref(), k.Location, k.Note))
+			// Without postBuild nothing is substituted, so no substitution
+			// hazard can hide there: the skip is reported, not blocking. A
+			// substituting one that could not be read leaves the run
+			// incomplete.
+			c.Optional = !k.Substitutes()
+			out = append(out, c)
 			continue
 		}
 		if !k.Substitutes() {

@@ -83,8 +83,8 @@ func TestBuildFixtureEnvironments(t *testing.T) {
 			if got := DeclaredOf(r.Source).URL; got != url {
 				t.Errorf("declared url %s, want %s", got, url)
 			}
-			if len(r.Kustomizations) != 7 {
-				t.Errorf("%d Kustomizations, want 7", len(r.Kustomizations))
+			if len(r.Kustomizations) != 11 {
+				t.Errorf("%d Kustomizations, want 11", len(r.Kustomizations))
 			}
 			for _, c := range Static(r) {
 				if c.Verdict != gate.Pass {
@@ -136,8 +136,8 @@ func TestGateProdWithoutSyncYAML(t *testing.T) {
 		!strings.Contains(dep.Message, "clusters/base/") || !strings.Contains(dep.Message, "sync.yaml") {
 		t.Errorf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
 	}
-	if len(dep.Evidence) != 2 { // cni and platform depend on the root
-		t.Errorf("evidence %q, want the 2 Kustomizations that depend on the root", dep.Evidence)
+	if len(dep.Evidence) != 3 { // cni, platform and monitoring-crds depend on the root
+		t.Errorf("evidence %q, want the 3 Kustomizations that depend on the root", dep.Evidence)
 	}
 	if find(t, cs, GateRootWait.ID).Verdict != gate.Skip {
 		t.Error("root-wait should skip without a root")

@@ -111,8 +111,11 @@ func readFixture(t *testing.T, rel string) string {
 	return string(b)
 }
 
+// sourcePatch is an environment's source.yaml: both GitRepositories
+// (flux-system and shared) at url; the sandbox serves one repository for both.
 func sourcePatch(url string) string {
-	return fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: %s\n", url)
+	return fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: %s\n", url) +
+		fmt.Sprintf("---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: shared\n  namespace: flux-system\nspec:\n  url: %s\n", url)
 }
 
 func liveGitRepository(ctx context.Context, t *testing.T) (*sourcev1.GitRepository, bool) {
@@ -249,8 +252,8 @@ func TestSync(t *testing.T) {
 				created++
 			}
 		}
-		if created != len(r.report.Objects) || created < 9 {
-			t.Errorf("dry run plan: %d of %d objects created, want all (GitRepository, cluster-vars, 7 Kustomizations)", created, len(r.report.Objects))
+		if created != len(r.report.Objects) || created < 14 {
+			t.Errorf("dry run plan: %d of %d objects created, want all (2 GitRepositories, cluster-vars, 11 Kustomizations)", created, len(r.report.Objects))
 		}
 		if _, found := liveGitRepository(ctx, t); found {
 			t.Fatal("--dry-run applied the GitRepository")

@@ -54,7 +54,9 @@ func run(ctx context.Context, dir, fixture string) error {
 	}
 	url := srv.URL + "/homelab.git"
 	files := map[string]string{
-		"clusters/dev/source.yaml":      fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: %s\n", url),
+		// Both sources (flux-system and shared) from the one sandbox repository.
+		"clusters/dev/source.yaml": fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: %s\n", url) +
+			fmt.Sprintf("---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: shared\n  namespace: flux-system\nspec:\n  url: %s\n", url),
 		"apps/secrets/secret.sops.yaml": enc,
 	}
 	for name, content := range files {

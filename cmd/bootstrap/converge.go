@@ -1,0 +1,145 @@
+package main
+
+import (
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/homelab-ops/bootstrap/pkg/converge"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+)
+
+func newConvergeCommand(a *app) *cobra.Command {
+	var (
+		o               = converge.DefaultOptions()
+		repo, env, path string
+		root            string
+	)
+	cmd := &cobra.Command{
+		Use:   "converge",
+		Short: "Wait until every Kustomization is Ready at its source's revision (step 4), nudging dependents",
+		Long: `Walks the environment's dependsOn graph until every Flux Kustomization is Ready at its
+generation and has applied its own source's current artifact revision. The graph comes from the
+repository (--env or --path: Kustomizations not created yet are known) or from the live cluster.
+
+Before: converge.graph (acyclic, every dependsOn target exists, every node reachable from the
+root). Then watches (no polling) on Kustomizations and their sources re-evaluate every node on
+every event. With --nudge (default) a blocked or stale node whose dependencies all converged is
+asked to reconcile at once (reconcile.fluxcd.io/requestedAt) instead of after kustomize-controller's
+30 s --requeue-dependency. A failing node gets a small retry budget, a suspended or stalled node
+none; converge then stops without waiting out --timeout. After: converge.node/<ns>/<name>, one
+gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
+		Example: `  bootstrap converge --env dev
+  bootstrap converge                       # the live cluster's Kustomizations in flux-system
+  bootstrap converge --env prod --timeout 15m --graph converge.md
+  bootstrap converge --nudge=false -o json --report-json /var/log/bootstrap/converge.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			run := a.newRun("converge", false)
+			if err := convergeOptions(&o, root, repo, env, path); err != nil {
+				return a.fail(run.Report, err)
+			}
+			if o.Declared != nil {
+				run.Report.Facts["path"] = strings.TrimPrefix(o.From, "the repository ")
+			}
+			return a.execute(cmd.Context(), run, converge.NewPhase(a.connect, o))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&repo, "repo", "", "the GitOps repository's root directory (with --env or --path; default . then)")
+	fl.StringVar(&env, "env", "", "environment: the graph of clusters/NAME in --repo")
+	fl.StringVar(&path, "path", "", "the cluster root inside --repo (instead of --env)")
+	fl.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the root, the default for Kustomizations, and the one listed for a live graph")
+	fl.StringVar(&root, "root", "flux-system/flux-system", "the root Kustomization, NAME or NAMESPACE/NAME")
+	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for the whole graph")
+	fl.BoolVar(&o.Nudge, "nudge", o.Nudge, "ask blocked or stale dependents to reconcile as soon as their dependencies converged, and failing nodes to retry")
+	fl.IntVar(&o.Budget.Retries, "retries", o.Budget.Retries, "reconcile requests for a failing node before converge gives up on it (with --nudge)")
+	fl.DurationVar(&o.Budget.FailAfter, "fail-after", o.Budget.FailAfter, "give up on a node failing at its current revision for this long")
+	fl.StringVar(&o.GraphFile, "graph", "", "write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
+	return cmd
+}
+
+// convergeOptions resolves --root and the repository flags: with an
+// environment the graph is the repository's (Kustomizations not created yet
+// are known), without one the live cluster's.
+func convergeOptions(o *converge.Options, root, repo, env, path string) error {
+	rootNS, rootName := o.Namespace, root
+	if i := strings.IndexByte(root, '/'); i >= 0 {
+		rootNS, rootName = root[:i], root[i+1:]
+	}
+	o.Root = converge.NodeID{Namespace: rootNS, Name: rootName}
+	switch {
+	case rootNS == "" || rootName == "":
+		return gate.InputErrorf("--root %q: want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system", root)
+	case env != "" && path != "":
+		return gate.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME")
+	case env != "":
+		path = "clusters/" + env
+	case repo != "" && path == "":
+		return gate.InputErrorf("--repo needs --env NAME or --path: which environment's graph? (without all three the graph is the live cluster's)")
+	}
+	if o.GraphFile != "" && !converge.GraphFormatOK(o.GraphFile) {
+		return gate.InputErrorf("--graph %s: name the file .md or .mmd (Mermaid) or .dot (Graphviz)", o.GraphFile)
+	}
+	if path == "" {
+		return nil
+	}
+	if repo == "" {
+		repo = "."
+	}
+	r, err := rootsync.Build(rootsync.Options{Repo: repo, Path: path, Namespace: o.Namespace, RootName: rootName})
+	if err != nil {
+		return err
+	}
+	declare(o, r, path)
+	return nil
+}
+
+// declare makes the graph the repository's: every Kustomization the
+// environment's root renders, created yet or not.
+func declare(o *converge.Options, r *rootsync.Render, path string) {
+	o.Declared, o.From = r.Kustomizations, "the repository "+path
+	if o.Declared == nil {
+		o.Declared = []*kustomizev1.Kustomization{}
+	}
+}
+
+// convergeFlags are the converge phase's flags on the commands that end
+// with it (sync, cutover, up).
+type convergeFlags struct {
+	enabled bool
+	o       converge.Options
+}
+
+func (f *convergeFlags) add(fl *pflag.FlagSet) {
+	f.o = converge.DefaultOptions()
+	fl.BoolVar(&f.enabled, "converge", true, "end with the converge phase: walk the dependsOn graph until every Kustomization is Ready at its source's revision (--converge=false: stop once the root applied)")
+	fl.BoolVar(&f.o.Nudge, "nudge", f.o.Nudge, "converge: ask blocked or stale dependents to reconcile as soon as their dependencies converged")
+	fl.StringVar(&f.o.GraphFile, "graph", "", "converge: write the graph with verdicts to FILE (.md/.mmd Mermaid, .dot Graphviz)")
+}
+
+// phase is the converge phase over the environment r builds (nil: the
+// live graph), or nothing when switched off.
+func (f *convergeFlags) phase(a *app, r *rootsync.Render, path string, timeout time.Duration) ([]pipeline.Phase, error) {
+	if !f.enabled {
+		return nil, nil
+	}
+	o := f.o
+	if o.GraphFile != "" && !converge.GraphFormatOK(o.GraphFile) {
+		return nil, gate.InputErrorf("--graph %s: name the file .md or .mmd (Mermaid) or .dot (Graphviz)", o.GraphFile)
+	}
+	if timeout > 0 {
+		o.Timeout = timeout
+	}
+	if r != nil {
+		o.Namespace = r.Options.Namespace
+		o.Root = converge.NodeID{Namespace: r.Options.Namespace, Name: r.Options.RootName}
+		declare(&o, r, path)
+	}
+	return []pipeline.Phase{converge.NewPhase(a.connect, o)}, nil
+}

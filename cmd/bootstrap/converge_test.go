@@ -1,0 +1,39 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// The converge command line: input errors exit 2 before any cluster is
+// contacted.
+func TestConvergeCLIRefusals(t *testing.T) {
+	const repo = "../../testdata/homelab"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"repo without environment", []string{"--repo", repo}, "--repo needs --env NAME or --path"},
+		{"env and path", []string{"--repo", repo, "--env", "dev", "--path", "clusters/dev"}, "exclusive"},
+		{"unknown environment", []string{"--repo", repo, "--env", "staging"}, "clusters/staging: no such directory"},
+		{"bad root", []string{"--root", "flux-system/"}, "--root"},
+		{"graph format", []string{"--graph", "g.png"}, ".mmd"},
+		{"no kubeconfig", []string{"--repo", repo, "--env", "dev", "--kubeconfig", "/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, append([]string{"converge", "-o", "json"}, tc.args...)...)
+			var doc struct {
+				ExitCode int
+				Error    string
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+				t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+			}
+			if r.code != 2 || doc.ExitCode != 2 || !strings.Contains(doc.Error, tc.want) {
+				t.Fatalf("exit %d (report %d), error %q; want 2 and %q", r.code, doc.ExitCode, doc.Error, tc.want)
+			}
+		})
+	}
+}
