@@ -6,6 +6,7 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -19,7 +20,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/pkg/input"
 )
 
 // FieldManager is the server-side apply field manager of every object this
@@ -31,7 +35,11 @@ const FieldManager = "bootstrap"
 func Config(getter genericclioptions.RESTClientGetter) (*rest.Config, error) {
 	// cli-runtime falls back to localhost:8080 when no kubeconfig is found;
 	// this tool refuses to guess a cluster (unless it runs in one).
-	raw, err := getter.ToRawKubeConfigLoader().RawConfig()
+	loader := getter.ToRawKubeConfigLoader()
+	if err := checkKubeconfigs(loader.ConfigAccess()); err != nil {
+		return nil, err
+	}
+	raw, err := loader.RawConfig()
 	if err == nil && len(raw.Clusters) == 0 && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
 		err = errors.New("no kubeconfig found")
 	}
@@ -48,6 +56,25 @@ func Config(getter genericclioptions.RESTClientGetter) (*rest.Config, error) {
 	// API server's own priority and fairness protects it.
 	cfg.QPS, cfg.Burst = 100, 300
 	return cfg, nil
+}
+
+// checkKubeconfigs holds every kubeconfig file client-go would read to the
+// input rule (a regular file, bounded size), so a kubeconfig that is a
+// symlink to /dev/zero is refused instead of read until memory runs out.
+// A missing file in $KUBECONFIG's list is skipped, as client-go skips it.
+func checkKubeconfigs(ca clientcmd.ConfigAccess) error {
+	if ca == nil {
+		return nil
+	}
+	explicit := ca.GetExplicitFile()
+	for _, p := range ca.GetLoadingPrecedence() {
+		err := input.CheckFile(p, "kubeconfig "+p)
+		if err == nil || (p != explicit && errors.Is(err, fs.ErrNotExist)) {
+			continue
+		}
+		return fmt.Errorf("%w; pass --kubeconfig or set KUBECONFIG to a kubeconfig file", err)
+	}
+	return nil
 }
 
 // ClusterFlags are the flags that pick the cluster: --kubeconfig, --context
