@@ -26,6 +26,9 @@ source, proves that Ready again, and exits 1 with the evidence.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("cutover", dryRun)
+			if err := rootsync.ValidateCutover(o); err != nil {
+				return a.fail(run.Report, err)
+			}
 			return a.execute(cmd.Context(), run, rootsync.NewCutoverPhase(o, a.connect))
 		},
 	}

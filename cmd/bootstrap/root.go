@@ -15,6 +15,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/validate"
 	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
 
@@ -58,7 +59,7 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	fmt.Fprintln(streams.ErrOut, "error:", err)
+	fmt.Fprintln(streams.ErrOut, "error:", validate.RedactURLs(err.Error()))
 	var ue *usageError
 	if gate.IsInput(err) || errors.As(err, &ue) {
 		return gate.ExitInput
@@ -122,7 +123,7 @@ func (a *app) newRun(command string, dryRun bool) *pipeline.Run {
 // progress is the one progress printer.
 func (a *app) progress(line string) {
 	if a.out.format == "text" {
-		fmt.Fprintln(a.streams.ErrOut, "  "+line)
+		fmt.Fprintln(a.streams.ErrOut, "  "+validate.RedactURLs(line))
 	}
 }
 
@@ -139,6 +140,9 @@ func (a *app) execute(ctx context.Context, run *pipeline.Run, phases ...pipeline
 
 // finish writes the report where asked and turns it into the exit code.
 func (a *app) finish(r *gate.Report) error {
+	// URLs read back from a cluster may carry credentials someone else put
+	// there: no report channel shows them.
+	validate.RedactReport(r)
 	var errs []string
 	if a.out.format == "json" {
 		if err := gate.WriteJSON(a.streams.Out, r); err != nil {

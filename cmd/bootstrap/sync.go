@@ -37,13 +37,16 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("sync", dryRun)
 			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
+			if srcURL == "" && (srcBranch != "" || srcSecret != "") {
+				return a.fail(run.Report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
+			}
+			if err := rootsync.ValidateSync(o, srcURL, srcSecret); err != nil {
+				return a.fail(run.Report, err)
+			}
 			var err error
 			o.Build.Repo = rf.repo
 			if o.Build.Path, err = rf.resolve(); err != nil {
 				return a.fail(run.Report, err)
-			}
-			if srcURL == "" && (srcBranch != "" || srcSecret != "") {
-				return a.fail(run.Report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
 			}
 			if srcURL != "" {
 				o.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}

@@ -2,6 +2,7 @@ package rootsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+
+	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
 
 // Annotations this tool records on a GitRepository that is on a temporary
@@ -154,4 +157,34 @@ func readyCondition(gen int64, conds []metav1.Condition) (ok bool, desc string) 
 	}
 	cur := c.ObservedGeneration == gen
 	return c.Status == metav1.ConditionTrue && cur, fmt.Sprintf("Ready=%s %s (generation %d observed %d): %s", c.Status, c.Reason, gen, c.ObservedGeneration, c.Message)
+}
+
+// ValidateSync checks sync's flags before anything is read or requested:
+// the root Kustomization's namespace and name, the timeout, and the
+// temporary source's URL and Secret name.
+func ValidateSync(o RunOptions, url, secret string) error {
+	errs := []error{
+		validate.Namespace("--namespace", o.Build.Namespace),
+		validate.Name("--root", o.Build.RootName, "root Kustomization"),
+		validate.Timeout("--timeout", o.Timeout),
+		validate.OptionalName("--source-secret", secret, "Secret with the temporary source's credentials"),
+	}
+	if url != "" {
+		errs = append(errs, validate.GitURL("--source-url", url))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateCutover checks cutover's flags before the cluster is contacted,
+// the same under --dry-run as for the real run.
+func ValidateCutover(o CutoverOptions) error {
+	errs := []error{
+		validate.Namespace("--namespace", o.Namespace),
+		validate.Name("--source", o.Name, "GitRepository"),
+		validate.Timeout("--timeout", o.Timeout),
+	}
+	if o.To != "" {
+		errs = append(errs, validate.GitURL("--to", o.To))
+	}
+	return errors.Join(errs...)
 }
