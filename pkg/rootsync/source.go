@@ -134,9 +134,26 @@ func liveSource(ctx context.Context, c client.Client, ns, name string) (*unstruc
 		return nil, nil
 	}
 	if err != nil {
+		if e := notInstalled(err); e != nil {
+			return nil, e
+		}
 		return nil, fmt.Errorf("read GitRepository %s/%s: %w", ns, name, err)
 	}
 	return live, nil
+}
+
+// ErrFluxNotInstalled is what a request for a Flux object gets from a
+// cluster that does not serve Flux's APIs.
+var ErrFluxNotInstalled = errors.New("Flux is not installed in this cluster: run `bootstrap controllers`")
+
+// notInstalled turns the API server's "no match for kind" (the discovery
+// error of a cluster without Flux's CRDs) into ErrFluxNotInstalled, naming
+// the API that is missing; nil for any other error.
+func notInstalled(err error) error {
+	if apimeta.IsNoMatchError(err) {
+		return fmt.Errorf("%w first (the API %s is not served)", ErrFluxNotInstalled, sourcev1.GroupVersion)
+	}
+	return nil
 }
 
 // requestReconcile sets reconcile.fluxcd.io/requestedAt, as `flux reconcile` does.

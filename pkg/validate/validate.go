@@ -78,6 +78,7 @@ func Registry(flag, v string) error {
 func TolerationKeys(flag string, keys []string) error {
 	for _, k := range keys {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			errs = append([]string{"a taint key must be a qualified name ([DNS-subdomain prefix/]name)"}, errs...)
 			return fail(flag, k, errs, "pass taint keys such as node-role.kubernetes.io/control-plane, comma-separated")
 		}
 	}
