@@ -262,3 +262,23 @@ func TestComponentsDeduplicated(t *testing.T) {
 		t.Errorf("want 2 Deployments (source- and kustomize-controller), got %d\n", strings.Count(r.stdout, "kind: Deployment"))
 	}
 }
+
+// TestHostileRepository: a decrypting Kustomization whose spec.path leaves
+// the repository is an input error naming it and its path (exit 2), not
+// an incomplete run (exit 3) that hides why.
+func TestHostileRepository(t *testing.T) {
+	repo := t.TempDir()
+	writeFile(t, filepath.Join(repo, "clusters/dev/apps.yaml"), agekeytest.Kustomization("apps", "../../../../etc", "sops-age"))
+	keyText, _, err := agekeytest.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "age.key")
+	writeFile(t, keyFile, keyText)
+	runHostile(t, []hostileCase{
+		{"age-key: spec.path escapes", []string{"age-key", "--age-key-file", keyFile, "--repo", repo, "--env", "dev"}, nil, 2,
+			[]string{`Kustomization flux-system/apps (clusters/dev/apps.yaml) decrypts with sops but its spec.path "../../../../etc" leaves the repository`, "set spec.path to a directory inside it"}},
+		{"age-key verify: spec.path escapes", []string{"age-key", "verify", "--repo", repo, "--env", "dev"}, nil, 2,
+			[]string{`spec.path "../../../../etc" leaves the repository`}},
+	})
+}

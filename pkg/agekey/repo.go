@@ -151,6 +151,11 @@ func Scan(repo, env, namespace, secretName string) (*Scope, error) {
 			case strings.Contains(k.Path, "${"):
 				s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s (%s): spec.path %q uses a substitution variable; its files were not checked", k.Ref(), k.File, k.Path))
 				continue
+			case !filepath.IsLocal(filepath.FromSlash(k.Path)) && k.Provider != "":
+				// The files this key must decrypt cannot be found, and
+				// kustomize-controller would not read them from there
+				// either: that is the repository to fix, not a skip.
+				return nil, gate.InputErrorf("Kustomization %s (%s) decrypts with %s but its spec.path %q leaves the repository: set spec.path to a directory inside it, e.g. ./apps/dev", k.Ref(), k.File, k.Provider, k.Path)
 			case !filepath.IsLocal(filepath.FromSlash(k.Path)):
 				s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s (%s): spec.path %q leaves the repository; its files were not checked", k.Ref(), k.File, k.Path))
 				continue
