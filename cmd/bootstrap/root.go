@@ -28,6 +28,8 @@ type app struct {
 	cluster *genericclioptions.ConfigFlags
 	pins    versions.Pins
 	pinErr  error
+	// ctx is the command's context, to tell an interrupt from a failure.
+	ctx context.Context
 }
 
 // outputFlags select where the report goes.
@@ -61,10 +63,13 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 	}
 	fmt.Fprintln(streams.ErrOut, "error:", validate.RedactURLs(err.Error()))
 	var ue *usageError
-	if gate.IsInput(err) || errors.As(err, &ue) {
+	if errors.As(err, &ue) {
 		return gate.ExitInput
 	}
-	return gate.ExitFailed
+	if s := pipeline.SignalOf(ctx); s != nil && !gate.IsInput(err) {
+		return s.Code
+	}
+	return pipeline.ExitCode(err)
 }
 
 func newRootCommand(streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
@@ -81,6 +86,7 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			a.ctx = cmd.Context()
 			if a.out.format != "text" && a.out.format != "json" {
 				return &usageError{fmt.Errorf("--output %q: want text or json", a.out.format)}
 			}
@@ -182,9 +188,13 @@ func (a *app) finish(r *gate.Report) error {
 // JUnit readers see it too, and exits with its code: 2 for an input error,
 // 1 otherwise.
 func (a *app) fail(r *gate.Report, err error) error {
+	var ie *pipeline.Interrupted
+	if s := pipeline.SignalOf(a.ctx); s != nil && !errors.As(err, &ie) && !gate.IsInput(err) {
+		err = fmt.Errorf("%w: %v", s, err)
+	}
 	r.Error = err.Error()
-	if !gate.IsInput(err) {
-		r.ErrorCode = gate.ExitFailed
+	if code := pipeline.ExitCode(err); code != gate.ExitInput {
+		r.ErrorCode = code
 	}
 	return a.finish(r)
 }

@@ -59,7 +59,7 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 	fl.StringVar(&o.Build.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
 	fl.StringVar(&o.Build.RootName, "root", DefaultFluxNamespace, "name of the root Kustomization")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
-	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the source and the root")
+	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the source and the root (must be positive)")
 	fl.StringVar(&srcURL, "source-url", "", "point the GitRepository at this temporary source (cold bring-up) until `bootstrap cutover`")
 	fl.StringVar(&srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
 	fl.StringVar(&srcSecret, "source-secret", "", "Secret with the temporary source's credentials (default: none)")
