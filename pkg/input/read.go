@@ -51,13 +51,17 @@ func kind(m fs.FileMode) string {
 
 // readBounded reads r, failing past MaxFileSize (a file that grows while
 // it is read, or one whose size the kernel does not report).
-func readBounded(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+func readBounded(r io.Reader) ([]byte, error) { return ReadLimited(r, MaxFileSize) }
+
+// ReadLimited reads at most max bytes of r, and fails when there is more:
+// the one bounded read every input goes through (stdin included).
+func ReadLimited(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > MaxFileSize {
-		return nil, fmt.Errorf("more than the %d-byte limit for an input file", MaxFileSize)
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("more than the %d-byte limit for an input file", max)
 	}
 	return data, nil
 }
