@@ -45,9 +45,9 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
 			var requests *atomic.Int64
 			connect := func() (*apply.Cluster, error) {
-				cfg, err := kube.Config(a.cluster)
+				cfg, err := a.restConfig()
 				if err != nil {
-					return nil, gate.InputErrorf("%w", err)
+					return nil, err
 				}
 				requests = kube.CountRequests(cfg)
 				return apply.Connect(cfg)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,5 +65,48 @@ func TestWithSignals(t *testing.T) {
 	var s *pipeline.SignalError
 	if !errors.As(context.Cause(ctx), &s) || s.Code != 128+int(syscall.SIGUSR1) {
 		t.Errorf("cause %v, want the signal", context.Cause(ctx))
+	}
+}
+
+// TestInterruptWhileTalkingToCluster: a signal while a request hangs (an
+// API server that accepts connections and never answers) stops the run
+// at once with the interrupt's exit code and the phase it was in.
+func TestInterruptWhileTalkingToCluster(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://`+l.Addr().String()+`", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	time.AfterFunc(time.Second, func() { cancel(pipeline.Signal(syscall.SIGINT)) })
+	var o, e bytes.Buffer
+	start := time.Now()
+	code := run(ctx, []string{"sync", "--repo", "../../testdata/homelab", "--env", "dev", "--kubeconfig", kubeconfig},
+		genericiooptions.IOStreams{In: strings.NewReader(""), Out: &o, ErrOut: &e}, func(string) string { return "" })
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("took %s after the interrupt", took)
+	}
+	if code != 130 || !strings.Contains(e.String(), "interrupted by SIGINT: phase sync interrupted") {
+		t.Fatalf("exit %d, want 130 and the phase\n%s", code, e.String())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
@@ -111,11 +112,24 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 // connect opens the cluster the cluster flags name; a kubeconfig that
 // cannot be loaded is an input error.
 func (a *app) connect() (*apply.Cluster, error) {
+	cfg, err := a.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return apply.Connect(cfg)
+}
+
+// restConfig loads the kubeconfig (an input error when it cannot be) and
+// binds its requests to the command's context, so an interrupt ends them.
+func (a *app) restConfig() (*rest.Config, error) {
 	cfg, err := kube.Config(a.cluster)
 	if err != nil {
 		return nil, gate.InputErrorf("%w", err)
 	}
-	return apply.Connect(cfg)
+	if a.ctx != nil {
+		kube.BindContext(a.ctx, cfg)
+	}
+	return cfg, nil
 }
 
 // newRun starts a pipeline run whose progress lines go to stderr in text

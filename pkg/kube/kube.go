@@ -4,8 +4,10 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -131,6 +133,43 @@ func CountRequests(cfg *rest.Config) *atomic.Int64 {
 		})
 	})
 	return n
+}
+
+// BindContext makes every request made with cfg end when ctx ends, also
+// the requests client libraries make without a context of their own (the
+// RESTMapper's discovery): an interrupt then stops a hanging request at
+// once instead of after --request-timeout.
+func BindContext(ctx context.Context, cfg *rest.Config) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			rctx, cancel := context.WithCancelCause(r.Context())
+			stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+			done := func() { stop(); cancel(nil) }
+			resp, err := rt.RoundTrip(r.WithContext(rctx))
+			if err != nil {
+				done()
+				return nil, err
+			}
+			resp.Body = &closeFunc{ReadCloser: resp.Body, done: done}
+			return resp, nil
+		})
+	})
+}
+
+// closeFunc calls done when the body is closed (a watch ends, a response
+// was read): the request's context lives exactly as long as its body.
+type closeFunc struct {
+	io.ReadCloser
+	done func()
+}
+
+func (c *closeFunc) Close() error {
+	err := c.ReadCloser.Close()
+	c.done()
+	return err
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
