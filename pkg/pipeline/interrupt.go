@@ -57,6 +57,8 @@ func (e *Interrupted) Error() string {
 		what = "a dry run: nothing was applied"
 	case e.Stage == "before":
 		what = "during its checks: nothing of it was applied"
+	case e.Stage == "do" && e.Planned == 0:
+		what = "while changing the cluster: its checks say what was changed; re-run the command to finish"
 	case e.Stage == "do":
 		what = fmt.Sprintf("while planning or applying: part of its plan may have been applied (%d object(s) planned, %d to change); re-run the command to finish, it applies only what still differs", e.Planned, e.Changes)
 	default:
