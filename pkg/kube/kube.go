@@ -142,6 +142,9 @@ func CountRequests(cfg *rest.Config) *atomic.Int64 {
 func BindContext(ctx context.Context, cfg *rest.Config) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Context().Value(detachedKey{}) != nil {
+				return rt.RoundTrip(r)
+			}
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
@@ -157,6 +160,16 @@ func BindContext(ctx context.Context, cfg *rest.Config) {
 			return resp, nil
 		})
 	})
+}
+
+type detachedKey struct{}
+
+// Detach returns a context whose requests outlive the command's context
+// (BindContext) and ctx's cancellation, keeping its values: for the work
+// that must finish after an interrupt, such as a rollback. The caller
+// bounds it with a timeout of its own.
+func Detach(ctx context.Context) context.Context {
+	return context.WithValue(context.WithoutCancel(ctx), detachedKey{}, true)
 }
 
 // closeFunc calls done when the body is closed (a watch ends, a response

@@ -16,6 +16,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
@@ -186,7 +187,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 			// half-switched. The rollback gets its own wait (--timeout);
 			// a second signal stops the process at once.
 			o.Progress("interrupted: rolling back to the temporary source first (up to --timeout; interrupt again to stop now)")
-			rctx = context.WithoutCancel(ctx)
+			rctx = kube.Detach(ctx)
 		}
 		report.Add(rollback(rctx, cl, o, live, tmp, func(obj *unstructured.Unstructured) error {
 			if _, err := cl.Manager.Apply(rctx, obj, opts); err != nil {

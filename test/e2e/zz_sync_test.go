@@ -12,7 +12,9 @@ package e2e
 // when run alone).
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
@@ -357,6 +360,73 @@ func TestSync(t *testing.T) {
 			t.Fatalf("after the rollback: url %s annotations %v artifact %+v", g.Spec.URL, g.Annotations, g.Status.Artifact)
 		}
 		waitRevision(ctx, t, "flux-system", "main@sha1:"+pushed)
+	})
+
+	t.Run("CutoverInterruptedRollsBackExit130", func(t *testing.T) {
+		unreachable := "http://127.0.0.1:1/homelab.git"
+		cmd := exec.Command(bootstrapCLI(t), "cutover", "--to", unreachable, "--timeout", "2m", "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// SIGINT once the switch is applied: the command waits for a source
+		// that never comes up.
+		waitFor(ctx, t, &sourcev1.GitRepositoryList{}, fluxNS, "flux-system", func(g *sourcev1.GitRepository) (bool, string) {
+			return g.Spec.URL == unreachable, "url " + g.Spec.URL
+		})
+		time.Sleep(time.Second)
+		start := time.Now()
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		var r cliReport
+		if err := json.Unmarshal(o.Bytes(), &r); err != nil {
+			t.Fatalf("stdout is not a JSON report: %v\n%s\n%s", err, o.String(), e.String())
+		}
+		code := cmd.ProcessState.ExitCode()
+		if code != 130 || r.ExitCode != 130 || !strings.Contains(r.Error, "interrupted by SIGINT: phase cutover interrupted") ||
+			!strings.HasPrefix(r.check(rootsync.GateRollback.ID), "pass") {
+			t.Fatalf("interrupted cutover: exit %d (report %d), error %q, rollback %s\n%s", code, r.ExitCode, r.Error, r.check(rootsync.GateRollback.ID), o.String())
+		}
+		t.Logf("interrupt to exit: %s (rollback included)", time.Since(start).Round(time.Millisecond))
+		g, _ := liveGitRepository(ctx, t)
+		if g.Spec.URL != tempURL || g.Annotations[rootsync.AnnSource] != rootsync.SourceTemporary {
+			t.Fatalf("after the interrupted cutover: url %s annotations %v", g.Spec.URL, g.Annotations)
+		}
+	})
+
+	t.Run("ClusterURLCredentialsRedacted", func(t *testing.T) {
+		// Someone put credentials into the recorded declared URL: no output
+		// channel of a cutover dry run shows them.
+		const pw = "e2e-cluster-pw"
+		g, _ := liveGitRepository(ctx, t)
+		orig := g.Annotations[rootsync.AnnDeclaredURL]
+		setDeclared := func(v string) {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, rootsync.AnnDeclaredURL, v)
+			if err := suite.client.Patch(ctx, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "flux-system"}}, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setDeclared(strings.Replace(orig, "http://", "http://bot:"+pw+"@", 1))
+		defer setDeclared(orig)
+		dir := t.TempDir()
+		rj, ju := filepath.Join(dir, "r.json"), filepath.Join(dir, "j.xml")
+		r := bootstrapJSON(t, "cutover", "--dry-run", "--report-json", rj, "--junit", ju)
+		channels := map[string]string{"stdout": r.stdout, "stderr": r.stderr}
+		for _, p := range []string{rj, ju} {
+			b, _ := os.ReadFile(p)
+			channels[p] = string(b)
+		}
+		for name, c := range channels {
+			if strings.Contains(c, pw) {
+				t.Errorf("%s shows the credential:\n%s", name, c)
+			}
+		}
+		if !strings.Contains(r.stdout, "http://redacted@") {
+			t.Errorf("the declared URL is not shown redacted:\n%s", r.stdout)
+		}
 	})
 
 	t.Run("CutoverToFinalThenTemporaryStopped", func(t *testing.T) {
