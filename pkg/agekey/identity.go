@@ -251,8 +251,8 @@ func Read(in Input) (*Identities, error) {
 
 func readFile(path, label string) (*Identities, error) {
 	// A device, a pipe or a directory is refused before it is opened.
-	if err := input.CheckFile(path, label); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, gate.InputErrorf("%w: pass the age identity file itself", err)
+	if err := input.CheckFileMax(path, label, maxKeyInput); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	f, err := os.Open(path)
 	if err != nil {

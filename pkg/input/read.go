@@ -23,14 +23,16 @@ import (
 const MaxFileSize int64 = 32 << 20
 
 // refuse explains why fi cannot be read as an input file ("" when it can).
-func refuse(fi fs.FileInfo) string {
+func refuse(fi fs.FileInfo) string { return refuseMax(fi, MaxFileSize) }
+
+func refuseMax(fi fs.FileInfo, max int64) string {
 	switch {
 	case fi.IsDir():
 		return "is a directory"
 	case !fi.Mode().IsRegular():
 		return fmt.Sprintf("is not a regular file (%s)", kind(fi.Mode()))
-	case fi.Size() > MaxFileSize:
-		return fmt.Sprintf("is %d bytes, more than the %d-byte limit for an input file", fi.Size(), MaxFileSize)
+	case fi.Size() > max:
+		return fmt.Sprintf("is %d bytes, more than the %d-byte limit for this input", fi.Size(), max)
 	}
 	return ""
 }
@@ -70,15 +72,25 @@ func ReadLimited(r io.Reader, max int64) ([]byte, error) {
 // the user named it) may be read: an input error naming label and the fix
 // when it is not a regular file or is too large. A missing file is
 // reported with fs.ErrNotExist wrapped, for callers that allow it.
-func CheckFile(p, label string) error {
+func CheckFile(p, label string) error { return CheckFileMax(p, label, MaxFileSize) }
+
+// CheckFileMax is CheckFile with a smaller limit (an age key: 1 MiB).
+func CheckFileMax(p, label string, max int64) error {
 	fi, err := os.Stat(p)
 	if err != nil {
 		return gate.InputErrorf("%s: %w", label, cause(err))
 	}
-	if why := refuse(fi); why != "" {
-		return gate.InputErrorf("%s %s: pass a regular file of at most %d MiB", label, why, MaxFileSize>>20)
+	if why := refuseMax(fi, max); why != "" {
+		return gate.InputErrorf("%s %s: pass a regular file of at most %s", label, why, size(max))
 	}
 	return nil
+}
+
+func size(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }
 
 // Open opens the file the user named at p for a streaming read (a
