@@ -29,8 +29,10 @@ type app struct {
 	cluster *genericclioptions.ConfigFlags
 	pins    versions.Pins
 	pinErr  error
-	// ctx is the command's context, to tell an interrupt from a failure.
-	ctx context.Context
+	// ctx is the command's context, to tell an interrupt from a failure;
+	// binding ends the cluster requests when it ends.
+	ctx     context.Context
+	binding *kube.Binding
 }
 
 // outputFlags select where the report goes.
@@ -87,6 +89,8 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			a.binding = kube.NewBinding(cmd.Context())
+			cmd.SetContext(kube.WithBinding(cmd.Context(), a.binding))
 			a.ctx = cmd.Context()
 			if a.out.format != "text" && a.out.format != "json" {
 				return &usageError{fmt.Errorf("--output %q: want text or json", a.out.format)}
@@ -126,8 +130,8 @@ func (a *app) restConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, gate.InputErrorf("%w", err)
 	}
-	if a.ctx != nil {
-		kube.BindContext(a.ctx, cfg)
+	if a.binding != nil {
+		a.binding.Wrap(cfg)
 	}
 	return cfg, nil
 }

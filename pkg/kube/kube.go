@@ -135,21 +135,35 @@ func CountRequests(cfg *rest.Config) *atomic.Int64 {
 	return n
 }
 
-// BindContext makes every request made with cfg end when ctx ends, also
-// the requests client libraries make without a context of their own (the
-// RESTMapper's discovery): an interrupt then stops a hanging request at
-// once instead of after --request-timeout.
-func BindContext(ctx context.Context, cfg *rest.Config) {
+// Binding ends the requests of the REST configs it wraps when its context
+// (the command's) ends — also the requests client libraries make without a
+// context of their own (the RESTMapper's discovery) or with one that does
+// not descend from the command's (an informer's) — so an interrupt stops a
+// hanging request at once instead of after --request-timeout. Release
+// lets later requests through again: a rollback after the interrupt.
+type Binding struct {
+	ctx      context.Context
+	released atomic.Bool
+}
+
+// NewBinding binds requests to ctx.
+func NewBinding(ctx context.Context) *Binding { return &Binding{ctx: ctx} }
+
+// Release stops binding new requests (in-flight ones were already ended).
+func (b *Binding) Release() { b.released.Store(true) }
+
+// Wrap binds cfg's requests.
+func (b *Binding) Wrap(cfg *rest.Config) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Context().Value(detachedKey{}) != nil {
+			if b.released.Load() {
 				return rt.RoundTrip(r)
 			}
-			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
+			if b.ctx.Err() != nil {
+				return nil, context.Cause(b.ctx)
 			}
 			rctx, cancel := context.WithCancelCause(r.Context())
-			stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+			stop := context.AfterFunc(b.ctx, func() { cancel(context.Cause(b.ctx)) })
 			done := func() { stop(); cancel(nil) }
 			resp, err := rt.RoundTrip(r.WithContext(rctx))
 			if err != nil {
@@ -162,14 +176,22 @@ func BindContext(ctx context.Context, cfg *rest.Config) {
 	})
 }
 
-type detachedKey struct{}
+type bindingKey struct{}
 
-// Detach returns a context whose requests outlive the command's context
-// (BindContext) and ctx's cancellation, keeping its values: for the work
-// that must finish after an interrupt, such as a rollback. The caller
-// bounds it with a timeout of its own.
+// WithBinding carries b in ctx, for Detach.
+func WithBinding(ctx context.Context, b *Binding) context.Context {
+	return context.WithValue(ctx, bindingKey{}, b)
+}
+
+// Detach returns a context that outlives ctx's cancellation, keeping its
+// values, and releases the Binding ctx carries: for the work that must
+// finish after an interrupt, such as a rollback. The caller bounds it with
+// a timeout of its own.
 func Detach(ctx context.Context) context.Context {
-	return context.WithValue(context.WithoutCancel(ctx), detachedKey{}, true)
+	if b, ok := ctx.Value(bindingKey{}).(*Binding); ok {
+		b.Release()
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // closeFunc calls done when the body is closed (a watch ends, a response
