@@ -260,8 +260,8 @@ func TestComponentsDeduplicated(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	if n := strings.Count(r.stdout, "\n  name: source-controller\n  namespace: flux-system\n"); n == 0 || strings.Count(r.stdout, "kind: Deployment") != 2 {
-		t.Errorf("want 2 Deployments (source- and kustomize-controller), got %d\n", strings.Count(r.stdout, "kind: Deployment"))
+	if n := strings.Count(r.stdout, "kind: Deployment"); n != 2 {
+		t.Errorf("want 2 Deployments (source- and kustomize-controller), got %d", n)
 	}
 }
 
