@@ -10,6 +10,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
 
 func newAgeKeyCommand(a *app) *cobra.Command {
@@ -62,9 +63,12 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 // ageKey runs an age-key phase and redacts anything that looks like key
 // material from the report and the error before reporting.
 func (a *app) ageKey(cmd *cobra.Command, run *pipeline.Run, rf *repoFlags, o *agekey.Options, phase func(agekey.Options) pipeline.Phase) error {
-	var err error
+	err := errors.Join(validate.Namespace("--namespace", o.Namespace), validate.Name("--secret-name", o.SecretName, "age key Secret"))
 	o.Repo = rf.repo
-	if o.Path, err = rf.resolve(); err == nil {
+	if err == nil {
+		o.Path, err = rf.resolve()
+	}
+	if err == nil {
 		err = pipeline.Execute(cmd.Context(), run, phase(*o))
 	}
 	a.release(run.Report)

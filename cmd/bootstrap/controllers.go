@@ -10,6 +10,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
 
 func newControllersCommand(a *app) *cobra.Command {
@@ -29,6 +30,9 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("controllers", dryRun)
+			if err := validate.Timeout("--timeout", o.Timeout); err != nil {
+				return a.fail(run.Report, err)
+			}
 			var err error
 			if o.Render, err = f.options(); err != nil {
 				return a.fail(run.Report, err)
@@ -47,7 +51,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 	fl.BoolVar(&o.Force, "force", false, "apply even over a Flux managed by a Flux Kustomization or the Flux operator")
 	fl.BoolVar(&o.MigrateCRDs, "migrate-crds", false, "when the new CRDs drop a version objects are stored in, migrate those objects to the new storage version first")
 	fl.BoolVar(&o.PruneCRDs, "prune-crds", false, "also prune CRDs the render no longer has while custom resources still use them (deletes those resources)")
-	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for CRDs and rollouts")
+	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for CRDs and rollouts (must be positive)")
 	return cmd
 }
 

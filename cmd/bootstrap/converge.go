@@ -12,6 +12,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
 
 func newConvergeCommand(a *app) *cobra.Command {
@@ -41,6 +42,9 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("converge", false)
+			if err := validate.Timeout("--timeout", o.Timeout); err != nil {
+				return a.fail(run.Report, err)
+			}
 			if err := convergeOptions(&o, root, repo, env, path); err != nil {
 				return a.fail(run.Report, err)
 			}

@@ -23,13 +23,20 @@ its final source (--to, default the URL git declares, recorded at sync), waits f
 source's artifact, hands the GitRepository back to git (the reconcile-disabled and provenance
 annotations removed), and proves every Kustomization reading the source is Ready at the new
 revision. If the final source is not Ready within --timeout, it switches back to the temporary
-source, proves that Ready again, and exits 1 with the evidence.`,
+source, proves that Ready again, and exits 1 with the evidence. Each wait gets --timeout of its
+own: the final source, then the Kustomizations, or the final source, then the rollback.
+
+An interrupt (SIGINT, SIGTERM) while waiting for the final source rolls back first, then
+exits 130 (143). A second interrupt stops at once; then run 'bootstrap cutover' again.`,
 		Example: `  bootstrap cutover
   bootstrap cutover --to https://gitea.prod.lan/homelab/gitops.git --timeout 5m
   bootstrap cutover --dry-run -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("cutover", dryRun)
+			if err := rootsync.ValidateCutover(o); err != nil {
+				return a.fail(run.Report, err)
+			}
 			a.writes("cutover", o.Namespace, dryRun)
 			cf.o.Namespace = o.Namespace
 			conv, err := cf.phase(a, nil, "", o.Timeout)
@@ -44,7 +51,7 @@ source, proves that Ready again, and exits 1 with the evidence.`,
 	fl.StringVar(&o.To, "to", "", "the final source URL (default: the URL git declares, recorded by sync)")
 	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the GitRepository")
 	fl.StringVar(&o.Name, "source", DefaultFluxNamespace, "name of the GitRepository")
-	fl.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the final source, then for the Kustomizations")
+	fl.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the final source, then for the Kustomizations; a rollback (the final source not Ready in time, or an interrupt while waiting for it) gets its own wait of the same length, so the command can take up to twice this (must be positive)")
 	fl.BoolVar(&dryRun, "dry-run", false, "say what would be switched and change nothing")
 	return cmd
 }

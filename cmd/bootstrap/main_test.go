@@ -151,7 +151,7 @@ func TestJSONOutput(t *testing.T) {
 		t.Errorf("--output-dir did not get the manifests: %v", err)
 	}
 	// An input error is a JSON document too, for Ansible.
-	r = runCLI(t, "render", "-o", "json", "--flux-version", "v0.1.0")
+	r = runCLI(t, "render", "-o", "json", "--output-dir", dir, "--flux-version", "v0.1.0")
 	if r.code != 2 || !strings.Contains(r.stdout, `"error": "Flux v0.1.0 is not embedded`) || !strings.Contains(r.stdout, `"exitCode": 2`) {
 		t.Errorf("input error not reported as JSON (exit %d): %s", r.code, r.stdout)
 	}

@@ -71,3 +71,29 @@ func TestGateIDsUnique(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEInputRules fails when a flag with an input rule is missing
+// from the README's "Input rules" table.
+func TestREADMEInputRules(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rules, ok := strings.Cut(string(b), "## Input rules")
+	if !ok {
+		t.Fatal(`README.md has no "## Input rules" section`)
+	}
+	rules, _, _ = strings.Cut(rules, "\n## ")
+	for _, flag := range []string{"--namespace", "--secret-name", "--source-secret", "--source`", "--root", "--image-pull-secret",
+		"--cluster-domain", "--registry", "--toleration-keys", "--timeout", "--source-url", "--to`", "--components", "--output-dir",
+		"--manifests", "--overlays", "--repo", "--kubeconfig", "--age-key-file"} {
+		if !strings.Contains(rules, flag) {
+			t.Errorf("README.md's Input rules do not mention %s", strings.TrimSuffix(flag, "`"))
+		}
+	}
+	for _, code := range []string{"| 130 |", "| 143 |"} {
+		if !strings.Contains(string(b), code) {
+			t.Errorf("README.md's exit-code table lacks %s", code)
+		}
+	}
+}

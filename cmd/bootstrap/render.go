@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,8 +13,10 @@ import (
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/input"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/render"
+	"github.com/homelab-ops/bootstrap/pkg/validate"
 	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
 
@@ -44,9 +47,25 @@ func addRenderFlags(cmd *cobra.Command, f *renderFlags, pins versions.Pins) {
 	fl.BoolVar(&f.plain, "plain", false, "skip the overlays on purpose (reported as a warning in every report)")
 }
 
+// validate checks the render flags' values against the rules the API
+// server and the image reference grammar apply, before anything is read.
+func (f *renderFlags) validate() error {
+	c := f.components
+	return errors.Join(
+		validate.Namespace("--namespace", c.Namespace),
+		validate.Registry("--registry", c.Registry),
+		validate.OptionalName("--image-pull-secret", c.ImagePullSecret, "image pull Secret"),
+		validate.ClusterDomain("--cluster-domain", c.ClusterDomain),
+		validate.TolerationKeys("--toleration-keys", c.TolerationKeys),
+	)
+}
+
 // options resolves the flags into render options.
 func (f *renderFlags) options() (render.Options, error) {
 	o := render.Options{Components: f.components, Plain: f.plain}
+	if err := f.validate(); err != nil {
+		return o, err
+	}
 	if f.overlays == "" {
 		sub, err := fs.Sub(bootstrap.Overlays, "overlays")
 		if err != nil {
@@ -55,19 +74,35 @@ func (f *renderFlags) options() (render.Options, error) {
 		o.Overlays, o.OverlaysName = sub, "overlays (built in)"
 		return o, nil
 	}
-	fi, err := os.Stat(f.overlays)
+	d, err := input.OpenDir(f.overlays, "--overlays "+f.overlays)
 	if err != nil {
-		return o, gate.InputErrorf("--overlays %s: %w", f.overlays, err)
+		return o, gate.InputErrorf("%w; point it at a directory holding kustomization.yaml", err)
 	}
-	if !fi.IsDir() {
-		return o, gate.InputErrorf("--overlays %s is not a directory; point it at a directory holding kustomization.yaml", f.overlays)
-	}
-	o.Overlays, o.OverlaysName = os.DirFS(f.overlays), f.overlays
+	o.Overlays, o.OverlaysName = d, f.overlays
 	return o, nil
 }
 
 // manifestFile is the file --output-dir writes, as `flux install --export` names it.
 const manifestFile = "gotk-components.yaml"
+
+// checkOutputDir refuses, before rendering, an --output-dir that is a file,
+// and -o json without one (the manifests would have nowhere to go).
+func checkOutputDir(dir, format string) error {
+	if dir == "" {
+		if format == "json" {
+			return gate.InputErrorf("-o json prints the report on stdout, so the manifests need a place of their own: pass --output-dir DIR (they go to DIR/%s)", manifestFile)
+		}
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return gate.InputErrorf("--output-dir %s is not a directory: pass a directory (it gets %s; a missing one is created)", dir, manifestFile)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return gate.InputErrorf("--output-dir %s: %w", dir, err)
+	}
+	return nil
+}
 
 func newRenderCommand(a *app) *cobra.Command {
 	f := &renderFlags{}
@@ -81,6 +116,9 @@ func newRenderCommand(a *app) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("render", false)
+			if err := checkOutputDir(outDir, a.out.format); err != nil {
+				return a.fail(run.Report, err)
+			}
 			opts, err := f.options()
 			if err != nil {
 				return a.fail(run.Report, err)

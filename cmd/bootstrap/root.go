@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/apply"
@@ -21,6 +22,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/lock"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/progress"
+	"github.com/homelab-ops/bootstrap/pkg/validate"
 	"github.com/homelab-ops/bootstrap/pkg/versions"
 )
 
@@ -50,6 +52,10 @@ type app struct {
 	// requests counts API requests when countRequests is set.
 	countRequests bool
 	requests      *atomic.Int64
+	// ctx is the command's context, to tell an interrupt from a failure;
+	// binding ends the cluster requests when it ends.
+	ctx     context.Context
+	binding *kube.Binding
 }
 
 // outputFlags select where the report goes.
@@ -82,12 +88,15 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	fmt.Fprintln(streams.ErrOut, "error:", err)
+	fmt.Fprintln(streams.ErrOut, "error:", validate.RedactURLs(err.Error()))
 	var ue *usageError
-	if gate.IsInput(err) || errors.As(err, &ue) {
+	if errors.As(err, &ue) {
 		return gate.ExitInput
 	}
-	return gate.ExitFailed
+	if s := pipeline.SignalOf(ctx); s != nil && !gate.IsInput(err) {
+		return s.Code
+	}
+	return pipeline.ExitCode(err)
 }
 
 func newRootCommand(streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
@@ -107,6 +116,9 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 			if err := a.applyEnvironment(cmd); err != nil {
 				return err
 			}
+			a.binding = kube.NewBinding(cmd.Context())
+			cmd.SetContext(kube.WithBinding(cmd.Context(), a.binding))
+			a.ctx = cmd.Context()
 			if a.out.format != "text" && a.out.format != "json" {
 				return &usageError{fmt.Errorf("--output %q: want text or json", a.out.format)}
 			}
@@ -135,9 +147,9 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 // connect opens the cluster the cluster flags name; a kubeconfig that
 // cannot be loaded is an input error.
 func (a *app) connect() (*apply.Cluster, error) {
-	cfg, err := kube.Config(a.cluster)
+	cfg, err := a.restConfig()
 	if err != nil {
-		return nil, gate.InputErrorf("%w", err)
+		return nil, err
 	}
 	if a.countRequests && a.requests == nil {
 		a.requests = kube.CountRequests(cfg)
@@ -145,6 +157,19 @@ func (a *app) connect() (*apply.Cluster, error) {
 	cl, err := apply.Connect(cfg)
 	a.cl = cl
 	return cl, err
+}
+
+// restConfig loads the kubeconfig (an input error when it cannot be) and
+// binds its requests to the command's context, so an interrupt ends them.
+func (a *app) restConfig() (*rest.Config, error) {
+	cfg, err := kube.Config(a.cluster)
+	if err != nil {
+		return nil, gate.InputErrorf("%w", err)
+	}
+	if a.binding != nil {
+		a.binding.Wrap(cfg)
+	}
+	return cfg, nil
 }
 
 // acquire takes the cluster lock for a writing command; the pipeline calls
@@ -198,7 +223,7 @@ func (a *app) newRun(command string, dryRun bool) *pipeline.Run {
 	}
 	pr := progress.New(a.streams.ErrOut, progress.Options{Quiet: a.out.quiet || a.out.format != "text", Getenv: a.getenv})
 	a.printer = pr
-	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: pr.Line, BeforeWrite: a.acquire,
+	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: func(line string) { pr.Line(validate.RedactURLs(line)) }, BeforeWrite: a.acquire,
 		OnPhase:     pr.Start,
 		OnPhaseDone: func(name string, v gate.Verdict, took time.Duration) { pr.Done(name, string(v), took) },
 	}
@@ -225,6 +250,9 @@ func (a *app) finish(r *gate.Report) error {
 	// Nothing that looks like key material leaves the process, whichever
 	// phase read it.
 	agekey.RedactReport(r)
+	// URLs read back from a cluster may carry credentials someone else put
+	// there: no report channel shows them.
+	validate.RedactReport(r)
 	var errs []string
 	if a.out.format == "json" {
 		if err := gate.WriteJSON(a.streams.Out, r); err != nil {
@@ -270,9 +298,13 @@ func (a *app) finish(r *gate.Report) error {
 // JUnit readers see it too, and exits with its code: 2 for an input error,
 // 1 otherwise.
 func (a *app) fail(r *gate.Report, err error) error {
+	var ie *pipeline.Interrupted
+	if s := pipeline.SignalOf(a.ctx); s != nil && !errors.As(err, &ie) && !gate.IsInput(err) {
+		err = fmt.Errorf("%w: %v", s, err)
+	}
 	r.Error = err.Error()
-	if !gate.IsInput(err) {
-		r.ErrorCode = gate.ExitFailed
+	if code := pipeline.ExitCode(err); code != gate.ExitInput {
+		r.ErrorCode = code
 	}
 	return a.finish(r)
 }

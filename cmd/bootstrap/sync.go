@@ -38,13 +38,16 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("sync", dryRun)
 			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
+			if srcURL == "" && (srcBranch != "" || srcSecret != "") {
+				return a.fail(run.Report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
+			}
+			if err := rootsync.ValidateSync(o, srcURL, srcSecret); err != nil {
+				return a.fail(run.Report, err)
+			}
 			var err error
 			o.Build.Repo = rf.repo
 			if o.Build.Path, err = rf.resolve(); err != nil {
 				return a.fail(run.Report, err)
-			}
-			if srcURL == "" && (srcBranch != "" || srcSecret != "") {
-				return a.fail(run.Report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
 			}
 			if srcURL != "" {
 				o.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
@@ -69,7 +72,7 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 	fl.StringVar(&o.Build.RootName, "root", DefaultFluxNamespace, "name of the root Kustomization")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
 	fl.BoolVar(&withCheck, "check", true, "run `bootstrap check` of the environment first (phase static); --check=false skips it, with a warning")
-	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the source and the root")
+	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the source and the root (must be positive)")
 	fl.StringVar(&srcURL, "source-url", "", "point the GitRepository at this temporary source (cold bring-up) until `bootstrap cutover`")
 	fl.StringVar(&srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
 	fl.StringVar(&srcSecret, "source-secret", "", "Secret with the temporary source's credentials (default: none)")

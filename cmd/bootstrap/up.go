@@ -14,6 +14,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
 
 // maxConfig bounds the --config file.
@@ -67,6 +68,12 @@ $SOPS_AGE_KEY_FILE.`,
 			so.Build.Repo, so.Build.Namespace, so.Build.RootName = rf.repo, ns, ns
 			if srcURL == "" && (srcBranch != "" || srcSecret != "") {
 				return a.fail(run.Report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
+			}
+			if err := rootsync.ValidateSync(so, srcURL, srcSecret); err != nil {
+				return a.fail(run.Report, err)
+			}
+			if err := validate.OptionalName("--secret-name", ao.SecretName, "age-key Secret"); err != nil {
+				return a.fail(run.Report, err)
 			}
 			if srcURL != "" {
 				so.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}

@@ -24,6 +24,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/input"
 )
 
 // secretKeyHRP starts every native age identity (the Bech32 human-readable
@@ -249,6 +250,10 @@ func Read(in Input) (*Identities, error) {
 }
 
 func readFile(path, label string) (*Identities, error) {
+	// A device, a pipe or a directory is refused before it is opened.
+	if err := input.CheckFileMax(path, label, maxKeyInput); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, gate.InputErrorf("%s: %v: pass the path of the age identity file", label, errNoContent(err))
@@ -284,12 +289,9 @@ func errNoContent(err error) error {
 }
 
 func readLimited(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxKeyInput+1))
+	data, err := input.ReadLimited(r, maxKeyInput)
 	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxKeyInput {
-		return nil, fmt.Errorf("more than %d bytes: that is not an age identity file", maxKeyInput)
+		return nil, fmt.Errorf("%v: that is not an age identity file", err)
 	}
 	return data, nil
 }

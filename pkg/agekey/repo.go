@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 
-	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	"sigs.k8s.io/kustomize/api/konfig"
 
 	"github.com/getsops/sops/v3/cmd/sops/formats"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/input"
 )
 
 // Kustomization is the part of a Flux Kustomization this phase reads.
@@ -114,6 +114,14 @@ func Scan(repo, env, namespace, secretName string) (*Scope, error) {
 	if !filepath.IsLocal(filepath.FromSlash(s.Env)) {
 		return nil, gate.InputErrorf("--path %s: must be a directory inside --repo, e.g. clusters/dev", env)
 	}
+	// sops reads .sops.yaml itself later: hold it to the input rule first.
+	if rd, err := input.OpenDir(repo, "--repo "+repo); err == nil {
+		_, err := rd.ReadFile(".sops.yaml")
+		_ = rd.Close()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
 	envDir := filepath.Join(repo, filepath.FromSlash(s.Env))
 	if st, err := os.Stat(envDir); err != nil || !st.IsDir() {
 		return nil, gate.InputErrorf("--path %s: no such directory in %s%s", env, repo, siblings(filepath.Dir(envDir)))
@@ -143,6 +151,11 @@ func Scan(repo, env, namespace, secretName string) (*Scope, error) {
 			case strings.Contains(k.Path, "${"):
 				s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s (%s): spec.path %q uses a substitution variable; its files were not checked", k.Ref(), k.File, k.Path))
 				continue
+			case !filepath.IsLocal(filepath.FromSlash(k.Path)) && k.Provider != "":
+				// The files this key must decrypt cannot be found, and
+				// kustomize-controller would not read them from there
+				// either: that is the repository to fix, not a skip.
+				return nil, gate.InputErrorf("Kustomization %s (%s) decrypts with %s but its spec.path %q leaves the repository: set spec.path to a directory inside it, e.g. ./apps/dev", k.Ref(), k.File, k.Provider, k.Path)
 			case !filepath.IsLocal(filepath.FromSlash(k.Path)):
 				s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s (%s): spec.path %q leaves the repository; its files were not checked", k.Ref(), k.File, k.Path))
 				continue
@@ -213,8 +226,14 @@ func isManifest(path string) bool {
 	return false
 }
 
-// walk visits the regular files under repo/dir, skipping dot directories.
+// walk visits the regular files under repo/dir, skipping dot directories;
+// each is read within the repository and bounded (pkg/input).
 func walk(repo, dir string, visit func(rel string, data []byte) error) error {
+	rd, err := input.OpenDir(repo, "--repo "+repo)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
 	root := filepath.Join(repo, filepath.FromSlash(dir))
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -233,9 +252,9 @@ func walk(repo, dir string, visit func(rel string, data []byte) error) error {
 		if err != nil {
 			return err
 		}
-		data, err := os.ReadFile(p)
+		data, err := rd.ReadFile(filepath.ToSlash(rel))
 		if err != nil {
-			return fmt.Errorf("read %s: %w", p, err)
+			return err
 		}
 		return visit(filepath.ToSlash(rel), data)
 	})
@@ -248,12 +267,21 @@ func walk(repo, dir string, visit func(rel string, data []byte) error) error {
 func findKustomizations(repo, dir string) ([]Kustomization, error) {
 	root := filepath.Join(repo, filepath.FromSlash(dir))
 	for _, n := range konfig.RecognizedKustomizationFileNames() {
-		if _, err := os.Stat(filepath.Join(root, n)); err != nil {
+		if _, err := os.Lstat(filepath.Join(root, n)); err != nil {
 			continue
 		}
-		res, err := fluxkustomize.SecureBuild(repo, root, false)
+		rd, err := input.OpenDir(repo, "--repo "+repo)
 		if err != nil {
-			return nil, gate.InputErrorf("kustomize build %s: %v: fix %s/%s", dir, err, dir, n)
+			return nil, err
+		}
+		err = rd.Check(path.Join(dir, n))
+		_ = rd.Close()
+		if err != nil {
+			return nil, err
+		}
+		res, err := input.KustomizeBuild(repo, root)
+		if err != nil {
+			return nil, gate.InputErrorf("kustomize build %s: %v: fix %s/%s%s", dir, err, dir, n, input.BuildFix(err, repo))
 		}
 		y, err := res.AsYaml()
 		if err != nil {

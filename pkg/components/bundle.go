@@ -16,6 +16,7 @@ import (
 	"github.com/fluxcd/pkg/tar"
 
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/input"
 )
 
 //go:generate go run ./internal/genbundles -out bundles
@@ -78,17 +79,22 @@ func bundleVersions(fsys fs.FS) ([]string, error) {
 // returned cleanup removes any temporary extraction.
 func LoadBundle(p string) (*Bundle, func(), error) {
 	noop := func() {}
+	label := "--manifests " + p
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, noop, gate.InputErrorf("--manifests %s: %w", p, err)
+		return nil, noop, gate.InputErrorf("%s: %w", label, err)
 	}
 	if fi.IsDir() {
-		b, err := newBundle(os.DirFS(p), "directory "+p)
-		return b, noop, err
+		d, err := input.OpenDir(p, label)
+		if err != nil {
+			return nil, noop, err
+		}
+		b, err := newBundle(d, "directory "+p)
+		return b, func() { _ = d.Close() }, err
 	}
-	f, err := os.Open(p)
+	f, err := input.Open(p, label)
 	if err != nil {
-		return nil, noop, gate.InputErrorf("--manifests %s: %w", p, err)
+		return nil, noop, gate.InputErrorf("%w: pass a Flux release's manifests.tar.gz or a directory of its files", err)
 	}
 	defer f.Close()
 	dir, err := os.MkdirTemp("", "bootstrap-manifests-")
@@ -100,12 +106,18 @@ func LoadBundle(p string) (*Bundle, func(), error) {
 		cleanup()
 		return nil, noop, gate.InputErrorf("--manifests %s is neither a directory nor a readable manifests.tar.gz: %w", p, err)
 	}
-	b, err := newBundle(os.DirFS(dir), "tarball "+p)
+	d, err := input.OpenDir(dir, label)
 	if err != nil {
 		cleanup()
 		return nil, noop, err
 	}
-	return b, cleanup, nil
+	b, err := newBundle(d, "tarball "+p)
+	if err != nil {
+		_ = d.Close()
+		cleanup()
+		return nil, noop, err
+	}
+	return b, func() { _ = d.Close(); cleanup() }, nil
 }
 
 func newBundle(fsys fs.FS, origin string) (*Bundle, error) {
@@ -119,6 +131,13 @@ func newBundle(fsys fs.FS, origin string) (*Bundle, error) {
 		name := e.Name()
 		if e.IsDir() || !strings.HasSuffix(name, ".yaml") {
 			continue
+		}
+		// A file the input rule refuses (a device, a symlink out of the
+		// directory, too large) stops the load before any is read.
+		if c, ok := fsys.(interface{ Check(string) error }); ok {
+			if err := c.Check(name); err != nil {
+				return nil, err
+			}
 		}
 		have[name] = true
 		if !slices.Contains(bundleShared, name) {
@@ -155,6 +174,9 @@ func (b *Bundle) copyTo(dir string) error {
 		}
 		data, err := fs.ReadFile(b.fsys, e.Name())
 		if err != nil {
+			if gate.IsInput(err) {
+				return err
+			}
 			return fmt.Errorf("read %s from %s: %w", e.Name(), b.Origin, err)
 		}
 		if err := os.WriteFile(path.Join(dir, e.Name()), data, 0o600); err != nil {

@@ -86,9 +86,9 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 	}
 
 	// Extras are appended to Components: manifestgen never renders
-	// ComponentsExtra on its own.
-	components := slices.Clone(o.Components)
-	for _, c := range o.ComponentsExtra {
+	// ComponentsExtra on its own. A component named twice is rendered once.
+	var components []string
+	for _, c := range slices.Concat(o.Components, o.ComponentsExtra) {
 		if !slices.Contains(components, c) {
 			components = append(components, c)
 		}
@@ -114,6 +114,9 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 	}
 	defer os.RemoveAll(base)
 	if err := b.copyTo(base); err != nil {
+		if gate.IsInput(err) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("render: copy %s: %w", b.Origin, err)
 	}
 

@@ -64,6 +64,9 @@ func LoadOverlay(fsys fs.FS, name string) (*Overlay, error) {
 	}
 	where := name + "/" + ov.file
 	data, err := fs.ReadFile(fsys, ov.file)
+	if gate.IsInput(err) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, gate.InputErrorf("read %s: %w", where, err)
 	}

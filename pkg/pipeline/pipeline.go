@@ -85,6 +85,7 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 	r := run.Report
 	stopped := ""
 	var firstErr error
+	var done []string
 	for _, p := range phases {
 		name := p.Name()
 		if stopped != "" {
@@ -98,8 +99,13 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 			run.OnPhase(name)
 		}
 		start := run.Now()
-		why, afterOnly, err := runPhase(ctx, run, p)
+		why, afterOnly, stage, err := runPhase(ctx, run, p)
 		r.Facts[timingFact+name] = run.Now().Sub(start).Round(time.Millisecond).String()
+		// A signal stops the run whatever the phase made of its cancelled
+		// context (an error, or a wait that failed as a gate).
+		if ie := interrupted(ctx, run, name, stage, done); ie != nil {
+			err = ie
+		}
 		mine := phaseChecks(r, name)
 		if err != nil {
 			why = fmt.Sprintf("not run: phase %s stopped: %s", name, oneLine(err))
@@ -128,6 +134,9 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 			}
 			run.OnPhaseDone(name, v, run.Now().Sub(start))
 		}
+		if err == nil {
+			done = append(done, name)
+		}
 		switch {
 		case err != nil:
 			stopped = why
@@ -141,32 +150,32 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 // runPhase is one phase: before-gates, then the work, then after-gates. It
 // returns why the gates it did not reach did not run ("" when it ran
 // through), and whether only the after-gates are concerned.
-func runPhase(ctx context.Context, run *Run, p Phase) (why string, afterOnly bool, err error) {
+func runPhase(ctx context.Context, run *Run, p Phase) (why string, afterOnly bool, stage string, err error) {
 	before, err := p.Before(ctx, run)
 	run.Report.Add(before...)
 	if err != nil {
-		return "", false, err
+		return "", false, "before", err
 	}
 	if gate.Blocks(before...) {
-		return "not run: a gate before phase " + p.Name() + " did not pass; nothing was changed", false, nil
+		return "not run: a gate before phase " + p.Name() + " did not pass; nothing was changed", false, "before", nil
 	}
 	if !run.DryRun && !run.wrote && run.BeforeWrite != nil {
 		run.wrote = true
 		if err := run.BeforeWrite(ctx); err != nil {
-			return "", false, err
+			return "", false, "before", err
 		}
 	}
 	if err := p.Do(ctx, run); err != nil {
-		return "", false, err
+		return "", false, "do", err
 	}
 	if run.DryRun {
-		return "dry run: nothing was applied, so there is nothing to prove", true, nil
+		return "dry run: nothing was applied, so there is nothing to prove", true, "do", nil
 	}
 	if gate.Blocks(phaseChecks(run.Report, p.Name())...) {
-		return "not run: phase " + p.Name() + " failed before it could be proven", true, nil
+		return "not run: phase " + p.Name() + " failed before it could be proven", true, "do", nil
 	}
 	run.Report.Add(p.After(ctx, run)...)
-	return "", false, nil
+	return "", false, "after", nil
 }
 
 func phaseChecks(r *gate.Report, phase string) []gate.Check {
@@ -180,6 +189,10 @@ func phaseChecks(r *gate.Report, phase string) []gate.Check {
 }
 
 func oneLine(err error) string {
+	var si *Interrupted
+	if errors.As(err, &si) {
+		return si.Signal.Error()
+	}
 	var ie *gate.InputError
 	if errors.As(err, &ie) {
 		return "input error"

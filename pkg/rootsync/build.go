@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/input"
 )
 
 // Phase is this package's phase name in reports.
@@ -70,16 +70,19 @@ func Build(o Options) (*Render, error) {
 	}
 	found := false
 	for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
-		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			if err := checkIn(repo, filepath.Join(clean, n)); err != nil {
+				return nil, err
+			}
 			found = true
 		}
 	}
 	if !found {
 		return nil, gate.InputErrorf("%s has no kustomization.yaml: the cluster root must list its resources (sync.yaml, cluster-vars, the Kustomizations)", o.Path)
 	}
-	res, err := fluxkustomize.SecureBuild(repo, dir, false)
+	res, err := input.KustomizeBuild(repo, dir)
 	if err != nil {
-		return nil, gate.InputErrorf("kustomize build %s: %w", o.Path, err)
+		return nil, gate.InputErrorf("kustomize build %s: %w%s", o.Path, err, input.BuildFix(err, o.Repo))
 	}
 	y, err := res.AsYaml()
 	if err != nil {
@@ -122,6 +125,17 @@ func Build(o Options) (*Render, error) {
 	return r, nil
 }
 
+// checkIn holds a file of the repository to the input rule (inside it,
+// regular, bounded) before kustomize reads it.
+func checkIn(repo, rel string) error {
+	rd, err := input.OpenDir(repo, "--repo "+repo)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	return rd.Check(filepath.ToSlash(rel))
+}
+
 func namespaceOr(ns, def string) string {
 	if ns == "" {
 		return def
@@ -134,6 +148,11 @@ func namespaceOr(ns, def string) string {
 // file to fix. Unparseable files are skipped: kustomize already reported them.
 func Locate(repo, kind, name string) []string {
 	var out []string
+	rd, err := input.OpenDir(repo, "--repo "+repo)
+	if err != nil {
+		return nil
+	}
+	defer rd.Close()
 	_ = filepath.WalkDir(repo, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -147,7 +166,11 @@ func Locate(repo, kind, name string) []string {
 		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
 			return nil
 		}
-		b, err := os.ReadFile(p)
+		rel, err := filepath.Rel(repo, p)
+		if err != nil {
+			return nil
+		}
+		b, err := rd.ReadFile(filepath.ToSlash(rel))
 		if err != nil || !bytes.Contains(b, []byte(name)) {
 			return nil
 		}
@@ -157,7 +180,6 @@ func Locate(repo, kind, name string) []string {
 		}
 		for _, n := range nodes {
 			if n.GetKind() == kind && n.GetName() == name {
-				rel, _ := filepath.Rel(repo, p)
 				out = append(out, filepath.ToSlash(rel))
 				break
 			}
@@ -175,7 +197,11 @@ func where(repo, path, kind, name string) string {
 	var files []string
 	parent := filepath.ToSlash(filepath.Dir(filepath.Clean(path)))
 	self := filepath.Base(filepath.Clean(path))
-	kus, _ := os.ReadFile(filepath.Join(repo, path, "kustomization.yaml"))
+	var kus []byte
+	if rd, err := input.OpenDir(repo, "--repo "+repo); err == nil {
+		kus, _ = rd.ReadFile(filepath.ToSlash(filepath.Join(path, "kustomization.yaml")))
+		_ = rd.Close()
+	}
 	for _, f := range Locate(repo, kind, name) {
 		rest, ok := strings.CutPrefix(f, parent+"/")
 		if ok && parent != "." {

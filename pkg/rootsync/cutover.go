@@ -16,6 +16,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
@@ -158,7 +159,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 		}
 		return requestReconcile(ctx, cl.Client, obj)
 	}
-	waitSource := func(url string) (*sourcev1.GitRepository, error) {
+	waitSource := func(ctx context.Context, url string) (*sourcev1.GitRepository, error) {
 		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 		return wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, o.Namespace, o.Name, func(g *sourcev1.GitRepository) (bool, string) {
@@ -175,12 +176,25 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 		return err
 	}
 	fr := GateFinalReady.New()
-	gr, err := waitSource(final)
+	gr, err := waitSource(ctx, final)
 	if err != nil {
 		fr.Verdict = gate.Fail
 		fr.Message = fmt.Sprintf("the final source %s did not become Ready: %v; switched back to the temporary source %s", final, err, tmp.URL)
 		report.Add(fr)
-		report.Add(rollback(ctx, cl, o, live, tmp, apply, waitSource))
+		rctx := ctx
+		if ctx.Err() != nil {
+			// Interrupted while waiting: leave the cluster as it was, not
+			// half-switched. The rollback gets its own wait (--timeout);
+			// a second signal stops the process at once.
+			o.Progress("interrupted: rolling back to the temporary source first (up to --timeout; interrupt again to stop now)")
+			rctx = kube.Detach(ctx)
+		}
+		report.Add(rollback(rctx, cl, o, live, tmp, func(obj *unstructured.Unstructured) error {
+			if _, err := cl.Manager.Apply(rctx, obj, opts); err != nil {
+				return fmt.Errorf("server-side apply %s: %w", id, err)
+			}
+			return requestReconcile(rctx, cl.Client, obj)
+		}, func(url string) (*sourcev1.GitRepository, error) { return waitSource(rctx, url) }))
 		return nil
 	}
 	rev := gr.Status.Artifact.Revision

@@ -2,14 +2,19 @@ package rootsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+
+	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
 
 // Annotations this tool records on a GitRepository that is on a temporary
@@ -129,9 +134,26 @@ func liveSource(ctx context.Context, c client.Client, ns, name string) (*unstruc
 		return nil, nil
 	}
 	if err != nil {
+		if e := notInstalled(err); e != nil {
+			return nil, e
+		}
 		return nil, fmt.Errorf("read GitRepository %s/%s: %w", ns, name, err)
 	}
 	return live, nil
+}
+
+// ErrFluxNotInstalled is what a request for a Flux object gets from a
+// cluster that does not serve Flux's APIs.
+var ErrFluxNotInstalled = errors.New("Flux is not installed in this cluster: run `bootstrap controllers`")
+
+// notInstalled turns the API server's "no match for kind" (the discovery
+// error of a cluster without Flux's CRDs) into ErrFluxNotInstalled, naming
+// the API that is missing; nil for any other error.
+func notInstalled(err error) error {
+	if apimeta.IsNoMatchError(err) {
+		return fmt.Errorf("%w first (the API %s is not served)", ErrFluxNotInstalled, sourcev1.GroupVersion)
+	}
+	return nil
 }
 
 // requestReconcile sets reconcile.fluxcd.io/requestedAt, as `flux reconcile` does.
@@ -141,4 +163,34 @@ func requestReconcile(ctx context.Context, c client.Client, obj client.Object) e
 		return fmt.Errorf("request reconcile of %s: %w", obj.GetName(), err)
 	}
 	return nil
+}
+
+// ValidateSync checks sync's flags before anything is read or requested:
+// the root Kustomization's namespace and name, the timeout, and the
+// temporary source's URL and Secret name.
+func ValidateSync(o RunOptions, url, secret string) error {
+	errs := []error{
+		validate.Namespace("--namespace", o.Build.Namespace),
+		validate.Name("--root", o.Build.RootName, "root Kustomization"),
+		validate.Timeout("--timeout", o.Timeout),
+		validate.OptionalName("--source-secret", secret, "Secret with the temporary source's credentials"),
+	}
+	if url != "" {
+		errs = append(errs, validate.GitURL("--source-url", url))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateCutover checks cutover's flags before the cluster is contacted,
+// the same under --dry-run as for the real run.
+func ValidateCutover(o CutoverOptions) error {
+	errs := []error{
+		validate.Namespace("--namespace", o.Namespace),
+		validate.Name("--source", o.Name, "GitRepository"),
+		validate.Timeout("--timeout", o.Timeout),
+	}
+	if o.To != "" {
+		errs = append(errs, validate.GitURL("--to", o.To))
+	}
+	return errors.Join(errs...)
 }

@@ -12,7 +12,9 @@ package e2e
 // when run alone).
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
@@ -373,6 +376,41 @@ func TestSync(t *testing.T) {
 		waitRevision(ctx, t, "flux-system", "main@sha1:"+pushed)
 	})
 
+	t.Run("CutoverInterruptedRollsBackExit130", func(t *testing.T) {
+		unreachable := "http://127.0.0.1:1/homelab.git"
+		cmd := exec.Command(bootstrapCLI(t), "cutover", "--to", unreachable, "--timeout", "2m", "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// SIGINT once the switch is applied: the command waits for a source
+		// that never comes up.
+		waitFor(ctx, t, &sourcev1.GitRepositoryList{}, fluxNS, "flux-system", func(g *sourcev1.GitRepository) (bool, string) {
+			return g.Spec.URL == unreachable, "url " + g.Spec.URL
+		})
+		time.Sleep(time.Second)
+		start := time.Now()
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		var r cliReport
+		if err := json.Unmarshal(o.Bytes(), &r); err != nil {
+			t.Fatalf("stdout is not a JSON report: %v\n%s\n%s", err, o.String(), e.String())
+		}
+		code := cmd.ProcessState.ExitCode()
+		if code != 130 || r.ExitCode != 130 || !strings.Contains(r.Error, "interrupted by SIGINT: phase cutover interrupted") ||
+			!strings.HasPrefix(r.check(rootsync.GateRollback.ID), "pass") {
+			t.Fatalf("interrupted cutover: exit %d (report %d), error %q, rollback %s\n%s", code, r.ExitCode, r.Error, r.check(rootsync.GateRollback.ID), o.String())
+		}
+		t.Logf("interrupt to exit: %s (rollback included)", time.Since(start).Round(time.Millisecond))
+		g, _ := liveGitRepository(ctx, t)
+		if g.Spec.URL != tempURL || g.Annotations[rootsync.AnnSource] != rootsync.SourceTemporary {
+			t.Fatalf("after the interrupted cutover: url %s annotations %v", g.Spec.URL, g.Annotations)
+		}
+	})
+
 	t.Run("CutoverToFinalThenTemporaryStopped", func(t *testing.T) {
 		r := bootstrapJSON(t, "cutover", "--timeout", "4m")
 		if r.code != 0 || !strings.HasPrefix(r.report.check(rootsync.GateFinalRevision.ID), "pass") || !strings.HasPrefix(r.report.check(rootsync.GateHandedBack.ID), "pass") ||
@@ -414,6 +452,40 @@ func TestSync(t *testing.T) {
 		again := bootstrapJSON(t, "cutover")
 		if again.code != 0 || again.report.Changed {
 			t.Fatalf("second cutover:\n%s", again)
+		}
+	})
+
+	t.Run("ClusterURLCredentialsRedacted", func(t *testing.T) {
+		// Someone put credentials into the live GitRepository's spec.url:
+		// no output channel of a cutover shows them. (After the cutover:
+		// the root re-applies git's URL with force, so the test's own
+		// field ownership does not outlive it.)
+		const pw = "e2e-cluster-pw"
+		setURL := func(v string) {
+			patch := fmt.Sprintf(`{"spec":{"url":%q}}`, v)
+			if err := suite.client.Patch(ctx, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "flux-system"}}, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setURL(strings.Replace(finalURL, "http://", "http://bot:"+pw+"@", 1))
+		defer setURL(finalURL)
+		dir := t.TempDir()
+		rj, ju := filepath.Join(dir, "r.json"), filepath.Join(dir, "j.xml")
+		for _, args := range [][]string{{"cutover", "--dry-run"}, {"cutover"}} {
+			r := bootstrapJSON(t, append(args, "--report-json", rj, "--junit", ju)...)
+			channels := map[string]string{"stdout": r.stdout, "stderr": r.stderr}
+			for _, p := range []string{rj, ju} {
+				b, _ := os.ReadFile(p)
+				channels[p] = string(b)
+			}
+			for name, c := range channels {
+				if strings.Contains(c, pw) {
+					t.Errorf("%v: %s shows the credential:\n%s", args, name, c)
+				}
+			}
+			if r.code != 0 || !strings.Contains(r.stdout, "http://redacted@127.0.0.1") {
+				t.Errorf("%v: exit %d; the live URL is not shown redacted:\n%s", args, r.code, r.stdout)
+			}
 		}
 	})
 }

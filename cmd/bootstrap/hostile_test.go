@@ -1,0 +1,286 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
+)
+
+// secretInURL is the password every hostile URL carries; no output channel
+// may ever show it.
+const secretInURL = "hunter2-s3cr3t"
+
+// hostileCase is one hostile command line: the exit code it must give and
+// what its message must say (the input it names and the fix).
+type hostileCase struct {
+	name string
+	args []string
+	env  map[string]string
+	code int
+	want []string
+}
+
+// runHostile runs each case with --report-json and --junit, and checks the
+// exit code, the message, the time it took, and that the URL password is
+// in none of stdout, stderr, the JSON report and the JUnit report.
+func runHostile(t *testing.T, cases []hostileCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			reportJSON, junit := filepath.Join(out, "report.json"), filepath.Join(out, "junit.xml")
+			start := time.Now()
+			r := cli(t, "", tc.env, append(tc.args, "--report-json", reportJSON, "--junit", junit)...)
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("took %s: an input error must be quick", took)
+			}
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr+r.stdout, w) {
+					t.Errorf("the report does not say %q:\n%s%s", w, r.stdout, r.stderr)
+				}
+			}
+			channels := map[string]string{"stdout": r.stdout, "stderr": r.stderr}
+			for _, p := range []string{reportJSON, junit} {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Errorf("%s not written: %v", filepath.Base(p), err)
+				}
+				channels[filepath.Base(p)] = string(b)
+				if tc.code == 2 && !strings.Contains(string(b), "exitCode\": 2") && strings.HasSuffix(p, ".json") {
+					t.Errorf("--report-json does not record exit 2:\n%s", b)
+				}
+			}
+			for name, s := range channels {
+				if strings.Contains(s, secretInURL) {
+					t.Errorf("%s shows the URL password:\n%s", name, s)
+				}
+			}
+		})
+	}
+}
+
+// zeroLink makes dir/name a symlink to /dev/zero.
+func zeroLink(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func writeTestFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileFiles: /dev/zero behind a symlink, fed to every flag that
+// reads a file, and a symlink out of the directory, are exit 2 at once,
+// naming the file and the fix; nothing is read until memory runs out.
+func TestHostileFiles(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	tmp := t.TempDir()
+
+	// A bundle directory whose rbac.yaml is /dev/zero, one whose rbac.yaml
+	// is /etc/passwd, and a "tarball" that is /dev/zero.
+	bundleZero := filepath.Join(tmp, "bundle-zero")
+	writeTestFile(t, filepath.Join(bundleZero, "source-controller.yaml"), "kind: List\n")
+	writeTestFile(t, filepath.Join(bundleZero, "policies.yaml"), "kind: List\n")
+	zeroLink(t, bundleZero, "rbac.yaml")
+	bundleOut := filepath.Join(tmp, "bundle-out")
+	writeTestFile(t, filepath.Join(bundleOut, "source-controller.yaml"), "kind: List\n")
+	writeTestFile(t, filepath.Join(bundleOut, "policies.yaml"), "kind: List\n")
+	if err := os.Symlink("/etc/passwd", filepath.Join(bundleOut, "rbac.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	tarZero := zeroLink(t, tmp, "manifests.tar.gz")
+
+	// Overlays whose kustomization.yaml is /dev/zero, and whose patch is.
+	ovZero := filepath.Join(tmp, "ov-zero")
+	zeroLink(t, ovZero, "kustomization.yaml")
+	ovPatch := filepath.Join(tmp, "ov-patch")
+	writeTestFile(t, filepath.Join(ovPatch, "kustomization.yaml"), "patches:\n- path: strict.yaml\n  target: {kind: Deployment, name: kustomize-controller}\n")
+	zeroLink(t, ovPatch, "strict.yaml")
+
+	// A repository whose cluster root is /dev/zero, and one whose
+	// resource is.
+	repoRoot := filepath.Join(tmp, "repo-root")
+	zeroLink(t, repoRoot, "clusters/dev/kustomization.yaml")
+	repoRes := filepath.Join(tmp, "repo-res")
+	writeTestFile(t, filepath.Join(repoRes, "clusters/dev/kustomization.yaml"), "resources:\n- sync.yaml\n")
+	zeroLink(t, repoRes, "clusters/dev/sync.yaml")
+	repoSops := filepath.Join(tmp, "repo-sops")
+	writeTestFile(t, filepath.Join(repoSops, "clusters/dev/ks.yaml"), agekeytest.Kustomization("apps", "./apps", "sops-age"))
+	zeroLink(t, repoSops, ".sops.yaml")
+
+	kubeZero := zeroLink(t, tmp, "kubeconfig")
+	keyZero := zeroLink(t, tmp, "age.key")
+	keyText, _, err := agekeytest.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(tmp, "good.key")
+	writeTestFile(t, keyFile, keyText)
+
+	runHostile(t, []hostileCase{
+		{"--manifests dir with rbac.yaml -> /dev/zero", []string{"render", "--manifests", bundleZero}, nil, 2,
+			[]string{"--manifests " + bundleZero, "rbac.yaml (a symlink to /dev/zero)", "copy the file into"}},
+		{"--manifests dir with rbac.yaml -> /etc/passwd", []string{"render", "--manifests", bundleOut}, nil, 2,
+			[]string{"rbac.yaml (a symlink to /etc/passwd) points outside the directory", "copy the file into"}},
+		{"--manifests tarball -> /dev/zero", []string{"render", "--manifests", tarZero}, nil, 2,
+			[]string{"--manifests " + tarZero + " is not a regular file (a character device)", "pass a Flux release's manifests.tar.gz"}},
+		{"--overlays kustomization.yaml -> /dev/zero", []string{"render", "--overlays", ovZero}, nil, 2,
+			[]string{"--overlays " + ovZero, "kustomization.yaml (a symlink to /dev/zero)", "copy the file into"}},
+		{"--overlays patch -> /dev/zero", []string{"render", "--overlays", ovPatch}, nil, 2,
+			[]string{"strict.yaml (a symlink to /dev/zero)", "copy the file into"}},
+		{"controllers --overlays -> /dev/zero", []string{"controllers", "--overlays", ovZero}, nil, 2,
+			[]string{"kustomization.yaml (a symlink to /dev/zero)"}},
+		{"sync --repo root -> /dev/zero", []string{"sync", "--repo", repoRoot, "--env", "dev"}, nil, 2,
+			[]string{"--repo " + repoRoot, "clusters/dev/kustomization.yaml (a symlink to /dev/zero)", "copy the file into"}},
+		{"sync --repo resource -> /dev/zero", []string{"sync", "--repo", repoRes, "--env", "dev"}, nil, 2,
+			[]string{"kustomize build clusters/dev", "sync.yaml", "must be inside --repo " + repoRes + ": copy it into the repository"}},
+		{"age-key --repo root -> /dev/zero", []string{"age-key", "--age-key-file", keyFile, "--repo", repoRoot, "--env", "dev"}, nil, 2,
+			[]string{"--repo " + repoRoot, "clusters/dev/kustomization.yaml (a symlink to /dev/zero)", "copy the file into"}},
+		{"age-key --repo .sops.yaml -> /dev/zero", []string{"age-key", "--age-key-file", keyFile, "--repo", repoSops, "--env", "dev"}, nil, 2,
+			[]string{"--repo " + repoSops, ".sops.yaml (a symlink to /dev/zero)", "copy the file into"}},
+		{"--age-key-file -> /dev/zero", []string{"age-key", "--age-key-file", keyZero, "--repo", repoSops, "--env", "dev"}, nil, 2,
+			[]string{"--age-key-file " + keyZero + " is not a regular file (a character device): pass a regular file of at most 1 MiB"}},
+		{"$SOPS_AGE_KEY_FILE -> /dev/zero", []string{"age-key", "--repo", repoSops, "--env", "dev"}, map[string]string{"SOPS_AGE_KEY_FILE": keyZero}, 2,
+			[]string{"$SOPS_AGE_KEY_FILE (" + keyZero + ") is not a regular file (a character device)"}},
+		{"--kubeconfig -> /dev/zero (cutover)", []string{"cutover", "--kubeconfig", kubeZero}, nil, 2,
+			[]string{"kubeconfig " + kubeZero + " is not a regular file (a character device)", "pass --kubeconfig"}},
+		{"--kubeconfig -> /dev/zero (controllers)", []string{"controllers", "--kubeconfig", kubeZero}, nil, 2,
+			[]string{"kubeconfig " + kubeZero + " is not a regular file"}},
+		{"KUBECONFIG -> /dev/zero (sync)", []string{"sync", "--repo", "../../testdata/homelab", "--env", "dev"}, map[string]string{"KUBECONFIG": kubeZero}, 2,
+			[]string{"kubeconfig " + kubeZero + " is not a regular file"}},
+	})
+}
+
+// TestHostileFlags: every flag is checked before a file is read or the
+// cluster is contacted (there is no cluster here: a request would fail
+// with another message), and a dry run refuses what the real run refuses.
+func TestHostileFlags(t *testing.T) {
+	const repo = "../../testdata/homelab"
+	sync := func(args ...string) []string {
+		return append([]string{"sync", "--repo", repo, "--env", "dev"}, args...)
+	}
+	cred := "http://admin:" + secretInURL + "@git.lan/homelab/gitops.git"
+	token := "https://" + secretInURL + "@git.lan/homelab/gitops.git"
+	outFile := filepath.Join(t.TempDir(), "a-file")
+	writeTestFile(t, outFile, "x")
+	var cases []hostileCase
+	for _, dry := range [][]string{nil, {"--dry-run"}} {
+		suffix := ""
+		if dry != nil {
+			suffix = " --dry-run"
+		}
+		cases = append(cases,
+			hostileCase{"sync --source-url with a password" + suffix, sync(append([]string{"--source-url", cred}, dry...)...), nil, 2,
+				[]string{"--source-url \"http://redacted@git.lan/homelab/gitops.git\"", "credentials in the URL", "--source-secret"}},
+			hostileCase{"sync --source-url with a token as user" + suffix, sync(append([]string{"--source-url", token}, dry...)...), nil, 2,
+				[]string{"--source-url \"https://redacted@git.lan", "--source-secret"}},
+			hostileCase{"sync --source-url file:///etc" + suffix, sync(append([]string{"--source-url", "file:///etc"}, dry...)...), nil, 2,
+				[]string{`--source-url "file:///etc": does not match the GitRepository URL pattern ^(http|https|ssh)://.*$`, "pass an http://, https:// or ssh:// URL"}},
+			hostileCase{"sync --source-url not a url" + suffix, sync(append([]string{"--source-url", "not a url"}, dry...)...), nil, 2,
+				[]string{`--source-url "not a url": does not match`}},
+			hostileCase{"sync --source-url without a host" + suffix, sync(append([]string{"--source-url", "https:///path"}, dry...)...), nil, 2,
+				[]string{`--source-url "https:///path": has no host`}},
+			hostileCase{"cutover --to with a password" + suffix, append([]string{"cutover", "--to", "ssh://git:" + secretInURL + "@git.lan/x.git"}, dry...), nil, 2,
+				[]string{"--to \"ssh://redacted@git.lan/x.git\"", "--source-secret"}},
+			hostileCase{"cutover --to file:///etc" + suffix, append([]string{"cutover", "--to", "file:///etc"}, dry...), nil, 2,
+				[]string{`--to "file:///etc": does not match the GitRepository URL pattern`}},
+			hostileCase{"cutover --to not a url" + suffix, append([]string{"cutover", "--to", "not a url"}, dry...), nil, 2,
+				[]string{`--to "not a url"`}},
+			hostileCase{"cutover --timeout 0" + suffix, append([]string{"cutover", "--timeout", "0"}, dry...), nil, 2,
+				[]string{"--timeout 0s: must be positive", "pass a duration such as 5m"}},
+			hostileCase{"sync --timeout -1s" + suffix, sync(append([]string{"--timeout", "-1s"}, dry...)...), nil, 2,
+				[]string{"--timeout -1s: must be positive"}},
+			hostileCase{"controllers --timeout 0" + suffix, append([]string{"controllers", "--timeout", "0"}, dry...), nil, 2,
+				[]string{"--timeout 0s: must be positive"}},
+		)
+	}
+	cases = append(cases,
+		hostileCase{"render --namespace Flux_System!", []string{"render", "--namespace", "Flux_System!"}, nil, 2,
+			[]string{`--namespace "Flux_System!": a lowercase RFC 1123 label`, "pass a namespace name such as flux-system"}},
+		hostileCase{"controllers --namespace Flux_System!", []string{"controllers", "--namespace", "Flux_System!"}, nil, 2,
+			[]string{`--namespace "Flux_System!"`}},
+		hostileCase{"render --registry with a tag", []string{"render", "--registry", "ghcr.io/fluxcd:v1"}, nil, 2,
+			[]string{`--registry "ghcr.io/fluxcd:v1"`, "pass a registry and path without a tag"}},
+		hostileCase{"render --registry upper case", []string{"render", "--registry", "GHCR.io/FluxCD"}, nil, 2,
+			[]string{`--registry "GHCR.io/FluxCD"`, "pass a registry"}},
+		hostileCase{"render --image-pull-secret", []string{"render", "--image-pull-secret", "Pull_Secret"}, nil, 2,
+			[]string{`--image-pull-secret "Pull_Secret": a lowercase RFC 1123 subdomain`, "pass the name of the image pull Secret"}},
+		hostileCase{"render --cluster-domain", []string{"render", "--cluster-domain", "cluster..local"}, nil, 2,
+			[]string{`--cluster-domain "cluster..local"`, "pass the cluster's DNS domain, e.g. cluster.local"}},
+		hostileCase{"render --toleration-keys", []string{"render", "--toleration-keys", "ok-key,bad key!"}, nil, 2,
+			[]string{`--toleration-keys "bad key!"`, "pass taint keys such as"}},
+		hostileCase{"render -o json without --output-dir", []string{"render", "-o", "json"}, nil, 2,
+			[]string{"-o json prints the report on stdout", "pass --output-dir DIR (they go to DIR/gotk-components.yaml)"}},
+		hostileCase{"render --output-dir is a file", []string{"render", "--output-dir", outFile}, nil, 2,
+			[]string{"--output-dir " + outFile + " is not a directory", "pass a directory"}},
+		hostileCase{"sync --namespace", sync("--namespace", "Flux_System!"), nil, 2,
+			[]string{`--namespace "Flux_System!"`, "pass a namespace name"}},
+		hostileCase{"sync --root", sync("--root", "Root!"), nil, 2,
+			[]string{`--root "Root!"`, "pass the name of the root Kustomization"}},
+		hostileCase{"sync --source-secret", sync("--source-url", "https://git.lan/x.git", "--source-secret", "My_Secret"), nil, 2,
+			[]string{`--source-secret "My_Secret"`, "pass the name of the Secret"}},
+		hostileCase{"cutover --source", []string{"cutover", "--source", "Flux System"}, nil, 2,
+			[]string{`--source "Flux System"`, "pass the name of the GitRepository"}},
+		hostileCase{"cutover --namespace", []string{"cutover", "--namespace", "-flux"}, nil, 2,
+			[]string{`--namespace "-flux"`}},
+		hostileCase{"age-key --secret-name", []string{"age-key", "--env", "dev", "--secret-name", "Sops_Age"}, nil, 2,
+			[]string{`--secret-name "Sops_Age"`, "pass the name of the age key Secret"}},
+		hostileCase{"age-key verify --namespace", []string{"age-key", "verify", "--env", "dev", "--namespace", "Flux.System"}, nil, 2,
+			[]string{`--namespace "Flux.System"`}},
+	)
+	runHostile(t, cases)
+}
+
+// TestComponentsDeduplicated: a component named twice in --components is
+// rendered once, as --components-extra already de-duplicates.
+func TestComponentsDeduplicated(t *testing.T) {
+	r := runCLI(t, "render", "--components", "source-controller,kustomize-controller,source-controller", "--components-extra", "kustomize-controller")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if n := strings.Count(r.stdout, "kind: Deployment"); n != 2 {
+		t.Errorf("want 2 Deployments (source- and kustomize-controller), got %d", n)
+	}
+}
+
+// TestHostileRepository: a decrypting Kustomization whose spec.path leaves
+// the repository is an input error naming it and its path (exit 2), not
+// an incomplete run (exit 3) that hides why.
+func TestHostileRepository(t *testing.T) {
+	repo := t.TempDir()
+	writeTestFile(t, filepath.Join(repo, "clusters/dev/apps.yaml"), agekeytest.Kustomization("apps", "../../../../etc", "sops-age"))
+	keyText, _, err := agekeytest.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "age.key")
+	writeTestFile(t, keyFile, keyText)
+	runHostile(t, []hostileCase{
+		{"age-key: spec.path escapes", []string{"age-key", "--age-key-file", keyFile, "--repo", repo, "--env", "dev"}, nil, 2,
+			[]string{`Kustomization flux-system/apps (clusters/dev/apps.yaml) decrypts with sops but its spec.path "../../../../etc" leaves the repository`, "set spec.path to a directory inside it"}},
+		{"age-key verify: spec.path escapes", []string{"age-key", "verify", "--repo", repo, "--env", "dev"}, nil, 2,
+			[]string{`spec.path "../../../../etc" leaves the repository`}},
+	})
+}
