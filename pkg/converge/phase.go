@@ -245,8 +245,10 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 				run.Report.Warn(fmt.Sprintf("converge: nudge of %s failed: %v (the controller's own requeue still applies)", n.ID, err))
 				continue
 			}
+			// A nudge asks for a reconcile the controller would do anyway
+			// (as `flux reconcile` does): no desired state changes, so it
+			// is counted in the facts, not in changed.
 			p.nudges++
-			run.Report.Changed = true
 		}
 		if step.Done || step.Stuck {
 			break

@@ -128,7 +128,7 @@ func TestPhaseNudgesThroughWatches(t *testing.T) {
 		_ = gate.WriteText(&b, r)
 		t.Fatalf("exit %d, nudges %s\n%s\n%s", r.ExitCode(), r.Facts["converge.nudges"], b.String(), strings.Join(lines, "\n"))
 	}
-	if !r.Changed || !strings.Contains(r.Facts["converge.critical-path"], "flux-system/flux-system → flux-system/a → flux-system/b") {
+	if r.Changed || !strings.Contains(r.Facts["converge.critical-path"], "flux-system/flux-system → flux-system/a → flux-system/b") {
 		t.Fatalf("changed %t, facts %v", r.Changed, r.Facts)
 	}
 }

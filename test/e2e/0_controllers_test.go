@@ -329,7 +329,7 @@ func testControllersKilled(t *testing.T) {
 	}
 	buf := make([]byte, 64<<10)
 	var seen strings.Builder
-	for !strings.Contains("\n"+seen.String(), "\nplan: ") {
+	for !strings.Contains(seen.String(), "plan: ") {
 		n, err := stderr.Read(buf)
 		seen.Write(buf[:n])
 		if err != nil {

@@ -131,7 +131,7 @@ func TestConverge(t *testing.T) {
 
 	t.Run("ColdBringUp", func(t *testing.T) {
 		t0 := time.Now()
-		s := bootstrapJSON(t, "sync", "--repo", repoDir, "--env", "dev", "--timeout", "3m")
+		s := bootstrapJSON(t, "sync", "--repo", repoDir, "--env", "dev", "--timeout", "3m", "--converge=false")
 		if s.code != 0 {
 			t.Fatalf("sync dev:\n%s\n%s", s, s.stderr)
 		}
