@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/pkg/converge"
+	"github.com/homelab-ops/bootstrap/pkg/fluxrepo"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
@@ -49,7 +51,10 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 				return a.fail(run.Report, err)
 			}
 			if o.Declared != nil {
-				run.Report.Facts["path"] = strings.TrimPrefix(o.From, "the repository ")
+				run.Report.Facts["path"] = path
+				if env != "" {
+					run.Report.Facts["path"] = "clusters/" + env
+				}
 			}
 			return a.execute(cmd.Context(), run, converge.NewPhase(a.connect, o))
 		},
@@ -105,9 +110,21 @@ func convergeOptions(o *converge.Options, root, repo, env, path string) error {
 }
 
 // declare makes the graph the repository's: every Kustomization the
-// environment's root renders, created yet or not.
+// environment declares, transitively through spec.path (the one repository
+// model, pkg/fluxrepo), created yet or not. When the model cannot be built
+// (the offline check says why), the Kustomizations the root renders are the
+// graph, with a note.
 func declare(o *converge.Options, r *rootsync.Render, path string) {
-	o.Declared, o.From = r.Kustomizations, "the repository "+path
+	o.Declared, o.From = r.Kustomizations, "the repository "+path+" (the root's render)"
+	env, err := fluxrepo.Load(fluxrepo.Options{Repo: r.Options.Repo, Path: path, Namespace: r.Options.Namespace, RootName: r.Options.RootName})
+	if err == nil {
+		o.Declared, o.From = nil, "the repository "+path
+		for _, k := range env.Kustomizations {
+			o.Declared = append(o.Declared, k.Kustomization)
+		}
+	} else {
+		o.From += fmt.Sprintf("; the full model did not build: %v", err)
+	}
 	if o.Declared == nil {
 		o.Declared = []*kustomizev1.Kustomization{}
 	}
