@@ -187,7 +187,8 @@ func (a *app) acquire(ctx context.Context) error {
 	if ns == "" {
 		ns = DefaultFluxNamespace
 	}
-	l, err := lock.Acquire(ctx, a.cl.Clientset, lock.Options{Namespace: ns, Command: a.lockCommand, Break: a.breakLock})
+	installs := a.lockCommand == "bootstrap controllers" || a.lockCommand == "bootstrap up"
+	l, err := lock.Acquire(ctx, a.cl.Clientset, lock.Options{Namespace: ns, Command: a.lockCommand, Break: a.breakLock, CreateNamespace: installs})
 	a.lock = l
 	return err
 }

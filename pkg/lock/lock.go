@@ -44,6 +44,10 @@ type Options struct {
 	Duration time.Duration
 	// Break takes over a lease held by another run at once.
 	Break bool
+	// CreateNamespace creates a missing Flux namespace for the lease (the
+	// commands that install Flux); otherwise a missing namespace means Flux
+	// is not installed, and nothing is created.
+	CreateNamespace bool
 	// Now is the clock (tests set it).
 	Now func() time.Time
 }
@@ -79,7 +83,7 @@ func Acquire(ctx context.Context, cs kubernetes.Interface, o Options) (*Lock, er
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if err := ensureNamespace(ctx, cs, o.Namespace); err != nil {
+	if err := ensureNamespace(ctx, cs, o.Namespace, o.CreateNamespace); err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
@@ -181,8 +185,11 @@ func describe(identity string) string {
 	return h.String()
 }
 
-func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string, create bool) error {
 	_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && !create {
+		return fmt.Errorf("namespace %s does not exist: Flux is not installed in this cluster: run `bootstrap controllers` (or `bootstrap up`) first", ns)
+	}
 	if apierrors.IsNotFound(err) {
 		_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{FieldManager: "bootstrap"})
 		if apierrors.IsAlreadyExists(err) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -15,7 +16,15 @@ func TestLock(t *testing.T) {
 	cs := fake.NewClientset()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	first, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "bootstrap up", Now: clock})
+	// Without Flux's namespace a command that does not install Flux takes
+	// no lock and creates nothing.
+	if _, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "bootstrap cutover", Now: clock}); err == nil || !strings.Contains(err.Error(), "Flux is not installed") {
+		t.Fatalf("cutover on a cluster without Flux: %v", err)
+	}
+	if ns, _ := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); len(ns.Items) != 0 {
+		t.Fatalf("the refused lock created %v", ns.Items)
+	}
+	first, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "bootstrap up", CreateNamespace: true, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
