@@ -9,8 +9,10 @@ package lock
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -120,7 +122,10 @@ func Acquire(ctx context.Context, cs kubernetes.Interface, o Options) (*Lock, er
 		held := old.HolderIdentity != ""
 		expires := old.RenewTime.Add(time.Duration(old.LeaseDurationSeconds) * time.Second)
 		who := describe(old.HolderIdentity)
+		gone := held && holderGone(old.HolderIdentity, host)
 		switch {
+		case held && now.Before(expires) && gone:
+			l.TookOver = "took over the lock of " + who + ": that process is gone from this host (killed?)"
 		case held && now.Before(expires) && !o.Break:
 			return nil, &HeldError{Lease: ref, Holder: who}
 		case held && now.Before(expires):
@@ -175,6 +180,17 @@ func (l *Lock) Release() error {
 	rec.HolderIdentity = ""
 	rec.RenewTime = metav1.NewTime(l.now())
 	return l.ll.Update(ctx, rec)
+}
+
+// holderGone says whether the holder ran on this host and its process no
+// longer exists: a run killed with SIGKILL could not release, and its
+// re-run on the same machine need not wait for the lease to expire.
+func holderGone(identity, host string) bool {
+	var h Holder
+	if err := json.Unmarshal([]byte(identity), &h); err != nil || h.Host != host || h.PID <= 0 || h.PID == os.Getpid() {
+		return false
+	}
+	return errors.Is(syscall.Kill(h.PID, 0), syscall.ESRCH)
 }
 
 func describe(identity string) string {

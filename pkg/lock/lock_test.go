@@ -2,7 +2,10 @@ package lock
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -68,4 +71,50 @@ func TestLock(t *testing.T) {
 		t.Fatalf("after release: %v %q", err, next.TookOver)
 	}
 	_ = next.Release()
+}
+
+func TestDeadHolderOnThisHost(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	host, _ := os.Hostname()
+	// A process that has exited: its pid is free (the kernel does not reuse
+	// it at once).
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := Holder{Host: host, PID: cmd.Process.Pid, Command: "bootstrap up", Since: time.Now()}
+	l, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "killed", CreateNamespace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.stop()
+	<-l.done
+	id, _ := json.Marshal(dead)
+	l.rec.HolderIdentity = string(id)
+	if err := l.ll.Update(ctx, l.rec); err != nil {
+		t.Fatal(err)
+	}
+	next, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "bootstrap up"})
+	if err != nil || !strings.Contains(next.TookOver, "process is gone") {
+		t.Fatalf("a dead holder on this host: %v %q", err, next.TookOver)
+	}
+	_ = next.Release()
+	// A live holder on another host is still respected.
+	other := Holder{Host: "elsewhere", PID: cmd.Process.Pid, Command: "bootstrap up", Since: time.Now()}
+	held, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.stop()
+	<-held.done
+	id, _ = json.Marshal(other)
+	held.rec.HolderIdentity = string(id)
+	if err := held.ll.Update(ctx, held.rec); err != nil {
+		t.Fatal(err)
+	}
+	var he *HeldError
+	if _, err := Acquire(ctx, cs, Options{Namespace: "flux-system", Command: "y"}); !errors.As(err, &he) {
+		t.Fatalf("a holder on another host must be respected: %v", err)
+	}
 }

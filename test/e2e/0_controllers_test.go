@@ -340,6 +340,11 @@ func testControllersKilled(t *testing.T) {
 	_ = cmd.Wait()
 	r, out := controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5", "--overlays", dir}, homelabExtras...)...)
 	mustPass(t, r, out)
+	// The killed run could not release its lock: the re-run on the same
+	// host sees its process is gone and takes the lock over, saying so.
+	if !strings.Contains(strings.Join(r.Warnings, "\n"), "process is gone") {
+		t.Errorf("the re-run did not say it took over the killed run's lock: warnings %q", r.Warnings)
+	}
 	in := waitRunning(ctx, t, "kustomize-controller")
 	if !slices.Contains(in.Args, "--concurrent=7") || !strings.HasPrefix(r.check("controllers.flags-live"), "pass") {
 		t.Fatalf("re-run after SIGKILL did not converge: args %q flags-live %s", in.Args, r.check("controllers.flags-live"))
