@@ -167,7 +167,7 @@ func (r cliRun) changedObjects() (changed, restarts []string) {
 // nudging (reconcile.fluxcd.io/requestedAt) the source and the ones not yet
 // there every 2 s instead of waiting out the 30 s dependency requeue.
 func (g *gEnv) waitKustomizations(ctx context.Context, names []string, rev string) (map[string]kustomizev1.Kustomization, error) {
-	lastNudge := time.Time{}
+	lastNudge, lastWaiting := time.Time{}, ""
 	if g.firstReady == nil {
 		g.firstReady = map[string]time.Time{}
 	}
@@ -199,6 +199,10 @@ func (g *gEnv) waitKustomizations(ctx context.Context, names []string, rev strin
 		}
 		if len(waiting) == 0 {
 			return got, nil
+		}
+		if w := strings.Join(waiting, "; "); w != lastWaiting {
+			lastWaiting = w
+			suite.logger.Info("gauntlet: waiting for Kustomizations", "sandbox", g.name, "revision", rev, "waiting", w)
 		}
 		if time.Since(lastNudge) > 2*time.Second {
 			lastNudge = time.Now()

@@ -855,11 +855,12 @@ func (g *gauntlet) stageHazard(ctx context.Context, s *stageResult, broken bool)
 	if forced.code != 0 {
 		return fmt.Errorf("forced sync exit %d: %s", forced.code, forced.firstProblem())
 	}
+	t0 := time.Now()
 	msg, err := g.main.waitKustomizationFailed(ctx, "platform-config", rev, strictError)
 	if err != nil {
 		return err
 	}
-	s.Evidence = append(s.Evidence, "platform-config: "+msg)
+	s.Evidence = append(s.Evidence, fmt.Sprintf("platform-config failed %s after the forced sync: %s", time.Since(t0).Round(100*time.Millisecond), msg))
 	// Revert: the cluster converges again.
 	if _, err := g.git(g.work, "revert", "--no-edit", "HEAD"); err != nil {
 		return err
@@ -872,9 +873,11 @@ func (g *gauntlet) stageHazard(ctx context.Context, s *stageResult, broken bool)
 		return err
 	}
 	g.rev = "main@sha1:" + sha
+	t0 = time.Now()
 	if _, err := g.main.waitKustomizations(ctx, homelabKustomizations, g.rev); err != nil {
 		return fmt.Errorf("after the revert: %v", err)
 	}
+	s.Evidence = append(s.Evidence, fmt.Sprintf("revert %s pushed: every Kustomization Ready at it %s later", shortRev(g.rev), time.Since(t0).Round(100*time.Millisecond)))
 	s.Detail = fmt.Sprintf("sync stopped in phase static naming %s (exit 1, nothing applied); forced with --check=false: platform-config failed at %s with %q (caught by waiting, until converge is merged); reverted, all %d Kustomizations Ready at %s",
 		fileLine, shortRev(rev), strictError, len(homelabKustomizations), shortRev(g.rev))
 	return nil
