@@ -165,7 +165,7 @@ func (r cliRun) changedObjects() (changed, restarts []string) {
 
 // waitKustomizations waits until every named Kustomization is Ready at rev,
 // nudging (reconcile.fluxcd.io/requestedAt) the source and the ones not yet
-// there every 2 s instead of waiting out the 30 s dependency requeue.
+// there every second instead of waiting out the 30 s dependency requeue.
 func (g *gEnv) waitKustomizations(ctx context.Context, names []string, rev string) (map[string]kustomizev1.Kustomization, error) {
 	lastNudge, lastWaiting := time.Time{}, ""
 	if g.firstReady == nil {
@@ -204,7 +204,7 @@ func (g *gEnv) waitKustomizations(ctx context.Context, names []string, rev strin
 			lastWaiting = w
 			suite.logger.Info("gauntlet: waiting for Kustomizations", "sandbox", g.name, "revision", rev, "waiting", w)
 		}
-		if time.Since(lastNudge) > 2*time.Second {
+		if time.Since(lastNudge) > time.Second {
 			lastNudge = time.Now()
 			g.nudgeSource(ctx, rev)
 			for _, w := range waiting {
@@ -233,10 +233,19 @@ func (g *gEnv) waitKustomizationFailed(ctx context.Context, name, rev, msg strin
 		if st == metav1.ConditionFalse && strings.Contains(m, msg) && k.Status.LastAttemptedRevision == rev {
 			return m, nil
 		}
-		if time.Since(lastNudge) > 2*time.Second {
+		if time.Since(lastNudge) > time.Second {
+			// Revision gating: name's dependencies must apply rev first,
+			// so every Kustomization not yet at rev is nudged.
 			lastNudge = time.Now()
 			g.nudgeSource(ctx, rev)
-			g.nudge(ctx, &k)
+			var list kustomizev1.KustomizationList
+			if err := g.client.List(ctx, &list, client.InNamespace(fluxNS)); err == nil {
+				for i := range list.Items {
+					if list.Items[i].Status.LastAttemptedRevision != rev {
+						g.nudge(ctx, &list.Items[i])
+					}
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():

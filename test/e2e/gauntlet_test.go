@@ -153,6 +153,7 @@ func (p *page) stage(key string) *stageResult {
 
 // runGauntlet runs the stages in order and always writes the page.
 func runGauntlet(t *testing.T, o gauntletOptions) *page {
+	bootstrapCLI(t) // built once, before any stage's clock starts
 	g := &gauntlet{t: t, opts: o, tmp: t.TempDir(), page: &page{Started: time.Now(), Break: o.Break}}
 	for _, s := range gauntletStages {
 		g.page.Stages = append(g.page.Stages, &stageResult{Key: s.key, Title: s.title, Verdict: "skip", Detail: "not run"})
@@ -652,7 +653,7 @@ func countVerdict(r cliRun, v string) int {
 // server is stopped and a commit through the final one reaches every
 // Kustomization. BREAK: the final source is unreachable.
 func (g *gauntlet) stageCutover(ctx context.Context, s *stageResult, broken bool) error {
-	rb := g.cli(ctx, g.main, "", "cutover", "--to", "http://127.0.0.1:1/homelab.git", "--timeout", "20s")
+	rb := g.cli(ctx, g.main, "", "cutover", "--to", "http://127.0.0.1:1/homelab.git", "--timeout", "10s")
 	s.Evidence = append(s.Evidence, fmt.Sprintf("fault: cutover to an unreachable URL: exit %d, %s; %s", rb.code, rb.report.check(rootsync.GateFinalReady.ID), rb.report.check(rootsync.GateRollback.ID)))
 	if rb.code != 1 || !strings.HasPrefix(rb.report.check(rootsync.GateRollback.ID), "pass") {
 		return fmt.Errorf("cutover to an unreachable source did not roll back: exit %d, %s", rb.code, rb.report.check(rootsync.GateRollback.ID))
