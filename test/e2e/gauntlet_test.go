@@ -667,7 +667,7 @@ func (g *gauntlet) stageCutover(ctx context.Context, s *stageResult, broken bool
 	}
 	args := []string{"cutover", "--timeout", "3m"}
 	if broken {
-		args = append(args, "--to", "http://127.0.0.1:1/final.git")
+		args = []string{"cutover", "--to", "http://127.0.0.1:1/final.git", "--timeout", "10s"}
 	}
 	r := g.cli(ctx, g.main, "", args...)
 	s.Evidence = append(s.Evidence, fmt.Sprintf("`bootstrap %s`: exit %d, %s; %s; %s", strings.Join(args, " "), r.code,
@@ -804,7 +804,11 @@ func (g *gauntlet) stageFaults(ctx context.Context, s *stageResult, broken bool)
 	aCode := a.ProcessState.ExitCode()
 	s.Evidence = append(s.Evidence, fmt.Sprintf("run A (pid %d) held %s; run B: exit %d, %s; run A exit %d", a.Process.Pid, holder, b.code, b.firstProblem(), aCode))
 	if b.code != 1 || !strings.Contains(b.report.Error, fmt.Sprint(a.Process.Pid)) || !strings.Contains(b.report.Error, "--break-lock") {
-		return fmt.Errorf("the second concurrent run was not refused naming the holder: exit %d, %s", b.code, b.firstProblem())
+		why := b.firstProblem()
+		if b.code == 0 {
+			why = "it ran: " + strings.Join(b.report.Warnings, "; ")
+		}
+		return fmt.Errorf("the second concurrent run was not refused naming the holder: exit %d, %s", b.code, why)
 	}
 	if aCode != 0 {
 		return fmt.Errorf("run A exit %d", aCode)
