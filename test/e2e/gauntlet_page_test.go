@@ -86,7 +86,7 @@ func (p *page) markdown() string {
 		}
 	}
 	if len(p.Timeline) > 0 {
-		b.WriteString("\nThe bring-up (stage 1), one bar per Kustomization from its creation to its first Ready, as read back from the cluster: ![timeline](timeline.svg)\n")
+		b.WriteString("\nThe bring-up (stage 1), one bar per Kustomization from its creation (read back) to the moment the gauntlet first saw it Ready at the revision (polled every 500 ms): ![timeline](timeline.svg)\n")
 	}
 	b.WriteString("\n## Evidence\n")
 	for i, s := range p.Stages {
