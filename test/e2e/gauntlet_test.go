@@ -774,8 +774,11 @@ func (g *gauntlet) stageFaults(ctx context.Context, s *stageResult, broken bool)
 	killDetail := fmt.Sprintf("controller killed mid-sync: runner restarted it (pid %d→%d, starts %d→%d), sync exit %d%s, all %d Kustomizations Ready at %s",
 		before.Pid, in.Pid, before.Starts, in.Starts, first.code, map[bool]string{true: "", false: fmt.Sprintf(" then re-run exit %d", after.code)}[first.code == 0], len(homelabKustomizations), shortRev(rev))
 
-	// Two concurrent runs: B starts once A holds the lease.
-	upArgs := append(append([]string{}, g.baseUp...), "-o", "json", "--kubeconfig", g.main.sb.KubeconfigPath)
+	// Two concurrent runs: B starts once A holds the lease. A has real work
+	// (--log-level debug restarts every controller, so it holds the lock
+	// through the rollouts), so B cannot arrive after A finished; a third
+	// run puts the log level back.
+	upArgs := append(append([]string{}, g.baseUp...), "--log-level", "debug", "-o", "json", "--kubeconfig", g.main.sb.KubeconfigPath)
 	a := exec.CommandContext(ctx, bootstrapCLI(g.t), upArgs...)
 	a.Stdin = strings.NewReader(g.key)
 	var ao bytes.Buffer
@@ -811,9 +814,21 @@ func (g *gauntlet) stageFaults(ctx context.Context, s *stageResult, broken bool)
 		return fmt.Errorf("the second concurrent run was not refused naming the holder: exit %d, %s", b.code, why)
 	}
 	if aCode != 0 {
-		return fmt.Errorf("run A exit %d", aCode)
+		return fmt.Errorf("run A exit %d: %s", aCode, ao.String())
 	}
-	s.Detail = killDetail + fmt.Sprintf("; concurrent runs: B refused (exit 1: %q), A exit 0", b.report.Error)
+	back := g.cli(ctx, g.main, g.key, g.baseUp...)
+	if back.code != 0 || !back.report.Changed {
+		return fmt.Errorf("putting the log level back: exit %d, changed %t: %s", back.code, back.report.Changed, back.firstProblem())
+	}
+	in, err = g.main.waitRunnerFor(ctx, "kustomize-controller")
+	if err != nil {
+		return err
+	}
+	if !hasArg(in.Args, "--log-level=info") || !hasArg(in.Args, strictFlag) {
+		return fmt.Errorf("after the third run kustomize-controller runs %q", in.Args)
+	}
+	s.Evidence = append(s.Evidence, fmt.Sprintf("third run (plain up): exit 0, changed %t; kustomize-controller back on --log-level=info", back.report.Changed))
+	s.Detail = killDetail + fmt.Sprintf("; concurrent runs: A (up --log-level debug, restarting every controller) held the lock, B refused (exit 1: %q), A exit 0, then the log level put back", b.report.Error)
 	return nil
 }
 
@@ -960,7 +975,7 @@ func (g *gauntlet) stageOracle(ctx context.Context, s *stageResult, broken bool)
 var explained = map[string]string{
 	"annotation reconcile.fluxcd.io/requestedAt":                  "the gauntlet's nudges (both clusters, at different times)",
 	"annotation kubectl.kubernetes.io/last-applied-configuration": "client-side `kubectl apply -k` (stock path only)",
-	"annotation deployment.kubernetes.io/revision":                "rollout count: the bootstrap cluster restarted kustomize-controller (drift) and re-applied",
+	"annotation deployment.kubernetes.io/revision":                "rollout count: the bootstrap cluster rolled its Deployments out again (the drift and its repair in stage 3, the log level changed and put back in stage 7)",
 	"object Lease/flux-system/bootstrap-lock":                     "bootstrap's cluster lock (released, the Lease stays)",
 }
 
