@@ -33,8 +33,10 @@ sandbox-down: $(SANDBOX_CMD)
 ## e2e: the end-to-end suite against a fresh sandbox (builds what is missing)
 e2e: sandbox-deps sandbox-build
 	$(MAKE) generate
+	rm -f gauntlet/report.md
 	BOOTSTRAP_SANDBOX_BIN="$$(bash hack/sandbox/build.sh --print)" \
-		$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./test/e2e/ 2>&1 | tee $${E2E_LOG:-/tmp/bootstrap-e2e.log}; exit $${PIPESTATUS[0]}
+		$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./test/e2e/ 2>&1 | tee $${E2E_LOG:-/tmp/bootstrap-e2e.log}; \
+		rc=$${PIPESTATUS[0]}; if test -f gauntlet/report.md; then echo "gauntlet (gauntlet/report.md):"; sed -n '/^| #/,/^$$/p' gauntlet/report.md; tail -n 1 gauntlet/report.md; fi; exit $$rc
 
 GAUNTLET_OUT ?= $(CURDIR)/gauntlet
 
