@@ -151,8 +151,12 @@ func (a *app) connect() (*apply.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.countRequests && a.requests == nil {
-		a.requests = kube.CountRequests(cfg)
+	if a.countRequests {
+		// Every connection of the run counts (up connects once per phase).
+		if a.requests == nil {
+			a.requests = &atomic.Int64{}
+		}
+		kube.CountRequestsInto(cfg, a.requests)
 	}
 	cl, err := apply.Connect(cfg)
 	a.cl = cl

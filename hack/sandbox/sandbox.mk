@@ -6,7 +6,7 @@ SANDBOX_STATE ?= $(or $(BOOTSTRAP_SANDBOX_STATE),/tmp/bootstrap-sandbox)
 SANDBOX_CMD   ?= bin/sandbox
 E2E_TIMEOUT   ?= 45m
 
-.PHONY: sandbox-deps sandbox-build sandbox-up sandbox-down e2e
+.PHONY: sandbox-deps sandbox-build sandbox-up sandbox-down e2e gauntlet
 
 ## sandbox-deps: Debian packages the sandbox needs (git); skips apt when present
 sandbox-deps:
@@ -33,5 +33,16 @@ sandbox-down: $(SANDBOX_CMD)
 ## e2e: the end-to-end suite against a fresh sandbox (builds what is missing)
 e2e: sandbox-deps sandbox-build
 	$(MAKE) generate
+	rm -f gauntlet/report.md
 	BOOTSTRAP_SANDBOX_BIN="$$(bash hack/sandbox/build.sh --print)" \
-		$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./test/e2e/ 2>&1 | tee $${E2E_LOG:-/tmp/bootstrap-e2e.log}; exit $${PIPESTATUS[0]}
+		$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./test/e2e/ 2>&1 | tee $${E2E_LOG:-/tmp/bootstrap-e2e.log}; \
+		rc=$${PIPESTATUS[0]}; if test -f gauntlet/report.md; then echo "gauntlet (gauntlet/report.md):"; sed -n '/^| #/,/^$$/p' gauntlet/report.md; tail -n 1 gauntlet/report.md; fi; exit $$rc
+
+GAUNTLET_OUT ?= $(CURDIR)/gauntlet
+
+## gauntlet: the lifecycle run on fresh sandboxes; writes $(GAUNTLET_OUT)/report.md, junit.xml, timeline.svg (BREAK=<stage> breaks one stage on purpose)
+gauntlet: sandbox-deps sandbox-build
+	$(MAKE) generate
+	BOOTSTRAP_SANDBOX_BIN="$$(bash hack/sandbox/build.sh --print)" GAUNTLET_OUT="$(GAUNTLET_OUT)" BREAK="$(BREAK)" \
+		$(GO) test -count=1 -tags e2e -timeout 30m -run '^TestGauntlet$$' -v ./test/e2e/ 2>&1 | tee $${GAUNTLET_LOG:-/tmp/bootstrap-gauntlet.log}; \
+		rc=$${PIPESTATUS[0]}; test -f "$(GAUNTLET_OUT)/report.md" && cat "$(GAUNTLET_OUT)/report.md"; exit $$rc

@@ -126,13 +126,19 @@ func ResourceManager(c client.Client) *ssa.ResourceManager {
 // it, for the report and the benchmarks.
 func CountRequests(cfg *rest.Config) *atomic.Int64 {
 	n := &atomic.Int64{}
+	CountRequestsInto(cfg, n)
+	return n
+}
+
+// CountRequestsInto wraps cfg's transport to add its HTTP requests to n: a
+// command that connects once per phase counts every phase's requests.
+func CountRequestsInto(cfg *rest.Config, n *atomic.Int64) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			n.Add(1)
 			return rt.RoundTrip(r)
 		})
 	})
-	return n
 }
 
 // Binding ends the requests of the REST configs it wraps when its context
