@@ -18,7 +18,6 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -214,42 +213,6 @@ func (g *gEnv) waitKustomizations(ctx context.Context, names []string, rev strin
 		select {
 		case <-ctx.Done():
 			return got, fmt.Errorf("not every Kustomization Ready at %s: %s", rev, strings.Join(waiting, "; "))
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-// waitKustomizationFailed waits until name is Ready=False with msg in its
-// message, having attempted rev.
-func (g *gEnv) waitKustomizationFailed(ctx context.Context, name, rev, msg string) (string, error) {
-	lastNudge, last := time.Time{}, ""
-	for {
-		var k kustomizev1.Kustomization
-		if err := g.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: name}, &k); err != nil && !apierrors.IsNotFound(err) {
-			return "", err
-		}
-		st, _, m, _ := readyStatus(k.Generation, k.Status.Conditions)
-		last = fmt.Sprintf("Ready=%s %q attempted=%s", st, m, k.Status.LastAttemptedRevision)
-		if st == metav1.ConditionFalse && strings.Contains(m, msg) && k.Status.LastAttemptedRevision == rev {
-			return m, nil
-		}
-		if time.Since(lastNudge) > time.Second {
-			// Revision gating: name's dependencies must apply rev first,
-			// so every Kustomization not yet at rev is nudged.
-			lastNudge = time.Now()
-			g.nudgeSource(ctx, rev)
-			var list kustomizev1.KustomizationList
-			if err := g.client.List(ctx, &list, client.InNamespace(fluxNS)); err == nil {
-				for i := range list.Items {
-					if list.Items[i].Status.LastAttemptedRevision != rev {
-						g.nudge(ctx, &list.Items[i])
-					}
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("%s did not fail with %q at %s: %s", name, msg, rev, last)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
