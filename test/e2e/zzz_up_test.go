@@ -161,6 +161,24 @@ func TestAnsibleUp(t *testing.T) {
 		}
 		return string(out), err
 	}
+	// On a failure, the saved report says which gate stopped the run.
+	saved := func() string {
+		b, err := os.ReadFile(filepath.Join(reports, "up.json"))
+		if err != nil {
+			return "(no saved report: " + err.Error() + ")"
+		}
+		var r cliReport
+		if err := json.Unmarshal(b, &r); err != nil {
+			return err.Error()
+		}
+		var out []string
+		for _, c := range r.Checks {
+			if c.Verdict == "fail" || c.Verdict == "skip" {
+				out = append(out, c.ID+": "+c.Verdict+": "+c.Message+" "+strings.Join(c.Evidence, " | "))
+			}
+		}
+		return strings.Join(out, "\n")
+	}
 	recap := regexp.MustCompile(`localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)`)
 	counts := func(t *testing.T, out string) (changed, failed string) {
 		t.Helper()
@@ -174,7 +192,7 @@ func TestAnsibleUp(t *testing.T) {
 	t.Run("FirstRunChanges", func(t *testing.T) {
 		out, err := playbook(t, key)
 		if c, f := counts(t, out); err != nil || c != "1" || f != "0" {
-			t.Fatalf("first run: changed=%s failed=%s (%v)\n%s", c, f, err, out)
+			t.Fatalf("first run: changed=%s failed=%s (%v)\n%s\nsaved report:\n%s", c, f, err, out, saved())
 		}
 		b, err := os.ReadFile(filepath.Join(reports, "up.json"))
 		if err != nil {
@@ -188,7 +206,7 @@ func TestAnsibleUp(t *testing.T) {
 	t.Run("SecondRunChangesNothing", func(t *testing.T) {
 		out, err := playbook(t, key)
 		if c, f := counts(t, out); err != nil || c != "0" || f != "0" {
-			t.Fatalf("second run: changed=%s failed=%s (%v)\n%s", c, f, err, out)
+			t.Fatalf("second run: changed=%s failed=%s (%v)\n%s\nsaved report:\n%s", c, f, err, out, saved())
 		}
 	})
 	t.Run("WrongKeyFailsWithTheGateMessage", func(t *testing.T) {
