@@ -19,12 +19,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/pkg/lock"
 )
@@ -130,8 +128,11 @@ func TestAnsibleUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gitRepo.Close()
-	// The first run has something to do: the age-key Secret is missing.
-	_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
+	// A cold bring-up of dev: what earlier scenarios left (their sources,
+	// Kustomizations, cluster-vars and age-key Secret) is removed first, so
+	// the first run has everything to do and nothing of theirs interferes.
+	cleanupHomelab(t)
+	t.Cleanup(func() { cleanupHomelab(t) })
 
 	reports := t.TempDir()
 	if err := os.Chmod(reports, 0o750); err != nil { // as the play wants it: only the up task may change
