@@ -7,6 +7,7 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
@@ -169,9 +170,20 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	sc := GateSourceReady.New()
 	wantURL := DeclaredOf(src).URL
 	progress(fmt.Sprintf("waiting for GitRepository %s/%s to be Ready with an artifact from %s (timeout %s)", src.GetNamespace(), src.GetName(), wantURL, timeout))
+	// The source fetches now (as `flux reconcile source git` does), so the
+	// sync is proven at the repository's current commit, not at whatever
+	// the source last fetched.
+	token, err := requestReconcileToken(wctx, cl.Client, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: src.GetNamespace(), Name: src.GetName()}})
+	if err != nil {
+		progress("could not ask the source to fetch now (" + err.Error() + "); waiting for its own interval")
+	}
 	gr, err := wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, src.GetNamespace(), src.GetName(), func(g *sourcev1.GitRepository) (bool, string) {
 		ok, desc := wait.Ready(g)
-		return ok && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
+		fetched := token == "" || g.Status.LastHandledReconcileAt == token
+		if !fetched {
+			desc += "; the fetch asked for is not handled yet"
+		}
+		return ok && fetched && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
 	})
 	rc := GateRootApplied.New()
 	if err != nil {

@@ -158,11 +158,19 @@ func notInstalled(err error) error {
 
 // requestReconcile sets reconcile.fluxcd.io/requestedAt, as `flux reconcile` does.
 func requestReconcile(ctx context.Context, c client.Client, obj client.Object) error {
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, requestedAt, time.Now().Format(time.RFC3339Nano))
+	_, err := requestReconcileToken(ctx, c, obj)
+	return err
+}
+
+// requestReconcileToken is requestReconcile returning the token the
+// controller copies to status.lastHandledReconcileAt once it handled it.
+func requestReconcileToken(ctx context.Context, c client.Client, obj client.Object) (string, error) {
+	token := time.Now().Format(time.RFC3339Nano)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, requestedAt, token)
 	if err := c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("request reconcile of %s: %w", obj.GetName(), err)
+		return "", fmt.Errorf("request reconcile of %s: %w", obj.GetName(), err)
 	}
-	return nil
+	return token, nil
 }
 
 // ValidateSync checks sync's flags before anything is read or requested:

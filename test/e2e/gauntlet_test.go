@@ -36,6 +36,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/pkg/lock"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
 const (
@@ -869,6 +870,21 @@ func (g *gauntlet) stageHazard(ctx context.Context, s *stageResult, broken bool)
 	}
 	if _, err := g.git(g.work, "push", "--quiet", "final", "HEAD:main"); err != nil {
 		return err
+	}
+	// The source fetches the hazard commit (a nudge, as `flux reconcile
+	// source git` does) so the forced sync meets it at once.
+	g.main.nudgeSource(ctx, rev)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	_, err = wait.For(wctx, g.main.client, &sourcev1.GitRepositoryList{}, fluxNS, "flux-system", func(gr *sourcev1.GitRepository) (bool, string) {
+		got := ""
+		if gr.Status.Artifact != nil {
+			got = gr.Status.Artifact.Revision
+		}
+		return got == rev, "artifact " + got
+	})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("the source did not fetch the hazard commit %s: %v", rev, err)
 	}
 	// Forced through, the sync's converge phase catches it: platform-config
 	// fails at this revision with the strict-mode message, its dependents
