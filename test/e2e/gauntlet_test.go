@@ -392,7 +392,7 @@ func (g *gauntlet) stageBringUp(ctx context.Context, s *stageResult, broken bool
 	s.Evidence = append(s.Evidence, "phases: "+strings.Join(phases, ", "),
 		fmt.Sprintf("GitRepository url %s, annotations source=%s declared-url=%s", gr.Spec.URL, gr.Annotations[rootsync.AnnSource], gr.Annotations[rootsync.AnnDeclaredURL]),
 		"running kustomize-controller args: "+strings.Join(in.Args, " "))
-	s.Detail = fmt.Sprintf("up exit 0 in %s (%d objects applied, %s API requests); %d/%d Kustomizations Ready at %s %s after up started; SOPS Secret decrypted; kustomize-controller running with %s; source temporary (%s)",
+	s.Detail = fmt.Sprintf("up exit 0 in %s (%d objects applied, %s API requests); up's converge saw all %d Kustomizations converged, and the %d of the flux-system source are Ready at %s %s after up started; SOPS Secret decrypted; kustomize-controller running with %s; source temporary (%s)",
 		r.wall.Round(100*time.Millisecond), len(created), r.requests(), len(ks), len(homelabKustomizations), shortRev(g.rev), time.Since(g.upStart).Round(100*time.Millisecond), strictFlag, g.tempURL)
 	return nil
 }
@@ -913,7 +913,7 @@ func (g *gauntlet) stageHazard(ctx context.Context, s *stageResult, broken bool)
 		return fmt.Errorf("after the revert: %v", err)
 	}
 	s.Evidence = append(s.Evidence, fmt.Sprintf("revert %s pushed: every Kustomization Ready at it %s later", shortRev(g.rev), time.Since(t0).Round(100*time.Millisecond)))
-	s.Detail = fmt.Sprintf("sync stopped in phase static naming %s (exit 1, nothing applied); forced with --check=false: platform-config failed at %s with %q (caught by waiting, until converge is merged); reverted, all %d Kustomizations Ready at %s",
+	s.Detail = fmt.Sprintf("sync stopped in phase static naming %s (exit 1, nothing applied); forced with --check=false: sync's converge phase failed platform-config at %s with %q; reverted, all %d Kustomizations Ready at %s",
 		fileLine, shortRev(rev), strictError, len(homelabKustomizations), shortRev(g.rev))
 	return nil
 }
