@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
-	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
@@ -60,8 +59,7 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 	return cmd
 }
 
-// ageKey runs an age-key phase and redacts anything that looks like key
-// material from the report and the error before reporting.
+// ageKey runs an age-key phase and reports.
 func (a *app) ageKey(cmd *cobra.Command, run *pipeline.Run, rf *repoFlags, o *agekey.Options, phase func(agekey.Options) pipeline.Phase) error {
 	err := errors.Join(validate.Namespace("--namespace", o.Namespace), validate.Name("--secret-name", o.SecretName, "age key Secret"))
 	o.Repo = rf.repo
@@ -72,14 +70,8 @@ func (a *app) ageKey(cmd *cobra.Command, run *pipeline.Run, rf *repoFlags, o *ag
 		err = pipeline.Execute(cmd.Context(), run, phase(*o))
 	}
 	a.release(run.Report)
-	agekey.RedactReport(run.Report)
+	// finish redacts key material from the report, the error included.
 	if err != nil {
-		msg := agekey.Redact(err.Error())
-		if gate.IsInput(err) {
-			err = gate.InputErrorf("%s", msg)
-		} else {
-			err = errors.New(msg)
-		}
 		return a.fail(run.Report, err)
 	}
 	return a.finish(run.Report)

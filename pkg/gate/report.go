@@ -10,7 +10,11 @@ import (
 
 // WriteText writes the human report: one line per check, evidence indented,
 // then a summary line with the exit code.
-func WriteText(w io.Writer, r *Report) error {
+func WriteText(w io.Writer, r *Report) error { return writeText(w, r, r) }
+
+// writeText writes r's checks and the summary line of whole, whose counts
+// are the run's even when r shows an excerpt.
+func writeText(w io.Writer, r, whole *Report) error {
 	var b strings.Builder
 	for _, msg := range r.Warnings {
 		fmt.Fprintf(&b, "WARNING: %s\n", msg)
@@ -25,11 +29,11 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "error: %s\n", r.Error)
 	}
 	counts := map[Verdict]int{}
-	for _, c := range r.Checks {
+	for _, c := range whole.Checks {
 		counts[c.Verdict]++
 	}
 	fmt.Fprintf(&b, "%s: %s (%d pass, %d fail, %d warn, %d skip; exit %d)\n",
-		r.Command, strings.ToUpper(string(r.Verdict())), counts[Pass], counts[Fail], counts[Warn], counts[Skip], r.ExitCode())
+		whole.Command, strings.ToUpper(string(whole.Verdict())), counts[Pass], counts[Fail], counts[Warn], counts[Skip], whole.ExitCode())
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -44,20 +48,7 @@ func WriteSummary(w io.Writer, r *Report) error {
 			short.Checks = append(short.Checks, c)
 		}
 	}
-	var b strings.Builder
-	if err := WriteText(&b, &short); err != nil {
-		return err
-	}
-	// The counts are the whole run's, not the excerpt's.
-	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	var full strings.Builder
-	if err := WriteText(&full, r); err != nil {
-		return err
-	}
-	all := strings.Split(strings.TrimSuffix(full.String(), "\n"), "\n")
-	lines[len(lines)-1] = all[len(all)-1]
-	_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
-	return err
+	return writeText(w, &short, r)
 }
 
 type jsonReport struct {
