@@ -87,7 +87,7 @@ func TestAgeKeyCLIRefusals(t *testing.T) {
 		{"truncated key", devKey[:len(devKey)-20], nil, []string{"--path", "clusters/dev", "--age-key-file", "-"}, 2, "malformed age identity"},
 		{"no key at all", "", nil, []string{"--path", "clusters/dev"}, 2, "no age identity given"},
 		{"no --path", devKey, nil, []string{"--age-key-file", "-"}, 2, "which environment?"},
-		{"unknown environment", devKey, nil, []string{"--path", "clusters/qa", "--age-key-file", "-"}, 2, "pass one of dev, prod"},
+		{"unknown environment", devKey, nil, []string{"--path", "clusters/qa", "--age-key-file", "-"}, 2, "(clusters/ has dev, prod)"},
 		// The wrong environment's key: refused before the cluster is
 		// touched (there is no kubeconfig, so connecting would be exit 2).
 		{"key of another environment", prodKey, nil, []string{"--path", "clusters/dev", "--age-key-file", "-"}, 1, "not installed"},

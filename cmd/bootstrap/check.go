@@ -79,11 +79,12 @@ func writeFile(path string, w func(*os.File) error) error {
 
 // staticPhase is the offline repository check that runs first in sync and
 // up, unless it was switched off (which the report says).
-func staticPhase(run *pipeline.Run, enabled bool, o rootsync.Options) []pipeline.Phase {
+func staticPhase(run *pipeline.Run, enabled bool, r *rootsync.Render) []pipeline.Phase {
 	if !enabled {
 		run.Report.Warn("--check=false: the repository's offline check (phase static) was skipped on purpose")
 		return nil
 	}
+	o := r.Options
 	return []pipeline.Phase{&check.Phase{Options: check.Options{Options: fluxrepo.Options{
-		Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName}}}}
+		Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName}, Env: r.Env}}}
 }

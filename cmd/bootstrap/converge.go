@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/pkg/converge"
-	"github.com/homelab-ops/bootstrap/pkg/fluxrepo"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
@@ -111,22 +109,11 @@ func convergeOptions(o *converge.Options, root, repo, env, path string) error {
 
 // declare makes the graph the repository's: every Kustomization the
 // environment declares, transitively through spec.path (the one repository
-// model, pkg/fluxrepo), created yet or not. When the model cannot be built
-// (the offline check says why), the Kustomizations the root renders are the
-// graph, with a note.
+// model, pkg/fluxrepo, that r was built from), created yet or not.
 func declare(o *converge.Options, r *rootsync.Render, path string) {
-	o.Declared, o.From = r.Kustomizations, "the repository "+path+" (the root's render)"
-	env, err := fluxrepo.Load(fluxrepo.Options{Repo: r.Options.Repo, Path: path, Namespace: r.Options.Namespace, RootName: r.Options.RootName})
-	if err == nil {
-		o.Declared, o.From = nil, "the repository "+path
-		for _, k := range env.Kustomizations {
-			o.Declared = append(o.Declared, k.Kustomization)
-		}
-	} else {
-		o.From += fmt.Sprintf("; the full model did not build: %v", err)
-	}
-	if o.Declared == nil {
-		o.Declared = []*kustomizev1.Kustomization{}
+	o.Declared, o.From = []*kustomizev1.Kustomization{}, "the repository "+path
+	for _, k := range r.Env.Kustomizations {
+		o.Declared = append(o.Declared, k.Kustomization)
 	}
 }
 

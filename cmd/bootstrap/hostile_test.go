@@ -155,7 +155,7 @@ func TestHostileFiles(t *testing.T) {
 		{"sync --repo root -> /dev/zero", []string{"sync", "--repo", repoRoot, "--env", "dev"}, nil, 2,
 			[]string{"--repo " + repoRoot, "clusters/dev/kustomization.yaml (a symlink to /dev/zero)", "copy the file into"}},
 		{"sync --repo resource -> /dev/zero", []string{"sync", "--repo", repoRes, "--env", "dev"}, nil, 2,
-			[]string{"kustomize build clusters/dev", "sync.yaml", "must be inside --repo " + repoRes + ": copy it into the repository"}},
+			[]string{"--repo " + repoRes, "clusters/dev/sync.yaml (a symlink to /dev/zero) points outside the directory", "copy the file into " + repoRes}},
 		{"age-key --repo root -> /dev/zero", []string{"age-key", "--age-key-file", keyFile, "--repo", repoRoot, "--env", "dev"}, nil, 2,
 			[]string{"--repo " + repoRoot, "clusters/dev/kustomization.yaml (a symlink to /dev/zero)", "copy the file into"}},
 		{"age-key --repo .sops.yaml -> /dev/zero", []string{"age-key", "--age-key-file", keyFile, "--repo", repoSops, "--env", "dev"}, nil, 2,
@@ -279,8 +279,8 @@ func TestHostileRepository(t *testing.T) {
 	writeTestFile(t, keyFile, keyText)
 	runHostile(t, []hostileCase{
 		{"age-key: spec.path escapes", []string{"age-key", "--age-key-file", keyFile, "--repo", repo, "--env", "dev"}, nil, 2,
-			[]string{`Kustomization flux-system/apps (clusters/dev/apps.yaml) decrypts with sops but its spec.path "../../../../etc" leaves the repository`, "set spec.path to a directory inside it"}},
+			[]string{`Kustomization flux-system/apps (clusters/dev/apps.yaml:1): spec.path "./../../../../etc" leaves the repository`, "make it relative to the repository root"}},
 		{"age-key verify: spec.path escapes", []string{"age-key", "verify", "--repo", repo, "--env", "dev"}, nil, 2,
-			[]string{`spec.path "../../../../etc" leaves the repository`}},
+			[]string{`spec.path "./../../../../etc" leaves the repository`}},
 	})
 }

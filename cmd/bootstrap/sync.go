@@ -61,7 +61,7 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 				return a.fail(run.Report, err)
 			}
 			a.writes("sync", o.Build.Namespace, dryRun)
-			phases := append(staticPhase(run, withCheck, o.Build), rootsync.NewPhase(o, a.connect))
+			phases := append(staticPhase(run, withCheck, o.Built), rootsync.NewPhase(o, a.connect))
 			return a.execute(cmd.Context(), run, append(phases, conv...)...)
 		},
 	}

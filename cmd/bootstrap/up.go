@@ -83,10 +83,10 @@ $SOPS_AGE_KEY_FILE.`,
 			if so.Built, err = rootsync.Build(so.Build); err != nil {
 				return a.fail(run.Report, err)
 			}
-			phases := append(staticPhase(run, withCheck, so.Build), controllers.NewPhase(co, a.connect))
+			phases := append(staticPhase(run, withCheck, so.Built), controllers.NewPhase(co, a.connect))
 			in := agekey.Input{Flag: keyFile, Stdin: a.streams.In, Getenv: a.getenv}
 			if keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
-				ao.Repo, ao.Path, ao.Namespace = rf.repo, so.Build.Path, ns
+				ao.Repo, ao.Path, ao.Namespace, ao.Env = rf.repo, so.Build.Path, ns, so.Built.Env
 				phases = append(phases, agekey.NewInstallPhase(in, ao, a.ageKeyConnect))
 			} else {
 				run.Report.Facts["age-key"] = "no key given: phase not run; sync checks that every decryption Secret exists"

@@ -1,26 +1,17 @@
 package agekey
 
 import (
-	"path"
-
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"sigs.k8s.io/kustomize/api/konfig"
-
 	"github.com/getsops/sops/v3/cmd/sops/formats"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
-	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/fluxrepo"
 	"github.com/homelab-ops/bootstrap/pkg/input"
 )
 
@@ -82,93 +73,56 @@ func (s *Scope) Uses() []Kustomization {
 	return out
 }
 
-type fluxKustomization struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	Spec struct {
-		Path       string `json:"path"`
-		Decryption *struct {
-			Provider  string `json:"provider"`
-			SecretRef *struct {
-				Name string `json:"name"`
-			} `json:"secretRef"`
-		} `json:"decryption"`
-	} `json:"spec"`
+// Scan finds the Flux Kustomizations of the environment env (a directory
+// of repo, e.g. clusters/dev) through the one repository model
+// (fluxrepo.Load: each spec.path built as kustomize-controller builds it),
+// and the SOPS-encrypted files read by the build of each Kustomization that
+// decrypts with the Secret namespace/secretName.
+func Scan(repo, env, namespace, secretName string) (*Scope, error) {
+	// Before the model: its copy leaves .sops.yaml out, as the artifact does.
+	if err := checkSopsConfig(repo); err != nil {
+		return nil, err
+	}
+	// The root directory may be a plain directory of manifests: the
+	// controller generates its kustomization.yaml.
+	e, err := fluxrepo.Load(fluxrepo.Options{Repo: repo, Path: env, Namespace: namespace, GenerateRoot: true})
+	if err != nil {
+		return nil, err
+	}
+	return ScopeOf(e, secretName)
 }
 
-// Scan finds the Flux Kustomizations reachable from env (a directory of
-// repo, e.g. clusters/dev) by following spec.path, and the SOPS-encrypted
-// files under the path of each one that decrypts with the Secret
-// namespace/secretName. Paths are taken relative to the repository root, as
-// Flux does for a Kustomization of the repository's own GitRepository.
-func Scan(repo, env, namespace, secretName string) (*Scope, error) {
-	s := &Scope{Repo: repo, Env: filepath.ToSlash(filepath.Clean(env)), Namespace: namespace, SecretName: secretName}
-	st, err := os.Stat(repo)
-	if err != nil || !st.IsDir() {
-		return nil, gate.InputErrorf("--repo %s: not a directory: pass the GitOps repository's checkout", repo)
+// ScopeOf is Scan of an environment already loaded.
+func ScopeOf(e *fluxrepo.Env, secretName string) (*Scope, error) {
+	o := e.Options
+	repo, namespace := o.Repo, o.Namespace
+	s := &Scope{Repo: repo, Env: filepath.ToSlash(filepath.Clean(o.Path)), Namespace: namespace, SecretName: secretName}
+	if err := checkSopsConfig(repo); err != nil {
+		return nil, err
 	}
-	if !filepath.IsLocal(filepath.FromSlash(s.Env)) {
-		return nil, gate.InputErrorf("--path %s: must be a directory inside --repo, e.g. clusters/dev", env)
-	}
-	// sops reads .sops.yaml itself later: hold it to the input rule first.
-	if rd, err := input.OpenDir(repo, "--repo "+repo); err == nil {
-		_, err := rd.ReadFile(".sops.yaml")
-		_ = rd.Close()
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+	s.Notes = append(s.Notes, e.Notes...)
+	byRef := map[string]*fluxrepo.Kustomization{}
+	for _, k := range e.Kustomizations {
+		ks := Kustomization{Name: k.Name, Namespace: k.Namespace, File: k.Location.String(), Path: k.Path}
+		if ks.Path == "" {
+			ks.Path = cleanSpecPath(k.Spec.Path)
 		}
-	}
-	envDir := filepath.Join(repo, filepath.FromSlash(s.Env))
-	if st, err := os.Stat(envDir); err != nil || !st.IsDir() {
-		return nil, gate.InputErrorf("--path %s: no such directory in %s%s", env, repo, siblings(filepath.Dir(envDir)))
-	}
-
-	visited := map[string]bool{}
-	queue := []string{s.Env}
-	seen := map[string]bool{}
-	for len(queue) > 0 {
-		dir := queue[0]
-		queue = queue[1:]
-		if visited[dir] {
-			continue
-		}
-		visited[dir] = true
-		ks, err := findKustomizations(repo, dir)
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range ks {
-			if seen[k.Ref()] {
-				continue
+		if d := k.Spec.Decryption; d != nil {
+			ks.Provider = d.Provider
+			if d.SecretRef != nil {
+				ks.SecretRef = d.SecretRef.Name
 			}
-			seen[k.Ref()] = true
-			s.Kustomizations = append(s.Kustomizations, k)
-			switch {
-			case strings.Contains(k.Path, "${"):
-				s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s (%s): spec.path %q uses a substitution variable; its files were not checked", k.Ref(), k.File, k.Path))
-				continue
-			case !filepath.IsLocal(filepath.FromSlash(k.Path)) && k.Provider != "":
-				// The files this key must decrypt cannot be found, and
-				// kustomize-controller would not read them from there
-				// either: that is the repository to fix, not a skip.
-				return nil, gate.InputErrorf("Kustomization %s (%s) decrypts with %s but its spec.path %q leaves the repository: set spec.path to a directory inside it, e.g. ./apps/dev", k.Ref(), k.File, k.Provider, k.Path)
-			case !filepath.IsLocal(filepath.FromSlash(k.Path)):
-				s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s (%s): spec.path %q leaves the repository; its files were not checked", k.Ref(), k.File, k.Path))
-				continue
-			}
-			if st, err := os.Stat(filepath.Join(repo, filepath.FromSlash(k.Path))); err != nil || !st.IsDir() {
-				s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s (%s): spec.path %q is not a directory of this repository (another source?); its files were not checked", k.Ref(), k.File, k.Path))
-				continue
-			}
-			queue = append(queue, k.Path)
 		}
+		s.Kustomizations = append(s.Kustomizations, ks)
+		byRef[ks.Ref()] = k
 	}
 	sort.Slice(s.Kustomizations, func(i, j int) bool { return s.Kustomizations[i].Ref() < s.Kustomizations[j].Ref() })
 
+	rd, err := input.OpenDir(repo, "--repo "+repo)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
 	files := map[string]*File{}
 	for _, k := range s.Kustomizations {
 		switch {
@@ -187,11 +141,14 @@ func Scan(repo, env, namespace, secretName string) (*Scope, error) {
 		if k.Namespace != namespace {
 			s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s: its secretRef %s is read from namespace %s, but the Secret is installed in %s", k.Ref(), k.SecretRef, k.Namespace, namespace))
 		}
-		if strings.Contains(k.Path, "${") || !filepath.IsLocal(filepath.FromSlash(k.Path)) {
-			continue
+		fk := byRef[k.Ref()]
+		if !fk.Built {
+			continue // the model's note says why
 		}
-		if err := findEncrypted(repo, k, files); err != nil {
-			return nil, err
+		for _, rel := range fk.Files {
+			if err := addEncrypted(rd, rel, k, files); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, f := range files {
@@ -201,165 +158,52 @@ func Scan(repo, env, namespace, secretName string) (*Scope, error) {
 	return s, nil
 }
 
-func siblings(parent string) string {
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return ""
-	}
-	var names []string
-	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			names = append(names, e.Name())
-		}
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(": pass one of %s", strings.Join(names, ", "))
-}
-
-func isManifest(path string) bool {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
-}
-
-// walk visits the regular files under repo/dir, skipping dot directories;
-// each is read within the repository and bounded (pkg/input).
-func walk(repo, dir string, visit func(rel string, data []byte) error) error {
+// checkSopsConfig holds .sops.yaml, which sops reads itself later, to the
+// input rule (inside the repository, regular, bounded).
+func checkSopsConfig(repo string) error {
 	rd, err := input.OpenDir(repo, "--repo "+repo)
 	if err != nil {
-		return err
+		return nil // the model says what is wrong with the repository
 	}
 	defer rd.Close()
-	root := filepath.Join(repo, filepath.FromSlash(dir))
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("read %s: %w", p, err)
-		}
-		if d.IsDir() {
-			if p != root && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(repo, p)
-		if err != nil {
-			return err
-		}
-		data, err := rd.ReadFile(filepath.ToSlash(rel))
-		if err != nil {
-			return err
-		}
-		return visit(filepath.ToSlash(rel), data)
-	})
-}
-
-// findKustomizations lists the Flux Kustomizations a directory declares.
-// A directory with a kustomization.yaml is built with kustomize the way
-// kustomize-controller builds it (so resources such as ../base count);
-// without one, every manifest under it counts, as Flux generates.
-func findKustomizations(repo, dir string) ([]Kustomization, error) {
-	root := filepath.Join(repo, filepath.FromSlash(dir))
-	for _, n := range konfig.RecognizedKustomizationFileNames() {
-		if _, err := os.Lstat(filepath.Join(root, n)); err != nil {
-			continue
-		}
-		rd, err := input.OpenDir(repo, "--repo "+repo)
-		if err != nil {
-			return nil, err
-		}
-		err = rd.Check(path.Join(dir, n))
-		_ = rd.Close()
-		if err != nil {
-			return nil, err
-		}
-		res, err := input.KustomizeBuild(repo, root)
-		if err != nil {
-			return nil, gate.InputErrorf("kustomize build %s: %v: fix %s/%s%s", dir, err, dir, n, input.BuildFix(err, repo))
-		}
-		y, err := res.AsYaml()
-		if err != nil {
-			return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
-		}
-		return parseKustomizations(path.Join(dir, n)+" (built)", y)
-	}
-	var out []Kustomization
-	err := walk(repo, dir, func(rel string, data []byte) error {
-		if !isManifest(rel) || !bytes.Contains(data, []byte("kustomize.toolkit.fluxcd.io")) {
-			return nil
-		}
-		ks, err := parseKustomizations(rel, data)
-		out = append(out, ks...)
+	if _, err := rd.ReadFile(".sops.yaml"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
-	})
-	return out, err
-}
-
-// parseKustomizations reads the Flux Kustomizations of a multi-document
-// YAML file.
-func parseKustomizations(rel string, data []byte) ([]Kustomization, error) {
-	var out []Kustomization
-	r := utilyaml.NewYAMLReader(bufioReader(data))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return out, gate.InputErrorf("%s: not valid YAML (%v): fix the file", rel, err)
-		}
-		var k fluxKustomization
-		if err := yaml.Unmarshal(doc, &k); err != nil {
-			continue // not an object this phase reads
-		}
-		if k.Kind != "Kustomization" || !strings.HasPrefix(k.APIVersion, "kustomize.toolkit.fluxcd.io/") {
-			continue
-		}
-		ks := Kustomization{Name: k.Metadata.Name, Namespace: k.Metadata.Namespace, File: rel,
-			Path: strings.TrimPrefix(filepath.ToSlash(filepath.Clean(strings.TrimPrefix(k.Spec.Path, "./"))), "/")}
-		if ks.Namespace == "" {
-			ks.Namespace = "flux-system"
-		}
-		if k.Spec.Path == "" {
-			ks.Path = "."
-		}
-		if d := k.Spec.Decryption; d != nil {
-			ks.Provider = d.Provider
-			if d.SecretRef != nil {
-				ks.SecretRef = d.SecretRef.Name
-			}
-		}
-		out = append(out, ks)
 	}
+	return nil
 }
 
-func findEncrypted(repo string, k Kustomization, files map[string]*File) error {
-	return walk(repo, k.Path, func(rel string, data []byte) error {
-		if f, ok := files[rel]; ok {
-			f.By = append(f.By, k.Ref())
-			return nil
-		}
-		format, ok := sopsFormat(rel)
-		if !ok || !bytes.Contains(data, []byte("sops")) {
-			return nil
-		}
-		tree, encrypted, err := loadEncrypted(data, format)
-		if !encrypted {
-			return nil
-		}
-		f := &File{Path: rel, By: []string{k.Ref()}, LoadErr: err, data: data, format: format}
-		if err == nil {
-			f.Recipients, f.OtherKeys = ageRecipients(tree)
-		}
-		files[rel] = f
+// cleanSpecPath is spec.path relative to the repository root, for a
+// Kustomization the model did not build.
+func cleanSpecPath(p string) string {
+	if p == "" {
+		return "."
+	}
+	return strings.TrimPrefix(filepath.ToSlash(filepath.Clean(strings.TrimPrefix(p, "./"))), "/")
+}
+
+// addEncrypted records rel (a file a Kustomization's build read) when it is
+// SOPS-encrypted; it is read again from the repository itself, bounded.
+func addEncrypted(rd *input.Dir, rel string, k Kustomization, files map[string]*File) error {
+	if f, ok := files[rel]; ok {
+		f.By = append(f.By, k.Ref())
 		return nil
-	})
+	}
+	format, ok := sopsFormat(rel)
+	if !ok {
+		return nil
+	}
+	data, err := rd.ReadFile(rel)
+	if err != nil || !bytes.Contains(data, []byte("sops")) {
+		return err
+	}
+	tree, encrypted, err := loadEncrypted(data, format)
+	if !encrypted {
+		return nil
+	}
+	f := &File{Path: rel, By: []string{k.Ref()}, LoadErr: err, data: data, format: format}
+	if err == nil {
+		f.Recipients, f.OtherKeys = ageRecipients(tree)
+	}
+	files[rel] = f
+	return nil
 }
-
-func bufioReader(data []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(data)) }

@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/pkg/fluxrepo"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 )
@@ -21,6 +22,17 @@ type Options struct {
 	// Rotate allows replacing different identities; Force installs a key
 	// that decrypts none (or not all) of the environment's files.
 	Rotate, Force bool
+	// Env is the environment already loaded (up shares sync's); nil: the
+	// phase loads Repo/Path.
+	Env *fluxrepo.Env
+}
+
+// scan is the environment's scope, from Env when it is loaded already.
+func (o *Options) scan() (*Scope, error) {
+	if o.Env != nil {
+		return ScopeOf(o.Env, o.SecretName)
+	}
+	return Scan(o.Repo, o.Path, o.Namespace, o.SecretName)
 }
 
 // Connect opens the cluster lazily: the gates before it run offline.
@@ -89,7 +101,7 @@ func (p *InstallPhase) Before(_ context.Context, run *pipeline.Run) ([]gate.Chec
 	if err != nil {
 		return nil, err
 	}
-	scope, err := Scan(o.Repo, o.Path, o.Namespace, o.SecretName)
+	scope, err := o.scan()
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +194,7 @@ func (p *VerifyPhase) Before(context.Context, *pipeline.Run) ([]gate.Check, erro
 	if p.o.Path == "" {
 		return nil, gate.InputErrorf("--path is required: the environment whose files the Secret must decrypt, e.g. --env dev or --path clusters/dev")
 	}
-	scope, err := Scan(p.o.Repo, p.o.Path, p.o.Namespace, p.o.SecretName)
+	scope, err := p.o.scan()
 	p.scope = scope
 	return nil, err
 }

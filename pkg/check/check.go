@@ -75,6 +75,9 @@ type Options struct {
 	NoCompare bool
 	// Disable turns detectors off.
 	Disable map[Detector]bool
+	// Env is the environment already loaded with Options (a command that
+	// built it before the first request); nil: Run loads it.
+	Env *fluxrepo.Env
 }
 
 func (o Options) on(d Detector) bool { return !o.Disable[d] }
@@ -93,9 +96,12 @@ type Result struct {
 // Run loads the environment and checks it. The error is an input error
 // (gate.InputError) when the environment cannot be built.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	env, err := fluxrepo.Load(o.Options)
-	if err != nil {
-		return nil, err
+	env := o.Env
+	if env == nil {
+		var err error
+		if env, err = fluxrepo.Load(o.Options); err != nil {
+			return nil, err
+		}
 	}
 	r := &Result{Env: env, Others: map[string]*fluxrepo.Env{}}
 	var compareNotes []string

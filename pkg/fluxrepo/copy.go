@@ -10,6 +10,8 @@ import (
 
 	"github.com/fluxcd/pkg/sourceignore"
 	"github.com/fluxcd/pkg/sourceignore/gitignore"
+
+	"github.com/homelab-ops/bootstrap/pkg/input"
 )
 
 // ignoreFilter is source-controller's artifact filter for dir: the
@@ -36,11 +38,13 @@ func ignoreFilter(dir string, specIgnore *string) (func(p string, isDir bool) bo
 }
 
 // copyRepo copies the repository into dst as source-controller archives
-// it: regular files only (symlinks are left out of an artifact, whether or
-// not they stay inside the repository), minus what the ignore rules
-// exclude, each file at most max bytes. What is left out for a reason a
-// person may not expect is noted.
-func copyRepo(src, dst string, max int64) (notes []string, err error) {
+// it: regular files only (symlinks are left out of an artifact), minus what
+// the ignore rules exclude, each file at most max bytes. What is left out
+// for a reason a person may not expect is noted. A symlink that leads out
+// of the repository or to something other than a file or directory (say
+// /dev/zero) is hostile input, refused naming it (label names the
+// repository in the message).
+func copyRepo(src, dst string, max int64, label string) (notes []string, err error) {
 	src, err = filepath.Abs(src)
 	if err != nil {
 		return nil, err
@@ -49,6 +53,11 @@ func copyRepo(src, dst string, max int64) (notes []string, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("source ignore patterns: %w", err)
 	}
+	rd, err := input.OpenDir(src, label)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
 			return werr
@@ -61,7 +70,14 @@ func copyRepo(src, dst string, max int64) (notes []string, err error) {
 			return filepath.SkipDir
 		}
 		switch {
+		case d.Type()&fs.ModeSymlink != 0 && ignored(p, false):
+			return nil
 		case d.Type()&fs.ModeSymlink != 0:
+			if fi, err := rd.Stat(filepath.ToSlash(rel)); err != nil {
+				return err
+			} else if !fi.IsDir() && !fi.Mode().IsRegular() {
+				return rd.Check(filepath.ToSlash(rel)) // names what it is and the fix
+			}
 			notes = append(notes, fmt.Sprintf("%s: a symlink: source-controller leaves symlinks out of the artifact, so it was left out", filepath.ToSlash(rel)))
 			return nil
 		case d.IsDir():

@@ -15,11 +15,10 @@
 // rules, no symlinks, a size cap per file), so builds never read outside it
 // and the generator never writes into it.
 //
-// For the packages that keep models of their own: rootsync's Render is
-// Env.RootObjects, Env.Kustomizations, Env.Root and Env.Source (typed), and
-// its Locate is Env.Locate (file and line); agekey's Scope.Kustomizations is
-// Env.Kustomizations (spec.decryption is on the typed object) and the files
-// a Kustomization's build read are Kustomization.Files.
+// It is the one model every phase reads: check runs on it, rootsync's
+// Render is its root directory (RootObjects, Root, Source, Locate), agekey's
+// Scope takes the Kustomizations and the files their builds read, and
+// converge's graph is its Kustomizations.
 package fluxrepo
 
 import (
@@ -50,6 +49,11 @@ type Options struct {
 	Namespace, RootName string
 	// MaxFileBytes caps each file read (default DefaultMaxFileBytes).
 	MaxFileBytes int64
+	// GenerateRoot lets the root directory lack a kustomization file: it is
+	// then generated from its manifests, as kustomize-controller does for the
+	// root Kustomization's path. Without it such a directory is an input
+	// error (sync applies the directory as `kubectl apply -k` would).
+	GenerateRoot bool
 }
 
 // Location is where an object or a line comes from: a file relative to the

@@ -3,6 +3,7 @@ package fluxrepo
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,7 +78,7 @@ func TestLoadHomelab(t *testing.T) {
 func copyTree(t *testing.T, src string) string {
 	t.Helper()
 	dst := t.TempDir()
-	if _, err := copyRepo(src, dst, DefaultMaxFileBytes); err != nil {
+	if _, err := copyRepo(src, dst, DefaultMaxFileBytes, "test"); err != nil {
 		t.Fatal(err)
 	}
 	return dst
@@ -132,11 +133,12 @@ func TestLoadInputErrors(t *testing.T) {
 
 func TestLoadBounds(t *testing.T) {
 	repo := copyTree(t, clean)
-	outside := t.TempDir()
-	if err := os.WriteFile(filepath.Join(outside, "leak.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\n"), 0o600); err != nil {
+	// A link inside the repository is left out of the artifact, as
+	// source-controller does, with a note.
+	if err := os.WriteFile(filepath.Join(repo, "docs", "inside.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inside}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(outside, "leak.yaml"), filepath.Join(repo, "apps", "leak.yaml")); err != nil {
+	if err := os.Symlink("../docs/inside.yaml", filepath.Join(repo, "apps", "link.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(repo, "docs", "big.yaml"), []byte(strings.Repeat("# x\n", 1000)), 0o600); err != nil {
@@ -147,11 +149,28 @@ func TestLoadBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes := strings.Join(e.Notes, "\n")
-	if !strings.Contains(notes, "apps/leak.yaml: a symlink: source-controller leaves symlinks out of the artifact") || !strings.Contains(notes, "docs/big.yaml: larger than 2000 bytes") {
+	if !strings.Contains(notes, "apps/link.yaml: a symlink: source-controller leaves symlinks out of the artifact") || !strings.Contains(notes, "docs/big.yaml: larger than 2000 bytes") {
 		t.Fatalf("notes:\n%s", notes)
 	}
-	if e.Data[DataKey("ConfigMap", "flux-system", "leak")] != nil {
-		t.Fatal("a file outside the repository was read")
+
+	// A link out of the repository, or to a device, is refused naming it:
+	// nothing outside the directory given is read.
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "leak.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for target, want := range map[string]string{
+		filepath.Join(outside, "leak.yaml"): "apps/leak.yaml (a symlink to " + filepath.Join(outside, "leak.yaml") + ") points outside the directory",
+		"/dev/zero":                         "apps/leak.yaml (a symlink to /dev/zero) points outside the directory",
+	} {
+		bad := copyTree(t, clean)
+		if err := os.Symlink(target, filepath.Join(bad, "apps", "leak.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(Options{Repo: bad, Path: "clusters/dev"})
+		if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "copy the file into") {
+			t.Errorf("link to %s: err = %v, want an input error containing %q", target, err, want)
+		}
 	}
 }
 
@@ -270,5 +289,34 @@ func TestRootObjects(t *testing.T) {
 	}
 	if g := e.Source; g == nil || g.AppliedBy != "flux-system/flux-system" || g.Spec.URL != "https://git.example.invalid/fixture.git" {
 		t.Fatalf("source: %+v", g)
+	}
+}
+
+// TestLoadGenerateRoot: a root directory of plain manifests is generated
+// as the controller does only when asked (age-key); sync refuses it.
+func TestLoadGenerateRoot(t *testing.T) {
+	repo := t.TempDir()
+	for name, content := range map[string]string{
+		"clusters/dev/flux-system.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: flux-system, namespace: flux-system}\nspec: {interval: 10m, path: ./clusters/dev, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n",
+		"clusters/dev/apps.yaml":        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {interval: 10m, path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n",
+		"apps/cm.yaml":                  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: default}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Load(Options{Repo: repo, Path: "clusters/dev"}); err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), "has no kustomization.yaml") {
+		t.Fatalf("without GenerateRoot: err = %v, want the missing kustomization.yaml named", err)
+	}
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev", GenerateRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := e.Kustomization("flux-system", "apps")
+	if e.Root == nil || apps == nil || !apps.Built || !slices.Contains(apps.Files, "apps/cm.yaml") {
+		t.Fatalf("root %v, apps %+v", e.Root, apps)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/input"
 )
 
 // Load builds the environment o.Path of o.Repo and every Kustomization it
@@ -55,9 +57,13 @@ func Load(o Options) (*Env, error) {
 		return nil, gate.InputErrorf("--path %s: must be a directory inside --repo, e.g. clusters/dev", o.Path)
 	}
 	if st, err := os.Stat(filepath.Join(repo, filepath.FromSlash(root))); err != nil || !st.IsDir() {
-		return nil, gate.InputErrorf("%s: no such directory in the repository %s: pass --env NAME for clusters/NAME, or --path", o.Path, repo)
+		return nil, gate.InputErrorf("%s: no such directory in the repository %s: pass --env NAME for clusters/NAME, or --path%s", o.Path, repo,
+			siblings(filepath.Dir(filepath.Join(repo, filepath.FromSlash(root)))))
 	}
-	if !hasKustomizationFile(filepath.Join(repo, filepath.FromSlash(root))) {
+	if err := checkKustomizationFile(repo, o.Repo, root); err != nil {
+		return nil, err
+	}
+	if !o.GenerateRoot && !hasKustomizationFile(filepath.Join(repo, filepath.FromSlash(root))) {
 		return nil, gate.InputErrorf("%s has no kustomization.yaml: the cluster root must list its resources (sync.yaml, cluster-vars, the Kustomizations)", root)
 	}
 
@@ -66,8 +72,11 @@ func Load(o Options) (*Env, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	notes, err := copyRepo(repo, tmp, o.MaxFileBytes)
+	notes, err := copyRepo(repo, tmp, o.MaxFileBytes, "--repo "+o.Repo)
 	if err != nil {
+		if gate.IsInput(err) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("copy %s: %w", repo, err)
 	}
 	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp}}
@@ -344,6 +353,43 @@ func nsOr(ns, def string) string {
 		return def
 	}
 	return ns
+}
+
+// siblings lists the environments next to a missing one, for the message.
+func siblings(parent string) string {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + filepath.Base(parent) + "/ has " + strings.Join(names, ", ") + ")"
+}
+
+// checkKustomizationFile holds the root's kustomization file, if there is
+// one, to the input rule (inside the repository, regular, bounded), so a
+// link to a device is named rather than taken for a missing file.
+func checkKustomizationFile(repo, label, root string) error {
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		rel := path.Join(root, n)
+		if _, err := os.Lstat(filepath.Join(repo, filepath.FromSlash(rel))); err != nil {
+			continue
+		}
+		rd, err := input.OpenDir(repo, "--repo "+label)
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		return rd.Check(rel)
+	}
+	return nil
 }
 
 func hasKustomizationFile(dir string) bool {

@@ -68,21 +68,3 @@ func TestDirRefuses(t *testing.T) {
 		}
 	}
 }
-
-func TestKustomizeBuildBounded(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources:\n- big.yaml\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	big, err := os.Create(filepath.Join(dir, "big.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := big.Truncate(MaxFileSize + 1); err != nil {
-		t.Fatal(err)
-	}
-	big.Close()
-	if _, err := KustomizeBuild(dir, dir); err == nil || !strings.Contains(err.Error(), "at most 32 MiB") {
-		t.Errorf("KustomizeBuild read an oversized resource: %v", err)
-	}
-}

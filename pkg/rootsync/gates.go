@@ -54,11 +54,11 @@ func Static(r *Render) []gate.Check {
 	} else {
 		root.Verdict = gate.Pass
 		root.Message = fmt.Sprintf("Kustomization %s, path %s", rootID, r.Root.Spec.Path)
-		root.Evidence = []string{"declared in " + where(o.Repo, o.Path, kustomizev1.KustomizationKind, o.RootName)}
+		root.Evidence = []string{"declared in " + r.where(kustomizev1.KustomizationKind, o.Namespace, o.RootName)}
 		if r.Root.Spec.Wait {
 			wait.Verdict = gate.Fail
 			wait.Message = fmt.Sprintf("the root Kustomization %s has wait: true (in %s): a root that health-checks its own children deadlocks every dependsOn: [%s] edge; set wait: false",
-				rootID, where(o.Repo, o.Path, kustomizev1.KustomizationKind, o.RootName), o.RootName)
+				rootID, r.where(kustomizev1.KustomizationKind, o.Namespace, o.RootName), o.RootName)
 		} else {
 			wait.Verdict = gate.Pass
 			wait.Message = "wait: false: the root is Ready on apply and never health-gates its children"
@@ -74,7 +74,7 @@ func Static(r *Render) []gate.Check {
 			url, _, _ := unstructuredString(r.Source.Object, "spec", "url")
 			src.Verdict = gate.Pass
 			src.Message = fmt.Sprintf("GitRepository %s/%s, url %s", r.Source.GetNamespace(), r.Source.GetName(), url)
-			src.Evidence = []string{"declared in " + where(o.Repo, o.Path, sourcev1.GitRepositoryKind, ref.Name)}
+			src.Evidence = []string{"declared in " + r.where(sourcev1.GitRepositoryKind, namespaceOr(ref.Namespace, o.Namespace), ref.Name)}
 		}
 		out = append(out, root, wait, src)
 	}
@@ -92,7 +92,7 @@ func Static(r *Render) []gate.Check {
 			ns := namespaceOr(d.Namespace, k.Namespace)
 			if !have[ns+"/"+d.Name] {
 				missing = append(missing, fmt.Sprintf("Kustomization %s/%s (in %s) depends on %s/%s, which %s does not render: it would wait forever",
-					k.Namespace, k.Name, where(o.Repo, o.Path, kustomizev1.KustomizationKind, k.Name), ns, d.Name, o.Path))
+					k.Namespace, k.Name, r.where(kustomizev1.KustomizationKind, k.Namespace, k.Name), ns, d.Name, o.Path))
 			}
 		}
 	}

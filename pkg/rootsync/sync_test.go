@@ -152,7 +152,7 @@ func TestGateDependsOnMissingTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	dep := find(t, Static(r), GateDependsOn.ID)
-	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "apps-web (in clusters/base/apps.yaml) depends on flux-system/apps-kore") {
+	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "apps-web (in clusters/base/apps.yaml:22) depends on flux-system/apps-kore") {
 		t.Fatalf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
 	}
 }
