@@ -306,20 +306,5 @@ func Redact(s string) string {
 	return secretPattern.ReplaceAllString(s, "[redacted age identity]")
 }
 
-// RedactReport applies Redact to every message of a report.
-func RedactReport(r *gate.Report) {
-	r.Error = Redact(r.Error)
-	for i := range r.Warnings {
-		r.Warnings[i] = Redact(r.Warnings[i])
-	}
-	for i := range r.Checks {
-		c := &r.Checks[i]
-		c.Title, c.Message = Redact(c.Title), Redact(c.Message)
-		for j := range c.Evidence {
-			c.Evidence[j] = Redact(c.Evidence[j])
-		}
-	}
-	for k, v := range r.Facts {
-		r.Facts[k] = Redact(v)
-	}
-}
+// RedactReport applies Redact to every text of a report.
+func RedactReport(r *gate.Report) { r.Rewrite(Redact) }

@@ -119,6 +119,29 @@ func NewReport(command string) *Report {
 // Add appends checks.
 func (r *Report) Add(cs ...Check) { r.Checks = append(r.Checks, cs...) }
 
+// Rewrite replaces every text of the report — the error, warnings, each
+// check's title, message and evidence, the facts and the object names —
+// with f of it (redaction before a report leaves the process).
+func (r *Report) Rewrite(f func(string) string) {
+	r.Error = f(r.Error)
+	for i := range r.Warnings {
+		r.Warnings[i] = f(r.Warnings[i])
+	}
+	for i := range r.Checks {
+		c := &r.Checks[i]
+		c.Title, c.Message = f(c.Title), f(c.Message)
+		for j := range c.Evidence {
+			c.Evidence[j] = f(c.Evidence[j])
+		}
+	}
+	for k, v := range r.Facts {
+		r.Facts[k] = f(v)
+	}
+	for i := range r.Objects {
+		r.Objects[i].Object = f(r.Objects[i].Object)
+	}
+}
+
 // Warn records a run-wide warning.
 func (r *Report) Warn(msg string) { r.Warnings = append(r.Warnings, msg) }
 

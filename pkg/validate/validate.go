@@ -147,22 +147,4 @@ func RedactURLs(s string) string {
 // warnings, each check's title, message and evidence, the facts and the
 // objects. It is the last line of defence before the report leaves the
 // process, for URLs read back from a cluster.
-func RedactReport(r *gate.Report) {
-	r.Error = RedactURLs(r.Error)
-	for i := range r.Warnings {
-		r.Warnings[i] = RedactURLs(r.Warnings[i])
-	}
-	for i := range r.Checks {
-		c := &r.Checks[i]
-		c.Title, c.Message = RedactURLs(c.Title), RedactURLs(c.Message)
-		for j := range c.Evidence {
-			c.Evidence[j] = RedactURLs(c.Evidence[j])
-		}
-	}
-	for k, v := range r.Facts {
-		r.Facts[k] = RedactURLs(v)
-	}
-	for i := range r.Objects {
-		r.Objects[i].Object = RedactURLs(r.Objects[i].Object)
-	}
-}
+func RedactReport(r *gate.Report) { r.Rewrite(RedactURLs) }
