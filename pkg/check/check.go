@@ -10,6 +10,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -138,7 +139,7 @@ func renderCheck(env *fluxrepo.Env, others map[string]*fluxrepo.Env, notes []str
 		}
 		ev = append(ev, s)
 	}
-	for _, p := range sortedKeys(others) {
+	for _, p := range slices.Sorted(maps.Keys(others)) {
 		ev = append(ev, "compared with environment "+p)
 	}
 	ev = append(ev, notes...)
@@ -297,13 +298,4 @@ func (ch *checker) verdict(def gate.Def, fs []finding, passMsg string, ev ...str
 		msg = fmt.Sprintf("%d warning(s); first: %s", len(fs), msg)
 	}
 	return def.Warn(msg, lines...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -83,7 +84,7 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env) gate.Check {
 					fix:  fmt.Sprintf("make the root apply %s (spec.path ./%s), or move it under a path the root applies", path, path)})
 			}
 		}
-		for _, key := range sortedKeys(env.Data) {
+		for _, key := range slices.Sorted(maps.Keys(env.Data)) {
 			if d := env.Data[key]; d.AppliedBy == "" {
 				fs = append(fs, finding{det: Unreachable, loc: d.Location,
 					what: fmt.Sprintf("%s is rendered by %s but applied by no Kustomization reachable from the root %s", key, path, rootRef),
@@ -232,7 +233,7 @@ func checkPrune(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
 		}
 	}
 	var out []gate.Check
-	for _, ns := range sortedKeys(declarers) {
+	for _, ns := range slices.Sorted(maps.Keys(declarers)) {
 		ks := declarers[ns]
 		if len(ks) != 1 {
 			continue

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -30,7 +31,7 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		ob.optional = ob.optional && r.optional
 	}
 	var out []gate.Check
-	for _, key := range sortedKeys(objs) {
+	for _, key := range slices.Sorted(maps.Keys(objs)) {
 		ob := objs[key]
 		def := Knobs.Each(key)
 		users := strings.Join(ob.users, ", ")
@@ -47,9 +48,9 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 			continue
 		}
 		var fs []finding
-		keys := sortedKeys(d.Values)
+		keys := slices.Sorted(maps.Keys(d.Values))
 		if o.on(KnobEnv) {
-			for _, p := range sortedKeys(others) {
+			for _, p := range slices.Sorted(maps.Keys(others)) {
 				od := others[p].Data[key]
 				if od == nil {
 					continue // the other environment's own check reports it
@@ -61,7 +62,7 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 							fix:  fmt.Sprintf("define %s in %s too (or remove it here): a shared path using it fails or takes a default there", k, od.Location.File)})
 					}
 				}
-				for _, k := range sortedKeys(od.Values) {
+				for _, k := range slices.Sorted(maps.Keys(od.Values)) {
 					if _, ok := d.Values[k]; !ok {
 						fs = append(fs, finding{det: KnobEnv, loc: d.Location,
 							what: fmt.Sprintf("knob %s of %s is defined in %s (%s) but not in %s", k, key, p, keyLine(others[p], od, k), env.Options.Path),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -240,7 +241,7 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 	for _, f := range fs {
 		explained = explained || (!f.warn && (f.det == Undefined || f.det == ParseError))
 	}
-	for _, e := range sortedKeys(controllerErrs) {
+	for _, e := range slices.Sorted(maps.Keys(controllerErrs)) {
 		badName := strings.Contains(e, "var name is invalid")
 		if (badName || !explained) && o.on(Undefined) && o.on(ParseError) {
 			fs = append(fs, finding{det: ParseError, loc: k.Location, what: fmt.Sprintf("kustomize-controller's substitution fails Kustomization %s: %s", k.Ref(), e),
@@ -255,7 +256,7 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 		ev = append(ev, fmt.Sprintf("SOPS-encrypted, substituted by the controller after decryption, values not checked: %s", strings.Join(encrypted, ", ")))
 	}
 	if len(controllerErrs) > 0 {
-		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, strict): "+sortedKeys(controllerErrs)[0])
+		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, strict): "+slices.Sorted(maps.Keys(controllerErrs))[0])
 	}
 	return ch.verdict(def, fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), substituted), ev...), names, refs
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -146,7 +147,7 @@ func (ix *fileIndex) findLine(files []string, prefer, text string) Location {
 		}
 	}
 	if files == nil {
-		files = sortedKeys(ix.lines)
+		files = slices.Sorted(maps.Keys(ix.lines))
 	}
 	for _, f := range files {
 		if l := search(f); l.File != "" {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -434,7 +435,7 @@ func (l *loader) build(dir string, obj map[string]any) ([]*resource.Resource, []
 			return nil, nil, fmt.Errorf("failed to decode Kubernetes apiVersion, kind and name from: %v", r.String())
 		}
 	}
-	files := sortedKeys(rec.read)
+	files := slices.Sorted(maps.Keys(rec.read))
 	// The generated kustomization.yaml is not a file of the repository.
 	if action == fluxkustomize.CreatedAction {
 		gen := filepath.ToSlash(filepath.Join(dir, konfig.DefaultKustomizationFileName()))
