@@ -439,7 +439,15 @@ func TestSync(t *testing.T) {
 		git(t, work, "push", "--quiet", "final", "HEAD:main")
 		requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "flux-system"}})
 		waitRevision(ctx, t, "flux-system", "main@sha1:"+sha)
-		waitRevision(ctx, t, "apps-web", "main@sha1:"+sha)
+		// The product's walk carries the commit down the chain (nudging each
+		// dependent), instead of the controllers' 30 s dependency requeues.
+		cv := bootstrapJSON(t, "converge", "--repo", repoDir, "--env", "prod", "--timeout", "3m")
+		if cv.code != 0 {
+			t.Fatalf("converge after the commit to the final server:\n%s\n%s", cv, cv.stderr)
+		}
+		for _, k := range homelabKustomizations {
+			waitRevision(ctx, t, k, "main@sha1:"+sha)
+		}
 		cm, err := suite.cs.CoreV1().ConfigMaps("homelab-apps").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil || cm.Data["wave"] != "3" {
 			t.Fatalf("web ConfigMap after a commit to the final server: %v %v", err, cm.Data)
