@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,17 +32,24 @@ type Dropped struct {
 // new definition drops.
 func StoredVersions(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured) ([]Dropped, error) {
 	var out []Dropped
+	var crds []*unstructured.Unstructured
 	for _, o := range objs {
-		if o.GetKind() != "CustomResourceDefinition" {
+		if o.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, o)
+		}
+	}
+	lv := ReadLive(ctx, cl.Client, crds, nil)
+	for _, o := range crds {
+		u, err := lv.Get(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("read CustomResourceDefinition %s: %w", o.GetName(), err)
+		}
+		if u == nil {
 			continue
 		}
 		var live apiextensionsv1.CustomResourceDefinition
-		err := cl.Client.Get(ctx, client.ObjectKey{Name: o.GetName()}, &live)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read CustomResourceDefinition %s: %w", o.GetName(), err)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &live); err != nil {
+			return nil, fmt.Errorf("decode CustomResourceDefinition %s: %w", o.GetName(), err)
 		}
 		var want apiextensionsv1.CustomResourceDefinition
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &want); err != nil {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/kube"
 )
 
 // Plan asks the API server, with server-side dry runs, what an apply would
@@ -33,6 +34,11 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, m
 		}
 		nsExists[ns] = err == nil
 	}
+	// The live objects come from one list per kind where that can be, and
+	// ssa's diff reads them from there too: the dry run is the one request
+	// left per object.
+	live := ReadLive(ctx, cl.Client, objs, func(ns string) bool { return !nsExists[ns] })
+	mgr := kube.ResourceManager(live.Reader())
 	// Each object is planned on its own: a bounded number at once, so a
 	// re-run's wall time is a few round trips, not one per object.
 	out := make([]gate.ObjectChange, len(objs))
@@ -40,7 +46,7 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, m
 	g.SetLimit(planConcurrency)
 	for i, o := range objs {
 		g.Go(func() error {
-			oc, err := planOne(gctx, cl, o, migrating, nsExists[o.GetNamespace()] || o.GetNamespace() == "")
+			oc, err := planOne(gctx, live, mgr, o, migrating, nsExists[o.GetNamespace()] || o.GetNamespace() == "")
 			out[i] = oc
 			return err
 		})
@@ -55,29 +61,27 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, m
 const planConcurrency = 8
 
 // planOne plans one object; nsExists says whether its namespace exists.
-func planOne(ctx context.Context, cl *Cluster, o *unstructured.Unstructured, migrating []Dropped, nsExists bool) (gate.ObjectChange, error) {
+func planOne(ctx context.Context, lv *Live, mgr *ssa.ResourceManager, o *unstructured.Unstructured, migrating []Dropped, nsExists bool) (gate.ObjectChange, error) {
 	oc := gate.ObjectChange{Object: ID(o)}
 	if !nsExists {
 		// Nothing to dry-run against: the namespace comes first.
 		oc.Action = string(ssa.CreatedAction)
 		return oc, nil
 	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(o.GroupVersionKind())
-	err := cl.Client.Get(ctx, client.ObjectKeyFromObject(o), live)
-	if apierrors.IsNotFound(err) {
-		oc.Action = string(ssa.CreatedAction)
-		return oc, nil
-	}
+	live, err := lv.Get(ctx, o)
 	if err != nil {
 		return oc, fmt.Errorf("plan: read %s: %w", oc.Object, err)
+	}
+	if live == nil {
+		oc.Action = string(ssa.CreatedAction)
+		return oc, nil
 	}
 	oc.TakenOverFrom = otherManagers(live)
 	if slices.ContainsFunc(migrating, func(d Dropped) bool { return d.CRD.GetName() == o.GetName() && o.GetKind() == d.CRD.GetKind() }) {
 		oc.Action = string(ssa.ConfiguredAction)
 		return oc, nil
 	}
-	entry, _, merged, err := cl.Manager.Diff(ctx, o.DeepCopy(), ssa.DefaultDiffOptions())
+	entry, _, merged, err := mgr.Diff(ctx, o.DeepCopy(), ssa.DefaultDiffOptions())
 	if err != nil {
 		return oc, fmt.Errorf("plan: server-side dry run of %s: %w", oc.Object, err)
 	}

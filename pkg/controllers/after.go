@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
@@ -24,10 +25,16 @@ const revisionAnnotation = "deployment.kubernetes.io/revision"
 func After(ctx context.Context, cl *apply.Cluster, rendered []appsv1.Deployment) []gate.Check {
 	flags, roll := GateFlagsLive.New(), GateRollout.New()
 	var flagGaps, rollGaps []string
+	views := map[string]*namespaceView{}
 	for _, want := range rendered {
 		name := "Deployment/" + want.Namespace + "/" + want.Name
-		var live appsv1.Deployment
-		if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(&want), &live); err != nil {
+		v, ok := views[want.Namespace]
+		if !ok {
+			v = readNamespace(ctx, cl, want.Namespace)
+			views[want.Namespace] = v
+		}
+		live, err := v.deployment(ctx, cl, &want)
+		if err != nil {
 			flagGaps = append(flagGaps, fmt.Sprintf("%s: %v", name, err))
 			rollGaps = append(rollGaps, fmt.Sprintf("%s: %v", name, err))
 			continue
@@ -37,7 +44,7 @@ func After(ctx context.Context, cl *apply.Cluster, rendered []appsv1.Deployment)
 			flagGaps = append(flagGaps, gaps...)
 			flags.Evidence = append(flags.Evidence, ev...)
 		}
-		gap, ev := rolledOut(ctx, cl, &live)
+		gap, ev := v.rolledOut(live)
 		if gap != "" {
 			rollGaps = append(rollGaps, gap)
 		}
@@ -87,9 +94,48 @@ func compareFlags(name string, want corev1.Container, live []corev1.Container) (
 	return gaps, evidence
 }
 
+// namespaceView is one read of a namespace's Deployments, ReplicaSets and
+// pods, shared by every rendered Deployment in it (three lists, not three
+// reads per Deployment). A list that failed is retried per Deployment, so
+// its error lands on the Deployment it concerns.
+type namespaceView struct {
+	ns          string
+	deployments map[string]*appsv1.Deployment
+	rss         *appsv1.ReplicaSetList
+	pods        *corev1.PodList
+	rsErr       error
+	podErr      error
+}
+
+func readNamespace(ctx context.Context, cl *apply.Cluster, ns string) *namespaceView {
+	v := &namespaceView{ns: ns, deployments: map[string]*appsv1.Deployment{}, rss: &appsv1.ReplicaSetList{}, pods: &corev1.PodList{}}
+	var ds appsv1.DeploymentList
+	if cl.Client.List(ctx, &ds, client.InNamespace(ns)) == nil {
+		for i := range ds.Items {
+			v.deployments[ds.Items[i].Name] = &ds.Items[i]
+		}
+	}
+	v.rsErr = cl.Client.List(ctx, v.rss, client.InNamespace(ns))
+	v.podErr = cl.Client.List(ctx, v.pods, client.InNamespace(ns))
+	return v
+}
+
+// deployment is the live Deployment of want, read on its own when the list
+// did not have it.
+func (v *namespaceView) deployment(ctx context.Context, cl *apply.Cluster, want *appsv1.Deployment) (*appsv1.Deployment, error) {
+	if d, ok := v.deployments[want.Name]; ok {
+		return d, nil
+	}
+	var live appsv1.Deployment
+	if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(want), &live); err != nil {
+		return nil, err
+	}
+	return &live, nil
+}
+
 // rolledOut checks that the Deployment's current ReplicaSet is fully
 // available and no pod of another template remains.
-func rolledOut(ctx context.Context, cl *apply.Cluster, d *appsv1.Deployment) (gap, evidence string) {
+func (v *namespaceView) rolledOut(d *appsv1.Deployment) (gap, evidence string) {
 	name := "Deployment/" + d.Namespace + "/" + d.Name
 	want := int32(1)
 	if d.Spec.Replicas != nil {
@@ -102,14 +148,13 @@ func rolledOut(ctx context.Context, cl *apply.Cluster, d *appsv1.Deployment) (ga
 	if err != nil {
 		return fmt.Sprintf("%s: selector: %v", name, err), ""
 	}
-	var rss appsv1.ReplicaSetList
-	if err := cl.Client.List(ctx, &rss, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return fmt.Sprintf("%s: list ReplicaSets: %v", name, err), ""
+	if v.rsErr != nil {
+		return fmt.Sprintf("%s: list ReplicaSets: %v", name, v.rsErr), ""
 	}
 	var current *appsv1.ReplicaSet
-	for i := range rss.Items {
-		rs := &rss.Items[i]
-		if metav1.IsControlledBy(rs, d) && rs.Annotations[revisionAnnotation] == d.Annotations[revisionAnnotation] {
+	for i := range v.rss.Items {
+		rs := &v.rss.Items[i]
+		if sel.Matches(labels.Set(rs.Labels)) && metav1.IsControlledBy(rs, d) && rs.Annotations[revisionAnnotation] == d.Annotations[revisionAnnotation] {
 			current = rs
 		}
 	}
@@ -120,12 +165,16 @@ func rolledOut(ctx context.Context, cl *apply.Cluster, d *appsv1.Deployment) (ga
 	if current.Status.AvailableReplicas < want {
 		return fmt.Sprintf("%s: ReplicaSet %s has %d/%d available", name, current.Name, current.Status.AvailableReplicas, want), ""
 	}
-	var pods corev1.PodList
-	if err := cl.Client.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return fmt.Sprintf("%s: list pods: %v", name, err), ""
+	if v.podErr != nil {
+		return fmt.Sprintf("%s: list pods: %v", name, v.podErr), ""
 	}
 	var old []string
-	for _, p := range pods.Items {
+	n := 0
+	for _, p := range v.pods.Items {
+		if !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		n++
 		if p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != hash {
 			old = append(old, p.Name)
 		}
@@ -133,5 +182,5 @@ func rolledOut(ctx context.Context, cl *apply.Cluster, d *appsv1.Deployment) (ga
 	if len(old) > 0 {
 		return fmt.Sprintf("%s: pods of an older template remain: %v", name, old), ""
 	}
-	return "", fmt.Sprintf("%s: revision %s, ReplicaSet %s %d/%d available, %d pod(s) all of the current template", name, d.Annotations[revisionAnnotation], current.Name, current.Status.AvailableReplicas, want, len(pods.Items))
+	return "", fmt.Sprintf("%s: revision %s, ReplicaSet %s %d/%d available, %d pod(s) all of the current template", name, d.Annotations[revisionAnnotation], current.Name, current.Status.AvailableReplicas, want, n)
 }
