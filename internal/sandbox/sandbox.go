@@ -333,9 +333,6 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 		return nil, err
 	}
 	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed loopback healthz
-	if err := s.waitHTTP(ctx, kcm, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), insecure, "ok"); err != nil {
-		return nil, err
-	}
 	if err := s.waitHTTP(ctx, sched, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), insecure, "ok"); err != nil {
 		return nil, err
 	}
@@ -355,6 +352,15 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 	}
 	s.Timings.NodeReady = time.Since(t0)
 	logger.Info("node ready", "node", NodeName, "after", s.Timings.NodeReady.Round(time.Millisecond))
+	// The controller manager's /healthz answers ok before its controllers
+	// are built (each creates its service account through the API server,
+	// and one failure then ends the process, as an API server restart at
+	// that moment would); the controllers' own checks are registered once
+	// all are built, so it is ready when they are listed. Waited for last:
+	// kwok and the node do not need it.
+	if err := s.waitHTTP(ctx, kcm, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", kcmPort), insecure, "[+]serviceaccount-token-controller ok"); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
