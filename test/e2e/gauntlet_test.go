@@ -855,7 +855,12 @@ func (g *gauntlet) faultAPIServerRestart(ctx context.Context, s *stageResult) (s
 	}
 	before := g.main.runner.Status().Instances
 	const upTimeout = 2 * time.Minute
-	args := append(append([]string{}, g.baseUp...), "--timeout", upTimeout.String())
+	args := append([]string{}, g.baseUp...)
+	if i := slices.Index(args, "--timeout"); i >= 0 && i+1 < len(args) {
+		args[i+1] = upTimeout.String()
+	} else {
+		args = append(args, "--timeout", upTimeout.String())
+	}
 	full := append(append([]string{}, args...), "-o", "json", "--kubeconfig", g.main.sb.KubeconfigPath)
 	cmd := exec.CommandContext(ctx, bootstrapCLI(g.t), full...)
 	cmd.Stdin = strings.NewReader(g.key)
