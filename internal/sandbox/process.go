@@ -25,6 +25,10 @@ type Process struct {
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan struct{}
+	// how it was started, for Again
+	bin         string
+	args, env   []string
+	dir, logDir string
 
 	mu       sync.Mutex
 	waitErr  error
@@ -57,7 +61,8 @@ func StartProcess(name, bin string, args, env []string, dir, logDir string) (*Pr
 		f.Close()
 		return nil, fmt.Errorf("%s: start %s: %w", name, bin, err)
 	}
-	p := &Process{Name: name, LogPath: logPath, cmd: cmd, log: f, done: make(chan struct{})}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, log: f, done: make(chan struct{}),
+		bin: bin, args: args, env: env, dir: dir, logDir: logDir}
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()
@@ -67,6 +72,12 @@ func StartProcess(name, bin string, args, env []string, dir, logDir string) (*Pr
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// Again starts a new process with p's name, binary, arguments and
+// environment, logging to the same file (appended). It does not stop p.
+func (p *Process) Again() (*Process, error) {
+	return StartProcess(p.Name, p.bin, p.args, p.env, p.dir, p.logDir)
 }
 
 // baseEnv is what every child sees: enough to run, nothing that could point

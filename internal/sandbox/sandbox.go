@@ -92,11 +92,21 @@ type Sandbox struct {
 	// Timings of Start.
 	Timings Timings
 
-	logger *slog.Logger
-	rest   *rest.Config
+	logger       *slog.Logger
+	rest         *rest.Config
+	readyTimeout time.Duration
 
 	mu    sync.Mutex
 	procs []*Process // in start order
+	// ready is how Start saw each component ready, for Restart.
+	ready map[string]readyCheck
+}
+
+// readyCheck is a GET that must answer 200 with want in the body.
+type readyCheck struct {
+	url  string
+	c    *http.Client
+	want string
 }
 
 // FindBinDir returns the bin directory hack/sandbox/build.sh writes to,
@@ -221,6 +231,8 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 		KubeconfigPath: filepath.Join(work, "kubeconfig"),
 		APIServerURL:   fmt.Sprintf("https://127.0.0.1:%d", cfg.APIServerPort),
 		logger:         logger,
+		readyTimeout:   cfg.ReadyTimeout,
+		ready:          map[string]readyCheck{},
 	}
 	defer func() {
 		if retErr != nil {
@@ -321,9 +333,6 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 		return nil, err
 	}
 	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed loopback healthz
-	if err := s.waitHTTP(ctx, kcm, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), insecure, "ok"); err != nil {
-		return nil, err
-	}
 	if err := s.waitHTTP(ctx, sched, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), insecure, "ok"); err != nil {
 		return nil, err
 	}
@@ -343,6 +352,15 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 	}
 	s.Timings.NodeReady = time.Since(t0)
 	logger.Info("node ready", "node", NodeName, "after", s.Timings.NodeReady.Round(time.Millisecond))
+	// The controller manager's /healthz answers ok before its controllers
+	// are built (each creates its service account through the API server,
+	// and one failure then ends the process, as an API server restart at
+	// that moment would); the controllers' own checks are registered once
+	// all are built, so it is ready when they are listed. Waited for last:
+	// kwok and the node do not need it.
+	if err := s.waitHTTP(ctx, kcm, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", kcmPort), insecure, "[+]serviceaccount-token-controller ok"); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -358,22 +376,32 @@ func (s *Sandbox) start(name, bin string, args, env []string) (*Process, error) 
 	return p, nil
 }
 
+// waitHTTP waits until GET url answers 200 with want in the body, and
+// remembers the check for Restart.
 func (s *Sandbox) waitHTTP(ctx context.Context, p *Process, timeout time.Duration, url string, c *http.Client, want string) error {
+	rc := readyCheck{url: url, c: c, want: want}
+	s.mu.Lock()
+	s.ready[p.Name] = rc
+	s.mu.Unlock()
+	return s.waitCheck(ctx, p, timeout, rc)
+}
+
+func (s *Sandbox) waitCheck(ctx context.Context, p *Process, timeout time.Duration, rc readyCheck) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return p.WaitReady(ctx, s.logger, url, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	return p.WaitReady(ctx, s.logger, rc.url, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, rc.url, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := c.Do(req)
+		resp, err := rc.c.Do(req)
 		if err != nil {
 			return err
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) {
-			return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), rc.want) {
+			return fmt.Errorf("GET %s: %d %s", rc.url, resp.StatusCode, strings.TrimSpace(string(b)))
 		}
 		return nil
 	})
@@ -486,17 +514,81 @@ func (s *Sandbox) Check() error {
 	return errors.Join(errs...)
 }
 
+// Restarted is what Restart did.
+type Restarted struct {
+	Component      string
+	OldPid, NewPid int
+	// Stopped is how long the old process took to exit (SIGTERM, then
+	// SIGKILL after the grace); Down is from the SIGTERM until the new one
+	// was ready.
+	Stopped, Down time.Duration
+}
+
+// Restart stops one component (SIGTERM, a short grace, then SIGKILL) and
+// starts it again with the same binary, arguments and environment — so the
+// same port and, for kube-apiserver, the same etcd — and waits for it as
+// Start did (etcd /health, kube-apiserver /readyz, the controller manager's
+// and scheduler's /healthz; kwok has no check). The new process takes the
+// old one's place, so Processes, Check and Stop see it, and the old one,
+// stopped on purpose, is never reported as a death.
+func (s *Sandbox) Restart(ctx context.Context, component string) (Restarted, error) {
+	r := Restarted{Component: component}
+	s.mu.Lock()
+	var old *Process
+	var names []string
+	for _, p := range s.procs {
+		names = append(names, p.Name)
+		if p.Name == component {
+			old = p
+		}
+	}
+	rc, hasCheck := s.ready[component]
+	s.mu.Unlock()
+	if old == nil {
+		return r, fmt.Errorf("restart %s: no such component (the sandbox runs %s)", component, strings.Join(names, ", "))
+	}
+	r.OldPid = old.Pid()
+	t0 := time.Now()
+	old.Stop(stopGrace(component))
+	r.Stopped = time.Since(t0)
+	p, err := old.Again()
+	if err != nil {
+		return r, fmt.Errorf("restart %s: %w", component, err)
+	}
+	r.NewPid = p.Pid()
+	s.mu.Lock()
+	for i := range s.procs {
+		if s.procs[i] == old {
+			s.procs[i] = p
+		}
+	}
+	s.mu.Unlock()
+	s.logger.Debug("restarted", "component", component, "old pid", r.OldPid, "pid", r.NewPid, "stopped in", r.Stopped.Round(time.Millisecond))
+	if hasCheck {
+		if err := s.waitCheck(ctx, p, s.readyTimeout, rc); err != nil {
+			return r, fmt.Errorf("restart %s: %w", component, err)
+		}
+	}
+	r.Down = time.Since(t0)
+	s.logger.Info("restarted", "component", component, "pid", r.NewPid, "down", r.Down.Round(time.Millisecond))
+	return r, nil
+}
+
+// stopGrace is how long a component may take to exit after SIGTERM. The API
+// server gets a short one: once etcd is gone it ignores SIGTERM.
+func stopGrace(component string) time.Duration {
+	if component == "kube-apiserver" {
+		return 5 * time.Second
+	}
+	return 10 * time.Second
+}
+
 // Stop stops every process in reverse start order. The API server gets a
-// short grace: once etcd is gone it ignores SIGTERM, so it must go first and
-// be killed if slow.
+// short grace (stopGrace) and goes before etcd.
 func (s *Sandbox) Stop() {
 	procs := s.Processes()
 	for i := len(procs) - 1; i >= 0; i-- {
-		grace := 10 * time.Second
-		if procs[i].Name == "kube-apiserver" {
-			grace = 5 * time.Second
-		}
-		procs[i].Stop(grace)
+		procs[i].Stop(stopGrace(procs[i].Name))
 		s.logger.Debug("stopped", "component", procs[i].Name)
 	}
 }

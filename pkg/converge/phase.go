@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -344,12 +345,33 @@ func (p *Phase) snapshot(ksInf cache.SharedIndexInformer, srcInf map[string]cach
 	return s
 }
 
+// nudgeBackoff spaces the retries of a nudge the API server could not take
+// (kube.Transient: refused while it restarts, 503, 429, a timeout): 14
+// tries over about 24 s, the gaps growing from 0.5 s to 4.5 s. The tracker
+// counts a nudge as outstanding until the controller handles it, so a lost
+// one is waited out at the controller's --requeue-dependency (30 s by
+// default), after which retrying buys nothing. No Cap: a capped Backoff
+// stops stepping when it reaches the cap.
+var nudgeBackoff = utilwait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.2, Jitter: 0.1, Steps: 14}
+
 // nudge sets reconcile.fluxcd.io/requestedAt on a node with a merge patch,
-// field manager bootstrap.
+// field manager bootstrap, retrying transient API errors (nudgeBackoff,
+// within ctx). It returns the last error when the nudge was not taken.
 func (p *Phase) nudge(ctx context.Context, n Nudge) error {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, n.Token)
 	obj := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: n.ID.Namespace, Name: n.ID.Name}}
-	return p.cl.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(kube.FieldManager))
+	var last error
+	err := utilwait.ExponentialBackoffWithContext(ctx, nudgeBackoff, func(ctx context.Context) (bool, error) {
+		last = p.cl.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(kube.FieldManager))
+		if last == nil || !kube.Transient(last) {
+			return last == nil, last
+		}
+		return false, nil
+	})
+	if utilwait.Interrupted(err) && last != nil {
+		return last
+	}
+	return err
 }
 
 // summary is the walk's outcome in one line.

@@ -2,15 +2,24 @@ package converge
 
 import (
 	"context"
+	"errors"
+	"net"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -170,4 +179,63 @@ func find(r *gate.Report, id string) gate.Check {
 		}
 	}
 	return gate.Check{ID: id, Verdict: "missing"}
+}
+
+// flakyPatches fails the first n nudges with err (as an API server that is
+// restarting refuses them), then lets them through.
+type flakyPatches struct {
+	noWatchList
+	n   *atomic.Int32
+	err error
+}
+
+func (f flakyPatches) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if f.n.Add(-1) >= 0 {
+		return f.err
+	}
+	return f.noWatchList.Patch(ctx, obj, patch, opts...)
+}
+
+// TestPhaseRetriesTransientNudge: nudges refused by an API server that is
+// restarting (connection refused) are retried, so the chain converges with
+// a controller that never requeues on its own, without a warning.
+// Negative: a nudge refused for good (403) is not retried: it is lost, the
+// run warns and times out — the retry is what converged the first.
+func TestPhaseRetriesTransientNudge(t *testing.T) {
+	defer func(b utilwait.Backoff) { nudgeBackoff = b }(nudgeBackoff)
+	nudgeBackoff = utilwait.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 6}
+	refused := &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/a",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}}
+	for _, c := range []struct {
+		name    string
+		err     error
+		timeout time.Duration
+		wantOK  bool
+	}{
+		{"connection refused", refused, 10 * time.Second, true},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"}, "a", errors.New("no")), 2 * time.Second, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl, ctx, stop := phaseWorld(t, nil)
+			defer stop()
+			left := &atomic.Int32{}
+			left.Store(3)
+			cl.Client = flakyPatches{noWatchList: cl.Client.(noWatchList), n: left, err: c.err}
+			o := DefaultOptions()
+			o.Timeout = c.timeout
+			r, lines := runPhase(t, ctx, cl, o)
+			warned := strings.Contains(strings.Join(r.Warnings, "\n"), "nudge of flux-system/a failed")
+			var b strings.Builder
+			_ = gate.WriteText(&b, r)
+			if c.wantOK {
+				if r.ExitCode() != gate.ExitOK || r.Facts["converge.nudges"] != "2" || len(r.Warnings) > 0 || left.Load() >= 0 {
+					t.Fatalf("exit %d, nudges %s, refusals left %d, warnings %q\n%s\n%s", r.ExitCode(), r.Facts["converge.nudges"], left.Load(), r.Warnings, b.String(), strings.Join(lines, "\n"))
+				}
+				return
+			}
+			if r.ExitCode() != gate.ExitFailed || !warned || left.Load() != 2 {
+				t.Fatalf("exit %d, warned %t, refusals left %d (want 2: tried once)\n%s\n%s", r.ExitCode(), warned, left.Load(), b.String(), strings.Join(lines, "\n"))
+			}
+		})
+	}
 }

@@ -19,12 +19,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,7 +56,7 @@ var gauntletStages = []struct{ key, title string }{
 	{"upgrade", "Upgrade v2.4.0 → v2.9.5 with --migrate-crds"},
 	{"rotate", "Age key rotation"},
 	{"cutover", "Cutover to the final Git server (and a rollback from an unreachable one)"},
-	{"faults", "Faults: controller killed during a wait, two concurrent runs"},
+	{"faults", "Faults: controller killed during a wait, two concurrent runs, API server restarted mid-up"},
 	{"hazard", "Held-back hazard: undefined ${VAR}"},
 	{"oracle", "Oracle: the stock path (kubectl) on a second sandbox"},
 }
@@ -165,7 +167,7 @@ func runGauntlet(t *testing.T, o gauntletOptions) *page {
 	g.page.Notes = append(g.page.Notes,
 		"Stage 1 brings prod up at "+gauntletFlux+", not "+gauntletUpFrom+": the sandbox's v1.9.5 controller binaries cannot run a "+gauntletUpFrom+" install's CRDs (README, Known limit), so a "+gauntletUpFrom+" sync could never converge here. The "+gauntletUpFrom+" install and its upgrade are stage 4, on a sandbox of their own.",
 		"Convergence is proven by `bootstrap up`/`sync`'s own gates plus waiting for every Kustomization to be Ready at the source's revision, nudging them (reconcile.fluxcd.io/requestedAt) instead of waiting out requeues; `bootstrap converge` will replace that wait once it is merged (one function: waitKustomizations).",
-		"The fault \"final source unreachable at cutover (rollback)\" runs in stage 6, where a temporary source exists; an API server restart mid-`up` is not exercised.",
+		"The fault \"final source unreachable at cutover (rollback)\" runs in stage 6, where a temporary source exists; the API server restart mid-`up` runs in stage 7 (once the root applied the new commit, so during converge's wait), on the sandbox's single kube-apiserver: a restart, not an HA failover.",
 	)
 	var failed string
 	defer func() {
@@ -829,8 +831,164 @@ func (g *gauntlet) stageFaults(ctx context.Context, s *stageResult, broken bool)
 		return fmt.Errorf("after the third run kustomize-controller runs %q", in.Args)
 	}
 	s.Evidence = append(s.Evidence, fmt.Sprintf("third run (plain up): exit 0, changed %t; kustomize-controller back on --log-level=info", back.report.Changed))
-	s.Detail = killDetail + fmt.Sprintf("; concurrent runs: A (up --log-level debug, restarting every controller) held the lock, B refused (exit 1: %q), A exit 0, then the log level put back", b.report.Error)
+	concurrentDetail := fmt.Sprintf("concurrent runs: A (up --log-level debug, restarting every controller) held the lock, B refused (exit 1: %q), A exit 0, then the log level put back", b.report.Error)
+	restartDetail, err := g.faultAPIServerRestart(ctx, s)
+	if err != nil {
+		return err
+	}
+	s.Detail = killDetail + "; " + concurrentDetail + "; " + restartDetail
 	return nil
+}
+
+// faultAPIServerRestart: a commit gives converge real work; `bootstrap up`
+// runs, and once the root has applied the commit (sync's last gate: the run
+// is in, or entering, its converge wait) kube-apiserver is restarted on the
+// same port over the same etcd. The run must end by itself within its
+// --timeout, exit 0 or exit 1 naming what failed (no panic, no other code);
+// a re-run then exits 0 and every Kustomization is Ready at the commit. The
+// controllers the runner runs, and the sandbox's own processes, live on.
+func (g *gauntlet) faultAPIServerRestart(ctx context.Context, s *stageResult) (string, error) {
+	rev, err := g.commit("web: wave 5", map[string]string{
+		"apps/web/web.yaml": strings.Replace(g.readWork("apps/web/web.yaml"), "wave: \"4\"", "wave: \"5\"", 1)}, "final")
+	if err != nil {
+		return "", err
+	}
+	before := g.main.runner.Status().Instances
+	const upTimeout = 2 * time.Minute
+	args := append([]string{}, g.baseUp...)
+	if i := slices.Index(args, "--timeout"); i >= 0 && i+1 < len(args) {
+		args[i+1] = upTimeout.String()
+	} else {
+		args = append(args, "--timeout", upTimeout.String())
+	}
+	full := append(append([]string{}, args...), "-o", "json", "--kubeconfig", g.main.sb.KubeconfigPath)
+	cmd := exec.CommandContext(ctx, bootstrapCLI(g.t), full...)
+	cmd.Stdin = strings.NewReader(g.key)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan struct{})
+	var endedAt time.Time
+	go func() { _ = cmd.Wait(); endedAt = time.Now(); close(done) }()
+	kill := func() { _ = cmd.Process.Kill(); <-done }
+
+	// Until the root applied rev, while the run still runs.
+	var rootAt time.Duration
+	pending := 0
+	for rootAt == 0 {
+		select {
+		case <-done:
+			return "", fmt.Errorf("up ended (exit %d) before the root applied %s: no converge wait to interrupt: %s", cmd.ProcessState.ExitCode(), shortRev(rev), trunc(o.String()))
+		case <-ctx.Done():
+			kill()
+			return "", fmt.Errorf("the root never applied %s while up ran", shortRev(rev))
+		case <-time.After(50 * time.Millisecond):
+		}
+		var list kustomizev1.KustomizationList
+		if err := g.main.client.List(ctx, &list, client.InNamespace(fluxNS)); err != nil {
+			continue
+		}
+		pending = 0
+		root := false
+		for _, k := range list.Items {
+			if !slices.Contains(homelabKustomizations, k.Name) {
+				continue
+			}
+			if k.Status.LastAppliedRevision != rev {
+				pending++
+			} else if k.Name == "flux-system" {
+				root = true
+			}
+		}
+		if root {
+			rootAt = time.Since(t0)
+		}
+	}
+	down := time.Now()
+	r, err := g.main.sb.Restart(ctx, "kube-apiserver")
+	if err != nil {
+		kill()
+		return "", fmt.Errorf("restart the API server: %v", err)
+	}
+	restartedAt := time.Since(t0)
+	s.Evidence = append(s.Evidence, fmt.Sprintf("`bootstrap %s` (pid %d): the root applied %s at +%.1fs (%d of %d Kustomizations not at it yet); kube-apiserver restarted on %s (pid %d→%d, SIGTERM to exit %s, down %s, ready again at +%.1fs)",
+		strings.Join(args, " "), cmd.Process.Pid, shortRev(rev), rootAt.Seconds(), pending, len(homelabKustomizations), g.main.sb.APIServerURL, r.OldPid, r.NewPid, r.Stopped.Round(10*time.Millisecond), r.Down.Round(10*time.Millisecond), restartedAt.Seconds()))
+	select {
+	case <-done:
+	case <-time.After(upTimeout + 30*time.Second):
+		kill()
+		return "", fmt.Errorf("up hung: still running %s after the API server came back (its --timeout %s), killed; stderr: %s", upTimeout+30*time.Second, upTimeout, trunc(e.String()))
+	}
+	if endedAt.Before(down) {
+		return "", fmt.Errorf("up ended (exit %d) before the API server went down: no wait was interrupted", cmd.ProcessState.ExitCode())
+	}
+	ended := time.Since(t0) - restartedAt
+	run := cliRun{args: args, code: cmd.ProcessState.ExitCode(), stdout: o.String(), stderr: e.String()}
+	jsonErr := json.Unmarshal(o.Bytes(), &run.report)
+	var f struct{ Facts map[string]string }
+	_ = json.Unmarshal(o.Bytes(), &f)
+	run.facts = f.Facts
+	s.Evidence = append(s.Evidence, fmt.Sprintf("that run ended %.1fs after the restart: exit %d, verdict %s, converge %s/%s in %s with %s nudge(s), %d warning(s)%s",
+		ended.Seconds(), run.code, run.report.Verdict, run.facts["converge.converged"], run.facts["converge.nodes"], run.facts["converge.duration"], run.facts["converge.nudges"], len(run.report.Warnings), map[bool]string{true: "", false: ": " + run.firstProblem()}[run.code == 0]))
+	for _, w := range run.report.Warnings {
+		s.Evidence = append(s.Evidence, "warning: "+w)
+	}
+	switch {
+	case strings.Contains(run.stderr, "panic:") || strings.Contains(run.stderr, "[running]:"):
+		return "", fmt.Errorf("up panicked across the API server restart: %s", trunc(run.stderr))
+	case jsonErr != nil:
+		return "", fmt.Errorf("up across the API server restart (exit %d) wrote no JSON report: %v: %s %s", run.code, jsonErr, trunc(run.stdout), trunc(run.stderr))
+	case run.report.ExitCode != run.code:
+		return "", fmt.Errorf("up across the API server restart exit %d, but its report says %d", run.code, run.report.ExitCode)
+	case run.code == 1 && !namesProblem(run.report):
+		return "", fmt.Errorf("up across the API server restart exit 1 without an error or a failing gate in its report")
+	case run.code != 0 && run.code != 1:
+		return "", fmt.Errorf("up across the API server restart exit %d (want 0, or 1 naming the failure): %s", run.code, run.firstProblem())
+	}
+	again := g.cli(ctx, g.main, g.key, g.baseUp...)
+	s.Evidence = append(s.Evidence, fmt.Sprintf("re-run: exit %d, changed %t, converge %s/%s", again.code, again.report.Changed, again.facts["converge.converged"], again.facts["converge.nodes"]))
+	if again.code != 0 {
+		return "", fmt.Errorf("re-run after the API server restart exit %d: %s", again.code, again.firstProblem())
+	}
+	if _, err := g.main.waitKustomizations(ctx, homelabKustomizations, rev); err != nil {
+		return "", err
+	}
+	g.rev = rev
+	var runs []string
+	for _, name := range []string{"source-controller", "kustomize-controller"} {
+		in, err := g.main.waitRunnerFor(ctx, name)
+		if err != nil {
+			return "", fmt.Errorf("after the API server restart: %v", err)
+		}
+		runs = append(runs, fmt.Sprintf("%s pid %d→%d (starts %d→%d)", name, before[name].Pid, in.Pid, before[name].Starts, in.Starts))
+	}
+	if err := g.main.sb.Check(); err != nil {
+		return "", fmt.Errorf("a sandbox process died across the API server restart: %v", err)
+	}
+	s.Evidence = append(s.Evidence, "runner after the restart: "+strings.Join(runs, ", ")+" Ready; etcd, controller-manager, scheduler and kwok alive")
+	first := "exit 0"
+	if run.code != 0 {
+		first = fmt.Sprintf("exit 1 (%s)", trunc(run.firstProblem()))
+	}
+	return fmt.Sprintf("API server restarted mid-up (root at %s, %d of %d Kustomizations still to apply it; down %.1fs): the run %s after %.1fs, re-run exit 0, all %d Ready at %s; runner kept %s",
+		shortRev(rev), pending, len(homelabKustomizations), r.Down.Seconds(), first, ended.Seconds(), len(homelabKustomizations), shortRev(rev), strings.Join(runs, ", ")), nil
+}
+
+// namesProblem says whether a failed run's report names why: an error or a
+// failing gate.
+func namesProblem(r cliReport) bool {
+	if r.Error != "" {
+		return true
+	}
+	for _, c := range r.Checks {
+		if c.Verdict == "fail" {
+			return true
+		}
+	}
+	return false
 }
 
 // ---- stage 8 ----------------------------------------------------------

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -51,6 +53,117 @@ func TestTeardownLeavesNoProcess(t *testing.T) {
 	}
 	t.Logf("second sandbox: API ready %s, node ready %s, teardown %s, nothing left of %d processes",
 		sb.Timings.APIReady.Round(time.Millisecond), sb.Timings.NodeReady.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond), len(pids))
+}
+
+// The API server restarted (Sandbox.Restart) comes back on the same URL
+// over the same etcd: an object written before is read back afterwards by
+// a client made before, the kubeconfig unchanged, and the sandbox healthy
+// (the intended stop is not a death). Negative: requests during the
+// restart are refused, so the server really was down. Teardown leaves
+// neither the old nor the new process.
+func TestAPIServerRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sb, err := sandbox.Start(ctx, sandbox.Config{BinDir: suite.binDir, WorkDir: t.TempDir(), Logger: suite.logger.With("sandbox", "restart")})
+	if err != nil {
+		t.Fatalf("sandbox: %v", err)
+	}
+	defer sb.Stop()
+	cs, err := kubernetes.NewForConfig(sb.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "survives-restart"}, Data: map[string]string{"written": time.Now().UTC().Format(time.RFC3339Nano)}}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	url, kubeconfig := sb.APIServerURL, readFile(t, sb.KubeconfigPath)
+
+	// Poll through the restart: every answer is either the object or an error.
+	stop := make(chan struct{})
+	type probe struct {
+		at  time.Time
+		err error
+	}
+	probes := make(chan []probe, 1)
+	go func() {
+		var got []probe
+		defer func() { probes <- got }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			pctx, pcancel := context.WithTimeout(ctx, time.Second)
+			_, err := cs.CoreV1().ConfigMaps("default").Get(pctx, cm.Name, metav1.GetOptions{})
+			pcancel()
+			got = append(got, probe{time.Now(), err})
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	r, err := sb.Restart(ctx, "kube-apiserver")
+	close(stop)
+	seen := <-probes
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	refused, failed := 0, 0
+	var firstErr error
+	for _, p := range seen {
+		if p.err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = p.err
+			}
+			if utilnet.IsConnectionRefused(p.err) {
+				refused++
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatalf("no request was refused during the restart (%d probes, %d failed, first error %v): the API server was never down", len(seen), failed, firstErr)
+	}
+
+	got, err := cs.CoreV1().ConfigMaps("default").Get(ctx, cm.Name, metav1.GetOptions{})
+	if err != nil || got.Data["written"] != cm.Data["written"] {
+		t.Fatalf("after the restart the object written before: %v %v", err, got)
+	}
+	if sb.APIServerURL != url || readFile(t, sb.KubeconfigPath) != kubeconfig {
+		t.Fatalf("the restart moved the API server: %s → %s, kubeconfig changed %t", url, sb.APIServerURL, readFile(t, sb.KubeconfigPath) != kubeconfig)
+	}
+	var apiPid int
+	pids := map[int]string{r.OldPid: "old kube-apiserver"}
+	for _, p := range sb.Processes() {
+		pids[p.Pid()] = p.Name
+		if p.Name == "kube-apiserver" {
+			apiPid = p.Pid()
+		}
+	}
+	if apiPid != r.NewPid || r.NewPid == r.OldPid {
+		t.Fatalf("Processes has kube-apiserver pid %d, the restart says %d (old %d)", apiPid, r.NewPid, r.OldPid)
+	}
+	if alive := survivorsOf(map[int]string{r.OldPid: "old"}); len(alive) > 0 {
+		t.Fatalf("the old API server still runs: %v", alive)
+	}
+	if err := sb.Check(); err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+	t.Logf("kube-apiserver pid %d → %d on %s: stopped in %s, down %s; %d probes, %d failed (%d refused, first: %v); %s read back",
+		r.OldPid, r.NewPid, url, r.Stopped.Round(time.Millisecond), r.Down.Round(time.Millisecond), len(seen), failed, refused, firstErr, cm.Name)
+	sb.Stop()
+	if left := survivorsOf(pids); len(left) > 0 {
+		t.Fatalf("left behind after Stop: %v", left)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // A port already taken — here by the suite's own API server — is refused
