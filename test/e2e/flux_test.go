@@ -283,6 +283,9 @@ func testGitAndKustomizations(t *testing.T) {
 	waitSourceRevision(ctx, t, rev)
 	tSource := time.Since(t0)
 	infra := waitApplied(ctx, t, "infra", rev)
+	// As converge does: the dependent is asked to reconcile once its
+	// dependency applied, not left to the 30 s dependency requeue.
+	requestReconcile(ctx, t, kustomization("apps", ""))
 	apps := waitApplied(ctx, t, "apps", rev)
 	t.Logf("GitRepository ready at %s after %s; infra and apps applied after %s", rev, tSource.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	if got := configMap(ctx, t, "app").Data["value"]; got != "v1" {
@@ -320,6 +323,7 @@ func testPushPropagates(t *testing.T) {
 	rev := state.repo.Revision(state.sha)
 	waitSourceRevision(ctx, t, rev)
 	waitApplied(ctx, t, "infra", rev)
+	requestReconcile(ctx, t, kustomization("apps", ""))
 	waitApplied(ctx, t, "apps", rev)
 	if got := configMap(ctx, t, "app").Data["value"]; got != "v2" {
 		t.Fatalf("after push: apps ConfigMap value %q, want v2", got)
@@ -371,6 +375,21 @@ func strictKustomization() *kustomizev1.Kustomization {
 // waitStrictFailed waits for the strict-mode failure at revision.
 func waitStrictFailed(ctx context.Context, t *testing.T, revision string) {
 	t.Helper()
+	// Asked to reconcile every 2 s, as converge nudges: a reconcile that met
+	// a restarting controller or a dependency not applied yet would
+	// otherwise wait out a 30 s requeue.
+	nctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		for nctx.Err() == nil {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
+			_ = suite.client.Patch(nctx, strictKustomization(), client.RawPatch("application/merge-patch+json", []byte(patch)))
+			select {
+			case <-nctx.Done():
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
 	waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, "strict", func(k *kustomizev1.Kustomization) (bool, string) {
 		st, reason, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
 		return st == metav1.ConditionFalse && strings.Contains(msg, strictError) && k.Status.LastAttemptedRevision == revision,

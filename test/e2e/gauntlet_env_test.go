@@ -218,6 +218,26 @@ func (g *gEnv) waitKustomizations(ctx context.Context, names []string, rev strin
 	}
 }
 
+// nudgeNotReady asks every Kustomization of the namespace that is not
+// Ready at its generation to reconcile, once a second, until ctx ends.
+func (g *gEnv) nudgeNotReady(ctx context.Context) {
+	for ctx.Err() == nil {
+		var list kustomizev1.KustomizationList
+		if g.client.List(ctx, &list, client.InNamespace(fluxNS)) == nil {
+			for i := range list.Items {
+				k := &list.Items[i]
+				if st, _, _, cur := readyStatus(k.Generation, k.Status.Conditions); st != metav1.ConditionTrue || !cur {
+					g.nudge(ctx, k)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 func (g *gEnv) nudge(ctx context.Context, obj client.Object) {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
 	_ = g.client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch)))

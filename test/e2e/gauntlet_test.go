@@ -166,7 +166,7 @@ func runGauntlet(t *testing.T, o gauntletOptions) *page {
 	}
 	g.page.Notes = append(g.page.Notes,
 		"Stage 1 brings prod up at "+gauntletFlux+", not "+gauntletUpFrom+": the sandbox's v1.9.5 controller binaries cannot run a "+gauntletUpFrom+" install's CRDs (README, Known limit), so a "+gauntletUpFrom+" sync could never converge here. The "+gauntletUpFrom+" install and its upgrade are stage 4, on a sandbox of their own.",
-		"Convergence is proven by `bootstrap up`/`sync`'s own gates plus waiting for every Kustomization to be Ready at the source's revision, nudging them (reconcile.fluxcd.io/requestedAt) instead of waiting out requeues; `bootstrap converge` will replace that wait once it is merged (one function: waitKustomizations).",
+		"Convergence is proven twice: by the converge phase that ends `bootstrap up`/`sync`/`cutover` (the dependsOn walk with revision gating), and independently by the gauntlet reading every Kustomization back Ready at the source's revision (waitKustomizations, nudging with reconcile.fluxcd.io/requestedAt where it must wait instead of waiting out requeues).",
 		"The fault \"final source unreachable at cutover (rollback)\" runs in stage 6, where a temporary source exists; the API server restart mid-`up` runs in stage 7 (once the root applied the new commit, so during converge's wait), on the sandbox's single kube-apiserver: a restart, not an HA failover.",
 	)
 	var failed string
@@ -1122,6 +1122,7 @@ func (g *gauntlet) stageOracle(ctx context.Context, s *stageResult, broken bool)
 	// would wait out the 30 s dependency requeues).
 	wctx, wcancel := context.WithCancel(ctx)
 	go func() { _, _ = o.waitKustomizations(wctx, homelabKustomizations, g.rev) }()
+	go o.nudgeNotReady(wctx) // the ones of the other source too: kubectl waits for --all
 	_, err = o.kubectl(ctx, "", "-n", fluxNS, "wait", "--for=condition=Ready", "kustomization", "--all", "--timeout=4m")
 	wcancel()
 	if err != nil {
