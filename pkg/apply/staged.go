@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/ssa"
+	ssautils "github.com/fluxcd/pkg/ssa/utils"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/pkg/gate"
@@ -34,7 +35,7 @@ func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, 
 	if len(todo) == 0 {
 		return out, nil
 	}
-	cs, err := cl.Manager.ApplyAllStaged(ctx, todo, opts)
+	cs, err := applyStaged(ctx, cl, todo, opts, timeout)
 	if cs != nil {
 		for _, e := range cs.Entries {
 			oc := gate.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)}
@@ -49,6 +50,46 @@ func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, 
 		return out, fmt.Errorf("server-side apply: %w", err)
 	}
 	return out, nil
+}
+
+// applyStaged is ssa's ApplyAllStaged (its stages, by its own predicates)
+// with each stage's wait done by watch (pkg/wait, kstatus) instead of ssa's
+// 2 s poll: cluster definitions (CRDs, namespaces, cluster roles) first,
+// then classes, each until kstatus calls it Current, then the rest.
+func applyStaged(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, opts ssa.ApplyOptions, timeout time.Duration) (*ssa.ChangeSet, error) {
+	var defs, classes, rest []*unstructured.Unstructured
+	for _, o := range objs {
+		switch {
+		case ssautils.IsClusterDefinition(o):
+			defs = append(defs, o)
+		case ssautils.IsClassDefinition(o):
+			classes = append(classes, o)
+		default:
+			rest = append(rest, o)
+		}
+	}
+	changes := ssa.NewChangeSet()
+	for _, stage := range []struct {
+		objs []*unstructured.Unstructured
+		wait bool
+	}{{defs, true}, {classes, true}, {rest, false}} {
+		if len(stage.objs) == 0 {
+			continue
+		}
+		cs, err := cl.Manager.ApplyAll(ctx, stage.objs, opts)
+		if cs != nil {
+			changes.Append(cs.Entries)
+		}
+		if err != nil {
+			return changes, err
+		}
+		if stage.wait {
+			if err := wait.Rollouts(ctx, cl.Clients(), stage.objs, timeout, func(string) {}); err != nil {
+				return changes, fmt.Errorf("before the objects that need them: %w", err)
+			}
+		}
+	}
+	return changes, nil
 }
 
 // Progress receives one line per status change while waiting.
