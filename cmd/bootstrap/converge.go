@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -114,6 +115,9 @@ func declare(o *converge.Options, r *rootsync.Render, path string) {
 	o.Declared, o.From = []*kustomizev1.Kustomization{}, "the repository "+path
 	for _, k := range r.Env.Kustomizations {
 		o.Declared = append(o.Declared, k.Kustomization)
+	}
+	if err := r.Env.Err(); err != nil {
+		o.From += fmt.Sprintf(" (what the Kustomizations whose path did not build apply is not in it: %v)", err)
 	}
 }
 

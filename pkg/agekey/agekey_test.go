@@ -505,3 +505,30 @@ func equal(a, b map[string]gate.Verdict) bool {
 func sprintAll(ids *Identities) string {
 	return fmt.Sprintf("%v %+v %#v %s", ids, ids, ids, ids.Keys)
 }
+
+// TestScopeWarnsOnUnbuiltDecryptingKustomization: a Kustomization that
+// decrypts with the Secret but whose path does not build cannot have its
+// files proven; the scope says so (warn), it does not pass silently.
+func TestScopeWarnsOnUnbuiltDecryptingKustomization(t *testing.T) {
+	isolate(t)
+	f := newFixture(t, nil)
+	for name, content := range map[string]string{
+		"clusters/dev/broken.yaml":          agekeytest.Kustomization("broken", "apps/broken", DefaultSecretName),
+		"apps/broken/kustomization.yaml":    "resources:\n- missing.sops.yaml\n",
+		"apps/broken/placeholder.sops.yaml": "not: encrypted\n",
+	} {
+		p := filepath.Join(f.repo, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := scan(t, f.repo, "clusters/dev")
+	cs, n := RepositoryChecks(parse(t, f.dev.file), s, gate.Before, false)
+	c := find(t, cs, "age-key.scope")
+	if n != 1 || c.Verdict != gate.Warn || !strings.Contains(c.Message, "flux-system/broken") || !strings.Contains(c.Message, "not proven") {
+		t.Fatalf("scope: %s %q (decrypted %d)", c.Verdict, c.Message, n)
+	}
+}

@@ -81,10 +81,16 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 	}
 	scope.Evidence = append(scope.Evidence, s.Notes...)
 	switch {
+	case len(s.Files) > 0 && len(s.Unchecked) > 0:
+		scope.Verdict = gate.Warn
+		scope.Message = fmt.Sprintf("%d SOPS file%s decrypted with Secret %s found under %s, but %d Kustomization%s decrypting with it could not be built, so their files are not proven: %s",
+			len(s.Files), plural(len(s.Files), "", "s"), target, s.Env, len(s.Unchecked), plural(len(s.Unchecked), "", "s"), s.Unchecked[0])
+		scope.Evidence = append(scope.Evidence, s.Unchecked...)
 	case len(s.Files) > 0:
 		scope.Verdict = gate.Pass
 		scope.Message = fmt.Sprintf("%d SOPS file%s decrypted with Secret %s by %d Kustomization%s under %s", len(s.Files), plural(len(s.Files), "", "s"), target, len(uses), plural(len(uses), "", "s"), s.Env)
 	default:
+		scope.Evidence = append(scope.Evidence, s.Unchecked...)
 		why := fmt.Sprintf("no Kustomization under %s decrypts with Secret %s", s.Env, target)
 		if len(uses) > 0 {
 			why = fmt.Sprintf("the %d Kustomization%s under %s that decrypt with Secret %s hold no SOPS-encrypted file", len(uses), plural(len(uses), "", "s"), s.Env, target)

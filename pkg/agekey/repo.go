@@ -57,6 +57,10 @@ type Scope struct {
 	Kustomizations []Kustomization
 	// Files are the SOPS files decrypted with the Secret, sorted by path.
 	Files []File
+	// Unchecked names the Kustomizations that decrypt with the Secret but
+	// whose files could not be found (their path did not build): the proof
+	// does not cover them.
+	Unchecked []string
 	// Notes are things a person should know (other Secrets, unresolvable
 	// paths); they become evidence and warnings.
 	Notes []string
@@ -85,7 +89,7 @@ func Scan(repo, env, namespace, secretName string) (*Scope, error) {
 	}
 	// The root directory may be a plain directory of manifests: the
 	// controller generates its kustomization.yaml.
-	e, err := fluxrepo.Load(fluxrepo.Options{Repo: repo, Path: env, Namespace: namespace, GenerateRoot: true})
+	e, err := fluxrepo.Load(fluxrepo.Options{Repo: repo, Path: env, Namespace: namespace, GenerateRoot: true, KeepGoing: true})
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +147,8 @@ func ScopeOf(e *fluxrepo.Env, secretName string) (*Scope, error) {
 		}
 		fk := byRef[k.Ref()]
 		if !fk.Built {
-			continue // the model's note says why
+			s.Unchecked = append(s.Unchecked, fmt.Sprintf("Kustomization %s decrypts with %s, but its path was not built (%s): its SOPS files were not checked", k.Ref(), secretName, fk.Note))
+			continue
 		}
 		for _, rel := range fk.Files {
 			if err := addEncrypted(rd, rel, k, files); err != nil {

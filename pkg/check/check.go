@@ -104,6 +104,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	// A model loaded to keep going past a path that does not build: the
+	// check refuses it as its own Load would.
+	if err := env.Err(); err != nil {
+		return nil, err
+	}
 	r := &Result{Env: env, Others: map[string]*fluxrepo.Env{}}
 	var compareNotes []string
 	if !o.NoCompare {

@@ -297,3 +297,21 @@ func TestEncryptedObjectsNamed(t *testing.T) {
 	}
 	t.Fatal("no apps gate")
 }
+
+// TestSharedModelThatKeptGoing: up shares sync's model, which keeps going
+// past a path that does not build; the check still refuses it, as its own
+// Load would (exit 2 naming the file).
+func TestSharedModelThatKeptGoing(t *testing.T) {
+	repo := fixture(t)
+	if err := os.WriteFile(filepath.Join(repo, "apps", "kustomization.yaml"), []byte("resources:\n- web.yaml\n- missing.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := fluxrepo.Options{Repo: repo, Path: "clusters/dev", KeepGoing: true}
+	env, err := fluxrepo.Load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Options{Options: o, Env: env}); err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Fatalf("err = %v, want the input error naming missing.yaml", err)
+	}
+}

@@ -368,8 +368,8 @@ func (p *Phase) nudge(ctx context.Context, n Nudge) error {
 		}
 		return false, nil
 	})
-	if utilwait.Interrupted(err) && last != nil {
-		return last
+	if utilwait.Interrupted(err) && last != nil && ctx.Err() == nil {
+		return last // the tries ran out: the API server's own answer says why
 	}
 	return err
 }

@@ -10,8 +10,6 @@ import (
 
 	"github.com/fluxcd/pkg/sourceignore"
 	"github.com/fluxcd/pkg/sourceignore/gitignore"
-
-	"github.com/homelab-ops/bootstrap/pkg/input"
 )
 
 // ignoreFilter is source-controller's artifact filter for dir: the
@@ -38,13 +36,12 @@ func ignoreFilter(dir string, specIgnore *string) (func(p string, isDir bool) bo
 }
 
 // copyRepo copies the repository into dst as source-controller archives
-// it: regular files only (symlinks are left out of an artifact), minus what
-// the ignore rules exclude, each file at most max bytes. What is left out
-// for a reason a person may not expect is noted. A symlink that leads out
-// of the repository or to something other than a file or directory (say
-// /dev/zero) is hostile input, refused naming it (label names the
-// repository in the message).
-func copyRepo(src, dst string, max int64, label string) (notes []string, err error) {
+// it: regular files only, minus what the ignore rules exclude, each file at
+// most max bytes. A symlink is never followed — source-controller leaves
+// symlinks out of an artifact, wherever they point — so nothing outside the
+// repository (or a device behind a link) is ever read. What is left out for
+// a reason a person may not expect is noted, with the fix.
+func copyRepo(src, dst string, max int64) (notes []string, err error) {
 	src, err = filepath.Abs(src)
 	if err != nil {
 		return nil, err
@@ -53,11 +50,6 @@ func copyRepo(src, dst string, max int64, label string) (notes []string, err err
 	if err != nil {
 		return nil, fmt.Errorf("source ignore patterns: %w", err)
 	}
-	rd, err := input.OpenDir(src, label)
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
 			return werr
@@ -73,12 +65,8 @@ func copyRepo(src, dst string, max int64, label string) (notes []string, err err
 		case d.Type()&fs.ModeSymlink != 0 && ignored(p, false):
 			return nil
 		case d.Type()&fs.ModeSymlink != 0:
-			if fi, err := rd.Stat(filepath.ToSlash(rel)); err != nil {
-				return err
-			} else if !fi.IsDir() && !fi.Mode().IsRegular() {
-				return rd.Check(filepath.ToSlash(rel)) // names what it is and the fix
-			}
-			notes = append(notes, fmt.Sprintf("%s: a symlink: source-controller leaves symlinks out of the artifact, so it was left out", filepath.ToSlash(rel)))
+			target, _ := os.Readlink(p)
+			notes = append(notes, fmt.Sprintf("%s (a symlink to %s): source-controller leaves symlinks out of the artifact, so it was left out; commit the file itself", filepath.ToSlash(rel), target))
 			return nil
 		case d.IsDir():
 			if ignored(p, true) {

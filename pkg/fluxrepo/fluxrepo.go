@@ -53,6 +53,13 @@ type Options struct {
 	// root Kustomization's path. Without it such a directory is an input
 	// error (sync applies the directory as `kubectl apply -k` would).
 	GenerateRoot bool
+	// KeepGoing records a Kustomization whose path does not build (a build
+	// error, a path that is not a directory) in its Err and
+	// Note and goes on, instead of failing Load: for the phases that only
+	// need the root to build (sync applies the root; the controller fails
+	// that Kustomization later). The root directory must build regardless.
+	// The offline check does not keep going: Env.Err is its input error.
+	KeepGoing bool
 }
 
 // Location is where an object or a line comes from: a file relative to the
@@ -86,6 +93,9 @@ type Kustomization struct {
 	// Built says Resources hold the build of Path. When false, Note says why.
 	Built bool
 	Note  string
+	// Err is why the path did not build, when Options.KeepGoing let Load
+	// go on (an input error naming the Kustomization and the fix).
+	Err error
 	// Resources are the objects built from Path, unsubstituted, as
 	// kustomize-controller holds them before post-build substitution. Treat
 	// them as read-only (DeepCopy before substituting).
@@ -186,6 +196,17 @@ type Env struct {
 	Notes []string
 
 	index *fileIndex
+}
+
+// Err is the first Kustomization whose path did not build (nil when all
+// did): what Load without KeepGoing would have returned.
+func (e *Env) Err() error {
+	for _, k := range e.Kustomizations {
+		if k.Err != nil {
+			return k.Err
+		}
+	}
+	return nil
 }
 
 // Kustomization finds a Kustomization by namespace and name.

@@ -78,7 +78,7 @@ func TestLoadHomelab(t *testing.T) {
 func copyTree(t *testing.T, src string) string {
 	t.Helper()
 	dst := t.TempDir()
-	if _, err := copyRepo(src, dst, DefaultMaxFileBytes, "test"); err != nil {
+	if _, err := copyRepo(src, dst, DefaultMaxFileBytes); err != nil {
 		t.Fatal(err)
 	}
 	return dst
@@ -133,13 +133,27 @@ func TestLoadInputErrors(t *testing.T) {
 
 func TestLoadBounds(t *testing.T) {
 	repo := copyTree(t, clean)
-	// A link inside the repository is left out of the artifact, as
-	// source-controller does, with a note.
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "leak.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(repo, "docs", "inside.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inside}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("../docs/inside.yaml", filepath.Join(repo, "apps", "link.yaml")); err != nil {
-		t.Fatal(err)
+	// Links of every kind are left out, as source-controller leaves them
+	// out of the artifact, and never followed: out of the repository, to a
+	// device, dangling, inside it (relative and absolute).
+	links := map[string]string{
+		"apps/leak.yaml":     filepath.Join(outside, "leak.yaml"),
+		"apps/zero.yaml":     "/dev/zero",
+		"apps/dangling.yaml": "gone.yaml",
+		"apps/link.yaml":     "../docs/inside.yaml",
+		"apps/abs.yaml":      filepath.Join(repo, "docs", "inside.yaml"),
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(repo, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(repo, "docs", "big.yaml"), []byte(strings.Repeat("# x\n", 1000)), 0o600); err != nil {
 		t.Fatal(err)
@@ -149,28 +163,33 @@ func TestLoadBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes := strings.Join(e.Notes, "\n")
-	if !strings.Contains(notes, "apps/link.yaml: a symlink: source-controller leaves symlinks out of the artifact") || !strings.Contains(notes, "docs/big.yaml: larger than 2000 bytes") {
-		t.Fatalf("notes:\n%s", notes)
+	for name, target := range links {
+		if want := name + " (a symlink to " + target + "): source-controller leaves symlinks out of the artifact, so it was left out; commit the file itself"; !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
 	}
+	if !strings.Contains(notes, "docs/big.yaml: larger than 2000 bytes") {
+		t.Errorf("notes lack the oversized file:\n%s", notes)
+	}
+	if e.Data[DataKey("ConfigMap", "flux-system", "leak")] != nil {
+		t.Fatal("a file outside the repository was read")
+	}
+}
 
-	// A link out of the repository, or to a device, is refused naming it:
-	// nothing outside the directory given is read.
-	outside := t.TempDir()
-	if err := os.WriteFile(filepath.Join(outside, "leak.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\n"), 0o600); err != nil {
+// TestLoadSymlinkedTempDir: with $TMPDIR behind a symlink (macOS's /var),
+// the files a build read are still recorded (age-key decrypts exactly those).
+func TestLoadSymlinkedTempDir(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "tmp-link")
+	if err := os.Symlink(t.TempDir(), link); err != nil {
 		t.Fatal(err)
 	}
-	for target, want := range map[string]string{
-		filepath.Join(outside, "leak.yaml"): "apps/leak.yaml (a symlink to " + filepath.Join(outside, "leak.yaml") + ") points outside the directory",
-		"/dev/zero":                         "apps/leak.yaml (a symlink to /dev/zero) points outside the directory",
-	} {
-		bad := copyTree(t, clean)
-		if err := os.Symlink(target, filepath.Join(bad, "apps", "leak.yaml")); err != nil {
-			t.Fatal(err)
-		}
-		_, err := Load(Options{Repo: bad, Path: "clusters/dev"})
-		if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "copy the file into") {
-			t.Errorf("link to %s: err = %v, want an input error containing %q", target, err, want)
-		}
+	t.Setenv("TMPDIR", link)
+	e, err := Load(Options{Repo: clean, Path: "clusters/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.RootFiles) == 0 || !slices.Contains(e.RootFiles, "clusters/dev/kustomization.yaml") {
+		t.Fatalf("root files %v, want clusters/dev/kustomization.yaml among them", e.RootFiles)
 	}
 }
 
@@ -318,5 +337,35 @@ func TestLoadGenerateRoot(t *testing.T) {
 	apps := e.Kustomization("flux-system", "apps")
 	if e.Root == nil || apps == nil || !apps.Built || !slices.Contains(apps.Files, "apps/cm.yaml") {
 		t.Fatalf("root %v, apps %+v", e.Root, apps)
+	}
+}
+
+// TestLoadKeepGoing: a Kustomization whose path does not build fails Load
+// (the offline check's input error); with KeepGoing (sync, age-key) it is
+// recorded with the same error and the rest of the environment is built.
+func TestLoadKeepGoing(t *testing.T) {
+	repo := copyTree(t, clean)
+	if err := os.WriteFile(filepath.Join(repo, "apps", "kustomization.yaml"), []byte("resources:\n- web.yaml\n- missing.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, strict := Load(Options{Repo: repo, Path: "clusters/dev"})
+	if strict == nil || !gate.IsInput(strict) || !strings.Contains(strict.Error(), "missing.yaml") {
+		t.Fatalf("strict: err = %v, want an input error naming missing.yaml", strict)
+	}
+	if strings.Contains(strict.Error(), "fluxrepo-") {
+		t.Errorf("the error names the private copy, not the repository: %v", strict)
+	}
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev", KeepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed *Kustomization
+	for _, k := range e.Kustomizations {
+		if k.Err != nil {
+			failed = k
+		}
+	}
+	if failed == nil || failed.Built || e.Root == nil || !e.Root.Built || e.Err() == nil || e.Err().Error() != strict.Error() {
+		t.Fatalf("keep going: failed %+v, root %+v, Err %v (strict %v)", failed, e.Root, e.Err(), strict)
 	}
 }

@@ -2,6 +2,7 @@ package fluxrepo
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -73,11 +74,14 @@ func Load(o Options) (*Env, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	notes, err := copyRepo(repo, tmp, o.MaxFileBytes, "--repo "+o.Repo)
+	// kustomize resolves symlinks in the paths it reads (a symlinked
+	// $TMPDIR, macOS's /var): the files a build read are recorded relative
+	// to the resolved copy.
+	if real, err := filepath.EvalSymlinks(tmp); err == nil {
+		tmp = real
+	}
+	notes, err := copyRepo(repo, tmp, o.MaxFileBytes)
 	if err != nil {
-		if gate.IsInput(err) {
-			return nil, err
-		}
 		return nil, fmt.Errorf("copy %s: %w", repo, err)
 	}
 	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp}}
@@ -102,7 +106,7 @@ func (l *loader) run(root string) error {
 	e, o := l.env, l.env.Options
 	res, files, err := l.build(root, nil)
 	if err != nil {
-		return gate.InputErrorf("kustomize build %s: %w%s", root, err, leftOut(e.Notes))
+		return gate.InputErrorf("kustomize build %s: %w%s", root, l.inRepo(err), leftOut(e.Notes))
 	}
 	// The root Kustomization, if the root directory renders it, is built
 	// again with its own spec (patches, images, targetNamespace …) when it
@@ -124,7 +128,7 @@ func (l *loader) run(root string) error {
 		l.env.index.load()
 		e.Notes = append(e.Notes, "the root's GitRepository spec.ignore was applied to the copy")
 		if res, files, err = l.build(root, nil); err != nil {
-			return gate.InputErrorf("kustomize build %s (after the GitRepository's spec.ignore): %w", root, err)
+			return gate.InputErrorf("kustomize build %s (after the GitRepository's spec.ignore): %w", root, l.inRepo(err))
 		}
 	}
 	appliedBy := ""
@@ -132,7 +136,7 @@ func (l *loader) run(root string) error {
 		p, _, _ := unstructured.NestedString(rootObj, "spec", "path")
 		if cleanPath(p) == root {
 			if res, files, err = l.build(root, rootObj); err != nil {
-				return gate.InputErrorf("kustomize build %s (with the spec of Kustomization %s/%s): %w", root, o.Namespace, o.RootName, err)
+				return gate.InputErrorf("kustomize build %s (with the spec of Kustomization %s/%s): %w", root, o.Namespace, o.RootName, l.inRepo(err))
 			}
 			appliedBy = o.Namespace + "/" + o.RootName
 		}
@@ -168,6 +172,8 @@ func (l *loader) run(root string) error {
 		case strings.Contains(k.Spec.Path, "${"):
 			k.Note = fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path)
 		case !isLocal(k.Path) && k.Path != ".":
+			// Always refused, also with KeepGoing: a path out of the
+			// repository is never what the author meant.
 			return gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the repository (kustomize-controller would clamp it into the repository root): make it relative to the repository root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
 		}
 		if k.Note != "" {
@@ -176,7 +182,10 @@ func (l *loader) run(root string) error {
 		}
 		dir := filepath.Join(l.tmp, filepath.FromSlash(k.Path))
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return gate.InputErrorf("Kustomization %s (%s): spec.path %q is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'", k.Ref(), k.Location, k.Spec.Path)
+			if err := l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): spec.path %q is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'", k.Ref(), k.Location, k.Spec.Path)); err != nil {
+				return err
+			}
+			continue
 		}
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(k.Kustomization)
 		if err != nil {
@@ -189,7 +198,10 @@ func (l *loader) run(root string) error {
 				e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
 				continue
 			}
-			return gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w%s", k.Ref(), k.Location, k.Spec.Path, err, leftOut(e.Notes))
+			if err := l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w%s", k.Ref(), k.Location, k.Spec.Path, l.inRepo(err), leftOut(e.Notes))); err != nil {
+				return err
+			}
+			continue
 		}
 		k.Built, k.Resources, k.Files = true, res, files
 		more, err := l.ingest(res, files, k.Ref())
@@ -206,6 +218,24 @@ func (l *loader) run(root string) error {
 		}
 	}
 	return nil
+}
+
+// childFailed records that Kustomization k's path does not build: with
+// KeepGoing it is noted (Built false, Err set) and the walk goes on;
+// otherwise err ends Load.
+func (l *loader) childFailed(k *Kustomization, err error) error {
+	if !l.env.Options.KeepGoing {
+		return err
+	}
+	k.Err, k.Note = err, "not built: "+err.Error()
+	l.env.Notes = append(l.env.Notes, k.Note)
+	return nil
+}
+
+// inRepo names the private copy's paths in a build error as paths of the
+// repository.
+func (l *loader) inRepo(err error) error {
+	return errors.New(strings.ReplaceAll(err.Error(), l.tmp+string(filepath.Separator), ""))
 }
 
 // specIgnore is spec.ignore of the root's GitRepository in res, if set.

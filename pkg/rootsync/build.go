@@ -55,7 +55,9 @@ type Render struct {
 // missing repository or path, a root directory without a kustomization
 // file, or a symlink out of the repository is an input error.
 func Build(o Options) (*Render, error) {
-	env, err := fluxrepo.Load(fluxrepo.Options{Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName})
+	// Sync applies the root: a Kustomization below it whose path does not
+	// build is the controller's to fail (and the offline check's to name).
+	env, err := fluxrepo.Load(fluxrepo.Options{Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName, KeepGoing: true})
 	if err != nil {
 		return nil, err
 	}

@@ -230,3 +230,17 @@ func TestOverrideRecordsProvenance(t *testing.T) {
 		t.Error("the render's own GitRepository reads as temporary")
 	}
 }
+
+// TestBuildKeepsGoingPastABrokenChild: sync applies the root; a
+// Kustomization below it whose path does not build does not stop it (the
+// controller fails that one, and the offline check names it).
+func TestBuildKeepsGoingPastABrokenChild(t *testing.T) {
+	repo := copyFixture(t, map[string]string{"apps/web/kustomization.yaml": "resources:\n- missing.yaml\n"})
+	r, err := Build(opts(repo, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Root == nil || r.Env.Err() == nil || !strings.Contains(r.Env.Err().Error(), "missing.yaml") {
+		t.Fatalf("root %v, model error %v: want the root built and the broken child recorded", r.Root, r.Env.Err())
+	}
+}
