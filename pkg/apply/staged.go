@@ -53,9 +53,10 @@ func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, 
 }
 
 // applyStaged is ssa's ApplyAllStaged (its stages, by its own predicates)
-// with each stage's wait done by watch (pkg/wait, kstatus) instead of ssa's
-// 2 s poll: cluster definitions (CRDs, namespaces, cluster roles) first,
-// then classes, each until kstatus calls it Current, then the rest.
+// with each stage's wait done by watch (wait.Established: one watch per CRD
+// or namespace, by name) instead of ssa's 2 s poll: cluster definitions
+// (CRDs, namespaces, cluster roles) first, then classes, each until its
+// CRDs are established and its namespaces active, then the rest.
 func applyStaged(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, opts ssa.ApplyOptions, timeout time.Duration) (*ssa.ChangeSet, error) {
 	var defs, classes, rest []*unstructured.Unstructured
 	for _, o := range objs {
@@ -84,7 +85,7 @@ func applyStaged(ctx context.Context, cl *Cluster, objs []*unstructured.Unstruct
 			return changes, err
 		}
 		if stage.wait {
-			if err := wait.Rollouts(ctx, cl.Clients(), stage.objs, timeout, func(string) {}); err != nil {
+			if err := wait.Established(ctx, cl.Client, stage.objs, timeout); err != nil {
 				return changes, fmt.Errorf("before the objects that need them: %w", err)
 			}
 		}

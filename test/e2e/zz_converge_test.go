@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	apiwait "k8s.io/apimachinery/pkg/util/wait"
+
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -327,6 +329,23 @@ func cleanupHomelab(t *testing.T) {
 		if err := waitEmpty(ctx, l); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
+	}
+	// The finalizers pruned the fixture's namespaces; the next bring-up
+	// must not apply into one still Terminating (its Kustomizations would
+	// fail until the namespace controller finished, a minute here).
+	if err := apiwait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var nss corev1.NamespaceList
+		if err := suite.client.List(ctx, &nss); err != nil {
+			return false, err
+		}
+		for _, ns := range nss.Items {
+			if ns.Status.Phase == corev1.NamespaceTerminating {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Errorf("cleanup: namespaces still terminating: %v", err)
 	}
 }
 
