@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
 )
 
@@ -71,7 +72,7 @@ func Apply(components []byte, ov *Overlay) (*Result, error) {
 		pr.Name, pr.Target = ov.describe(i)
 		next := cur.DeepCopy()
 		if pr.Err = transform(helpers, p, next); pr.Err == nil {
-			if pr.Changed, err = changed(cur, next); err != nil {
+			if pr.Changed, err = changed(cur, next, targets(cur, p)); err != nil {
 				return nil, err
 			}
 			cur = next
@@ -131,16 +132,40 @@ func transform(h *resmap.PluginHelpers, p types.Patch, m resmap.ResMap) error {
 	return nil
 }
 
+// targets are the objects a patch with a target can change: kustomize's
+// patch transformer applies it to exactly what the target selects. Nil
+// (compare every object) for a patch without a target, or a selector that
+// does not parse (the transform reported that already).
+func targets(m resmap.ResMap, p types.Patch) map[resid.ResId]bool {
+	if p.Target == nil {
+		return nil
+	}
+	sel, err := m.Select(*p.Target)
+	if err != nil {
+		return nil
+	}
+	out := map[resid.ResId]bool{}
+	for _, r := range sel {
+		out[r.OrgId()] = true
+	}
+	return out
+}
+
 // changed lists the objects whose content differs between two resmaps,
 // including objects a patch renamed. Content is compared as data, so a patch
 // that only reformats (a JSON-6902 replace with the same value) is a no-op.
-func changed(before, after resmap.ResMap) ([]string, error) {
+// When only is set, the content of other objects is not compared (each is
+// serialised twice: the render's largest cost); renames still are.
+func changed(before, after resmap.ResMap, only map[resid.ResId]bool) ([]string, error) {
 	var out []string
 	for _, r := range after.Resources() {
 		id := idString(r.CurId().Kind, r.GetNamespace(), r.GetName())
 		prev, err := before.GetById(r.OrgId())
 		if err != nil || r.CurId() != prev.CurId() {
 			out = append(out, id)
+			continue
+		}
+		if only != nil && !only[r.OrgId()] {
 			continue
 		}
 		a, err := r.MarshalJSON()
