@@ -78,8 +78,10 @@ $SOPS_AGE_KEY_FILE.`,
 			if srcURL != "" {
 				so.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
 			}
-			// The environment is built before the first request: bad input
-			// is refused before the cluster is touched.
+			// The environment is built before the first request: a root
+			// that does not build is refused before the cluster is touched
+			// (the static phase then refuses any Kustomization below it that
+			// does not build, unless --check=false).
 			if so.Built, err = rootsync.Build(so.Build); err != nil {
 				return a.fail(run.Report, err)
 			}

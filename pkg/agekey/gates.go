@@ -83,7 +83,7 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 	switch {
 	case len(s.Files) > 0 && len(s.Unchecked) > 0:
 		scope.Verdict = gate.Warn
-		scope.Message = fmt.Sprintf("%d SOPS file%s decrypted with Secret %s found under %s, but %d Kustomization%s decrypting with it could not be built, so their files are not proven: %s",
+		scope.Message = fmt.Sprintf("%d SOPS file%s decrypted with Secret %s found under %s, but %d Kustomization%s did not build, so what they hold is not proven: %s",
 			len(s.Files), plural(len(s.Files), "", "s"), target, s.Env, len(s.Unchecked), plural(len(s.Unchecked), "", "s"), s.Unchecked[0])
 		scope.Evidence = append(scope.Evidence, s.Unchecked...)
 	case len(s.Files) > 0:

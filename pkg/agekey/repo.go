@@ -57,9 +57,10 @@ type Scope struct {
 	Kustomizations []Kustomization
 	// Files are the SOPS files decrypted with the Secret, sorted by path.
 	Files []File
-	// Unchecked names the Kustomizations that decrypt with the Secret but
-	// whose files could not be found (their path did not build): the proof
-	// does not cover them.
+	// Unchecked names the Kustomizations whose path did not build: neither
+	// the SOPS files they read nor the Kustomizations they declare (which
+	// may decrypt with the Secret) were seen, so the proof does not cover
+	// them.
 	Unchecked []string
 	// Notes are things a person should know (other Secrets, unresolvable
 	// paths); they become evidence and warnings.
@@ -121,6 +122,11 @@ func ScopeOf(e *fluxrepo.Env, secretName string) (*Scope, error) {
 		byRef[ks.Ref()] = k
 	}
 	sort.Slice(s.Kustomizations, func(i, j int) bool { return s.Kustomizations[i].Ref() < s.Kustomizations[j].Ref() })
+	for _, k := range e.Kustomizations {
+		if k.Err != nil {
+			s.Unchecked = append(s.Unchecked, fmt.Sprintf("Kustomization %s: its path did not build, so its SOPS files and the Kustomizations it declares were not seen (%v)", k.Ref(), k.Err))
+		}
+	}
 
 	rd, err := input.OpenDir(repo, "--repo "+repo)
 	if err != nil {
@@ -147,8 +153,7 @@ func ScopeOf(e *fluxrepo.Env, secretName string) (*Scope, error) {
 		}
 		fk := byRef[k.Ref()]
 		if !fk.Built {
-			s.Unchecked = append(s.Unchecked, fmt.Sprintf("Kustomization %s decrypts with %s, but its path was not built (%s): its SOPS files were not checked", k.Ref(), secretName, fk.Note))
-			continue
+			continue // not built by design (another source, a variable in its path): the model's note says so
 		}
 		for _, rel := range fk.Files {
 			if err := addEncrypted(rd, rel, k, files); err != nil {

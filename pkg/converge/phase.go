@@ -368,8 +368,11 @@ func (p *Phase) nudge(ctx context.Context, n Nudge) error {
 		}
 		return false, nil
 	})
-	if utilwait.Interrupted(err) && last != nil && ctx.Err() == nil {
+	switch {
+	case utilwait.Interrupted(err) && last != nil && ctx.Err() == nil:
 		return last // the tries ran out: the API server's own answer says why
+	case err != nil && last != nil && ctx.Err() != nil:
+		return fmt.Errorf("%w (the API server's last answer: %v)", err, last)
 	}
 	return err
 }

@@ -46,6 +46,10 @@ func copyRepo(src, dst string, max int64) (notes []string, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// --repo itself may be a link to the checkout: the walk starts inside it.
+	if real, err := filepath.EvalSymlinks(src); err == nil {
+		src = real
+	}
 	ignored, err := ignoreFilter(src, nil)
 	if err != nil {
 		return nil, fmt.Errorf("source ignore patterns: %w", err)

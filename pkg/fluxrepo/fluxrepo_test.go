@@ -369,3 +369,46 @@ func TestLoadKeepGoing(t *testing.T) {
 		t.Fatalf("keep going: failed %+v, root %+v, Err %v (strict %v)", failed, e.Root, e.Err(), strict)
 	}
 }
+
+// TestLoadKeepGoingErrorsStayBounded: each failing Kustomization's error
+// lists what the copy left out once, not the errors of those before it.
+func TestLoadKeepGoingErrorsStayBounded(t *testing.T) {
+	repo := copyTree(t, clean)
+	if err := os.Symlink("nowhere", filepath.Join(repo, "docs", "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"apps", "infrastructure"} {
+		if err := os.WriteFile(filepath.Join(repo, dir, "kustomization.yaml"), []byte("resources:\n- missing.yaml\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev", KeepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, k := range e.Kustomizations {
+		if k.Err == nil {
+			continue
+		}
+		failed++
+		if n := strings.Count(k.Err.Error(), "left out of the copy"); n != 1 {
+			t.Errorf("%s: the left-out files are listed %d times: %v", k.Ref(), n, k.Err)
+		}
+	}
+	if failed < 2 {
+		t.Fatalf("%d Kustomizations failed, want both broken paths", failed)
+	}
+}
+
+// TestLoadRepoIsALink: --repo may itself be a link to the checkout.
+func TestLoadRepoIsALink(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "repo")
+	if err := os.Symlink(copyTree(t, clean), link); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(Options{Repo: link, Path: "clusters/dev"})
+	if err != nil || e.Root == nil || len(e.Kustomizations) < 2 {
+		t.Fatalf("load through a linked --repo: %v", err)
+	}
+}

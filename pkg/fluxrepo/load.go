@@ -86,7 +86,7 @@ func Load(o Options) (*Env, error) {
 	}
 	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp}}
 	e.index.load() // before the generator writes anything
-	l := &loader{env: e, tmp: tmp, seen: map[string]bool{}, plainSchema: !upstreamBuildOnly && !setsOpenAPI(tmp)}
+	l := &loader{env: e, tmp: tmp, copyNotes: notes, seen: map[string]bool{}, plainSchema: !upstreamBuildOnly && !setsOpenAPI(tmp)}
 	return e, l.run(root)
 }
 
@@ -94,9 +94,12 @@ func Load(o Options) (*Env, error) {
 var upstreamBuildOnly = false
 
 type loader struct {
-	env  *Env
-	tmp  string
-	seen map[string]bool
+	env *Env
+	tmp string
+	// copyNotes are what the copy left out: the files a build error may be
+	// explained by (the env's notes also hold later findings).
+	copyNotes []string
+	seen      map[string]bool
 	// plainSchema: no kustomization of the repository sets openapi:, so
 	// every build sees kustomize's built-in schema (see build).
 	plainSchema bool
@@ -106,7 +109,7 @@ func (l *loader) run(root string) error {
 	e, o := l.env, l.env.Options
 	res, files, err := l.build(root, nil)
 	if err != nil {
-		return gate.InputErrorf("kustomize build %s: %w%s", root, l.inRepo(err), leftOut(e.Notes))
+		return gate.InputErrorf("kustomize build %s: %w%s", root, l.inRepo(err), leftOut(l.copyNotes))
 	}
 	// The root Kustomization, if the root directory renders it, is built
 	// again with its own spec (patches, images, targetNamespace …) when it
@@ -198,7 +201,7 @@ func (l *loader) run(root string) error {
 				e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
 				continue
 			}
-			if err := l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w%s", k.Ref(), k.Location, k.Spec.Path, l.inRepo(err), leftOut(e.Notes))); err != nil {
+			if err := l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w%s", k.Ref(), k.Location, k.Spec.Path, l.inRepo(err), leftOut(l.copyNotes))); err != nil {
 				return err
 			}
 			continue

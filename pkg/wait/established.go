@@ -11,6 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// established bounds the watches open at once.
+const established = 16
+
 // Established waits until kstatus computes every CRD and Namespace among
 // objs Current (a CRD Established with its names accepted, a Namespace
 // Active). Other kinds are ready once they exist and are not waited for.
@@ -20,6 +23,7 @@ func Established(ctx context.Context, c client.WithWatch, objs []*unstructured.U
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(established)
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		if !(gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition") && !(gvk.Group == "" && gvk.Kind == "Namespace") {
@@ -28,15 +32,25 @@ func Established(ctx context.Context, c client.WithWatch, objs []*unstructured.U
 		g.Go(func() error {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			var failed string
 			_, err := For(gctx, c, list, o.GetNamespace(), o.GetName(), func(u *unstructured.Unstructured) (bool, string) {
 				r, err := status.Compute(u)
 				if err != nil {
 					return false, err.Error()
 				}
+				if r.Status == status.FailedStatus {
+					// e.g. a CRD whose names conflict: it never becomes
+					// established, so waiting out the timeout buys nothing.
+					failed = r.Message
+					return true, ""
+				}
 				return r.Status == status.CurrentStatus, fmt.Sprintf("%s: %s", r.Status, r.Message)
 			})
-			if err != nil {
+			switch {
+			case err != nil:
 				return fmt.Errorf("%s %w (--timeout %s)", gvk.Kind, err, timeout)
+			case failed != "":
+				return fmt.Errorf("%s failed: %s", objectID(gvk.Kind, o.GetNamespace(), o.GetName()), failed)
 			}
 			return nil
 		})

@@ -49,6 +49,10 @@ func TestEstablished(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok, stuck := crd("oks.example.io", true), crd("stucks.example.io", false)
+	conflict := crd("conflicts.example.io", false)
+	conflict.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{
+		{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionFalse, Reason: "ListKindConflict", Message: "\"ExampleList\" is already in use"},
+	}
 	// The fake client reads selectors from ListOptions, not from Raw as
 	// the API server does: carry them over.
 	cooked := func(opts []client.ListOption) []client.ListOption {
@@ -60,7 +64,7 @@ func TestEstablished(t *testing.T) {
 		}
 		return []client.ListOption{lo}
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(ok, stuck).
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(ok, stuck, conflict).
 		WithIndex(&apiextensionsv1.CustomResourceDefinition{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).
 		WithInterceptorFuncs(interceptor.Funcs{
 			List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
@@ -77,6 +81,12 @@ func TestEstablished(t *testing.T) {
 	err := Established(ctx, c, []*unstructured.Unstructured{asU(t, ok, "CustomResourceDefinition"), asU(t, stuck, "CustomResourceDefinition")}, 500*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "stucks.example.io") || !strings.Contains(err.Error(), "InProgress") {
 		t.Fatalf("stuck CRD: err = %v, want it named with its kstatus state", err)
+	}
+	// A CRD kstatus calls Failed ends the wait at once, not at the timeout
+	// (the message says failed, not "not ready in time").
+	err = Established(ctx, c, []*unstructured.Unstructured{asU(t, conflict, "CustomResourceDefinition")}, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "CustomResourceDefinition/conflicts.example.io failed") || strings.Contains(err.Error(), "in time") {
+		t.Fatalf("conflicting CRD: err = %v, want it failed at once", err)
 	}
 }
 

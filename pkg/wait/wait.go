@@ -90,7 +90,11 @@ func For[T client.Object](ctx context.Context, c client.WithWatch, list client.O
 		return done, nil
 	})
 	if err != nil {
-		return zero, fmt.Errorf("%s/%s: not ready in time (last state: %s)", ns, name, last)
+		ref := name
+		if ns != "" {
+			ref = ns + "/" + name
+		}
+		return zero, fmt.Errorf("%s: not ready in time (last state: %s)", ref, last)
 	}
 	item, _ = ev.Object.(T)
 	return item, nil
