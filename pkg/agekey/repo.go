@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 
@@ -84,10 +83,6 @@ func (s *Scope) Uses() []Kustomization {
 // and the SOPS-encrypted files read by the build of each Kustomization that
 // decrypts with the Secret namespace/secretName.
 func Scan(repo, env, namespace, secretName string) (*Scope, error) {
-	// Before the model: its copy leaves .sops.yaml out, as the artifact does.
-	if err := checkSopsConfig(repo); err != nil {
-		return nil, err
-	}
 	// The root directory may be a plain directory of manifests: the
 	// controller generates its kustomization.yaml.
 	e, err := fluxrepo.Load(fluxrepo.Options{Repo: repo, Path: env, Namespace: namespace, GenerateRoot: true, KeepGoing: true})
@@ -109,9 +104,6 @@ func ScopeOf(e *fluxrepo.Env, secretName string) (*Scope, error) {
 	byRef := map[string]*fluxrepo.Kustomization{}
 	for _, k := range e.Kustomizations {
 		ks := Kustomization{Name: k.Name, Namespace: k.Namespace, File: k.Location.String(), Path: k.Path}
-		if ks.Path == "" {
-			ks.Path = cleanSpecPath(k.Spec.Path)
-		}
 		if d := k.Spec.Decryption; d != nil {
 			ks.Provider = d.Provider
 			if d.SecretRef != nil {
@@ -180,15 +172,6 @@ func checkSopsConfig(repo string) error {
 		return err
 	}
 	return nil
-}
-
-// cleanSpecPath is spec.path relative to the repository root, for a
-// Kustomization the model did not build.
-func cleanSpecPath(p string) string {
-	if p == "" {
-		return "."
-	}
-	return strings.TrimPrefix(filepath.ToSlash(filepath.Clean(strings.TrimPrefix(p, "./"))), "/")
 }
 
 // addEncrypted records rel (a file a Kustomization's build read) when it is

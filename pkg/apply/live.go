@@ -27,13 +27,12 @@ type Live struct {
 }
 
 type liveKey struct {
-	gk        schema.GroupKind
-	namespace string
-	name      string
+	gvk schema.GroupVersionKind
+	client.ObjectKey
 }
 
 func keyOf(o *unstructured.Unstructured) liveKey {
-	return liveKey{o.GroupVersionKind().GroupKind(), o.GetNamespace(), o.GetName()}
+	return liveKey{o.GroupVersionKind(), client.ObjectKeyFromObject(o)}
 }
 
 // selectorLabels are the labels a list may select on: the render's part-of
@@ -113,7 +112,10 @@ func ReadLive(ctx context.Context, cl client.Client, objs []*unstructured.Unstru
 
 // Get is the live object of o, a copy (nil when it does not exist).
 func (l *Live) Get(ctx context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	k := keyOf(o)
+	return l.get(ctx, keyOf(o))
+}
+
+func (l *Live) get(ctx context.Context, k liveKey) (*unstructured.Unstructured, error) {
 	l.mu.Lock()
 	found, gone := l.found[k], l.gone[k]
 	l.mu.Unlock()
@@ -124,8 +126,8 @@ func (l *Live) Get(ctx context.Context, o *unstructured.Unstructured) (*unstruct
 		return nil, nil
 	}
 	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(o.GroupVersionKind())
-	err := l.cl.Get(ctx, client.ObjectKeyFromObject(o), live)
+	live.SetGroupVersionKind(k.gvk)
+	err := l.cl.Get(ctx, k.ObjectKey, live)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -154,16 +156,13 @@ func (c liveClient) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 	if !ok || len(opts) > 0 {
 		return c.Client.Get(ctx, key, obj, opts...)
 	}
-	probe := &unstructured.Unstructured{}
-	probe.SetGroupVersionKind(u.GroupVersionKind())
-	probe.SetNamespace(key.Namespace)
-	probe.SetName(key.Name)
-	live, err := c.live.Get(ctx, probe)
+	gvk := u.GroupVersionKind()
+	live, err := c.live.get(ctx, liveKey{gvk, key})
 	switch {
 	case err != nil:
 		return err
 	case live == nil:
-		return apierrors.NewNotFound(schema.GroupResource{Group: u.GroupVersionKind().Group, Resource: u.GetKind()}, key.Name)
+		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
 	}
 	live.DeepCopyInto(u)
 	return nil

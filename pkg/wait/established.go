@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	ssautils "github.com/fluxcd/pkg/ssa/utils"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,10 +26,10 @@ func Established(ctx context.Context, c client.WithWatch, objs []*unstructured.U
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(established)
 	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		if !(gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition") && !(gvk.Group == "" && gvk.Kind == "Namespace") {
+		if !ssautils.IsCRD(o) && !ssautils.IsNamespace(o) {
 			continue
 		}
+		gvk := o.GroupVersionKind()
 		g.Go(func() error {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
