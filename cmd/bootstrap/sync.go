@@ -14,6 +14,7 @@ func newSyncCommand(a *app) *cobra.Command {
 		o                            rootsync.RunOptions
 		rf                           repoFlags
 		cf                           convergeFlags
+		sf                           serveFlags
 		dryRun, withCheck            bool
 		srcURL, srcBranch, srcSecret string
 	)
@@ -29,10 +30,17 @@ artifact and the root Kustomization applied that artifact's revision.
 With --source-url the GitRepository is pointed at a temporary source (a mirror, for a cold
 bring-up): it is annotated kustomize.toolkit.fluxcd.io/reconcile=disabled so the root does not
 undo the override, and records the temporary URL, since when, and the URL git declares. A later
-sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
+sync keeps a temporary source (and says so) until 'bootstrap cutover'.
+
+With --serve this machine is the temporary source: a detached process serves the checkout's
+commit (a clean tree on the branch git declares) over HTTPS with a CA and token made for the run
+(in the Secret bootstrap-serve-auth), read-only, until the GitRepository reads another URL, until
+--serve-for, or 'bootstrap serve stop'. --cutover-when-ready then waits, after converge, until the
+cluster reaches the URL git declares at the served revision, and cuts over.`,
 		Example: `  bootstrap sync --repo . --env dev
   bootstrap sync --env prod --dry-run
   bootstrap sync --env prod --source-url https://mirror.lan/homelab/gitops.git --source-secret mirror-auth
+  bootstrap sync --env prod --serve --cutover-when-ready
   bootstrap sync --env dev -o json --report-json /var/log/bootstrap/sync.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -42,6 +50,9 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 				return a.fail(run.Report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
 			}
 			if err := rootsync.ValidateSync(o, srcURL, srcSecret); err != nil {
+				return a.fail(run.Report, err)
+			}
+			if err := sf.validate(srcURL); err != nil {
 				return a.fail(run.Report, err)
 			}
 			var err error
@@ -60,9 +71,16 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 			if err != nil {
 				return a.fail(run.Report, err)
 			}
+			if o.Serve, err = sf.prepare(cmd.Context(), a, rf.repo, o.Built, dryRun); err != nil {
+				return a.fail(run.Report, err)
+			}
+			if o.Serve != nil {
+				defer o.Serve.Close()
+			}
 			a.writes("sync", o.Build.Namespace, dryRun)
 			phases := append(staticPhase(run, withCheck, o.Built), rootsync.NewPhase(o, a.connect))
-			return a.execute(cmd.Context(), run, append(phases, conv...)...)
+			phases = append(append(phases, conv...), sf.phase(a, o.Built, o.Timeout, o.Serve)...)
+			return a.execute(cmd.Context(), run, phases...)
 		},
 	}
 	fl := cmd.Flags()
@@ -76,5 +94,6 @@ sync keeps a temporary source (and says so) until 'bootstrap cutover'.`,
 	fl.StringVar(&srcURL, "source-url", "", "point the GitRepository at this temporary source (cold bring-up) until `bootstrap cutover`")
 	fl.StringVar(&srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
 	fl.StringVar(&srcSecret, "source-secret", "", "Secret with the temporary source's credentials (default: none)")
+	sf.add(fl)
 	return cmd
 }

@@ -27,6 +27,7 @@ func newUpCommand(a *app) *cobra.Command {
 		co                           controllers.Options
 		ao                           agekey.Options
 		cf                           convergeFlags
+		sf                           serveFlags
 		so                           rootsync.RunOptions
 		keyFile, config              string
 		dryRun, withCheck            bool
@@ -39,7 +40,9 @@ func newUpCommand(a *app) *cobra.Command {
 		Long: `up runs the phases in order — static (bootstrap check of the environment, offline),
 controllers (render, overlays, apply, proven live), age-key (when
 a key is given: proven on the environment's SOPS files, then installed), sync (the environment's
-cluster root, optionally from a temporary source) — with gates before and after each. It stops at
+cluster root, optionally from a temporary source: --source-url, or --serve for this machine),
+converge, and with --cutover-when-ready the cutover to the source git declares — with gates
+before and after each. It stops at
 the first phase that does not pass and lists every gate it did not run as skip, with the reason.
 One report: per-phase results and timings, an aggregated changed, verdict and exit code.
 
@@ -48,7 +51,8 @@ The age key is never a flag value: --age-key-file FILE or - (stdin), $SOPS_AGE_K
 $SOPS_AGE_KEY_FILE.`,
 		Example: `  bootstrap up --repo /srv/gitops --env dev --age-key-file - < age.key
   bootstrap up --config bootstrap.yaml -o json
-  bootstrap up --env prod --source-url https://mirror.lan/homelab/gitops.git --dry-run`,
+  bootstrap up --env prod --source-url https://mirror.lan/homelab/gitops.git --dry-run
+  bootstrap up --env prod --age-key-file - --serve --cutover-when-ready < age.key`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("up", dryRun)
@@ -72,6 +76,9 @@ $SOPS_AGE_KEY_FILE.`,
 			if err := rootsync.ValidateSync(so, srcURL, srcSecret); err != nil {
 				return a.fail(run.Report, err)
 			}
+			if err := sf.validate(srcURL); err != nil {
+				return a.fail(run.Report, err)
+			}
 			if err := validate.OptionalName("--secret-name", ao.SecretName, "age-key Secret"); err != nil {
 				return a.fail(run.Report, err)
 			}
@@ -93,12 +100,18 @@ $SOPS_AGE_KEY_FILE.`,
 			} else {
 				run.Report.Facts["age-key"] = "no key given: phase not run; sync checks that every decryption Secret exists"
 			}
-			phases = append(phases, rootsync.NewPhase(so, a.connect))
 			conv, err := cf.phase(a, so.Built, so.Build.Path, timeout)
 			if err != nil {
 				return a.fail(run.Report, err)
 			}
-			phases = append(phases, conv...)
+			if so.Serve, err = sf.prepare(cmd.Context(), a, rf.repo, so.Built, dryRun); err != nil {
+				return a.fail(run.Report, err)
+			}
+			if so.Serve != nil {
+				defer so.Serve.Close()
+			}
+			phases = append(phases, rootsync.NewPhase(so, a.connect))
+			phases = append(append(phases, conv...), sf.phase(a, so.Built, timeout, so.Serve)...)
 			a.countRequests = true
 			a.writes("up", ns, dryRun)
 			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
@@ -122,6 +135,7 @@ $SOPS_AGE_KEY_FILE.`,
 	fl.StringVar(&srcURL, "source-url", "", "sync from this temporary source (cold bring-up) until `bootstrap cutover`")
 	fl.StringVar(&srcBranch, "source-branch", "", "branch of the temporary source")
 	fl.StringVar(&srcSecret, "source-secret", "", "Secret with the temporary source's credentials")
+	sf.add(fl)
 	return cmd
 }
 

@@ -10,6 +10,8 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/ssa"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +20,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/serve"
 	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
@@ -229,6 +232,11 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left)
 	} else {
 		hb.Verdict, hb.Message = gate.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, final)
+		if msg, err := deleteServeSecret(ctx, cl.Client, o.Namespace, tmp.Secret); err != nil {
+			hb.Verdict, hb.Message = gate.Fail, hb.Message+"; but "+err.Error()
+		} else if msg != "" {
+			hb.Message += "; " + msg
+		}
 	}
 	report.Add(hb)
 
@@ -358,3 +366,26 @@ func (p *CutoverPhaseRunner) Do(ctx context.Context, run *pipeline.Run) error {
 
 // After: Do already proved the outcome.
 func (p *CutoverPhaseRunner) After(context.Context, *pipeline.Run) []gate.Check { return nil }
+
+// deleteServeSecret deletes the temporary source's credentials Secret once
+// nothing reads it, when --serve made it (labelled so); a Secret the
+// operator named with --source-secret is theirs and stays.
+func deleteServeSecret(ctx context.Context, c client.Client, ns, name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	var sec corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("read the temporary Secret %s/%s: %w", ns, name, err)
+	}
+	if sec.Labels[serve.SecretLabel] == "" {
+		return "", nil
+	}
+	if err := c.Delete(ctx, &sec); err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("delete the temporary Secret %s/%s: %w (delete it by hand)", ns, name, err)
+	}
+	return fmt.Sprintf("the temporary source's Secret %s/%s deleted", ns, name), nil
+}

@@ -3,6 +3,8 @@ package rootsync
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -13,6 +15,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/serve"
 	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
@@ -23,6 +26,10 @@ type RunOptions struct {
 	Timeout time.Duration
 	// Source, when non-nil, is the temporary source to use (--source-url).
 	Source *Temporary
+	// Serve, when non-nil, is the temporary source this machine serves
+	// (--serve): started just before the apply, its credentials Secret
+	// applied with the root.
+	Serve *serve.Prepared
 	// Now stamps a new temporary source; time.Now when nil.
 	Now func() time.Time
 	// Built, when set, is Build's result made earlier (a command that
@@ -101,6 +108,16 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 	declared := DeclaredOf(src)
 	var tmp *Temporary
 	switch {
+	case p.o.Serve != nil:
+		sv := p.o.Serve
+		tmp = &Temporary{URL: sv.URL, Secret: sv.SecretName(), Since: p.o.Now()}
+		tc.Verdict = gate.Pass
+		tc.Message = fmt.Sprintf("%s on the temporary source this machine serves at %s (%s; git declares %s); kustomize-controller leaves it alone until `bootstrap cutover`", srcID, sv.URL, sv.Origin(), declared.URL)
+		if liveTmp != nil {
+			tc.Message += fmt.Sprintf("; replaces the temporary source %s set %s", liveTmp.URL, liveTmp.Since.Format(time.RFC3339))
+		}
+		report.Facts["serveRevision"] = sv.Snapshot.Revision()
+		report.Facts["serveOrigin"] = sv.Origin()
 	case p.o.Source != nil:
 		tmp = &Temporary{URL: p.o.Source.URL, Branch: p.o.Source.Branch, Secret: p.o.Source.Secret, Since: p.o.Now()}
 		if liveTmp.Same(tmp) && !liveTmp.Since.IsZero() {
@@ -137,7 +154,16 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 // Do plans and, unless a dry run, applies the root.
 func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	r := p.Render
-	plan, err := apply.Plan(ctx, p.cl, r.Objects, nil)
+	objs := r.Objects
+	sv := p.o.Serve
+	if sv != nil {
+		sec, err := sv.Secret()
+		if err != nil {
+			return err
+		}
+		objs = append(slices.Clone(objs), sec)
+	}
+	plan, err := apply.Plan(ctx, p.cl, objs, nil)
 	if err != nil {
 		return err
 	}
@@ -145,9 +171,29 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	if run.DryRun {
 		return nil
 	}
-	applied, err := apply.Apply(ctx, p.cl, r.Objects, plan, p.o.Timeout)
+	if sv != nil {
+		if sv.Replaces != nil {
+			run.Progressf("stopping the temporary source this machine served before (pid %d, %s)", sv.Replaces.PID, sv.Replaces.URL)
+		}
+		st, err := sv.Start(ctx)
+		if err != nil {
+			return err
+		}
+		run.Report.Changed = true
+		run.Progressf("serving %s at %s (pid %d, until %s; log %s)", st.Revision, st.URL, st.PID, st.Until.Format(time.RFC3339), st.Log)
+		run.Report.Facts["servePID"] = fmt.Sprint(st.PID)
+		run.Report.Facts["serveURL"] = st.URL
+		run.Report.Facts["serveUntil"] = st.Until.Format(time.RFC3339)
+		run.Report.Facts["serveLog"] = st.Log
+	}
+	applied, err := apply.Apply(ctx, p.cl, objs, plan, p.o.Timeout)
 	run.Report.Changed = run.Report.Changed || apply.Changed(applied)
 	if err != nil {
+		if sv != nil {
+			// Nothing reads the new source: it stops with the failed sync.
+			sv.Abort()
+			run.Progressf("stopped the temporary source: the sync did not apply")
+		}
 		run.Report.Add(GateApplied.Fail(err.Error()))
 		return nil
 	}
@@ -157,13 +203,16 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 
 // After proves the source and the root reconciled.
 func (p *SyncPhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
-	return After(ctx, p.cl, p.Render, p.tmp, p.o.Timeout, run.Progress)
+	return After(ctx, p.cl, p.Render, p.tmp, p.o.Timeout, run.Progress, p.o.Serve)
 }
 
 // After proves the sync: the GitRepository is Ready with an artifact (at
 // the temporary URL when there is one), and the root Kustomization is Ready
 // with lastAppliedRevision equal to that artifact's revision.
-func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress apply.Progress) []gate.Check {
+//
+// With sv (--serve) the artifact must be the served commit, and a source
+// that does not become Ready says what to check.
+func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress apply.Progress, sv *serve.Prepared) []gate.Check {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	src := r.Source
@@ -183,11 +232,20 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 		if !fetched {
 			desc += "; the fetch asked for is not handled yet"
 		}
-		return ok && fetched && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
+		served := true
+		if sv != nil && g.Status.Artifact != nil && g.Status.Artifact.Revision != sv.Snapshot.Revision() {
+			served = false
+			desc += fmt.Sprintf("; artifact %s, not the served %s", g.Status.Artifact.Revision, sv.Snapshot.Revision())
+		}
+		return ok && fetched && served && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
 	})
 	rc := GateRootApplied.New()
 	if err != nil {
 		sc.Verdict, sc.Message = gate.Fail, fmt.Sprintf("GitRepository %s", err)
+		if sv != nil && sv.Started != nil {
+			sc.Message += fmt.Sprintf("; source-controller must reach %s from inside the cluster: check the firewall between the nodes and this machine (port %s), or pass --serve-url with an address the nodes reach; the temporary source keeps serving (pid %d, `bootstrap serve stop` ends it)",
+				sv.URL, portOf(sv.Started.Listen), sv.Started.PID)
+		}
 		rc.Verdict, rc.Message = gate.Skip, "no artifact to compare with"
 		return []gate.Check{sc, rc}
 	}
@@ -231,4 +289,9 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 		out = append(out, tc)
 	}
 	return out
+}
+
+func portOf(hostport string) string {
+	_, p, _ := net.SplitHostPort(hostport)
+	return p
 }

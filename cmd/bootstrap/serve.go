@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/serve"
+)
+
+// serveAuto is --serve without a value: the address this machine reaches
+// the API server from, and a free port.
+const serveAuto = "auto"
+
+// serveAddr is --serve's value; it checks its own form when parsed.
+type serveAddr struct{ v string }
+
+func (s *serveAddr) String() string { return s.v }
+func (s *serveAddr) Type() string   { return "ADDR" }
+func (s *serveAddr) Set(v string) error {
+	if v != serveAuto {
+		if err := (serve.Options{Addr: v, For: time.Hour}).Validate(); err != nil {
+			return err
+		}
+	}
+	s.v = v
+	return nil
+}
+
+// serveFlags are --serve and --cutover-when-ready, on up and sync.
+type serveFlags struct {
+	addr        serveAddr
+	url         string
+	serveFor    time.Duration
+	whenReady   bool
+	cutoverWait time.Duration
+}
+
+func (f *serveFlags) add(fl *pflag.FlagSet) {
+	fl.Var(&f.addr, "serve", "serve the repository to the cluster from this machine as the temporary source (HTTPS, read-only, a token made for the run) until cutover; --serve alone listens on the address this machine reaches the API server from and a free port, --serve=HOST:PORT on that address")
+	fl.Lookup("serve").NoOptDefVal = serveAuto
+	fl.StringVar(&f.url, "serve-url", "", "with --serve: the base URL the cluster reaches this machine at (https://HOST[:PORT], a DNS name or NAT) instead of the listen address")
+	fl.DurationVar(&f.serveFor, "serve-for", 24*time.Hour, "with --serve: stop serving after this long even without a cutover")
+	fl.BoolVar(&f.whenReady, "cutover-when-ready", false, "after converge, wait until the cluster reaches the source git declares at the temporary source's revision, then cut over to it (and the served source stops)")
+	fl.DurationVar(&f.cutoverWait, "cutover-timeout", 15*time.Minute, "with --cutover-when-ready: how long to wait for the final source; at its end exit 1, the temporary source still serving")
+}
+
+// validate checks the flags' combinations before anything is read.
+func (f *serveFlags) validate(srcURL string) error {
+	switch {
+	case f.addr.v != "" && srcURL != "":
+		return gate.InputErrorf("--serve and --source-url are exclusive: --serve makes this machine the temporary source, --source-url names another")
+	case f.addr.v == "" && (f.url != ""):
+		return gate.InputErrorf("--serve-url needs --serve")
+	case f.whenReady && f.cutoverWait <= 0:
+		return gate.InputErrorf("--cutover-timeout %s: must be positive, e.g. 15m", f.cutoverWait)
+	}
+	if f.addr.v == "" {
+		return nil
+	}
+	addr := f.addr.v
+	if addr == serveAuto {
+		addr = ""
+	}
+	return serve.Options{Addr: addr, URL: f.url, For: f.serveFor}.Validate()
+}
+
+// prepare makes the snapshot and binds the address (nil without --serve):
+// everything --serve may refuse, before the first request.
+func (f *serveFlags) prepare(ctx context.Context, a *app, repo string, r *rootsync.Render, dryRun bool) (*serve.Prepared, error) {
+	if f.addr.v == "" {
+		return nil, nil
+	}
+	if r.Source == nil {
+		return nil, gate.InputErrorf("--serve: %s renders no GitRepository for the root to read", r.Options.Path)
+	}
+	branch, _, _ := unstructured.NestedString(r.Source.Object, "spec", "ref", "branch")
+	if branch == "" {
+		return nil, gate.InputErrorf("--serve serves the branch the root's GitRepository %s/%s declares, and it declares none (spec.ref.branch): declare the branch in git", r.Source.GetNamespace(), r.Source.GetName())
+	}
+	cfg, err := a.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	dirs, err := serve.DefaultDirs(a.getenv)
+	if err != nil {
+		return nil, gate.InputErrorf("%w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--serve: this program's path: %w", err)
+	}
+	addr := f.addr.v
+	if addr == serveAuto {
+		addr = ""
+	}
+	return serve.Prepare(ctx, serve.Options{
+		Addr: addr, URL: f.url, For: f.serveFor, Repo: repo, Branch: branch,
+		Namespace: r.Source.GetNamespace(), Name: r.Source.GetName(), APIServer: cfg.Host, Dirs: dirs,
+		Command: []string{exe, "serve", "run"}, Kube: serve.KubeOf(cfg), DryRun: dryRun,
+	})
+}
+
+// phase is the cutover phase of --cutover-when-ready (nothing without it).
+func (f *serveFlags) phase(a *app, r *rootsync.Render, timeout time.Duration, p *serve.Prepared) []pipeline.Phase {
+	if !f.whenReady {
+		return nil
+	}
+	o := rootsync.WhenReadyOptions{Namespace: r.Options.Namespace, Name: r.Options.Namespace, Wait: f.cutoverWait, Timeout: timeout}
+	if r.Source != nil {
+		o.Namespace, o.Name = r.Source.GetNamespace(), r.Source.GetName()
+	}
+	if p != nil {
+		o.ServeDir = p.Dir
+	}
+	return []pipeline.Phase{rootsync.NewWhenReadyPhase(o, a.connect)}
+}
+
+func newServeCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "The temporary Git source this machine serves (up/sync --serve): status and stop",
+		Long: `'bootstrap up --serve' and 'bootstrap sync --serve' start a detached process that serves the
+repository to the cluster over HTTPS until the GitRepository reads another URL (cutover), until
+--serve-for, or until 'bootstrap serve stop'. One server per cluster (by the kubeconfig's API
+server); its state lives under $BOOTSTRAP_STATE_DIR (default $XDG_STATE_HOME/bootstrap or
+~/.local/state/bootstrap).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newServeStatusCommand(a), newServeStopCommand(a), newServeRunCommand(a))
+	return cmd
+}
+
+// serveDir is the state directory of the cluster the kubeconfig names.
+func (a *app) serveDir() (string, error) {
+	cfg, err := a.restConfig()
+	if err != nil {
+		return "", err
+	}
+	dirs, err := serve.DefaultDirs(a.getenv)
+	if err != nil {
+		return "", gate.InputErrorf("%w", err)
+	}
+	return dirs.For(cfg.Host), nil
+}
+
+// serveStatus is what status and stop print.
+type serveStatus struct {
+	Running bool         `json:"running"`
+	Stopped bool         `json:"stopped,omitempty"`
+	State   *serve.State `json:"state,omitempty"`
+}
+
+func (a *app) printServe(s serveStatus) error {
+	if a.out.format == "json" {
+		e := json.NewEncoder(a.streams.Out)
+		e.SetIndent("", "  ")
+		return e.Encode(s)
+	}
+	w := a.streams.ErrOut
+	switch {
+	case s.State == nil:
+		fmt.Fprintln(w, "no temporary source is served from this machine for this cluster")
+	case s.Stopped:
+		fmt.Fprintf(w, "stopped the temporary source %s (pid %d)\n", s.State.URL, s.State.PID)
+	case s.Running:
+		st := s.State
+		fmt.Fprintf(w, "serving %s at %s\n  pid %d since %s, until %s\n  for GitRepository %s/%s of %s\n  from %s\n  log %s\n",
+			st.Revision, st.URL, st.PID, st.Started.Format(time.RFC3339), st.Until.Format(time.RFC3339), st.Namespace, st.Name, st.Cluster, st.Origin, st.Log)
+	default:
+		fmt.Fprintf(w, "not running (last served %s at %s)\n", s.State.Revision, s.State.URL)
+	}
+	return nil
+}
+
+func newServeStatusCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Say whether this machine serves a temporary source for the cluster, and what",
+		Long:  "Exit 0 while a server runs, 1 when none does.",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			dir, err := a.serveDir()
+			if err != nil {
+				return &usageError{err}
+			}
+			st, err := serve.ReadState(dir)
+			if err != nil {
+				return err
+			}
+			running, err := serve.Running(dir)
+			if err != nil {
+				return err
+			}
+			if err := a.printServe(serveStatus{Running: running && st != nil, State: st}); err != nil {
+				return err
+			}
+			if !running {
+				return &exitError{code: gate.ExitFailed}
+			}
+			return nil
+		},
+	}
+}
+
+func newServeStopCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the temporary source this machine serves for the cluster",
+		Long: `Stops the serving process (SIGTERM, then SIGKILL). The GitRepository keeps its temporary
+URL: run 'bootstrap cutover' to move it to its final source, or 'bootstrap sync --serve' to serve again.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			dir, err := a.serveDir()
+			if err != nil {
+				return &usageError{err}
+			}
+			st, err := serve.Stop(dir, 5*time.Second)
+			if err != nil {
+				return err
+			}
+			return a.printServe(serveStatus{Stopped: st != nil, State: st})
+		},
+	}
+}
+
+// newServeRunCommand is the serving process itself, started detached by
+// --serve with the listener on fd 3 and the credentials on stdin.
+func newServeRunCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:    "run STATE_DIR",
+		Short:  "The serving process (started by --serve; not for direct use)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ln, err := net.FileListener(os.NewFile(3, "listener"))
+			if err != nil {
+				return fmt.Errorf("serve run: no listener on fd 3 (started by --serve only): %w", err)
+			}
+			return serve.Run(cmd.Context(), args[0], a.streams.In, ln, a.streams.ErrOut)
+		},
+	}
+}
