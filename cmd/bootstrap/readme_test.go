@@ -23,6 +23,7 @@ func everyPhase() []pipeline.Phase {
 		agekey.NewVerifyPhase(agekey.Options{}, nil),
 		rootsync.NewPhase(rootsync.RunOptions{}, nil),
 		rootsync.NewCutoverPhase(rootsync.CutoverOptions{}, nil),
+		rootsync.NewWhenReadyPhase(rootsync.WhenReadyOptions{}, nil),
 		&check.Phase{},
 		converge.NewPhase(nil, converge.Options{}),
 	}

@@ -36,7 +36,11 @@ type Server struct {
 
 // Start serves root on a free loopback port until Close. backend "" means
 // DefaultBackend.
-func Start(root, backend string) (*Server, error) {
+func Start(root, backend string) (*Server, error) { return StartOn(root, backend, "127.0.0.1:0") }
+
+// StartOn is Start on addr (a port chosen earlier, e.g. for a URL that must
+// be known before its server exists).
+func StartOn(root, backend, addr string) (*Server, error) {
 	if backend == "" {
 		backend = DefaultBackend
 	}
@@ -49,7 +53,7 @@ func Start(root, backend string) (*Server, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("git server root: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("git server listen: %w", err)
 	}
