@@ -50,7 +50,7 @@ const (
 
 // gauntletStages is the order of the run; the key is BREAK's value.
 var gauntletStages = []struct{ key, title string }{
-	{"bringup", "Cold prod bring-up from a temporary source (up, v2.9.5 + image extras + strict overlay)"},
+	{"bringup", "Cold prod bring-up, this machine the temporary source (up --serve, v2.9.5 + image extras + strict overlay)"},
 	{"noop", "No-op re-run"},
 	{"drift", "Drift: strict flag removed from the live kustomize-controller"},
 	{"upgrade", "Upgrade v2.4.0 → v2.9.5 with --migrate-crds"},
@@ -76,9 +76,10 @@ type gauntlet struct {
 	tmp  string
 
 	main              *gEnv
-	final, temp       *gitserver.Server
-	finalURL, tempURL string
-	work              string // a clone: origin is the temporary server, final the final one
+	final             *gitserver.Server
+	finalURL, tempURL string // tempURL: what this machine serves (--serve)
+	stateDir          string // --serve's state (BOOTSTRAP_STATE_DIR)
+	work              string // a clone of the final server (origin and final), served by --serve
 	key, keyFile      string // the age key the cluster holds
 	rev               string // the revision every Kustomization should be at
 	upStart           time.Time
@@ -178,10 +179,10 @@ func runGauntlet(t *testing.T, o gauntletOptions) *page {
 				s.Verdict, s.Detail = "fail", "aborted: "+s.Detail+" (see the test log)"
 			}
 		}
-		g.main.stop()
-		if g.temp != nil {
-			_ = g.temp.Close()
+		if g.main != nil && g.main.sb != nil && g.stateDir != "" {
+			g.serve("stop")
 		}
+		g.main.stop()
 		if g.final != nil {
 			_ = g.final.Close()
 		}
@@ -232,6 +233,7 @@ func stageKeys() string {
 func (g *gauntlet) cli(ctx context.Context, env *gEnv, stdin string, args ...string) cliRun {
 	full := append(append([]string{}, args...), "-o", "json", "--kubeconfig", env.sb.KubeconfigPath)
 	cmd := exec.CommandContext(ctx, bootstrapCLI(g.t), full...)
+	cmd.Env = append(os.Environ(), "BOOTSTRAP_STATE_DIR="+g.stateDir)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
@@ -246,6 +248,14 @@ func (g *gauntlet) cli(ctx context.Context, env *gEnv, stdin string, args ...str
 	_ = json.Unmarshal([]byte(r.stdout), &f)
 	r.facts, r.phases = f.Facts, f.Phases
 	return r
+}
+
+// serve runs `bootstrap serve VERB` (status, stop) and returns its exit code.
+func (g *gauntlet) serve(verb string) int {
+	cmd := exec.Command(bootstrapCLI(g.t), "serve", verb, "--kubeconfig", g.main.sb.KubeconfigPath)
+	cmd.Env = append(os.Environ(), "BOOTSTRAP_STATE_DIR="+g.stateDir)
+	_ = cmd.Run()
+	return cmd.ProcessState.ExitCode()
 }
 
 func (g *gauntlet) git(dir string, args ...string) (string, error) {
@@ -288,19 +298,16 @@ func (g *gauntlet) readWork(rel string) string {
 
 // ---- stage 1 ----------------------------------------------------------
 
-// stageBringUp: a fresh sandbox, the fixture on a final Git server and a
-// mirror of it on a temporary one, then `bootstrap up` of prod from the
-// mirror with the age key on stdin. BREAK: a key the files are not
-// encrypted to.
+// stageBringUp: a fresh sandbox, the fixture on a final Git server (the
+// in-cluster Gitea to come), then `bootstrap up --serve` of prod from a
+// clone of it with the age key on stdin: this machine is the temporary
+// source. BREAK: a key the files are not encrypted to.
 func (g *gauntlet) stageBringUp(ctx context.Context, s *stageResult, broken bool) error {
 	var err error
 	if g.main, err = startGEnv(ctx, "main", filepath.Join(g.tmp, "main"), true); err != nil {
 		return err
 	}
 	if g.final, err = gitserver.Start(filepath.Join(g.tmp, "git-final"), ""); err != nil {
-		return err
-	}
-	if g.temp, err = gitserver.Start(filepath.Join(g.tmp, "git-temp"), ""); err != nil {
 		return err
 	}
 	var recipient string
@@ -323,16 +330,9 @@ func (g *gauntlet) stageBringUp(ctx context.Context, s *stageResult, broken bool
 	}
 	_ = repo.Close()
 	g.rev = repo.Revision(sha)
-	tempBare := filepath.Join(g.temp.Root, "homelab.git")
-	if _, err := g.git("", "clone", "--quiet", "--bare", filepath.Join(g.final.Root, "homelab.git"), tempBare); err != nil {
-		return err
-	}
-	if _, err := g.git(tempBare, "config", "http.receivepack", "true"); err != nil {
-		return err
-	}
-	g.tempURL = g.temp.URL + "/homelab.git"
+	g.stateDir = filepath.Join(g.tmp, "state")
 	g.work = filepath.Join(g.tmp, "work")
-	if _, err := g.git("", "clone", "--quiet", g.tempURL, g.work); err != nil {
+	if _, err := g.git("", "clone", "--quiet", g.finalURL, g.work); err != nil {
 		return err
 	}
 	if _, err := g.git(g.work, "remote", "add", "final", g.finalURL); err != nil {
@@ -347,11 +347,15 @@ func (g *gauntlet) stageBringUp(ctx context.Context, s *stageResult, broken bool
 	}
 	g.baseUp = []string{"up", "--repo", g.work, "--env", "prod", "--flux-version", gauntletFlux, "--components-extra", imageExtras, "--age-key-file", "-", "--timeout", "3m"}
 	g.upStart = time.Now()
-	r := g.cli(ctx, g.main, key, append(g.baseUp, "--source-url", g.tempURL)...)
-	s.Evidence = append(s.Evidence, fmt.Sprintf("`bootstrap %s --source-url %s` (age key on stdin): exit %d, verdict %s, changed %t, %s API requests, %s",
-		strings.Join(g.baseUp, " "), g.tempURL, r.code, r.report.Verdict, r.report.Changed, r.requests(), r.wall.Round(100*time.Millisecond)))
+	r := g.cli(ctx, g.main, key, append(g.baseUp, "--serve")...)
+	g.tempURL = r.facts["serveURL"]
+	s.Evidence = append(s.Evidence, fmt.Sprintf("`bootstrap %s --serve` (age key on stdin): exit %d, verdict %s, changed %t, %s API requests, %s; served %s at %s (pid %s)",
+		strings.Join(g.baseUp, " "), r.code, r.report.Verdict, r.report.Changed, r.requests(), r.wall.Round(100*time.Millisecond), r.facts["serveRevision"], g.tempURL, r.facts["servePID"]))
 	if r.code != 0 {
 		return fmt.Errorf("bootstrap up exit %d: %s", r.code, r.firstProblem())
+	}
+	if r.facts["serveRevision"] != g.rev {
+		return fmt.Errorf("served %q, want the checkout's HEAD %s", r.facts["serveRevision"], g.rev)
 	}
 	g.firstUpRequests = r.requests()
 	created, _ := r.changedObjects()
@@ -394,7 +398,7 @@ func (g *gauntlet) stageBringUp(ctx context.Context, s *stageResult, broken bool
 	s.Evidence = append(s.Evidence, "phases: "+strings.Join(phases, ", "),
 		fmt.Sprintf("GitRepository url %s, annotations source=%s declared-url=%s", gr.Spec.URL, gr.Annotations[rootsync.AnnSource], gr.Annotations[rootsync.AnnDeclaredURL]),
 		"running kustomize-controller args: "+strings.Join(in.Args, " "))
-	s.Detail = fmt.Sprintf("up exit 0 in %s (%d objects applied, %s API requests); up's converge saw all %d Kustomizations converged, and the %d of the flux-system source are Ready at %s %s after up started; SOPS Secret decrypted; kustomize-controller running with %s; source temporary (%s)",
+	s.Detail = fmt.Sprintf("up exit 0 in %s (%d objects applied, %s API requests); up's converge saw all %d Kustomizations converged, and the %d of the flux-system source are Ready at %s %s after up started; SOPS Secret decrypted; kustomize-controller running with %s; source temporary, served by this machine (%s)",
 		r.wall.Round(100*time.Millisecond), len(created), r.requests(), len(ks), len(homelabKustomizations), shortRev(g.rev), time.Since(g.upStart).Round(100*time.Millisecond), strictFlag, g.tempURL)
 	return nil
 }
@@ -416,7 +420,9 @@ func (g *gauntlet) stageNoop(ctx context.Context, s *stageResult, broken bool) e
 		return err
 	}
 	gen, starts := d.Generation, g.main.runner.Status().Instances["kustomize-controller"].Starts
-	args := append(append([]string{}, g.baseUp...), "--source-url", g.tempURL)
+	// The same up without --serve: the served temporary source is kept
+	// (a re-run with --serve would replace the server, a change).
+	args := append([]string{}, g.baseUp...)
 	if broken {
 		args = append(args, "--log-level", "debug")
 	}
@@ -596,7 +602,7 @@ func (g *gauntlet) stageRotate(ctx context.Context, s *stageResult, broken bool)
 	if err != nil {
 		return err
 	}
-	rev, err := g.commit("secrets: re-encrypt to the new age key", map[string]string{"apps/secrets/secret.sops.yaml": enc}, "origin", "final")
+	rev, err := g.commit("secrets: re-encrypt to the new age key", map[string]string{"apps/secrets/secret.sops.yaml": enc}, "final")
 	if err != nil {
 		return err
 	}
@@ -621,6 +627,14 @@ func (g *gauntlet) stageRotate(ctx context.Context, s *stageResult, broken bool)
 		return fmt.Errorf("rotation exit %d: %s", r.code, r.firstProblem())
 	}
 	g.key = key2
+	// The commit reaches the cluster when this machine serves it: a sync
+	// with --serve replaces the server with one serving the new HEAD.
+	sv := g.cli(ctx, g.main, "", "sync", "--repo", g.work, "--env", "prod", "--serve", "--timeout", "3m")
+	s.Evidence = append(s.Evidence, fmt.Sprintf("`bootstrap sync --serve` of the new commit: exit %d, served %s at %s", sv.code, sv.facts["serveRevision"], sv.facts["serveURL"]))
+	if sv.code != 0 {
+		return fmt.Errorf("sync --serve of the rotated commit exit %d: %s", sv.code, sv.firstProblem())
+	}
+	g.tempURL = sv.facts["serveURL"]
 	if _, err := g.main.waitKustomizations(ctx, homelabKustomizations, rev); err != nil {
 		return err
 	}
@@ -652,8 +666,8 @@ func countVerdict(r cliRun, v string) int {
 // ---- stage 6 ----------------------------------------------------------
 
 // stageCutover: first to an unreachable URL (rolls back, the stage-7 fault
-// that needs the temporary source), then to the final server; the temporary
-// server is stopped and a commit through the final one reaches every
+// that needs the temporary source), then to the final server; the serving
+// process stops by itself and a commit through the final one reaches every
 // Kustomization. BREAK: the final source is unreachable.
 func (g *gauntlet) stageCutover(ctx context.Context, s *stageResult, broken bool) error {
 	rb := g.cli(ctx, g.main, "", "cutover", "--to", "http://127.0.0.1:1/homelab.git", "--timeout", "10s")
@@ -689,10 +703,18 @@ func (g *gauntlet) stageCutover(ctx context.Context, s *stageResult, broken bool
 	if gr.Spec.URL != g.finalURL {
 		return fmt.Errorf("url %s after cutover, want %s", gr.Spec.URL, g.finalURL)
 	}
-	if err := g.temp.Close(); err != nil {
-		return err
+	// The serving process watches the GitRepository: it has seen the
+	// final URL and stopped by itself.
+	stopped := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if g.serve("status") == 1 {
+			stopped = true
+			break
+		}
 	}
-	g.temp = nil
+	if !stopped {
+		return fmt.Errorf("the serving process still runs after the cutover")
+	}
 	rev, err := g.commit("web: wave 3, through the final server", map[string]string{
 		"apps/web/web.yaml": strings.Replace(g.readWork("apps/web/web.yaml"), "\ndata:\n", "\ndata:\n  wave: \"3\"\n", 1)}, "final")
 	if err != nil {
@@ -707,7 +729,7 @@ func (g *gauntlet) stageCutover(ctx context.Context, s *stageResult, broken bool
 	if err != nil || cm.Data["wave"] != "3" {
 		return fmt.Errorf("web ConfigMap after a commit through the final server: %v %v", err, cm.Data)
 	}
-	s.Detail = fmt.Sprintf("unreachable URL rolled back to the temporary source (exit 1, rollback pass); cutover to %s exit 0, annotations handed back; temporary server stopped; commit %s reached all %d Kustomizations (Ready at that revision) in %s",
+	s.Detail = fmt.Sprintf("unreachable URL rolled back to the temporary source (exit 1, rollback pass); cutover to %s exit 0, annotations handed back; the serving process stopped by itself; commit %s reached all %d Kustomizations (Ready at that revision) in %s",
 		g.finalURL, shortRev(rev), len(homelabKustomizations), time.Since(t0).Round(100*time.Millisecond))
 	return nil
 }
