@@ -33,6 +33,13 @@ func TestUpInputErrors(t *testing.T) {
 		{"config env used", []string{"up", "--repo", dir, "--config", good}, 2, "clusters/nosuchenv"},
 		{"flag wins over config", []string{"up", "--repo", dir, "--config", good, "--env", "flagenv"}, 2, "clusters/flagenv"},
 		{"source branch without url", []string{"up", "--env", "dev", "--source-branch", "main"}, 2, "need --source-url"},
+		{"serve with source-url", []string{"up", "--env", "dev", "--serve", "--source-url", "https://mirror.lan/x.git"}, 2, "exclusive"},
+		{"serve address form", []string{"up", "--env", "dev", "--serve=1.2.3.4:99999"}, 2, "port"},
+		{"serve-url without serve", []string{"up", "--env", "dev", "--serve-url", "https://git.lan"}, 2, "--serve-url needs --serve"},
+		{"serve-url plain http", []string{"up", "--env", "dev", "--serve", "--serve-url", "http://git.lan"}, 2, "https://HOST"},
+		{"serve-for zero", []string{"up", "--env", "dev", "--serve", "--serve-for", "0s"}, 2, "--serve-for"},
+		{"cutover-timeout zero", []string{"up", "--env", "dev", "--cutover-when-ready", "--cutover-timeout", "0s"}, 2, "--cutover-timeout"},
+		{"sync serve with source-url", []string{"sync", "--env", "dev", "--serve", "--source-url", "https://mirror.lan/x.git"}, 2, "exclusive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

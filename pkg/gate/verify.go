@@ -149,6 +149,9 @@ func (r *Report) Warn(msg string) { r.Warnings = append(r.Warnings, msg) }
 func (r *Report) Phases() []PhaseResult {
 	var out []PhaseResult
 	idx := map[string]int{}
+	// A phase whose only skips are optional is headed as the summary
+	// line and the exit code count it: pass or warn, not skip.
+	required := map[int]int{}
 	for _, c := range r.Checks {
 		i, ok := idx[c.Phase]
 		if !ok {
@@ -166,20 +169,23 @@ func (r *Report) Phases() []PhaseResult {
 			p.Warn++
 		case Skip:
 			p.Skip++
+			if !c.Optional {
+				required[i]++
+			}
 		}
 	}
 	for i := range out {
-		out[i].Verdict = summarise(out[i])
+		out[i].Verdict = summarise(out[i], required[i])
 		out[i].Duration = r.Facts["duration."+out[i].Name]
 	}
 	return out
 }
 
-func summarise(p PhaseResult) Verdict {
+func summarise(p PhaseResult, requiredSkips int) Verdict {
 	switch {
 	case p.Fail > 0:
 		return Fail
-	case p.Skip > 0:
+	case requiredSkips > 0:
 		return Skip
 	case p.Warn > 0:
 		return Warn

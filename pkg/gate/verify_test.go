@@ -115,3 +115,29 @@ func TestJSONAndText(t *testing.T) {
 		}
 	}
 }
+
+// TestPhaseHeadingCountsOptionalSkips: a phase whose only skips are
+// optional is headed as the exit code counts it; a required skip is skip.
+func TestPhaseHeadingCountsOptionalSkips(t *testing.T) {
+	opt := Def{ID: "p.optional", Phase: "p", Optional: true}
+	req := Def{ID: "p.required", Phase: "p"}
+	ok := Def{ID: "p.ok", Phase: "p"}
+	warn := Def{ID: "p.warn", Phase: "p"}
+	for _, c := range []struct {
+		name   string
+		checks []Check
+		want   Verdict
+	}{
+		{"optional skip only", []Check{ok.Pass(""), opt.Skip("not asked")}, Pass},
+		{"optional skip and a warning", []Check{warn.Warn(""), opt.Skip("not asked")}, Warn},
+		{"required skip", []Check{ok.Pass(""), req.Skip("could not run")}, Skip},
+		{"fail wins", []Check{req.Skip(""), ok.Fail("")}, Fail},
+	} {
+		r := NewReport("t")
+		r.Add(c.checks...)
+		ph := r.Phases()
+		if len(ph) != 1 || ph[0].Verdict != c.want {
+			t.Errorf("%s: phase %+v, want %s", c.name, ph, c.want)
+		}
+	}
+}
