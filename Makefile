@@ -5,7 +5,7 @@ include versions.env
 GO  ?= go
 BIN ?= bin/bootstrap
 
-.PHONY: all build generate test unit bench fmt vet demo clean
+.PHONY: all build generate test unit bench fmt vet demo clean docs man
 
 all: build
 
@@ -30,6 +30,14 @@ test: unit
 ## bench: render benchmarks (time, allocations, peak RSS)
 bench: generate
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/render/
+
+## docs: regenerate the reference (docs/reference) from the code; a unit test fails when it is stale
+docs: generate
+	$(GO) run ./cmd/bootstrap docgen --dir docs/reference
+
+## man: man pages for every command into bin/man (from the same source as docs/reference)
+man: generate
+	$(GO) run ./cmd/bootstrap docgen --man-dir bin/man
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -1,33 +1,17 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"io/fs"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/pkg/agekey"
-	"github.com/homelab-ops/bootstrap/pkg/check"
-	"github.com/homelab-ops/bootstrap/pkg/controllers"
-	"github.com/homelab-ops/bootstrap/pkg/converge"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
-	"github.com/homelab-ops/bootstrap/pkg/pipeline"
-	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
-
-// everyPhase is one of each phase a command can run, for the tests that
-// look at every gate.
-func everyPhase() []pipeline.Phase {
-	return []pipeline.Phase{
-		controllers.NewPhase(controllers.Options{}, nil),
-		agekey.NewInstallPhase(agekey.Input{}, agekey.Options{}, nil),
-		agekey.NewVerifyPhase(agekey.Options{}, nil),
-		rootsync.NewPhase(rootsync.RunOptions{}, nil),
-		rootsync.NewCutoverPhase(rootsync.CutoverOptions{}, nil),
-		rootsync.NewWhenReadyPhase(rootsync.WhenReadyOptions{}, nil),
-		&check.Phase{},
-		converge.NewPhase(nil, converge.Options{}),
-	}
-}
 
 // TestREADMEListsEveryGate fails when a gate is declared but the README's
 // gate tables do not name it.
@@ -97,4 +81,64 @@ func TestREADMEInputRules(t *testing.T) {
 			t.Errorf("README.md's exit-code table lacks %s", code)
 		}
 	}
+}
+
+// TestReferenceUpToDate fails when the committed reference (docs/reference)
+// differs from what the code generates, as flux2 does for its docs/cmd.
+func TestReferenceUpToDate(t *testing.T) {
+	dir := t.TempDir()
+	r := runCLI(t, "docgen", "--dir", dir)
+	if r.code != 0 {
+		t.Fatalf("docgen: exit %d\n%s", r.code, r.stderr)
+	}
+	want := map[string]bool{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		want[rel] = true
+		gen, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		committed, err := os.ReadFile(filepath.Join("../../docs/reference", rel))
+		if err != nil || string(committed) != string(gen) {
+			t.Errorf("docs/reference/%s is not what the code generates: run `make docs` and commit it", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = filepath.WalkDir("../../docs/reference", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel("../../docs/reference", p)
+			if !want[rel] && strings.HasSuffix(rel, ".md") && rel != "README.md" {
+				t.Errorf("docs/reference/%s is not generated any more: run `make docs` (it removes it)", rel)
+			}
+		}
+		return nil
+	})
+	if !want["gates.md"] || !want[filepath.Join("cmd", "bootstrap_up.md")] || !want[filepath.Join("cmd", "bootstrap_serve_status.md")] {
+		t.Fatalf("the reference lacks pages: %v", want)
+	}
+}
+
+// TestUsageLines: pflag takes a back-quoted word in a usage string as the
+// value's name ("--check bootstrap check"); no flag's usage may have one.
+func TestUsageLines(t *testing.T) {
+	root := newRootCommand(genericiooptions.NewTestIOStreamsDiscard(), func(string) string { return "" })
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: usage %q has a back-quote (pflag makes it the value's name)", c.CommandPath(), f.Name, f.Usage)
+			}
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
 }
