@@ -120,7 +120,12 @@ func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		// The probe goes whatever happened, also on an interrupt.
 		dctx, cancel := context.WithTimeout(kube.Detach(ctx), 30*time.Second)
 		defer cancel()
-		if err := p.cl.Client.Delete(dctx, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: probe.GetName()}}); err != nil && !apierrors.IsNotFound(err) {
+		err := p.cl.Client.Delete(dctx, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: probe.GetName()}})
+		if err == nil || apierrors.IsNotFound(err) {
+			// Gone, source-controller's finalizer done: nothing left behind.
+			err = wait.Gone[*sourcev1.GitRepository](dctx, p.cl.Client, &sourcev1.GitRepositoryList{}, o.Namespace, probe.GetName())
+		}
+		if err != nil {
 			report.Warn(fmt.Sprintf("delete the probe GitRepository %s/%s: %v (delete it by hand)", o.Namespace, probe.GetName(), err))
 		}
 	}()

@@ -67,6 +67,9 @@ func (o Options) Validate() error {
 
 // splitAddr reads ADDR as host:port, :port or host (port 0: a free one).
 func splitAddr(addr string) (host string, port int, err error) {
+	if addr == "" {
+		return "", 0, nil // the default: the route to the API server, a free port
+	}
 	h, p, err := net.SplitHostPort(addr)
 	if err != nil {
 		h, p = addr, "0"

@@ -306,6 +306,15 @@ func TestPrepareRefusesBadAddress(t *testing.T) {
 	if !strings.HasPrefix(p.URL, "https://127.0.0.1:") || !strings.HasSuffix(p.URL, "/gitops.git") || p.Snapshot.Commit == "" {
 		t.Fatalf("prepared %s %+v", p.URL, p.Snapshot)
 	}
+	o.Addr = "" // the default: the address that routes to the API server
+	d, err := Prepare(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !strings.HasPrefix(d.URL, "https://127.0.0.1:") {
+		t.Fatalf("default address: URL %s, want the loopback route to the API server", d.URL)
+	}
 	o.URL = "https://git.bootstrap.lan:9443"
 	q, err := Prepare(context.Background(), o)
 	if err != nil {

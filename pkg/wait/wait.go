@@ -63,20 +63,7 @@ func Ready(o FluxObject) (bool, string) {
 // carries the last state cond described.
 func For[T client.Object](ctx context.Context, c client.WithWatch, list client.ObjectList, ns, name string, cond func(T) (bool, string)) (T, error) {
 	var zero T
-	sel := fields.OneTermEqualSelector("metadata.name", name)
-	opts := func(o metav1.ListOptions) *client.ListOptions {
-		o.FieldSelector = sel.String()
-		return &client.ListOptions{Namespace: ns, Raw: &o}
-	}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			l := list.DeepCopyObject().(client.ObjectList)
-			return l, c.List(ctx, l, opts(o))
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), opts(o))
-		},
-	}
+	lw := listWatch(c, list, ns, name)
 	var item T
 	last := "not found"
 	ev, err := watchtools.UntilWithSync(ctx, lw, newItem[T](), nil, func(ev watch.Event) (bool, error) {
@@ -98,6 +85,38 @@ func For[T client.Object](ctx context.Context, c client.WithWatch, list client.O
 	}
 	item, _ = ev.Object.(T)
 	return item, nil
+}
+
+// listWatch lists and watches the one object ns/name of list's type.
+func listWatch(c client.WithWatch, list client.ObjectList, ns, name string) *cache.ListWatch {
+	sel := fields.OneTermEqualSelector("metadata.name", name)
+	opts := func(o metav1.ListOptions) *client.ListOptions {
+		o.FieldSelector = sel.String()
+		return &client.ListOptions{Namespace: ns, Raw: &o}
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l := list.DeepCopyObject().(client.ObjectList)
+			return l, c.List(ctx, l, opts(o))
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), opts(o))
+		},
+	}
+}
+
+// Gone waits until the object ns/name of list's type does not exist (its
+// finalizers done), by the same list and watch as For.
+func Gone[T client.Object](ctx context.Context, c client.WithWatch, list client.ObjectList, ns, name string) error {
+	_, err := watchtools.UntilWithSync(ctx, listWatch(c, list, ns, name), newItem[T](), func(store cache.Store) (bool, error) {
+		return len(store.List()) == 0, nil
+	}, func(ev watch.Event) (bool, error) {
+		return ev.Type == watch.Deleted, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s/%s: still there (being deleted?): %w", ns, name, err)
+	}
+	return nil
 }
 
 // newItem is a fresh T, for the informer's expected type.

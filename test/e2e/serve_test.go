@@ -348,6 +348,9 @@ func TestServe(t *testing.T) {
 		if gr.Spec.URL != finalURL || gr.Annotations[rootsync.AnnSource] != "" || gr.Spec.SecretRef != nil || gr.Status.Artifact == nil || gr.Status.Artifact.Revision != rev {
 			t.Fatalf("after the cutover: url %s secretRef %v annotations %v artifact %+v", gr.Spec.URL, gr.Spec.SecretRef, gr.Annotations, gr.Status.Artifact)
 		}
+		if err := g.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "flux-system" + rootsync.ProbeSuffix}, &sourcev1.GitRepository{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the probe GitRepository was left behind: %v", err)
+		}
 		if _, err := g.cs.CoreV1().Secrets(fluxNS).Get(ctx, serve.SecretName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("the temporary Secret %s is still there: %v", serve.SecretName, err)
 		}
