@@ -12,12 +12,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 state="${BOOTSTRAP_DEMO_STATE:-$(mktemp -d /tmp/bootstrap-demo.XXXXXX)}"
+# The sandbox wants a directory of its own (new or empty); the demo's files
+# (the render, the reports, the Git server) sit beside it.
+sb="$state/sandbox"
 extras=(--components-extra image-reflector-controller,image-automation-controller)
 
 git_pid=""
 down() {
 	[[ -n "$git_pid" ]] && kill "$git_pid" 2>/dev/null && wait "$git_pid" 2>/dev/null
-	bin/sandbox down --state "$state" >/dev/null 2>&1 || true
+	bin/sandbox down --state "$sb" >/dev/null 2>&1 || true
 }
 trap down EXIT
 
@@ -33,9 +36,9 @@ echo "== sandbox binaries (built from source when missing: ≈ 15–35 min the f
 bash hack/sandbox/build.sh
 
 echo
-echo "== sandbox: starting (state $state)"
-bin/sandbox up --state "$state" --bin "$(bash hack/sandbox/build.sh --print)"
-export KUBECONFIG="$state/kubeconfig"
+echo "== sandbox: starting (state $sb)"
+bin/sandbox up --state "$sb" --bin "$(bash hack/sandbox/build.sh --print)"
+export KUBECONFIG="$sb/kubeconfig"
 
 echo
 echo "== bootstrap controllers --dry-run (the plan, nothing applied)"
@@ -68,7 +71,7 @@ bin/bootstrap up --repo "$home/repo" --env dev --flux-version v2.9.5 "${extras[@
 echo
 echo "== the controllers the sandbox runs, started from the Deployments' args"
 sleep 2
-grep -h 'msg="controller started"' "$state/logs/runner.log" 2>/dev/null | tail -2 | sed 's/^.*controller=/  /' || true
+grep -h 'msg="controller started"' "$sb/logs/runner.log" 2>/dev/null | tail -2 | sed 's/^.*controller=/  /' || true
 
 echo
 echo "demo: done; tearing the sandbox down"
