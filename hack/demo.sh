@@ -1,29 +1,44 @@
 #!/usr/bin/env bash
-# The main job on the built-in sandbox: bring up a real local control plane
-# with real Flux controllers, bootstrap Flux into it the way the homelab
-# does (v2.4.0 with the image extras and the strict overlay), then the
-# whole bring-up with `bootstrap up` (upgrade to v2.9.5, age key, dev's
-# cluster root), an unchanged re-run, and tear down.
+# The main job on the built-in sandbox. First the offline part, seconds:
+# `bootstrap render` of what step 1 applies (with the gates proving the
+# overlay landed) and `bootstrap check` of the fixture repository. Then the
+# sandbox's binaries are built when missing (≈ 15–35 min on a fresh machine,
+# one progress line per binary; skipped when cached), a real local control
+# plane with real Flux controllers comes up, Flux is bootstrapped into it the
+# way the homelab does (v2.4.0 with the image extras and the strict overlay),
+# then the whole bring-up with `bootstrap up` (upgrade to v2.9.5, age key,
+# dev's cluster root), an unchanged re-run, and tear down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 state="${BOOTSTRAP_DEMO_STATE:-$(mktemp -d /tmp/bootstrap-demo.XXXXXX)}"
+# The sandbox wants a directory of its own (new or empty); the demo's files
+# (the render, the reports, the Git server) sit beside it.
+sb="$state/sandbox"
 extras=(--components-extra image-reflector-controller,image-automation-controller)
 
 git_pid=""
 down() {
 	[[ -n "$git_pid" ]] && kill "$git_pid" 2>/dev/null && wait "$git_pid" 2>/dev/null
-	bin/sandbox down --state "$state" >/dev/null 2>&1 || true
+	bin/sandbox down --state "$sb" >/dev/null 2>&1 || true
 }
 trap down EXIT
 
-echo "== sandbox: starting (state $state)"
-bin/sandbox up --state "$state" --bin "$(bash hack/sandbox/build.sh --print)"
-export KUBECONFIG="$state/kubeconfig"
+echo "== offline (no cluster, no network): bootstrap render — what step 1 applies, and the gates proving the overlay landed"
+bin/bootstrap render --flux-version v2.4.0 "${extras[@]}" --output-dir "$state/render"
 
 echo
-echo "== bootstrap render (what step 1 applies, and the gates proving the overlay landed)"
-bin/bootstrap render --flux-version v2.4.0 "${extras[@]}" --output-dir "$state/render"
+echo "== offline: bootstrap check of the fixture repository (testdata/homelab, clusters/dev) — what kustomize-controller would do wrong with it"
+bin/bootstrap check --repo testdata/homelab --env dev
+
+echo
+echo "== sandbox binaries (built from source when missing: ≈ 15–35 min the first time, one line per binary; cached afterwards)"
+bash hack/sandbox/build.sh
+
+echo
+echo "== sandbox: starting (state $sb)"
+bin/sandbox up --state "$sb" --bin "$(bash hack/sandbox/build.sh --print)"
+export KUBECONFIG="$sb/kubeconfig"
 
 echo
 echo "== bootstrap controllers --dry-run (the plan, nothing applied)"
@@ -56,7 +71,7 @@ bin/bootstrap up --repo "$home/repo" --env dev --flux-version v2.9.5 "${extras[@
 echo
 echo "== the controllers the sandbox runs, started from the Deployments' args"
 sleep 2
-grep -h 'msg="controller started"' "$state/logs/runner.log" 2>/dev/null | tail -2 | sed 's/^.*controller=/  /' || true
+grep -h 'msg="controller started"' "$sb/logs/runner.log" 2>/dev/null | tail -2 | sed 's/^.*controller=/  /' || true
 
 echo
 echo "demo: done; tearing the sandbox down"
