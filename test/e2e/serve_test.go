@@ -218,8 +218,20 @@ func TestServe(t *testing.T) {
 		if code != 0 || !s.Running || s.State == nil || fmt.Sprint(s.State.PID) != pid || s.State.Revision != rev {
 			t.Fatalf("serve status after up exited: exit %d %+v", code, s.State)
 		}
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%s/cmdline", pid)); err != nil || bytes.Contains(b, []byte("token")) {
-			t.Fatalf("serving process %s: %v %q", pid, err, b)
+		auth, err := g.cs.CoreV1().Secrets(fluxNS).Get(ctx, serve.SecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Neither its argv, its environment nor its log holds the token
+		// (a scan that cannot read a file fails).
+		for _, f := range []string{fmt.Sprintf("/proc/%s/cmdline", pid), fmt.Sprintf("/proc/%s/environ", pid), s.State.Log} {
+			b, err := os.ReadFile(f)
+			if err != nil || len(b) == 0 {
+				t.Fatalf("read %s: %v (%d bytes)", f, err, len(b))
+			}
+			if bytes.Contains(b, auth.Data["password"]) {
+				t.Fatalf("the token is in %s", f)
+			}
 		}
 		refetch(ctx, t, g, func(gr *sourcev1.GitRepository, ready bool, msg string) (bool, string) {
 			return ready && gr.Status.Artifact != nil && gr.Status.Artifact.Revision == rev, msg
@@ -299,6 +311,21 @@ func TestServe(t *testing.T) {
 		if code, s := c.status(); code != 0 || fmt.Sprint(s.State.PID) != pid {
 			t.Fatalf("a refused run touched the running server: exit %d %+v", code, s.State)
 		}
+	})
+
+	t.Run("NodesCannotReachIt", func(t *testing.T) {
+		// --serve-url names an address nothing answers on: the source never
+		// becomes Ready; exit 1 within --timeout naming the URL, the
+		// controller's message and what to check.
+		r := c.run("", "sync", "--repo", work, "--env", "prod", "--serve", "--serve-url", "https://127.0.0.1:9", "--timeout", "15s", "--converge=false")
+		ready := r.report.check(rootsync.GateSourceReady.ID)
+		if r.code != 1 || !strings.Contains(ready, "https://127.0.0.1:9/gitops.git") || !strings.Contains(ready, "connection refused") || !strings.Contains(ready, "firewall") {
+			t.Fatalf("sync --serve unreachable from the nodes: want exit 1 naming the URL, the message and the fix:\n%s\n%s", r, r.stderr)
+		}
+		if code, s := c.status(); code != 0 || fmt.Sprint(s.State.PID) != r.facts["servePID"] {
+			t.Fatalf("the source must keep serving for a re-run: exit %d %+v", code, s.State)
+		}
+		pid = r.facts["servePID"]
 	})
 
 	t.Run("CutoverWhenReadyTimesOut", func(t *testing.T) {
