@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/check"
 	"github.com/homelab-ops/bootstrap/pkg/fluxrepo"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
@@ -58,10 +59,10 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 	fl := cmd.Flags()
 	rf.add(fl)
 	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
-	fl.StringVar(&o.RootName, "root", DefaultFluxNamespace, "name of the root Kustomization")
+	fl.Var(flagvalue.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
 	fl.StringSliceVar(&o.Compare, "compare", nil, "root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
 	fl.BoolVar(&o.NoCompare, "no-compare", false, "do not compare knobs with other environments")
-	fl.StringVar(&sarif, "sarif", "", "also write the findings as SARIF 2.1.0 to this file")
+	fl.Var(flagvalue.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/validate"
@@ -51,7 +52,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 	fl.BoolVar(&o.Force, "force", false, "apply even over a Flux managed by a Flux Kustomization or the Flux operator")
 	fl.BoolVar(&o.MigrateCRDs, "migrate-crds", false, "when the new CRDs drop a version objects are stored in, migrate those objects to the new storage version first")
 	fl.BoolVar(&o.PruneCRDs, "prune-crds", false, "also prune CRDs the render no longer has while custom resources still use them (deletes those resources)")
-	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for CRDs and rollouts (must be positive)")
+	fl.Var(flagvalue.NewDuration(&o.Timeout, 5*time.Minute), "timeout", "how long to wait for CRDs and rollouts (must be positive)")
 	return cmd
 }
 

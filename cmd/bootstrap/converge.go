@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/converge"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
@@ -63,12 +64,12 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 	fl.StringVar(&env, "env", "", "environment: the graph of clusters/NAME in --repo")
 	fl.StringVar(&path, "path", "", "the cluster root inside --repo (instead of --env)")
 	fl.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the root, the default for Kustomizations, and the one listed for a live graph")
-	fl.StringVar(&root, "root", "flux-system/flux-system", "the root Kustomization, NAME or NAMESPACE/NAME")
-	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for the whole graph")
+	fl.Var(flagvalue.NewRef(&root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
+	fl.Var(flagvalue.NewDuration(&o.Timeout, o.Timeout), "timeout", "how long to wait for the whole graph")
 	fl.BoolVar(&o.Nudge, "nudge", o.Nudge, "ask blocked or stale dependents to reconcile as soon as their dependencies converged, and failing nodes to retry")
-	fl.IntVar(&o.Budget.Retries, "retries", o.Budget.Retries, "reconcile requests for a failing node before converge gives up on it (with --nudge)")
-	fl.DurationVar(&o.Budget.FailAfter, "fail-after", o.Budget.FailAfter, "give up on a node failing at its current revision for this long")
-	fl.StringVar(&o.GraphFile, "graph", "", "write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
+	fl.Var(flagvalue.NewCount(&o.Budget.Retries, o.Budget.Retries), "retries", "reconcile requests for a failing node before converge gives up on it (with --nudge)")
+	fl.Var(flagvalue.NewDuration(&o.Budget.FailAfter, o.Budget.FailAfter), "fail-after", "give up on a node failing at its current revision for this long")
+	fl.Var(flagvalue.NewOutputFile(&o.GraphFile, ".md", ".mmd", ".dot"), "graph", "write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
 	return cmd
 }
 
@@ -132,7 +133,7 @@ func (f *convergeFlags) add(fl *pflag.FlagSet) {
 	f.o = converge.DefaultOptions()
 	fl.BoolVar(&f.enabled, "converge", true, "end with the converge phase: walk the dependsOn graph until every Kustomization is Ready at its source's revision (--converge=false: stop once the root applied)")
 	fl.BoolVar(&f.o.Nudge, "nudge", f.o.Nudge, "converge: ask blocked or stale dependents to reconcile as soon as their dependencies converged")
-	fl.StringVar(&f.o.GraphFile, "graph", "", "converge: write the graph with verdicts to FILE (.md/.mmd Mermaid, .dot Graphviz)")
+	fl.Var(flagvalue.NewOutputFile(&f.o.GraphFile, ".md", ".mmd", ".dot"), "graph", "converge: write the graph with verdicts to FILE (.md/.mmd Mermaid, .dot Graphviz)")
 }
 
 // phase is the converge phase over the environment r builds (nil: the

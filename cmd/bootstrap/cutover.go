@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
@@ -51,7 +52,7 @@ exits 130 (143). A second interrupt stops at once; then run 'bootstrap cutover' 
 	fl.StringVar(&o.To, "to", "", "the final source URL (default: the URL git declares, recorded by sync)")
 	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the GitRepository")
 	fl.StringVar(&o.Name, "source", DefaultFluxNamespace, "name of the GitRepository")
-	fl.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the final source, then for the Kustomizations; a rollback (the final source not Ready in time, or an interrupt while waiting for it) gets its own wait of the same length, so the command can take up to twice this (must be positive)")
+	fl.Var(flagvalue.NewDuration(&o.Timeout, 3*time.Minute), "timeout", "how long to wait for the final source, then for the Kustomizations; a rollback (the final source not Ready in time, or an interrupt while waiting for it) gets its own wait of the same length, so the command can take up to twice this (must be positive)")
 	fl.BoolVar(&dryRun, "dry-run", false, "say what would be switched and change nothing")
 	return cmd
 }

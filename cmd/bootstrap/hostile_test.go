@@ -234,7 +234,7 @@ func TestHostileFlags(t *testing.T) {
 		hostileCase{"render -o json without --output-dir", []string{"render", "-o", "json"}, nil, 2,
 			[]string{"-o json prints the report on stdout", "pass --output-dir DIR (they go to DIR/gotk-components.yaml)"}},
 		hostileCase{"render --output-dir is a file", []string{"render", "--output-dir", outFile}, nil, 2,
-			[]string{"--output-dir " + outFile + " is not a directory", "pass a directory"}},
+			[]string{"--output-dir " + outFile + ": " + outFile + " is not a directory", "pass a directory"}},
 		hostileCase{"sync --namespace", sync("--namespace", "Flux_System!"), nil, 2,
 			[]string{`--namespace "Flux_System!"`, "pass a namespace name"}},
 		hostileCase{"sync --root", sync("--root", "Root!"), nil, 2,

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	bootstrap "github.com/homelab-ops/bootstrap"
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/input"
@@ -151,6 +152,6 @@ func newRenderCommand(a *app) *cobra.Command {
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)
-	cmd.Flags().StringVar(&outDir, "output-dir", "", "write "+manifestFile+" into this directory instead of stdout (needed with -o json)")
+	cmd.Flags().Var(flagvalue.NewOutputDir(&outDir), "output-dir", "write "+manifestFile+" into this directory instead of stdout (needed with -o json)")
 	return cmd
 }

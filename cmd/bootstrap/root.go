@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
@@ -122,6 +123,11 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 			if a.out.format != "text" && a.out.format != "json" {
 				return &usageError{fmt.Errorf("--output %q: want text or json", a.out.format)}
 			}
+			// Every flag value's own rule, before the command runs: an
+			// input error with a report, like every other.
+			if err := flagvalue.Check(cmd.Flags()); err != nil {
+				return a.fail(gate.NewReport(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")), err)
+			}
 			return nil
 		},
 	}
@@ -132,8 +138,8 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.out.format, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout)")
 	pf.BoolVarP(&a.out.quiet, "quiet", "q", false, "text output: no progress, and only the checks that did not pass and the summary line")
-	pf.StringVar(&a.out.reportJSON, "report-json", "", "also write the JSON report to this file")
-	pf.StringVar(&a.out.junit, "junit", "", "also write the report as JUnit XML to this file")
+	pf.Var(flagvalue.NewOutputFile(&a.out.reportJSON), "report-json", "also write the JSON report to this file")
+	pf.Var(flagvalue.NewOutputFile(&a.out.junit), "junit", "also write the report as JUnit XML to this file")
 	a.cluster.AddFlags(pf)
 	pf.StringVar(&a.versionsFile, "versions-file", "", "take the Flux version from FLUX_VERSION in this KEY=VALUE file (e.g. the repository's own versions.env) unless --flux-version is given")
 	pf.BoolVar(&a.breakLock, "break-lock", false, "take the cluster lock even though another run holds it (when that run died; its holder is named in the refusal)")

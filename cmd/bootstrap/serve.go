@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
@@ -50,9 +51,9 @@ func (f *serveFlags) add(fl *pflag.FlagSet) {
 	fl.Var(&f.addr, "serve", "serve the repository to the cluster from this machine as the temporary source (HTTPS, read-only, a token made for the run) until cutover; --serve alone listens on the address this machine reaches the API server from and a free port, --serve=HOST:PORT on that address")
 	fl.Lookup("serve").NoOptDefVal = serveAuto
 	fl.StringVar(&f.url, "serve-url", "", "with --serve: the base URL the cluster reaches this machine at (https://HOST[:PORT], a DNS name or NAT) instead of the listen address")
-	fl.DurationVar(&f.serveFor, "serve-for", 24*time.Hour, "with --serve: stop serving after this long even without a cutover")
+	fl.Var(flagvalue.NewDuration(&f.serveFor, 24*time.Hour), "serve-for", "with --serve: stop serving after this long even without a cutover")
 	fl.BoolVar(&f.whenReady, "cutover-when-ready", false, "after converge, wait until the cluster reaches the source git declares at the temporary source's revision, then cut over to it (and the served source stops)")
-	fl.DurationVar(&f.cutoverWait, "cutover-timeout", 15*time.Minute, "with --cutover-when-ready: how long to wait for the final source; at its end exit 1, the temporary source still serving")
+	fl.Var(flagvalue.NewDuration(&f.cutoverWait, 15*time.Minute), "cutover-timeout", "with --cutover-when-ready: how long to wait for the final source; at its end exit 1, the temporary source still serving")
 }
 
 // validate checks the flags' combinations before anything is read.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
@@ -87,10 +88,10 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 	rf.add(fl)
 	cf.add(fl)
 	fl.StringVar(&o.Build.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
-	fl.StringVar(&o.Build.RootName, "root", DefaultFluxNamespace, "name of the root Kustomization")
+	fl.Var(flagvalue.NewName(&o.Build.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
 	fl.BoolVar(&withCheck, "check", true, "run 'bootstrap check' of the environment first (phase static); --check=false skips it, with a warning")
-	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the source and the root (must be positive)")
+	fl.Var(flagvalue.NewDuration(&o.Timeout, 5*time.Minute), "timeout", "how long to wait for the source and the root (must be positive)")
 	fl.StringVar(&srcURL, "source-url", "", "point the GitRepository at this temporary source (cold bring-up) until 'bootstrap cutover'")
 	fl.StringVar(&srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
 	fl.StringVar(&srcSecret, "source-secret", "", "Secret with the temporary source's credentials (default: none)")

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
@@ -125,7 +126,7 @@ $SOPS_AGE_KEY_FILE.`,
 	fl.StringVar(&config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
 	fl.BoolVar(&dryRun, "dry-run", false, "plan every phase and change nothing")
 	fl.BoolVar(&withCheck, "check", true, "run 'bootstrap check' of the environment first (phase static); --check=false skips it, with a warning")
-	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long each phase may wait (CRDs, rollouts, the source, the root)")
+	fl.Var(flagvalue.NewDuration(&timeout, 5*time.Minute), "timeout", "how long each phase may wait (CRDs, rollouts, the source, the root)")
 	fl.BoolVar(&co.Force, "force", false, "apply the controllers even over a Flux managed by a Flux Kustomization or the Flux operator")
 	fl.BoolVar(&co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")
 	fl.BoolVar(&co.PruneCRDs, "prune-crds", false, "also prune CRDs that still have custom resources")

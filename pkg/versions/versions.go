@@ -4,6 +4,7 @@ package versions
 import (
 	"bytes"
 	"fmt"
+	"github.com/homelab-ops/bootstrap/pkg/input"
 	"strings"
 
 	"github.com/joho/godotenv"
@@ -72,8 +73,15 @@ func Parse(data []byte) (Pins, error) {
 
 // ReadFile reads every key of a versions.env file with the same parser as
 // Parse (for tools that run from a checkout, such as the sandbox).
+//
+// The read is bounded and refuses anything but a regular file (a device
+// such as /dev/zero would otherwise be read until memory runs out).
 func ReadFile(path string) (map[string]string, error) {
-	env, err := godotenv.Read(path)
+	b, err := input.ReadFile(path, path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	env, err := godotenv.UnmarshalBytes(b)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

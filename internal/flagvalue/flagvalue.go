@@ -1,0 +1,277 @@
+// Package flagvalue holds the value types of this tool's flags: each checks
+// its own value when it is set — from the command line, --config or the
+// environment — so a command cannot forget a rule. The parse itself never
+// stops on a bad value: the rest of the command line (-o json,
+// --report-json) still counts, and Check turns every recorded problem into
+// one input error (exit 2) naming the flags, before any request, reported
+// like every other input error.
+package flagvalue
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/homelab-ops/bootstrap/pkg/gate"
+)
+
+// checked records the last value set and what is wrong with it.
+type checked struct {
+	raw string
+	err error
+}
+
+// Err is what is wrong with the value set last (nil when it is fine).
+func (c *checked) Err() error { return c.err }
+
+func (c *checked) record(raw string, err error) error {
+	c.raw, c.err = raw, err
+	return nil
+}
+
+// Check returns one input error naming every flag of fs whose value
+// breaks its rule; nil when none does.
+func Check(fs *pflag.FlagSet) error {
+	var errs []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if v, ok := f.Value.(interface {
+			Err() error
+			Raw() string
+		}); ok && v.Err() != nil {
+			errs = append(errs, fmt.Sprintf("--%s %s: %v", f.Name, v.Raw(), v.Err()))
+		}
+	})
+	if len(errs) == 0 {
+		return nil
+	}
+	return gate.InputErrorf("%s", strings.Join(errs, "; "))
+}
+
+// Raw is the value as given.
+func (c *checked) Raw() string { return c.raw }
+
+// Duration is a positive duration (a timeout, a budget).
+type Duration struct {
+	checked
+	p *time.Duration
+}
+
+// NewDuration sets *p to def and parses into it.
+func NewDuration(p *time.Duration, def time.Duration) *Duration {
+	*p = def
+	return &Duration{p: p}
+}
+
+func (d *Duration) String() string { return d.p.String() }
+
+// Type implements pflag.Value.
+func (d *Duration) Type() string { return "duration" }
+
+// Set implements pflag.Value.
+func (d *Duration) Set(v string) error {
+	x, err := time.ParseDuration(v)
+	if err != nil {
+		return d.record(v, fmt.Errorf("not a duration: pass a duration such as 5m or 90s"))
+	}
+	*d.p = x
+	if x <= 0 {
+		return d.record(x.String(), fmt.Errorf("must be positive: pass a duration such as 5m or 90s"))
+	}
+	return d.record(v, nil)
+}
+
+// Count is a non-negative number.
+type Count struct {
+	checked
+	p *int
+}
+
+// NewCount sets *p to def and parses into it.
+func NewCount(p *int, def int) *Count {
+	*p = def
+	return &Count{p: p}
+}
+
+func (c *Count) String() string { return strconv.Itoa(*c.p) }
+
+// Type implements pflag.Value.
+func (c *Count) Type() string { return "int" }
+
+// Set implements pflag.Value.
+func (c *Count) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return c.record(v, fmt.Errorf("not a whole number"))
+	}
+	*c.p = n
+	if n < 0 {
+		return c.record(v, fmt.Errorf("must be 0 or more"))
+	}
+	return c.record(v, nil)
+}
+
+// OutputFile is a file this tool writes: its directory must exist and be
+// writable now, not after the run did its work. exts, when set, are the
+// name endings allowed.
+type OutputFile struct {
+	checked
+	p    *string
+	exts []string
+}
+
+// NewOutputFile parses into *p ("" means no file).
+func NewOutputFile(p *string, exts ...string) *OutputFile { return &OutputFile{p: p, exts: exts} }
+
+func (f *OutputFile) String() string { return *f.p }
+
+// Type implements pflag.Value.
+func (f *OutputFile) Type() string { return "FILE" }
+
+// Set implements pflag.Value.
+func (f *OutputFile) Set(v string) error {
+	*f.p = v
+	if v == "" {
+		return f.record(v, nil)
+	}
+	if len(f.exts) > 0 && !hasSuffix(v, f.exts) {
+		return f.record(v, fmt.Errorf("name the file %s", strings.Join(f.exts, ", ")))
+	}
+	if st, err := os.Stat(v); err == nil && st.IsDir() {
+		return f.record(v, fmt.Errorf("is a directory: name a file in it"))
+	}
+	return f.record(v, writableDir(filepath.Dir(v)))
+}
+
+func hasSuffix(v string, exts []string) bool {
+	for _, e := range exts {
+		if strings.HasSuffix(v, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// OutputDir is a directory this tool writes into: it must exist and be
+// writable.
+type OutputDir struct {
+	checked
+	p *string
+}
+
+// NewOutputDir parses into *p ("" means none).
+func NewOutputDir(p *string) *OutputDir { return &OutputDir{p: p} }
+
+func (d *OutputDir) String() string { return *d.p }
+
+// Type implements pflag.Value.
+func (d *OutputDir) Type() string { return "DIR" }
+
+// Set implements pflag.Value.
+func (d *OutputDir) Set(v string) error {
+	*d.p = v
+	if v == "" {
+		return d.record(v, nil)
+	}
+	return d.record(v, writableDir(v))
+}
+
+func writableDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist: create it first", dir)
+	case err != nil:
+		return fmt.Errorf("directory %s: %v", dir, err)
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory: pass a directory", dir)
+	}
+	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
+		return fmt.Errorf("directory %s is not writable: %v", dir, err)
+	}
+	return nil
+}
+
+// Name is an object name (a DNS-1123 subdomain).
+type Name struct {
+	checked
+	p    *string
+	what string
+}
+
+// NewName sets *p to def and parses into it; what names the object for the
+// fix ("root Kustomization").
+func NewName(p *string, def, what string) *Name {
+	*p = def
+	return &Name{p: p, what: what}
+}
+
+func (n *Name) String() string { return *n.p }
+
+// Type implements pflag.Value.
+func (n *Name) Type() string { return "NAME" }
+
+// Set implements pflag.Value.
+func (n *Name) Set(v string) error {
+	*n.p = v
+	if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+		return n.record(fmt.Sprintf("%q", v), fmt.Errorf("not an object name: %s: pass the name of the %s, e.g. flux-system", strings.Join(errs, "; "), n.what))
+	}
+	return n.record(v, nil)
+}
+
+// Ref is NAME or NAMESPACE/NAME, each part checked.
+type Ref struct {
+	checked
+	p *string
+}
+
+// NewRef sets *p to def and parses into it.
+func NewRef(p *string, def string) *Ref {
+	*p = def
+	return &Ref{p: p}
+}
+
+func (r *Ref) String() string { return *r.p }
+
+// Type implements pflag.Value.
+func (r *Ref) Type() string { return "[NAMESPACE/]NAME" }
+
+// Set implements pflag.Value.
+func (r *Ref) Set(v string) error {
+	*r.p = v
+	ns, name, found := strings.Cut(v, "/")
+	if found {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return r.record(v, fmt.Errorf("want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system: namespace %q: %s", ns, strings.Join(errs, "; ")))
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return r.record(v, fmt.Errorf("want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system: name %q: %s", name, strings.Join(errs, "; ")))
+	}
+	return r.record(v, nil)
+}
+
+// Split returns a Ref's namespace (def when it names none) and name.
+func Split(ref, def string) (ns, name string) {
+	if ns, name, ok := strings.Cut(ref, "/"); ok {
+		return ns, name
+	}
+	return def, ref
+}
+
+var (
+	_ pflag.Value = (*Duration)(nil)
+	_ pflag.Value = (*Count)(nil)
+	_ pflag.Value = (*OutputFile)(nil)
+	_ pflag.Value = (*OutputDir)(nil)
+	_ pflag.Value = (*Name)(nil)
+	_ pflag.Value = (*Ref)(nil)
+)
