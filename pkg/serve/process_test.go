@@ -108,4 +108,3 @@ func TestServeForEnds(t *testing.T) {
 		t.Fatalf("log: %s", b)
 	}
 }
-
