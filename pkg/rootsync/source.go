@@ -14,6 +14,7 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
+	"github.com/homelab-ops/bootstrap/pkg/serve"
 	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
 
@@ -23,7 +24,7 @@ import (
 const (
 	AnnotationPrefix   = "bootstrap.homelab-ops.github.io/"
 	AnnSource          = AnnotationPrefix + "source" // "temporary"
-	AnnTemporaryURL    = AnnotationPrefix + "temporary-url"
+	AnnTemporaryURL    = serve.AnnTemporaryURL
 	AnnTemporaryBranch = AnnotationPrefix + "temporary-branch"
 	AnnTemporarySecret = AnnotationPrefix + "temporary-secret"
 	AnnTemporarySince  = AnnotationPrefix + "temporary-since"

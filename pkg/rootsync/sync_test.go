@@ -244,3 +244,10 @@ func TestBuildKeepsGoingPastABrokenChild(t *testing.T) {
 		t.Fatalf("root %v, model error %v: want the root built and the broken child recorded", r.Root, r.Env.Err())
 	}
 }
+
+// The serving process reads the temporary-source record by this name.
+func TestTemporaryURLAnnotationShared(t *testing.T) {
+	if AnnTemporaryURL != AnnotationPrefix+"temporary-url" {
+		t.Fatalf("AnnTemporaryURL %q", AnnTemporaryURL)
+	}
+}

@@ -84,8 +84,13 @@ func Run(ctx context.Context, dir string, stdin io.Reader, ln net.Listener, logw
 	return nil
 }
 
-// watchSource returns once the GitRepository no longer reads this source
-// after it did, or when it never did within the arm time; "" when ctx ended
+// AnnTemporaryURL is the annotation that records a GitRepository's
+// temporary source (pkg/rootsync writes it; it is kept while a cutover may
+// still roll back).
+const AnnTemporaryURL = "bootstrap.homelab-ops.github.io/temporary-url"
+
+// watchSource returns once the GitRepository neither reads this source nor
+// records it as its temporary source, after it did, or when it never did within the arm time; "" when ctx ended
 // first. Watches, not polls; an unreachable API server is retried by the
 // watch's own re-list.
 func watchSource(ctx context.Context, h handoff, logger *log.Logger) string {
@@ -108,8 +113,10 @@ func watchSource(ctx context.Context, h handoff, logger *log.Logger) string {
 		return fmt.Sprintf("GitRepository %s/%s never read %s within %s: %v", h.State.Namespace, h.State.Name, url, h.Arm, err)
 	}
 	logger.Printf("GitRepository %s/%s reads this source", h.State.Namespace, h.State.Name)
+	// A cutover in progress switches spec.url but keeps the temporary
+	// record until it hands the object back: it may still roll back here.
 	g, err := wait.For(ctx, c, &sourcev1.GitRepositoryList{}, h.State.Namespace, h.State.Name, func(g *sourcev1.GitRepository) (bool, string) {
-		return g.Spec.URL != url, "spec.url " + g.Spec.URL
+		return g.Spec.URL != url && g.Annotations[AnnTemporaryURL] != url, "spec.url " + g.Spec.URL
 	})
 	if err != nil {
 		return ""
