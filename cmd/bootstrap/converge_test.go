@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,5 +37,31 @@ func TestConvergeCLIRefusals(t *testing.T) {
 				t.Fatalf("exit %d (report %d), error %q; want 2 and %q", r.code, doc.ExitCode, doc.Error, tc.want)
 			}
 		})
+	}
+}
+
+// TestConvergeUnreachable: a cluster that does not answer is named at once
+// by cluster.reachable, as every other command does, not after --timeout.
+func TestConvergeUnreachable(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "converge", "--repo", "../../testdata/homelab", "--env", "dev", "--kubeconfig", kc, "--timeout", "2m", "-o", "json")
+	var doc struct {
+		ExitCode int
+		Checks   []struct{ ID, Verdict, Message string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+	}
+	if r.code != 1 || len(doc.Checks) == 0 || doc.Checks[0].ID != "cluster.reachable" || doc.Checks[0].Verdict != "fail" || !strings.Contains(doc.Checks[0].Message, "127.0.0.1:1") {
+		t.Fatalf("exit %d, checks %+v", r.code, doc.Checks)
 	}
 }

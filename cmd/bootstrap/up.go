@@ -96,6 +96,11 @@ $SOPS_AGE_KEY_FILE.`,
 			phases := append(staticPhase(run, withCheck, so.Built), controllers.NewPhase(co, a.connect))
 			in := agekey.Input{Flag: keyFile, Stdin: a.streams.In, Getenv: a.getenv}
 			if keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
+				// The key is read before the first request: a missing or
+				// malformed key is refused before the controllers change.
+				if in.Identities, err = agekey.Read(in); err != nil {
+					return a.fail(run.Report, err)
+				}
 				ao.Repo, ao.Path, ao.Namespace, ao.Env = rf.repo, so.Build.Path, ns, so.Built.Env
 				phases = append(phases, agekey.NewInstallPhase(in, ao, a.ageKeyConnect))
 			} else {

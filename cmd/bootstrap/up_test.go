@@ -50,3 +50,14 @@ func TestUpInputErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestUpReadsTheKeyFirst: a missing age-key file is refused before the
+// first request (the kubeconfig names no reachable cluster: a request
+// would fail with exit 1, not name the file with exit 2).
+func TestUpReadsTheKeyFirst(t *testing.T) {
+	repo := "../../testdata/homelab"
+	r := runCLI(t, "up", "--repo", repo, "--env", "dev", "--age-key-file", "/nonexistent/age.key")
+	if r.code != 2 || !strings.Contains(r.stderr, "/nonexistent/age.key") {
+		t.Fatalf("exit %d, want 2 naming the key file:\n%s", r.code, r.stderr)
+	}
+}

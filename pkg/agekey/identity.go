@@ -219,11 +219,17 @@ type Input struct {
 	Flag   string
 	Stdin  io.Reader
 	Getenv func(string) string
+	// Identities, when set, were read already: a command that refuses bad
+	// input before its first request reads the key first.
+	Identities *Identities
 }
 
 // Read resolves Input, reads and parses the identities. Precedence:
 // --age-key-file, then SOPS_AGE_KEY, then SOPS_AGE_KEY_FILE.
 func Read(in Input) (*Identities, error) {
+	if in.Identities != nil {
+		return in.Identities, nil
+	}
 	getenv := in.Getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
@@ -30,6 +31,17 @@ type Cluster struct {
 	Manager   *ssa.ResourceManager
 	// Host is the API server address, for evidence.
 	Host string
+}
+
+// Reachable is the one reachability check every phase that talks to the
+// cluster starts with (gate cluster.reachable of its phase): the API
+// server's version, or a failure naming the address and what to check.
+func (c *Cluster) Reachable(d gate.Def) (gate.Check, string) {
+	info, err := c.Clientset.Discovery().ServerVersion()
+	if err != nil {
+		return d.Fail(fmt.Sprintf("cannot reach the API server at %s: %v; check --kubeconfig/--context and the network", c.Host, err)), ""
+	}
+	return d.Pass(fmt.Sprintf("%s answers, Kubernetes %s", c.Host, info.GitVersion)), info.GitVersion
 }
 
 // Clients are the clients the wait package reads with.

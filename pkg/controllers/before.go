@@ -33,14 +33,10 @@ type BeforeOptions struct {
 // returned bool is false when the API is unreachable and nothing further
 // could be asked.
 func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) []gate.Check {
-	reach := GateReachable.New()
-	info, err := cl.Clientset.Discovery().ServerVersion()
-	if err != nil {
-		reach.Verdict = gate.Fail
-		reach.Message = fmt.Sprintf("cannot reach the API server at %s: %v; check --kubeconfig/--context and the network", cl.Host, err)
+	reach, gitVersion := cl.Reachable(GateReachable)
+	if reach.Verdict != gate.Pass {
 		return []gate.Check{reach}
 	}
-	reach.Verdict, reach.Message = gate.Pass, fmt.Sprintf("%s answers, Kubernetes %s", cl.Host, info.GitVersion)
 	out := []gate.Check{reach}
 
 	ver := GateVersion.New()
@@ -48,15 +44,15 @@ func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstruc
 	case o.MinKubernetes == "":
 		ver.Verdict = gate.Skip
 		ver.Message = fmt.Sprintf("no minimum Kubernetes version recorded for Flux %s in versions.env (FLUX_MIN_KUBERNETES)", o.FluxVersion)
-	case !semver.IsValid(info.GitVersion):
+	case !semver.IsValid(gitVersion):
 		ver.Verdict = gate.Skip
-		ver.Message = fmt.Sprintf("server version %q is not semver; cannot compare with %s", info.GitVersion, o.MinKubernetes)
-	case semver.Compare(semver.Canonical(info.GitVersion), o.MinKubernetes) < 0:
+		ver.Message = fmt.Sprintf("server version %q is not semver; cannot compare with %s", gitVersion, o.MinKubernetes)
+	case semver.Compare(semver.Canonical(gitVersion), o.MinKubernetes) < 0:
 		ver.Verdict = gate.Fail
-		ver.Message = fmt.Sprintf("Kubernetes %s is older than %s, the minimum for Flux %s; upgrade the cluster or pick an older --flux-version", info.GitVersion, o.MinKubernetes, o.FluxVersion)
+		ver.Message = fmt.Sprintf("Kubernetes %s is older than %s, the minimum for Flux %s; upgrade the cluster or pick an older --flux-version", gitVersion, o.MinKubernetes, o.FluxVersion)
 	default:
 		ver.Verdict = gate.Pass
-		ver.Message = fmt.Sprintf("Kubernetes %s ≥ %s (Flux %s)", info.GitVersion, o.MinKubernetes, o.FluxVersion)
+		ver.Message = fmt.Sprintf("Kubernetes %s ≥ %s (Flux %s)", gitVersion, o.MinKubernetes, o.FluxVersion)
 	}
 	out = append(out, ver, permissions(ctx, cl, objs), namespace(ctx, cl, o.Namespace), ownership(ctx, cl, objs, o.Force))
 	return out

@@ -11,6 +11,9 @@ const PhaseName = "converge"
 
 // The gates of the converge phase.
 var (
+	// GateReachable: the API server answers (converge would otherwise wait
+	// out --timeout on a cluster that is not there).
+	GateReachable = gate.Def{ID: "cluster.reachable", Phase: PhaseName, Stage: gate.Before, Title: "API server reachable"}
 	// GateGraph: the dependsOn graph is acyclic, every target exists, every
 	// node is reachable from the root.
 	GateGraph = gate.Def{ID: "converge.graph", Phase: PhaseName, Stage: gate.Before, Title: "the dependsOn graph can converge"}

@@ -108,7 +108,7 @@ func NewPhase(connect func() (*apply.Cluster, error), o Options) *Phase {
 func (p *Phase) Name() string { return PhaseName }
 
 // Gates are converge.graph and the converge.node family.
-func (p *Phase) Gates() []gate.Def { return []gate.Def{GateGraph, GateNode} }
+func (p *Phase) Gates() []gate.Def { return []gate.Def{GateReachable, GateGraph, GateNode} }
 
 // Graph is the graph Before built (nil before).
 func (p *Phase) Graph() *Graph { return p.g }
@@ -121,6 +121,10 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 		return nil, err
 	}
 	p.cl = cl
+	// A cluster that does not answer is said at once, not after --timeout.
+	if reach, _ := cl.Reachable(GateReachable); reach.Verdict != gate.Pass {
+		return []gate.Check{reach}, nil
+	}
 	ks, from := p.o.Declared, p.o.From
 	if ks == nil {
 		var list kustomizev1.KustomizationList

@@ -4,12 +4,12 @@ package versions
 import (
 	"bytes"
 	"fmt"
-	"github.com/homelab-ops/bootstrap/pkg/input"
 	"strings"
 
 	"github.com/joho/godotenv"
 
 	bootstrap "github.com/homelab-ops/bootstrap"
+	"github.com/homelab-ops/bootstrap/pkg/input"
 )
 
 // Pins are the versions this build of the tool was made with.
