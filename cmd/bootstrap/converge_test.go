@@ -61,7 +61,7 @@ current-context: c
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
 	}
-	if r.code != 1 || len(doc.Checks) == 0 || doc.Checks[0].ID != "cluster.reachable" || doc.Checks[0].Verdict != "fail" || !strings.Contains(doc.Checks[0].Message, "127.0.0.1:1") {
+	if r.code != 1 || len(doc.Checks) == 0 || doc.Checks[0].ID != "converge.reachable" || doc.Checks[0].Verdict != "fail" || !strings.Contains(doc.Checks[0].Message, "127.0.0.1:1") {
 		t.Fatalf("exit %d, checks %+v", r.code, doc.Checks)
 	}
 }

@@ -13,7 +13,7 @@ const PhaseName = "converge"
 var (
 	// GateReachable: the API server answers (converge would otherwise wait
 	// out --timeout on a cluster that is not there).
-	GateReachable = gate.Def{ID: "cluster.reachable", Phase: PhaseName, Stage: gate.Before, Title: "API server reachable"}
+	GateReachable = gate.Def{ID: "converge.reachable", Phase: PhaseName, Stage: gate.Before, Title: "API server reachable"}
 	// GateGraph: the dependsOn graph is acyclic, every target exists, every
 	// node is reachable from the root.
 	GateGraph = gate.Def{ID: "converge.graph", Phase: PhaseName, Stage: gate.Before, Title: "the dependsOn graph can converge"}
