@@ -60,7 +60,7 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 	rf.add(fl)
 	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
 	fl.Var(flagvalue.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
-	fl.StringSliceVar(&o.Compare, "compare", nil, "root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
+	fl.Var(flagvalue.NewRepoPaths(&o.Compare), "compare", "root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
 	fl.BoolVar(&o.NoCompare, "no-compare", false, "do not compare knobs with other environments")
 	fl.Var(flagvalue.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd

@@ -61,8 +61,8 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&repo, "repo", "", "the GitOps repository's root directory (with --env or --path; default . then)")
-	fl.StringVar(&env, "env", "", "environment: the graph of clusters/NAME in --repo")
-	fl.StringVar(&path, "path", "", "the cluster root inside --repo (instead of --env)")
+	fl.Var(flagvalue.NewEnv(&env), "env", "environment: the graph of clusters/NAME in --repo")
+	fl.Var(flagvalue.NewRepoPath(&path), "path", "the cluster root inside --repo (instead of --env)")
 	fl.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the root, the default for Kustomizations, and the one listed for a live graph")
 	fl.Var(flagvalue.NewRef(&root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
 	fl.Var(flagvalue.NewDuration(&o.Timeout, o.Timeout), "timeout", "how long to wait for the whole graph")

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
@@ -18,8 +19,8 @@ type repoFlags struct {
 
 func (f *repoFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.repo, "repo", ".", "the GitOps repository's root directory")
-	fl.StringVar(&f.env, "env", "", "environment: clusters/NAME in --repo")
-	fl.StringVar(&f.path, "path", "", "the environment's directory inside --repo, e.g. clusters/dev (instead of --env)")
+	fl.Var(flagvalue.NewEnv(&f.env), "env", "environment: clusters/NAME in --repo")
+	fl.Var(flagvalue.NewRepoPath(&f.path), "path", "the environment's directory inside --repo, e.g. clusters/dev (instead of --env)")
 }
 
 // resolve returns the environment's path inside the repository.

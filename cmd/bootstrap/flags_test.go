@@ -18,6 +18,9 @@ var badValues = map[string]string{
 	"NAME":             "Not_A_Name",
 	"[NAMESPACE/]NAME": "a/b/c",
 	"ADDR":             "[::1",
+	"PATH":             "../../../../etc",
+	"PATHS":            "clusters/dev,../../../../etc",
+	"ENV":              "../../etc",
 }
 
 // TestEveryFlagValidatesItself walks every command and every flag whose

@@ -248,6 +248,9 @@ func (r *Ref) Type() string { return "[NAMESPACE/]NAME" }
 func (r *Ref) Set(v string) error {
 	*r.p = v
 	ns, name, found := strings.Cut(v, "/")
+	if !found {
+		name = v
+	}
 	if found {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return r.record(v, fmt.Errorf("want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system: namespace %q: %s", ns, strings.Join(errs, "; ")))
@@ -259,14 +262,6 @@ func (r *Ref) Set(v string) error {
 	return r.record(v, nil)
 }
 
-// Split returns a Ref's namespace (def when it names none) and name.
-func Split(ref, def string) (ns, name string) {
-	if ns, name, ok := strings.Cut(ref, "/"); ok {
-		return ns, name
-	}
-	return def, ref
-}
-
 var (
 	_ pflag.Value = (*Duration)(nil)
 	_ pflag.Value = (*Count)(nil)
@@ -275,3 +270,84 @@ var (
 	_ pflag.Value = (*Name)(nil)
 	_ pflag.Value = (*Ref)(nil)
 )
+
+// RepoPath is a path inside the repository (--repo): relative, with no
+// ".." out of it, so it cannot name a directory elsewhere ("" is unset).
+type RepoPath struct {
+	checked
+	p *string
+}
+
+// NewRepoPath parses into *p.
+func NewRepoPath(p *string) *RepoPath { return &RepoPath{p: p} }
+
+func (r *RepoPath) String() string { return *r.p }
+
+// Type implements pflag.Value.
+func (r *RepoPath) Type() string { return "PATH" }
+
+// Set implements pflag.Value.
+func (r *RepoPath) Set(v string) error {
+	*r.p = v
+	return r.record(v, repoPath(v))
+}
+
+func repoPath(v string) error {
+	if v != "" && !filepath.IsLocal(v) {
+		return fmt.Errorf("not a path inside the repository: name a directory relative to --repo, e.g. clusters/prod")
+	}
+	return nil
+}
+
+// RepoPaths is a comma-separated list of RepoPath; repeating the flag adds
+// to it.
+type RepoPaths struct {
+	checked
+	p   *[]string
+	set bool
+}
+
+// NewRepoPaths parses into *p.
+func NewRepoPaths(p *[]string) *RepoPaths { return &RepoPaths{p: p} }
+
+func (r *RepoPaths) String() string { return "[" + strings.Join(*r.p, ",") + "]" }
+
+// Type implements pflag.Value.
+func (r *RepoPaths) Type() string { return "PATHS" }
+
+// Set implements pflag.Value.
+func (r *RepoPaths) Set(v string) error {
+	if !r.set {
+		*r.p, r.set = nil, true
+	}
+	for _, x := range strings.Split(v, ",") {
+		*r.p = append(*r.p, x)
+		if err := repoPath(x); err != nil && r.err == nil {
+			r.record(x, err)
+		}
+	}
+	return nil
+}
+
+// Env is an environment's name: one directory under clusters/ ("" is unset).
+type Env struct {
+	checked
+	p *string
+}
+
+// NewEnv parses into *p.
+func NewEnv(p *string) *Env { return &Env{p: p} }
+
+func (e *Env) String() string { return *e.p }
+
+// Type implements pflag.Value.
+func (e *Env) Type() string { return "ENV" }
+
+// Set implements pflag.Value.
+func (e *Env) Set(v string) error {
+	*e.p = v
+	if v != "" && (!filepath.IsLocal(v) || strings.ContainsAny(v, `/\`)) {
+		return e.record(v, fmt.Errorf("not an environment name: name one directory of clusters/, e.g. dev"))
+	}
+	return e.record(v, nil)
+}
