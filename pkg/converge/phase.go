@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -23,8 +22,8 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
-	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/reconcile"
 	"github.com/homelab-ops/bootstrap/pkg/wait"
 )
 
@@ -50,6 +49,9 @@ type Options struct {
 	MaxNudges int
 	// Budget is a failing node's retry budget.
 	Budget Budget
+	// Retry spaces the retries of a nudge the API server could not take
+	// (reconcile.DefaultBackoff()).
+	Retry utilwait.Backoff
 	// GraphFile, when set, receives the graph with verdicts: Mermaid
 	// (.md, .mmd) or DOT (.dot).
 	GraphFile string
@@ -64,6 +66,7 @@ func DefaultOptions() Options {
 		Nudge:     true,
 		MaxNudges: 10,
 		Budget:    Budget{Retries: 2, Backoff: 2 * time.Second, FailAfter: 2 * time.Minute},
+		Retry:     reconcile.DefaultBackoff(),
 	}
 }
 
@@ -349,36 +352,11 @@ func (p *Phase) snapshot(ksInf cache.SharedIndexInformer, srcInf map[string]cach
 	return s
 }
 
-// nudgeBackoff spaces the retries of a nudge the API server could not take
-// (kube.Transient: refused while it restarts, 503, 429, a timeout): 14
-// tries over about 24 s, the gaps growing from 0.5 s to 4.5 s. The tracker
-// counts a nudge as outstanding until the controller handles it, so a lost
-// one is waited out at the controller's --requeue-dependency (30 s by
-// default), after which retrying buys nothing. No Cap: a capped Backoff
-// stops stepping when it reaches the cap.
-var nudgeBackoff = utilwait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.2, Jitter: 0.1, Steps: 14}
-
-// nudge sets reconcile.fluxcd.io/requestedAt on a node with a merge patch,
-// field manager bootstrap, retrying transient API errors (nudgeBackoff,
-// within ctx). It returns the last error when the nudge was not taken.
+// nudge asks a node to reconcile now (pkg/reconcile: the one reconcile
+// request, transient API errors retried within ctx).
 func (p *Phase) nudge(ctx context.Context, n Nudge) error {
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, n.Token)
 	obj := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: n.ID.Namespace, Name: n.ID.Name}}
-	var last error
-	err := utilwait.ExponentialBackoffWithContext(ctx, nudgeBackoff, func(ctx context.Context) (bool, error) {
-		last = p.cl.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(kube.FieldManager))
-		if last == nil || !kube.Transient(last) {
-			return last == nil, last
-		}
-		return false, nil
-	})
-	switch {
-	case utilwait.Interrupted(err) && last != nil && ctx.Err() == nil:
-		return last // the tries ran out: the API server's own answer says why
-	case err != nil && last != nil && ctx.Err() != nil:
-		return fmt.Errorf("%w (the API server's last answer: %v)", err, last)
-	}
-	return err
+	return reconcile.Request(ctx, p.cl.Client, obj, n.Token, p.o.Retry)
 }
 
 // summary is the walk's outcome in one line.

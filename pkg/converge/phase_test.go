@@ -202,8 +202,6 @@ func (f flakyPatches) Patch(ctx context.Context, obj client.Object, patch client
 // Negative: a nudge refused for good (403) is not retried: it is lost, the
 // run warns and times out — the retry is what converged the first.
 func TestPhaseRetriesTransientNudge(t *testing.T) {
-	defer func(b utilwait.Backoff) { nudgeBackoff = b }(nudgeBackoff)
-	nudgeBackoff = utilwait.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 6}
 	refused := &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/a",
 		Err: &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}}
 	for _, c := range []struct {
@@ -223,6 +221,7 @@ func TestPhaseRetriesTransientNudge(t *testing.T) {
 			cl.Client = flakyPatches{noWatchList: cl.Client.(noWatchList), n: left, err: c.err}
 			o := DefaultOptions()
 			o.Timeout = c.timeout
+			o.Retry = utilwait.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 6}
 			r, lines := runPhase(t, ctx, cl, o)
 			warned := strings.Contains(strings.Join(r.Warnings, "\n"), "nudge of flux-system/a failed")
 			var b strings.Builder

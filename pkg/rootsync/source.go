@@ -14,6 +14,7 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
+	"github.com/homelab-ops/bootstrap/pkg/reconcile"
 	"github.com/homelab-ops/bootstrap/pkg/serve"
 	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
@@ -37,8 +38,6 @@ const (
 	// object on apply and on prune.
 	ReconcileAnnotation = "kustomize.toolkit.fluxcd.io/reconcile"
 	ReconcileDisabled   = "disabled"
-	// requestedAt is what `flux reconcile` sets.
-	requestedAt = "reconcile.fluxcd.io/requestedAt"
 )
 
 // Temporary is a temporary Git source.
@@ -157,7 +156,7 @@ func notInstalled(err error) error {
 	return nil
 }
 
-// requestReconcile sets reconcile.fluxcd.io/requestedAt, as `flux reconcile` does.
+// requestReconcile asks obj to reconcile now (pkg/reconcile).
 func requestReconcile(ctx context.Context, c client.Client, obj client.Object) error {
 	_, err := requestReconcileToken(ctx, c, obj)
 	return err
@@ -165,10 +164,10 @@ func requestReconcile(ctx context.Context, c client.Client, obj client.Object) e
 
 // requestReconcileToken is requestReconcile returning the token the
 // controller copies to status.lastHandledReconcileAt once it handled it.
+// An object that does not exist (yet) is not an error.
 func requestReconcileToken(ctx context.Context, c client.Client, obj client.Object) (string, error) {
-	token := time.Now().Format(time.RFC3339Nano)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, requestedAt, token)
-	if err := c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
+	token := reconcile.Token()
+	if err := reconcile.Request(ctx, c, obj, token, reconcile.DefaultBackoff()); err != nil && !apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("request reconcile of %s: %w", obj.GetName(), err)
 	}
 	return token, nil
