@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 )
 
@@ -120,7 +121,7 @@ func InstallSecret(ctx context.Context, c client.Client, rm *ssa.ResourceManager
 	if err != nil {
 		return checks, false, err
 	}
-	entry, err := rm.Apply(ctx, obj, ssa.DefaultApplyOptions())
+	entry, err := apply.Object(ctx, rm, obj)
 	if err != nil {
 		return checks, false, fmt.Errorf("server-side apply of Secret %s: %w", ref, err)
 	}

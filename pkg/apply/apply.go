@@ -6,6 +6,7 @@ package apply
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 
@@ -86,6 +87,14 @@ func objectID(kind, ns, name string) string {
 		return kind + "/" + name
 	}
 	return kind + "/" + ns + "/" + name
+}
+
+// Object server-side applies one object with this tool's apply options
+// and field manager: the one apply path for the single writes (the age-key
+// Secret, cutover's GitRepository, the probe). The staged apply of a render
+// is Apply.
+func Object(ctx context.Context, rm *ssa.ResourceManager, obj *unstructured.Unstructured) (*ssa.ChangeSetEntry, error) {
+	return rm.Apply(ctx, obj, applyOptions())
 }
 
 // foreignManagers are the field managers of earlier imperative installs that

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	"github.com/fluxcd/pkg/ssa"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -155,9 +154,8 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 		return nil
 	}
 
-	opts := ssa.DefaultApplyOptions()
-	apply := func(obj *unstructured.Unstructured) error {
-		if _, err := cl.Manager.Apply(ctx, obj, opts); err != nil {
+	write := func(obj *unstructured.Unstructured) error {
+		if _, err := apply.Object(ctx, cl.Manager, obj); err != nil {
 			return fmt.Errorf("server-side apply %s: %w", id, err)
 		}
 		return requestReconcile(ctx, cl.Client, obj)
@@ -175,7 +173,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 	o.Progress(fmt.Sprintf("switching %s to %s (timeout %s)", id, final, o.Timeout))
 	switched := applyObject(live, final, declared.Branch, declared.Secret, false, ours(live))
 	report.Changed = true
-	if err := apply(switched); err != nil {
+	if err := write(switched); err != nil {
 		return err
 	}
 	fr := GateFinalReady.New()
@@ -193,7 +191,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 			rctx = kube.Detach(ctx)
 		}
 		report.Add(rollback(rctx, cl, o, live, tmp, func(obj *unstructured.Unstructured) error {
-			if _, err := cl.Manager.Apply(rctx, obj, opts); err != nil {
+			if _, err := apply.Object(rctx, cl.Manager, obj); err != nil {
 				return fmt.Errorf("server-side apply %s: %w", id, err)
 			}
 			return requestReconcile(rctx, cl.Client, obj)
@@ -220,7 +218,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 	if err != nil || cur == nil {
 		return fmt.Errorf("re-read %s: %v", id, err)
 	}
-	if err := apply(applyObject(cur, final, declared.Branch, declared.Secret, true, nil)); err != nil {
+	if err := write(applyObject(cur, final, declared.Branch, declared.Secret, true, nil)); err != nil {
 		return err
 	}
 	hb := GateHandedBack.New()

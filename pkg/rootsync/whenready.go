@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fluxcd/pkg/ssa"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,7 +112,7 @@ func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	if declared.Secret != "" {
 		_ = unstructured.SetNestedField(probe.Object, declared.Secret, "spec", "secretRef", "name")
 	}
-	if _, err := p.cl.Manager.Apply(ctx, probe, ssa.DefaultApplyOptions()); err != nil {
+	if _, err := apply.Object(ctx, p.cl.Manager, probe); err != nil {
 		return fmt.Errorf("create the probe GitRepository %s/%s: %w", o.Namespace, probe.GetName(), err)
 	}
 	defer func() {
