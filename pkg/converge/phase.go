@@ -82,6 +82,9 @@ type Phase struct {
 	timedOut bool
 	elapsed  time.Duration
 	nudges   int
+	// listed is the live list Before read for a live graph (nil for a
+	// declared one): status classifies from it instead of listing again.
+	listed []*kustomizev1.Kustomization
 }
 
 var _ pipeline.Phase = (*Phase)(nil)
@@ -130,6 +133,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 		for i := range list.Items {
 			ks = append(ks, &list.Items[i])
 		}
+		p.listed = ks
 		where := "namespace " + p.o.Namespace
 		if p.o.Namespace == "" {
 			where = "every namespace"
@@ -327,22 +331,29 @@ func (p *Phase) snapshot(ksInf cache.SharedIndexInformer, srcInf map[string]cach
 		}
 	}
 	for _, ref := range p.g.Sources() {
-		src := Source{Ref: ref, Desc: "not found"}
+		var obj any
 		if o, ok, _ := srcInf[ref.Kind].GetStore().GetByKey(ref.Namespace + "/" + ref.Name); ok {
-			if as, ok := o.(artifactSource); ok {
-				src.Found = true
-				src.Ready, src.Desc = wait.Ready(as)
-				if a := as.GetArtifact(); a != nil {
-					src.Revision = a.Revision
-					src.Desc += "; artifact " + a.Revision
-				} else {
-					src.Desc += "; no artifact"
-				}
-			}
+			obj = o
 		}
-		s.Sources[ref] = src
+		s.Sources[ref] = sourceOf(ref, obj)
 	}
 	return s
+}
+
+// sourceOf is what the predicate reads of a source object (nil: not found).
+func sourceOf(ref SourceRef, o any) Source {
+	src := Source{Ref: ref, Desc: "not found"}
+	if as, ok := o.(artifactSource); ok {
+		src.Found = true
+		src.Ready, src.Desc = wait.Ready(as)
+		if a := as.GetArtifact(); a != nil {
+			src.Revision = a.Revision
+			src.Desc += "; artifact " + a.Revision
+		} else {
+			src.Desc += "; no artifact"
+		}
+	}
+	return src
 }
 
 // nudgeBackoff spaces the retries of a nudge the API server could not take
