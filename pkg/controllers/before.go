@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
@@ -33,14 +34,10 @@ type BeforeOptions struct {
 // returned bool is false when the API is unreachable and nothing further
 // could be asked.
 func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) []gate.Check {
-	reach := GateReachable.New()
-	info, err := cl.Clientset.Discovery().ServerVersion()
-	if err != nil {
-		reach.Verdict = gate.Fail
-		reach.Message = fmt.Sprintf("cannot reach the API server at %s: %v; check --kubeconfig/--context and the network", cl.Host, err)
+	reach, info := Reachable(cl)
+	if info == nil {
 		return []gate.Check{reach}
 	}
-	reach.Verdict, reach.Message = gate.Pass, fmt.Sprintf("%s answers, Kubernetes %s", cl.Host, info.GitVersion)
 	out := []gate.Check{reach}
 
 	ver := GateVersion.New()
@@ -60,6 +57,20 @@ func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstruc
 	}
 	out = append(out, ver, permissions(ctx, cl, objs), namespace(ctx, cl, o.Namespace), ownership(ctx, cl, objs, o.Force))
 	return out
+}
+
+// Reachable is the cluster.reachable gate: one GET of the server's
+// version. info is nil when the API server did not answer.
+func Reachable(cl *apply.Cluster) (gate.Check, *version.Info) {
+	reach := GateReachable.New()
+	info, err := cl.Clientset.Discovery().ServerVersion()
+	if err != nil {
+		reach.Verdict = gate.Fail
+		reach.Message = fmt.Sprintf("cannot reach the API server at %s: %v; check --kubeconfig/--context and the network", cl.Host, err)
+		return reach, nil
+	}
+	reach.Verdict, reach.Message = gate.Pass, fmt.Sprintf("%s answers, Kubernetes %s", cl.Host, info.GitVersion)
+	return reach, info
 }
 
 // verbs this phase needs on every object it applies: server-side apply is
