@@ -335,13 +335,13 @@ func (p *Phase) snapshot(ksInf cache.SharedIndexInformer, srcInf map[string]cach
 		if o, ok, _ := srcInf[ref.Kind].GetStore().GetByKey(ref.Namespace + "/" + ref.Name); ok {
 			obj = o
 		}
-		s.Sources[ref] = sourceOf(ref, obj)
+		s.Sources[ref] = SourceOf(ref, obj)
 	}
 	return s
 }
 
-// sourceOf is what the predicate reads of a source object (nil: not found).
-func sourceOf(ref SourceRef, o any) Source {
+// SourceOf is what the predicate reads of a source object (nil: not found).
+func SourceOf(ref SourceRef, o any) Source {
 	src := Source{Ref: ref, Desc: "not found"}
 	if as, ok := o.(artifactSource); ok {
 		src.Found = true

@@ -101,7 +101,7 @@ func (p *StatusPhase) read(ctx context.Context) (Snapshot, error) {
 			}
 			byKind[ref.Kind] = objs
 		}
-		s.Sources[ref] = sourceOf(ref, objs[ref.Namespace+"/"+ref.Name])
+		s.Sources[ref] = SourceOf(ref, objs[ref.Namespace+"/"+ref.Name])
 	}
 	return s, nil
 }
