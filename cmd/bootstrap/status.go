@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"strconv"
+	"time"
+
 	"github.com/fluxcd/pkg/ssa"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +32,7 @@ type statusFlags struct {
 func newStatusCommand(a *app) *cobra.Command {
 	f := &renderFlags{}
 	var sf statusFlags
+	var watch bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Read-only: every phase's after-gates against the live cluster, one verdict and exit code",
@@ -49,12 +54,18 @@ and its transport refuses any other (the status.read-only gate reports the reque
   converge     every Kustomization (the repository's graph with --repo/--env, else the live one)
                classified as converge classifies it: converged at its source's revision passes;
                failing, stalled, suspended or missing fails; blocked (naming the root cause),
-               progressing or stale warns. No nudge, no wait.`,
+               progressing or stale warns. No nudge, no wait.
+
+With --watch it evaluates again after every change it sees through watches, printing a fresh
+report each time (-o json: one document per evaluation), until interrupted.`,
 		Example: `  bootstrap status
   bootstrap status --repo /srv/gitops --env prod -o json
   bootstrap status --env dev -q --junit /var/log/bootstrap/status.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if watch {
+				return a.watchStatus(cmd, f, sf)
+			}
 			run := a.newRun("status", false)
 			run.KeepGoing = true
 			phases, err := a.statusPhases(cmd, f, sf)
@@ -71,6 +82,7 @@ and its transport refuses any other (the status.read-only gate reports the reque
 	fl.StringVar(&sf.path, "path", "", "the environment's directory inside --repo (instead of --env)")
 	fl.StringVar(&sf.root, "root", "flux-system/flux-system", "the root Kustomization, NAME or NAMESPACE/NAME")
 	fl.StringVar(&sf.secretName, "secret-name", agekey.DefaultSecretName, "name of the age key Secret (with --repo/--env)")
+	fl.BoolVarP(&watch, "watch", "w", false, "evaluate again on every change (watches on Flux's Deployments, ReplicaSets, pods, Kustomizations, sources and the age-key Secret; no polling) until interrupted; exits with the last evaluation's code")
 	return cmd
 }
 
@@ -159,4 +171,51 @@ func (a *app) readOnlyConnect(rec *kube.Requests) func() (*apply.Cluster, error)
 		cl = c
 		return cl, nil
 	}
+}
+
+// watchStatus evaluates, then again on every change the watches see, until
+// the command's context ends (an interrupt); it exits with the last
+// evaluation's code.
+func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) error {
+	ctx := cmd.Context()
+	// Input errors stop before anything is watched.
+	if _, err := a.statusPhases(cmd, f, sf); err != nil {
+		return a.fail(a.newRun("status", false).Report, err)
+	}
+	cl, err := a.readOnlyConnect(kube.NewRequests())()
+	if err != nil {
+		return a.fail(a.newRun("status", false).Report, err)
+	}
+	wo := status.WatchOptions{Namespace: f.components.Namespace}
+	if sf.env != "" || sf.path != "" {
+		wo.Secret = sf.secretName
+	}
+	var last error
+	n := 0
+	eval := func(cause string) {
+		n++
+		run := a.newRun("status", false)
+		run.KeepGoing = true
+		run.Report.Facts["watch.evaluation"] = strconv.Itoa(n)
+		if cause != "" {
+			run.Report.Facts["watch.change"] = cause
+		}
+		if a.out.format == "text" {
+			why := "start"
+			if cause != "" {
+				why = "after a change to " + cause
+			}
+			fmt.Fprintf(a.streams.ErrOut, "\n=== status #%d at %s (%s) ===\n", n, time.Now().Format(time.TimeOnly), why)
+		}
+		phases, err := a.statusPhases(cmd, f, sf)
+		if err != nil {
+			last = a.fail(run.Report, err)
+			return
+		}
+		last = a.execute(ctx, run, phases...)
+	}
+	if err := status.Watch(ctx, cl.Client, wo, eval); err != nil && ctx.Err() == nil {
+		return a.fail(a.newRun("status", false).Report, err)
+	}
+	return last
 }

@@ -11,6 +11,7 @@ package e2e
 // The test brings the cluster to the state it needs itself.
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -365,6 +366,117 @@ func TestStatus(t *testing.T) {
 		}
 		if l := statusCLI(t); l.code != 1 || !strings.Contains(l.report.check(status.GateTemporary.ID), mirrorURL) {
 			t.Errorf("cluster-only status: want the temporary source named:\n%s", l)
+		}
+	})
+
+	t.Run("Watch", func(t *testing.T) {
+		cmd := exec.CommandContext(ctx, bootstrapCLI(t), append(append([]string{"status", "--watch"}, env...), "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)...)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := false
+		defer func() {
+			if !exited {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}()
+		type doc struct {
+			ExitCode int
+			Facts    map[string]string
+			Checks   []struct{ ID, Verdict, Message string }
+		}
+		docs := make(chan doc, 100)
+		go func() {
+			defer close(docs)
+			dec := json.NewDecoder(stdout)
+			for {
+				var d doc
+				if err := dec.Decode(&d); err != nil {
+					return
+				}
+				docs <- d
+			}
+		}()
+		check := func(d doc, id string) string {
+			for _, c := range d.Checks {
+				if c.ID == id {
+					return c.Verdict + ": " + c.Message
+				}
+			}
+			return "missing"
+		}
+		// until waits for an evaluation that satisfies ok.
+		until := func(what string, within time.Duration, ok func(doc) bool) doc {
+			t.Helper()
+			deadline := time.After(within)
+			for {
+				select {
+				case d, open := <-docs:
+					if !open {
+						t.Fatalf("--watch ended while waiting for %s:\n%s", what, stderr.String())
+					}
+					if ok(d) {
+						return d
+					}
+				case <-deadline:
+					t.Fatalf("no evaluation with %s within %s:\n%s", what, within, stderr.String())
+				}
+			}
+		}
+		first := until("the first evaluation", time.Minute, func(d doc) bool { return true })
+		if first.ExitCode != 0 || first.Facts["watch.evaluation"] != "1" || first.Facts["watch.change"] != "" {
+			t.Fatalf("first evaluation: exit %d, facts %v", first.ExitCode, first.Facts)
+		}
+		k := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "apps-web"}}
+		suspend := func(on bool) {
+			p := `{"spec":{"suspend":true}}`
+			if !on {
+				p = `{"spec":{"suspend":null}}`
+			}
+			if err := suite.client.Patch(ctx, k, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t0 := time.Now()
+		suspend(true)
+		resumed := false
+		defer func() {
+			if !resumed {
+				suspend(false)
+			}
+		}()
+		d := until("apps-web suspended (exit 1)", time.Minute, func(d doc) bool {
+			return d.ExitCode == 1 && strings.Contains(check(d, nodeGate("apps-web")), "suspended")
+		})
+		if d.Facts["watch.change"] == "" {
+			t.Errorf("the evaluation after the change does not name it: %v", d.Facts)
+		}
+		t.Logf("--watch: the suspension seen in %s (change %q)", time.Since(t0).Round(time.Millisecond), d.Facts["watch.change"])
+		suspend(false)
+		resumed = true
+		until("apps-web resumed and converged (exit 0)", 2*time.Minute, func(d doc) bool {
+			return d.ExitCode == 0 && strings.HasPrefix(check(d, nodeGate("apps-web")), "pass")
+		})
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		select {
+		case <-waited:
+			exited = true
+		case <-time.After(15 * time.Second):
+			t.Fatalf("--watch did not stop on SIGINT:\n%s", stderr.String())
+		}
+		if c := cmd.ProcessState.ExitCode(); c != 0 && c != 130 {
+			t.Errorf("--watch interrupted: exit %d, want 0 (the last evaluation) or 130 (interrupted mid-evaluation)\n%s", c, stderr.String())
 		}
 	})
 
