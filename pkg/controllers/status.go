@@ -95,8 +95,12 @@ func (p *StatusPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Che
 		default:
 			run.Report.Facts["controllers.live"] = fmt.Sprintf("%s: %s", orUnknown(version), strings.Join(names, ","))
 		}
-		if p.o.LiveVersion && version != "" {
-			c.FluxVersion = version
+		if p.o.LiveVersion && version != "" && version != c.FluxVersion {
+			if _, err := components.EmbeddedBundle(version); err != nil {
+				run.Report.Warn(fmt.Sprintf("the live Deployments run Flux %s, which this build does not embed: compared with Flux %s instead (pass --manifests with that release's manifests to compare with its own render)", version, c.FluxVersion))
+			} else {
+				c.FluxVersion = version
+			}
 		}
 		if p.o.LiveComponents && len(names) > 0 {
 			if b, err := components.EmbeddedBundle(c.FluxVersion); err == nil && c.Manifests == "" {
