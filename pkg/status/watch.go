@@ -28,7 +28,7 @@ type WatchOptions struct {
 	Debounce time.Duration
 }
 
-// Watch evaluates once, then again after every change to what status
+// Watch starts its watches, evaluates once, then again after every change to what status
 // reads — Flux's Deployments, ReplicaSets and pods, Kustomizations, the
 // three source kinds, the age-key Secret — seen by watches (informers: one
 // list, then a watch, no polling), a burst of events gathered into one
@@ -37,7 +37,6 @@ func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(ca
 	if o.Debounce <= 0 {
 		o.Debounce = 300 * time.Millisecond
 	}
-	eval("")
 	var mu sync.Mutex
 	armed := false
 	pending := ""
@@ -103,9 +102,12 @@ func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(ca
 	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
 		return ctx.Err()
 	}
+	// Armed before the first evaluation: a change made while it reads is
+	// seen, and evaluated again.
 	mu.Lock()
 	armed = true
 	mu.Unlock()
+	eval("")
 	for {
 		select {
 		case <-ctx.Done():

@@ -20,8 +20,8 @@ type noWatchList struct{ client.WithWatch }
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
-// TestWatch: one evaluation at once, none for what already exists, one
-// per change seen by the watches (a Kustomization, the age-key Secret),
+// TestWatch: one evaluation at once, another for a change made while it
+// read, none for what already existed, one per change seen by the watches (a Kustomization, the age-key Secret),
 // none for another Secret, and Watch returns when its context ends.
 func TestWatch(t *testing.T) {
 	s, err := kube.Scheme()
@@ -40,7 +40,14 @@ func TestWatch(t *testing.T) {
 		done <- Watch(ctx, noWatchList{c}, WatchOptions{Namespace: "flux-system", Secret: "sops-age", Debounce: 50 * time.Millisecond}, func(cause string) {
 			mu.Lock()
 			causes = append(causes, cause)
+			first := len(causes) == 1
 			mu.Unlock()
+			if first {
+				// A change made while the first evaluation reads.
+				if err := c.Create(ctx, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "during"}}); err != nil {
+					t.Error(err)
+				}
+			}
 			evals <- cause
 		})
 	}()
@@ -57,7 +64,10 @@ func TestWatch(t *testing.T) {
 	if c := next("start"); c != "" {
 		t.Fatalf("first evaluation: cause %q, want none", c)
 	}
-	// The informers' initial lists are not changes; give them time to sync.
+	if c := next("a change during the first evaluation"); c != "Kustomization flux-system/during" {
+		t.Fatalf("second evaluation: cause %q, want the Kustomization created during the first", c)
+	}
+	// What existed before is not a change.
 	time.Sleep(500 * time.Millisecond)
 	select {
 	case c := <-evals:
@@ -90,7 +100,7 @@ func TestWatch(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(causes) != 3 {
-		t.Errorf("%d evaluations %q, want 3", len(causes), causes)
+	if len(causes) != 4 {
+		t.Errorf("%d evaluations %q, want 4", len(causes), causes)
 	}
 }
