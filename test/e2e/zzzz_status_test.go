@@ -344,11 +344,12 @@ func TestStatus(t *testing.T) {
 	})
 
 	t.Run("SourceLeftTemporary", func(t *testing.T) {
-		mirror, _, err := suite.git.CreateRepo(ctx, "status-mirror", repoDir)
-		if err != nil {
-			t.Fatal(err)
+		// A mirror: the same history as the final repository, served at
+		// another URL (what a bootstrap host's mirror is).
+		mirrorBare := filepath.Join(suite.git.Root, "status-mirror.git")
+		if out, err := exec.CommandContext(ctx, "git", "clone", "--bare", "--quiet", filepath.Join(suite.git.Root, "status.git"), mirrorBare).CombinedOutput(); err != nil {
+			t.Fatalf("git clone --bare: %v\n%s", err, out)
 		}
-		defer mirror.Close()
 		mirrorURL := suite.git.URL + "/status-mirror.git"
 		s := bootstrapJSON(t, append(append([]string{"sync"}, env...), "--source-url", mirrorURL, "--converge=false", "--timeout", "3m")...)
 		if s.code != 0 {
@@ -412,7 +413,9 @@ func TestStatus(t *testing.T) {
 			}
 			return "missing"
 		}
-		// until waits for an evaluation that satisfies ok.
+		// until waits for an evaluation that satisfies ok; seen lists every
+		// evaluation read, for the failure message.
+		var seen []string
 		until := func(what string, within time.Duration, ok func(doc) bool) doc {
 			t.Helper()
 			deadline := time.After(within)
@@ -420,13 +423,14 @@ func TestStatus(t *testing.T) {
 				select {
 				case d, open := <-docs:
 					if !open {
-						t.Fatalf("--watch ended while waiting for %s:\n%s", what, stderr.String())
+						t.Fatalf("--watch ended while waiting for %s; evaluations seen:\n%s\n%s", what, strings.Join(seen, "\n"), stderr.String())
 					}
+					seen = append(seen, fmt.Sprintf("#%s exit %d after %q: apps-web %s", d.Facts["watch.evaluation"], d.ExitCode, d.Facts["watch.change"], check(d, nodeGate("apps-web"))))
 					if ok(d) {
 						return d
 					}
 				case <-deadline:
-					t.Fatalf("no evaluation with %s within %s:\n%s", what, within, stderr.String())
+					t.Fatalf("no evaluation with %s within %s; evaluations seen:\n%s", what, within, strings.Join(seen, "\n"))
 				}
 			}
 		}
