@@ -147,6 +147,7 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	root.AddCommand(newRenderCommand(a), newControllersCommand(a), newVersionCommand(a))
 	root.AddCommand(newAgeKeyCommand(a), newSyncCommand(a), newCutoverCommand(a), newUpCommand(a))
 	root.AddCommand(newCheckCommand(a), newConvergeCommand(a), newServeCommand(a))
+	root.AddCommand(newStatusCommand(a))
 	root.AddCommand(newDocgenCommand(root))
 	return root
 }

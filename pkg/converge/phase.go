@@ -85,6 +85,9 @@ type Phase struct {
 	timedOut bool
 	elapsed  time.Duration
 	nudges   int
+	// listed is the live list Before read for a live graph (nil for a
+	// declared one): status classifies from it instead of listing again.
+	listed []*kustomizev1.Kustomization
 }
 
 var _ pipeline.Phase = (*Phase)(nil)
@@ -137,6 +140,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 		for i := range list.Items {
 			ks = append(ks, &list.Items[i])
 		}
+		p.listed = ks
 		where := "namespace " + p.o.Namespace
 		if p.o.Namespace == "" {
 			where = "every namespace"
@@ -334,22 +338,29 @@ func (p *Phase) snapshot(ksInf cache.SharedIndexInformer, srcInf map[string]cach
 		}
 	}
 	for _, ref := range p.g.Sources() {
-		src := Source{Ref: ref, Desc: "not found"}
+		var obj any
 		if o, ok, _ := srcInf[ref.Kind].GetStore().GetByKey(ref.Namespace + "/" + ref.Name); ok {
-			if as, ok := o.(artifactSource); ok {
-				src.Found = true
-				src.Ready, src.Desc = wait.Ready(as)
-				if a := as.GetArtifact(); a != nil {
-					src.Revision = a.Revision
-					src.Desc += "; artifact " + a.Revision
-				} else {
-					src.Desc += "; no artifact"
-				}
-			}
+			obj = o
 		}
-		s.Sources[ref] = src
+		s.Sources[ref] = SourceOf(ref, obj)
 	}
 	return s
+}
+
+// SourceOf is what the predicate reads of a source object (nil: not found).
+func SourceOf(ref SourceRef, o any) Source {
+	src := Source{Ref: ref, Desc: "not found"}
+	if as, ok := o.(artifactSource); ok {
+		src.Found = true
+		src.Ready, src.Desc = wait.Ready(as)
+		if a := as.GetArtifact(); a != nil {
+			src.Revision = a.Revision
+			src.Desc += "; artifact " + a.Revision
+		} else {
+			src.Desc += "; no artifact"
+		}
+	}
+	return src
 }
 
 // nudge asks a node to reconcile now (pkg/reconcile: the one reconcile

@@ -52,6 +52,10 @@ type Run struct {
 	OnPlan func(plan []gate.ObjectChange)
 	// Now is the clock (tests set it).
 	Now func() time.Time
+	// KeepGoing runs every phase of a read-only run: a phase that reached
+	// its after-gates does not stop the next one, whatever they found (a
+	// before-gate that blocks, or an error, still stops the run).
+	KeepGoing bool
 }
 
 // Planned records a phase's plan in the report and shows it.
@@ -140,6 +144,8 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 		switch {
 		case err != nil:
 			stopped = why
+		case run.KeepGoing && stage == "after":
+			// Read-only: the next phase reads on regardless.
 		case gate.Blocks(phaseChecks(r, name)...):
 			stopped = fmt.Sprintf("not run: phase %s did not pass", name)
 		}

@@ -121,3 +121,37 @@ func TestStopRule(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepGoing: a read-only run evaluates every phase: a failed after-gate
+// does not stop the next phase, but a blocking before-gate still does.
+func TestKeepGoing(t *testing.T) {
+	mk := func(p string, afterFails, beforeFails bool) *fake {
+		f := &fake{name: p, before: []gate.Check{def(p, "b", gate.Before).Pass("ok"), def(p, "c", gate.Before).Pass("ok")},
+			after: []gate.Check{def(p, "a", gate.After).Pass("ok")}}
+		if afterFails {
+			f.after = []gate.Check{def(p, "a", gate.After).Fail("drift")}
+		}
+		if beforeFails {
+			f.before = []gate.Check{def(p, "b", gate.Before).Fail("cannot")}
+		}
+		return f
+	}
+	for _, keep := range []bool{true, false} {
+		r := gate.NewReport("status")
+		two := mk("two", false, false)
+		if err := Execute(context.Background(), &Run{Report: r, KeepGoing: keep}, mk("one", true, false), two); err != nil {
+			t.Fatal(err)
+		}
+		if two.proved != keep {
+			t.Errorf("KeepGoing %t: phase two ran its after-gates: %t (%s)", keep, two.proved, verdicts(r))
+		}
+	}
+	r := gate.NewReport("status")
+	two := mk("two", false, false)
+	if err := Execute(context.Background(), &Run{Report: r, KeepGoing: true}, mk("one", false, true), two); err != nil {
+		t.Fatal(err)
+	}
+	if two.did || verdicts(r) != "one.b=fail one.c=skip one.a=skip two.b=skip two.c=skip two.a=skip" {
+		t.Errorf("a blocking before-gate must still stop the run: %s", verdicts(r))
+	}
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/fluxcd/pkg/ssa"
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/pkg/agekey"
+	"github.com/homelab-ops/bootstrap/pkg/apply"
+	"github.com/homelab-ops/bootstrap/pkg/controllers"
+	"github.com/homelab-ops/bootstrap/pkg/converge"
+	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/kube"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/status"
+	"github.com/homelab-ops/bootstrap/pkg/validate"
+)
+
+// statusFlags are status's own flags (the render flags come from
+// addRenderFlags).
+type statusFlags struct {
+	repo, env, path string
+	root            string
+	secretName      string
+}
+
+func newStatusCommand(a *app) *cobra.Command {
+	f := &renderFlags{}
+	var sf statusFlags
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Read-only: every phase's after-gates against the live cluster, one verdict and exit code",
+		Long: `status runs, read only, the after-gates of every phase against the live cluster and exits
+0 when the cluster is what a bring-up left, 1 when a gate fails, 3 when something could not be
+checked. It takes no lock and writes nothing: every request it sends is a GET (get, list, watch),
+and its transport refuses any other (the status.read-only gate reports the requests made).
+
+  controllers  the render for the Flux version and overlays (without --repo/--env and without
+               --flux-version: the version and components the live Deployments run) against the
+               cluster: every object present, the drift named as the plan would name it
+               (controllers.drift), the live effective flags and images (controllers.flags-live),
+               the rollouts finished (controllers.rollout)
+  age-key      with --repo/--env: the installed Secret parses and decrypts every SOPS file the
+               environment decrypts with it (age-key.decrypt/<file>)
+  sync         the root's GitRepository: on its declared URL, not left on a temporary source
+               (sync.temporary-source), Ready with an artifact (sync.source-ready); with
+               --repo/--env every decryption Secret exists
+  converge     every Kustomization (the repository's graph with --repo/--env, else the live one)
+               classified as converge classifies it: converged at its source's revision passes;
+               failing, stalled, suspended or missing fails; blocked (naming the root cause),
+               progressing or stale warns. No nudge, no wait.
+
+With --watch it evaluates again after every change it sees through watches, printing a fresh
+report each time (-o json: one document per evaluation), until interrupted.`,
+		Example: `  bootstrap status
+  bootstrap status --repo /srv/gitops --env prod -o json
+  bootstrap status --env dev -q --junit /var/log/bootstrap/status.xml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if watch {
+				return a.watchStatus(cmd, f, sf)
+			}
+			run := a.newRun("status", false)
+			run.KeepGoing = true
+			phases, err := a.statusPhases(cmd, f, sf)
+			if err != nil {
+				return a.fail(run.Report, err)
+			}
+			return a.execute(cmd.Context(), run, phases...)
+		},
+	}
+	addRenderFlags(cmd, f, a.pins)
+	fl := cmd.Flags()
+	fl.StringVar(&sf.repo, "repo", "", "the GitOps repository's root directory (with --env or --path; default . then)")
+	fl.StringVar(&sf.env, "env", "", "environment: clusters/NAME in --repo (its graph, its SOPS files, its declared source)")
+	fl.StringVar(&sf.path, "path", "", "the environment's directory inside --repo (instead of --env)")
+	fl.StringVar(&sf.root, "root", "flux-system/flux-system", "the root Kustomization, NAME or NAMESPACE/NAME")
+	fl.StringVar(&sf.secretName, "secret-name", agekey.DefaultSecretName, "name of the age key Secret (with --repo/--env)")
+	fl.BoolVarP(&watch, "watch", "w", false, "evaluate again on every change (watches on Flux's Deployments, ReplicaSets, pods, Kustomizations, sources and the age-key Secret; no polling) until interrupted; exits with the last evaluation's code")
+	return cmd
+}
+
+// statusPhases builds the read-only phases: controllers, age-key (with an
+// environment), sync, converge, and the read-only proof.
+func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags) ([]pipeline.Phase, error) {
+	ro, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	ns := ro.Components.Namespace
+	if err := validate.Name("--secret-name", sf.secretName, "age key Secret"); err != nil {
+		return nil, err
+	}
+	co := converge.DefaultOptions()
+	co.Namespace = ns
+	if sf.root == "flux-system/flux-system" && ns != DefaultFluxNamespace {
+		sf.root = ns + "/" + ns
+	}
+	// --root only: the repository is built here, once, for every phase.
+	if err := convergeOptions(&co, sf.root, "", "", ""); err != nil {
+		return nil, err
+	}
+	path := sf.path
+	switch {
+	case sf.env != "" && sf.path != "":
+		return nil, gate.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME")
+	case sf.env != "":
+		path = "clusters/" + sf.env
+	case sf.repo != "" && path == "":
+		return nil, gate.InputErrorf("--repo needs --env NAME or --path: which environment? (without all three status checks what the cluster alone can tell)")
+	}
+	repo := sf.repo
+	if repo == "" {
+		repo = "."
+	}
+	fl := cmd.Flags()
+	live := path == ""
+	rec := kube.NewRequests()
+	connect := a.readOnlyConnect(rec)
+	cph := controllers.NewStatusPhase(controllers.StatusOptions{Render: ro,
+		LiveVersion:    live && !fl.Changed("flux-version") && ro.Components.Manifests == "",
+		LiveComponents: !fl.Changed("components") && !fl.Changed("components-extra"),
+	}, connect)
+	phases := []pipeline.Phase{cph}
+	var render *rootsync.Render
+	if !live {
+		render, err = rootsync.Build(rootsync.Options{Repo: repo, Path: path, Namespace: co.Root.Namespace, RootName: co.Root.Name})
+		if err != nil {
+			return nil, err
+		}
+		declare(&co, render, path)
+		phases = append(phases, agekey.NewVerifyPhase(agekey.Options{Repo: repo, Path: path, Namespace: ns, SecretName: sf.secretName, Env: render.Env},
+			func() (client.Client, *ssa.ResourceManager, error) {
+				cl, err := connect()
+				if err != nil {
+					return nil, nil, err
+				}
+				return cl.Client, nil, nil
+			}))
+	}
+	phases = append(phases,
+		status.NewSourcePhase(status.SourceOptions{Root: co.Root, Render: render}, connect),
+		converge.NewStatusPhase(connect, co),
+		status.NewReadOnlyPhase(rec))
+	return phases, nil
+}
+
+// readOnlyConnect opens the cluster once for every phase, through a
+// transport that sends only GETs (kube.ReadOnly) and records them in rec.
+func (a *app) readOnlyConnect(rec *kube.Requests) func() (*apply.Cluster, error) {
+	var cl *apply.Cluster
+	return func() (*apply.Cluster, error) {
+		if cl != nil {
+			return cl, nil
+		}
+		cfg, err := a.restConfig()
+		if err != nil {
+			return nil, err
+		}
+		kube.ReadOnly(cfg, rec)
+		c, err := apply.Connect(cfg)
+		if err != nil {
+			return nil, err
+		}
+		cl = c
+		return cl, nil
+	}
+}
+
+// watchStatus evaluates, then again on every change the watches see, until
+// the command's context ends (an interrupt); it exits with the last
+// evaluation's code.
+func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) error {
+	ctx := cmd.Context()
+	// Input errors stop before anything is watched.
+	if _, err := a.statusPhases(cmd, f, sf); err != nil {
+		return a.fail(a.newRun("status", false).Report, err)
+	}
+	cl, err := a.readOnlyConnect(kube.NewRequests())()
+	if err != nil {
+		return a.fail(a.newRun("status", false).Report, err)
+	}
+	wo := status.WatchOptions{Namespace: f.components.Namespace}
+	if sf.env != "" || sf.path != "" {
+		wo.Secret = sf.secretName
+	}
+	var last error
+	n := 0
+	eval := func(cause string) {
+		n++
+		run := a.newRun("status", false)
+		run.KeepGoing = true
+		run.Report.Facts["watch.evaluation"] = strconv.Itoa(n)
+		if cause != "" {
+			run.Report.Facts["watch.change"] = cause
+		}
+		if a.out.format == "text" {
+			why := "start"
+			if cause != "" {
+				why = "after a change to " + cause
+			}
+			fmt.Fprintf(a.streams.ErrOut, "\n=== status #%d at %s (%s) ===\n", n, time.Now().Format(time.TimeOnly), why)
+		}
+		phases, err := a.statusPhases(cmd, f, sf)
+		if err != nil {
+			last = a.fail(run.Report, err)
+			return
+		}
+		last = a.execute(ctx, run, phases...)
+	}
+	if err := status.Watch(ctx, cl.Client, wo, eval); err != nil && ctx.Err() == nil {
+		return a.fail(a.newRun("status", false).Report, err)
+	}
+	return last
+}

@@ -1,0 +1,154 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// WatchOptions say what --watch watches.
+type WatchOptions struct {
+	// Namespace holds Flux's Deployments, Kustomizations and sources.
+	Namespace string
+	// Secret is the age-key Secret's name ("" when not checked).
+	Secret string
+	// Debounce gathers a burst of events into one evaluation.
+	Debounce time.Duration
+}
+
+// Watch starts its watches, evaluates once, then again after every change to what status
+// reads — Flux's Deployments, ReplicaSets and pods, Kustomizations, the
+// three source kinds, the age-key Secret — seen by watches (informers: one
+// list, then a watch, no polling), a burst of events gathered into one
+// evaluation, until ctx ends. eval gets what changed ("" the first time).
+func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(cause string)) error {
+	if o.Debounce <= 0 {
+		o.Debounce = 300 * time.Millisecond
+	}
+	var mu sync.Mutex
+	armed := false
+	pending := ""
+	kick := make(chan struct{}, 1)
+	notify := func(kind string, obj any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !armed {
+			return // the informers' initial lists: already evaluated
+		}
+		if m, ok := obj.(metav1.Object); ok && pending == "" {
+			pending = fmt.Sprintf("%s %s/%s", kind, m.GetNamespace(), m.GetName())
+		} else if pending == "" {
+			pending = kind
+		}
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	type watched struct {
+		kind string
+		list client.ObjectList
+		obj  client.Object
+		sel  fields.Selector
+	}
+	ws := []watched{
+		{"Deployment", &appsv1.DeploymentList{}, &appsv1.Deployment{}, nil},
+		{"ReplicaSet", &appsv1.ReplicaSetList{}, &appsv1.ReplicaSet{}, nil},
+		{"Pod", &corev1.PodList{}, &corev1.Pod{}, nil},
+		{"Kustomization", &kustomizev1.KustomizationList{}, &kustomizev1.Kustomization{}, nil},
+		{"GitRepository", &sourcev1.GitRepositoryList{}, &sourcev1.GitRepository{}, nil},
+		{"OCIRepository", &sourcev1.OCIRepositoryList{}, &sourcev1.OCIRepository{}, nil},
+		{"Bucket", &sourcev1.BucketList{}, &sourcev1.Bucket{}, nil},
+	}
+	if o.Secret != "" {
+		ws = append(ws, watched{"Secret", &corev1.SecretList{}, &corev1.Secret{}, fields.OneTermEqualSelector("metadata.name", o.Secret)})
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var synced []cache.InformerSynced
+	for _, w := range ws {
+		inf := informer(c, o.Namespace, w.list, w.obj, w.sel)
+		kind, sel := w.kind, w.sel
+		h := func(obj any) {
+			// The field selector narrows the watch on the API server; what
+			// a server (or a fake) that ignores it sends is filtered here.
+			if m, ok := obj.(metav1.Object); ok && sel != nil && !sel.Matches(fields.Set{"metadata.name": m.GetName()}) {
+				return
+			}
+			notify(kind, obj)
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    h,
+			UpdateFunc: func(_, obj any) { h(obj) },
+			DeleteFunc: h,
+		}); err != nil {
+			return err
+		}
+		go inf.Run(wctx.Done())
+		synced = append(synced, inf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
+		return ctx.Err()
+	}
+	// Armed before the first evaluation: a change made while it reads is
+	// seen, and evaluated again.
+	mu.Lock()
+	armed = true
+	mu.Unlock()
+	eval("")
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-kick:
+		}
+		// Gather the rest of the burst.
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.Debounce):
+		}
+		mu.Lock()
+		cause := pending
+		pending = ""
+		select {
+		case <-kick:
+		default:
+		}
+		mu.Unlock()
+		eval(cause)
+	}
+}
+
+// informer lists and watches one kind in ns through c (the read-only
+// client): a GET with watch=true is a read.
+func informer(c client.WithWatch, ns string, list client.ObjectList, obj client.Object, sel fields.Selector) cache.SharedIndexInformer {
+	opts := func(o metav1.ListOptions) *client.ListOptions {
+		if sel != nil {
+			o.FieldSelector = sel.String()
+		}
+		return &client.ListOptions{Namespace: ns, Raw: &o}
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l := list.DeepCopyObject().(client.ObjectList)
+			return l, c.List(ctx, l, opts(o))
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), opts(o))
+		},
+	}
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c), obj, 0, cache.Indexers{})
+}
