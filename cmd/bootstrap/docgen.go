@@ -15,6 +15,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/converge"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/status"
 )
 
 // everyPhase is one of each phase a command can run: the gates they
@@ -29,6 +30,9 @@ func everyPhase() []pipeline.Phase {
 		converge.NewPhase(nil, converge.Options{}),
 		rootsync.NewCutoverPhase(rootsync.CutoverOptions{}, nil),
 		rootsync.NewWhenReadyPhase(rootsync.WhenReadyOptions{}, nil),
+		controllers.NewStatusPhase(controllers.StatusOptions{}, nil),
+		status.NewSourcePhase(status.SourceOptions{}, nil),
+		status.NewReadOnlyPhase(nil),
 	}
 }
 
