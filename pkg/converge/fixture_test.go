@@ -1,10 +1,11 @@
-package converge
+package converge_test
 
 import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/homelab-ops/bootstrap/pkg/converge"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
 
@@ -17,8 +18,8 @@ func TestHomelabFixtureGraph(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := NewGraph(r.Kustomizations, root, "flux-system")
-		if c := GraphCheck(g, "clusters/"+env); c.Verdict != "pass" {
+		g := converge.NewGraph(r.Kustomizations, converge.NodeID{Namespace: "flux-system", Name: "flux-system"}, "flux-system")
+		if c := converge.GraphCheck(g, "clusters/"+env); c.Verdict != "pass" {
 			t.Fatalf("%s: %s %s %v", env, c.Verdict, c.Message, c.Evidence)
 		}
 		depth := 0
@@ -48,6 +49,6 @@ func TestHomelabFixtureGraph(t *testing.T) {
 		if shared != 1 {
 			t.Errorf("%s: %d shared GitRepositories", env, shared)
 		}
-		t.Logf("%s: %s", env, GraphCheck(g, env).Message)
+		t.Logf("%s: %s", env, converge.GraphCheck(g, env).Message)
 	}
 }

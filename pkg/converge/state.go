@@ -109,6 +109,17 @@ func IsConverged(k *kustomizev1.Kustomization, src Source) bool {
 	return ok
 }
 
+// Describe says, for a wait's progress and its timeout message, what a
+// Kustomization is doing against src: its state, why, and its revisions.
+func Describe(k *kustomizev1.Kustomization, src Source) string {
+	st := Classify(k, src)
+	d := fmt.Sprintf("%s: %s", st.State, st.Why)
+	if st.Reason != "" {
+		d += fmt.Sprintf(" (Ready %s: %s)", st.Reason, st.Message)
+	}
+	return d + fmt.Sprintf("; lastAppliedRevision=%s, source at %s", orNone(st.Applied), orNone(src.Revision))
+}
+
 // holds evaluates clauses in order; on failure it names the first that
 // does not hold.
 func holds(cs []clause, k *kustomizev1.Kustomization, src Source) (bool, string) {

@@ -159,3 +159,21 @@ func TestEveryClauseIsLoadBearing(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribe: a wait's description says the state, the Ready reason and
+// both revisions, so a sync or cutover that times out names why.
+func TestDescribe(t *testing.T) {
+	src := Source{Found: true, Ready: true, Revision: "main@sha1:new"}
+	k := with(converged("apps", "main@sha1:old"), func(k *kustomizev1.Kustomization) {
+		ready(k, "False", meta.BuildFailedReason, "kustomize build failed")
+	})
+	d := Describe(k, src)
+	for _, want := range []string{string(Failing), meta.BuildFailedReason, "kustomize build failed", "lastAppliedRevision=main@sha1:old", "source at main@sha1:new"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("Describe = %q, want %q in it", d, want)
+		}
+	}
+	if d := Describe(converged("apps", "main@sha1:new"), src); !strings.HasPrefix(d, string(Converged)) {
+		t.Errorf("Describe of a converged node = %q", d)
+	}
+}

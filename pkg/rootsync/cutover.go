@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
+	"github.com/homelab-ops/bootstrap/pkg/converge"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
@@ -297,12 +298,14 @@ func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, re
 	if owner != nil {
 		_ = requestReconcile(ctx, cl.Client, owner)
 	}
+	// The one readiness rule (converge's), against the final source's
+	// artifact the cutover proved.
+	src := converge.Source{Ref: converge.SourceRef{Kind: sourcev1.GitRepositoryKind, Namespace: o.Namespace, Name: o.Name}, Found: true, Ready: true, Revision: rev}
 	for _, n := range names {
 		ns, name, _ := strings.Cut(n, "/")
 		o.Progress(fmt.Sprintf("waiting for Kustomization %s at %s", n, rev))
 		if _, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, ns, name, func(k *kustomizev1.Kustomization) (bool, string) {
-			ok, desc := wait.Ready(k)
-			return ok && k.Status.LastAppliedRevision == rev, desc + "; lastAppliedRevision=" + k.Status.LastAppliedRevision
+			return converge.IsConverged(k, src), converge.Describe(k, src)
 		}); err != nil {
 			failed = append(failed, "Kustomization "+err.Error())
 		}

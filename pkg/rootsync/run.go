@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/pkg/apply"
+	"github.com/homelab-ops/bootstrap/pkg/converge"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/serve"
@@ -255,9 +256,11 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	sc.Evidence = []string{"status.artifact.revision=" + rev, "spec.url=" + gr.Spec.URL}
 	root := r.Root
 	progress(fmt.Sprintf("waiting for Kustomization %s/%s to apply %s", root.Namespace, root.Name, rev))
+	// The one readiness rule: converge's "converged at its source's
+	// revision", against the artifact just proven.
+	proven := converge.SourceOf(converge.SourceRef{Kind: sourcev1.GitRepositoryKind, Namespace: gr.Namespace, Name: gr.Name}, gr)
 	k, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, root.Namespace, root.Name, func(k *kustomizev1.Kustomization) (bool, string) {
-		ok, desc := wait.Ready(k)
-		return ok && k.Status.LastAppliedRevision == rev, desc + "; lastAppliedRevision=" + k.Status.LastAppliedRevision
+		return converge.IsConverged(k, proven), converge.Describe(k, proven)
 	})
 	if err != nil {
 		rc.Verdict, rc.Message = gate.Fail, fmt.Sprintf("Kustomization %s (want lastAppliedRevision %s)", err, rev)
