@@ -14,7 +14,7 @@ var badValues = map[string]string{
 	"duration":         "-1s",
 	"int":              "-1",
 	"FILE":             "/nonexistent/dir/out.md",
-	"DIR":              "/nonexistent/dir",
+	"DIR":              "/dev/null", // not a directory (a missing one is created)
 	"NAME":             "Not_A_Name",
 	"[NAMESPACE/]NAME": "a/b/c",
 	"ADDR":             "[::1",

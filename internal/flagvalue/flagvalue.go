@@ -159,8 +159,8 @@ func hasSuffix(v string, exts []string) bool {
 	return false
 }
 
-// OutputDir is a directory this tool writes into: it must exist and be
-// writable.
+// OutputDir is a directory this tool writes into: created when missing,
+// so only an existing path that is not a writable directory is refused.
 type OutputDir struct {
 	checked
 	p *string
@@ -177,7 +177,7 @@ func (d *OutputDir) Type() string { return "DIR" }
 // Set implements pflag.Value.
 func (d *OutputDir) Set(v string) error {
 	*d.p = v
-	if v == "" {
+	if _, err := os.Stat(v); v == "" || errors.Is(err, os.ErrNotExist) {
 		return d.record(v, nil)
 	}
 	return d.record(v, writableDir(v))

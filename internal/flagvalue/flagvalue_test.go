@@ -46,6 +46,7 @@ func TestValues(t *testing.T) {
 		{NewOutputFile(&out), filepath.Join(file, "x"), "not a directory"},
 		{NewOutputDir(&od), dir, ""},
 		{NewOutputDir(&od), file, "not a directory"},
+		{NewOutputDir(&od), filepath.Join(dir, "new", "dir"), ""}, // created when missing
 		{NewName(&name, "flux-system", "root Kustomization"), "apps", ""},
 		{NewName(&name, "flux-system", "root Kustomization"), "Root!", "pass the name of the root Kustomization"},
 		{NewRef(&ref, "flux-system/flux-system"), "apps", ""},
