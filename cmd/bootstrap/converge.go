@@ -68,7 +68,7 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 	fl.Var(flagvalue.NewDuration(&o.Timeout, o.Timeout), "timeout", "how long to wait for the whole graph")
 	fl.BoolVar(&o.Nudge, "nudge", o.Nudge, "ask blocked or stale dependents to reconcile as soon as their dependencies converged, and failing nodes to retry")
 	fl.Var(flagvalue.NewCount(&o.Budget.Retries, o.Budget.Retries), "retries", "reconcile requests for a failing node before converge gives up on it (with --nudge)")
-	fl.Var(flagvalue.NewDuration(&o.Budget.FailAfter, o.Budget.FailAfter), "fail-after", "give up on a node failing at its current revision for this long")
+	fl.Var(flagvalue.NewDurationOrZero(&o.Budget.FailAfter, o.Budget.FailAfter), "fail-after", "give up on a node failing at its current revision for this long (0: no limit but --timeout)")
 	fl.Var(flagvalue.NewOutputFile(&o.GraphFile, ".md", ".mmd", ".dot"), "graph", "write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
 	return cmd
 }

@@ -61,7 +61,14 @@ func (c *checked) Raw() string { return c.raw }
 // Duration is a positive duration (a timeout, a budget).
 type Duration struct {
 	checked
-	p *time.Duration
+	p      *time.Duration
+	zeroOK bool
+}
+
+// NewDurationOrZero is NewDuration for a flag whose 0 means "no limit".
+func NewDurationOrZero(p *time.Duration, def time.Duration) *Duration {
+	*p = def
+	return &Duration{p: p, zeroOK: true}
 }
 
 // NewDuration sets *p to def and parses into it.
@@ -82,7 +89,7 @@ func (d *Duration) Set(v string) error {
 		return d.record(v, fmt.Errorf("not a duration: pass a duration such as 5m or 90s"))
 	}
 	*d.p = x
-	if x <= 0 {
+	if x < 0 || (x == 0 && !d.zeroOK) {
 		return d.record(x.String(), fmt.Errorf("must be positive: pass a duration such as 5m or 90s"))
 	}
 	return d.record(v, nil)

@@ -37,6 +37,8 @@ func TestValues(t *testing.T) {
 		{NewDuration(&d, time.Minute), "0", "must be positive"},
 		{NewDuration(&d, time.Minute), "-1s", "must be positive"},
 		{NewDuration(&d, time.Minute), "soon", "not a duration"},
+		{NewDurationOrZero(&d, time.Minute), "0", ""},
+		{NewDurationOrZero(&d, time.Minute), "-1s", "must be positive"},
 		{NewCount(&n, 3), "0", ""},
 		{NewCount(&n, 3), "-1", "0 or more"},
 		{NewOutputFile(&out), filepath.Join(dir, "report.json"), ""},
