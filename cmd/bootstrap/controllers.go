@@ -40,7 +40,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			}
 			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
 			a.countRequests = true
-			a.writes("controllers", o.Render.Components.Namespace, dryRun)
+			a.installs("controllers", o.Render.Components.Namespace, dryRun)
 			// The plan is printed before the apply's progress lines.
 			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
 			return a.execute(cmd.Context(), run, controllers.NewPhase(o, a.connect))

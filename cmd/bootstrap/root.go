@@ -39,9 +39,11 @@ type app struct {
 
 	// The cluster lock: a writing command names itself in lockCommand (not
 	// on a dry run) and the Flux namespace in lockNamespace; the first
-	// connect takes the lock, execute releases it.
+	// connect takes the lock, execute releases it. lockInstalls says the
+	// command installs Flux, so the lock may create the namespace.
 	lockCommand   string
 	lockNamespace string
+	lockInstalls  bool
 	breakLock     bool
 	lock          *lock.Lock
 	cl            *apply.Cluster
@@ -199,8 +201,7 @@ func (a *app) acquire(ctx context.Context) error {
 	if ns == "" {
 		ns = DefaultFluxNamespace
 	}
-	installs := a.lockCommand == "bootstrap controllers" || a.lockCommand == "bootstrap up"
-	l, err := lock.Acquire(ctx, a.cl.Clientset, lock.Options{Namespace: ns, Command: a.lockCommand, Break: a.breakLock, CreateNamespace: installs})
+	l, err := lock.Acquire(ctx, a.cl.Clientset, lock.Options{Namespace: ns, Command: a.lockCommand, Break: a.breakLock, CreateNamespace: a.lockInstalls})
 	a.lock = l
 	return err
 }
@@ -210,6 +211,13 @@ func (a *app) writes(command, namespace string, dryRun bool) {
 	if !dryRun {
 		a.lockCommand, a.lockNamespace = "bootstrap "+command, namespace
 	}
+}
+
+// installs is writes for a command that installs Flux: the lock may create
+// the Flux namespace.
+func (a *app) installs(command, namespace string, dryRun bool) {
+	a.writes(command, namespace, dryRun)
+	a.lockInstalls = !dryRun
 }
 
 // release frees the cluster lock, noting a take-over in the report.

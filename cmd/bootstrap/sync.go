@@ -12,12 +12,11 @@ import (
 
 func newSyncCommand(a *app) *cobra.Command {
 	var (
-		o                            rootsync.RunOptions
-		rf                           repoFlags
-		cf                           convergeFlags
-		sf                           serveFlags
-		dryRun, withCheck            bool
-		srcURL, srcBranch, srcSecret string
+		o      rootsync.RunOptions
+		rf     repoFlags
+		cf     convergeFlags
+		sy     syncFlags
+		dryRun bool
 	)
 	cmd := &cobra.Command{
 		Use:   "sync",
@@ -47,13 +46,7 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("sync", dryRun)
 			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
-			if srcURL == "" && (srcBranch != "" || srcSecret != "") {
-				return a.fail(run.Report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
-			}
-			if err := rootsync.ValidateSync(o, srcURL, srcSecret); err != nil {
-				return a.fail(run.Report, err)
-			}
-			if err := sf.validate(srcURL); err != nil {
+			if err := sy.validate(o); err != nil {
 				return a.fail(run.Report, err)
 			}
 			var err error
@@ -61,9 +54,7 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 			if o.Build.Path, err = rf.resolve(); err != nil {
 				return a.fail(run.Report, err)
 			}
-			if srcURL != "" {
-				o.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
-			}
+			o.Source = sy.source()
 			// The environment is built before the first request.
 			if o.Built, err = rootsync.Build(o.Build); err != nil {
 				return a.fail(run.Report, err)
@@ -72,15 +63,15 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 			if err != nil {
 				return a.fail(run.Report, err)
 			}
-			if o.Serve, err = sf.prepare(cmd.Context(), a, rf.repo, o.Built, dryRun); err != nil {
+			if o.Serve, err = sy.serve.prepare(cmd.Context(), a, rf.repo, o.Built, dryRun); err != nil {
 				return a.fail(run.Report, err)
 			}
 			if o.Serve != nil {
 				defer o.Serve.Close()
 			}
 			a.writes("sync", o.Build.Namespace, dryRun)
-			phases := append(staticPhase(run, withCheck, o.Built), rootsync.NewPhase(o, a.connect))
-			phases = append(append(phases, conv...), sf.phase(a, o.Built, o.Timeout, o.Serve)...)
+			phases := append(staticPhase(run, sy.withCheck, o.Built), rootsync.NewPhase(o, a.connect))
+			phases = append(append(phases, conv...), sy.serve.phase(a, o.Built, o.Timeout, o.Serve)...)
 			return a.execute(cmd.Context(), run, phases...)
 		},
 	}
@@ -90,11 +81,7 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 	fl.StringVar(&o.Build.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
 	fl.Var(flagvalue.NewName(&o.Build.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
-	fl.BoolVar(&withCheck, "check", true, "run 'bootstrap check' of the environment first (phase static); --check=false skips it, with a warning")
 	fl.Var(flagvalue.NewDuration(&o.Timeout, 5*time.Minute), "timeout", "how long to wait for the source and the root (must be positive)")
-	fl.StringVar(&srcURL, "source-url", "", "point the GitRepository at this temporary source (cold bring-up) until 'bootstrap cutover'")
-	fl.StringVar(&srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
-	fl.StringVar(&srcSecret, "source-secret", "", "Secret with the temporary source's credentials (default: none)")
-	sf.add(fl)
+	sy.add(fl)
 	return cmd
 }

@@ -23,17 +23,16 @@ const maxConfig = 1 << 20
 
 func newUpCommand(a *app) *cobra.Command {
 	var (
-		f                            renderFlags
-		rf                           repoFlags
-		co                           controllers.Options
-		ao                           agekey.Options
-		cf                           convergeFlags
-		sf                           serveFlags
-		so                           rootsync.RunOptions
-		keyFile, config              string
-		dryRun, withCheck            bool
-		srcURL, srcBranch, srcSecret string
-		timeout                      time.Duration
+		f               renderFlags
+		rf              repoFlags
+		co              controllers.Options
+		ao              agekey.Options
+		cf              convergeFlags
+		sy              syncFlags
+		so              rootsync.RunOptions
+		keyFile, config string
+		dryRun          bool
+		timeout         time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -71,21 +70,13 @@ $SOPS_AGE_KEY_FILE.`,
 				return a.fail(run.Report, err)
 			}
 			so.Build.Repo, so.Build.Namespace, so.Build.RootName = rf.repo, ns, ns
-			if srcURL == "" && (srcBranch != "" || srcSecret != "") {
-				return a.fail(run.Report, gate.InputErrorf("--source-branch and --source-secret need --source-url"))
-			}
-			if err := rootsync.ValidateSync(so, srcURL, srcSecret); err != nil {
-				return a.fail(run.Report, err)
-			}
-			if err := sf.validate(srcURL); err != nil {
+			if err := sy.validate(so); err != nil {
 				return a.fail(run.Report, err)
 			}
 			if err := validate.OptionalName("--secret-name", ao.SecretName, "age-key Secret"); err != nil {
 				return a.fail(run.Report, err)
 			}
-			if srcURL != "" {
-				so.Source = &rootsync.Temporary{URL: srcURL, Branch: srcBranch, Secret: srcSecret}
-			}
+			so.Source = sy.source()
 			// The environment is built before the first request: a root
 			// that does not build is refused before the cluster is touched
 			// (the static phase then refuses any Kustomization below it that
@@ -93,7 +84,7 @@ $SOPS_AGE_KEY_FILE.`,
 			if so.Built, err = rootsync.Build(so.Build); err != nil {
 				return a.fail(run.Report, err)
 			}
-			phases := append(staticPhase(run, withCheck, so.Built), controllers.NewPhase(co, a.connect))
+			phases := append(staticPhase(run, sy.withCheck, so.Built), controllers.NewPhase(co, a.connect))
 			in := agekey.Input{Flag: keyFile, Stdin: a.streams.In, Getenv: a.getenv}
 			if keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
 				// The key is read before the first request: a missing or
@@ -110,16 +101,16 @@ $SOPS_AGE_KEY_FILE.`,
 			if err != nil {
 				return a.fail(run.Report, err)
 			}
-			if so.Serve, err = sf.prepare(cmd.Context(), a, rf.repo, so.Built, dryRun); err != nil {
+			if so.Serve, err = sy.serve.prepare(cmd.Context(), a, rf.repo, so.Built, dryRun); err != nil {
 				return a.fail(run.Report, err)
 			}
 			if so.Serve != nil {
 				defer so.Serve.Close()
 			}
 			phases = append(phases, rootsync.NewPhase(so, a.connect))
-			phases = append(append(phases, conv...), sf.phase(a, so.Built, timeout, so.Serve)...)
+			phases = append(append(phases, conv...), sy.serve.phase(a, so.Built, timeout, so.Serve)...)
 			a.countRequests = true
-			a.writes("up", ns, dryRun)
+			a.installs("up", ns, dryRun)
 			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
 			return a.execute(cmd.Context(), run, phases...)
 		},
@@ -130,7 +121,6 @@ $SOPS_AGE_KEY_FILE.`,
 	cf.add(fl)
 	fl.StringVar(&config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
 	fl.BoolVar(&dryRun, "dry-run", false, "plan every phase and change nothing")
-	fl.BoolVar(&withCheck, "check", true, "run 'bootstrap check' of the environment first (phase static); --check=false skips it, with a warning")
 	fl.Var(flagvalue.NewDuration(&timeout, 5*time.Minute), "timeout", "how long each phase may wait (CRDs, rollouts, the source, the root)")
 	fl.BoolVar(&co.Force, "force", false, "apply the controllers even over a Flux managed by a Flux Kustomization or the Flux operator")
 	fl.BoolVar(&co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")
@@ -138,10 +128,7 @@ $SOPS_AGE_KEY_FILE.`,
 	fl.StringVar(&keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE); without any, the age-key phase is not run")
 	fl.StringVar(&ao.SecretName, "secret-name", agekey.DefaultSecretName, "name of the age-key Secret")
 	fl.BoolVar(&ao.Rotate, "rotate", false, "replace an age-key Secret that holds different identities")
-	fl.StringVar(&srcURL, "source-url", "", "sync from this temporary source (cold bring-up) until 'bootstrap cutover'")
-	fl.StringVar(&srcBranch, "source-branch", "", "branch of the temporary source")
-	fl.StringVar(&srcSecret, "source-secret", "", "Secret with the temporary source's credentials")
-	sf.add(fl)
+	sy.add(fl)
 	return cmd
 }
 
