@@ -15,6 +15,7 @@ import (
 
 	. "github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 )
 
 // The fake client is no API server (its server-side apply always reports
@@ -137,4 +138,14 @@ func TestInstallAndVerifyFlow(t *testing.T) {
 		t.Fatalf("verify prod with dev's key: %v", verdicts(r.Checks))
 	}
 	reportHygiene(t, r)
+}
+
+// Install runs the install phase alone into r (what `bootstrap age-key` does).
+func Install(ctx context.Context, r *gate.Report, in Input, o Options, connect Connect) error {
+	return pipeline.Execute(ctx, &pipeline.Run{Report: r}, NewInstallPhase(in, o, connect))
+}
+
+// Verify runs the verify phase alone into r (what `bootstrap age-key verify` does).
+func Verify(ctx context.Context, r *gate.Report, o Options, connect Connect) error {
+	return pipeline.Execute(ctx, &pipeline.Run{Report: r}, NewVerifyPhase(o, connect))
 }

@@ -50,21 +50,6 @@ func (o *Options) defaults() {
 	}
 }
 
-// Install is `bootstrap age-key` as one pipeline run into r: read and parse
-// the identity, match and test-decrypt the environment's files, and only
-// then apply the Secret and prove the installed Secret decrypts them. An
-// input error is returned (exit 2); every gate lands in r.
-func Install(ctx context.Context, r *gate.Report, in Input, o Options, connect Connect) error {
-	return pipeline.Execute(ctx, &pipeline.Run{Report: r}, NewInstallPhase(in, o, connect))
-}
-
-// Verify is `bootstrap age-key verify`, the after-gate on its own: the
-// Secret exists and parses, its recipients cover the environment's SOPS
-// files, and it decrypts them.
-func Verify(ctx context.Context, r *gate.Report, o Options, connect Connect) error {
-	return pipeline.Execute(ctx, &pipeline.Run{Report: r}, NewVerifyPhase(o, connect))
-}
-
 // NewInstallPhase is step 2 as a pipeline phase.
 func NewInstallPhase(in Input, o Options, connect Connect) *InstallPhase {
 	o.defaults()

@@ -47,12 +47,6 @@ func (d Def) Skip(msg string, evidence ...string) Check { return d.check(Skip, m
 // Passf, Failf, Warnf and Skipf format the message.
 func (d Def) Passf(format string, a ...any) Check { return d.Pass(fmt.Sprintf(format, a...)) }
 
-// Failf formats a failure message.
-func (d Def) Failf(format string, a ...any) Check { return d.Fail(fmt.Sprintf(format, a...)) }
-
-// Warnf formats a warning message.
-func (d Def) Warnf(format string, a ...any) Check { return d.Warn(fmt.Sprintf(format, a...)) }
-
 // Skipf formats a skip message.
 func (d Def) Skipf(format string, a ...any) Check { return d.Skip(fmt.Sprintf(format, a...)) }
 

@@ -122,14 +122,6 @@ func ResourceManager(c client.Client) *ssa.ResourceManager {
 	return ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: "bootstrap.homelab-ops.github.io"})
 }
 
-// CountRequests wraps cfg's transport to count the HTTP requests made with
-// it, for the report and the benchmarks.
-func CountRequests(cfg *rest.Config) *atomic.Int64 {
-	n := &atomic.Int64{}
-	CountRequestsInto(cfg, n)
-	return n
-}
-
 // CountRequestsInto wraps cfg's transport to add its HTTP requests to n: a
 // command that connects once per phase counts every phase's requests.
 func CountRequestsInto(cfg *rest.Config, n *atomic.Int64) {
