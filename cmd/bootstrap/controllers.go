@@ -11,7 +11,6 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
-	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
 
 func newControllersCommand(a *app) *cobra.Command {
@@ -31,9 +30,6 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("controllers", dryRun)
-			if err := validate.Timeout("--timeout", o.Timeout); err != nil {
-				return a.fail(run.Report, err)
-			}
 			var err error
 			if o.Render, err = f.options(); err != nil {
 				return a.fail(run.Report, err)

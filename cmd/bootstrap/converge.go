@@ -14,7 +14,6 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
-	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
 
 func newConvergeCommand(a *app) *cobra.Command {
@@ -44,9 +43,6 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("converge", false)
-			if err := validate.Timeout("--timeout", o.Timeout); err != nil {
-				return a.fail(run.Report, err)
-			}
 			if err := convergeOptions(&o, root, repo, env, path); err != nil {
 				return a.fail(run.Report, err)
 			}
@@ -69,7 +65,7 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 	fl.BoolVar(&o.Nudge, "nudge", o.Nudge, "ask blocked or stale dependents to reconcile as soon as their dependencies converged, and failing nodes to retry")
 	fl.Var(flagvalue.NewCount(&o.Budget.Retries, o.Budget.Retries), "retries", "reconcile requests for a failing node before converge gives up on it (with --nudge)")
 	fl.Var(flagvalue.NewDurationOrZero(&o.Budget.FailAfter, o.Budget.FailAfter), "fail-after", "give up on a node failing at its current revision for this long (0: no limit but --timeout)")
-	fl.Var(flagvalue.NewOutputFile(&o.GraphFile, ".md", ".mmd", ".dot"), "graph", "write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
+	fl.Var(flagvalue.NewFormatFile(&o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", "write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
 	return cmd
 }
 
@@ -82,24 +78,12 @@ func convergeOptions(o *converge.Options, root, repo, env, path string) error {
 		rootNS, rootName = root[:i], root[i+1:]
 	}
 	o.Root = converge.NodeID{Namespace: rootNS, Name: rootName}
-	switch {
-	case rootNS == "" || rootName == "":
+	if rootNS == "" || rootName == "" {
 		return gate.InputErrorf("--root %q: want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system", root)
-	case env != "" && path != "":
-		return gate.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME")
-	case env != "":
-		path = "clusters/" + env
-	case repo != "" && path == "":
-		return gate.InputErrorf("--repo needs --env NAME or --path: which environment's graph? (without all three the graph is the live cluster's)")
 	}
-	if o.GraphFile != "" && !converge.GraphFormatOK(o.GraphFile) {
-		return gate.InputErrorf("--graph %s: name the file .md or .mmd (Mermaid) or .dot (Graphviz)", o.GraphFile)
-	}
-	if path == "" {
-		return nil
-	}
-	if repo == "" {
-		repo = "."
+	repo, path, err := optionalEnv(repo, env, path, "the graph is the live cluster's")
+	if err != nil || path == "" {
+		return err
 	}
 	r, err := rootsync.Build(rootsync.Options{Repo: repo, Path: path, Namespace: o.Namespace, RootName: rootName})
 	if err != nil {
@@ -122,6 +106,9 @@ func declare(o *converge.Options, r *rootsync.Render, path string) {
 	}
 }
 
+// graphFormats names the --graph formats converge.GraphFormatOK knows.
+const graphFormats = ".md or .mmd (Mermaid) or .dot or .gv (Graphviz)"
+
 // convergeFlags are the converge phase's flags on the commands that end
 // with it (sync, cutover, up).
 type convergeFlags struct {
@@ -133,7 +120,7 @@ func (f *convergeFlags) add(fl *pflag.FlagSet) {
 	f.o = converge.DefaultOptions()
 	fl.BoolVar(&f.enabled, "converge", true, "end with the converge phase: walk the dependsOn graph until every Kustomization is Ready at its source's revision (--converge=false: stop once the root applied)")
 	fl.BoolVar(&f.o.Nudge, "nudge", f.o.Nudge, "converge: ask blocked or stale dependents to reconcile as soon as their dependencies converged")
-	fl.Var(flagvalue.NewOutputFile(&f.o.GraphFile, ".md", ".mmd", ".dot"), "graph", "converge: write the graph with verdicts to FILE (.md/.mmd Mermaid, .dot Graphviz)")
+	fl.Var(flagvalue.NewFormatFile(&f.o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", "converge: write the graph with verdicts to FILE (.md/.mmd Mermaid, .dot Graphviz)")
 }
 
 // phase is the converge phase over the environment r builds (nil: the
@@ -143,9 +130,6 @@ func (f *convergeFlags) phase(a *app, r *rootsync.Render, path string, timeout t
 		return nil, nil
 	}
 	o := f.o
-	if o.GraphFile != "" && !converge.GraphFormatOK(o.GraphFile) {
-		return nil, gate.InputErrorf("--graph %s: name the file .md or .mmd (Mermaid) or .dot (Graphviz)", o.GraphFile)
-	}
 	if timeout > 0 {
 		o.Timeout = timeout
 	}

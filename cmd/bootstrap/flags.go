@@ -35,3 +35,22 @@ func (f *repoFlags) resolve() (string, error) {
 	}
 	return f.path, nil
 }
+
+// optionalEnv resolves the environment of a command that can also read the
+// live cluster alone (converge, status): path "" without --repo, --env and
+// --path; otherwise the repository (default .) and the environment's path.
+// without says what the command does without one.
+func optionalEnv(repo, env, path, without string) (string, string, error) {
+	switch {
+	case env != "" && path != "":
+		return "", "", gate.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME")
+	case env != "":
+		path = "clusters/" + env
+	case repo != "" && path == "":
+		return "", "", gate.InputErrorf("--repo needs --env NAME or --path: which environment? (without all three %s)", without)
+	}
+	if path != "" && repo == "" {
+		repo = "."
+	}
+	return repo, path, nil
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/apply"
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/converge"
-	"github.com/homelab-ops/bootstrap/pkg/gate"
 	"github.com/homelab-ops/bootstrap/pkg/kube"
 	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
@@ -106,18 +105,9 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags) (
 	if err := convergeOptions(&co, sf.root, "", "", ""); err != nil {
 		return nil, err
 	}
-	path := sf.path
-	switch {
-	case sf.env != "" && sf.path != "":
-		return nil, gate.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME")
-	case sf.env != "":
-		path = "clusters/" + sf.env
-	case sf.repo != "" && path == "":
-		return nil, gate.InputErrorf("--repo needs --env NAME or --path: which environment? (without all three status checks what the cluster alone can tell)")
-	}
-	repo := sf.repo
-	if repo == "" {
-		repo = "."
+	repo, path, err := optionalEnv(sf.repo, sf.env, sf.path, "status checks what the cluster alone can tell")
+	if err != nil {
+		return nil, err
 	}
 	fl := cmd.Flags()
 	live := path == ""

@@ -7,17 +7,21 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 )
 
+// syncCmd holds sync's flags: one struct for the command.
+type syncCmd struct {
+	o      rootsync.RunOptions
+	rf     repoFlags
+	cf     convergeFlags
+	sy     syncFlags
+	dryRun bool
+}
+
 func newSyncCommand(a *app) *cobra.Command {
-	var (
-		o      rootsync.RunOptions
-		rf     repoFlags
-		cf     convergeFlags
-		sy     syncFlags
-		dryRun bool
-	)
+	c := &syncCmd{}
 	cmd := &cobra.Command{
 		Use:   "sync",
 		Short: "Apply an environment's cluster root (step 3), optionally from a temporary source",
@@ -43,45 +47,57 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
   bootstrap sync --env prod --serve --cutover-when-ready
   bootstrap sync --env dev -o json --report-json /var/log/bootstrap/sync.json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("sync", dryRun)
-			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
-			if err := sy.validate(o); err != nil {
-				return a.fail(run.Report, err)
-			}
-			var err error
-			o.Build.Repo = rf.repo
-			if o.Build.Path, err = rf.resolve(); err != nil {
-				return a.fail(run.Report, err)
-			}
-			o.Source = sy.source()
-			// The environment is built before the first request.
-			if o.Built, err = rootsync.Build(o.Build); err != nil {
-				return a.fail(run.Report, err)
-			}
-			conv, err := cf.phase(a, o.Built, o.Build.Path, o.Timeout)
-			if err != nil {
-				return a.fail(run.Report, err)
-			}
-			if o.Serve, err = sy.serve.prepare(cmd.Context(), a, rf.repo, o.Built, dryRun); err != nil {
-				return a.fail(run.Report, err)
-			}
-			if o.Serve != nil {
-				defer o.Serve.Close()
-			}
-			a.writes("sync", o.Build.Namespace, dryRun)
-			phases := append(staticPhase(run, sy.withCheck, o.Built), rootsync.NewPhase(o, a.connect))
-			phases = append(append(phases, conv...), sy.serve.phase(a, o.Built, o.Timeout, o.Serve)...)
-			return a.execute(cmd.Context(), run, phases...)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(a, cmd) },
 	}
 	fl := cmd.Flags()
-	rf.add(fl)
-	cf.add(fl)
-	fl.StringVar(&o.Build.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
-	fl.Var(flagvalue.NewName(&o.Build.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
-	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
-	fl.Var(flagvalue.NewDuration(&o.Timeout, 5*time.Minute), "timeout", "how long to wait for the source and the root (must be positive)")
-	sy.add(fl)
+	c.rf.add(fl)
+	c.cf.add(fl)
+	fl.StringVar(&c.o.Build.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
+	fl.Var(flagvalue.NewName(&c.o.Build.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
+	fl.BoolVar(&c.dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
+	fl.Var(flagvalue.NewDuration(&c.o.Timeout, 5*time.Minute), "timeout", "how long to wait for the source and the root (must be positive)")
+	c.sy.add(fl)
 	return cmd
+}
+
+// run builds the environment and prepares the served snapshot before the
+// first request, then runs static, sync, converge and (with
+// --cutover-when-ready) cutover.
+func (c *syncCmd) run(a *app, cmd *cobra.Command) error {
+	run := a.newRun("sync", c.dryRun)
+	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, c.dryRun) }
+	phases, err := c.phases(a, cmd, run)
+	if c.o.Serve != nil {
+		defer c.o.Serve.Close()
+	}
+	if err != nil {
+		return a.fail(run.Report, err)
+	}
+	a.writes("sync", c.o.Build.Namespace, c.dryRun)
+	return a.execute(cmd.Context(), run, phases...)
+}
+
+func (c *syncCmd) phases(a *app, cmd *cobra.Command, run *pipeline.Run) ([]pipeline.Phase, error) {
+	o := &c.o
+	if err := c.sy.validate(*o); err != nil {
+		return nil, err
+	}
+	var err error
+	o.Build.Repo = c.rf.repo
+	if o.Build.Path, err = c.rf.resolve(); err != nil {
+		return nil, err
+	}
+	o.Source = c.sy.source()
+	if o.Built, err = rootsync.Build(o.Build); err != nil {
+		return nil, err
+	}
+	conv, err := c.cf.phase(a, o.Built, o.Build.Path, o.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	if o.Serve, err = c.sy.serve.prepare(cmd.Context(), a, c.rf.repo, o.Built, c.dryRun); err != nil {
+		return nil, err
+	}
+	phases := append(staticPhase(run, c.sy.withCheck, o.Built), rootsync.NewPhase(*o, a.connect))
+	return append(append(phases, conv...), c.sy.serve.phase(a, o.Built, o.Timeout, o.Serve)...), nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/agekey"
 	"github.com/homelab-ops/bootstrap/pkg/controllers"
 	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/pkg/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/rootsync"
 	"github.com/homelab-ops/bootstrap/pkg/validate"
 )
@@ -21,19 +23,22 @@ import (
 // maxConfig bounds the --config file.
 const maxConfig = 1 << 20
 
+// upFlags are up's flags: one struct for the command.
+type upFlags struct {
+	f               renderFlags
+	rf              repoFlags
+	co              controllers.Options
+	ao              agekey.Options
+	cf              convergeFlags
+	sy              syncFlags
+	so              rootsync.RunOptions
+	keyFile, config string
+	dryRun          bool
+	timeout         time.Duration
+}
+
 func newUpCommand(a *app) *cobra.Command {
-	var (
-		f               renderFlags
-		rf              repoFlags
-		co              controllers.Options
-		ao              agekey.Options
-		cf              convergeFlags
-		sy              syncFlags
-		so              rootsync.RunOptions
-		keyFile, config string
-		dryRun          bool
-		timeout         time.Duration
-	)
+	u := &upFlags{}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "The whole bring-up in one run: controllers, age key, cluster root, each gated before and after",
@@ -54,82 +59,95 @@ $SOPS_AGE_KEY_FILE.`,
   bootstrap up --env prod --source-url https://mirror.lan/homelab/gitops.git --dry-run
   bootstrap up --env prod --age-key-file - --serve --cutover-when-ready < age.key`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("up", dryRun)
-			if err := loadConfig(cmd.Flags(), config); err != nil {
-				return a.fail(run.Report, err)
-			}
-			var err error
-			if co.Render, err = f.options(); err != nil {
-				return a.fail(run.Report, err)
-			}
-			ns := co.Render.Components.Namespace
-			co.MinKubernetes = a.pins.MinKubernetes[co.Render.Components.FluxVersion]
-			co.Timeout, so.Timeout = timeout, timeout
-			if so.Build.Path, err = rf.resolve(); err != nil {
-				return a.fail(run.Report, err)
-			}
-			so.Build.Repo, so.Build.Namespace, so.Build.RootName = rf.repo, ns, ns
-			if err := sy.validate(so); err != nil {
-				return a.fail(run.Report, err)
-			}
-			if err := validate.OptionalName("--secret-name", ao.SecretName, "age-key Secret"); err != nil {
-				return a.fail(run.Report, err)
-			}
-			so.Source = sy.source()
-			// The environment is built before the first request: a root
-			// that does not build is refused before the cluster is touched
-			// (the static phase then refuses any Kustomization below it that
-			// does not build, unless --check=false).
-			if so.Built, err = rootsync.Build(so.Build); err != nil {
-				return a.fail(run.Report, err)
-			}
-			phases := append(staticPhase(run, sy.withCheck, so.Built), controllers.NewPhase(co, a.connect))
-			in := agekey.Input{Flag: keyFile, Stdin: a.streams.In, Getenv: a.getenv}
-			if keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
-				// The key is read before the first request: a missing or
-				// malformed key is refused before the controllers change.
-				if in.Identities, err = agekey.Read(in); err != nil {
-					return a.fail(run.Report, err)
-				}
-				ao.Repo, ao.Path, ao.Namespace, ao.Env = rf.repo, so.Build.Path, ns, so.Built.Env
-				phases = append(phases, agekey.NewInstallPhase(in, ao, a.ageKeyConnect))
-			} else {
-				run.Report.Facts["age-key"] = "no key given: phase not run; sync checks that every decryption Secret exists"
-			}
-			conv, err := cf.phase(a, so.Built, so.Build.Path, timeout)
-			if err != nil {
-				return a.fail(run.Report, err)
-			}
-			if so.Serve, err = sy.serve.prepare(cmd.Context(), a, rf.repo, so.Built, dryRun); err != nil {
-				return a.fail(run.Report, err)
-			}
-			if so.Serve != nil {
-				defer so.Serve.Close()
-			}
-			phases = append(phases, rootsync.NewPhase(so, a.connect))
-			phases = append(append(phases, conv...), sy.serve.phase(a, so.Built, timeout, so.Serve)...)
-			a.countRequests = true
-			a.installs("up", ns, dryRun)
-			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
-			return a.execute(cmd.Context(), run, phases...)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return u.run(a, cmd) },
 	}
-	addRenderFlags(cmd, &f, a.pins)
-	fl := cmd.Flags()
-	rf.add(fl)
-	cf.add(fl)
-	fl.StringVar(&config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
-	fl.BoolVar(&dryRun, "dry-run", false, "plan every phase and change nothing")
-	fl.Var(flagvalue.NewDuration(&timeout, 5*time.Minute), "timeout", "how long each phase may wait (CRDs, rollouts, the source, the root)")
-	fl.BoolVar(&co.Force, "force", false, "apply the controllers even over a Flux managed by a Flux Kustomization or the Flux operator")
-	fl.BoolVar(&co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")
-	fl.BoolVar(&co.PruneCRDs, "prune-crds", false, "also prune CRDs that still have custom resources")
-	fl.StringVar(&keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE); without any, the age-key phase is not run")
-	fl.StringVar(&ao.SecretName, "secret-name", agekey.DefaultSecretName, "name of the age-key Secret")
-	fl.BoolVar(&ao.Rotate, "rotate", false, "replace an age-key Secret that holds different identities")
-	sy.add(fl)
+	u.add(cmd, a)
 	return cmd
+}
+
+func (u *upFlags) add(cmd *cobra.Command, a *app) {
+	addRenderFlags(cmd, &u.f, a.pins)
+	fl := cmd.Flags()
+	u.rf.add(fl)
+	u.cf.add(fl)
+	fl.StringVar(&u.config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
+	fl.BoolVar(&u.dryRun, "dry-run", false, "plan every phase and change nothing")
+	fl.Var(flagvalue.NewDuration(&u.timeout, 5*time.Minute), "timeout", "how long each phase may wait (CRDs, rollouts, the source, the root)")
+	fl.BoolVar(&u.co.Force, "force", false, "apply the controllers even over a Flux managed by a Flux Kustomization or the Flux operator")
+	fl.BoolVar(&u.co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")
+	fl.BoolVar(&u.co.PruneCRDs, "prune-crds", false, "also prune CRDs that still have custom resources")
+	fl.StringVar(&u.keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE); without any, the age-key phase is not run")
+	fl.StringVar(&u.ao.SecretName, "secret-name", agekey.DefaultSecretName, "name of the age-key Secret")
+	fl.BoolVar(&u.ao.Rotate, "rotate", false, "replace an age-key Secret that holds different identities")
+	u.sy.add(fl)
+}
+
+// run refuses bad input before the first request (phases), then runs the
+// phases under the cluster lock.
+func (u *upFlags) run(a *app, cmd *cobra.Command) error {
+	run := a.newRun("up", u.dryRun)
+	phases, err := u.phases(a, cmd, run)
+	if u.so.Serve != nil {
+		defer u.so.Serve.Close()
+	}
+	if err != nil {
+		return a.fail(run.Report, err)
+	}
+	a.countRequests = true
+	a.installs("up", u.co.Render.Components.Namespace, u.dryRun)
+	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, u.dryRun) }
+	return a.execute(cmd.Context(), run, phases...)
+}
+
+// phases reads every input — the config, the render options, the
+// environment (built: a root that does not build is refused before the
+// cluster is touched), the age key, the served snapshot — and returns the
+// phase list: static, controllers, age-key (with a key), sync, converge,
+// cutover (--cutover-when-ready).
+func (u *upFlags) phases(a *app, cmd *cobra.Command, run *pipeline.Run) ([]pipeline.Phase, error) {
+	if err := loadConfig(cmd.Flags(), u.config); err != nil {
+		return nil, err
+	}
+	var err error
+	if u.co.Render, err = u.f.options(); err != nil {
+		return nil, err
+	}
+	ns := u.co.Render.Components.Namespace
+	u.co.MinKubernetes = a.pins.MinKubernetes[u.co.Render.Components.FluxVersion]
+	u.co.Timeout, u.so.Timeout = u.timeout, u.timeout
+	if u.so.Build.Path, err = u.rf.resolve(); err != nil {
+		return nil, err
+	}
+	u.so.Build.Repo, u.so.Build.Namespace, u.so.Build.RootName = u.rf.repo, ns, ns
+	if err := errors.Join(u.sy.validate(u.so), validate.OptionalName("--secret-name", u.ao.SecretName, "age-key Secret")); err != nil {
+		return nil, err
+	}
+	u.so.Source = u.sy.source()
+	if u.so.Built, err = rootsync.Build(u.so.Build); err != nil {
+		return nil, err
+	}
+	phases := append(staticPhase(run, u.sy.withCheck, u.so.Built), controllers.NewPhase(u.co, a.connect))
+	in := agekey.Input{Flag: u.keyFile, Stdin: a.streams.In, Getenv: a.getenv}
+	if u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
+		// Read before the first request: a missing or malformed key is
+		// refused before the controllers change.
+		if in.Identities, err = agekey.Read(in); err != nil {
+			return nil, err
+		}
+		u.ao.Repo, u.ao.Path, u.ao.Namespace, u.ao.Env = u.rf.repo, u.so.Build.Path, ns, u.so.Built.Env
+		phases = append(phases, agekey.NewInstallPhase(in, u.ao, a.ageKeyConnect))
+	} else {
+		run.Report.Facts["age-key"] = "no key given: phase not run; sync checks that every decryption Secret exists"
+	}
+	conv, err := u.cf.phase(a, u.so.Built, u.so.Build.Path, u.timeout)
+	if err != nil {
+		return nil, err
+	}
+	if u.so.Serve, err = u.sy.serve.prepare(cmd.Context(), a, u.rf.repo, u.so.Built, u.dryRun); err != nil {
+		return nil, err
+	}
+	phases = append(phases, rootsync.NewPhase(u.so, a.connect))
+	return append(append(phases, conv...), u.sy.serve.phase(a, u.so.Built, u.timeout, u.so.Serve)...), nil
 }
 
 // loadConfig sets every flag the command line did not set from a YAML map

@@ -138,17 +138,11 @@ func up(state, bin, versions string, timeout time.Duration) error {
 
 // serve runs the sandbox and the controller runner until SIGTERM/SIGINT.
 func serve(state, bin, versions string) error {
-	// The supervisor's own log (runner decisions: starts, restarts, args,
-	// reports) goes beside the component logs as logs/runner.log too.
-	if err := os.MkdirAll(filepath.Join(state, "logs"), 0o755); err != nil {
-		return err
-	}
-	rlog, err := os.OpenFile(filepath.Join(state, "logs", "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logger, closeLog, err := supervisorLog(state)
 	if err != nil {
 		return err
 	}
-	defer rlog.Close()
-	logger := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stdout, rlog), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	defer closeLog()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := os.WriteFile(filepath.Join(state, "serve.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
@@ -192,15 +186,36 @@ func serve(state, bin, versions string) error {
 		return err
 	}
 	logger.Info("sandbox ready; waiting for SIGTERM")
-	// Watch for a component dying while idle: report it, keep serving.
+	idle(ctx, sb, logger)
+	<-runDone
+	logger.Info("stopping")
+	return nil
+}
+
+// supervisorLog is the supervisor's own log (runner decisions: starts,
+// restarts, args, reports), on stdout and beside the component logs as
+// logs/runner.log.
+func supervisorLog(state string) (*slog.Logger, func(), error) {
+	if err := os.MkdirAll(filepath.Join(state, "logs"), 0o755); err != nil {
+		return nil, nil, err
+	}
+	rlog, err := os.OpenFile(filepath.Join(state, "logs", "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stdout, rlog), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return logger, func() { _ = rlog.Close() }, nil
+}
+
+// idle waits for ctx, reporting a component that dies meanwhile (the
+// sandbox keeps serving).
+func idle(ctx context.Context, sb *sandbox.Sandbox, logger *slog.Logger) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			<-runDone
-			logger.Info("stopping")
-			return nil
+			return
 		case <-t.C:
 			if err := sb.Check(); err != nil {
 				logger.Error("sandbox component died", "error", err)

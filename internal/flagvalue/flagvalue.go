@@ -126,16 +126,23 @@ func (c *Count) Set(v string) error {
 }
 
 // OutputFile is a file this tool writes: its directory must exist and be
-// writable now, not after the run did its work. exts, when set, are the
-// name endings allowed.
+// writable now, not after the run did its work; with a format check, its
+// name must pass it too.
 type OutputFile struct {
 	checked
-	p    *string
-	exts []string
+	p      *string
+	format func(string) bool
+	want   string
 }
 
 // NewOutputFile parses into *p ("" means no file).
-func NewOutputFile(p *string, exts ...string) *OutputFile { return &OutputFile{p: p, exts: exts} }
+func NewOutputFile(p *string) *OutputFile { return &OutputFile{p: p} }
+
+// NewFormatFile is NewOutputFile for a file whose name says its format:
+// format says whether a name is one the writer knows; want says which.
+func NewFormatFile(p *string, format func(string) bool, want string) *OutputFile {
+	return &OutputFile{p: p, format: format, want: want}
+}
 
 func (f *OutputFile) String() string { return *f.p }
 
@@ -148,22 +155,13 @@ func (f *OutputFile) Set(v string) error {
 	if v == "" {
 		return f.record(v, nil)
 	}
-	if len(f.exts) > 0 && !hasSuffix(v, f.exts) {
-		return f.record(v, fmt.Errorf("name the file %s", strings.Join(f.exts, ", ")))
+	if f.format != nil && !f.format(v) {
+		return f.record(v, fmt.Errorf("name the file %s", f.want))
 	}
 	if st, err := os.Stat(v); err == nil && st.IsDir() {
 		return f.record(v, fmt.Errorf("is a directory: name a file in it"))
 	}
 	return f.record(v, writableDir(filepath.Dir(v)))
-}
-
-func hasSuffix(v string, exts []string) bool {
-	for _, e := range exts {
-		if strings.HasSuffix(v, e) {
-			return true
-		}
-	}
-	return false
 }
 
 // OutputDir is a directory this tool writes into: created when missing,

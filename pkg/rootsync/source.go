@@ -174,13 +174,11 @@ func requestReconcileToken(ctx context.Context, c client.Client, obj client.Obje
 }
 
 // ValidateSync checks sync's flags before anything is read or requested:
-// the root Kustomization's namespace and name, the timeout, and the
-// temporary source's URL and Secret name.
+// the root Kustomization's namespace and the temporary source's URL and
+// Secret name (--root and --timeout check themselves: internal/flagvalue).
 func ValidateSync(o RunOptions, url, secret string) error {
 	errs := []error{
 		validate.Namespace("--namespace", o.Build.Namespace),
-		validate.Name("--root", o.Build.RootName, "root Kustomization"),
-		validate.Timeout("--timeout", o.Timeout),
 		validate.OptionalName("--source-secret", secret, "Secret with the temporary source's credentials"),
 	}
 	if url != "" {
@@ -195,7 +193,6 @@ func ValidateCutover(o CutoverOptions) error {
 	errs := []error{
 		validate.Namespace("--namespace", o.Namespace),
 		validate.Name("--source", o.Name, "GitRepository"),
-		validate.Timeout("--timeout", o.Timeout),
 	}
 	if o.To != "" {
 		errs = append(errs, validate.GitURL("--to", o.To))

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -81,14 +80,6 @@ func TolerationKeys(flag string, keys []string) error {
 			errs = append([]string{"a taint key must be a qualified name ([DNS-subdomain prefix/]name)"}, errs...)
 			return fail(flag, k, errs, "pass taint keys such as node-role.kubernetes.io/control-plane, comma-separated")
 		}
-	}
-	return nil
-}
-
-// Timeout must be positive: zero or less would give up before starting.
-func Timeout(flag string, d time.Duration) error {
-	if d <= 0 {
-		return gate.InputErrorf("%s %s: must be positive: pass a duration such as 5m or 90s", flag, d)
 	}
 	return nil
 }
