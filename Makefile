@@ -11,7 +11,7 @@ all: build
 
 ## generate: extract the embedded Flux release bundles (skipped when up to date)
 generate:
-	$(GO) generate ./pkg/components
+	$(GO) generate ./internal/components
 
 ## build: the bootstrap binary in $(BIN)
 build: generate
@@ -29,7 +29,7 @@ test: unit
 
 ## bench: render benchmarks (time, allocations, peak RSS)
 bench: generate
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/render/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/render/
 
 ## docs: regenerate the reference (docs/reference) from the code; a unit test fails when it is stale
 docs: generate

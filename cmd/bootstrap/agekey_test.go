@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
+	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 )
 
 // runAgeKey runs the command line with stdin and an environment of its

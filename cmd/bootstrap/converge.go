@@ -9,11 +9,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
-	"github.com/homelab-ops/bootstrap/pkg/converge"
-	"github.com/homelab-ops/bootstrap/pkg/gate"
-	"github.com/homelab-ops/bootstrap/pkg/pipeline"
-	"github.com/homelab-ops/bootstrap/pkg/rootsync"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
 func newConvergeCommand(a *app) *cobra.Command {
@@ -95,7 +95,7 @@ func convergeOptions(o *converge.Options, root, repo, env, path string) error {
 
 // declare makes the graph the repository's: every Kustomization the
 // environment declares, transitively through spec.path (the one repository
-// model, pkg/fluxrepo, that r was built from), created yet or not.
+// model, internal/fluxrepo, that r was built from), created yet or not.
 func declare(o *converge.Options, r *rootsync.Render, path string) {
 	o.Declared, o.From = []*kustomizev1.Kustomization{}, "the repository "+path
 	for _, k := range r.Env.Kustomizations {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
+	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 )
 
 // secretInURL is the password every hostile URL carries; no output channel

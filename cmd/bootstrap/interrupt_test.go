@@ -15,7 +15,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/homelab-ops/bootstrap/pkg/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
 )
 
 // TestInterruptExitCodes: a run whose context a signal cancelled reports

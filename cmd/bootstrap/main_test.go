@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
 type result struct {
@@ -41,7 +41,7 @@ func runCLI(t *testing.T, args ...string) result {
 	return cli(t, "", nil, args...)
 }
 
-const fixtures = "../../pkg/render/testdata/overlays/"
+const fixtures = "../../internal/render/testdata/overlays/"
 
 func TestExitCodes(t *testing.T) {
 	tests := []struct {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/pkg/gate"
+	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
 // gateTablesPage is the hand-written manual whose "fails when" tables say,

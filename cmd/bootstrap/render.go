@@ -11,14 +11,14 @@ import (
 	"github.com/spf13/cobra"
 
 	bootstrap "github.com/homelab-ops/bootstrap"
+	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
-	"github.com/homelab-ops/bootstrap/pkg/components"
-	"github.com/homelab-ops/bootstrap/pkg/gate"
-	"github.com/homelab-ops/bootstrap/pkg/input"
-	"github.com/homelab-ops/bootstrap/pkg/pipeline"
-	"github.com/homelab-ops/bootstrap/pkg/render"
-	"github.com/homelab-ops/bootstrap/pkg/validate"
-	"github.com/homelab-ops/bootstrap/pkg/versions"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/render"
+	"github.com/homelab-ops/bootstrap/internal/validate"
+	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
 // renderFlags are the flags of every command that renders the components.

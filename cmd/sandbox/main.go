@@ -26,7 +26,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/sandbox"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
-	pins "github.com/homelab-ops/bootstrap/pkg/versions"
+	pins "github.com/homelab-ops/bootstrap/internal/versions"
 )
 
 const usage = `usage: sandbox up|down|serve [--state DIR] [--bin DIR] [--versions FILE]`

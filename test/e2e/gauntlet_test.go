@@ -33,12 +33,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
+	"github.com/homelab-ops/bootstrap/internal/lock"
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
-	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
-	"github.com/homelab-ops/bootstrap/pkg/lock"
-	"github.com/homelab-ops/bootstrap/pkg/rootsync"
-	"github.com/homelab-ops/bootstrap/pkg/wait"
+	"github.com/homelab-ops/bootstrap/internal/wait"
 )
 
 const (

@@ -29,7 +29,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/sandbox"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
-	"github.com/homelab-ops/bootstrap/pkg/versions"
+	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
 // env is the suite's shared sandbox; set once by TestMain, read by tests.

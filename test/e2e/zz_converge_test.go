@@ -31,9 +31,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/pkg/agekey"
-	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
-	"github.com/homelab-ops/bootstrap/pkg/converge"
+	"github.com/homelab-ops/bootstrap/internal/agekey"
+	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
+	"github.com/homelab-ops/bootstrap/internal/converge"
 )
 
 // convergeNodes are the fixture's Kustomizations.

@@ -14,8 +14,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
-	"github.com/homelab-ops/bootstrap/pkg/agekey/agekeytest"
 )
 
 func main() {

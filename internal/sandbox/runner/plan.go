@@ -21,14 +21,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/homelab-ops/bootstrap/pkg/patches"
+	"github.com/homelab-ops/bootstrap/internal/patches"
 )
 
 // StrictGate is kustomize-controller's strict post-build substitution gate.
 const StrictGate = patches.StrictSubstitution
 
 // strictDefaultFrom is the first kustomize-controller version whose
-// StrictGate defaults to on (pkg/patches holds the table).
+// StrictGate defaults to on (internal/patches holds the table).
 const strictDefaultFrom = "v1.9.0"
 
 // PlanInput is what BuildPlan needs besides the Deployment.
@@ -247,7 +247,7 @@ func splitFlag(a string) (name, val string, hasEq bool) {
 }
 
 // EffectiveGates merges every --feature-gates arg the way the controllers
-// do (pkg/patches parses them with the controllers' own flag type); later
+// do (internal/patches parses them with the controllers' own flag type); later
 // values win.
 func EffectiveGates(args []string) map[string]string {
 	f, _ := patches.ParseArgs(args)

@@ -1,0 +1,206 @@
+package agekey
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/pkg/ssa"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+)
+
+// Options of both subcommands.
+type Options struct {
+	// Repo is the GitOps repository checkout; Path the environment in it.
+	Repo, Path string
+	// Namespace and SecretName locate the Secret.
+	Namespace, SecretName string
+	// Rotate allows replacing different identities; Force installs a key
+	// that decrypts none (or not all) of the environment's files.
+	Rotate, Force bool
+	// Env is the environment already loaded (up shares sync's); nil: the
+	// phase loads Repo/Path.
+	Env *fluxrepo.Env
+}
+
+// scan is the environment's scope, from Env when it is loaded already.
+func (o *Options) scan() (*Scope, error) {
+	if o.Env != nil {
+		return ScopeOf(o.Env, o.SecretName)
+	}
+	return Scan(o.Repo, o.Path, o.Namespace, o.SecretName)
+}
+
+// Connect opens the cluster lazily: the gates before it run offline.
+type Connect func() (client.Client, *ssa.ResourceManager, error)
+
+func (o *Options) defaults() {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.SecretName == "" {
+		o.SecretName = DefaultSecretName
+	}
+	if o.Repo == "" {
+		o.Repo = "."
+	}
+}
+
+// NewInstallPhase is step 2 as a pipeline phase.
+func NewInstallPhase(in Input, o Options, connect Connect) *InstallPhase {
+	o.defaults()
+	return &InstallPhase{in: in, o: o, connect: connect}
+}
+
+// InstallPhase installs the sops-age Secret, proven before and after.
+type InstallPhase struct {
+	in      Input
+	o       Options
+	connect Connect
+
+	ids   *Identities
+	scope *Scope
+	c     client.Client
+}
+
+// Name implements pipeline.Phase.
+func (p *InstallPhase) Name() string { return Phase }
+
+// Gates implements pipeline.Phase.
+func (p *InstallPhase) Gates() []gate.Def {
+	return []gate.Def{GateIdentity, GateIdentityFileMode, GateScope, GateRecipient, GateDecrypt, GateSopsConfig,
+		GateRotation, GateSecretApplied, GateSecret, GateInstalledDecrypts}
+}
+
+// Before reads the identity and proves it on the repository, offline.
+func (p *InstallPhase) Before(_ context.Context, run *pipeline.Run) ([]gate.Check, error) {
+	o := p.o
+	if o.Path == "" {
+		return nil, gate.InputErrorf("--path is required: the environment whose files the key must decrypt, e.g. --env dev or --path clusters/dev")
+	}
+	ids, err := Read(p.in)
+	if err != nil {
+		return nil, err
+	}
+	scope, err := o.scan()
+	if err != nil {
+		return nil, err
+	}
+	p.ids, p.scope = ids, scope
+	r := run.Report
+	r.Facts["secret"] = o.Namespace + "/" + o.SecretName
+	r.Facts["recipients"] = strings.Join(ids.Recipients(), ",")
+	checks := IdentityChecks(ids)
+	repo, decrypted := RepositoryChecks(ids, scope, gate.Before, o.Force)
+	checks = append(checks, repo...)
+	r.Facts["decrypted"] = fmt.Sprintf("%d/%d", decrypted, len(scope.Files))
+	if gate.Blocks(checks...) {
+		blocked := 0
+		for _, c := range checks {
+			if gate.Blocks(c) {
+				blocked++
+			}
+		}
+		checks = append(checks, GateSecretApplied.Skip(fmt.Sprintf("not installed: %d gate%s before it did not pass; nothing was changed (fix them, or pass --force to install anyway)", blocked, plural(blocked, "", "s"))))
+	}
+	return checks, nil
+}
+
+// Do applies the Secret (refusing a rotation without --rotate). A dry run
+// reports what it would apply.
+func (p *InstallPhase) Do(ctx context.Context, run *pipeline.Run) error {
+	c, rm, err := p.connect()
+	if err != nil {
+		return err
+	}
+	p.c = c
+	if run.DryRun {
+		return nil
+	}
+	ins, changed, err := InstallSecret(ctx, c, rm, p.ids, InstallOptions{Namespace: p.o.Namespace, Name: p.o.SecretName, Rotate: p.o.Rotate})
+	run.Report.Add(ins...)
+	run.Report.Changed = run.Report.Changed || changed
+	return err
+}
+
+// After reads the live Secret back and proves it decrypts what the input did.
+func (p *InstallPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
+	ck, live := ReadSecret(ctx, p.c, p.o.Namespace, p.o.SecretName, p.ids)
+	if live == nil {
+		return []gate.Check{ck}
+	}
+	scope := p.scope
+	after, n := RepositoryChecks(live, scope, gate.After, p.o.Force)
+	sum := GateInstalledDecrypts.Pass(fmt.Sprintf("the installed Secret decrypts %d/%d SOPS file%s under %s", n, len(scope.Files), plural(len(scope.Files), "", "s"), scope.Env))
+	for _, a := range after {
+		if a.Verdict == gate.Fail || a.Verdict == gate.Skip {
+			sum.Verdict = a.Verdict
+			sum.Message = "the installed Secret: " + a.Message
+			break
+		}
+	}
+	if sum.Verdict == gate.Pass && n < len(scope.Files) {
+		sum.Verdict = gate.Warn // only under --force
+	}
+	if len(scope.Files) == 0 {
+		sum.Verdict, sum.Message = gate.Warn, "the installed Secret parses; there is no SOPS file to prove it on (--force)"
+	}
+	return []gate.Check{ck, sum}
+}
+
+// NewVerifyPhase is `age-key verify`: only the after-gates, on the live Secret.
+func NewVerifyPhase(o Options, connect Connect) *VerifyPhase {
+	o.defaults()
+	return &VerifyPhase{o: o, connect: connect}
+}
+
+// VerifyPhase proves the installed Secret without changing anything.
+type VerifyPhase struct {
+	o       Options
+	connect Connect
+	scope   *Scope
+	c       client.Client
+}
+
+// Name implements pipeline.Phase.
+func (p *VerifyPhase) Name() string { return Phase }
+
+// Gates implements pipeline.Phase.
+func (p *VerifyPhase) Gates() []gate.Def {
+	return []gate.Def{GateSecret, GateScope.At(gate.After), GateRecipient.At(gate.After), GateDecrypt.At(gate.After), GateSopsConfig.At(gate.After)}
+}
+
+// Before scans the repository.
+func (p *VerifyPhase) Before(context.Context, *pipeline.Run) ([]gate.Check, error) {
+	if p.o.Path == "" {
+		return nil, gate.InputErrorf("--path is required: the environment whose files the Secret must decrypt, e.g. --env dev or --path clusters/dev")
+	}
+	scope, err := p.o.scan()
+	p.scope = scope
+	return nil, err
+}
+
+// Do connects; it changes nothing.
+func (p *VerifyPhase) Do(context.Context, *pipeline.Run) error {
+	c, _, err := p.connect()
+	p.c = c
+	return err
+}
+
+// After reads the Secret and proves it on the repository.
+func (p *VerifyPhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+	r := run.Report
+	r.Facts["secret"] = p.o.Namespace + "/" + p.o.SecretName
+	ck, live := ReadSecret(ctx, p.c, p.o.Namespace, p.o.SecretName, nil)
+	if live == nil {
+		return []gate.Check{ck}
+	}
+	r.Facts["recipients"] = strings.Join(live.Recipients(), ",")
+	checks, n := RepositoryChecks(live, p.scope, gate.After, false)
+	r.Facts["decrypted"] = fmt.Sprintf("%d/%d", n, len(p.scope.Files))
+	return append([]gate.Check{ck}, checks...)
+}

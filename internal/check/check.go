@@ -1,0 +1,306 @@
+// Package check is `bootstrap check` (issue #11): the offline, static phase.
+// It loads an environment with fluxrepo (built as kustomize-controller
+// builds it) and, with no cluster, reports what would break at reconcile
+// time: post-build substitution run through the controller's own code in
+// strict mode, substituteFrom knobs across environments, the Kustomization
+// graph (cycles, dangling dependsOn, reachability, the root's wait, the
+// substitution race) and prune hazards on shared Namespaces.
+package check
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+)
+
+// PhaseName is the phase of every gate here.
+const PhaseName = "static"
+
+// The gates, declared once.
+var (
+	Render = gate.Def{ID: "check.render", Phase: PhaseName, Stage: gate.Before,
+		Title: "the environment builds as kustomize-controller builds it"}
+	Substitution = gate.Def{ID: "check.substitution", Phase: PhaseName, Stage: gate.Before, Prefix: true,
+		Title: "post-build substitution succeeds in strict mode and renders no default or literal by accident"}
+	Knobs = gate.Def{ID: "check.knobs", Phase: PhaseName, Stage: gate.Before, Prefix: true,
+		Title: "substituteFrom objects are rendered, agree across environments and are used"}
+	Graph = gate.Def{ID: "check.graph", Phase: PhaseName, Stage: gate.Before,
+		Title: "the Kustomization graph has a root, no cycle, no dangling or unreachable node"}
+	Race = gate.Def{ID: "check.race", Phase: PhaseName, Stage: gate.Before, Prefix: true,
+		Title: "a Kustomization depends on whoever applies what it substitutes from"}
+	PruneHazard = gate.Def{ID: "check.prune-hazard", Phase: PhaseName, Stage: gate.Before, Prefix: true,
+		Title: "no prune: true Kustomization is the only declarer of a shared Namespace"}
+)
+
+// Gates lists every gate of the phase.
+func Gates() []gate.Def { return []gate.Def{Render, Substitution, Knobs, Graph, Race, PruneHazard} }
+
+// Detector names one defect class; Options.Disable turns it off (the tests
+// prove each one load-bearing that way).
+type Detector string
+
+// The detectors.
+const (
+	Undefined   Detector = "undefined"    // ${X} with X undefined: strict mode fails the Kustomization
+	DefaultOp   Detector = "default-op"   // ${X:-d} on an undefined X; := and :? always
+	ParseError  Detector = "parse-error"  // an expansion the parser rejects: fails the Kustomization
+	Literal     Detector = "literal"      // ${…} where nothing substitutes: ships literally
+	KnobEnv     Detector = "knob-env"     // a knob defined in one environment only
+	KnobMissing Detector = "knob-missing" // a substituteFrom object no Kustomization renders
+	KnobUnused  Detector = "knob-unused"  // a knob nobody references
+	Cycle       Detector = "cycle"
+	Dangling    Detector = "dangling"
+	Unreachable Detector = "unreachable"
+	RootWait    Detector = "root-wait"
+	NoRoot      Detector = "no-root"
+	RaceDep     Detector = "race"
+	Prune       Detector = "prune-hazard"
+)
+
+// Options select the environment and what it is compared with.
+type Options struct {
+	fluxrepo.Options
+	// Compare are the root paths of the other environments whose knobs must
+	// match. Nil means the sibling directories of Path that build and have
+	// their own root Kustomization; NoCompare turns the comparison off.
+	Compare   []string
+	NoCompare bool
+	// Disable turns detectors off.
+	Disable map[Detector]bool
+	// Env is the environment already loaded with Options (a command that
+	// built it before the first request); nil: Run loads it.
+	Env *fluxrepo.Env
+}
+
+func (o Options) on(d Detector) bool { return !o.Disable[d] }
+
+// Result is what Run found: the checks, and the models it read.
+type Result struct {
+	Checks []gate.Check
+	// Findings are the defects behind the checks that did not pass, one per
+	// located defect (for SARIF and other tools).
+	Findings []Finding
+	Env      *fluxrepo.Env
+	// Others are the environments compared with, by root path.
+	Others map[string]*fluxrepo.Env
+}
+
+// Run loads the environment and checks it. The error is an input error
+// (gate.InputError) when the environment cannot be built.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	env := o.Env
+	if env == nil {
+		var err error
+		if env, err = fluxrepo.Load(o.Options); err != nil {
+			return nil, err
+		}
+	}
+	// A model loaded to keep going past a path that does not build: the
+	// check refuses it as its own Load would.
+	if err := env.Err(); err != nil {
+		return nil, err
+	}
+	r := &Result{Env: env, Others: map[string]*fluxrepo.Env{}}
+	var compareNotes []string
+	if !o.NoCompare {
+		r.Others, compareNotes = loadOthers(o, env)
+	}
+	ch := &checker{}
+	r.Checks = append(r.Checks, renderCheck(env, r.Others, compareNotes))
+	subs, refs := checkSubstitution(ch, ctx, o, env)
+	r.Checks = append(r.Checks, subs...)
+	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
+	r.Checks = append(r.Checks, checkGraph(ch, o, env))
+	r.Checks = append(r.Checks, checkRace(ch, o, env)...)
+	r.Checks = append(r.Checks, checkPrune(ch, o, env)...)
+	r.Findings = ch.findings
+	return r, nil
+}
+
+func renderCheck(env *fluxrepo.Env, others map[string]*fluxrepo.Env, notes []string) gate.Check {
+	built, objects := 0, 0
+	for _, k := range env.Kustomizations {
+		if k.Built {
+			built++
+			objects += len(k.Resources)
+		}
+	}
+	ev := []string{fmt.Sprintf("repository %s, root directory %s (files: %s)", env.Repo, env.Options.Path, strings.Join(env.RootFiles, ", "))}
+	for _, k := range env.Kustomizations {
+		s := fmt.Sprintf("Kustomization %s (%s) path %s", k.Ref(), k.Location, k.Path)
+		if k.Built {
+			s += fmt.Sprintf(": %d object(s)", len(k.Resources))
+		} else {
+			s += ": not built: " + k.Note
+		}
+		ev = append(ev, s)
+	}
+	for _, p := range slices.Sorted(maps.Keys(others)) {
+		ev = append(ev, "compared with environment "+p)
+	}
+	ev = append(ev, notes...)
+	for _, n := range env.Notes {
+		ev = append(ev, "note: "+n)
+	}
+	return Render.Pass(fmt.Sprintf("%s builds: %d Kustomization(s), %d built, %d object(s) in their paths", env.Options.Path, len(env.Kustomizations), built, objects), ev...)
+}
+
+// loadOthers loads the environments to compare knobs with.
+func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []string) {
+	out := map[string]*fluxrepo.Env{}
+	var notes []string
+	self := path.Clean(filepath.ToSlash(o.Path))
+	paths := o.Compare
+	explicit := paths != nil
+	if !explicit {
+		parent := path.Dir(self)
+		entries, _ := os.ReadDir(filepath.Join(env.Repo, filepath.FromSlash(parent)))
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				paths = append(paths, path.Join(parent, e.Name()))
+			}
+		}
+	}
+	for _, p := range paths {
+		p = path.Clean(filepath.ToSlash(p))
+		if p == self {
+			continue
+		}
+		oo := o.Options
+		oo.Path = p
+		other, err := fluxrepo.Load(oo)
+		switch {
+		case err != nil && explicit:
+			notes = append(notes, fmt.Sprintf("environment %s not compared: %v", p, err))
+		case err != nil:
+			// A directory without a kustomization is not an environment;
+			// one that does not build is named, not silently skipped.
+			if !strings.Contains(err.Error(), "has no kustomization.yaml") {
+				notes = append(notes, fmt.Sprintf("environment %s not compared: %v", p, err))
+			}
+		case other.Root == nil:
+			if explicit {
+				notes = append(notes, fmt.Sprintf("environment %s not compared: it renders no root Kustomization %s/%s", p, oo.Namespace, oo.RootName))
+			}
+		default:
+			out[p] = other
+		}
+	}
+	return out, notes
+}
+
+// Phase is the static phase for the pipeline: its before-gates are the
+// checks; Do and After do nothing. An input error is recorded in the
+// report's Error (exit 2) and fails check.render, which stops later phases.
+type Phase struct {
+	Options Options
+	// Result is set by Before.
+	Result *Result
+}
+
+// Name is "static".
+func (p *Phase) Name() string { return PhaseName }
+
+// Gates lists the gates.
+func (p *Phase) Gates() []gate.Def { return Gates() }
+
+// Before runs the checks. A repository that does not build is an input
+// error (exit 2), not a gate.
+func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+	run.Progressf("static: checking %s in %s", p.Options.Path, p.Options.Repo)
+	r, err := Run(ctx, p.Options)
+	if err != nil {
+		if gate.IsInput(err) {
+			return nil, err
+		}
+		return []gate.Check{Render.Fail(err.Error())}, nil
+	}
+	p.Result = r
+	return r.Checks, nil
+}
+
+// Do does nothing: the phase only checks.
+func (p *Phase) Do(context.Context, *pipeline.Run) error { return nil }
+
+// After does nothing.
+func (p *Phase) After(context.Context, *pipeline.Run) []gate.Check { return nil }
+
+var _ pipeline.Phase = (*Phase)(nil)
+
+// finding is one defect, located.
+type finding struct {
+	det  Detector
+	loc  fluxrepo.Location
+	what string
+	fix  string
+	warn bool
+}
+
+func (f finding) String() string {
+	s := fmt.Sprintf("%s: [%s] %s", f.loc, f.det, f.what)
+	if f.fix != "" {
+		s += " — fix: " + f.fix
+	}
+	return s
+}
+
+// Finding is one located defect.
+type Finding struct {
+	// Gate is the ID of the check reporting it.
+	Gate     string   `json:"gate"`
+	Detector Detector `json:"detector"`
+	// Verdict is fail or warn.
+	Verdict gate.Verdict `json:"verdict"`
+	File    string       `json:"file,omitempty"`
+	Line    int          `json:"line,omitempty"`
+	Message string       `json:"message"`
+	Fix     string       `json:"fix,omitempty"`
+}
+
+// checker gathers the findings of one run.
+type checker struct{ findings []Finding }
+
+// verdict turns findings into one check of def.
+func (ch *checker) verdict(def gate.Def, fs []finding, passMsg string, ev ...string) gate.Check {
+	if len(fs) == 0 {
+		return def.Pass(passMsg, ev...)
+	}
+	for _, f := range fs {
+		v := gate.Fail
+		if f.warn {
+			v = gate.Warn
+		}
+		ch.findings = append(ch.findings, Finding{Gate: def.ID, Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Message: f.what, Fix: f.fix})
+	}
+	fails := slices.DeleteFunc(slices.Clone(fs), func(f finding) bool { return f.warn })
+	// The message names the first finding; the evidence lists them all
+	// when there are several.
+	lines := make([]string, 0, len(fs)+len(ev))
+	for _, f := range fs {
+		if len(fs) > 1 {
+			lines = append(lines, f.String())
+		}
+	}
+	lines = append(lines, ev...)
+	if len(fails) > 0 {
+		msg := fails[0].String()
+		if len(fs) > 1 {
+			msg = fmt.Sprintf("%d defect(s); first: %s", len(fs), msg)
+		}
+		return def.Fail(msg, lines...)
+	}
+	msg := fs[0].String()
+	if len(fs) > 1 {
+		msg = fmt.Sprintf("%d warning(s); first: %s", len(fs), msg)
+	}
+	return def.Warn(msg, lines...)
+}

@@ -1,0 +1,317 @@
+package check
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+)
+
+const clean = "../../testdata/check/clean"
+
+// mutation edits one file of a copy of the clean fixture: old is replaced
+// by new once (old "" appends new).
+type mutation struct{ file, old, new string }
+
+func fixture(t *testing.T, ms ...mutation) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(clean)); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		p := filepath.Join(dst, m.file)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		if m.old == "" {
+			s += m.new
+		} else {
+			if !strings.Contains(s, m.old) {
+				t.Fatalf("%s does not contain %q", m.file, m.old)
+			}
+			s = strings.Replace(s, m.old, m.new, 1)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+func run(t *testing.T, repo string, disable ...Detector) *gate.Report {
+	t.Helper()
+	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/dev"}, Disable: map[Detector]bool{}}
+	for _, d := range disable {
+		o.Disable[d] = true
+	}
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := gate.NewReport("check")
+	rep.Add(r.Checks...)
+	return rep
+}
+
+func text(c gate.Check) string { return c.Message + "\n" + strings.Join(c.Evidence, "\n") }
+
+func dump(rep *gate.Report) string {
+	var b strings.Builder
+	_ = gate.WriteText(&b, rep)
+	return b.String()
+}
+
+func TestCleanPasses(t *testing.T) {
+	rep := run(t, fixture(t))
+	if rep.ExitCode() != gate.ExitOK || rep.Verdict() != gate.Pass {
+		t.Fatalf("clean fixture:\n%s", dump(rep))
+	}
+	// Every gate of the phase reported.
+	if missing := gate.Missing(Gates(), rep.Checks, "x"); len(missing) > 0 {
+		t.Fatalf("gates not reported: %v", missing)
+	}
+}
+
+var wantEnvAdd = mutation{"apps/web.yaml", "", "  extra: \"$${ARR[0]} $${undefinedKnob} $${X:-d} $${Y:=z} $${Z:?m} $$HOME $(date)\"\n"}
+
+func TestEscapedFormsPass(t *testing.T) {
+	rep := run(t, fixture(t, wantEnvAdd,
+		mutation{"infrastructure/cni.yaml", "    echo", "    # $${COMMENTED:-x} $${ARR[1]}\n    echo"}))
+	if rep.ExitCode() != gate.ExitOK || rep.Verdict() != gate.Pass {
+		t.Fatalf("escaped forms are flagged:\n%s", dump(rep))
+	}
+}
+
+func TestDefects(t *testing.T) {
+	webExtra := func(v string) mutation { return mutation{"apps/web.yaml", "", "  extra: \"" + v + "\"\n"} }
+	for _, tc := range []struct {
+		name    string
+		ms      []mutation
+		det     Detector
+		id      string
+		verdict gate.Verdict
+		want    string   // in the gate's message or evidence
+		also    []string // other gates this defect legitimately trips
+		// alone: the detector's finding is the only one in its gate, so
+		// disabling it makes the gate pass.
+		alone bool
+	}{
+		{name: "undefined", ms: []mutation{webExtra("${undefinedKnob}")}, det: Undefined,
+			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			want: "apps/web.yaml:10: [undefined] ${undefinedKnob} in ConfigMap/web/web is not defined"},
+		{name: "default on undefined", ms: []mutation{webExtra("${missingKnob:-fallback}")}, det: DefaultOp,
+			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			want: "apps/web.yaml:10: [default-op] ${missingKnob:-…} in ConfigMap/web/web: missingKnob is not defined in this environment"},
+		{name: "assign default on defined", ms: []mutation{webExtra("${domain:=dev.example.invalid}")}, det: DefaultOp,
+			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			want: "apps/web.yaml:10: [default-op] ${domain:=…} in ConfigMap/web/web silently ships its default"},
+		{name: "error operator on defined", ms: []mutation{webExtra("${domain:?domain must be set}")}, det: DefaultOp,
+			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			want: "[default-op] ${domain:?…} in ConfigMap/web/web renders the message as the value"},
+		{name: "alternate on undefined", ms: []mutation{webExtra("${missingKnob:+set}")}, det: DefaultOp,
+			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			want: "[default-op] ${missingKnob:+…}"},
+		{name: "array subscript", ms: []mutation{webExtra("${ARR[0]}")}, det: ParseError,
+			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			want: "apps/web.yaml:10: [parse-error] ${ARR[0]} in ConfigMap/web/web: the substitution parser rejects it (missing closing brace)"},
+		// Measured with fluxcd/pkg/envsubst v1.7.1 (kustomize-controller
+		// v1.9.5): the colon-less forms other than = do not parse.
+		{name: "colon-less default", ms: []mutation{webExtra("${domain-x}")}, det: ParseError,
+			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			want: "[parse-error] ${domain-x}"},
+		{name: "block scalar comment line", ms: []mutation{{"infrastructure/cni.yaml", "# the API host is ${k8sServiceHost}", "# the API host is ${undefinedInComment}"}}, det: Undefined,
+			id: "check.substitution/flux-system/infra", verdict: gate.Fail, alone: true,
+			want: "infrastructure/cni.yaml:11: [undefined] ${undefinedInComment} in ConfigMap/kube-system/cni-config"},
+		{name: "literal without postBuild", ms: []mutation{{"docs/readme.yaml", "plain text, no variables", "see https://${domain}"}}, det: Literal,
+			id: "check.substitution/flux-system/docs", verdict: gate.Warn, alone: true,
+			want: "docs/readme.yaml:7: [literal] ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs has no postBuild, so it ships literally"},
+		{name: "literal with postBuild but no variables", ms: []mutation{
+			{"docs/readme.yaml", "plain text, no variables", "see https://${domain}"},
+			{"clusters/base/apps.yaml", "  dependsOn:\n    - name: apps\n", "  dependsOn:\n    - name: apps\n  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: docs-vars\n        optional: true\n"}}, det: Literal,
+			id: "check.substitution/flux-system/docs", verdict: gate.Warn, alone: true,
+			want: "docs/readme.yaml:7: [literal] ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs substitutes from nothing (no variables), so nothing is substituted and it ships literally"},
+		{name: "knob in one environment", ms: []mutation{{"clusters/dev/cluster-vars.yaml", "", "  newKnob: x\n"}, webExtra("${newKnob}")}, det: KnobEnv,
+			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Fail, alone: true,
+			want: "clusters/dev/cluster-vars.yaml:10: [knob-env] knob newKnob of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod"},
+		{name: "substituteFrom object nobody renders", ms: []mutation{{"clusters/base/apps.yaml", "      - kind: Secret\n        name: app-secrets\n", "      - kind: Secret\n        name: app-secrets\n      - kind: ConfigMap\n        name: ghost-vars\n"}}, det: KnobMissing,
+			id: "check.knobs/ConfigMap/flux-system/ghost-vars", verdict: gate.Fail, alone: true,
+			want: "clusters/base/apps.yaml:25: [knob-missing] ConfigMap/flux-system/ghost-vars is substituted from by flux-system/apps but no Kustomization of clusters/dev renders it"},
+		{name: "unused knob", ms: []mutation{{"clusters/dev/cluster-vars.yaml", "", "  unusedKnob: x\n"}, {"clusters/prod/cluster-vars.yaml", "", "  unusedKnob: x\n"}}, det: KnobUnused,
+			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Warn, alone: true,
+			want: "clusters/dev/cluster-vars.yaml:10: [knob-unused] knob unusedKnob of ConfigMap/flux-system/cluster-vars is referenced by none"},
+		{name: "cycle", ms: []mutation{{"clusters/base/infrastructure.yaml", "    - name: flux-system\n", "    - name: flux-system\n    - name: docs\n"}}, det: Cycle,
+			id: "check.graph", verdict: gate.Fail, alone: true,
+			want: "[cycle] dependsOn circular dependency detected: flux-system/infra -> flux-system/docs -> flux-system/apps -> flux-system/infra"},
+		{name: "dangling dependsOn", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n    - name: ghost\n"}}, det: Dangling,
+			id: "check.graph", verdict: gate.Fail, alone: true,
+			want: "clusters/base/apps.yaml:16: [dangling] Kustomization flux-system/apps depends on flux-system/ghost"},
+		{name: "root applies another directory", ms: []mutation{{"clusters/dev/sync.yaml", "path: ./clusters/dev", "path: ./clusters/base"}}, det: Unreachable,
+			id: "check.graph", verdict: gate.Fail, alone: true,
+			want: "[unreachable] the root Kustomization flux-system/flux-system applies ./clusters/base, not the environment's directory clusters/dev"},
+		{name: "root waits", ms: []mutation{{"clusters/dev/sync.yaml", "wait: false", "wait: true"}}, det: RootWait,
+			id: "check.graph", verdict: gate.Fail, alone: true,
+			want: "clusters/dev/sync.yaml:10: [root-wait] the root Kustomization flux-system/flux-system has wait: true"},
+		{name: "no root", ms: []mutation{{"clusters/dev/kustomization.yaml", "  - sync.yaml\n", ""}}, det: NoRoot,
+			id: "check.graph", verdict: gate.Fail,
+			want: "clusters/dev/kustomization.yaml: [no-root] clusters/dev renders no root Kustomization flux-system/flux-system"},
+		{name: "substitution race", ms: []mutation{{"clusters/base/infrastructure.yaml", "  dependsOn:\n    - name: flux-system\n", ""}}, det: RaceDep,
+			id: "check.race/flux-system/infra", verdict: gate.Fail, alone: true, also: []string{"check.race/flux-system/apps"},
+			want: "clusters/base/infrastructure.yaml:1: [race] Kustomization flux-system/infra substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system, without depending on it"},
+		{name: "prune hazard", ms: []mutation{{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n"}}, det: Prune,
+			id: "check.prune-hazard/flux-system/apps/kube-system", verdict: gate.Warn,
+			want: "apps/namespace.yaml:6: [prune-hazard] Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := fixture(t, tc.ms...)
+			rep := run(t, repo)
+			var got *gate.Check
+			for i, c := range rep.Checks {
+				if c.ID == tc.id {
+					got = &rep.Checks[i]
+				}
+			}
+			if got == nil || got.Verdict != tc.verdict || !strings.Contains(text(*got), tc.want) {
+				t.Fatalf("want %s %s containing %q; got:\n%s", tc.id, tc.verdict, tc.want, dump(rep))
+			}
+			// Exactly that defect: no other gate trips.
+			for _, c := range rep.Checks {
+				if c.Verdict != gate.Pass && c.ID != tc.id && !slices.Contains(tc.also, c.ID) {
+					t.Errorf("%s also trips %s: %s", tc.name, c.ID, text(c))
+				}
+			}
+			wantExit := gate.ExitFailed
+			if tc.verdict == gate.Warn {
+				wantExit = gate.ExitOK
+			}
+			if rep.ExitCode() != wantExit {
+				t.Errorf("exit %d, want %d", rep.ExitCode(), wantExit)
+			}
+			// Load-bearing: with the detector off, the defect goes unseen.
+			off := run(t, repo, tc.det)
+			for _, c := range off.Checks {
+				tag := "[" + string(tc.det) + "]"
+				if strings.Contains(text(c), tag) {
+					t.Errorf("detector %s disabled, still reported: %s", tc.det, text(c))
+				}
+				if c.ID == tc.id && tc.alone && c.Verdict != gate.Pass {
+					t.Errorf("detector %s disabled, %s is still %s: %s", tc.det, c.ID, c.Verdict, text(c))
+				}
+			}
+			if tc.alone && len(tc.also) == 0 && off.ExitCode() != gate.ExitOK {
+				t.Errorf("detector %s disabled: exit %d, want 0:\n%s", tc.det, off.ExitCode(), dump(off))
+			}
+		})
+	}
+}
+
+func TestOptionalAndProtectedPass(t *testing.T) {
+	rep := run(t, fixture(t,
+		mutation{"clusters/base/apps.yaml", "      - kind: Secret\n        name: app-secrets\n", "      - kind: Secret\n        name: app-secrets\n      - kind: ConfigMap\n        name: ghost-vars\n        optional: true\n"},
+		mutation{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"}))
+	if rep.ExitCode() != gate.ExitOK || rep.Verdict() != gate.Pass {
+		t.Fatalf("optional substituteFrom / protected namespace flagged:\n%s", dump(rep))
+	}
+}
+
+func TestNotCheckableSkips(t *testing.T) {
+	// A Kustomization of another source that substitutes: its substitution
+	// cannot be checked offline, so the run is incomplete (exit 3).
+	rep := run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps\n  postBuild:\n    substitute:\n      x: y"}))
+	if rep.ExitCode() != gate.ExitIncomplete {
+		t.Fatalf("exit %d, want 3:\n%s", rep.ExitCode(), dump(rep))
+	}
+	for _, c := range rep.Checks {
+		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != gate.Skip || c.Optional || !strings.Contains(c.Message, "reads GitRepository/flux-system/other")) {
+			t.Fatalf("docs: %s %s (optional %v)", c.Verdict, c.Message, c.Optional)
+		}
+	}
+	// Without postBuild nothing is substituted there: the skip is reported
+	// but does not make the run incomplete.
+	rep = run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps"}))
+	found := false
+	for _, c := range rep.Checks {
+		if c.ID == "check.substitution/flux-system/docs" {
+			found = c.Verdict == gate.Skip && c.Optional
+		}
+	}
+	if !found || rep.ExitCode() == gate.ExitIncomplete {
+		t.Fatalf("a non-substituting Kustomization of another source: want an optional skip, exit not 3 (exit %d):\n%s", rep.ExitCode(), dump(rep))
+	}
+}
+
+func TestPhaseInputError(t *testing.T) {
+	rep := gate.NewReport("check")
+	p := &Phase{Options: Options{Options: fluxrepo.Options{Repo: clean, Path: "clusters/nope"}}}
+	err := pipeline.Execute(context.Background(), &pipeline.Run{Report: rep}, p)
+	if !gate.IsInput(err) || !strings.Contains(err.Error(), "clusters/nope: no such directory") {
+		t.Fatalf("want an input error naming the path, got %v", err)
+	}
+}
+
+func TestPhaseInPipeline(t *testing.T) {
+	rep := gate.NewReport("check")
+	p := &Phase{Options: Options{Options: fluxrepo.Options{Repo: fixture(t, mutation{"clusters/dev/sync.yaml", "wait: false", "wait: true"}), Path: "clusters/dev"}}}
+	if err := pipeline.Execute(context.Background(), &pipeline.Run{Report: rep}, p); err != nil {
+		t.Fatal(err)
+	}
+	if rep.ExitCode() != gate.ExitFailed || p.Result == nil {
+		t.Fatalf("exit %d:\n%s", rep.ExitCode(), dump(rep))
+	}
+}
+
+// A substituteFrom key that is not a valid variable name fails every
+// substitution of the Kustomization in the controller (its own check).
+func TestInvalidVariableName(t *testing.T) {
+	rep := run(t, fixture(t,
+		mutation{"clusters/dev/cluster-vars.yaml", "", "  bad-key: x\n"},
+		mutation{"clusters/prod/cluster-vars.yaml", "", "  bad-key: x\n"}))
+	want := "[parse-error] kustomize-controller's substitution fails Kustomization flux-system/infra: post build failed for 'ConfigMap/kube-system/cni-config': envsubst error: 'bad-key' var name is invalid"
+	for _, c := range rep.Checks {
+		if c.ID == "check.substitution/flux-system/infra" && c.Verdict == gate.Fail && strings.Contains(text(c), want) {
+			return
+		}
+	}
+	t.Fatalf("want %q in:\n%s", want, dump(rep))
+}
+
+// A SOPS-encrypted object in a substituting path: its plaintext is not
+// readable here, and the evidence says so.
+func TestEncryptedObjectsNamed(t *testing.T) {
+	rep := run(t, fixture(t, mutation{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: web\nstringData:\n  password: ENC[AES256_GCM,data:eA==,iv:aXY=,tag:dGFn,type:str]\nsops:\n  version: 3.9.0\n"}))
+	for _, c := range rep.Checks {
+		if c.ID == "check.substitution/flux-system/apps" {
+			if c.Verdict != gate.Pass || !strings.Contains(text(c), "values not checked: Secret/web/db") {
+				t.Fatalf("%s: %s", c.Verdict, text(c))
+			}
+			return
+		}
+	}
+	t.Fatal("no apps gate")
+}
+
+// TestSharedModelThatKeptGoing: up shares sync's model, which keeps going
+// past a path that does not build; the check still refuses it, as its own
+// Load would (exit 2 naming the file).
+func TestSharedModelThatKeptGoing(t *testing.T) {
+	repo := fixture(t)
+	if err := os.WriteFile(filepath.Join(repo, "apps", "kustomization.yaml"), []byte("resources:\n- web.yaml\n- missing.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := fluxrepo.Options{Repo: repo, Path: "clusters/dev", KeepGoing: true}
+	env, err := fluxrepo.Load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Options{Options: o, Env: env}); err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Fatalf("err = %v, want the input error naming missing.yaml", err)
+	}
+}

@@ -1,0 +1,103 @@
+package check
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// detectorText describes each detector for SARIF rules.
+var detectorText = map[Detector]string{
+	Undefined:   "undefined variable: strict post-build substitution fails the whole Kustomization",
+	DefaultOp:   "default-operator expansion that renders its default (or message) at reconcile time",
+	ParseError:  "expansion the controller's parser rejects: the whole Kustomization fails",
+	Literal:     "${…} that nothing substitutes: the literal ships",
+	KnobEnv:     "substituteFrom knob defined in one environment only",
+	KnobMissing: "substituteFrom object no Kustomization renders",
+	KnobUnused:  "substituteFrom knob nobody references",
+	Cycle:       "dependsOn cycle",
+	Dangling:    "dependsOn on a Kustomization the environment does not render",
+	Unreachable: "object not applied by any Kustomization reachable from the root",
+	RootWait:    "root Kustomization with wait: true",
+	NoRoot:      "environment without its own root Kustomization or GitRepository",
+	RaceDep:     "substitution race: substitutes from an object another Kustomization applies without depending on it",
+	Prune:       "prune: true Kustomization is the only declarer of a shared Namespace",
+}
+
+type sarifMessage struct {
+	Text string `json:"text"`
+}
+
+type sarifRule struct {
+	ID               string       `json:"id"`
+	ShortDescription sarifMessage `json:"shortDescription"`
+}
+
+type sarifLocation struct {
+	PhysicalLocation struct {
+		ArtifactLocation struct {
+			URI string `json:"uri"`
+		} `json:"artifactLocation"`
+		Region *struct {
+			StartLine int `json:"startLine"`
+		} `json:"region,omitempty"`
+	} `json:"physicalLocation"`
+}
+
+type sarifResult struct {
+	RuleID     string            `json:"ruleId"`
+	Level      string            `json:"level"`
+	Message    sarifMessage      `json:"message"`
+	Locations  []sarifLocation   `json:"locations,omitempty"`
+	Properties map[string]string `json:"properties,omitempty"`
+}
+
+// WriteSARIF writes the findings (and the checks that could not run, as
+// notes) as a SARIF 2.1.0 log; file paths are relative to the repository.
+func WriteSARIF(w io.Writer, r *Result) error {
+	var rules []sarifRule
+	for _, d := range []Detector{Undefined, DefaultOp, ParseError, Literal, KnobEnv, KnobMissing, KnobUnused, Cycle, Dangling, Unreachable, RootWait, NoRoot, RaceDep, Prune} {
+		rules = append(rules, sarifRule{ID: string(d), ShortDescription: sarifMessage{detectorText[d]}})
+	}
+	rules = append(rules, sarifRule{ID: "not-checked", ShortDescription: sarifMessage{"a gate that could not be checked (the run is incomplete)"}})
+	results := []sarifResult{}
+	for _, f := range r.Findings {
+		level := "error"
+		if f.Verdict == gate.Warn {
+			level = "warning"
+		}
+		msg := f.Message
+		if f.Fix != "" {
+			msg += " Fix: " + f.Fix
+		}
+		res := sarifResult{RuleID: string(f.Detector), Level: level, Message: sarifMessage{msg}, Properties: map[string]string{"gate": f.Gate}}
+		if f.File != "" {
+			var loc sarifLocation
+			loc.PhysicalLocation.ArtifactLocation.URI = f.File
+			if f.Line > 0 {
+				loc.PhysicalLocation.Region = &struct {
+					StartLine int `json:"startLine"`
+				}{f.Line}
+			}
+			res.Locations = []sarifLocation{loc}
+		}
+		results = append(results, res)
+	}
+	for _, c := range r.Checks {
+		if c.Verdict == gate.Skip {
+			results = append(results, sarifResult{RuleID: "not-checked", Level: "note", Message: sarifMessage{c.Message}, Properties: map[string]string{"gate": c.ID}})
+		}
+	}
+	doc := map[string]any{
+		"$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+		"version": "2.1.0",
+		"runs": []any{map[string]any{
+			"tool":    map[string]any{"driver": map[string]any{"name": "bootstrap check", "rules": rules}},
+			"results": results,
+		}},
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}

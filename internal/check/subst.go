@@ -1,0 +1,410 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/envsubst/parse"
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/resource"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+const substituteKey = "kustomize.toolkit.fluxcd.io/substitute"
+
+// dataRef is one substituteFrom reference, resolved in the environment.
+type dataRef struct {
+	key      string // fluxrepo.DataKey
+	optional bool
+	by       *fluxrepo.Kustomization
+}
+
+// usage is what the substitution pass learned for the knob checks: which
+// substituteFrom objects each Kustomization reads, and which names it uses.
+type usage struct {
+	refs []dataRef
+	// names used in ${…} by Kustomization ref.
+	names map[string]map[string]bool
+}
+
+// dataClient answers the controller's LoadVariables from the objects the
+// environment renders, as the cluster would once they are applied.
+type dataClient struct {
+	client.Client // nil: only Get is called
+	env           *fluxrepo.Env
+}
+
+func (c dataClient) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		d := c.env.Data[fluxrepo.DataKey("ConfigMap", key.Namespace, key.Name)]
+		if d == nil {
+			return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+		}
+		o.Data = maps.Clone(d.Values)
+	case *corev1.Secret:
+		d := c.env.Data[fluxrepo.DataKey("Secret", key.Namespace, key.Name)]
+		if d == nil {
+			return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+		}
+		o.Data = map[string][]byte{}
+		for k, v := range d.Values {
+			o.Data[k] = []byte(v)
+		}
+	default:
+		return fmt.Errorf("unexpected Get of %T", obj)
+	}
+	return nil
+}
+
+// checkSubstitution is one check.substitution/<ns>/<name> per Kustomization.
+func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env) ([]gate.Check, usage) {
+	u := usage{names: map[string]map[string]bool{}}
+	var out []gate.Check
+	for _, k := range env.Kustomizations {
+		def := Substitution.Each(k.Ref())
+		if !k.Built {
+			c := def.Skip(fmt.Sprintf("Kustomization %s (%s) was not checked: %s", k.Ref(), k.Location, k.Note))
+			// Without postBuild nothing is substituted, so no substitution
+			// hazard can hide there: the skip is reported, not blocking. A
+			// substituting one that could not be read leaves the run
+			// incomplete.
+			c.Optional = !k.Substitutes()
+			out = append(out, c)
+			continue
+		}
+		if !k.Substitutes() {
+			out = append(out, literalCheck(ch, o, env, k, def))
+			continue
+		}
+		c, names, refs := substituteOne(ch, ctx, o, env, k, def)
+		out = append(out, c)
+		u.names[k.Ref()] = names
+		u.refs = append(u.refs, refs...)
+	}
+	if len(out) == 0 {
+		out = append(out, Substitution.Pass("no Kustomization to check"))
+	}
+	return out, u
+}
+
+// literalCheck: a Kustomization without postBuild ships ${…} literally.
+func literalCheck(ch *checker, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) gate.Check {
+	var fs []finding
+	if o.on(Literal) {
+		for _, r := range k.Resources {
+			// CRDs carry ${…} in their descriptions on purpose.
+			if r.GetKind() == "CustomResourceDefinition" || disabled(r) {
+				continue
+			}
+			y, err := r.AsYAML()
+			if err != nil {
+				continue
+			}
+			for _, e := range expressions(string(y)) {
+				fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search),
+					what: fmt.Sprintf("%s in %s: Kustomization %s has no postBuild, so it ships literally", e.show, objName(r), k.Ref()),
+					fix:  fmt.Sprintf("add spec.postBuild.substituteFrom to Kustomization %s, or escape it as $%s", k.Ref(), e.show)})
+			}
+		}
+	}
+	return ch.verdict(def, fs, fmt.Sprintf("Kustomization %s does not substitute and ships no ${…} (%d objects)", k.Ref(), len(k.Resources)))
+}
+
+// substituteOne runs the controller's substitution (strict) on every object
+// of k and classifies what it finds with the controller's parser.
+func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) (gate.Check, map[string]bool, []dataRef) {
+	names := map[string]bool{}
+	var refs []dataRef
+	// What the controller would load: substituteFrom in order, then the
+	// inline substitute (which wins).
+	vars := map[string]string{}
+	var sources []string
+	kc := k.DeepCopy()
+	for i, ref := range kc.Spec.PostBuild.SubstituteFrom {
+		key := fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name)
+		refs = append(refs, dataRef{key: key, optional: ref.Optional, by: k})
+		d := env.Data[key]
+		if d == nil {
+			// Reported by check.knobs; substitution goes on without it.
+			kc.Spec.PostBuild.SubstituteFrom[i].Optional = true
+			continue
+		}
+		sources = append(sources, fmt.Sprintf("%s (%s)", key, d.Location))
+		maps.Copy(vars, d.Values)
+	}
+	for key, v := range kc.Spec.PostBuild.Substitute {
+		vars[key] = v
+	}
+	if len(kc.Spec.PostBuild.Substitute) > 0 {
+		sources = append(sources, fmt.Sprintf("spec.postBuild.substitute of %s (%s)", k.Ref(), k.Location))
+	}
+	defined := func(n string) bool { _, ok := vars[n]; return ok }
+	always := kc.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways
+	uobj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kc)
+	if err != nil {
+		return def.Fail(fmt.Sprintf("Kustomization %s: %v", k.Ref(), err)), names, refs
+	}
+	cl := dataClient{env: env}
+	from := strings.Join(sources, ", ")
+	if from == "" {
+		from = "nothing"
+	}
+
+	var fs []finding
+	controllerErrs := map[string]bool{}
+	substituted := 0
+	var encrypted []string
+	for _, r := range k.Resources {
+		if disabled(r) {
+			continue
+		}
+		if r.Field("sops") != nil {
+			encrypted = append(encrypted, objName(r))
+		}
+		y, err := r.AsYAML()
+		if err != nil {
+			continue
+		}
+		text := string(y)
+		tree, perr := parse.Parse(text)
+		if len(vars) == 0 && !always {
+			// The controller does not substitute at all: literals ship.
+			if o.on(Literal) {
+				for _, e := range expressions(text) {
+					fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search),
+						what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, objName(r), k.Ref(), from),
+						fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show})
+				}
+			}
+			continue
+		}
+		substituted++
+		nodes, bad := funcNodes(text, tree, perr)
+		if o.on(ParseError) {
+			for _, b := range bad {
+				fs = append(fs, finding{det: ParseError, loc: locate(env, k, r, b.text),
+					what: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", b.text, objName(r), b.err, k.Ref()),
+					fix:  "escape it as $" + b.text + " if it is meant literally"})
+			}
+		}
+		for _, n := range nodes {
+			names[n.Param] = true
+			expr := "${" + n.Param + n.Name
+			switch {
+			case n.Name == ":=" || n.Name == ":?":
+				if o.on(DefaultOp) {
+					what := "silently ships its default when " + n.Param + " is unset or empty (e.g. a dev value to prod)"
+					if n.Name == ":?" {
+						what = "renders the message as the value when " + n.Param + " is unset or empty: a non-empty wrong value"
+					}
+					fs = append(fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
+						what: fmt.Sprintf("%s…} in %s %s", expr, objName(r), what),
+						fix:  fmt.Sprintf("define %s in %s and write ${%s}", n.Param, from, n.Param)})
+				}
+			case isDefaultOp(n.Name):
+				if !defined(n.Param) && o.on(DefaultOp) {
+					fs = append(fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
+						what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), so the default renders at reconcile time; strict mode does not catch it", expr, objName(r), n.Param, from),
+						fix:  fmt.Sprintf("define %s in %s, or write the value literally", n.Param, from)})
+				}
+			default:
+				if !defined(n.Param) && o.on(Undefined) {
+					fs = append(fs, finding{det: Undefined, loc: locate(env, k, r, expr),
+						what: fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, objName(r), from, k.Ref()),
+						fix:  fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
+				}
+			}
+		}
+		// The controller's own code, strict, against the environment's data.
+		_, err = fluxkustomize.SubstituteVariables(ctx, cl, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
+			fluxkustomize.SubstituteWithStrict(true), fluxkustomize.SubstituteWithAlways(always))
+		if err != nil {
+			controllerErrs[fmt.Sprintf("post build failed for '%s': %v", objName(r), err)] = true
+		}
+	}
+	// A controller failure the parser pass did not explain (e.g. an invalid
+	// variable name in a substituteFrom object) is a defect of its own.
+	explained := false
+	for _, f := range fs {
+		explained = explained || (!f.warn && (f.det == Undefined || f.det == ParseError))
+	}
+	for _, e := range slices.Sorted(maps.Keys(controllerErrs)) {
+		badName := strings.Contains(e, "var name is invalid")
+		if (badName || !explained) && o.on(Undefined) && o.on(ParseError) {
+			fs = append(fs, finding{det: ParseError, loc: k.Location, what: fmt.Sprintf("kustomize-controller's substitution fails Kustomization %s: %s", k.Ref(), e),
+				fix: "fix the variable names of " + from + " (letters, digits and _, not starting with a digit) or the expression named"})
+			if badName {
+				break // the same error for every object
+			}
+		}
+	}
+	ev := []string{fmt.Sprintf("substitutes from %s; %d variable(s) defined; %d object(s) substituted, strict", from, len(vars), substituted)}
+	if len(encrypted) > 0 {
+		ev = append(ev, fmt.Sprintf("SOPS-encrypted, substituted by the controller after decryption, values not checked: %s", strings.Join(encrypted, ", ")))
+	}
+	if len(controllerErrs) > 0 {
+		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, strict): "+slices.Sorted(maps.Keys(controllerErrs))[0])
+	}
+	return ch.verdict(def, fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), substituted), ev...), names, refs
+}
+
+// isDefaultOp mirrors the controller's list of operators that tolerate an
+// unset variable (fluxcd/pkg/envsubst).
+func isDefaultOp(name string) bool {
+	switch name {
+	case "-", "+", "=", "?", ":-", ":+", ":=", ":?":
+		return true
+	}
+	return false
+}
+
+func walk(n parse.Node, f func(*parse.FuncNode)) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		for _, c := range n.Nodes {
+			walk(c, f)
+		}
+	case *parse.FuncNode:
+		f(n)
+		for _, a := range n.Args {
+			walk(a, f)
+		}
+	}
+}
+
+// funcNodes lists the expansions of text the parser accepts and those it
+// rejects. The controller parses the whole object at once and fails on the
+// first rejection; to name every one, a text that does not parse is taken
+// line by line.
+func funcNodes(text string, tree *parse.Tree, perr error) ([]*parse.FuncNode, []rejection) {
+	var nodes []*parse.FuncNode
+	collect := func(n *parse.FuncNode) { nodes = append(nodes, n) }
+	if perr == nil {
+		walk(tree.Root, collect)
+		return nodes, nil
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if t, err := parse.Parse(line); err == nil {
+			walk(t.Root, collect)
+		}
+	}
+	return nodes, rejected(text)
+}
+
+// expr is one expansion: how to show it, and the text that finds its line.
+type expr struct{ show, search string }
+
+func exprOf(n *parse.FuncNode) expr {
+	search := "${" + n.Param + n.Name
+	if n.Name == "" && len(n.Args) == 0 {
+		return expr{show: search + "}", search: search + "}"}
+	}
+	return expr{show: search + "…}", search: search}
+}
+
+// expressions lists the expansions the parser sees in text (each once),
+// and those it rejects.
+func expressions(text string) []expr {
+	var out []expr
+	seen := map[string]bool{}
+	add := func(e expr) {
+		if !seen[e.show] {
+			seen[e.show] = true
+			out = append(out, e)
+		}
+	}
+	tree, err := parse.Parse(text)
+	nodes, bad := funcNodes(text, tree, err)
+	for _, b := range bad {
+		add(expr{show: b.text, search: b.text})
+	}
+	for _, n := range nodes {
+		add(exprOf(n))
+	}
+	return out
+}
+
+type rejection struct {
+	text string
+	err  error
+}
+
+// rejected finds the expressions the parser rejects: line by line, then
+// each unescaped "${" of a failing line up to its "}".
+func rejected(text string) []rejection {
+	var out []rejection
+	for _, line := range strings.Split(text, "\n") {
+		if _, err := parse.Parse(line); err == nil {
+			continue
+		}
+		found := false
+		for i := 0; i+1 < len(line); i++ {
+			if line[i] == '$' && line[i+1] == '$' {
+				i++ // an escaped dollar
+				continue
+			}
+			if line[i] != '$' || line[i+1] != '{' {
+				continue
+			}
+			end := strings.IndexByte(line[i:], '}')
+			expr := line[i:]
+			if end >= 0 {
+				expr = line[i : i+end+1]
+			}
+			if _, err := parse.Parse(expr); err != nil {
+				out = append(out, rejection{text: expr, err: err})
+				found = true
+			}
+		}
+		if !found {
+			_, err := parse.Parse(line)
+			out = append(out, rejection{text: strings.TrimSpace(line), err: err})
+		}
+	}
+	if len(out) == 0 {
+		_, err := parse.Parse(text)
+		if err == nil {
+			err = errors.New("rejected")
+		}
+		out = append(out, rejection{text: "(an expression spanning lines)", err: err})
+	}
+	return out
+}
+
+func disabled(r *resource.Resource) bool {
+	return r.GetLabels()[substituteKey] == fluxkustomize.DisabledValue || r.GetAnnotations()[substituteKey] == fluxkustomize.DisabledValue
+}
+
+func objName(r *resource.Resource) string {
+	if ns := r.GetNamespace(); ns != "" {
+		return r.GetKind() + "/" + ns + "/" + r.GetName()
+	}
+	return r.GetKind() + "/" + r.GetName()
+}
+
+// locate is the file and line of text in the files k's build read,
+// preferring the file declaring r.
+func locate(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, text string) fluxrepo.Location {
+	files := k.Files
+	decl := env.Locate(files, r.GetKind(), r.GetNamespace(), r.GetName())
+	if l := env.FindLine(files, decl.File, text); l.File != "" {
+		return l
+	}
+	if decl.File != "" {
+		return decl
+	}
+	return k.Location
+}

@@ -1,0 +1,187 @@
+// Package components renders the Flux components for a pinned Flux version
+// in-process, with flux2's manifestgen, from a release bundle that is either
+// embedded in the binary or given as a directory or manifests.tar.gz.
+package components
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/fluxcd/pkg/tar"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
+)
+
+//go:generate go run ./internal/genbundles -out bundles
+
+//go:embed bundles
+var embedded embed.FS
+
+// bundleShared are the files of a release bundle that are not components.
+var bundleShared = []string{"rbac.yaml", "policies.yaml"}
+
+// Bundle is a Flux release bundle: <component>.yaml for each controller plus
+// rbac.yaml and policies.yaml, the contents of a release's manifests.tar.gz.
+type Bundle struct {
+	fsys fs.FS
+	// Origin says where the bundle came from, for evidence.
+	Origin string
+	// Components are the controllers the bundle can install, sorted.
+	Components []string
+}
+
+// EmbeddedBundle returns the bundle of an embedded Flux version.
+func EmbeddedBundle(version string) (*Bundle, error) {
+	available, err := EmbeddedVersions()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(available, version) {
+		return nil, gate.InputErrorf("Flux %s is not embedded in this build (embedded: %s); pick one of those or pass --manifests DIR|TARBALL with that release's manifests",
+			version, strings.Join(available, ", "))
+	}
+	sub, err := fs.Sub(embedded, path.Join("bundles", version))
+	if err != nil {
+		return nil, err
+	}
+	return newBundle(sub, "embedded Flux "+version+" release bundle")
+}
+
+// EmbeddedVersions lists the Flux versions whose bundles are embedded. A build
+// that skipped generation has none, and gets an error saying how to fix it.
+func EmbeddedVersions() ([]string, error) { return bundleVersions(embedded) }
+
+func bundleVersions(fsys fs.FS) ([]string, error) {
+	entries, err := fs.ReadDir(fsys, "bundles")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("this binary was built without the embedded Flux bundles: run `make generate` (go generate ./pkg/components) and rebuild, or pass --manifests DIR|TARBALL")
+	}
+	return out, nil
+}
+
+// LoadBundle reads a bundle from a directory or a manifests.tar.gz. The
+// returned cleanup removes any temporary extraction.
+func LoadBundle(p string) (*Bundle, func(), error) {
+	noop := func() {}
+	label := "--manifests " + p
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, noop, gate.InputErrorf("%s: %w", label, err)
+	}
+	if fi.IsDir() {
+		d, err := input.OpenDir(p, label)
+		if err != nil {
+			return nil, noop, err
+		}
+		b, err := newBundle(d, "directory "+p)
+		return b, func() { _ = d.Close() }, err
+	}
+	f, err := input.Open(p, label)
+	if err != nil {
+		return nil, noop, gate.InputErrorf("%w: pass a Flux release's manifests.tar.gz or a directory of its files", err)
+	}
+	defer f.Close()
+	dir, err := os.MkdirTemp("", "bootstrap-manifests-")
+	if err != nil {
+		return nil, noop, fmt.Errorf("extract %s: %w", p, err)
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	if err := tar.Untar(f, dir, tar.WithMaxUntarSize(64<<20)); err != nil {
+		cleanup()
+		return nil, noop, gate.InputErrorf("--manifests %s is neither a directory nor a readable manifests.tar.gz: %w", p, err)
+	}
+	d, err := input.OpenDir(dir, label)
+	if err != nil {
+		cleanup()
+		return nil, noop, err
+	}
+	b, err := newBundle(d, "tarball "+p)
+	if err != nil {
+		_ = d.Close()
+		cleanup()
+		return nil, noop, err
+	}
+	return b, func() { _ = d.Close(); cleanup() }, nil
+}
+
+func newBundle(fsys fs.FS, origin string) (*Bundle, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", origin, err)
+	}
+	b := &Bundle{fsys: fsys, Origin: origin}
+	have := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		// A file the input rule refuses (a device, a symlink out of the
+		// directory, too large) stops the load before any is read.
+		if c, ok := fsys.(interface{ Check(string) error }); ok {
+			if err := c.Check(name); err != nil {
+				return nil, err
+			}
+		}
+		have[name] = true
+		if !slices.Contains(bundleShared, name) {
+			b.Components = append(b.Components, strings.TrimSuffix(name, ".yaml"))
+		}
+	}
+	var missing []string
+	for _, s := range bundleShared {
+		if !have[s] {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 || len(b.Components) == 0 {
+		if len(b.Components) == 0 {
+			missing = append(missing, "<component>.yaml")
+		}
+		return nil, gate.InputErrorf("%s is not a Flux release bundle: missing %s; expected the contents of a Flux release's manifests.tar.gz (<component>.yaml for each controller, rbac.yaml, policies.yaml)",
+			origin, strings.Join(missing, ", "))
+	}
+	slices.Sort(b.Components)
+	return b, nil
+}
+
+// copyTo writes the bundle's files into dir, a fresh directory that
+// manifestgen may template into.
+func (b *Bundle) copyTo(dir string) error {
+	entries, err := fs.ReadDir(b.fsys, ".")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		data, err := fs.ReadFile(b.fsys, e.Name())
+		if err != nil {
+			if gate.IsInput(err) {
+				return err
+			}
+			return fmt.Errorf("read %s from %s: %w", e.Name(), b.Origin, err)
+		}
+		if err := os.WriteFile(path.Join(dir, e.Name()), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"golang.org/x/mod/semver"
+	"golang.org/x/sync/errgroup"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// BeforeOptions tune the before gates.
+type BeforeOptions struct {
+	Namespace string
+	// MinKubernetes is the Flux version's minimum, e.g. v1.33.0; empty skips.
+	MinKubernetes string
+	FluxVersion   string
+	// Force lets an apply take over a Flux managed by Flux itself.
+	Force bool
+}
+
+// Before runs the gates that must hold before anything is applied. The
+// returned bool is false when the API is unreachable and nothing further
+// could be asked.
+func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) []gate.Check {
+	reach, gitVersion := cl.Reachable(GateReachable)
+	if reach.Verdict != gate.Pass {
+		return []gate.Check{reach}
+	}
+	out := []gate.Check{reach}
+
+	ver := GateVersion.New()
+	switch {
+	case o.MinKubernetes == "":
+		ver.Verdict = gate.Skip
+		ver.Message = fmt.Sprintf("no minimum Kubernetes version recorded for Flux %s in versions.env (FLUX_MIN_KUBERNETES)", o.FluxVersion)
+	case !semver.IsValid(gitVersion):
+		ver.Verdict = gate.Skip
+		ver.Message = fmt.Sprintf("server version %q is not semver; cannot compare with %s", gitVersion, o.MinKubernetes)
+	case semver.Compare(semver.Canonical(gitVersion), o.MinKubernetes) < 0:
+		ver.Verdict = gate.Fail
+		ver.Message = fmt.Sprintf("Kubernetes %s is older than %s, the minimum for Flux %s; upgrade the cluster or pick an older --flux-version", gitVersion, o.MinKubernetes, o.FluxVersion)
+	default:
+		ver.Verdict = gate.Pass
+		ver.Message = fmt.Sprintf("Kubernetes %s ≥ %s (Flux %s)", gitVersion, o.MinKubernetes, o.FluxVersion)
+	}
+	out = append(out, ver, permissions(ctx, cl, objs), namespace(ctx, cl, o.Namespace), ownership(ctx, cl, objs, o.Force))
+	return out
+}
+
+// verbs this phase needs on every object it applies: server-side apply is
+// a patch that may create, and the plan reads first.
+var applyVerbs = []string{"get", "create", "patch"}
+
+// permissions asks the API server, with SelfSubjectAccessReviews, whether
+// this identity may do what the apply needs, and lists every gap.
+func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured) gate.Check {
+	c := GatePermissions.New()
+	type attr struct{ group, resource, ns, verb string }
+	var attrs []attr
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := cl.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			c.Verdict = gate.Fail
+			c.Message = fmt.Sprintf("the API server does not serve %s (for %s): %v", gvk, apply.ID(o), err)
+			return c
+		}
+		for _, v := range applyVerbs {
+			a := attr{m.Resource.Group, m.Resource.Resource, o.GetNamespace(), v}
+			if !slices.Contains(attrs, a) {
+				attrs = append(attrs, a)
+			}
+		}
+	}
+	// An identity allowed every verb on every resource (cluster-admin, as
+	// a bootstrap usually is) needs one review, not one per attribute.
+	all := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "*", Group: "*", Resource: "*"},
+	}}
+	if res, err := cl.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, all, metav1.CreateOptions{}); err == nil && res.Status.Allowed {
+		c.Verdict, c.Message = gate.Pass, "every permission the apply needs is granted"
+		c.Evidence = []string{fmt.Sprintf("one SelfSubjectAccessReview: verb * on resource * of group *, cluster-wide, allowed (covers verbs %s on the %d object(s))", strings.Join(applyVerbs, ","), len(objs))}
+		return c
+	}
+	// One review per attribute, a bounded number in flight.
+	allowed := make([]bool, len(attrs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, a := range attrs {
+		g.Go(func() error {
+			r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource},
+			}}
+			res, err := cl.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(gctx, r, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			allowed[i] = res.Status.Allowed
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		c.Verdict = gate.Skip
+		c.Message = fmt.Sprintf("could not ask the API server about permissions: %v", err)
+		return c
+	}
+	var missing []string
+	for i, a := range attrs {
+		if !allowed[i] {
+			res := a.resource
+			if a.group != "" {
+				res += "." + a.group
+			}
+			where := "cluster-wide"
+			if a.ns != "" {
+				where = "in namespace " + a.ns
+			}
+			missing = append(missing, fmt.Sprintf("%s %s %s", a.verb, res, where))
+		}
+	}
+	c.Evidence = []string{fmt.Sprintf("%d SelfSubjectAccessReviews for verbs %s on %d object(s)", len(attrs), strings.Join(applyVerbs, ","), len(objs))}
+	if len(missing) > 0 {
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("this identity lacks %d permission(s) the apply needs; grant them (e.g. bind cluster-admin for the bootstrap) and re-run", len(missing))
+		c.Evidence = append(c.Evidence, missing...)
+		return c
+	}
+	c.Verdict, c.Message = gate.Pass, "every permission the apply needs is granted"
+	return c
+}
+
+func namespace(ctx context.Context, cl *apply.Cluster, name string) gate.Check {
+	c := GateNamespace.New()
+	var ns corev1.Namespace
+	err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, &ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		c.Verdict, c.Message = gate.Pass, fmt.Sprintf("namespace %s does not exist yet; it will be created", name)
+	case err != nil:
+		c.Verdict, c.Message = gate.Skip, fmt.Sprintf("could not read namespace %s: %v", name, err)
+	case ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating:
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("namespace %s is Terminating (since %s); wait for the deletion to finish or remove its finalizers, then re-run", name, ns.DeletionTimestamp)
+	default:
+		c.Verdict, c.Message = gate.Pass, fmt.Sprintf("namespace %s is Active", name)
+	}
+	return c
+}
+
+// Labels that say a Flux install is managed by Flux itself or by the Flux
+// operator; a change made here would be reverted by them.
+var managerLabels = []struct{ key, who string }{
+	{"kustomize.toolkit.fluxcd.io/name", "Flux Kustomization"},
+	{"fluxcd.controlplane.io/name", "Flux operator (FluxInstance)"},
+}
+
+func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, force bool) gate.Check {
+	c := GateOwnership.New()
+	var owned []string
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(o.GroupVersionKind())
+		if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
+			continue
+		}
+		labels := live.GetLabels()
+		for _, ml := range managerLabels {
+			if name, ok := labels[ml.key]; ok {
+				ns := labels[strings.TrimSuffix(ml.key, "/name")+"/namespace"]
+				owned = append(owned, fmt.Sprintf("%s is managed by %s %s/%s (label %s)", apply.ID(o), ml.who, ns, name, ml.key))
+			}
+		}
+	}
+	switch {
+	case len(owned) == 0:
+		c.Verdict, c.Message = gate.Pass, "no Flux Kustomization or Flux operator manages these controllers"
+	case force:
+		c.Verdict = gate.Warn
+		c.Message = "--force: applying over a Flux that is managed by Flux itself or the Flux operator; it may revert this change"
+		c.Evidence = owned
+	default:
+		c.Verdict = gate.Fail
+		c.Message = "these controllers are managed by Flux itself or the Flux operator, which would revert this apply; change them through that owner, or pass --force"
+		c.Evidence = owned
+	}
+	return c
+}

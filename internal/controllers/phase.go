@@ -1,0 +1,180 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/render"
+	"github.com/homelab-ops/bootstrap/internal/wait"
+)
+
+// Gates of the controllers phase (the render's own gates come from package
+// patches and run first, before any request).
+var (
+	GateReachable      = gate.Def{ID: "cluster.reachable", Phase: PhaseName, Stage: gate.Before, Title: "API server reachable"}
+	GateVersion        = gate.Def{ID: "cluster.version", Phase: PhaseName, Stage: gate.Before, Title: "Kubernetes version supported by Flux"}
+	GatePermissions    = gate.Def{ID: "cluster.permissions", Phase: PhaseName, Stage: gate.Before, Title: "allowed to apply every object"}
+	GateNamespace      = gate.Def{ID: "cluster.namespace", Phase: PhaseName, Stage: gate.Before, Title: "Flux namespace usable"}
+	GateOwnership      = gate.Def{ID: "controllers.ownership", Phase: PhaseName, Stage: gate.Before, Title: "Flux not managed by something else"}
+	GateStoredVersions = gate.Def{ID: "controllers.crd-stored-versions", Phase: PhaseName, Stage: gate.Before, Title: "CRD stored versions kept or migrated"}
+	GatePrune          = gate.Def{ID: "controllers.prune", Phase: PhaseName, Stage: gate.After, Title: "leftovers of an earlier install pruned"}
+	GateFlagsLive      = gate.Def{ID: "controllers.flags-live", Phase: PhaseName, Stage: gate.After, Title: "live Deployments carry the rendered flags"}
+	GateRollout        = gate.Def{ID: "controllers.rollout", Phase: PhaseName, Stage: gate.After, Title: "rollouts finished"}
+)
+
+// Options of the controllers phase.
+type Options struct {
+	Render render.Options
+	// MinKubernetes is the Flux version's minimum Kubernetes (versions.env).
+	MinKubernetes string
+	// Force applies over a Flux managed by Flux itself.
+	Force bool
+	// MigrateCRDs moves objects off stored versions the new CRDs drop.
+	MigrateCRDs bool
+	// PruneCRDs prunes CRDs that still have custom resources.
+	PruneCRDs bool
+	// Timeout bounds the waits for CRDs and rollouts.
+	Timeout time.Duration
+}
+
+// NewPhase is step 1: render with the overlays and prove them (offline),
+// then the cluster's before-gates, the plan, the staged apply with prune and
+// CRD migration, the rollout watch, and the proof that the live Deployments
+// carry the rendered flags. connect opens the cluster only once the render
+// passed.
+func NewPhase(o Options, connect func() (*apply.Cluster, error)) *Phase {
+	return &Phase{opts: o, connect: connect, render: render.NewPhase(o.Render)}
+}
+
+// Phase is step 1 as a pipeline phase.
+type Phase struct {
+	opts    Options
+	connect func() (*apply.Cluster, error)
+	render  *render.Phase
+
+	out     *render.Output
+	objs    []*unstructured.Unstructured
+	cl      *apply.Cluster
+	dropped []apply.Dropped
+	stale   *apply.Stale
+	plan    []gate.ObjectChange
+}
+
+// Name implements pipeline.Phase.
+func (p *Phase) Name() string { return PhaseName }
+
+// Gates implements pipeline.Phase.
+func (p *Phase) Gates() []gate.Def {
+	return append(patches.Gates(),
+		GateReachable, GateVersion, GatePermissions, GateNamespace, GateOwnership, GateStoredVersions,
+		GatePrune, GateFlagsLive, GateRollout)
+}
+
+// Cluster is the connection the phase made (nil before its cluster gates).
+func (p *Phase) Cluster() *apply.Cluster { return p.cl }
+
+// Before renders and proves the overlays, then checks the cluster.
+func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+	checks, err := p.render.Before(ctx, run)
+	if err != nil || gate.Blocks(checks...) {
+		return checks, err
+	}
+	out := p.render.Output
+	p.out = out
+	if p.objs, err = apply.ReadObjects(out.YAML); err != nil {
+		return checks, err
+	}
+	if p.cl, err = p.connect(); err != nil {
+		return checks, err
+	}
+	c := p.opts.Render.Components
+	checks = append(checks, Before(ctx, p.cl, p.objs, BeforeOptions{
+		Namespace: c.Namespace, MinKubernetes: p.opts.MinKubernetes, FluxVersion: c.FluxVersion, Force: p.opts.Force})...)
+	if gate.Blocks(checks...) {
+		return checks, nil
+	}
+	if p.dropped, err = apply.StoredVersions(ctx, p.cl, p.objs); err != nil {
+		return checks, err
+	}
+	return append(checks, StoredVersionsCheck(p.dropped, p.opts.MigrateCRDs)), nil
+}
+
+// Do plans (a server-side dry run per object, and the prune of an earlier
+// install's leftovers) and, unless a dry run, migrates, applies and prunes.
+func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
+	r := run.Report
+	plan, err := apply.Plan(ctx, p.cl, p.objs, p.dropped)
+	if err != nil {
+		return err
+	}
+	if p.stale, err = apply.FindStale(ctx, p.cl, p.objs, p.opts.Render.Components.Namespace, p.opts.PruneCRDs); err != nil {
+		return err
+	}
+	p.plan = apply.PlanStale(plan, p.stale)
+	run.Planned(p.plan)
+	pruning := len(p.stale.Delete)+len(p.stale.Kept) > 0
+	if run.DryRun {
+		if pruning {
+			r.Add(PruneCheck(p.stale, true))
+		}
+		return nil
+	}
+	if err := apply.Migrate(ctx, p.cl, p.dropped, p.opts.Timeout, run.Progress); err != nil {
+		return err
+	}
+	applied, err := apply.Apply(ctx, p.cl, p.objs, p.plan, p.opts.Timeout)
+	r.Objects = replaceObjects(r.Objects, applied)
+	if err != nil {
+		return err
+	}
+	pruned, err := apply.Prune(ctx, p.cl, p.stale)
+	r.Objects = replaceObjects(r.Objects, pruned)
+	if err != nil {
+		return err
+	}
+	r.Changed = r.Changed || apply.Changed(applied) || apply.Changed(pruned)
+	if pruning {
+		r.Add(PruneCheck(p.stale, false))
+	}
+	return nil
+}
+
+// After waits for the rollouts and proves the live Deployments.
+func (p *Phase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+	var workloads []*unstructured.Unstructured
+	for _, o := range p.objs {
+		if o.GetKind() == "Deployment" {
+			workloads = append(workloads, o)
+		}
+	}
+	run.Progressf("waiting for %d Deployment(s) to roll out (timeout %s)", len(workloads), p.opts.Timeout)
+	if err := wait.Rollouts(ctx, p.cl.Clients(), workloads, p.opts.Timeout, run.Progress); err != nil {
+		return []gate.Check{GateRollout.Fail(err.Error()), GateFlagsLive.Skip("the rollouts did not finish")}
+	}
+	return After(ctx, p.cl, p.out.Overlay.Final)
+}
+
+// replaceObjects updates the plan's entries with what happened to them.
+func replaceObjects(plan, done []gate.ObjectChange) []gate.ObjectChange {
+	for _, d := range done {
+		found := false
+		for i := range plan {
+			if plan[i].Object == d.Object {
+				plan[i], found = d, true
+				break
+			}
+		}
+		if !found {
+			plan = append(plan, d)
+		}
+	}
+	return plan
+}
+
+var _ pipeline.Phase = (*Phase)(nil)

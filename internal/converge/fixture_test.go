@@ -1,0 +1,54 @@
+package converge_test
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
+)
+
+// TestHomelabFixtureGraph: the fixture's environments are graphs like a
+// real one: at least 10 Kustomizations over at least 4 levels of dependsOn,
+// two sources with edges across them, and the graph gate passes.
+func TestHomelabFixtureGraph(t *testing.T) {
+	for _, env := range []string{"dev", "prod"} {
+		r, err := rootsync.Build(rootsync.Options{Repo: "../../testdata/homelab", Path: "clusters/" + env, Namespace: "flux-system", RootName: "flux-system"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := converge.NewGraph(r.Kustomizations, converge.NodeID{Namespace: "flux-system", Name: "flux-system"}, "flux-system")
+		if c := converge.GraphCheck(g, "clusters/"+env); c.Verdict != "pass" {
+			t.Fatalf("%s: %s %s %v", env, c.Verdict, c.Message, c.Evidence)
+		}
+		depth := 0
+		for _, l := range g.Levels() {
+			depth = max(depth, l+1)
+		}
+		cross := 0
+		for _, id := range g.IDs {
+			for _, d := range g.Nodes[id].DependsOn {
+				if g.Nodes[d].Source != g.Nodes[id].Source {
+					cross++
+				}
+			}
+		}
+		if len(g.Nodes) < 10 || depth < 4 || len(g.Sources()) < 2 || cross == 0 {
+			t.Fatalf("%s: %d nodes, %d levels, %d sources, %d cross-source edges", env, len(g.Nodes), depth, len(g.Sources()), cross)
+		}
+		var shared int
+		for _, o := range r.Objects {
+			if o.GetKind() == "GitRepository" && o.GetName() == "shared" {
+				if u, _, _ := unstructured.NestedString(o.Object, "spec", "url"); u == "https://git.example.invalid/homelab/shared.git" {
+					t.Errorf("%s: the shared source kept the base URL: the environment's source.yaml patch did not apply", env)
+				}
+				shared++
+			}
+		}
+		if shared != 1 {
+			t.Errorf("%s: %d shared GitRepositories", env, shared)
+		}
+		t.Logf("%s: %s", env, converge.GraphCheck(g, env).Message)
+	}
+}

@@ -1,0 +1,40 @@
+package converge
+
+import (
+	"fmt"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// PhaseName is this phase's name in reports.
+const PhaseName = "converge"
+
+// The gates of the converge phase.
+var (
+	// GateReachable: the API server answers (converge would otherwise wait
+	// out --timeout on a cluster that is not there).
+	GateReachable = gate.Def{ID: "converge.reachable", Phase: PhaseName, Stage: gate.Before, Title: "API server reachable"}
+	// GateGraph: the dependsOn graph is acyclic, every target exists, every
+	// node is reachable from the root.
+	GateGraph = gate.Def{ID: "converge.graph", Phase: PhaseName, Stage: gate.Before, Title: "the dependsOn graph can converge"}
+	// GateNode is the family converge.node/<namespace>/<name>: one per node.
+	GateNode = gate.Def{ID: "converge.node", Phase: PhaseName, Stage: gate.After, Title: "Kustomization Ready at its source's revision", Prefix: true}
+)
+
+// GraphCheck is the converge.graph gate for g.
+func GraphCheck(g *Graph, from string) gate.Check {
+	if p := g.Problems(); len(p) > 0 {
+		msg := p[0]
+		if len(p) > 1 {
+			msg = fmt.Sprintf("%s (and %d more problem(s))", p[0], len(p)-1)
+		}
+		return GateGraph.Fail(msg, append(p, g.Describe()...)...)
+	}
+	depth := 0
+	for _, l := range g.Levels() {
+		depth = max(depth, l+1)
+	}
+	ev := append([]string{"graph from " + from}, g.Describe()...)
+	return GateGraph.Pass(fmt.Sprintf("%d Kustomization(s) over %d level(s) of dependsOn, %d source(s), acyclic, every target present, all reachable from %s",
+		len(g.Nodes), depth, len(g.Sources()), g.Root), ev...)
+}

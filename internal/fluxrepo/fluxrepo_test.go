@@ -1,0 +1,414 @@
+package fluxrepo
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+const clean = "../../testdata/check/clean"
+
+func TestLoadClean(t *testing.T) {
+	e, err := Load(Options{Repo: clean, Path: "clusters/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Root == nil || e.Root.Ref() != "flux-system/flux-system" || !e.Root.Built || e.Root.Path != "clusters/dev" {
+		t.Fatalf("root: %+v", e.Root)
+	}
+	if e.Source == nil || e.Source.Location.File != "clusters/base/flux-system/gotk-source.yaml" {
+		t.Fatalf("source: %+v", e.Source)
+	}
+	var refs []string
+	for _, k := range e.Kustomizations {
+		refs = append(refs, k.Ref()+"@"+k.Location.String()+"<"+k.AppliedBy)
+		if !k.Built {
+			t.Errorf("%s not built: %s", k.Ref(), k.Note)
+		}
+	}
+	want := []string{
+		"flux-system/flux-system@clusters/dev/sync.yaml:1<flux-system/flux-system",
+		"flux-system/infra@clusters/base/infrastructure.yaml:1<flux-system/flux-system",
+		"flux-system/apps@clusters/base/apps.yaml:1<flux-system/flux-system",
+		"flux-system/docs@clusters/base/apps.yaml:25<flux-system/flux-system",
+	}
+	if strings.Join(refs, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("kustomizations:\n%s\nwant:\n%s", strings.Join(refs, "\n"), strings.Join(want, "\n"))
+	}
+	apps := e.Kustomization("flux-system", "apps")
+	if len(apps.Resources) != 2 || strings.Join(apps.Files, ",") != "apps/namespace.yaml,apps/web.yaml" {
+		t.Fatalf("apps (generated kustomization): %d resources, files %v", len(apps.Resources), apps.Files)
+	}
+	// Unsubstituted.
+	y, _ := apps.Resources[1].AsYAML()
+	if !strings.Contains(string(y), "${domain}") {
+		t.Fatalf("apps objects are substituted:\n%s", y)
+	}
+	cv := e.Data[DataKey("ConfigMap", "flux-system", "cluster-vars")]
+	if cv == nil || cv.Values["environment"] != "dev" || cv.Location.File != "clusters/dev/cluster-vars.yaml" || cv.AppliedBy != "flux-system/flux-system" {
+		t.Fatalf("cluster-vars: %+v", cv)
+	}
+	s := e.Data[DataKey("Secret", "flux-system", "app-secrets")]
+	if s == nil || !s.Encrypted || s.Values["dbPassword"] != "<encrypted>" {
+		t.Fatalf("sops secret: %+v", s)
+	}
+	if l := e.FindLine(apps.Files, "", "${domain}"); l.String() != "apps/web.yaml:7" {
+		t.Fatalf("FindLine: %s", l)
+	}
+	// The repository itself is untouched (no generated kustomization.yaml).
+	if _, err := os.Stat(filepath.Join(clean, "apps", "kustomization.yaml")); err == nil {
+		t.Fatal("the generator wrote into the repository")
+	}
+}
+
+func TestLoadHomelab(t *testing.T) {
+	e, err := Load(Options{Repo: "../../testdata/homelab", Path: "clusters/prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Kustomizations) != 11 { // the fixture's graph: 11 over 6 levels, 3 of them on the shared source
+		t.Fatalf("%d kustomizations, notes %v", len(e.Kustomizations), e.Notes)
+	}
+}
+
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if _, err := copyRepo(src, dst, DefaultMaxFileBytes); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func edit(t *testing.T, repo, file, old, new string) {
+	t.Helper()
+	p := filepath.Join(repo, file)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old != "" && !strings.Contains(string(b), old) {
+		t.Fatalf("%s does not contain %q", file, old)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, new, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadInputErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, path string
+		mutate     func(repo string)
+		want       string
+	}{
+		{name: "missing path", path: "clusters/nope", want: "no such directory"},
+		{name: "escaping --path", path: "../x", want: "inside --repo"},
+		{name: "no kustomization.yaml", path: "apps", want: "has no kustomization.yaml"},
+		{name: "escaping spec.path", path: "clusters/dev", mutate: func(r string) {
+			edit(t, r, "clusters/base/apps.yaml", "path: ./apps", "path: ../outside")
+		}, want: `Kustomization flux-system/apps (clusters/base/apps.yaml:1): spec.path "../outside" leaves the repository`},
+		{name: "missing spec.path", path: "clusters/dev", mutate: func(r string) {
+			edit(t, r, "clusters/base/apps.yaml", "path: ./apps", "path: ./gone")
+		}, want: `Kustomization flux-system/apps (clusters/base/apps.yaml:1): spec.path "./gone" is not a directory`},
+		{name: "build error", path: "clusters/dev", mutate: func(r string) {
+			edit(t, r, "infrastructure/kustomization.yaml", "- cni.yaml", "- missing.yaml")
+		}, want: `Kustomization flux-system/infra (clusters/base/infrastructure.yaml:1): kustomize build of spec.path "./infrastructure" failed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := copyTree(t, clean)
+			if tc.mutate != nil {
+				tc.mutate(repo)
+			}
+			_, err := Load(Options{Repo: repo, Path: tc.path})
+			if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want an input error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadBounds(t *testing.T) {
+	repo := copyTree(t, clean)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "leak.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "docs", "inside.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inside}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Links of every kind are left out, as source-controller leaves them
+	// out of the artifact, and never followed: out of the repository, to a
+	// device, dangling, inside it (relative and absolute).
+	links := map[string]string{
+		"apps/leak.yaml":     filepath.Join(outside, "leak.yaml"),
+		"apps/zero.yaml":     "/dev/zero",
+		"apps/dangling.yaml": "gone.yaml",
+		"apps/link.yaml":     "../docs/inside.yaml",
+		"apps/abs.yaml":      filepath.Join(repo, "docs", "inside.yaml"),
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(repo, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "docs", "big.yaml"), []byte(strings.Repeat("# x\n", 1000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev", MaxFileBytes: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(e.Notes, "\n")
+	for name, target := range links {
+		if want := name + " (a symlink to " + target + "): source-controller leaves symlinks out of the artifact, so it was left out; commit the file itself"; !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if !strings.Contains(notes, "docs/big.yaml: larger than 2000 bytes") {
+		t.Errorf("notes lack the oversized file:\n%s", notes)
+	}
+	if e.Data[DataKey("ConfigMap", "flux-system", "leak")] != nil {
+		t.Fatal("a file outside the repository was read")
+	}
+}
+
+// TestLoadSymlinkedTempDir: with $TMPDIR behind a symlink (macOS's /var),
+// the files a build read are still recorded (age-key decrypts exactly those).
+func TestLoadSymlinkedTempDir(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "tmp-link")
+	if err := os.Symlink(t.TempDir(), link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", link)
+	e, err := Load(Options{Repo: clean, Path: "clusters/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.RootFiles) == 0 || !slices.Contains(e.RootFiles, "clusters/dev/kustomization.yaml") {
+		t.Fatalf("root files %v, want clusters/dev/kustomization.yaml among them", e.RootFiles)
+	}
+}
+
+func TestLoadNotBuilt(t *testing.T) {
+	repo := copyTree(t, clean)
+	edit(t, repo, "clusters/base/apps.yaml", "path: ./docs\n  prune: true\n  sourceRef:\n    kind: GitRepository", "path: ./docs\n  prune: true\n  sourceRef:\n    kind: OCIRepository")
+	edit(t, repo, "apps/web.yaml", "", "")
+	// A remote base two levels down: infrastructure -> ./base -> remote.
+	if err := os.MkdirAll(filepath.Join(repo, "infrastructure", "base"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "infrastructure", "base", "kustomization.yaml"), []byte("resources:\n  - https://github.com/example/remote//base?ref=v1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "infrastructure", "kustomization.yaml"), []byte("resources:\n  - cni.yaml\n  - base\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, infra := e.Kustomization("flux-system", "docs"), e.Kustomization("flux-system", "infra")
+	if docs.Built || !strings.Contains(docs.Note, "reads OCIRepository/flux-system/flux-system, not the root's source") {
+		t.Fatalf("docs: %v %q", docs.Built, docs.Note)
+	}
+	if infra.Built || !strings.Contains(infra.Note, "remote bases (https://github.com/example/remote//base?ref=v1)") {
+		t.Fatalf("infra: %v %q", infra.Built, infra.Note)
+	}
+}
+
+// The fast build (no OpenAPI reset) renders exactly what fluxkustomize.Build renders.
+func TestBuiltinSchemaBuildIsUpstreamBuild(t *testing.T) {
+	render := func(repo, path string, upstream bool) string {
+		upstreamBuildOnly = upstream
+		defer func() { upstreamBuildOnly = false }()
+		e, err := Load(Options{Repo: repo, Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, k := range e.Kustomizations {
+			b.WriteString("# " + k.Ref() + " " + strings.Join(k.Files, ",") + "\n")
+			for _, r := range k.Resources {
+				y, _ := r.AsYAML()
+				b.Write(y)
+			}
+		}
+		return b.String()
+	}
+	for _, c := range [][2]string{{clean, "clusters/dev"}, {"../../testdata/homelab", "clusters/prod"}} {
+		fast, upstream := render(c[0], c[1], false), render(c[0], c[1], true)
+		if fast != upstream || len(fast) < 1000 {
+			t.Fatalf("%s: fast build differs from fluxkustomize.Build:\n%s\n----\n%s", c[0], fast, upstream)
+		}
+	}
+	repo := copyTree(t, clean)
+	if setsOpenAPI(repo) {
+		t.Fatal("the clean fixture sets openapi:")
+	}
+	edit(t, repo, "infrastructure/kustomization.yaml", "", "openapi:\n  version: v1.21.2\n")
+	if !setsOpenAPI(repo) {
+		t.Fatal("openapi: not seen")
+	}
+}
+
+// The copy is what source-controller archives: default exclusions, then
+// .sourceignore and the GitRepository's spec.ignore.
+func TestLoadSourceIgnore(t *testing.T) {
+	notK8s := "name: ci\non: push\njobs: {}\n"
+	write := func(repo, p, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, p)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, p), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Default exclusions: a CI workflow inside a generated directory.
+	repo := copyTree(t, clean)
+	write(repo, "apps/.github/workflows/ci.yaml", notK8s)
+	if _, err := Load(Options{Repo: repo, Path: "clusters/dev"}); err != nil {
+		t.Fatalf(".github is not excluded: %v", err)
+	}
+	// .sourceignore (the defaults then no longer apply, as in source-controller).
+	repo = copyTree(t, clean)
+	write(repo, "apps/notes/todo.yaml", notK8s)
+	if _, err := Load(Options{Repo: repo, Path: "clusters/dev"}); err == nil {
+		t.Fatal("a non-Kubernetes YAML in a generated directory built")
+	}
+	write(repo, ".sourceignore", "apps/notes/\n")
+	if _, err := Load(Options{Repo: repo, Path: "clusters/dev"}); err != nil {
+		t.Fatalf(".sourceignore not applied: %v", err)
+	}
+	// spec.ignore of the root's GitRepository.
+	repo = copyTree(t, clean)
+	write(repo, "apps/notes/todo.yaml", notK8s)
+	edit(t, repo, "clusters/base/flux-system/gotk-source.yaml", "  url:", "  ignore: |\n    /apps/notes/\n  url:")
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev"})
+	if err != nil {
+		t.Fatalf("spec.ignore not applied: %v", err)
+	}
+	if e.Source == nil || e.Source.Spec.Ignore == nil {
+		t.Fatalf("source: %+v", e.Source)
+	}
+}
+
+func TestRootObjects(t *testing.T) {
+	e, err := Load(Options{Repo: clean, Path: "clusters/prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := e.RootObjects()
+	if err != nil || len(objs) != 7 {
+		t.Fatalf("%d objects, %v", len(objs), err)
+	}
+	if g := e.Source; g == nil || g.AppliedBy != "flux-system/flux-system" || g.Spec.URL != "https://git.example.invalid/fixture.git" {
+		t.Fatalf("source: %+v", g)
+	}
+}
+
+// TestLoadGenerateRoot: a root directory of plain manifests is generated
+// as the controller does only when asked (age-key); sync refuses it.
+func TestLoadGenerateRoot(t *testing.T) {
+	repo := t.TempDir()
+	for name, content := range map[string]string{
+		"clusters/dev/flux-system.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: flux-system, namespace: flux-system}\nspec: {interval: 10m, path: ./clusters/dev, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n",
+		"clusters/dev/apps.yaml":        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {interval: 10m, path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n",
+		"apps/cm.yaml":                  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: default}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Load(Options{Repo: repo, Path: "clusters/dev"}); err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), "has no kustomization.yaml") {
+		t.Fatalf("without GenerateRoot: err = %v, want the missing kustomization.yaml named", err)
+	}
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev", GenerateRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := e.Kustomization("flux-system", "apps")
+	if e.Root == nil || apps == nil || !apps.Built || !slices.Contains(apps.Files, "apps/cm.yaml") {
+		t.Fatalf("root %v, apps %+v", e.Root, apps)
+	}
+}
+
+// TestLoadKeepGoing: a Kustomization whose path does not build fails Load
+// (the offline check's input error); with KeepGoing (sync, age-key) it is
+// recorded with the same error and the rest of the environment is built.
+func TestLoadKeepGoing(t *testing.T) {
+	repo := copyTree(t, clean)
+	if err := os.WriteFile(filepath.Join(repo, "apps", "kustomization.yaml"), []byte("resources:\n- web.yaml\n- missing.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, strict := Load(Options{Repo: repo, Path: "clusters/dev"})
+	if strict == nil || !gate.IsInput(strict) || !strings.Contains(strict.Error(), "missing.yaml") {
+		t.Fatalf("strict: err = %v, want an input error naming missing.yaml", strict)
+	}
+	if strings.Contains(strict.Error(), "fluxrepo-") {
+		t.Errorf("the error names the private copy, not the repository: %v", strict)
+	}
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev", KeepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed *Kustomization
+	for _, k := range e.Kustomizations {
+		if k.Err != nil {
+			failed = k
+		}
+	}
+	if failed == nil || failed.Built || e.Root == nil || !e.Root.Built || e.Err() == nil || e.Err().Error() != strict.Error() {
+		t.Fatalf("keep going: failed %+v, root %+v, Err %v (strict %v)", failed, e.Root, e.Err(), strict)
+	}
+}
+
+// TestLoadKeepGoingErrorsStayBounded: each failing Kustomization's error
+// lists what the copy left out once, not the errors of those before it.
+func TestLoadKeepGoingErrorsStayBounded(t *testing.T) {
+	repo := copyTree(t, clean)
+	if err := os.Symlink("nowhere", filepath.Join(repo, "docs", "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"apps", "infrastructure"} {
+		if err := os.WriteFile(filepath.Join(repo, dir, "kustomization.yaml"), []byte("resources:\n- missing.yaml\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev", KeepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, k := range e.Kustomizations {
+		if k.Err == nil {
+			continue
+		}
+		failed++
+		if n := strings.Count(k.Err.Error(), "left out of the copy"); n != 1 {
+			t.Errorf("%s: the left-out files are listed %d times: %v", k.Ref(), n, k.Err)
+		}
+	}
+	if failed < 2 {
+		t.Fatalf("%d Kustomizations failed, want both broken paths", failed)
+	}
+}
+
+// TestLoadRepoIsALink: --repo may itself be a link to the checkout.
+func TestLoadRepoIsALink(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "repo")
+	if err := os.Symlink(copyTree(t, clean), link); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(Options{Repo: link, Path: "clusters/dev"})
+	if err != nil || e.Root == nil || len(e.Kustomizations) < 2 {
+		t.Fatalf("load through a linked --repo: %v", err)
+	}
+}

@@ -1,0 +1,210 @@
+// Package kube builds the Kubernetes clients every cluster phase uses: one
+// kubeconfig loading rule, one scheme with Flux's API types, and one field
+// manager for server-side apply.
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"sync/atomic"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/ssa"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/internal/input"
+)
+
+// FieldManager is the server-side apply field manager of every object this
+// tool applies.
+const FieldManager = "bootstrap"
+
+// Config loads the REST config from the cluster flags (kubeconfig,
+// context, request timeout), with this tool's user agent and rate limits.
+func Config(getter genericclioptions.RESTClientGetter) (*rest.Config, error) {
+	// cli-runtime falls back to localhost:8080 when no kubeconfig is found;
+	// this tool refuses to guess a cluster (unless it runs in one).
+	loader := getter.ToRawKubeConfigLoader()
+	if err := checkKubeconfigs(loader.ConfigAccess()); err != nil {
+		return nil, err
+	}
+	raw, err := loader.RawConfig()
+	if err == nil && len(raw.Clusters) == 0 && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		err = errors.New("no kubeconfig found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w; pass --kubeconfig or set KUBECONFIG", err)
+	}
+	cfg, err := getter.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w; pass --kubeconfig or set KUBECONFIG", err)
+	}
+	cfg.UserAgent = FieldManager
+	// client-go's default of 5 requests/s would make the plan and the
+	// permission checks (one request per object) take tens of seconds; the
+	// API server's own priority and fairness protects it.
+	cfg.QPS, cfg.Burst = 100, 300
+	return cfg, nil
+}
+
+// checkKubeconfigs holds every kubeconfig file client-go would read to the
+// input rule (a regular file, bounded size), so a kubeconfig that is a
+// symlink to /dev/zero is refused instead of read until memory runs out.
+// A missing file in $KUBECONFIG's list is skipped, as client-go skips it.
+func checkKubeconfigs(ca clientcmd.ConfigAccess) error {
+	if ca == nil {
+		return nil
+	}
+	explicit := ca.GetExplicitFile()
+	for _, p := range ca.GetLoadingPrecedence() {
+		err := input.CheckFile(p, "kubeconfig "+p)
+		if err == nil || (p != explicit && errors.Is(err, fs.ErrNotExist)) {
+			continue
+		}
+		return fmt.Errorf("%w; pass --kubeconfig or set KUBECONFIG to a kubeconfig file", err)
+	}
+	return nil
+}
+
+// ClusterFlags are the flags that pick the cluster: --kubeconfig, --context
+// and --request-timeout (cli-runtime's, as kubectl has them).
+func ClusterFlags() *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(false)
+	// Only the flags this tool documents; a nil field registers no flag.
+	f.CacheDir, f.ClusterName, f.AuthInfoName, f.Namespace, f.APIServer, f.TLSServerName = nil, nil, nil, nil, nil, nil
+	f.Insecure, f.CertFile, f.KeyFile, f.CAFile, f.BearerToken, f.Username, f.Password = nil, nil, nil, nil, nil, nil, nil
+	f.Impersonate, f.ImpersonateUID, f.ImpersonateGroup, f.ImpersonateUserExtra, f.DisableCompression = nil, nil, nil, nil, nil
+	*f.Timeout = "30s"
+	return f
+}
+
+// Scheme knows the core types, CRDs and Flux's source and kustomize APIs.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Client is a controller-runtime client with Scheme.
+func Client(cfg *rest.Config) (client.WithWatch, error) {
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
+// ResourceManager is fluxcd/pkg/ssa's server-side apply manager with this
+// tool's field manager and a kstatus poller.
+func ResourceManager(c client.Client) *ssa.ResourceManager {
+	poller := polling.NewStatusPoller(c, c.RESTMapper(), polling.Options{})
+	return ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: "bootstrap.homelab-ops.github.io"})
+}
+
+// CountRequestsInto wraps cfg's transport to add its HTTP requests to n: a
+// command that connects once per phase counts every phase's requests.
+func CountRequestsInto(cfg *rest.Config, n *atomic.Int64) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			n.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+}
+
+// Binding ends the requests of the REST configs it wraps when its context
+// (the command's) ends — also the requests client libraries make without a
+// context of their own (the RESTMapper's discovery) or with one that does
+// not descend from the command's (an informer's) — so an interrupt stops a
+// hanging request at once instead of after --request-timeout. Release
+// lets later requests through again: a rollback after the interrupt.
+type Binding struct {
+	ctx      context.Context
+	released atomic.Bool
+}
+
+// NewBinding binds requests to ctx.
+func NewBinding(ctx context.Context) *Binding { return &Binding{ctx: ctx} }
+
+// Release stops binding new requests (in-flight ones were already ended).
+func (b *Binding) Release() { b.released.Store(true) }
+
+// Wrap binds cfg's requests.
+func (b *Binding) Wrap(cfg *rest.Config) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if b.released.Load() {
+				return rt.RoundTrip(r)
+			}
+			if b.ctx.Err() != nil {
+				return nil, context.Cause(b.ctx)
+			}
+			rctx, cancel := context.WithCancelCause(r.Context())
+			stop := context.AfterFunc(b.ctx, func() { cancel(context.Cause(b.ctx)) })
+			done := func() { stop(); cancel(nil) }
+			resp, err := rt.RoundTrip(r.WithContext(rctx))
+			if err != nil {
+				done()
+				return nil, err
+			}
+			resp.Body = &closeFunc{ReadCloser: resp.Body, done: done}
+			return resp, nil
+		})
+	})
+}
+
+type bindingKey struct{}
+
+// WithBinding carries b in ctx, for Detach.
+func WithBinding(ctx context.Context, b *Binding) context.Context {
+	return context.WithValue(ctx, bindingKey{}, b)
+}
+
+// Detach returns a context that outlives ctx's cancellation, keeping its
+// values, and releases the Binding ctx carries: for the work that must
+// finish after an interrupt, such as a rollback. The caller bounds it with
+// a timeout of its own.
+func Detach(ctx context.Context) context.Context {
+	if b, ok := ctx.Value(bindingKey{}).(*Binding); ok {
+		b.Release()
+	}
+	return context.WithoutCancel(ctx)
+}
+
+// closeFunc calls done when the body is closed (a watch ends, a response
+// was read): the request's context lives exactly as long as its body.
+type closeFunc struct {
+	io.ReadCloser
+	done func()
+}
+
+func (c *closeFunc) Close() error {
+	err := c.ReadCloser.Close()
+	c.done()
+	return err
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

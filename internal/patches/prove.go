@@ -1,0 +1,216 @@
+package patches
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// Phase is the phase the render gates guard: they run before the controllers
+// are applied.
+const Phase = "controllers"
+
+// Gates of the render, checked before anything is applied.
+var (
+	GateComponents    = gate.Def{ID: "render.components", Phase: Phase, Stage: gate.Before, Title: "Flux components rendered"}
+	GatePlain         = gate.Def{ID: "overlay.plain", Phase: Phase, Stage: gate.Before, Title: "overlays applied"}
+	GatePatchLanded   = gate.Def{ID: "overlay.patch-landed", Phase: Phase, Stage: gate.Before, Title: "patch changed the render", Prefix: true}
+	GateArgsPreserved = gate.Def{ID: "overlay.args-preserved", Phase: Phase, Stage: gate.Before, Title: "generated container args kept"}
+	GateStrict        = gate.Def{ID: "controllers.strict-substitution", Phase: Phase, Stage: gate.Before, Title: "kustomize-controller fails on undefined ${VAR}"}
+)
+
+// Gates lists the render's gates.
+func Gates() []gate.Def {
+	return []gate.Def{GateComponents, GatePlain, GatePatchLanded, GateArgsPreserved, GateStrict}
+}
+
+// Prove turns an overlay result into gate checks. plain says the overlays
+// were skipped on purpose (--plain): that is a warning, never a silent pass.
+func Prove(res *Result, plain bool) []gate.Check {
+	var out []gate.Check
+	if plain {
+		out = append(out, GatePlain.Warn("--plain: the controller overlays were skipped on purpose; the controllers are rendered exactly as `flux install` renders them"))
+	}
+	for i, p := range res.Patches {
+		out = append(out, patchLanded(i, p, res.Base))
+	}
+	out = append(out, argsPreserved(res.Base, res.Final), strictInvariant(res.Base, res.Final, plain))
+	return out
+}
+
+func patchLanded(i int, p PatchResult, base []appsv1.Deployment) gate.Check {
+	c := GatePatchLanded.Each(fmt.Sprint(i + 1)).New()
+	c.Evidence = []string{"patch: " + p.Name, "target: " + p.Target}
+	switch {
+	case p.Err != nil:
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("%s → %s could not be applied: %v; fix the patch or its target", p.Name, p.Target, p.Err)
+	case len(p.Changed) == 0:
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("%s → %s changed nothing: the target matches no object or the patch is a no-op; check the target against the rendered objects", p.Name, p.Target)
+		var names []string
+		for _, d := range base {
+			names = append(names, "Deployment/"+d.Namespace+"/"+d.Name)
+		}
+		c.Evidence = append(c.Evidence, "rendered Deployments: "+strings.Join(names, ", "))
+	default:
+		c.Verdict = gate.Pass
+		c.Message = fmt.Sprintf("%s → %s changed %s", p.Name, p.Target, strings.Join(p.Changed, ", "))
+	}
+	return c
+}
+
+// argsPreserved fails when a generated arg disappeared: the trap of a
+// strategic-merge patch replacing the atomic args list. An arg whose flag is
+// still there with another value was overridden, not lost.
+func argsPreserved(base, final []appsv1.Deployment) gate.Check {
+	c := GateArgsPreserved.New()
+	c.Verdict = gate.Pass
+	var lost []string
+	for _, bd := range base {
+		fd := findDeployment(final, bd.Namespace, bd.Name)
+		for _, bc := range bd.Spec.Template.Spec.Containers {
+			where := fmt.Sprintf("Deployment/%s/%s container %s", bd.Namespace, bd.Name, bc.Name)
+			if fd == nil {
+				lost = append(lost, where+": Deployment removed by the overlay")
+				continue
+			}
+			fc := findContainer(fd.Spec.Template.Spec.Containers, bc.Name)
+			if fc == nil {
+				lost = append(lost, where+": container removed by the overlay")
+				continue
+			}
+			ff, _ := ParseArgs(fc.Args)
+			for _, a := range bc.Args {
+				if slices.Contains(fc.Args, a) {
+					continue
+				}
+				name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+				if _, ok := ff.Values[name]; ok || (name == featureGatesFlag && len(ff.GateArgs) > 0) {
+					c.Evidence = append(c.Evidence, fmt.Sprintf("%s: %s overridden by the overlay", where, a))
+					continue
+				}
+				lost = append(lost, fmt.Sprintf("%s: lost %s", where, a))
+			}
+		}
+	}
+	if len(lost) > 0 {
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("%d generated arg(s) lost: a strategic-merge patch replaces the whole args list; append with a JSON-6902 `add` to /spec/template/spec/containers/0/args/- instead", len(lost))
+		c.Evidence = append(lost, c.Evidence...)
+		return c
+	}
+	c.Message = fmt.Sprintf("every generated arg of %d Deployment(s) is still there", len(base))
+	return c
+}
+
+// strictInvariant checks that kustomize-controller's effective
+// StrictPostBuildSubstitutions is true.
+func strictInvariant(base, final []appsv1.Deployment, plain bool) gate.Check {
+	c := GateStrict.New()
+	var fd *appsv1.Deployment
+	for i := range final {
+		if final[i].Name == "kustomize-controller" {
+			fd = &final[i]
+		}
+	}
+	if fd == nil {
+		c.Verdict = gate.Skip
+		c.Message = "kustomize-controller is not among the rendered components, so StrictPostBuildSubstitutions cannot be checked; add it to --components"
+		return c
+	}
+	fc := managerContainer(fd.Spec.Template.Spec.Containers)
+	flags, err := ParseArgs(fc.Args)
+	if err != nil {
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("Deployment/%s/%s container %s: %v; fix the --feature-gates value", fd.Namespace, fd.Name, fc.Name, err)
+		return c
+	}
+	version := ImageVersion(fc.Image)
+	g := EffectiveGate("kustomize-controller", version, flags, StrictSubstitution)
+	c.Evidence = []string{
+		fmt.Sprintf("Deployment/%s/%s container %s image %s", fd.Namespace, fd.Name, fc.Name, fc.Image),
+		"--feature-gates args, in order: " + orNone(strings.Join(flags.GateArgs, " ")),
+	}
+	var setByOverlay bool
+	if bd := findDeployment(base, fd.Namespace, fd.Name); bd != nil {
+		bf, _ := ParseArgs(managerContainer(bd.Spec.Template.Spec.Containers).Args)
+		bv, bok := bf.FeatureGates[StrictSubstitution]
+		setByOverlay = g.Explicit && (!bok || bv != g.Value)
+	}
+	def := "unknown"
+	if g.DefaultKnown {
+		def = fmt.Sprintf("%t", g.Default)
+		c.Evidence = append(c.Evidence, fmt.Sprintf("default in kustomize-controller %s: %s (on from v1.9.0)", version, def))
+	}
+	who := "the generated args"
+	if setByOverlay {
+		who = "the overlay"
+	}
+	switch {
+	case !g.Explicit && !g.DefaultKnown:
+		c.Verdict = gate.Skip
+		c.Message = fmt.Sprintf("image %s carries no version tag, so the default of %s is unknown and no arg sets it; set it explicitly in an overlay", fc.Image, StrictSubstitution)
+	case g.Value && g.Explicit && g.Default:
+		c.Verdict = gate.Pass
+		c.Message = fmt.Sprintf("%s=true: on by default in kustomize-controller %s; the setting by %s is redundant here", StrictSubstitution, version, who)
+	case g.Value && g.Explicit:
+		c.Verdict = gate.Pass
+		c.Message = fmt.Sprintf("%s=true only because of %s: kustomize-controller %s defaults it to %s", StrictSubstitution, who, orNone(version), def)
+	case g.Value:
+		c.Verdict = gate.Pass
+		c.Message = fmt.Sprintf("%s=true by default in kustomize-controller %s; no arg sets it", StrictSubstitution, version)
+	case plain:
+		c.Verdict = gate.Warn
+		c.Message = fmt.Sprintf("%s=false: --plain skipped the overlays and kustomize-controller %s defaults it off; an undefined ${VAR} will render as an empty string", StrictSubstitution, version)
+	case g.Explicit:
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("%s=false: turned off by %s (%s); remove the patch that disables it", StrictSubstitution, who, flags.GateArgs[len(flags.GateArgs)-1])
+	default:
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("%s=false: kustomize-controller %s defaults it off and no overlay sets it; apply the shipped overlays (or an --overlays dir that appends --feature-gates=%s=true)", StrictSubstitution, version, StrictSubstitution)
+	}
+	return c
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func findDeployment(ds []appsv1.Deployment, ns, name string) *appsv1.Deployment {
+	for i := range ds {
+		if ds[i].Namespace == ns && ds[i].Name == name {
+			return &ds[i]
+		}
+	}
+	return nil
+}
+
+func findContainer(cs []corev1.Container, name string) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// managerContainer is the controller's container: "manager" in every Flux
+// release, else the first.
+func managerContainer(cs []corev1.Container) corev1.Container {
+	if c := findContainer(cs, "manager"); c != nil {
+		return *c
+	}
+	if len(cs) == 0 {
+		return corev1.Container{}
+	}
+	return cs[0]
+}

@@ -1,0 +1,117 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// SignalError is the cause a command's context is cancelled with when a
+// signal arrives (main.go): which signal, and the exit code a shell
+// expects for it (128 + its number: 130 for SIGINT, 143 for SIGTERM).
+type SignalError struct {
+	Name string
+	Code int
+}
+
+func (e *SignalError) Error() string { return "interrupted by " + e.Name }
+
+// Signal is the SignalError for sig.
+func Signal(sig os.Signal) *SignalError {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return &SignalError{Name: sig.String(), Code: 128 + int(syscall.SIGINT)}
+	}
+	name := map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[s]
+	if name == "" {
+		name = s.String()
+	}
+	return &SignalError{Name: name, Code: 128 + int(s)}
+}
+
+// Interrupted is the error of a run whose context was cancelled by a
+// signal: which phase it stopped in, how far that phase had got, and what
+// that means for the cluster.
+type Interrupted struct {
+	Signal *SignalError
+	// Phase is the phase that was running; Stage how far it had got:
+	// "before" (checks, nothing applied), "do" (plan and apply) or
+	// "after" (proving what was applied).
+	Phase, Stage string
+	// Done are the phases that had completed.
+	Done []string
+	// Planned and Changes count the objects in the plans so far and
+	// those that change.
+	Planned, Changes int
+	DryRun           bool
+}
+
+func (e *Interrupted) Error() string {
+	what := ""
+	switch {
+	case e.DryRun:
+		what = "a dry run: nothing was applied"
+	case e.Stage == "before":
+		what = "during its checks: nothing of it was applied"
+	case e.Stage == "do" && e.Planned == 0:
+		what = "while changing the cluster: its checks say what was changed; re-run the command to finish"
+	case e.Stage == "do":
+		what = fmt.Sprintf("while planning or applying: part of its plan may have been applied (%d object(s) planned, %d to change); re-run the command to finish, it applies only what still differs", e.Planned, e.Changes)
+	default:
+		what = "after its changes were applied, while proving them: re-run the command to prove them"
+	}
+	done := "no phase had completed"
+	if len(e.Done) > 0 {
+		done = fmt.Sprintf("completed before it: %v", e.Done)
+	}
+	return fmt.Sprintf("%s: phase %s interrupted %s; %s", e.Signal.Error(), e.Phase, what, done)
+}
+
+// Code is the exit code for the signal.
+func (e *Interrupted) Code() int { return e.Signal.Code }
+
+// SignalOf returns the signal a context was cancelled by, nil when it was
+// not (a timeout, or still running).
+func SignalOf(ctx context.Context) *SignalError {
+	var s *SignalError
+	if errors.As(context.Cause(ctx), &s) {
+		return s
+	}
+	return nil
+}
+
+// interrupted wraps what a phase stopped with when its context was
+// cancelled by a signal; nil otherwise.
+func interrupted(ctx context.Context, run *Run, phase, stage string, done []string) *Interrupted {
+	s := SignalOf(ctx)
+	if s == nil {
+		return nil
+	}
+	n := 0
+	for _, o := range run.Report.Objects {
+		if o.Action != "unchanged" && o.Action != "skipped" {
+			n++
+		}
+	}
+	return &Interrupted{Signal: s, Phase: phase, Stage: stage, Done: done, Planned: len(run.Report.Objects), Changes: n, DryRun: run.DryRun}
+}
+
+// ExitCode is the exit code of err: the signal's for an interrupt, 2 for
+// an input error, 1 otherwise.
+func ExitCode(err error) int {
+	var ie *Interrupted
+	var se *SignalError
+	switch {
+	case errors.As(err, &ie):
+		return ie.Code()
+	case errors.As(err, &se):
+		return se.Code
+	case gate.IsInput(err):
+		return gate.ExitInput
+	}
+	return gate.ExitFailed
+}

@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// interrupting is a phase that receives a signal while it applies: it
+// cancels the run's context with the signal as cause, as main.go does.
+type interrupting struct {
+	fake
+	cancel context.CancelCauseFunc
+	sig    syscall.Signal
+	// asGate makes the phase turn the cancelled wait into a failing gate
+	// instead of an error, as the waits do.
+	asGate bool
+}
+
+func (p *interrupting) Do(ctx context.Context, run *Run) error {
+	run.Planned([]gate.ObjectChange{{Object: "Deployment/flux-system/a", Action: "configured"}, {Object: "Namespace/flux-system", Action: "unchanged"}})
+	p.cancel(Signal(p.sig))
+	if p.asGate {
+		run.Report.Add(gate.Def{ID: p.name + ".wait", Phase: p.name, Stage: gate.Before}.Fail("did not become Ready: " + ctx.Err().Error()))
+		return nil
+	}
+	return ctx.Err()
+}
+
+func TestInterrupted(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sig    syscall.Signal
+		asGate bool
+		code   int
+	}{
+		{"SIGINT while applying", syscall.SIGINT, false, 130},
+		{"SIGTERM while applying", syscall.SIGTERM, false, 143},
+		{"SIGINT turned into a failed wait", syscall.SIGINT, true, 130},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			first := &fake{name: "render"}
+			second := &interrupting{fake: fake{name: "apply"}, cancel: cancel, sig: tc.sig, asGate: tc.asGate}
+			third := &fake{name: "prove"}
+			run := &Run{Report: gate.NewReport("test")}
+			err := Execute(ctx, run, first, second, third)
+			var ie *Interrupted
+			if !errors.As(err, &ie) {
+				t.Fatalf("err = %v, want *Interrupted", err)
+			}
+			if ExitCode(err) != tc.code || ie.Phase != "apply" || ie.Stage != "do" || len(ie.Done) != 1 || ie.Done[0] != "render" {
+				t.Errorf("exit %d, %+v; want %d in phase apply, stage do, after render", ExitCode(err), ie, tc.code)
+			}
+			msg := err.Error()
+			for _, w := range []string{"interrupted by SIG", "phase apply interrupted while planning or applying", "1 to change", "re-run the command", "completed before it: [render]"} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q does not say %q", msg, w)
+				}
+			}
+			if third.did {
+				t.Error("a phase after the interrupt ran")
+			}
+			if !strings.Contains(verdicts(run.Report), "prove.b=skip") {
+				t.Errorf("the phases not run are not listed: %s", verdicts(run.Report))
+			}
+		})
+	}
+	// A context cancelled without a signal (a timeout) is no interrupt.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if SignalOf(ctx) != nil {
+		t.Error("a plain cancel taken for a signal")
+	}
+	if ExitCode(errors.New("x")) != 1 || ExitCode(gate.InputErrorf("x")) != 2 {
+		t.Error("ExitCode of a failure or an input error")
+	}
+}

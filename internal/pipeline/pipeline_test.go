@@ -1,0 +1,157 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// fake is a phase whose gates and outcomes a test sets.
+type fake struct {
+	name          string
+	before, after []gate.Check
+	doErr         error
+	did, proved   bool
+}
+
+func (f *fake) Name() string { return f.name }
+func (f *fake) Gates() []gate.Def {
+	return []gate.Def{
+		{ID: f.name + ".b", Phase: f.name, Stage: gate.Before, Title: "before"},
+		{ID: f.name + ".c", Phase: f.name, Stage: gate.Before, Title: "second before"},
+		{ID: f.name + ".a", Phase: f.name, Stage: gate.After, Title: "after"},
+	}
+}
+func (f *fake) Before(context.Context, *Run) ([]gate.Check, error) { return f.before, nil }
+func (f *fake) Do(context.Context, *Run) error                     { f.did = true; return f.doErr }
+func (f *fake) After(context.Context, *Run) []gate.Check           { f.proved = true; return f.after }
+
+func def(phase, id string, s gate.Stage) gate.Def {
+	return gate.Def{ID: phase + "." + id, Phase: phase, Stage: s}
+}
+
+func verdicts(r *gate.Report) string {
+	var b strings.Builder
+	for _, c := range r.Checks {
+		b.WriteString(c.ID + "=" + string(c.Verdict) + " ")
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func TestStopRule(t *testing.T) {
+	pass := func(p string) *fake {
+		return &fake{name: p, before: []gate.Check{def(p, "b", gate.Before).Pass("ok"), def(p, "c", gate.Before).Pass("ok")},
+			after: []gate.Check{def(p, "a", gate.After).Pass("ok")}}
+	}
+	tests := []struct {
+		name   string
+		phases func() []*fake
+		dryRun bool
+		want   string
+		code   int
+		err    bool
+	}{
+		{"all pass", func() []*fake { return []*fake{pass("one"), pass("two")} },
+			false, "one.b=pass one.c=pass one.a=pass two.b=pass two.c=pass two.a=pass", 0, false},
+		{"a failed before-gate stops its phase and every later one, listing what did not run",
+			func() []*fake {
+				one := pass("one")
+				one.before = []gate.Check{def("one", "b", gate.Before).Fail("broken")}
+				return []*fake{one, pass("two")}
+			}, false, "one.b=fail one.c=skip one.a=skip two.b=skip two.c=skip two.a=skip", 1, false},
+		{"a skipped required before-gate stops too (incomplete, exit 3)",
+			func() []*fake {
+				one := pass("one")
+				one.before = []gate.Check{def("one", "b", gate.Before).Skip("could not read")}
+				return []*fake{one, pass("two")}
+			}, false, "one.b=skip one.c=skip one.a=skip two.b=skip two.c=skip two.a=skip", 3, false},
+		{"a failed after-gate stops the later phases",
+			func() []*fake {
+				one := pass("one")
+				one.after = []gate.Check{def("one", "a", gate.After).Fail("not live")}
+				return []*fake{one, pass("two")}
+			}, false, "one.b=pass one.c=pass one.a=fail two.b=skip two.c=skip two.a=skip", 1, false},
+		{"an error stops everything and is not a gate",
+			func() []*fake {
+				one := pass("one")
+				one.doErr = errors.New("connection lost")
+				return []*fake{one, pass("two")}
+			}, false, "one.b=pass one.c=pass one.a=skip two.b=skip two.c=skip two.a=skip", 1, true},
+		{"a before-gate a phase that ran did not report did not apply: not listed",
+			func() []*fake {
+				one := pass("one")
+				one.before = one.before[:1]
+				return []*fake{one}
+			}, true, "one.b=pass one.a=skip", 0, false},
+		{"a dry run proves nothing: after-gates are optional skips",
+			func() []*fake { return []*fake{pass("one")} }, true, "one.b=pass one.c=pass one.a=skip", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fakes := tt.phases()
+			var phases []Phase
+			for _, f := range fakes {
+				phases = append(phases, f)
+			}
+			run := &Run{Report: gate.NewReport("test"), DryRun: tt.dryRun}
+			err := Execute(context.Background(), run, phases...)
+			if (err != nil) != tt.err {
+				t.Fatalf("error %v, want error %v", err, tt.err)
+			}
+			if err != nil {
+				run.Report.Error, run.Report.ErrorCode = err.Error(), gate.ExitFailed
+			}
+			if got := verdicts(run.Report); got != tt.want {
+				t.Errorf("checks\n got %s\nwant %s", got, tt.want)
+			}
+			if code := run.Report.ExitCode(); code != tt.code {
+				t.Errorf("exit %d, want %d", code, tt.code)
+			}
+			for _, c := range run.Report.Checks {
+				if c.Verdict == gate.Skip && !strings.HasPrefix(c.Message, "not run") && !strings.HasPrefix(c.Message, "dry run") && c.Message != "could not read" {
+					t.Errorf("%s skipped without saying why: %q", c.ID, c.Message)
+				}
+			}
+			if strings.Contains(tt.want, "two.a=skip") && len(fakes) > 1 && fakes[1].did {
+				t.Errorf("phase two ran after phase one stopped")
+			}
+		})
+	}
+}
+
+// TestKeepGoing: a read-only run evaluates every phase: a failed after-gate
+// does not stop the next phase, but a blocking before-gate still does.
+func TestKeepGoing(t *testing.T) {
+	mk := func(p string, afterFails, beforeFails bool) *fake {
+		f := &fake{name: p, before: []gate.Check{def(p, "b", gate.Before).Pass("ok"), def(p, "c", gate.Before).Pass("ok")},
+			after: []gate.Check{def(p, "a", gate.After).Pass("ok")}}
+		if afterFails {
+			f.after = []gate.Check{def(p, "a", gate.After).Fail("drift")}
+		}
+		if beforeFails {
+			f.before = []gate.Check{def(p, "b", gate.Before).Fail("cannot")}
+		}
+		return f
+	}
+	for _, keep := range []bool{true, false} {
+		r := gate.NewReport("status")
+		two := mk("two", false, false)
+		if err := Execute(context.Background(), &Run{Report: r, KeepGoing: keep}, mk("one", true, false), two); err != nil {
+			t.Fatal(err)
+		}
+		if two.proved != keep {
+			t.Errorf("KeepGoing %t: phase two ran its after-gates: %t (%s)", keep, two.proved, verdicts(r))
+		}
+	}
+	r := gate.NewReport("status")
+	two := mk("two", false, false)
+	if err := Execute(context.Background(), &Run{Report: r, KeepGoing: true}, mk("one", false, true), two); err != nil {
+		t.Fatal(err)
+	}
+	if two.did || verdicts(r) != "one.b=fail one.c=skip one.a=skip two.b=skip two.c=skip two.a=skip" {
+		t.Errorf("a blocking before-gate must still stop the run: %s", verdicts(r))
+	}
+}

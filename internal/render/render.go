@@ -1,0 +1,123 @@
+// Package render is step 1's render: the Flux components for a pinned
+// version with the controller overlays applied, and the gates proving the
+// overlays landed.
+package render
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+)
+
+// Options select what to render.
+type Options struct {
+	Components components.Options
+	// Overlays is the overlay directory and its name for messages.
+	Overlays     fs.FS
+	OverlaysName string
+	// Plain skips the overlays on purpose.
+	Plain bool
+}
+
+// Output is a render and its proof.
+type Output struct {
+	// YAML is what step 1 applies.
+	YAML     []byte
+	Checks   []gate.Check
+	Warnings []string
+	Facts    map[string]string
+	// Overlay holds the Deployments before and after the overlays, for the
+	// phases that compare them with the cluster.
+	Overlay *patches.Result
+}
+
+// PlainWarning is the loud notice every report carries under --plain.
+const PlainWarning = "--plain: controller overlays skipped on purpose; kustomize-controller runs with its version's default feature gates"
+
+// Run renders the components, applies the overlays and proves them.
+func Run(ctx context.Context, o Options) (*Output, error) {
+	r, err := components.Render(ctx, o.Components)
+	if err != nil {
+		return nil, err
+	}
+	ov := &patches.Overlay{Name: "(none)"}
+	if !o.Plain {
+		if ov, err = patches.LoadOverlay(o.Overlays, o.OverlaysName); err != nil {
+			return nil, err
+		}
+	}
+	res, err := patches.Apply(r.YAML, ov)
+	if err != nil {
+		return nil, fmt.Errorf("apply overlays %s: %w", o.OverlaysName, err)
+	}
+	out := &Output{
+		YAML:    res.YAML,
+		Overlay: res,
+		Facts: map[string]string{
+			"fluxVersion": r.FluxVersion,
+			"bundle":      r.Origin,
+			"components":  strings.Join(r.Components, ","),
+			"overlays":    ov.Name,
+		},
+	}
+	if o.Plain {
+		out.Warnings = append(out.Warnings, PlainWarning)
+		out.Facts["overlays"] = "skipped (--plain)"
+	}
+	var images []string
+	for _, d := range res.Final {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			images = append(images, fmt.Sprintf("Deployment/%s/%s %s", d.Namespace, d.Name, c.Image))
+		}
+	}
+	out.Checks = append(out.Checks, patches.GateComponents.Pass(
+		fmt.Sprintf("Flux %s: %d Deployment(s) from the %s", r.FluxVersion, len(res.Final), r.Origin), images...))
+	out.Checks = append(out.Checks, patches.Prove(res, o.Plain)...)
+	return out, nil
+}
+
+// Phase is the render as a pipeline phase: the offline before-gates of step
+// 1 (the overlays landed, the generated args kept, strict substitution on).
+// It changes nothing; Output holds the render once Before ran.
+type Phase struct {
+	opts   Options
+	Output *Output
+}
+
+// NewPhase renders with o.
+func NewPhase(o Options) *Phase { return &Phase{opts: o} }
+
+// Name implements pipeline.Phase.
+func (p *Phase) Name() string { return patches.Phase }
+
+// Gates implements pipeline.Phase.
+func (p *Phase) Gates() []gate.Def { return patches.Gates() }
+
+// Before renders and proves the overlays; warnings and facts go to the
+// report.
+func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+	out, err := Run(ctx, p.opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range out.Warnings {
+		run.Report.Warn(w)
+	}
+	for k, v := range out.Facts {
+		run.Report.Facts[k] = v
+	}
+	p.Output = out
+	return out.Checks, nil
+}
+
+// Do implements pipeline.Phase: a render changes nothing.
+func (p *Phase) Do(context.Context, *pipeline.Run) error { return nil }
+
+// After implements pipeline.Phase: nothing to prove beyond Before.
+func (p *Phase) After(context.Context, *pipeline.Run) []gate.Check { return nil }

@@ -1,0 +1,105 @@
+// Package rootsync is step 3: build an environment's cluster root
+// (clusters/<env>) in-process with kustomize, as kustomize-controller would,
+// gate it, server-side apply it with step 1's machinery, optionally pointing
+// the GitRepository at a temporary source for a cold bring-up, and prove
+// the root reconciled at the source's artifact revision. Cutover moves a
+// temporarily-sourced cluster to its final source.
+package rootsync
+
+import (
+	"fmt"
+	"strings"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// Phase is this package's phase name in reports.
+const Phase = "sync"
+
+// Options select what to build.
+type Options struct {
+	// Repo is the GitOps repository's root directory.
+	Repo string
+	// Path is the root kustomization inside Repo, e.g. clusters/dev.
+	Path string
+	// Namespace and RootName name the root Kustomization (flux-system/flux-system).
+	Namespace, RootName string
+}
+
+// Render is the built root: its objects, the Flux Kustomizations among
+// them, the root and its GitRepository, and the environment's repository
+// model they were taken from.
+type Render struct {
+	Options Options
+	Objects []*unstructured.Unstructured
+	// Kustomizations are those the root directory renders (typed).
+	Kustomizations []*kustomizev1.Kustomization
+	// Root is nil when the render lacks it (a before-gate fails).
+	Root *kustomizev1.Kustomization
+	// Source is the root's GitRepository object in the render (nil when absent).
+	Source *unstructured.Unstructured
+	// Env is the one repository model (internal/fluxrepo): every Kustomization
+	// the environment declares, transitively, with where each came from.
+	Env *fluxrepo.Env
+}
+
+// Build builds the environment's root directory the way kustomize-controller
+// does, through the one repository model (fluxrepo.Load: a private copy as
+// source-controller archives it, the controller's generator, a build
+// confined to the repository with no plugins and no remote bases). A
+// missing repository or path, a root directory without a kustomization file
+// or one that does not build is an input error; symlinks are left out of
+// the copy, never followed.
+func Build(o Options) (*Render, error) {
+	// Sync applies the root: a Kustomization below it whose path does not
+	// build is the controller's to fail (and the offline check's to name).
+	env, err := fluxrepo.Load(fluxrepo.Options{Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName, KeepGoing: true})
+	if err != nil {
+		return nil, err
+	}
+	objs, err := env.RootObjects()
+	if err != nil {
+		return nil, gate.InputErrorf("%s: %w", o.Path, err)
+	}
+	r := &Render{Options: o, Objects: objs, Env: env}
+	for _, u := range objs {
+		if u.GetKind() == kustomizev1.KustomizationKind && strings.HasPrefix(u.GetAPIVersion(), kustomizev1.GroupVersion.Group+"/") {
+			// The model holds it typed, namespace defaulted.
+			k := env.Kustomization(namespaceOr(u.GetNamespace(), o.Namespace), u.GetName())
+			if k == nil {
+				return nil, fmt.Errorf("%s: Kustomization %s/%s is not in the repository model", o.Path, u.GetNamespace(), u.GetName())
+			}
+			r.Kustomizations = append(r.Kustomizations, k.Kustomization)
+		}
+	}
+	if env.Root != nil {
+		r.Root = env.Root.Kustomization
+		ref := r.Root.Spec.SourceRef
+		ns := namespaceOr(ref.Namespace, r.Root.Namespace)
+		for _, u := range objs {
+			if u.GetKind() == ref.Kind && u.GetName() == ref.Name && namespaceOr(u.GetNamespace(), o.Namespace) == ns &&
+				strings.HasPrefix(u.GetAPIVersion(), sourcev1.GroupVersion.Group+"/") {
+				r.Source = u
+			}
+		}
+	}
+	return r, nil
+}
+
+func namespaceOr(ns, def string) string {
+	if ns == "" {
+		return def
+	}
+	return ns
+}
+
+// where names the file and line declaring an object of the root's render,
+// for messages.
+func (r *Render) where(kind, namespace, name string) string {
+	return r.Env.Locate(r.Env.RootFiles, kind, namespace, name).String()
+}

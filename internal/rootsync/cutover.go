@@ -1,0 +1,392 @@
+package rootsync
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/serve"
+	"github.com/homelab-ops/bootstrap/internal/wait"
+)
+
+// CutoverPhase is the cutover phase's name in reports.
+const CutoverPhase = "cutover"
+
+// Gates of the cutover phase.
+var (
+	GateCutoverSource  = gate.Def{ID: "cutover.source", Phase: CutoverPhase, Stage: gate.Before, Title: "the GitRepository is on a temporary source"}
+	GateDeclaredURL    = gate.Def{ID: "cutover.declared-url", Phase: CutoverPhase, Stage: gate.Before, Title: "the final URL is the one git declares"}
+	GateFinalReady     = gate.Def{ID: "cutover.final-ready", Phase: CutoverPhase, Stage: gate.After, Title: "the final source is Ready with an artifact"}
+	GateFinalRevision  = gate.Def{ID: "cutover.final-revision", Phase: CutoverPhase, Stage: gate.After, Title: "the final source is at the same or a newer revision"}
+	GateRollback       = gate.Def{ID: "cutover.rollback", Phase: CutoverPhase, Stage: gate.After, Title: "rolled back to the temporary source"}
+	GateHandedBack     = gate.Def{ID: "cutover.handed-back", Phase: CutoverPhase, Stage: gate.After, Title: "the GitRepository is back under git's control"}
+	GateConsumersReady = gate.Def{ID: "cutover.kustomizations-ready", Phase: CutoverPhase, Stage: gate.After, Title: "every Kustomization reading the source is Ready at its revision"}
+)
+
+// CutoverOptions drive Cutover.
+type CutoverOptions struct {
+	Namespace, Name string
+	// To is the final URL; "" means the URL git declares (recorded by sync).
+	To      string
+	Timeout time.Duration
+	// DryRun says what would happen and changes nothing.
+	DryRun   bool
+	Progress apply.Progress
+}
+
+// applyObject is the GitRepository to server-side apply: live's spec with
+// url, ref and secretRef replaced, and exactly the annotations given (ours;
+// an annotation this tool applied before and leaves out is removed).
+func applyObject(live *unstructured.Unstructured, url, branch, secret string, keepRef bool, ann map[string]string) *unstructured.Unstructured {
+	spec, _, _ := unstructured.NestedMap(live.Object, "spec")
+	spec = maps.Clone(spec)
+	spec["url"] = url
+	if branch != "" && !keepRef {
+		spec["ref"] = map[string]any{"branch": branch}
+	}
+	if secret != "" {
+		spec["secretRef"] = map[string]any{"name": secret}
+	} else {
+		delete(spec, "secretRef")
+	}
+	o := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	o.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind))
+	o.SetNamespace(live.GetNamespace())
+	o.SetName(live.GetName())
+	if len(ann) > 0 {
+		o.SetAnnotations(ann)
+	}
+	return o
+}
+
+// ours returns the annotations of live that this tool manages.
+func ours(live *unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	for k, v := range live.GetAnnotations() {
+		if strings.HasPrefix(k, AnnotationPrefix) || k == ReconcileAnnotation {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Cutover moves a GitRepository from its temporary source to the final one:
+// switch (kustomize-controller still kept off it), wait for the final
+// source's artifact, hand the object back to git (the annotations removed),
+// and prove every Kustomization reading the source is Ready at the new
+// revision. When the final source is not Ready in time it switches back to
+// the temporary source and proves that is Ready again. Checks go to report.
+func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *gate.Report) error {
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+	id := fmt.Sprintf("GitRepository %s/%s", o.Namespace, o.Name)
+	sc := GateCutoverSource.New()
+	live, err := liveSource(ctx, cl.Client, o.Namespace, o.Name)
+	if err != nil {
+		return err
+	}
+	if live == nil {
+		sc.Verdict, sc.Message = gate.Fail, id+" not found: run `bootstrap sync` first"
+		report.Add(sc)
+		return nil
+	}
+	liveURL, _, _ := unstructured.NestedString(live.Object, "spec", "url")
+	tmp, declared := TemporaryOf(live)
+	if tmp == nil {
+		if o.To == "" || o.To == liveURL {
+			sc.Verdict = gate.Pass
+			sc.Message = fmt.Sprintf("%s is not on a temporary source: it reads %s as git declares; nothing to cut over", id, liveURL)
+			report.Add(sc)
+			return nil
+		}
+		sc.Verdict = gate.Fail
+		sc.Message = fmt.Sprintf("%s is not on a temporary source (no %s annotation) and reads %s: change its URL in git, not with cutover", id, AnnSource, liveURL)
+		report.Add(sc)
+		return nil
+	}
+	final := o.To
+	if final == "" {
+		final = declared.URL
+	}
+	if final == "" {
+		sc.Verdict = gate.Fail
+		sc.Message = fmt.Sprintf("%s records no declared URL (%s): pass --to URL", id, AnnDeclaredURL)
+		report.Add(sc)
+		return nil
+	}
+	var before sourcev1.GitRepository
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &before); err != nil {
+		return fmt.Errorf("read %s: %w", id, err)
+	}
+	tmpRev := ""
+	if before.Status.Artifact != nil {
+		tmpRev = before.Status.Artifact.Revision
+	}
+	sc.Verdict = gate.Pass
+	sc.Message = fmt.Sprintf("%s on the temporary source %s since %s (revision %s); final source %s", id, tmp.URL, tmp.Since.Format(time.RFC3339), revOrNone(tmpRev), final)
+	sc.Evidence = []string{"temporary-url=" + tmp.URL, "declared-url=" + declared.URL}
+	report.Add(sc)
+	report.Facts["temporarySource"] = tmp.URL
+	report.Facts["finalSource"] = final
+	if o.To != "" && declared.URL != "" && o.To != declared.URL {
+		w := GateDeclaredURL.New()
+		w.Verdict = gate.Warn
+		w.Message = fmt.Sprintf("--to %s differs from the URL git declares (%s): once handed back, the root re-applies git's URL; commit --to to git", o.To, declared.URL)
+		report.Add(w)
+	}
+	if o.DryRun {
+		report.Changed = true
+		return nil
+	}
+
+	write := func(obj *unstructured.Unstructured) error {
+		if _, err := apply.Object(ctx, cl.Manager, obj); err != nil {
+			return fmt.Errorf("server-side apply %s: %w", id, err)
+		}
+		return requestReconcile(ctx, cl.Client, obj)
+	}
+	waitSource := func(ctx context.Context, url string) (*sourcev1.GitRepository, error) {
+		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+		return wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, o.Namespace, o.Name, func(g *sourcev1.GitRepository) (bool, string) {
+			ok, desc := wait.Ready(g)
+			return ok && g.Spec.URL == url && g.Status.Artifact != nil, desc
+		})
+	}
+
+	// 1. Switch, kustomize-controller still kept off the object.
+	o.Progress(fmt.Sprintf("switching %s to %s (timeout %s)", id, final, o.Timeout))
+	switched := applyObject(live, final, declared.Branch, declared.Secret, false, ours(live))
+	report.Changed = true
+	if err := write(switched); err != nil {
+		return err
+	}
+	fr := GateFinalReady.New()
+	gr, err := waitSource(ctx, final)
+	if err != nil {
+		fr.Verdict = gate.Fail
+		fr.Message = fmt.Sprintf("the final source %s did not become Ready: %v; switched back to the temporary source %s", final, err, tmp.URL)
+		report.Add(fr)
+		rctx := ctx
+		if ctx.Err() != nil {
+			// Interrupted while waiting: leave the cluster as it was, not
+			// half-switched. The rollback gets its own wait (--timeout);
+			// a second signal stops the process at once.
+			o.Progress("interrupted: rolling back to the temporary source first (up to --timeout; interrupt again to stop now)")
+			rctx = kube.Detach(ctx)
+		}
+		report.Add(rollback(rctx, cl, o, live, tmp, func(obj *unstructured.Unstructured) error {
+			if _, err := apply.Object(rctx, cl.Manager, obj); err != nil {
+				return fmt.Errorf("server-side apply %s: %w", id, err)
+			}
+			return requestReconcile(rctx, cl.Client, obj)
+		}, func(url string) (*sourcev1.GitRepository, error) { return waitSource(rctx, url) }))
+		return nil
+	}
+	rev := gr.Status.Artifact.Revision
+	fr.Verdict = gate.Pass
+	fr.Message = fmt.Sprintf("%s Ready from %s, artifact %s", id, final, rev)
+	report.Add(fr)
+	rv := GateFinalRevision.New()
+	switch {
+	case rev == tmpRev:
+		rv.Verdict, rv.Message = gate.Pass, "same revision as the temporary source: "+rev
+	default:
+		rv.Verdict = gate.Warn
+		rv.Message = fmt.Sprintf("the final source is at %s, the temporary one was at %s: the cluster cannot prove which is newer (an artifact carries no history); check that the final source holds every commit of the temporary one", rev, tmpRev)
+	}
+	report.Add(rv)
+
+	// 2. Hand back to git: our annotations and the reconcile switch go.
+	o.Progress("handing " + id + " back to git")
+	cur, err := liveSource(ctx, cl.Client, o.Namespace, o.Name)
+	if err != nil || cur == nil {
+		return fmt.Errorf("re-read %s: %v", id, err)
+	}
+	if err := write(applyObject(cur, final, declared.Branch, declared.Secret, true, nil)); err != nil {
+		return err
+	}
+	hb := GateHandedBack.New()
+	cur, err = liveSource(ctx, cl.Client, o.Namespace, o.Name)
+	if err != nil || cur == nil {
+		return fmt.Errorf("re-read %s: %v", id, err)
+	}
+	if left := ours(cur); len(left) > 0 {
+		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left)
+	} else {
+		hb.Verdict, hb.Message = gate.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, final)
+		if msg, err := deleteServeSecret(ctx, cl.Client, o.Namespace, tmp.Secret); err != nil {
+			hb.Verdict, hb.Message = gate.Fail, hb.Message+"; but "+err.Error()
+		} else if msg != "" {
+			hb.Message += "; " + msg
+		}
+	}
+	report.Add(hb)
+
+	// 3. Every Kustomization reading the source is Ready at the new revision.
+	var owner client.Object
+	if l := cur.GetLabels(); l[kustomizev1.GroupVersion.Group+"/name"] != "" {
+		owner = &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: l[kustomizev1.GroupVersion.Group+"/name"], Namespace: l[kustomizev1.GroupVersion.Group+"/namespace"]}}
+	}
+	report.Add(consumersReady(ctx, cl, o, rev, owner))
+	report.Facts["revision"] = rev
+	return nil
+}
+
+// rollback re-applies the object as sync left it (temporary source,
+// annotations) and proves it Ready again.
+func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *unstructured.Unstructured, tmp *Temporary,
+	apply func(*unstructured.Unstructured) error, waitSource func(string) (*sourcev1.GitRepository, error)) gate.Check {
+	rb := GateRollback.New()
+	o.Progress("rolling back to " + tmp.URL)
+	url, _, _ := unstructured.NestedString(live.Object, "spec", "url")
+	secret, _, _ := unstructured.NestedString(live.Object, "spec", "secretRef", "name")
+	back := applyObject(live, url, "", secret, true, ours(live))
+	if err := apply(back); err != nil {
+		rb.Verdict, rb.Message = gate.Fail, "rollback failed: "+err.Error()
+		return rb
+	}
+	gr, err := waitSource(url)
+	if err != nil {
+		rb.Verdict, rb.Message = gate.Fail, fmt.Sprintf("rolled back to %s but it is not Ready: %v", url, err)
+		return rb
+	}
+	rb.Verdict = gate.Pass
+	rb.Message = fmt.Sprintf("GitRepository %s/%s is back on the temporary source %s, Ready at %s; the cluster is as before", o.Namespace, o.Name, url, gr.Status.Artifact.Revision)
+	return rb
+}
+
+// consumersReady waits for every Kustomization whose sourceRef is the
+// GitRepository to be Ready with lastAppliedRevision rev.
+func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string, owner client.Object) gate.Check {
+	c := GateConsumersReady.New()
+	var list kustomizev1.KustomizationList
+	if err := cl.Client.List(ctx, &list); err != nil {
+		c.Verdict, c.Message = gate.Skip, "list Kustomizations: "+err.Error()
+		return c
+	}
+	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	var names, failed []string
+	for _, k := range list.Items {
+		ref := k.Spec.SourceRef
+		if ref.Kind != sourcev1.GitRepositoryKind || ref.Name != o.Name || namespaceOr(ref.Namespace, k.Namespace) != o.Namespace {
+			continue
+		}
+		names = append(names, k.Namespace+"/"+k.Name)
+	}
+	// The Kustomization that applies the GitRepository (the root, by
+	// kustomize-controller's owner labels) re-applies it from git now; the
+	// others are left alone: a reconcile request to every one of them would
+	// only churn their dependsOn chain.
+	if owner != nil {
+		_ = requestReconcile(ctx, cl.Client, owner)
+	}
+	// The one readiness rule (converge's), against the final source's
+	// artifact the cutover proved.
+	src := converge.Source{Ref: converge.SourceRef{Kind: sourcev1.GitRepositoryKind, Namespace: o.Namespace, Name: o.Name}, Found: true, Ready: true, Revision: rev}
+	for _, n := range names {
+		ns, name, _ := strings.Cut(n, "/")
+		o.Progress(fmt.Sprintf("waiting for Kustomization %s at %s", n, rev))
+		if _, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, ns, name, func(k *kustomizev1.Kustomization) (bool, string) {
+			return converge.IsConverged(k, src), converge.Describe(k, src)
+		}); err != nil {
+			failed = append(failed, "Kustomization "+err.Error())
+		}
+	}
+	c.Evidence = names
+	if len(failed) > 0 {
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("%d of %d Kustomization(s) not Ready at %s: %s", len(failed), len(names), rev, strings.Join(failed, "; "))
+		return c
+	}
+	c.Verdict = gate.Pass
+	c.Message = fmt.Sprintf("%d Kustomization(s) Ready at %s", len(names), rev)
+	return c
+}
+
+func revOrNone(rev string) string {
+	if rev == "" {
+		return "no artifact"
+	}
+	return rev
+}
+
+// NewCutoverPhase is `bootstrap cutover` as a pipeline phase.
+func NewCutoverPhase(o CutoverOptions, connect func() (*apply.Cluster, error)) *CutoverPhaseRunner {
+	return &CutoverPhaseRunner{o: o, connect: connect}
+}
+
+// CutoverPhaseRunner moves a temporarily-sourced GitRepository to its final
+// source. Its before-gate (the source is on a temporary source) and the
+// switch are one step: the gate reads the live object the switch starts from.
+type CutoverPhaseRunner struct {
+	o       CutoverOptions
+	connect func() (*apply.Cluster, error)
+	cl      *apply.Cluster
+}
+
+// Name implements pipeline.Phase.
+func (p *CutoverPhaseRunner) Name() string { return CutoverPhase }
+
+// Gates implements pipeline.Phase.
+func (p *CutoverPhaseRunner) Gates() []gate.Def {
+	return []gate.Def{GateCutoverSource, GateDeclaredURL, GateFinalReady, GateFinalRevision, GateRollback, GateHandedBack, GateConsumersReady}
+}
+
+// Before connects to the cluster.
+func (p *CutoverPhaseRunner) Before(context.Context, *pipeline.Run) ([]gate.Check, error) {
+	var err error
+	p.cl, err = p.connect()
+	return nil, err
+}
+
+// Do checks the source and, unless a dry run, cuts over (rolling back when
+// the final source does not become Ready).
+func (p *CutoverPhaseRunner) Do(ctx context.Context, run *pipeline.Run) error {
+	o := p.o
+	o.DryRun, o.Progress = run.DryRun, run.Progress
+	return Cutover(ctx, p.cl, o, run.Report)
+}
+
+// After: Do already proved the outcome.
+func (p *CutoverPhaseRunner) After(context.Context, *pipeline.Run) []gate.Check { return nil }
+
+// deleteServeSecret deletes the temporary source's credentials Secret once
+// nothing reads it, when --serve made it (labelled so); a Secret the
+// operator named with --source-secret is theirs and stays.
+func deleteServeSecret(ctx context.Context, c client.Client, ns, name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	var sec corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("read the temporary Secret %s/%s: %w", ns, name, err)
+	}
+	if sec.Labels[serve.SecretLabel] == "" {
+		return "", nil
+	}
+	if err := c.Delete(ctx, &sec); err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("delete the temporary Secret %s/%s: %w (delete it by hand)", ns, name, err)
+	}
+	return fmt.Sprintf("the temporary source's Secret %s/%s deleted", ns, name), nil
+}

@@ -1,0 +1,167 @@
+package rootsync
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// Gates of the sync phase.
+var (
+	GateRoot          = gate.Def{ID: "sync.root", Phase: Phase, Stage: gate.Before, Title: "the root Kustomization is in the render"}
+	GateRootWait      = gate.Def{ID: "sync.root-wait", Phase: Phase, Stage: gate.Before, Title: "the root Kustomization has wait: false"}
+	GateSource        = gate.Def{ID: "sync.source", Phase: Phase, Stage: gate.Before, Title: "the root's GitRepository is in the render"}
+	GateDependsOn     = gate.Def{ID: "sync.depends-on", Phase: Phase, Stage: gate.Before, Title: "every dependsOn target is in the render"}
+	GateDecryption    = gate.Def{ID: "sync.decryption-secret", Phase: Phase, Stage: gate.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
+	GateTemporary     = gate.Def{ID: "sync.temporary-source", Phase: Phase, Stage: gate.Before, Title: "source of the GitRepository"}
+	GateApplied       = gate.Def{ID: "sync.applied", Phase: Phase, Stage: gate.After, Title: "the root was applied"}
+	GateSourceReady   = gate.Def{ID: "sync.source-ready", Phase: Phase, Stage: gate.After, Title: "the GitRepository is Ready with an artifact"}
+	GateRootApplied   = gate.Def{ID: "sync.root-applied", Phase: Phase, Stage: gate.After, Title: "the root Kustomization is Ready at the artifact's revision"}
+	GateTemporaryKept = gate.Def{ID: "sync.temporary-source-kept", Phase: Phase, Stage: gate.After, Title: "the temporary source survived the root's reconcile"}
+)
+
+// Static is the before-gates that need only the render: the root is there
+// with wait: false, every dependsOn target exists, the root's GitRepository
+// is in the render.
+func Static(r *Render) []gate.Check {
+	o := r.Options
+	rootID := o.Namespace + "/" + o.RootName
+	root := GateRoot.New()
+	wait := GateRootWait.New()
+	src := GateSource.New()
+	var out []gate.Check
+	if r.Root == nil {
+		var names []string
+		for _, k := range r.Kustomizations {
+			names = append(names, k.Namespace+"/"+k.Name)
+		}
+		root.Verdict = gate.Fail
+		root.Message = fmt.Sprintf("%s renders no Kustomization %s: the environment needs its own sync.yaml declaring the root (path: ./%s) and listed in %s/kustomization.yaml",
+			o.Path, rootID, strings.TrimPrefix(o.Path, "./"), o.Path)
+		root.Evidence = []string{fmt.Sprintf("Kustomizations in the render: %s", orNone(names))}
+		wait.Verdict, wait.Message = gate.Skip, "no root Kustomization to check"
+		src.Verdict, src.Message = gate.Skip, "no root Kustomization, so no source reference to check"
+		out = append(out, root, wait, src)
+	} else {
+		root.Verdict = gate.Pass
+		root.Message = fmt.Sprintf("Kustomization %s, path %s", rootID, r.Root.Spec.Path)
+		root.Evidence = []string{"declared in " + r.where(kustomizev1.KustomizationKind, o.Namespace, o.RootName)}
+		if r.Root.Spec.Wait {
+			wait.Verdict = gate.Fail
+			wait.Message = fmt.Sprintf("the root Kustomization %s has wait: true (in %s): a root that health-checks its own children deadlocks every dependsOn: [%s] edge; set wait: false",
+				rootID, r.where(kustomizev1.KustomizationKind, o.Namespace, o.RootName), o.RootName)
+		} else {
+			wait.Verdict = gate.Pass
+			wait.Message = "wait: false: the root is Ready on apply and never health-gates its children"
+		}
+		ref := r.Root.Spec.SourceRef
+		if r.Source == nil {
+			src.Verdict = gate.Fail
+			src.Message = fmt.Sprintf("the root %s reads %s %s, which %s does not render: declare it (clusters/base/flux-system) and list it in the kustomization", rootID, ref.Kind, ref.Name, o.Path)
+		} else if ref.Kind != sourcev1.GitRepositoryKind {
+			src.Verdict = gate.Fail
+			src.Message = fmt.Sprintf("the root %s reads a %s; sync supports a GitRepository source", rootID, ref.Kind)
+		} else {
+			url, _, _ := unstructuredString(r.Source.Object, "spec", "url")
+			src.Verdict = gate.Pass
+			src.Message = fmt.Sprintf("GitRepository %s/%s, url %s", r.Source.GetNamespace(), r.Source.GetName(), url)
+			src.Evidence = []string{"declared in " + r.where(sourcev1.GitRepositoryKind, namespaceOr(ref.Namespace, o.Namespace), ref.Name)}
+		}
+		out = append(out, root, wait, src)
+	}
+
+	dep := GateDependsOn.New()
+	have := map[string]bool{}
+	for _, k := range r.Kustomizations {
+		have[k.Namespace+"/"+k.Name] = true
+	}
+	var missing []string
+	edges := 0
+	for _, k := range r.Kustomizations {
+		for _, d := range k.Spec.DependsOn {
+			edges++
+			ns := namespaceOr(d.Namespace, k.Namespace)
+			if !have[ns+"/"+d.Name] {
+				missing = append(missing, fmt.Sprintf("Kustomization %s/%s (in %s) depends on %s/%s, which %s does not render: it would wait forever",
+					k.Namespace, k.Name, r.where(kustomizev1.KustomizationKind, k.Namespace, k.Name), ns, d.Name, o.Path))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		dep.Verdict = gate.Fail
+		dep.Message = missing[0]
+		if len(missing) > 1 {
+			dep.Message += fmt.Sprintf(" (and %d more)", len(missing)-1)
+		}
+		if slices.ContainsFunc(missing, func(m string) bool { return strings.Contains(m, "/"+o.RootName+",") }) && r.Root == nil {
+			dep.Message += "; add the environment's sync.yaml (the root Kustomization) to " + o.Path + "/kustomization.yaml"
+		} else {
+			dep.Message += "; add the missing Kustomization or drop the edge"
+		}
+		dep.Evidence = missing
+	} else {
+		dep.Verdict = gate.Pass
+		dep.Message = fmt.Sprintf("%d dependsOn edge(s) among %d Kustomization(s), all targets rendered", edges, len(r.Kustomizations))
+	}
+	return append(out, dep)
+}
+
+// DecryptionSecrets checks that every decryption.secretRef of the render
+// exists in the cluster (step 2 installs it).
+func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []gate.Check {
+	type ref struct{ ns, name string }
+	users := map[ref][]string{}
+	var order []ref
+	for _, k := range r.Kustomizations {
+		if k.Spec.Decryption == nil || k.Spec.Decryption.SecretRef == nil {
+			continue
+		}
+		rf := ref{k.Namespace, k.Spec.Decryption.SecretRef.Name}
+		if _, ok := users[rf]; !ok {
+			order = append(order, rf)
+		}
+		users[rf] = append(users[rf], k.Name)
+	}
+	if len(order) == 0 {
+		c := GateDecryption.New()
+		c.Verdict, c.Message = gate.Pass, "no Kustomization of the render decrypts"
+		return []gate.Check{c}
+	}
+	var out []gate.Check
+	for _, rf := range order {
+		c := GateDecryption.Each(rf.ns + "/" + rf.name).New()
+		c.Title = "decryption Secret exists"
+		var s corev1.Secret
+		err := cl.Get(ctx, client.ObjectKey{Namespace: rf.ns, Name: rf.name}, &s)
+		switch {
+		case err == nil:
+			c.Verdict = gate.Pass
+			c.Message = fmt.Sprintf("Secret %s/%s exists (used by %s)", rf.ns, rf.name, strings.Join(users[rf], ", "))
+		case apierrors.IsNotFound(err):
+			c.Verdict = gate.Fail
+			c.Message = fmt.Sprintf("Secret %s/%s not found; Kustomization(s) %s decrypt with it and would fail: install it first with `bootstrap age-key --path %s` (step 2)",
+				rf.ns, rf.name, strings.Join(users[rf], ", "), r.Options.Path)
+		default:
+			c.Verdict = gate.Skip
+			c.Message = fmt.Sprintf("could not read Secret %s/%s: %v", rf.ns, rf.name, err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,300 @@
+package rootsync
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/serve"
+	"github.com/homelab-ops/bootstrap/internal/wait"
+)
+
+// RunOptions drive the sync phase.
+type RunOptions struct {
+	// Build selects the environment to build.
+	Build   Options
+	Timeout time.Duration
+	// Source, when non-nil, is the temporary source to use (--source-url).
+	Source *Temporary
+	// Serve, when non-nil, is the temporary source this machine serves
+	// (--serve): started just before the apply, its credentials Secret
+	// applied with the root.
+	Serve *serve.Prepared
+	// Now stamps a new temporary source; time.Now when nil.
+	Now func() time.Time
+	// Built, when set, is Build's result made earlier (a command that
+	// refuses bad input before its first request builds first).
+	Built *Render
+}
+
+// NewPhase is step 3 as a pipeline phase: build the environment's root and
+// gate it offline, then the cluster's before-gates (decryption Secrets, the
+// temporary source), the plan and the server-side apply, and the proof that
+// the source and the root reconciled at the artifact's revision.
+func NewPhase(o RunOptions, connect func() (*apply.Cluster, error)) *SyncPhase {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &SyncPhase{o: o, connect: connect}
+}
+
+// SyncPhase is step 3.
+type SyncPhase struct {
+	o       RunOptions
+	connect func() (*apply.Cluster, error)
+
+	// Render is the built root, once Before ran.
+	Render *Render
+	cl     *apply.Cluster
+	tmp    *Temporary
+}
+
+// Name implements pipeline.Phase.
+func (p *SyncPhase) Name() string { return Phase }
+
+// Gates implements pipeline.Phase.
+func (p *SyncPhase) Gates() []gate.Def {
+	return []gate.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateDecryption, GateTemporary,
+		GateApplied, GateSourceReady, GateRootApplied, GateTemporaryKept}
+}
+
+// Cluster is the connection the phase made (nil before its cluster gates).
+func (p *SyncPhase) Cluster() *apply.Cluster { return p.cl }
+
+// Before builds and gates the root offline, then checks the cluster: the
+// decryption Secrets exist, and which source the GitRepository will use.
+func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+	report := run.Report
+	report.Facts["path"] = p.o.Build.Path
+	r, err := p.o.Built, error(nil)
+	if r == nil {
+		if r, err = Build(p.o.Build); err != nil {
+			return nil, err
+		}
+	}
+	p.Render = r
+	checks := Static(r)
+	if gate.Blocks(checks...) {
+		return checks, nil
+	}
+	if p.cl, err = p.connect(); err != nil {
+		return checks, err
+	}
+	cl := p.cl
+	checks = append(checks, DecryptionSecrets(ctx, cl.Client, r)...)
+
+	// The temporary source: asked for, or already in place and kept.
+	src := r.Source
+	live, err := liveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
+	if err != nil {
+		return checks, err
+	}
+	var liveTmp *Temporary
+	if live != nil {
+		liveTmp, _ = TemporaryOf(live)
+	}
+	tc := GateTemporary.New()
+	srcID := fmt.Sprintf("GitRepository %s/%s", src.GetNamespace(), src.GetName())
+	declared := DeclaredOf(src)
+	var tmp *Temporary
+	switch {
+	case p.o.Serve != nil:
+		sv := p.o.Serve
+		tmp = &Temporary{URL: sv.URL, Secret: sv.SecretName(), Since: p.o.Now()}
+		tc.Verdict = gate.Pass
+		tc.Message = fmt.Sprintf("%s on the temporary source this machine serves at %s (%s; git declares %s); kustomize-controller leaves it alone until `bootstrap cutover`", srcID, sv.URL, sv.Origin(), declared.URL)
+		if liveTmp != nil {
+			tc.Message += fmt.Sprintf("; replaces the temporary source %s set %s", liveTmp.URL, liveTmp.Since.Format(time.RFC3339))
+		}
+		report.Facts["serveRevision"] = sv.Snapshot.Revision()
+		report.Facts["serveOrigin"] = sv.Origin()
+	case p.o.Source != nil:
+		tmp = &Temporary{URL: p.o.Source.URL, Branch: p.o.Source.Branch, Secret: p.o.Source.Secret, Since: p.o.Now()}
+		if liveTmp.Same(tmp) && !liveTmp.Since.IsZero() {
+			tmp.Since = liveTmp.Since
+		}
+		tc.Verdict = gate.Pass
+		tc.Message = fmt.Sprintf("%s on the temporary source %s (git declares %s); kustomize-controller leaves it alone until `bootstrap cutover`", srcID, tmp.URL, declared.URL)
+		if liveTmp != nil && !liveTmp.Same(tmp) {
+			tc.Message += fmt.Sprintf("; replaces the temporary source %s set %s", liveTmp.URL, liveTmp.Since.Format(time.RFC3339))
+		}
+	case liveTmp != nil:
+		tmp = liveTmp
+		tc.Verdict = gate.Warn
+		tc.Message = fmt.Sprintf("%s is on the temporary source %s since %s: kept (git declares %s); run `bootstrap cutover` to move to the final source, or pass --source-url to change it",
+			srcID, tmp.URL, tmp.Since.Format(time.RFC3339), declared.URL)
+		report.Warn(tc.Message)
+	default:
+		tc.Verdict = gate.Pass
+		tc.Message = fmt.Sprintf("%s from git's declared url %s", srcID, declared.URL)
+	}
+	checks = append(checks, tc)
+	if tmp != nil {
+		if err := Override(src, tmp); err != nil {
+			return checks, err
+		}
+		report.Facts["temporarySource"] = tmp.URL
+		report.Facts["temporarySince"] = tmp.Since.UTC().Format(time.RFC3339)
+	}
+	report.Facts["declaredURL"] = declared.URL
+	p.tmp = tmp
+	return checks, nil
+}
+
+// Do plans and, unless a dry run, applies the root.
+func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
+	r := p.Render
+	objs := r.Objects
+	sv := p.o.Serve
+	if sv != nil {
+		sec, err := sv.Secret()
+		if err != nil {
+			return err
+		}
+		objs = append(slices.Clone(objs), sec)
+	}
+	plan, err := apply.Plan(ctx, p.cl, objs, nil)
+	if err != nil {
+		return err
+	}
+	run.Planned(plan)
+	if run.DryRun {
+		return nil
+	}
+	if sv != nil {
+		if sv.Replaces != nil {
+			run.Progressf("stopping the temporary source this machine served before (pid %d, %s)", sv.Replaces.PID, sv.Replaces.URL)
+		}
+		st, err := sv.Start(ctx)
+		if err != nil {
+			return err
+		}
+		run.Report.Changed = true
+		run.Progressf("serving %s at %s (pid %d, until %s; log %s)", st.Revision, st.URL, st.PID, st.Until.Format(time.RFC3339), st.Log)
+		run.Report.Facts["servePID"] = fmt.Sprint(st.PID)
+		run.Report.Facts["serveURL"] = st.URL
+		run.Report.Facts["serveUntil"] = st.Until.Format(time.RFC3339)
+		run.Report.Facts["serveLog"] = st.Log
+	}
+	applied, err := apply.Apply(ctx, p.cl, objs, plan, p.o.Timeout)
+	run.Report.Changed = run.Report.Changed || apply.Changed(applied)
+	if err != nil {
+		if sv != nil {
+			// Nothing reads the new source: it stops with the failed sync.
+			sv.Abort()
+			run.Progressf("stopped the temporary source: the sync did not apply")
+		}
+		run.Report.Add(GateApplied.Fail(err.Error()))
+		return nil
+	}
+	run.Report.Add(GateApplied.Passf("%d object(s) server-side applied from %s", len(applied), r.Options.Path))
+	return nil
+}
+
+// After proves the source and the root reconciled.
+func (p *SyncPhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+	return After(ctx, p.cl, p.Render, p.tmp, p.o.Timeout, run.Progress, p.o.Serve)
+}
+
+// After proves the sync: the GitRepository is Ready with an artifact (at
+// the temporary URL when there is one), and the root Kustomization is Ready
+// with lastAppliedRevision equal to that artifact's revision.
+//
+// With sv (--serve) the artifact must be the served commit, and a source
+// that does not become Ready says what to check.
+func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress apply.Progress, sv *serve.Prepared) []gate.Check {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	src := r.Source
+	sc := GateSourceReady.New()
+	wantURL := DeclaredOf(src).URL
+	progress(fmt.Sprintf("waiting for GitRepository %s/%s to be Ready with an artifact from %s (timeout %s)", src.GetNamespace(), src.GetName(), wantURL, timeout))
+	// The source fetches now (as `flux reconcile source git` does), so the
+	// sync is proven at the repository's current commit, not at whatever
+	// the source last fetched.
+	token, err := requestReconcileToken(wctx, cl.Client, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: src.GetNamespace(), Name: src.GetName()}})
+	if err != nil {
+		progress("could not ask the source to fetch now (" + err.Error() + "); waiting for its own interval")
+	}
+	gr, err := wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, src.GetNamespace(), src.GetName(), func(g *sourcev1.GitRepository) (bool, string) {
+		ok, desc := wait.Ready(g)
+		fetched := token == "" || g.Status.LastHandledReconcileAt == token
+		if !fetched {
+			desc += "; the fetch asked for is not handled yet"
+		}
+		served := true
+		if sv != nil && g.Status.Artifact != nil && g.Status.Artifact.Revision != sv.Snapshot.Revision() {
+			served = false
+			desc += fmt.Sprintf("; artifact %s, not the served %s", g.Status.Artifact.Revision, sv.Snapshot.Revision())
+		}
+		return ok && fetched && served && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
+	})
+	rc := GateRootApplied.New()
+	if err != nil {
+		sc.Verdict, sc.Message = gate.Fail, fmt.Sprintf("GitRepository %s", err)
+		if sv != nil && sv.Started != nil {
+			sc.Message += fmt.Sprintf("; source-controller must reach %s from inside the cluster: check the firewall between the nodes and this machine (port %s), or pass --serve-url with an address the nodes reach; the temporary source keeps serving (pid %d, `bootstrap serve stop` ends it)",
+				sv.URL, portOf(sv.Started.Listen), sv.Started.PID)
+		}
+		rc.Verdict, rc.Message = gate.Skip, "no artifact to compare with"
+		return []gate.Check{sc, rc}
+	}
+	rev := gr.Status.Artifact.Revision
+	sc.Verdict = gate.Pass
+	sc.Message = fmt.Sprintf("GitRepository %s/%s Ready, artifact %s from %s", gr.Namespace, gr.Name, rev, gr.Spec.URL)
+	sc.Evidence = []string{"status.artifact.revision=" + rev, "spec.url=" + gr.Spec.URL}
+	root := r.Root
+	progress(fmt.Sprintf("waiting for Kustomization %s/%s to apply %s", root.Namespace, root.Name, rev))
+	// The one readiness rule: converge's "converged at its source's
+	// revision", against the artifact just proven.
+	proven := converge.SourceOf(converge.SourceRef{Kind: sourcev1.GitRepositoryKind, Namespace: gr.Namespace, Name: gr.Name}, gr)
+	k, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, root.Namespace, root.Name, func(k *kustomizev1.Kustomization) (bool, string) {
+		return converge.IsConverged(k, proven), converge.Describe(k, proven)
+	})
+	if err != nil {
+		rc.Verdict, rc.Message = gate.Fail, fmt.Sprintf("Kustomization %s (want lastAppliedRevision %s)", err, rev)
+		return []gate.Check{sc, rc}
+	}
+	rc.Verdict = gate.Pass
+	rc.Message = fmt.Sprintf("Kustomization %s/%s Ready, lastAppliedRevision %s", k.Namespace, k.Name, k.Status.LastAppliedRevision)
+	rc.Evidence = []string{"status.lastAppliedRevision=" + k.Status.LastAppliedRevision}
+	out := []gate.Check{sc, rc}
+	if tmp != nil {
+		// The root has now applied git's GitRepository: the override must
+		// have survived it.
+		tc := GateTemporaryKept.New()
+		live, err := liveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
+		url := ""
+		if live != nil {
+			url, _, _ = unstructured.NestedString(live.Object, "spec", "url")
+		}
+		switch {
+		case err != nil:
+			tc.Verdict, tc.Message = gate.Skip, err.Error()
+		case live != nil && url == tmp.URL && live.GetAnnotations()[ReconcileAnnotation] == ReconcileDisabled:
+			tc.Verdict = gate.Pass
+			tc.Message = fmt.Sprintf("spec.url is still %s after the root applied %s", url, rev)
+		default:
+			tc.Verdict = gate.Fail
+			tc.Message = fmt.Sprintf("spec.url is %q after the root applied %s, not the temporary %s: the override was undone", url, rev, tmp.URL)
+		}
+		out = append(out, tc)
+	}
+	return out
+}
+
+func portOf(hostport string) string {
+	_, p, _ := net.SplitHostPort(hostport)
+	return p
+}

@@ -1,0 +1,253 @@
+package rootsync
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/kube"
+)
+
+const fixture = "../../testdata/homelab"
+
+// copyFixture copies the homelab fixture so a test can break it.
+func copyFixture(t *testing.T, edits map[string]string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(fixture, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(fixture, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, content := range edits {
+		p := filepath.Join(dst, filepath.FromSlash(rel))
+		if content == "" {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+func opts(repo, env string) Options {
+	return Options{Repo: repo, Path: "clusters/" + env, Namespace: "flux-system", RootName: "flux-system"}
+}
+
+func find(t *testing.T, cs []gate.Check, id string) gate.Check {
+	t.Helper()
+	for _, c := range cs {
+		if c.ID == id {
+			return c
+		}
+	}
+	t.Fatalf("no check %s in %+v", id, cs)
+	return gate.Check{}
+}
+
+func TestBuildFixtureEnvironments(t *testing.T) {
+	for env, url := range map[string]string{"dev": "https://git.dev.example.invalid/homelab/gitops.git", "prod": "https://gitea.prod.example.invalid/homelab/gitops.git"} {
+		t.Run(env, func(t *testing.T) {
+			r, err := Build(opts(fixture, env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Root == nil || r.Root.Spec.Path != "./clusters/"+env || r.Root.Spec.Wait {
+				t.Fatalf("root: %+v", r.Root)
+			}
+			if got := DeclaredOf(r.Source).URL; got != url {
+				t.Errorf("declared url %s, want %s", got, url)
+			}
+			if len(r.Kustomizations) != 11 {
+				t.Errorf("%d Kustomizations, want 11", len(r.Kustomizations))
+			}
+			for _, c := range Static(r) {
+				if c.Verdict != gate.Pass {
+					t.Errorf("%s: %s %s", c.ID, c.Verdict, c.Message)
+				}
+			}
+			// cluster-vars is the environment's own.
+			for _, o := range r.Objects {
+				if o.GetKind() == "ConfigMap" && o.GetName() == "cluster-vars" {
+					if v, _, _ := unstructured.NestedString(o.Object, "data", "environment"); v != env {
+						t.Errorf("cluster-vars environment %q, want %s", v, env)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestGateRootWaitTrue(t *testing.T) {
+	sync, _ := os.ReadFile(filepath.Join(fixture, "clusters/prod/sync.yaml"))
+	repo := copyFixture(t, map[string]string{"clusters/prod/sync.yaml": strings.Replace(string(sync), "  wait: false", "  wait: true", 1)})
+	r, err := Build(opts(repo, "prod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := find(t, Static(r), GateRootWait.ID)
+	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "clusters/prod/sync.yaml") || !strings.Contains(c.Message, "set wait: false") {
+		t.Fatalf("root wait: true: %s %s", c.Verdict, c.Message)
+	}
+}
+
+func TestGateProdWithoutSyncYAML(t *testing.T) {
+	kus, _ := os.ReadFile(filepath.Join(fixture, "clusters/prod/kustomization.yaml"))
+	repo := copyFixture(t, map[string]string{
+		"clusters/prod/sync.yaml":          "",
+		"clusters/prod/kustomization.yaml": strings.Replace(string(kus), "  - sync.yaml\n", "", 1),
+	})
+	r, err := Build(opts(repo, "prod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := Static(r)
+	root := find(t, cs, GateRoot.ID)
+	if root.Verdict != gate.Fail || !strings.Contains(root.Message, "sync.yaml") {
+		t.Errorf("root gate: %s %s", root.Verdict, root.Message)
+	}
+	dep := find(t, cs, GateDependsOn.ID)
+	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "depends on flux-system/flux-system") ||
+		!strings.Contains(dep.Message, "clusters/base/") || !strings.Contains(dep.Message, "sync.yaml") {
+		t.Errorf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
+	}
+	if len(dep.Evidence) != 3 { // cni, platform and monitoring-crds depend on the root
+		t.Errorf("evidence %q, want the 3 Kustomizations that depend on the root", dep.Evidence)
+	}
+	if find(t, cs, GateRootWait.ID).Verdict != gate.Skip {
+		t.Error("root-wait should skip without a root")
+	}
+}
+
+func TestGateDependsOnMissingTarget(t *testing.T) {
+	apps, _ := os.ReadFile(filepath.Join(fixture, "clusters/base/apps.yaml"))
+	repo := copyFixture(t, map[string]string{"clusters/base/apps.yaml": strings.Replace(string(apps), "- name: apps-core", "- name: apps-kore", 1)})
+	r, err := Build(opts(repo, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := find(t, Static(r), GateDependsOn.ID)
+	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "apps-web (in clusters/base/apps.yaml:22) depends on flux-system/apps-kore") {
+		t.Fatalf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
+	}
+}
+
+func TestGateSourceMissing(t *testing.T) {
+	sync, _ := os.ReadFile(filepath.Join(fixture, "clusters/dev/sync.yaml"))
+	repo := copyFixture(t, map[string]string{"clusters/dev/sync.yaml": strings.Replace(string(sync), "    name: flux-system", "    name: gitops", 1)})
+	r, err := Build(opts(repo, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := find(t, Static(r), GateSource.ID)
+	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "GitRepository gitops") {
+		t.Fatalf("source gate: %s %s", c.Verdict, c.Message)
+	}
+}
+
+func TestBuildInputErrors(t *testing.T) {
+	for name, o := range map[string]Options{
+		"no such env":  opts(fixture, "staging"),
+		"outside repo": {Repo: fixture, Path: "../..", Namespace: "flux-system", RootName: "flux-system"},
+		"no kustomize": {Repo: fixture, Path: "apps/secrets", Namespace: "flux-system", RootName: "flux-system"},
+	} {
+		if _, err := Build(o); err == nil || !gate.IsInput(err) {
+			t.Errorf("%s: want an input error, got %v", name, err)
+		}
+	}
+}
+
+func TestGateDecryptionSecret(t *testing.T) {
+	r, err := Build(opts(fixture, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	scheme, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := fake.NewClientBuilder().WithScheme(scheme).Build()
+	c := find(t, DecryptionSecrets(ctx, empty, r), GateDecryption.ID+"/flux-system/sops-age")
+	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "bootstrap age-key --path clusters/dev") || !strings.Contains(c.Message, "apps-secrets") {
+		t.Fatalf("missing sops-age: %s %s", c.Verdict, c.Message)
+	}
+	with := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "sops-age"}}).Build()
+	if c := find(t, DecryptionSecrets(ctx, with, r), GateDecryption.ID+"/flux-system/sops-age"); c.Verdict != gate.Pass {
+		t.Fatalf("present sops-age: %s %s", c.Verdict, c.Message)
+	}
+}
+
+func TestOverrideRecordsProvenance(t *testing.T) {
+	r, err := Build(opts(fixture, "prod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	src := r.Source.DeepCopy()
+	if err := Override(src, &Temporary{URL: "http://mirror.example.invalid/gitops.git", Branch: "bringup", Since: since}); err != nil {
+		t.Fatal(err)
+	}
+	if got := DeclaredOf(src); got.URL != "http://mirror.example.invalid/gitops.git" || got.Branch != "bringup" {
+		t.Errorf("overridden spec: %+v", got)
+	}
+	tmp, declared := TemporaryOf(src)
+	if tmp == nil || tmp.URL != "http://mirror.example.invalid/gitops.git" || tmp.Branch != "bringup" || !tmp.Since.Equal(since) {
+		t.Fatalf("temporary record: %+v", tmp)
+	}
+	if declared.URL != "https://gitea.prod.example.invalid/homelab/gitops.git" || declared.Branch != "main" {
+		t.Errorf("declared record: %+v", declared)
+	}
+	if src.GetAnnotations()[ReconcileAnnotation] != ReconcileDisabled {
+		t.Error("kustomize-controller's reconcile is not disabled on the temporary source")
+	}
+	if tmp, _ := TemporaryOf(r.Source); tmp != nil {
+		t.Error("the render's own GitRepository reads as temporary")
+	}
+}
+
+// TestBuildKeepsGoingPastABrokenChild: sync applies the root; a
+// Kustomization below it whose path does not build does not stop it (the
+// controller fails that one, and the offline check names it).
+func TestBuildKeepsGoingPastABrokenChild(t *testing.T) {
+	repo := copyFixture(t, map[string]string{"apps/web/kustomization.yaml": "resources:\n- missing.yaml\n"})
+	r, err := Build(opts(repo, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Root == nil || r.Env.Err() == nil || !strings.Contains(r.Env.Err().Error(), "missing.yaml") {
+		t.Fatalf("root %v, model error %v: want the root built and the broken child recorded", r.Root, r.Env.Err())
+	}
+}
+
+// The serving process reads the temporary-source record by this name.
+func TestTemporaryURLAnnotationShared(t *testing.T) {
+	if AnnTemporaryURL != AnnotationPrefix+"temporary-url" {
+		t.Fatalf("AnnTemporaryURL %q", AnnTemporaryURL)
+	}
+}
