@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,9 +51,9 @@ type app struct {
 	versionsFile string
 	envNotes     []string
 	printer      *progress.Printer
-	// requests counts API requests when countRequests is set.
+	// requests records API requests by verb when countRequests is set.
 	countRequests bool
-	requests      *atomic.Int64
+	requests      *kube.Requests
 	// ctx is the command's context, to tell an interrupt from a failure;
 	// binding ends the cluster requests when it ends.
 	ctx     context.Context
@@ -164,7 +163,7 @@ func (a *app) connect() (*apply.Cluster, error) {
 	if a.countRequests {
 		// Every connection of the run counts (up connects once per phase).
 		if a.requests == nil {
-			a.requests = &atomic.Int64{}
+			a.requests = kube.NewRequests()
 		}
 		kube.CountRequestsInto(cfg, a.requests)
 	}
@@ -258,7 +257,8 @@ func (a *app) execute(ctx context.Context, run *pipeline.Run, phases ...pipeline
 	err := pipeline.Execute(ctx, run, phases...)
 	a.release(run.Report)
 	if a.requests != nil {
-		run.Report.Facts["apiRequests"] = strconv.FormatInt(a.requests.Load(), 10)
+		run.Report.Facts["apiRequests"] = strconv.Itoa(a.requests.Total())
+		run.Report.Facts["apiRequestsByVerb"] = a.requests.String()
 	}
 	if err != nil {
 		return a.fail(run.Report, err)

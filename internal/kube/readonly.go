@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Requests records the API requests of a read-only run by verb (get, list,
-// watch, or the HTTP method of anything else) and the ones refused.
+// Requests records API requests by verb (see Verb) and, for a read-only
+// run, the ones refused.
 type Requests struct {
 	mu      sync.Mutex
 	verbs   map[string]int
@@ -30,13 +30,49 @@ func ReadOnly(cfg *rest.Config, rec *Requests) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			if r.Method != http.MethodGet {
-				rec.add(r.Method, r.Method+" "+r.URL.Path)
+				rec.add(Verb(r), r.Method+" "+r.URL.Path)
 				return nil, fmt.Errorf("read-only: refused %s %s (this command never writes to the cluster)", r.Method, r.URL.Path)
 			}
-			rec.add(readVerb(r), "")
+			rec.add(Verb(r), "")
 			return rt.RoundTrip(r)
 		})
 	})
+}
+
+// CountRequestsInto wraps cfg's transport to record its requests in rec:
+// a command that connects once per phase counts every phase's requests.
+func CountRequestsInto(cfg *rest.Config, rec *Requests) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			rec.add(Verb(r), "")
+			return rt.RoundTrip(r)
+		})
+	})
+}
+
+// Verb names a request as the API server's audit log would, with a
+// server-side apply and its dry run told apart: get, list, watch, apply,
+// dry-run (any write with dryRun=All), patch, create, update, delete.
+func Verb(r *http.Request) string {
+	switch {
+	case r.Method == http.MethodGet:
+		return readVerb(r)
+	case r.URL.Query().Get("dryRun") != "":
+		return "dry-run"
+	case r.Method == http.MethodPatch && strings.HasPrefix(r.Header.Get("Content-Type"), "application/apply-patch"):
+		return "apply"
+	}
+	switch r.Method {
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return strings.ToLower(r.Method)
 }
 
 // readVerb is the Kubernetes verb of a GET: watch, list (a collection) or get.
@@ -90,6 +126,15 @@ func (q *Requests) Verbs() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// Total is the number of requests recorded.
+func (q *Requests) Total() int {
+	n := 0
+	for _, v := range q.Verbs() {
+		n += v
+	}
+	return n
 }
 
 // Refused lists the requests that were not sent ("PATCH /apis/…").

@@ -60,7 +60,7 @@ func TestReadOnly(t *testing.T) {
 		t.Errorf("the server saw %d request(s), %d write(s); want 2 reads only", seen.Load(), writes.Load())
 	}
 	v := rec.Verbs()
-	if v["get"] != 1 || v["list"] != 1 || v["PATCH"] != 1 || v["POST"] != 1 || len(rec.Refused()) != 2 {
+	if v["get"] != 1 || v["list"] != 1 || v["patch"] != 1 || v["create"] != 1 || len(rec.Refused()) != 2 {
 		t.Errorf("recorded %v, refused %v", v, rec.Refused())
 	}
 }
@@ -82,6 +82,29 @@ func TestReadVerb(t *testing.T) {
 		}
 		if got := readVerb(r); got != want {
 			t.Errorf("%s: %s, want %s", path, got, want)
+		}
+	}
+}
+
+// TestVerb: writes are named by verb, a server-side apply and any dry run
+// told apart from other patches.
+func TestVerb(t *testing.T) {
+	for _, tt := range []struct{ method, url, contentType, want string }{
+		{http.MethodPatch, "/api/v1/namespaces/ns/configmaps/x?fieldManager=bootstrap&force=true", "application/apply-patch+yaml", "apply"},
+		{http.MethodPatch, "/api/v1/namespaces/ns/configmaps/x?dryRun=All&fieldManager=bootstrap", "application/apply-patch+yaml", "dry-run"},
+		{http.MethodPatch, "/api/v1/namespaces/ns/configmaps/x", "application/merge-patch+json", "patch"},
+		{http.MethodPost, "/api/v1/namespaces/ns/configmaps", "application/json", "create"},
+		{http.MethodPut, "/api/v1/namespaces/ns/configmaps/x", "application/json", "update"},
+		{http.MethodDelete, "/api/v1/namespaces/ns/configmaps/x", "", "delete"},
+		{http.MethodGet, "/api/v1/namespaces/ns/configmaps", "", "list"},
+	} {
+		r, err := http.NewRequest(tt.method, "https://x"+tt.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Content-Type", tt.contentType)
+		if got := Verb(r); got != tt.want {
+			t.Errorf("%s %s (%s): %q, want %q", tt.method, tt.url, tt.contentType, got, tt.want)
 		}
 	}
 }
