@@ -18,6 +18,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -122,17 +123,6 @@ func ResourceManager(c client.Client) *ssa.ResourceManager {
 	return ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: "bootstrap.homelab-ops.github.io"})
 }
 
-// CountRequestsInto wraps cfg's transport to add its HTTP requests to n: a
-// command that connects once per phase counts every phase's requests.
-func CountRequestsInto(cfg *rest.Config, n *atomic.Int64) {
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			n.Add(1)
-			return rt.RoundTrip(r)
-		})
-	})
-}
-
 // Binding ends the requests of the REST configs it wraps when its context
 // (the command's) ends — also the requests client libraries make without a
 // context of their own (the RESTMapper's discovery) or with one that does
@@ -208,3 +198,37 @@ func (c *closeFunc) Close() error {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// selectorLabels are the labels a list or watch of a render's objects may
+// select on: the render's part-of and instance labels, which stay the same
+// across Flux versions (the version label does not).
+var selectorLabels = [...]string{"app.kubernetes.io/part-of", "app.kubernetes.io/instance"}
+
+// SelectorLabels are the selector labels (part-of, instance) o carries.
+func SelectorLabels(o *unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	for _, k := range selectorLabels {
+		if v, ok := o.GetLabels()[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// CommonLabels are the selector labels (part-of, instance) every one of
+// objs carries with the same value; empty when they share none, and a
+// selector on them would then select everything.
+func CommonLabels(objs []*unstructured.Unstructured) map[string]string {
+	if len(objs) == 0 {
+		return nil
+	}
+	out := SelectorLabels(objs[0])
+	for _, o := range objs[1:] {
+		for k, v := range out {
+			if o.GetLabels()[k] != v {
+				delete(out, k)
+			}
+		}
+	}
+	return out
+}

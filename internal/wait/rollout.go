@@ -10,6 +10,7 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling/aggregator"
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling/collector"
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling/event"
+	"github.com/fluxcd/cli-utils/pkg/kstatus/polling/statusreaders"
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/fluxcd/cli-utils/pkg/kstatus/watcher"
 	"github.com/fluxcd/cli-utils/pkg/object"
@@ -37,6 +38,10 @@ func Rollouts(ctx context.Context, cl Clients, objs []*unstructured.Unstructured
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	w := watcher.NewDefaultStatusWatcher(cl.Dynamic, cl.Client.RESTMapper())
+	// kstatus computes a Deployment's status from the Deployment alone; the
+	// default reader also lists its ReplicaSets and Pods on every event
+	// (two requests each) for details this wait never reads.
+	w.StatusReader = statusreaders.NewGenericStatusReader(cl.Client.RESTMapper(), status.Compute)
 	coll := collector.NewResourceStatusCollector(ids)
 	seen := map[object.ObjMetadata]status.Status{}
 	var failed bool

@@ -89,9 +89,14 @@ func For[T client.Object](ctx context.Context, c client.WithWatch, list client.O
 
 // listWatch lists and watches the one object ns/name of list's type.
 func listWatch(c client.WithWatch, list client.ObjectList, ns, name string) *cache.ListWatch {
-	sel := fields.OneTermEqualSelector("metadata.name", name)
+	return rawListWatch(c, list, ns, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+}
+
+// rawListWatch lists and watches the objects of list's type in ns that sel
+// selects (its field and label selectors, as the API server reads them).
+func rawListWatch(c client.WithWatch, list client.ObjectList, ns string, sel metav1.ListOptions) *cache.ListWatch {
 	opts := func(o metav1.ListOptions) *client.ListOptions {
-		o.FieldSelector = sel.String()
+		o.FieldSelector, o.LabelSelector = sel.FieldSelector, sel.LabelSelector
 		return &client.ListOptions{Namespace: ns, Raw: &o}
 	}
 	return &cache.ListWatch{
