@@ -6,9 +6,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/internal/kube"
 )
 
 // Live is what the cluster holds of a render's objects, read with one list
@@ -35,79 +38,91 @@ func keyOf(o *unstructured.Unstructured) liveKey {
 	return liveKey{o.GroupVersionKind(), client.ObjectKeyFromObject(o)}
 }
 
-// selectorLabels are the labels a list may select on: the render's part-of
-// and instance labels, which stay the same across Flux versions (the
-// version label does not).
-var selectorLabels = []string{"app.kubernetes.io/part-of", "app.kubernetes.io/instance"}
-
 // ReadLive lists, for every kind and namespace among objs that has more
 // than one object, the live objects carrying the labels all of them carry.
-// skipNamespace says a namespace does not exist (nothing to list there).
+// When a list misses more than one object, one list of the kind's names
+// (metadata only, no selector) tells which of them do not exist at all, so
+// a fresh install reads each kind once or twice, not each object.
+// skipNamespace says a namespace does not exist: nothing in it is read.
 func ReadLive(ctx context.Context, cl client.Client, objs []*unstructured.Unstructured, skipNamespace func(string) bool) *Live {
 	l := &Live{cl: cl, found: map[liveKey]*unstructured.Unstructured{}, gone: map[liveKey]bool{}}
-	type group struct {
-		gvk    schema.GroupVersionKind
-		ns     string
-		labels map[string]string
-		n      int
+	type groupKey struct {
+		gvk schema.GroupVersionKind
+		ns  string
 	}
-	var order []string
-	groups := map[string]*group{}
+	var order []groupKey
+	groups := map[groupKey][]*unstructured.Unstructured{}
 	for _, o := range objs {
 		ns := o.GetNamespace()
 		if ns != "" && skipNamespace != nil && skipNamespace(ns) {
+			l.gone[keyOf(o)] = true // no namespace, nothing in it
 			continue
 		}
-		id := o.GroupVersionKind().String() + "|" + ns
-		g, ok := groups[id]
-		if !ok {
-			g = &group{gvk: o.GroupVersionKind(), ns: ns, labels: map[string]string{}}
-			for _, k := range selectorLabels {
-				if v, ok := o.GetLabels()[k]; ok {
-					g.labels[k] = v
-				}
-			}
-			groups[id] = g
-			order = append(order, id)
+		k := groupKey{o.GroupVersionKind(), ns}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
 		}
-		g.n++
-		for k, v := range g.labels {
-			if o.GetLabels()[k] != v {
-				delete(g.labels, k)
-			}
-		}
+		groups[k] = append(groups[k], o)
 	}
-	for _, id := range order {
-		g := groups[id]
-		if g.n < 2 || len(g.labels) == 0 {
+	for _, k := range order {
+		group := groups[k]
+		sel := kube.CommonLabels(group)
+		if len(group) < 2 || len(sel) == 0 {
 			continue // a read per object is as cheap, or the list unbounded
 		}
-		if g.ns == "" {
+		if k.ns == "" {
 			// Only a cluster-scoped kind is listed without a namespace: a
 			// namespaced one would be listed across the cluster.
-			m, err := cl.RESTMapper().RESTMapping(g.gvk.GroupKind(), g.gvk.Version)
+			m, err := cl.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
 			if err != nil || m.Scope.Name() != meta.RESTScopeNameRoot {
 				continue
 			}
 		}
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(g.gvk.GroupVersion().WithKind(g.gvk.Kind + "List"))
-		opts := []client.ListOption{client.MatchingLabels(g.labels)}
-		if g.ns != "" {
-			opts = append(opts, client.InNamespace(g.ns))
-		}
-		if err := cl.List(ctx, list, opts...); err != nil {
+		list.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
+		if err := cl.List(ctx, list, client.MatchingLabels(sel), client.InNamespace(k.ns)); err != nil {
 			// Not served yet (a CRD this apply creates), or not allowed:
 			// the objects are read one by one, and that read says why.
 			continue
 		}
 		for i := range list.Items {
 			it := &list.Items[i]
-			it.SetGroupVersionKind(g.gvk)
+			it.SetGroupVersionKind(k.gvk)
 			l.found[keyOf(it)] = it
 		}
+		l.confirmMisses(ctx, k.gvk, k.ns, group)
 	}
 	return l
+}
+
+// confirmMisses marks gone the objects of group that the selected list
+// missed and that one unselected list of names (metadata only) does not
+// hold either. A missed object that exists (labelled otherwise) is left
+// for Get to read on its own.
+func (l *Live) confirmMisses(ctx context.Context, gvk schema.GroupVersionKind, ns string, group []*unstructured.Unstructured) {
+	var missed []liveKey
+	for _, o := range group {
+		if k := keyOf(o); l.found[k] == nil {
+			missed = append(missed, k)
+		}
+	}
+	if len(missed) < 2 {
+		return // one read on its own is as cheap
+	}
+	names := &metav1.PartialObjectMetadataList{}
+	names.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := l.cl.List(ctx, names, client.InNamespace(ns)); err != nil {
+		return
+	}
+	exists := map[string]bool{}
+	for _, it := range names.Items {
+		exists[it.Name] = true
+	}
+	for _, k := range missed {
+		if !exists[k.Name] {
+			l.gone[k] = true
+		}
+	}
 }
 
 // Get is the live object of o, a copy (nil when it does not exist).

@@ -17,12 +17,26 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/kube"
 )
 
+// PlanOptions tune Plan.
+type PlanOptions struct {
+	// Migrating are CRDs being migrated: they cannot be dry-run before
+	// their migration and are planned as configured.
+	Migrating []Dropped
+	// NewNamespaces were absent when the before-gates read them, and this
+	// run holds the cluster lock since (which may have created them): they
+	// hold none of the objects, so nothing in them is read.
+	NewNamespaces []string
+}
+
 // Plan asks the API server, with server-side dry runs, what an apply would
 // do to each object, which workloads would restart, and which objects
-// another field manager owns now. CRDs being migrated cannot be dry-run
-// before their migration; they are planned as configured.
-func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, migrating []Dropped) ([]gate.ObjectChange, error) {
+// another field manager owns now. An object the live read shows absent is
+// planned as created without a dry run.
+func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, po PlanOptions) ([]gate.ObjectChange, error) {
 	nsExists := map[string]bool{}
+	for _, ns := range po.NewNamespaces {
+		nsExists[ns] = false
+	}
 	for _, o := range objs {
 		ns := o.GetNamespace()
 		if _, done := nsExists[ns]; ns == "" || done {
@@ -46,7 +60,13 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, m
 	g.SetLimit(planConcurrency)
 	for i, o := range objs {
 		g.Go(func() error {
-			oc, err := planOne(gctx, live, mgr, o, migrating, nsExists[o.GetNamespace()] || o.GetNamespace() == "")
+			// A new namespace's own object was absent too: the lock's
+			// create since then is taken over by the apply.
+			present := nsExists[o.GetNamespace()] || o.GetNamespace() == ""
+			if o.GetKind() == "Namespace" && o.GetAPIVersion() == "v1" && slices.Contains(po.NewNamespaces, o.GetName()) {
+				present = false
+			}
+			oc, err := planOne(gctx, live, mgr, o, po.Migrating, present)
 			out[i] = oc
 			return err
 		})
@@ -60,7 +80,7 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, m
 // planConcurrency bounds the plan's requests in flight.
 const planConcurrency = 8
 
-// planOne plans one object; nsExists says whether its namespace exists.
+// planOne plans one object; nsExists false plans it created unread.
 func planOne(ctx context.Context, lv *Live, mgr *ssa.ResourceManager, o *unstructured.Unstructured, migrating []Dropped, nsExists bool) (gate.ObjectChange, error) {
 	oc := gate.ObjectChange{Object: ID(o)}
 	if !nsExists {

@@ -30,12 +30,12 @@ type BeforeOptions struct {
 }
 
 // Before runs the gates that must hold before anything is applied. The
-// returned bool is false when the API is unreachable and nothing further
-// could be asked.
-func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) []gate.Check {
+// returned bool says the Flux namespace does not exist (read by the
+// namespace gate; false when it could not be read).
+func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) ([]gate.Check, bool) {
 	reach, gitVersion := cl.Reachable(GateReachable)
 	if reach.Verdict != gate.Pass {
-		return []gate.Check{reach}
+		return []gate.Check{reach}, false
 	}
 	out := []gate.Check{reach}
 
@@ -54,8 +54,9 @@ func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstruc
 		ver.Verdict = gate.Pass
 		ver.Message = fmt.Sprintf("Kubernetes %s ≥ %s (Flux %s)", gitVersion, o.MinKubernetes, o.FluxVersion)
 	}
-	out = append(out, ver, permissions(ctx, cl, objs), namespace(ctx, cl, o.Namespace), ownership(ctx, cl, objs, o.Force))
-	return out
+	ns, absent := namespace(ctx, cl, o.Namespace)
+	out = append(out, ver, permissions(ctx, cl, objs), ns, ownership(ctx, cl, objs, o.Force, absent))
+	return out, absent
 }
 
 // verbs this phase needs on every object it applies: server-side apply is
@@ -140,13 +141,15 @@ func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Un
 	return c
 }
 
-func namespace(ctx context.Context, cl *apply.Cluster, name string) gate.Check {
+// namespace is the namespace gate; the bool says the namespace does not exist.
+func namespace(ctx context.Context, cl *apply.Cluster, name string) (gate.Check, bool) {
 	c := GateNamespace.New()
 	var ns corev1.Namespace
 	err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, &ns)
 	switch {
 	case apierrors.IsNotFound(err):
 		c.Verdict, c.Message = gate.Pass, fmt.Sprintf("namespace %s does not exist yet; it will be created", name)
+		return c, true
 	case err != nil:
 		c.Verdict, c.Message = gate.Skip, fmt.Sprintf("could not read namespace %s: %v", name, err)
 	case ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating:
@@ -155,7 +158,7 @@ func namespace(ctx context.Context, cl *apply.Cluster, name string) gate.Check {
 	default:
 		c.Verdict, c.Message = gate.Pass, fmt.Sprintf("namespace %s is Active", name)
 	}
-	return c
+	return c, false
 }
 
 // Labels that say a Flux install is managed by Flux itself or by the Flux
@@ -165,16 +168,21 @@ var managerLabels = []struct{ key, who string }{
 	{"fluxcd.controlplane.io/name", "Flux operator (FluxInstance)"},
 }
 
-func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, force bool) gate.Check {
+// ownership is the ownership gate: the live Deployments, read with one
+// list (none when the namespace is absent), must carry no manager label.
+func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, force, nsAbsent bool) gate.Check {
 	c := GateOwnership.New()
-	var owned []string
+	var deployments []*unstructured.Unstructured
 	for _, o := range objs {
-		if o.GetKind() != "Deployment" {
-			continue
+		if o.GetKind() == "Deployment" {
+			deployments = append(deployments, o)
 		}
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(o.GroupVersionKind())
-		if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
+	}
+	lv := apply.ReadLive(ctx, cl.Client, deployments, func(string) bool { return nsAbsent })
+	var owned []string
+	for _, o := range deployments {
+		live, err := lv.Get(ctx, o)
+		if err != nil || live == nil {
 			continue
 		}
 		labels := live.GetLabels()

@@ -69,6 +69,7 @@ func TestBeforeGates(t *testing.T) {
 	objs := []*unstructured.Unstructured{deploymentObj("kustomize-controller")}
 	terminating := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system", DeletionTimestamp: ptr.To(metav1.Now()), Finalizers: []string{"kubernetes"}},
 		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
+	active := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
 	owned := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "kustomize-controller", Namespace: "flux-system",
 		Labels: map[string]string{"kustomize.toolkit.fluxcd.io/name": "flux-system", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}}}
 	tests := []struct {
@@ -88,13 +89,13 @@ func TestBeforeGates(t *testing.T) {
 		{"namespace absent", "v1.36.3", nil, nil, false, GateNamespace.ID, gate.Pass, "will be created"},
 		{"namespace terminating", "v1.36.3", nil, []client.Object{terminating}, false, GateNamespace.ID, gate.Fail, "is Terminating"},
 		{"not owned", "v1.36.3", nil, nil, false, GateOwnership.ID, gate.Pass, "no Flux Kustomization"},
-		{"owned by a Kustomization", "v1.36.3", nil, []client.Object{owned}, false, GateOwnership.ID, gate.Fail, "or pass --force"},
-		{"owned, --force", "v1.36.3", nil, []client.Object{owned}, true, GateOwnership.ID, gate.Warn, "--force"},
+		{"owned by a Kustomization", "v1.36.3", nil, []client.Object{active, owned}, false, GateOwnership.ID, gate.Fail, "or pass --force"},
+		{"owned, --force", "v1.36.3", nil, []client.Object{active, owned}, true, GateOwnership.ID, gate.Warn, "--force"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cl := fakeCluster(t, tt.version, tt.denied, tt.objs...)
-			checks := Before(context.Background(), cl, objs, BeforeOptions{Namespace: "flux-system", MinKubernetes: "v1.33.0", FluxVersion: "v2.9.5", Force: tt.force})
+			checks, _ := Before(context.Background(), cl, objs, BeforeOptions{Namespace: "flux-system", MinKubernetes: "v1.33.0", FluxVersion: "v2.9.5", Force: tt.force})
 			c := verdictOf(checks, tt.id)
 			if c.Verdict != tt.verdict || !strings.Contains(c.Message, tt.message) {
 				t.Fatalf("%s: %s %q, want %s containing %q (evidence %v)", tt.id, c.Verdict, c.Message, tt.verdict, tt.message, c.Evidence)

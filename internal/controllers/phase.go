@@ -64,6 +64,9 @@ type Phase struct {
 	dropped []apply.Dropped
 	stale   *apply.Stale
 	plan    []gate.ObjectChange
+	// newNamespaces: the Flux namespace when the before-gates found it
+	// absent (nothing of the render is in it when the plan runs).
+	newNamespaces []string
 }
 
 // Name implements pipeline.Phase.
@@ -94,8 +97,13 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 		return checks, err
 	}
 	c := p.opts.Render.Components
-	checks = append(checks, Before(ctx, p.cl, p.objs, BeforeOptions{
-		Namespace: c.Namespace, MinKubernetes: p.opts.MinKubernetes, FluxVersion: c.FluxVersion, Force: p.opts.Force})...)
+	before, nsAbsent := Before(ctx, p.cl, p.objs, BeforeOptions{
+		Namespace: c.Namespace, MinKubernetes: p.opts.MinKubernetes, FluxVersion: c.FluxVersion, Force: p.opts.Force})
+	checks = append(checks, before...)
+	p.newNamespaces = nil
+	if nsAbsent {
+		p.newNamespaces = []string{c.Namespace}
+	}
 	if gate.Blocks(checks...) {
 		return checks, nil
 	}
@@ -109,7 +117,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 // install's leftovers) and, unless a dry run, migrates, applies and prunes.
 func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 	r := run.Report
-	plan, err := apply.Plan(ctx, p.cl, p.objs, p.dropped)
+	plan, err := apply.Plan(ctx, p.cl, p.objs, apply.PlanOptions{Migrating: p.dropped, NewNamespaces: p.newNamespaces})
 	if err != nil {
 		return err
 	}

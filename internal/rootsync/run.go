@@ -164,7 +164,7 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		}
 		objs = append(slices.Clone(objs), sec)
 	}
-	plan, err := apply.Plan(ctx, p.cl, objs, nil)
+	plan, err := apply.Plan(ctx, p.cl, objs, apply.PlanOptions{})
 	if err != nil {
 		return err
 	}
