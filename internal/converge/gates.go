@@ -3,6 +3,7 @@ package converge
 import (
 	"fmt"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
@@ -22,8 +23,8 @@ var (
 )
 
 // GraphCheck is the converge.graph gate for g.
-func GraphCheck(g *Graph, from string) gate.Check {
-	if p := g.Problems(); len(p) > 0 {
+func GraphCheck(g *fluxgraph.Graph, from string) gate.Check {
+	if p := problems(g); len(p) > 0 {
 		msg := p[0]
 		if len(p) > 1 {
 			msg = fmt.Sprintf("%s (and %d more problem(s))", p[0], len(p)-1)

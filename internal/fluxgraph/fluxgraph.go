@@ -327,13 +327,17 @@ func (g *Graph) Levels() map[NodeID]int {
 	return lv
 }
 
-// Describe is the graph in one line per node (in Order, or by ID when
-// cyclic), for evidence.
-func (g *Graph) Describe() []string {
-	ids := g.Order
-	if ids == nil {
-		ids = g.IDs
+// InOrder is the nodes in Order, or by ID when the graph is cyclic.
+func (g *Graph) InOrder() []NodeID {
+	if g.Order != nil {
+		return g.Order
 	}
+	return g.IDs
+}
+
+// Describe is the graph in one line per node (InOrder), for evidence.
+func (g *Graph) Describe() []string {
+	ids := g.InOrder()
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
 		n := g.Nodes[id]
