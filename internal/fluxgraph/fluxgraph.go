@@ -42,8 +42,9 @@ type NodeID struct{ Namespace, Name string }
 // String is namespace/name.
 func (n NodeID) String() string { return n.Namespace + "/" + n.Name }
 
-// parseID reads namespace/name; ok is false for anything else.
-func parseID(s string) (NodeID, bool) {
+// ParseID reads namespace/name (NodeID.String, fluxrepo's AppliedBy); ok
+// is false for anything else.
+func ParseID(s string) (NodeID, bool) {
 	ns, name, ok := strings.Cut(s, "/")
 	return NodeID{Namespace: ns, Name: name}, ok && ns != "" && name != ""
 }
@@ -140,7 +141,7 @@ func FromEnv(env *fluxrepo.Env) *Graph {
 	appliers := make([]NodeID, 0, len(env.Kustomizations))
 	for _, k := range env.Kustomizations {
 		ks = append(ks, k.Kustomization)
-		by, _ := parseID(k.AppliedBy)
+		by, _ := ParseID(k.AppliedBy)
 		appliers = append(appliers, by)
 	}
 	o := env.Options
@@ -211,7 +212,7 @@ func (g *Graph) sort(deps []dependency.Dependent) {
 		g.Cycle = err
 		_, chain, _ := strings.Cut(err.Error(), ": ")
 		for _, s := range strings.Split(chain, " -> ") {
-			if id, ok := parseID(s); ok {
+			if id, ok := ParseID(s); ok {
 				g.CycleNodes = append(g.CycleNodes, id)
 			}
 		}
