@@ -293,28 +293,12 @@ func (t *Tracker) stuck() bool {
 
 // doomedBy is the given-up node id depends on (transitively), or nil.
 func (t *Tracker) doomedBy(id NodeID) *NodeID {
-	seen := map[NodeID]bool{}
-	var walk func(NodeID) *NodeID
-	walk = func(x NodeID) *NodeID {
-		for _, d := range t.g.Nodes[x].DependsOn {
-			if seen[d] {
-				continue
-			}
-			seen[d] = true
-			n, ok := t.nodes[d]
-			if !ok {
-				continue
-			}
-			if n.gaveUp {
-				return &d
-			}
-			if r := walk(d); r != nil {
-				return r
-			}
+	for _, d := range t.g.Upstream(id) {
+		if t.nodes[d].gaveUp {
+			return &d
 		}
-		return nil
 	}
-	return walk(id)
+	return nil
 }
 
 // RootCause is the first node on id's chain of unconverged dependencies

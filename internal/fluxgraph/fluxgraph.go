@@ -273,6 +273,30 @@ func (g *Graph) appliedByRoot(id NodeID) bool {
 	return false
 }
 
+// Upstream is every node id waits for through dependsOn, directly or
+// transitively, each once, in depth-first preorder (a dependency before its
+// own dependencies, in spec.dependsOn order); dangling targets are left
+// out.
+func (g *Graph) Upstream(id NodeID) []NodeID {
+	var out []NodeID
+	seen := map[NodeID]bool{}
+	var walk func(NodeID)
+	walk = func(x NodeID) {
+		for _, d := range g.Nodes[x].DependsOn {
+			if _, ok := g.Nodes[d]; !ok || seen[d] {
+				continue
+			}
+			seen[d] = true
+			out = append(out, d)
+			walk(d)
+		}
+	}
+	if _, ok := g.Nodes[id]; ok {
+		walk(id)
+	}
+	return out
+}
+
 // GatedPath is a dependsOn path from from to to (both included) whose
 // every edge joins two Kustomizations reading the same source — the edges
 // kustomize-controller revision-gates: the dependent cannot apply a

@@ -208,3 +208,21 @@ func TestDescribeAndSources(t *testing.T) {
 		t.Errorf("cyclic: levels %v, describe %q", g.Levels(), g.Describe())
 	}
 }
+
+func TestUpstream(t *testing.T) {
+	g := New([]*kustomizev1.Kustomization{
+		kust("flux-system"), kust("left", "flux-system"), kust("right", "flux-system", "ghost"), kust("top", "left", "right"),
+		kust("x", "y"), kust("y", "x"),
+	}, root, "flux-system")
+	for from, want := range map[string]string{
+		"top":         "flux-system/left,flux-system/flux-system,flux-system/right", // the shared node once, ghost left out
+		"right":       "flux-system/flux-system",
+		"flux-system": "",
+		"x":           "flux-system/y,flux-system/x", // a cycle ends the walk
+		"ghost":       "",
+	} {
+		if got := names(g.Upstream(NodeID{"flux-system", from})); got != want {
+			t.Errorf("upstream of %s: got %q, want %q", from, got, want)
+		}
+	}
+}
