@@ -16,7 +16,8 @@ var (
 	// out --timeout on a cluster that is not there).
 	GateReachable = gate.Def{ID: "converge.reachable", Phase: PhaseName, Stage: gate.Before, Title: "API server reachable"}
 	// GateGraph: the dependsOn graph is acyclic, every target exists, every
-	// node is reachable from the root.
+	// node is ordered after the root (fluxgraph: a dependsOn chain from it
+	// reaches the root).
 	GateGraph = gate.Def{ID: "converge.graph", Phase: PhaseName, Stage: gate.Before, Title: "the dependsOn graph can converge"}
 	// GateNode is the family converge.node/<namespace>/<name>: one per node.
 	GateNode = gate.Def{ID: "converge.node", Phase: PhaseName, Stage: gate.After, Title: "Kustomization Ready at its source's revision", Prefix: true}
