@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
@@ -119,8 +120,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	subs, refs := checkSubstitution(ch, ctx, o, env)
 	r.Checks = append(r.Checks, subs...)
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
-	r.Checks = append(r.Checks, checkGraph(ch, o, env))
-	r.Checks = append(r.Checks, checkRace(ch, o, env)...)
+	g := fluxgraph.FromEnv(env)
+	r.Checks = append(r.Checks, checkGraph(ch, o, env, g))
+	r.Checks = append(r.Checks, checkRace(ch, o, env, g)...)
 	r.Checks = append(r.Checks, checkPrune(ch, o, env)...)
 	r.Findings = ch.findings
 	return r, nil

@@ -6,8 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fluxcd/pkg/runtime/dependency"
-
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
@@ -15,15 +14,10 @@ import (
 // sharedNamespaces are Namespaces no single Kustomization should own.
 var sharedNamespaces = []string{"kube-system", "flux-system", "default"}
 
-func depRef(k *fluxrepo.Kustomization, name, ns string) string {
-	if ns == "" {
-		ns = k.Namespace
-	}
-	return ns + "/" + name
-}
-
-// checkGraph is check.graph: the root, cycles, dangling dependsOn and reachability.
-func checkGraph(ch *checker, o Options, env *fluxrepo.Env) gate.Check {
+// checkGraph is check.graph: the root, cycles, dangling dependsOn, and
+// every Kustomization applied by the root (fluxgraph's relation: the chain
+// of Kustomizations whose builds render it reaches the root).
+func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) gate.Check {
 	var fs []finding
 	root, path := env.Root, env.Options.Path
 	rootRef := env.Options.Namespace + "/" + env.Options.RootName
@@ -51,38 +45,25 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env) gate.Check {
 				fix:  "set wait: false on the root (it is then Ready on apply)"})
 		}
 	}
-	// Cycles, with the dependency sort the controllers' tooling uses.
-	if o.on(Cycle) {
-		deps := make([]dependency.Dependent, 0, len(env.Kustomizations))
-		for _, k := range env.Kustomizations {
-			deps = append(deps, k.Kustomization)
-		}
-		if _, err := dependency.Sort(deps); err != nil {
-			fs = append(fs, finding{det: Cycle, loc: cycleLocation(env, err.Error()),
-				what: fmt.Sprintf("dependsOn %v: none of these Kustomizations can ever become Ready", err),
-				fix:  "remove one dependsOn edge of the cycle"})
-		}
+	if o.on(Cycle) && g.Cycle != nil {
+		fs = append(fs, finding{det: Cycle, loc: cycleLocation(env, g),
+			what: fmt.Sprintf("dependsOn %v: none of these Kustomizations can ever become Ready", g.Cycle),
+			fix:  "remove one dependsOn edge of the cycle"})
 	}
 	if o.on(Dangling) {
-		for _, k := range env.Kustomizations {
-			for _, d := range k.Spec.DependsOn {
-				ref := depRef(k, d.Name, d.Namespace)
-				ns, name, _ := strings.Cut(ref, "/")
-				if env.Kustomization(ns, name) == nil {
-					fs = append(fs, finding{det: Dangling, loc: env.FindLine([]string{k.Location.File}, "", "name: "+d.Name),
-						what: fmt.Sprintf("Kustomization %s depends on %s, which the environment does not render: it waits forever (DependencyNotReady)", k.Ref(), ref),
-						fix:  fmt.Sprintf("remove the dependsOn entry, or render Kustomization %s", ref)})
-				}
-			}
+		for _, e := range g.Dangling {
+			k := env.Kustomization(e.From.Namespace, e.From.Name)
+			fs = append(fs, finding{det: Dangling, loc: env.FindLine([]string{k.Location.File}, "", "name: "+e.To.Name),
+				what: fmt.Sprintf("Kustomization %s depends on %s, which the environment does not render: it waits forever (DependencyNotReady)", e.From, e.To),
+				fix:  fmt.Sprintf("remove the dependsOn entry, or render Kustomization %s", e.To)})
 		}
 	}
 	if o.on(Unreachable) && root != nil {
-		for _, k := range env.Kustomizations {
-			if k != root && !reachable(env, k) {
-				fs = append(fs, finding{det: Unreachable, loc: k.Location,
-					what: fmt.Sprintf("Kustomization %s is rendered by %s but no Kustomization reachable from the root %s applies it: bootstrap creates it once, nothing updates or prunes it", k.Ref(), path, rootRef),
-					fix:  fmt.Sprintf("make the root apply %s (spec.path ./%s), or move it under a path the root applies", path, path)})
-			}
+		for _, id := range g.NotAppliedByRoot {
+			k := env.Kustomization(id.Namespace, id.Name)
+			fs = append(fs, finding{det: Unreachable, loc: k.Location,
+				what: fmt.Sprintf("Kustomization %s is rendered by %s but no Kustomization reachable from the root %s applies it: bootstrap creates it once, nothing updates or prunes it", k.Ref(), path, rootRef),
+				fix:  fmt.Sprintf("make the root apply %s (spec.path ./%s), or move it under a path the root applies", path, path)})
 		}
 		for _, key := range slices.Sorted(maps.Keys(env.Data)) {
 			if d := env.Data[key]; d.AppliedBy == "" {
@@ -95,29 +76,12 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env) gate.Check {
 	return ch.verdict(Graph, fs, fmt.Sprintf("root %s applies %s; %d Kustomization(s), no cycle, every dependsOn rendered, every node reachable from the root", rootRef, path, len(env.Kustomizations)))
 }
 
-func reachable(env *fluxrepo.Env, k *fluxrepo.Kustomization) bool {
-	seen := map[string]bool{}
-	for k != nil && !seen[k.Ref()] {
-		if k == env.Root {
-			return true
+// cycleLocation points at the first Kustomization of the cycle.
+func cycleLocation(env *fluxrepo.Env, g *fluxgraph.Graph) fluxrepo.Location {
+	if len(g.CycleNodes) > 0 {
+		if k := env.Kustomization(g.CycleNodes[0].Namespace, g.CycleNodes[0].Name); k != nil {
+			return k.Location
 		}
-		seen[k.Ref()] = true
-		if k.AppliedBy == "" {
-			return false
-		}
-		ns, name, _ := strings.Cut(k.AppliedBy, "/")
-		k = env.Kustomization(ns, name)
-	}
-	return false
-}
-
-// cycleLocation points at the first Kustomization named in the cycle error.
-func cycleLocation(env *fluxrepo.Env, msg string) fluxrepo.Location {
-	_, chain, _ := strings.Cut(msg, ": ")
-	first, _, _ := strings.Cut(chain, " -> ")
-	ns, name, _ := strings.Cut(first, "/")
-	if k := env.Kustomization(ns, name); k != nil {
-		return k.Location
 	}
 	return fluxrepo.Location{}
 }
@@ -126,7 +90,7 @@ func cycleLocation(env *fluxrepo.Env, msg string) fluxrepo.Location {
 // object another Kustomization applies must depend on it, directly or
 // through dependencies reading the same source (dependsOn is
 // revision-gated only within one source).
-func checkRace(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
+func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []gate.Check {
 	var out []gate.Check
 	for _, k := range env.Kustomizations {
 		if !k.Substitutes() || len(k.Spec.PostBuild.SubstituteFrom) == 0 {
@@ -140,6 +104,7 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
 			if d == nil || d.AppliedBy == "" {
 				continue // check.knobs / check.graph
 			}
+			applier, _ := fluxgraph.ParseID(d.AppliedBy)
 			if d.AppliedBy == k.Ref() {
 				if o.on(RaceDep) {
 					fs = append(fs, finding{det: RaceDep, warn: true, loc: k.Location,
@@ -148,14 +113,14 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
 				}
 				continue
 			}
-			if via, ok := dependsOnSameSource(env, k, d.AppliedBy); ok {
-				ev = append(ev, fmt.Sprintf("%s is applied by %s; %s waits for it: %s", key, d.AppliedBy, k.Ref(), strings.Join(via, " -> ")))
+			if via := g.GatedPath(fluxgraph.ID(k.Kustomization, env.Options.Namespace), applier); via != nil {
+				ev = append(ev, fmt.Sprintf("%s is applied by %s; %s waits for it: %s", key, d.AppliedBy, k.Ref(), joinIDs(via)))
 				continue
 			}
 			if o.on(RaceDep) {
 				fs = append(fs, finding{det: RaceDep, loc: k.Location,
 					what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it through same-source dependsOn: a knob added in one commit renders as missing (or empty) until %s applies it", k.Ref(), key, d.Location, d.AppliedBy, d.AppliedBy),
-					fix:  fmt.Sprintf("add dependsOn: [{name: %s}] to Kustomization %s (%s)", strings.SplitN(d.AppliedBy, "/", 2)[1], k.Ref(), k.Location)})
+					fix:  fmt.Sprintf("add dependsOn: [{name: %s}] to Kustomization %s (%s)", applier.Name, k.Ref(), k.Location)})
 			}
 		}
 		out = append(out, ch.verdict(Race.Each(k.Ref()), fs, fmt.Sprintf("Kustomization %s waits for whoever applies what it substitutes from", k.Ref()), ev...))
@@ -166,36 +131,12 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
 	return out
 }
 
-// dependsOnSameSource finds a dependsOn path from k to target whose every
-// edge joins two Kustomizations reading the same source.
-func dependsOnSameSource(env *fluxrepo.Env, k *fluxrepo.Kustomization, target string) ([]string, bool) {
-	prev := map[string]string{k.Ref(): ""}
-	queue := []*fluxrepo.Kustomization{k}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		if cur.Ref() == target {
-			var path []string
-			for r := target; r != ""; r = prev[r] {
-				path = append(path, r)
-			}
-			slices.Reverse(path)
-			return path, true
-		}
-		for _, d := range cur.Spec.DependsOn {
-			ref := depRef(cur, d.Name, d.Namespace)
-			ns, name, _ := strings.Cut(ref, "/")
-			dk := env.Kustomization(ns, name)
-			if dk == nil || dk.SourceKey() != cur.SourceKey() {
-				continue
-			}
-			if _, seen := prev[ref]; !seen {
-				prev[ref] = cur.Ref()
-				queue = append(queue, dk)
-			}
-		}
+func joinIDs(ids []fluxgraph.NodeID) string {
+	s := make([]string, 0, len(ids))
+	for _, id := range ids {
+		s = append(s, id.String())
 	}
-	return nil, false
+	return strings.Join(s, " -> ")
 }
 
 // checkPrune is check.prune-hazard/<ns>/<name>/<namespace>: a prune: true

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
@@ -18,7 +19,7 @@ func TestHomelabFixtureGraph(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := converge.NewGraph(r.Kustomizations, converge.NodeID{Namespace: "flux-system", Name: "flux-system"}, "flux-system")
+		g := fluxgraph.New(r.Kustomizations, converge.NodeID{Namespace: "flux-system", Name: "flux-system"}, "flux-system")
 		if c := converge.GraphCheck(g, "clusters/"+env); c.Verdict != "pass" {
 			t.Fatalf("%s: %s %s %v", env, c.Verdict, c.Message, c.Evidence)
 		}

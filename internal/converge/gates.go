@@ -3,6 +3,7 @@ package converge
 import (
 	"fmt"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
@@ -15,15 +16,16 @@ var (
 	// out --timeout on a cluster that is not there).
 	GateReachable = gate.Def{ID: "converge.reachable", Phase: PhaseName, Stage: gate.Before, Title: "API server reachable"}
 	// GateGraph: the dependsOn graph is acyclic, every target exists, every
-	// node is reachable from the root.
+	// node is ordered after the root (fluxgraph: a dependsOn chain from it
+	// reaches the root).
 	GateGraph = gate.Def{ID: "converge.graph", Phase: PhaseName, Stage: gate.Before, Title: "the dependsOn graph can converge"}
 	// GateNode is the family converge.node/<namespace>/<name>: one per node.
 	GateNode = gate.Def{ID: "converge.node", Phase: PhaseName, Stage: gate.After, Title: "Kustomization Ready at its source's revision", Prefix: true}
 )
 
 // GraphCheck is the converge.graph gate for g.
-func GraphCheck(g *Graph, from string) gate.Check {
-	if p := g.Problems(); len(p) > 0 {
+func GraphCheck(g *fluxgraph.Graph, from string) gate.Check {
+	if p := problems(g); len(p) > 0 {
 		msg := p[0]
 		if len(p) > 1 {
 			msg = fmt.Sprintf("%s (and %d more problem(s))", p[0], len(p)-1)

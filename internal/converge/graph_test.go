@@ -5,15 +5,17 @@ import (
 	"testing"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 )
 
-var root = NodeID{"flux-system", "flux-system"}
+var root = NodeID{Namespace: "flux-system", Name: "flux-system"}
 
 func TestGraphHomelabShape(t *testing.T) {
-	g := NewGraph([]*kustomizev1.Kustomization{
+	g := fluxgraph.New([]*kustomizev1.Kustomization{
 		ks("apps", "platform"), ks("platform", "flux-system", "cni"), ks("cni", "flux-system"), ks("flux-system"),
 	}, root, "flux-system")
-	if p := g.Problems(); len(p) != 0 {
+	if p := problems(g); len(p) != 0 {
 		t.Fatalf("problems: %v", p)
 	}
 	var order []string
@@ -23,7 +25,7 @@ func TestGraphHomelabShape(t *testing.T) {
 	if strings.Join(order, ",") != "flux-system,cni,platform,apps" {
 		t.Fatalf("order %v", order)
 	}
-	if lv := g.Levels(); lv[NodeID{"flux-system", "apps"}] != 3 {
+	if lv := g.Levels(); lv[NodeID{Namespace: "flux-system", Name: "apps"}] != 3 {
 		t.Fatalf("levels %v", lv)
 	}
 	if d := g.Nodes[root].Dependents; len(d) != 2 {
@@ -52,7 +54,7 @@ func TestGraphProblems(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := strings.Join(NewGraph(tc.ks, root, "flux-system").Problems(), "\n")
+			p := strings.Join(problems(fluxgraph.New(tc.ks, root, "flux-system")), "\n")
 			if len(tc.want) == 0 && p != "" {
 				t.Fatalf("want no problem, got %s", p)
 			}

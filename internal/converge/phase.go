@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/reconcile"
@@ -61,7 +62,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Namespace: "flux-system",
-		Root:      NodeID{"flux-system", "flux-system"},
+		Root:      NodeID{Namespace: "flux-system", Name: "flux-system"},
 		Timeout:   10 * time.Minute,
 		Nudge:     true,
 		MaxNudges: 10,
@@ -78,7 +79,7 @@ type Phase struct {
 	connect func() (*apply.Cluster, error)
 	cl      *apply.Cluster
 	o       Options
-	g       *Graph
+	g       *fluxgraph.Graph
 	tr      *Tracker
 	// last snapshot, timed-out flag, events of failed nodes.
 	snap     Snapshot
@@ -117,7 +118,7 @@ func (p *Phase) Name() string { return PhaseName }
 func (p *Phase) Gates() []gate.Def { return []gate.Def{GateReachable, GateGraph, GateNode} }
 
 // Graph is the graph Before built (nil before).
-func (p *Phase) Graph() *Graph { return p.g }
+func (p *Phase) Graph() *fluxgraph.Graph { return p.g }
 
 // Before builds the graph (from the repository, or the live cluster) and
 // gates it.
@@ -150,26 +151,22 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 	if from == "" {
 		from = "the repository"
 	}
-	p.g = NewGraph(ks, p.o.Root, p.o.Namespace)
+	p.g = fluxgraph.New(ks, p.o.Root, p.o.Namespace)
 	live := p.o.Declared == nil
-	if _, rooted := p.g.Nodes[p.o.Root]; live && rooted && len(p.g.Unreachable) > 0 {
+	if _, rooted := p.g.Nodes[p.o.Root]; live && rooted && len(p.g.NotAfterRoot) > 0 {
 		// A live namespace may hold Kustomizations that are not this
 		// environment's (another tool's, a test's): the walk is what the
 		// root leads to, and the others are named, not failed.
 		var keep []*kustomizev1.Kustomization
 		var left []string
 		for _, k := range ks {
-			id := NodeID{Namespace: k.Namespace, Name: k.Name}
-			if id.Namespace == "" {
-				id.Namespace = p.o.Namespace
-			}
-			if slices.Contains(p.g.Unreachable, id) {
+			if id := fluxgraph.ID(k, p.o.Namespace); slices.Contains(p.g.NotAfterRoot, id) {
 				left = append(left, id.String())
 				continue
 			}
 			keep = append(keep, k)
 		}
-		p.g = NewGraph(keep, p.o.Root, p.o.Namespace)
+		p.g = fluxgraph.New(keep, p.o.Root, p.o.Namespace)
 		c := GraphCheck(p.g, from)
 		c.Evidence = append(c.Evidence, fmt.Sprintf("not walked: %s (live Kustomizations the root %s does not lead to through dependsOn)", strings.Join(left, ", "), p.o.Root))
 		return []gate.Check{c}, nil
@@ -448,7 +445,7 @@ func (p *Phase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
 		return nil
 	}
 	var out []gate.Check
-	for _, id := range p.g.orderOrIDs() {
+	for _, id := range p.g.InOrder() {
 		out = append(out, p.nodeCheck(ctx, id, true))
 	}
 	return out

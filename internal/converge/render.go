@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
@@ -18,11 +19,11 @@ type NodeVerdict struct {
 
 // WriteGraphFile writes the graph with verdicts to path: Mermaid for .md
 // (in a ```mermaid fence) and .mmd, DOT for .dot and .gv.
-func WriteGraphFile(path string, g *Graph, v map[NodeID]NodeVerdict) error {
-	var write func(io.Writer, *Graph, map[NodeID]NodeVerdict) error
+func WriteGraphFile(path string, g *fluxgraph.Graph, v map[NodeID]NodeVerdict) error {
+	var write func(io.Writer, *fluxgraph.Graph, map[NodeID]NodeVerdict) error
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".md":
-		write = func(w io.Writer, g *Graph, v map[NodeID]NodeVerdict) error {
+		write = func(w io.Writer, g *fluxgraph.Graph, v map[NodeID]NodeVerdict) error {
 			if _, err := io.WriteString(w, "```mermaid\n"); err != nil {
 				return err
 			}
@@ -63,18 +64,18 @@ var verdictColor = map[gate.Verdict]string{gate.Pass: "#c8e6c9", gate.Fail: "#ff
 
 // WriteMermaid writes a Mermaid flowchart: an arrow from each dependency to
 // its dependent, each node labelled with its verdict.
-func WriteMermaid(w io.Writer, g *Graph, v map[NodeID]NodeVerdict) error {
+func WriteMermaid(w io.Writer, g *fluxgraph.Graph, v map[NodeID]NodeVerdict) error {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	idx := map[NodeID]string{}
-	for i, id := range g.orderOrIDs() {
+	for i, id := range g.InOrder() {
 		idx[id] = fmt.Sprintf("n%d", i)
 	}
-	for _, id := range g.orderOrIDs() {
+	for _, id := range g.InOrder() {
 		nv := v[id]
 		fmt.Fprintf(&b, "  %s[\"%s<br/>%s %s\"]:::%s\n", idx[id], id, verdictOr(nv.Verdict), nv.Label, verdictOr(nv.Verdict))
 	}
-	for _, id := range g.orderOrIDs() {
+	for _, id := range g.InOrder() {
 		for _, d := range g.Nodes[id].DependsOn {
 			if _, ok := idx[d]; ok {
 				fmt.Fprintf(&b, "  %s --> %s\n", idx[d], idx[id])
@@ -91,10 +92,10 @@ func WriteMermaid(w io.Writer, g *Graph, v map[NodeID]NodeVerdict) error {
 
 // WriteDOT writes a Graphviz digraph: an edge from each dependency to its
 // dependent, each node labelled and filled by its verdict.
-func WriteDOT(w io.Writer, g *Graph, v map[NodeID]NodeVerdict) error {
+func WriteDOT(w io.Writer, g *fluxgraph.Graph, v map[NodeID]NodeVerdict) error {
 	var b strings.Builder
 	b.WriteString("digraph converge {\n  rankdir=LR;\n  node [shape=box, style=filled];\n")
-	for _, id := range g.orderOrIDs() {
+	for _, id := range g.InOrder() {
 		nv := v[id]
 		color := verdictColor[nv.Verdict]
 		if color == "" {
@@ -102,7 +103,7 @@ func WriteDOT(w io.Writer, g *Graph, v map[NodeID]NodeVerdict) error {
 		}
 		fmt.Fprintf(&b, "  %q [label=%q, fillcolor=%q];\n", id.String(), id.String()+"\n"+verdictOr(nv.Verdict)+" "+nv.Label, color)
 	}
-	for _, id := range g.orderOrIDs() {
+	for _, id := range g.InOrder() {
 		for _, d := range g.Nodes[id].DependsOn {
 			fmt.Fprintf(&b, "  %q -> %q;\n", d.String(), id.String())
 		}

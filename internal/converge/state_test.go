@@ -15,7 +15,7 @@ const (
 )
 
 func readySource(rev string) Source {
-	return Source{Ref: SourceRef{"GitRepository", "flux-system", "flux-system"}, Found: true, Ready: true, Revision: rev, Desc: "Ready at " + rev}
+	return Source{Ref: SourceRef{Kind: "GitRepository", Namespace: "flux-system", Name: "flux-system"}, Found: true, Ready: true, Revision: rev, Desc: "Ready at " + rev}
 }
 
 // ks is a declared Kustomization in flux-system reading the flux-system

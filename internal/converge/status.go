@@ -67,7 +67,7 @@ func (p *StatusPhase) read(ctx context.Context) (Snapshot, error) {
 		}
 	}
 	for _, k := range ks {
-		id := NodeID{k.Namespace, k.Name}
+		id := NodeID{Namespace: k.Namespace, Name: k.Name}
 		if _, ok := p.g.Nodes[id]; ok {
 			s.Kustomizations[id] = k
 		}
@@ -137,7 +137,7 @@ func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
 		return nil
 	}
 	var out []gate.Check
-	for _, id := range p.g.orderOrIDs() {
+	for _, id := range p.g.InOrder() {
 		out = append(out, p.statusCheck(ctx, id))
 	}
 	return out

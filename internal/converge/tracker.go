@@ -6,6 +6,8 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 )
 
 // Snapshot is the live state the tracker evaluates: every node's
@@ -86,7 +88,7 @@ type track struct {
 // keeps each node's timeline, decides nudges and retries, and spends each
 // failing node's budget. It is pure: the runner feeds it snapshots.
 type Tracker struct {
-	g          *Graph
+	g          *fluxgraph.Graph
 	nudge      bool
 	maxNudges  int
 	budget     Budget
@@ -96,7 +98,7 @@ type Tracker struct {
 }
 
 // NewTracker starts tracking g at start.
-func NewTracker(g *Graph, start time.Time, nudge bool, maxNudges int, b Budget) *Tracker {
+func NewTracker(g *fluxgraph.Graph, start time.Time, nudge bool, maxNudges int, b Budget) *Tracker {
 	t := &Tracker{g: g, nudge: nudge, maxNudges: maxNudges, budget: b, start: start, nodes: map[NodeID]*track{}}
 	for _, id := range g.IDs {
 		t.nodes[id] = &track{}
@@ -121,7 +123,7 @@ func (t *Tracker) depsConverged(id NodeID) bool {
 // Step evaluates snap at now.
 func (t *Tracker) Step(now time.Time, snap Snapshot) Step {
 	var out Step
-	order := t.g.orderOrIDs()
+	order := t.g.InOrder()
 	// Classify every node first, so dependency states are this snapshot's.
 	for _, id := range order {
 		n := t.nodes[id]
@@ -291,28 +293,12 @@ func (t *Tracker) stuck() bool {
 
 // doomedBy is the given-up node id depends on (transitively), or nil.
 func (t *Tracker) doomedBy(id NodeID) *NodeID {
-	seen := map[NodeID]bool{}
-	var walk func(NodeID) *NodeID
-	walk = func(x NodeID) *NodeID {
-		for _, d := range t.g.Nodes[x].DependsOn {
-			if seen[d] {
-				continue
-			}
-			seen[d] = true
-			n, ok := t.nodes[d]
-			if !ok {
-				continue
-			}
-			if n.gaveUp {
-				return &d
-			}
-			if r := walk(d); r != nil {
-				return r
-			}
+	for _, d := range t.g.Upstream(id) {
+		if t.nodes[d].gaveUp {
+			return &d
 		}
-		return nil
 	}
-	return walk(id)
+	return nil
 }
 
 // RootCause is the first node on id's chain of unconverged dependencies
@@ -378,7 +364,7 @@ func (t *Tracker) Timelines() []Timeline {
 		}
 		return at.Sub(t.start)
 	}
-	for _, id := range t.g.orderOrIDs() {
+	for _, id := range t.g.InOrder() {
 		n := t.nodes[id]
 		out = append(out, Timeline{ID: id, Eligible: rel(n.eligible), Converged: rel(n.converged), State: n.st.State, Nudges: slices.Clone(n.nudgeLog)})
 	}
@@ -390,7 +376,7 @@ func (t *Tracker) Timelines() []Timeline {
 // Empty unless every node on it converged.
 func (t *Tracker) CriticalPath() []NodeID {
 	var last *NodeID
-	for _, id := range t.g.orderOrIDs() {
+	for _, id := range t.g.InOrder() {
 		n := t.nodes[id]
 		if n.converged.IsZero() {
 			return nil

@@ -8,14 +8,16 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 )
 
 // chain is flux-system ← a ← b (b depends on a, a on the root).
-func chain() *Graph {
-	return NewGraph([]*kustomizev1.Kustomization{ks("flux-system"), ks("a", "flux-system"), ks("b", "a")}, root, "flux-system")
+func chain() *fluxgraph.Graph {
+	return fluxgraph.New([]*kustomizev1.Kustomization{ks("flux-system"), ks("a", "flux-system"), ks("b", "a")}, root, "flux-system")
 }
 
-func id(name string) NodeID { return NodeID{"flux-system", name} }
+func id(name string) NodeID { return NodeID{Namespace: "flux-system", Name: name} }
 
 type world struct {
 	t     *testing.T
@@ -26,7 +28,7 @@ type world struct {
 	token int
 }
 
-func newWorld(t *testing.T, g *Graph, nudge bool, b Budget) *world {
+func newWorld(t *testing.T, g *fluxgraph.Graph, nudge bool, b Budget) *world {
 	w := &world{t: t, now: time.Unix(1000, 0), ks: map[NodeID]*kustomizev1.Kustomization{}, src: readySource(rev1)}
 	w.tr = NewTracker(g, w.now, nudge, 5, b)
 	w.tr.tokenClock = func() string { w.token++; return fmt.Sprintf("token-%d", w.token) }
@@ -183,7 +185,7 @@ func TestTrackerTerminalIsImmediate(t *testing.T) {
 }
 
 func TestTrackerIndependentBranchKeepsGoing(t *testing.T) {
-	g := NewGraph([]*kustomizev1.Kustomization{ks("flux-system"), ks("a", "flux-system"), ks("c", "flux-system")}, root, "flux-system")
+	g := fluxgraph.New([]*kustomizev1.Kustomization{ks("flux-system"), ks("a", "flux-system"), ks("c", "flux-system")}, root, "flux-system")
 	w := newWorld(t, g, true, Budget{})
 	w.ks[root] = converged("flux-system", rev1)
 	w.ks[id("a")] = with(converged("a", rev1, "flux-system"), func(k *kustomizev1.Kustomization) { k.Spec.Suspend = true })

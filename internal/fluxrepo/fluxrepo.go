@@ -17,8 +17,8 @@
 //
 // It is the one model every phase reads: check runs on it, rootsync's
 // Render is its root directory (RootObjects, Root, Source, Locate), agekey's
-// Scope takes the Kustomizations and the files their builds read, and
-// converge's graph is its Kustomizations.
+// Scope takes the Kustomizations and the files their builds read, and the
+// dependsOn graph (internal/fluxgraph) is built from its Kustomizations.
 package fluxrepo
 
 import (

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
@@ -78,21 +79,28 @@ func Static(r *Render) []gate.Check {
 		}
 		out = append(out, root, wait, src)
 	}
+	return append(out, dependsOnGate(r))
+}
 
+// dependsOnGate is sync.depends-on: every dependsOn of a Kustomization the
+// root directory renders (what sync applies) names a Kustomization of the
+// environment (none of fluxgraph's dangling edges starts there). A target
+// that a Kustomization's path renders, not the root directory, is not
+// missing: it exists once that Kustomization applied, and
+// kustomize-controller waits for it until then.
+func dependsOnGate(r *Render) gate.Check {
+	o := r.Options
+	g := fluxgraph.FromEnv(r.Env)
 	dep := GateDependsOn.New()
-	have := map[string]bool{}
-	for _, k := range r.Kustomizations {
-		have[k.Namespace+"/"+k.Name] = true
-	}
 	var missing []string
 	edges := 0
 	for _, k := range r.Kustomizations {
-		for _, d := range k.Spec.DependsOn {
-			edges++
-			ns := namespaceOr(d.Namespace, k.Namespace)
-			if !have[ns+"/"+d.Name] {
-				missing = append(missing, fmt.Sprintf("Kustomization %s/%s (in %s) depends on %s/%s, which %s does not render: it would wait forever",
-					k.Namespace, k.Name, r.where(kustomizev1.KustomizationKind, k.Namespace, k.Name), ns, d.Name, o.Path))
+		id := fluxgraph.ID(k, r.Env.Options.Namespace)
+		edges += len(k.Spec.DependsOn)
+		for _, e := range g.Dangling {
+			if e.From == id {
+				missing = append(missing, fmt.Sprintf("Kustomization %s (in %s) depends on %s, which %s does not render: it would wait forever",
+					id, r.where(kustomizev1.KustomizationKind, id.Namespace, id.Name), e.To, o.Path))
 			}
 		}
 	}
@@ -112,7 +120,7 @@ func Static(r *Render) []gate.Check {
 		dep.Verdict = gate.Pass
 		dep.Message = fmt.Sprintf("%d dependsOn edge(s) among %d Kustomization(s), all targets rendered", edges, len(r.Kustomizations))
 	}
-	return append(out, dep)
+	return dep
 }
 
 // DecryptionSecrets checks that every decryption.secretRef of the render

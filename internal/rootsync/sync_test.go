@@ -157,6 +157,39 @@ func TestGateDependsOnMissingTarget(t *testing.T) {
 	}
 }
 
+// TestGateDependsOnTargetBelowRoot: a dependsOn target that a
+// Kustomization's path renders (not the root directory) exists once that
+// Kustomization applied; only a target the environment renders nowhere is
+// missing.
+func TestGateDependsOnTargetBelowRoot(t *testing.T) {
+	apps, _ := os.ReadFile(filepath.Join(fixture, "clusters/base/apps.yaml"))
+	core, _ := os.ReadFile(filepath.Join(fixture, "apps/core/core.yaml"))
+	extras := "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps-core-extras\n  namespace: flux-system\n" +
+		"spec:\n  interval: 10m\n  path: ./apps/web\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+	for _, tc := range []struct {
+		name, target string
+		pass         bool
+	}{
+		{"rendered by apps-core's path", "apps-core-extras", true},
+		{"rendered nowhere", "apps-core-extraz", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := copyFixture(t, map[string]string{
+				"apps/core/core.yaml":     string(core) + extras,
+				"clusters/base/apps.yaml": strings.Replace(string(apps), "- name: apps-core", "- name: "+tc.target, 1),
+			})
+			r, err := Build(opts(repo, "dev"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dep := find(t, Static(r), GateDependsOn.ID)
+			if got := dep.Verdict == gate.Pass; got != tc.pass || !tc.pass && !strings.Contains(dep.Message, "depends on flux-system/"+tc.target) {
+				t.Fatalf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
+			}
+		})
+	}
+}
+
 func TestGateSourceMissing(t *testing.T) {
 	sync, _ := os.ReadFile(filepath.Join(fixture, "clusters/dev/sync.yaml"))
 	repo := copyFixture(t, map[string]string{"clusters/dev/sync.yaml": strings.Replace(string(sync), "    name: flux-system", "    name: gitops", 1)})
