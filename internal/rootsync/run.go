@@ -207,6 +207,24 @@ func (p *SyncPhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
 	return After(ctx, p.cl, p.Render, p.tmp, p.o.Timeout, run.Progress, p.o.Serve)
 }
 
+// sourceReady is sync.source-ready's condition on the GitRepository: Ready
+// with an artifact, from wantURL, having handled the fetch asked for (token,
+// "" when none was), and with servedRev (--serve; "" otherwise) at that
+// served commit.
+func sourceReady(g *sourcev1.GitRepository, token, wantURL, servedRev string) (bool, string) {
+	ok, desc := wait.Ready(g)
+	fetched := token == "" || g.Status.LastHandledReconcileAt == token
+	if !fetched {
+		desc += "; the fetch asked for is not handled yet"
+	}
+	served := true
+	if servedRev != "" && g.Status.Artifact != nil && g.Status.Artifact.Revision != servedRev {
+		served = false
+		desc += fmt.Sprintf("; artifact %s, not the served %s", g.Status.Artifact.Revision, servedRev)
+	}
+	return ok && fetched && served && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
+}
+
 // After proves the sync: the GitRepository is Ready with an artifact (at
 // the temporary URL when there is one), and the root Kustomization is Ready
 // with lastAppliedRevision equal to that artifact's revision.
@@ -227,18 +245,12 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	if err != nil {
 		progress("could not ask the source to fetch now (" + err.Error() + "); waiting for its own interval")
 	}
+	servedRev := ""
+	if sv != nil {
+		servedRev = sv.Snapshot.Revision()
+	}
 	gr, err := wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, src.GetNamespace(), src.GetName(), func(g *sourcev1.GitRepository) (bool, string) {
-		ok, desc := wait.Ready(g)
-		fetched := token == "" || g.Status.LastHandledReconcileAt == token
-		if !fetched {
-			desc += "; the fetch asked for is not handled yet"
-		}
-		served := true
-		if sv != nil && g.Status.Artifact != nil && g.Status.Artifact.Revision != sv.Snapshot.Revision() {
-			served = false
-			desc += fmt.Sprintf("; artifact %s, not the served %s", g.Status.Artifact.Revision, sv.Snapshot.Revision())
-		}
-		return ok && fetched && served && g.Status.Artifact != nil && g.Spec.URL == wantURL, desc
+		return sourceReady(g, token, wantURL, servedRev)
 	})
 	rc := GateRootApplied.New()
 	if err != nil {
