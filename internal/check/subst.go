@@ -123,13 +123,61 @@ func literalCheck(ch *checker, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomi
 	return ch.verdict(def, fs, fmt.Sprintf("Kustomization %s does not substitute and ships no ${…} (%d objects)", k.Ref(), len(k.Resources)))
 }
 
+// substitution is one Kustomization's substitution pass: what the
+// controller would substitute, and what the pass over its objects found.
+type substitution struct {
+	o      Options
+	env    *fluxrepo.Env
+	k      *fluxrepo.Kustomization
+	vars   map[string]string
+	from   string // where vars come from, for the messages
+	always bool
+	uobj   map[string]any // the Kustomization, for the controller's code
+	cl     dataClient
+
+	names          map[string]bool
+	fs             []finding
+	controllerErrs map[string]bool
+	substituted    int
+	encrypted      []string
+}
+
 // substituteOne runs the controller's substitution (strict) on every object
 // of k and classifies what it finds with the controller's parser.
 func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) (gate.Check, map[string]bool, []dataRef) {
 	names := map[string]bool{}
+	kc, vars, from, refs := substituteVars(env, k)
+	always := kc.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways
+	uobj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kc)
+	if err != nil {
+		return def.Fail(fmt.Sprintf("Kustomization %s: %v", k.Ref(), err)), names, refs
+	}
+	s := &substitution{o: o, env: env, k: k, vars: vars, from: from, always: always, uobj: uobj, cl: dataClient{env: env},
+		names: names, controllerErrs: map[string]bool{}}
+	for _, r := range k.Resources {
+		if disabled(r) {
+			continue
+		}
+		s.object(ctx, r)
+	}
+	s.unexplained()
+	ev := []string{fmt.Sprintf("substitutes from %s; %d variable(s) defined; %d object(s) substituted, strict", from, len(vars), s.substituted)}
+	if len(s.encrypted) > 0 {
+		ev = append(ev, fmt.Sprintf("SOPS-encrypted, substituted by the controller after decryption, values not checked: %s", strings.Join(s.encrypted, ", ")))
+	}
+	if len(s.controllerErrs) > 0 {
+		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, strict): "+slices.Sorted(maps.Keys(s.controllerErrs))[0])
+	}
+	return ch.verdict(def, s.fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), s.substituted), ev...), names, refs
+}
+
+// substituteVars is what the controller would load for k: substituteFrom in
+// order, then the inline substitute (which wins). It returns a copy of k in
+// which a substituteFrom object the environment does not render is optional
+// (check.knobs reports it; substitution goes on without it), the variables,
+// where they come from ("nothing" when nowhere) and every reference.
+func substituteVars(env *fluxrepo.Env, k *fluxrepo.Kustomization) (*kustomizev1.Kustomization, map[string]string, string, []dataRef) {
 	var refs []dataRef
-	// What the controller would load: substituteFrom in order, then the
-	// inline substitute (which wins).
 	vars := map[string]string{}
 	var sources []string
 	kc := k.DeepCopy()
@@ -151,114 +199,109 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 	if len(kc.Spec.PostBuild.Substitute) > 0 {
 		sources = append(sources, fmt.Sprintf("spec.postBuild.substitute of %s (%s)", k.Ref(), k.Location))
 	}
-	defined := func(n string) bool { _, ok := vars[n]; return ok }
-	always := kc.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways
-	uobj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kc)
-	if err != nil {
-		return def.Fail(fmt.Sprintf("Kustomization %s: %v", k.Ref(), err)), names, refs
-	}
-	cl := dataClient{env: env}
 	from := strings.Join(sources, ", ")
 	if from == "" {
 		from = "nothing"
 	}
+	return kc, vars, from, refs
+}
 
-	var fs []finding
-	controllerErrs := map[string]bool{}
-	substituted := 0
-	var encrypted []string
-	for _, r := range k.Resources {
-		if disabled(r) {
-			continue
-		}
-		if r.Field("sops") != nil {
-			encrypted = append(encrypted, objName(r))
-		}
-		y, err := r.AsYAML()
-		if err != nil {
-			continue
-		}
-		text := string(y)
-		tree, perr := parse.Parse(text)
-		if len(vars) == 0 && !always {
-			// The controller does not substitute at all: literals ship.
-			if o.on(Literal) {
-				for _, e := range expressions(text) {
-					fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search),
-						what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, objName(r), k.Ref(), from),
-						fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show})
-				}
-			}
-			continue
-		}
-		substituted++
-		nodes, bad := funcNodes(text, tree, perr)
-		if o.on(ParseError) {
-			for _, b := range bad {
-				fs = append(fs, finding{det: ParseError, loc: locate(env, k, r, b.text),
-					what: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", b.text, objName(r), b.err, k.Ref()),
-					fix:  "escape it as $" + b.text + " if it is meant literally"})
+func (s *substitution) defined(n string) bool { _, ok := s.vars[n]; return ok }
+
+// object checks one object of the Kustomization: with the parser first,
+// then with the controller's own code.
+func (s *substitution) object(ctx context.Context, r *resource.Resource) {
+	o, env, k := s.o, s.env, s.k
+	if r.Field("sops") != nil {
+		s.encrypted = append(s.encrypted, objName(r))
+	}
+	y, err := r.AsYAML()
+	if err != nil {
+		return
+	}
+	text := string(y)
+	tree, perr := parse.Parse(text)
+	if len(s.vars) == 0 && !s.always {
+		// The controller does not substitute at all: literals ship.
+		if o.on(Literal) {
+			for _, e := range expressions(text) {
+				s.fs = append(s.fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search),
+					what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, objName(r), k.Ref(), s.from),
+					fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show})
 			}
 		}
-		for _, n := range nodes {
-			names[n.Param] = true
-			expr := "${" + n.Param + n.Name
-			switch {
-			case n.Name == ":=" || n.Name == ":?":
-				if o.on(DefaultOp) {
-					what := "silently ships its default when " + n.Param + " is unset or empty (e.g. a dev value to prod)"
-					if n.Name == ":?" {
-						what = "renders the message as the value when " + n.Param + " is unset or empty: a non-empty wrong value"
-					}
-					fs = append(fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
-						what: fmt.Sprintf("%s…} in %s %s", expr, objName(r), what),
-						fix:  fmt.Sprintf("define %s in %s and write ${%s}", n.Param, from, n.Param)})
-				}
-			case isDefaultOp(n.Name):
-				if !defined(n.Param) && o.on(DefaultOp) {
-					fs = append(fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
-						what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), so the default renders at reconcile time; strict mode does not catch it", expr, objName(r), n.Param, from),
-						fix:  fmt.Sprintf("define %s in %s, or write the value literally", n.Param, from)})
-				}
-			default:
-				if !defined(n.Param) && o.on(Undefined) {
-					fs = append(fs, finding{det: Undefined, loc: locate(env, k, r, expr),
-						what: fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, objName(r), from, k.Ref()),
-						fix:  fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
-				}
-			}
-		}
-		// The controller's own code, strict, against the environment's data.
-		_, err = fluxkustomize.SubstituteVariables(ctx, cl, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
-			fluxkustomize.SubstituteWithStrict(true), fluxkustomize.SubstituteWithAlways(always))
-		if err != nil {
-			controllerErrs[fmt.Sprintf("post build failed for '%s': %v", objName(r), err)] = true
+		return
+	}
+	s.substituted++
+	nodes, bad := funcNodes(text, tree, perr)
+	if o.on(ParseError) {
+		for _, b := range bad {
+			s.fs = append(s.fs, finding{det: ParseError, loc: locate(env, k, r, b.text),
+				what: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", b.text, objName(r), b.err, k.Ref()),
+				fix:  "escape it as $" + b.text + " if it is meant literally"})
 		}
 	}
-	// A controller failure the parser pass did not explain (e.g. an invalid
-	// variable name in a substituteFrom object) is a defect of its own.
+	for _, n := range nodes {
+		s.expression(r, n)
+	}
+	// The controller's own code, strict, against the environment's data.
+	_, err = fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
+		fluxkustomize.SubstituteWithStrict(true), fluxkustomize.SubstituteWithAlways(s.always))
+	if err != nil {
+		s.controllerErrs[fmt.Sprintf("post build failed for '%s': %v", objName(r), err)] = true
+	}
+}
+
+// expression classifies one ${…} of object r: a default operator, or a
+// variable the environment does not define.
+func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
+	o, env, k, from := s.o, s.env, s.k, s.from
+	s.names[n.Param] = true
+	expr := "${" + n.Param + n.Name
+	switch {
+	case n.Name == ":=" || n.Name == ":?":
+		if o.on(DefaultOp) {
+			what := "silently ships its default when " + n.Param + " is unset or empty (e.g. a dev value to prod)"
+			if n.Name == ":?" {
+				what = "renders the message as the value when " + n.Param + " is unset or empty: a non-empty wrong value"
+			}
+			s.fs = append(s.fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
+				what: fmt.Sprintf("%s…} in %s %s", expr, objName(r), what),
+				fix:  fmt.Sprintf("define %s in %s and write ${%s}", n.Param, from, n.Param)})
+		}
+	case isDefaultOp(n.Name):
+		if !s.defined(n.Param) && o.on(DefaultOp) {
+			s.fs = append(s.fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
+				what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), so the default renders at reconcile time; strict mode does not catch it", expr, objName(r), n.Param, from),
+				fix:  fmt.Sprintf("define %s in %s, or write the value literally", n.Param, from)})
+		}
+	default:
+		if !s.defined(n.Param) && o.on(Undefined) {
+			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr),
+				what: fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, objName(r), from, k.Ref()),
+				fix:  fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
+		}
+	}
+}
+
+// unexplained adds a controller failure the parser pass did not explain
+// (e.g. an invalid variable name in a substituteFrom object): a defect of
+// its own.
+func (s *substitution) unexplained() {
 	explained := false
-	for _, f := range fs {
+	for _, f := range s.fs {
 		explained = explained || (!f.warn && (f.det == Undefined || f.det == ParseError))
 	}
-	for _, e := range slices.Sorted(maps.Keys(controllerErrs)) {
+	for _, e := range slices.Sorted(maps.Keys(s.controllerErrs)) {
 		badName := strings.Contains(e, "var name is invalid")
-		if (badName || !explained) && o.on(Undefined) && o.on(ParseError) {
-			fs = append(fs, finding{det: ParseError, loc: k.Location, what: fmt.Sprintf("kustomize-controller's substitution fails Kustomization %s: %s", k.Ref(), e),
-				fix: "fix the variable names of " + from + " (letters, digits and _, not starting with a digit) or the expression named"})
+		if (badName || !explained) && s.o.on(Undefined) && s.o.on(ParseError) {
+			s.fs = append(s.fs, finding{det: ParseError, loc: s.k.Location, what: fmt.Sprintf("kustomize-controller's substitution fails Kustomization %s: %s", s.k.Ref(), e),
+				fix: "fix the variable names of " + s.from + " (letters, digits and _, not starting with a digit) or the expression named"})
 			if badName {
 				break // the same error for every object
 			}
 		}
 	}
-	ev := []string{fmt.Sprintf("substitutes from %s; %d variable(s) defined; %d object(s) substituted, strict", from, len(vars), substituted)}
-	if len(encrypted) > 0 {
-		ev = append(ev, fmt.Sprintf("SOPS-encrypted, substituted by the controller after decryption, values not checked: %s", strings.Join(encrypted, ", ")))
-	}
-	if len(controllerErrs) > 0 {
-		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, strict): "+slices.Sorted(maps.Keys(controllerErrs))[0])
-	}
-	return ch.verdict(def, fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), substituted), ev...), names, refs
 }
 
 // isDefaultOp mirrors the controller's list of operators that tolerate an

@@ -187,10 +187,41 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
-	kick := make(chan struct{}, 1)
+	w, err := p.watch(ctx)
+	if err != nil {
+		return err
+	}
+
+	start := run.Now()
+	p.tr = NewTracker(p.g, start, p.o.Nudge, p.o.MaxNudges, p.o.Budget)
+	run.Progressf("converge: %d Kustomization(s), nudge %t, timeout %s", len(p.g.Nodes), p.o.Nudge, p.o.Timeout)
+	p.walk(ctx, run, w, start)
+	p.elapsed = run.Now().Sub(start)
+	p.record(run)
+	run.Progress(p.summary())
+	if p.o.GraphFile != "" {
+		if err := WriteGraphFile(p.o.GraphFile, p.g, p.verdicts(ctx)); err != nil {
+			run.Report.Warn(fmt.Sprintf("converge: --graph %s: %v", p.o.GraphFile, err))
+		}
+	}
+	return nil
+}
+
+// watches are Do's informers: on Kustomizations, on each source kind the
+// graph reads, and kick, signalled (without blocking) on every event.
+type watches struct {
+	kick chan struct{}
+	ks   cache.SharedIndexInformer
+	src  map[string]cache.SharedIndexInformer
+}
+
+// watch starts the informers for ctx's lifetime and waits for their first
+// list: a source kind converge cannot read is an input error.
+func (p *Phase) watch(ctx context.Context) (*watches, error) {
+	w := &watches{kick: make(chan struct{}, 1), src: map[string]cache.SharedIndexInformer{}}
 	notify := func() {
 		select {
-		case kick <- struct{}{}:
+		case w.kick <- struct{}{}:
 		default:
 		}
 	}
@@ -200,11 +231,10 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 		DeleteFunc: func(any) { notify() },
 	}
 	ns := p.watchNamespace()
-	ksInf := p.informer(ns, &kustomizev1.KustomizationList{}, &kustomizev1.Kustomization{})
-	infs := []cache.SharedIndexInformer{ksInf}
-	srcInf := map[string]cache.SharedIndexInformer{}
+	w.ks = p.informer(ns, &kustomizev1.KustomizationList{}, &kustomizev1.Kustomization{})
+	infs := []cache.SharedIndexInformer{w.ks}
 	for _, s := range p.g.Sources() {
-		if _, ok := srcInf[s.Kind]; ok {
+		if _, ok := w.src[s.Kind]; ok {
 			continue
 		}
 		var inf cache.SharedIndexInformer
@@ -216,14 +246,14 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 		case sourcev1.BucketKind:
 			inf = p.informer(ns, &sourcev1.BucketList{}, &sourcev1.Bucket{})
 		default:
-			return gate.InputErrorf("%s: source kind %s is not supported: converge reads GitRepository, OCIRepository and Bucket", s, s.Kind)
+			return nil, gate.InputErrorf("%s: source kind %s is not supported: converge reads GitRepository, OCIRepository and Bucket", s, s.Kind)
 		}
-		srcInf[s.Kind] = inf
+		w.src[s.Kind] = inf
 		infs = append(infs, inf)
 	}
 	for _, inf := range infs {
 		if _, err := inf.AddEventHandler(handler); err != nil {
-			return err
+			return nil, err
 		}
 		go inf.Run(ctx.Done())
 	}
@@ -232,17 +262,20 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 		synced = append(synced, inf.HasSynced)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("the watches on Kustomizations and sources did not sync within %s: is the API server reachable and are Flux's CRDs installed?", p.o.Timeout)
+		return nil, fmt.Errorf("the watches on Kustomizations and sources did not sync within %s: is the API server reachable and are Flux's CRDs installed?", p.o.Timeout)
 	}
+	return w, nil
+}
 
-	start := run.Now()
-	p.tr = NewTracker(p.g, start, p.o.Nudge, p.o.MaxNudges, p.o.Budget)
-	run.Progressf("converge: %d Kustomization(s), nudge %t, timeout %s", len(p.g.Nodes), p.o.Nudge, p.o.Timeout)
+// walk steps the tracker on every event or wake-up until it is done or
+// stuck, or ctx ends (p.timedOut). A failed nudge is a warning: the
+// controller's own requeue still applies.
+func (p *Phase) walk(ctx context.Context, run *pipeline.Run, w *watches, start time.Time) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	for {
-		p.snap = p.snapshot(ksInf, srcInf)
+		p.snap = p.snapshot(w.ks, w.src)
 		now := run.Now()
 		step := p.tr.Step(now, p.snap)
 		for _, l := range step.Lines {
@@ -260,30 +293,21 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 			p.nudges++
 		}
 		if step.Done || step.Stuck {
-			break
+			return
 		}
 		if !step.Wake.IsZero() {
 			timer.Reset(max(step.Wake.Sub(run.Now()), time.Millisecond))
 		}
 		select {
-		case <-kick:
+		case <-w.kick:
 		case <-timer.C:
 		case <-ctx.Done():
 			p.timedOut = true
 		}
 		if p.timedOut {
-			break
+			return
 		}
 	}
-	p.elapsed = run.Now().Sub(start)
-	p.record(run)
-	run.Progress(p.summary())
-	if p.o.GraphFile != "" {
-		if err := WriteGraphFile(p.o.GraphFile, p.g, p.verdicts(ctx)); err != nil {
-			run.Report.Warn(fmt.Sprintf("converge: --graph %s: %v", p.o.GraphFile, err))
-		}
-	}
-	return nil
 }
 
 // watchNamespace is the one namespace every node and source lives in, or

@@ -105,44 +105,13 @@ type loader struct {
 	plainSchema bool
 }
 
+// run builds the root directory, then every Kustomization path the builds
+// declare, in the order they are found.
 func (l *loader) run(root string) error {
 	e, o := l.env, l.env.Options
-	res, files, err := l.build(root, nil)
+	res, files, appliedBy, err := l.buildRoot(root)
 	if err != nil {
-		return gate.InputErrorf("kustomize build %s: %w%s", root, l.inRepo(err), leftOut(l.copyNotes))
-	}
-	// The root Kustomization, if the root directory renders it, is built
-	// again with its own spec (patches, images, targetNamespace …) when it
-	// applies this directory, as the controller would.
-	var rootObj map[string]any
-	for _, r := range res {
-		if isKustomization(r) && r.GetName() == o.RootName && nsOr(r.GetNamespace(), o.Namespace) == o.Namespace {
-			if rootObj, err = r.Map(); err != nil {
-				return gate.InputErrorf("%s: Kustomization %s: %w", root, o.RootName, err)
-			}
-		}
-	}
-	// The root's GitRepository may exclude files from its artifact.
-	if ig := l.specIgnore(res); ig != nil {
-		if err := applySpecIgnore(l.tmp, *ig); err != nil {
-			return fmt.Errorf("spec.ignore: %w", err)
-		}
-		l.env.index = &fileIndex{root: l.tmp}
-		l.env.index.load()
-		e.Notes = append(e.Notes, "the root's GitRepository spec.ignore was applied to the copy")
-		if res, files, err = l.build(root, nil); err != nil {
-			return gate.InputErrorf("kustomize build %s (after the GitRepository's spec.ignore): %w", root, l.inRepo(err))
-		}
-	}
-	appliedBy := ""
-	if rootObj != nil {
-		p, _, _ := unstructured.NestedString(rootObj, "spec", "path")
-		if cleanPath(p) == root {
-			if res, files, err = l.build(root, rootObj); err != nil {
-				return gate.InputErrorf("kustomize build %s (with the spec of Kustomization %s/%s): %w", root, o.Namespace, o.RootName, l.inRepo(err))
-			}
-			appliedBy = o.Namespace + "/" + o.RootName
-		}
+		return err
 	}
 	e.RootResources, e.RootFiles = res, files
 	queue, err := l.ingest(res, files, appliedBy)
@@ -166,48 +135,7 @@ func (l *loader) run(root string) error {
 		if k.Built {
 			continue
 		}
-		// The controller joins spec.path to the artifact root securely: a
-		// leading "/" is relative to the root.
-		k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
-		switch {
-		case k.SourceKey() != sourceKey:
-			k.Note = fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey)
-		case strings.Contains(k.Spec.Path, "${"):
-			k.Note = fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path)
-		case !isLocal(k.Path) && k.Path != ".":
-			// Always refused, also with KeepGoing: a path out of the
-			// repository is never what the author meant.
-			return gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the repository (kustomize-controller would clamp it into the repository root): make it relative to the repository root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
-		}
-		if k.Note != "" {
-			e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
-			continue
-		}
-		dir := filepath.Join(l.tmp, filepath.FromSlash(k.Path))
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			if err := l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): spec.path %q is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'", k.Ref(), k.Location, k.Spec.Path)); err != nil {
-				return err
-			}
-			continue
-		}
-		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(k.Kustomization)
-		if err != nil {
-			return err
-		}
-		res, files, err := l.build(k.Path, obj)
-		if err != nil {
-			if remote := remoteRefs(l.tmp, dir); len(remote) > 0 {
-				k.Note = fmt.Sprintf("path %s has remote bases (%s): not built offline", k.Path, strings.Join(remote, ", "))
-				e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
-				continue
-			}
-			if err := l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w%s", k.Ref(), k.Location, k.Spec.Path, l.inRepo(err), leftOut(l.copyNotes))); err != nil {
-				return err
-			}
-			continue
-		}
-		k.Built, k.Resources, k.Files = true, res, files
-		more, err := l.ingest(res, files, k.Ref())
+		more, err := l.buildChild(k, sourceKey)
 		if err != nil {
 			return err
 		}
@@ -221,6 +149,95 @@ func (l *loader) run(root string) error {
 		}
 	}
 	return nil
+}
+
+// buildRoot builds the environment's root directory as the controller
+// would: after the root GitRepository's spec.ignore, and with the root
+// Kustomization's own spec when it applies this directory (appliedBy is
+// then its namespace/name, else "").
+func (l *loader) buildRoot(root string) (res []*resource.Resource, files []string, appliedBy string, err error) {
+	e, o := l.env, l.env.Options
+	res, files, err = l.build(root, nil)
+	if err != nil {
+		return nil, nil, "", gate.InputErrorf("kustomize build %s: %w%s", root, l.inRepo(err), leftOut(l.copyNotes))
+	}
+	// The root Kustomization, if the root directory renders it, is built
+	// again with its own spec (patches, images, targetNamespace …) when it
+	// applies this directory, as the controller would.
+	var rootObj map[string]any
+	for _, r := range res {
+		if isKustomization(r) && r.GetName() == o.RootName && nsOr(r.GetNamespace(), o.Namespace) == o.Namespace {
+			if rootObj, err = r.Map(); err != nil {
+				return nil, nil, "", gate.InputErrorf("%s: Kustomization %s: %w", root, o.RootName, err)
+			}
+		}
+	}
+	// The root's GitRepository may exclude files from its artifact.
+	if ig := l.specIgnore(res); ig != nil {
+		if err := applySpecIgnore(l.tmp, *ig); err != nil {
+			return nil, nil, "", fmt.Errorf("spec.ignore: %w", err)
+		}
+		l.env.index = &fileIndex{root: l.tmp}
+		l.env.index.load()
+		e.Notes = append(e.Notes, "the root's GitRepository spec.ignore was applied to the copy")
+		if res, files, err = l.build(root, nil); err != nil {
+			return nil, nil, "", gate.InputErrorf("kustomize build %s (after the GitRepository's spec.ignore): %w", root, l.inRepo(err))
+		}
+	}
+	if rootObj != nil {
+		p, _, _ := unstructured.NestedString(rootObj, "spec", "path")
+		if cleanPath(p) == root {
+			if res, files, err = l.build(root, rootObj); err != nil {
+				return nil, nil, "", gate.InputErrorf("kustomize build %s (with the spec of Kustomization %s/%s): %w", root, o.Namespace, o.RootName, l.inRepo(err))
+			}
+			appliedBy = o.Namespace + "/" + o.RootName
+		}
+	}
+	return res, files, appliedBy, nil
+}
+
+// buildChild builds the path of Kustomization k, which the walk reached,
+// and returns the Kustomizations its build declares. A path that is not
+// built (another source, a variable, remote bases) is noted on k; one that
+// fails to build ends Load unless KeepGoing.
+func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomization, error) {
+	e := l.env
+	// The controller joins spec.path to the artifact root securely: a
+	// leading "/" is relative to the root.
+	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
+	switch {
+	case k.SourceKey() != sourceKey:
+		k.Note = fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey)
+	case strings.Contains(k.Spec.Path, "${"):
+		k.Note = fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path)
+	case !isLocal(k.Path) && k.Path != ".":
+		// Always refused, also with KeepGoing: a path out of the
+		// repository is never what the author meant.
+		return nil, gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the repository (kustomize-controller would clamp it into the repository root): make it relative to the repository root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
+	}
+	if k.Note != "" {
+		e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
+		return nil, nil
+	}
+	dir := filepath.Join(l.tmp, filepath.FromSlash(k.Path))
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): spec.path %q is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'", k.Ref(), k.Location, k.Spec.Path))
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(k.Kustomization)
+	if err != nil {
+		return nil, err
+	}
+	res, files, err := l.build(k.Path, obj)
+	if err != nil {
+		if remote := remoteRefs(l.tmp, dir); len(remote) > 0 {
+			k.Note = fmt.Sprintf("path %s has remote bases (%s): not built offline", k.Path, strings.Join(remote, ", "))
+			e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
+			return nil, nil
+		}
+		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w%s", k.Ref(), k.Location, k.Spec.Path, l.inRepo(err), leftOut(l.copyNotes)))
+	}
+	k.Built, k.Resources, k.Files = true, res, files
+	return l.ingest(res, files, k.Ref())
 }
 
 // childFailed records that Kustomization k's path does not build: with

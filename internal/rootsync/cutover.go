@@ -95,16 +95,62 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 	if o.Progress == nil {
 		o.Progress = func(string) {}
 	}
-	id := fmt.Sprintf("GitRepository %s/%s", o.Namespace, o.Name)
-	sc := GateCutoverSource.New()
-	live, err := liveSource(ctx, cl.Client, o.Namespace, o.Name)
+	c := &cutoverRun{cl: cl, o: o, report: report, id: fmt.Sprintf("GitRepository %s/%s", o.Namespace, o.Name)}
+	if ok, err := c.source(ctx); err != nil || !ok {
+		return err
+	}
+	if o.DryRun {
+		report.Changed = true
+		return nil
+	}
+	// 1. Switch, kustomize-controller still kept off the object.
+	rev, ok, err := c.switchToFinal(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	// 2. Hand back to git: our annotations and the reconcile switch go.
+	cur, err := c.handBack(ctx)
 	if err != nil {
 		return err
+	}
+	// 3. Every Kustomization reading the source is Ready at the new revision.
+	var owner client.Object
+	if l := cur.GetLabels(); l[kustomizev1.GroupVersion.Group+"/name"] != "" {
+		owner = &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: l[kustomizev1.GroupVersion.Group+"/name"], Namespace: l[kustomizev1.GroupVersion.Group+"/namespace"]}}
+	}
+	report.Add(consumersReady(ctx, cl, o, rev, owner))
+	report.Facts["revision"] = rev
+	return nil
+}
+
+// cutoverRun is one Cutover's state, shared by its steps: the object as
+// found, its temporary and declared sources, and the final URL.
+type cutoverRun struct {
+	cl       *apply.Cluster
+	o        CutoverOptions
+	report   *gate.Report
+	id       string // "GitRepository ns/name", for the messages
+	live     *unstructured.Unstructured
+	tmp      *Temporary
+	declared Declared
+	final    string
+	tmpRev   string // the temporary source's artifact revision, "" if none
+}
+
+// source is the before-gate: the object is on a temporary source and the
+// final URL is known. false (with the gate in the report) when there is
+// nothing to do or it cannot be done.
+func (c *cutoverRun) source(ctx context.Context) (bool, error) {
+	o, id, report := c.o, c.id, c.report
+	sc := GateCutoverSource.New()
+	live, err := liveSource(ctx, c.cl.Client, o.Namespace, o.Name)
+	if err != nil {
+		return false, err
 	}
 	if live == nil {
 		sc.Verdict, sc.Message = gate.Fail, id+" not found: run `bootstrap sync` first"
 		report.Add(sc)
-		return nil
+		return false, nil
 	}
 	liveURL, _, _ := unstructured.NestedString(live.Object, "spec", "url")
 	tmp, declared := TemporaryOf(live)
@@ -113,12 +159,12 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 			sc.Verdict = gate.Pass
 			sc.Message = fmt.Sprintf("%s is not on a temporary source: it reads %s as git declares; nothing to cut over", id, liveURL)
 			report.Add(sc)
-			return nil
+			return false, nil
 		}
 		sc.Verdict = gate.Fail
 		sc.Message = fmt.Sprintf("%s is not on a temporary source (no %s annotation) and reads %s: change its URL in git, not with cutover", id, AnnSource, liveURL)
 		report.Add(sc)
-		return nil
+		return false, nil
 	}
 	final := o.To
 	if final == "" {
@@ -128,18 +174,18 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 		sc.Verdict = gate.Fail
 		sc.Message = fmt.Sprintf("%s records no declared URL (%s): pass --to URL", id, AnnDeclaredURL)
 		report.Add(sc)
-		return nil
+		return false, nil
 	}
 	var before sourcev1.GitRepository
-	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &before); err != nil {
-		return fmt.Errorf("read %s: %w", id, err)
+	if err := c.cl.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &before); err != nil {
+		return false, fmt.Errorf("read %s: %w", id, err)
 	}
-	tmpRev := ""
+	c.live, c.tmp, c.declared, c.final = live, tmp, declared, final
 	if before.Status.Artifact != nil {
-		tmpRev = before.Status.Artifact.Revision
+		c.tmpRev = before.Status.Artifact.Revision
 	}
 	sc.Verdict = gate.Pass
-	sc.Message = fmt.Sprintf("%s on the temporary source %s since %s (revision %s); final source %s", id, tmp.URL, tmp.Since.Format(time.RFC3339), revOrNone(tmpRev), final)
+	sc.Message = fmt.Sprintf("%s on the temporary source %s since %s (revision %s); final source %s", id, tmp.URL, tmp.Since.Format(time.RFC3339), revOrNone(c.tmpRev), final)
 	sc.Evidence = []string{"temporary-url=" + tmp.URL, "declared-url=" + declared.URL}
 	report.Add(sc)
 	report.Facts["temporarySource"] = tmp.URL
@@ -150,38 +196,45 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 		w.Message = fmt.Sprintf("--to %s differs from the URL git declares (%s): once handed back, the root re-applies git's URL; commit --to to git", o.To, declared.URL)
 		report.Add(w)
 	}
-	if o.DryRun {
-		report.Changed = true
-		return nil
-	}
+	return true, nil
+}
 
-	write := func(obj *unstructured.Unstructured) error {
-		if _, err := apply.Object(ctx, cl.Manager, obj); err != nil {
-			return fmt.Errorf("server-side apply %s: %w", id, err)
-		}
-		return requestReconcile(ctx, cl.Client, obj)
+// write server-side applies obj and asks the source-controller to
+// reconcile it now.
+func (c *cutoverRun) write(ctx context.Context, obj *unstructured.Unstructured) error {
+	if _, err := apply.Object(ctx, c.cl.Manager, obj); err != nil {
+		return fmt.Errorf("server-side apply %s: %w", c.id, err)
 	}
-	waitSource := func(ctx context.Context, url string) (*sourcev1.GitRepository, error) {
-		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
-		return wait.For(wctx, cl.Client, &sourcev1.GitRepositoryList{}, o.Namespace, o.Name, func(g *sourcev1.GitRepository) (bool, string) {
-			ok, desc := wait.Ready(g)
-			return ok && g.Spec.URL == url && g.Status.Artifact != nil, desc
-		})
-	}
+	return requestReconcile(ctx, c.cl.Client, obj)
+}
 
-	// 1. Switch, kustomize-controller still kept off the object.
+// waitSource waits up to --timeout for the GitRepository to be Ready from
+// url with an artifact.
+func (c *cutoverRun) waitSource(ctx context.Context, url string) (*sourcev1.GitRepository, error) {
+	wctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	defer cancel()
+	return wait.For(wctx, c.cl.Client, &sourcev1.GitRepositoryList{}, c.o.Namespace, c.o.Name, func(g *sourcev1.GitRepository) (bool, string) {
+		ok, desc := wait.Ready(g)
+		return ok && g.Spec.URL == url && g.Status.Artifact != nil, desc
+	})
+}
+
+// switchToFinal applies the final URL (our annotations kept) and waits for
+// its artifact, whose revision it returns. When that fails it rolls back
+// and returns false: the run ends there, its verdicts in the report.
+func (c *cutoverRun) switchToFinal(ctx context.Context) (string, bool, error) {
+	o, id, report, final := c.o, c.id, c.report, c.final
 	o.Progress(fmt.Sprintf("switching %s to %s (timeout %s)", id, final, o.Timeout))
-	switched := applyObject(live, final, declared.Branch, declared.Secret, false, ours(live))
+	switched := applyObject(c.live, final, c.declared.Branch, c.declared.Secret, false, ours(c.live))
 	report.Changed = true
-	if err := write(switched); err != nil {
-		return err
+	if err := c.write(ctx, switched); err != nil {
+		return "", false, err
 	}
 	fr := GateFinalReady.New()
-	gr, err := waitSource(ctx, final)
+	gr, err := c.waitSource(ctx, final)
 	if err != nil {
 		fr.Verdict = gate.Fail
-		fr.Message = fmt.Sprintf("the final source %s did not become Ready: %v; switched back to the temporary source %s", final, err, tmp.URL)
+		fr.Message = fmt.Sprintf("the final source %s did not become Ready: %v; switched back to the temporary source %s", final, err, c.tmp.URL)
 		report.Add(fr)
 		rctx := ctx
 		if ctx.Err() != nil {
@@ -191,13 +244,10 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 			o.Progress("interrupted: rolling back to the temporary source first (up to --timeout; interrupt again to stop now)")
 			rctx = kube.Detach(ctx)
 		}
-		report.Add(rollback(rctx, cl, o, live, tmp, func(obj *unstructured.Unstructured) error {
-			if _, err := apply.Object(rctx, cl.Manager, obj); err != nil {
-				return fmt.Errorf("server-side apply %s: %w", id, err)
-			}
-			return requestReconcile(rctx, cl.Client, obj)
-		}, func(url string) (*sourcev1.GitRepository, error) { return waitSource(rctx, url) }))
-		return nil
+		report.Add(rollback(rctx, c.cl, o, c.live, c.tmp,
+			func(obj *unstructured.Unstructured) error { return c.write(rctx, obj) },
+			func(url string) (*sourcev1.GitRepository, error) { return c.waitSource(rctx, url) }))
+		return "", false, nil
 	}
 	rev := gr.Status.Artifact.Revision
 	fr.Verdict = gate.Pass
@@ -205,48 +255,46 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 	report.Add(fr)
 	rv := GateFinalRevision.New()
 	switch {
-	case rev == tmpRev:
+	case rev == c.tmpRev:
 		rv.Verdict, rv.Message = gate.Pass, "same revision as the temporary source: "+rev
 	default:
 		rv.Verdict = gate.Warn
-		rv.Message = fmt.Sprintf("the final source is at %s, the temporary one was at %s: the cluster cannot prove which is newer (an artifact carries no history); check that the final source holds every commit of the temporary one", rev, tmpRev)
+		rv.Message = fmt.Sprintf("the final source is at %s, the temporary one was at %s: the cluster cannot prove which is newer (an artifact carries no history); check that the final source holds every commit of the temporary one", rev, c.tmpRev)
 	}
 	report.Add(rv)
+	return rev, true, nil
+}
 
-	// 2. Hand back to git: our annotations and the reconcile switch go.
+// handBack applies the final URL without our annotations, so git controls
+// the object again, proves none is left and deletes the temporary source's
+// serve Secret. It returns the object as re-read.
+func (c *cutoverRun) handBack(ctx context.Context) (*unstructured.Unstructured, error) {
+	o, id := c.o, c.id
 	o.Progress("handing " + id + " back to git")
-	cur, err := liveSource(ctx, cl.Client, o.Namespace, o.Name)
+	cur, err := liveSource(ctx, c.cl.Client, o.Namespace, o.Name)
 	if err != nil || cur == nil {
-		return fmt.Errorf("re-read %s: %v", id, err)
+		return nil, fmt.Errorf("re-read %s: %v", id, err)
 	}
-	if err := write(applyObject(cur, final, declared.Branch, declared.Secret, true, nil)); err != nil {
-		return err
+	if err := c.write(ctx, applyObject(cur, c.final, c.declared.Branch, c.declared.Secret, true, nil)); err != nil {
+		return nil, err
 	}
 	hb := GateHandedBack.New()
-	cur, err = liveSource(ctx, cl.Client, o.Namespace, o.Name)
+	cur, err = liveSource(ctx, c.cl.Client, o.Namespace, o.Name)
 	if err != nil || cur == nil {
-		return fmt.Errorf("re-read %s: %v", id, err)
+		return nil, fmt.Errorf("re-read %s: %v", id, err)
 	}
 	if left := ours(cur); len(left) > 0 {
 		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left)
 	} else {
-		hb.Verdict, hb.Message = gate.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, final)
-		if msg, err := deleteServeSecret(ctx, cl.Client, o.Namespace, tmp.Secret); err != nil {
+		hb.Verdict, hb.Message = gate.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, c.final)
+		if msg, err := deleteServeSecret(ctx, c.cl.Client, o.Namespace, c.tmp.Secret); err != nil {
 			hb.Verdict, hb.Message = gate.Fail, hb.Message+"; but "+err.Error()
 		} else if msg != "" {
 			hb.Message += "; " + msg
 		}
 	}
-	report.Add(hb)
-
-	// 3. Every Kustomization reading the source is Ready at the new revision.
-	var owner client.Object
-	if l := cur.GetLabels(); l[kustomizev1.GroupVersion.Group+"/name"] != "" {
-		owner = &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: l[kustomizev1.GroupVersion.Group+"/name"], Namespace: l[kustomizev1.GroupVersion.Group+"/namespace"]}}
-	}
-	report.Add(consumersReady(ctx, cl, o, rev, owner))
-	report.Facts["revision"] = rev
-	return nil
+	c.report.Add(hb)
+	return cur, nil
 }
 
 // rollback re-applies the object as sync left it (temporary source,
