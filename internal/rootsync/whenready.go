@@ -161,14 +161,15 @@ func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		return err
 	}
 	if o.ServeDir != "" && handedBack(report) {
-		report.Add(serveStopped(o.ServeDir, run))
+		report.Add(serveStopped(o.ServeDir, run, 30*time.Second, 5*time.Second))
 	}
 	return nil
 }
 
-// serveStopped proves the serving process ended by itself once the
-// GitRepository read the final source (it watches it), stopping it if not.
-func serveStopped(dir string, run *pipeline.Run) gate.Check {
+// serveStopped proves the serving process ended by itself within selfStop
+// once the GitRepository read the final source (it watches it), stopping
+// it if not (SIGTERM, then SIGKILL, grace each).
+func serveStopped(dir string, run *pipeline.Run, selfStop, grace time.Duration) gate.Check {
 	c := GateServeStopped.New()
 	st, _ := serve.ReadState(dir)
 	if running, _ := serve.Running(dir); !running {
@@ -176,15 +177,15 @@ func serveStopped(dir string, run *pipeline.Run) gate.Check {
 		return c
 	}
 	run.Progressf("waiting for the serving process (pid %d) to see the cutover and stop", st.PID)
-	if serve.WaitStopped(dir, 30*time.Second) {
+	if serve.WaitStopped(dir, selfStop) {
 		c.Verdict, c.Message = gate.Pass, fmt.Sprintf("the serving process (pid %d) saw the GitRepository read the final source and stopped by itself", st.PID)
 		return c
 	}
-	if _, err := serve.Stop(dir, 5*time.Second); err != nil {
+	if _, err := serve.Stop(dir, grace); err != nil {
 		c.Verdict, c.Message = gate.Fail, fmt.Sprintf("the serving process (pid %d) did not stop: %v", st.PID, err)
 		return c
 	}
-	c.Verdict, c.Message = gate.Warn, fmt.Sprintf("the serving process (pid %d) did not stop by itself within 30s (its log: %s): stopped", st.PID, st.Log)
+	c.Verdict, c.Message = gate.Warn, fmt.Sprintf("the serving process (pid %d) did not stop by itself within %s (its log: %s): stopped", st.PID, selfStop, st.Log)
 	return c
 }
 
