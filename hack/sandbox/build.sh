@@ -49,6 +49,13 @@ for want in "k8s.io/kubernetes $KUBERNETES_VERSION" "go.etcd.io/etcd/server/v3 $
 done
 
 mkdir -p "$bin"
+# One build per cache key at a time: a second build (another checkout, CI
+# and a person) waits for the first and then finds its binaries built.
+exec 9>"$out/.build.lock"
+if ! flock -n 9; then
+	echo "build.sh: another build of $key is running; waiting for it" >&2
+	flock 9
+fi
 export GOFLAGS="-buildvcs=false"
 # Never let a module's go line fetch another toolchain: it must build with ours.
 export GOTOOLCHAIN=local
