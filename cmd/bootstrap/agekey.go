@@ -72,7 +72,7 @@ func (a *app) ageKey(cmd *cobra.Command, run *pipeline.Run, rf *repoFlags, o *ag
 	a.release(run.Report)
 	// finish redacts key material from the report, the error included.
 	if err != nil {
-		return a.fail(run.Report, err)
+		return a.fail(cmd.Context(), run.Report, err)
 	}
 	return a.finish(run.Report)
 }

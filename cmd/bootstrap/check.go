@@ -41,16 +41,16 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 			var err error
 			o.Repo = rf.repo
 			if o.Path, err = rf.resolve(); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			run.Report.Facts["path"] = o.Path
 			phase := &check.Phase{Options: o}
 			if err := pipeline.Execute(cmd.Context(), run, phase); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			if sarif != "" && phase.Result != nil {
 				if err := writeFile(sarif, func(f *os.File) error { return check.WriteSARIF(f, phase.Result) }); err != nil {
-					return a.fail(run.Report, gate.InputErrorf("--sarif: %w", err))
+					return a.fail(cmd.Context(), run.Report, gate.InputErrorf("--sarif: %w", err))
 				}
 			}
 			return a.finish(run.Report)

@@ -32,7 +32,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			run := a.newRun("controllers", dryRun)
 			var err error
 			if o.Render, err = f.options(); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
 			a.countRequests = true

@@ -44,7 +44,7 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("converge", false)
 			if err := convergeOptions(&o, root, repo, env, path); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			if o.Declared != nil {
 				run.Report.Facts["path"] = path

@@ -36,13 +36,13 @@ exits 130 (143). A second interrupt stops at once; then run 'bootstrap cutover' 
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("cutover", dryRun)
 			if err := rootsync.ValidateCutover(o); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			a.writes("cutover", o.Namespace, dryRun)
 			cf.o.Namespace = o.Namespace
 			conv, err := cf.phase(a, nil, "", o.Timeout)
 			if err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			return a.execute(cmd.Context(), run, append([]pipeline.Phase{rootsync.NewCutoverPhase(o, a.connect)}, conv...)...)
 		},

@@ -69,7 +69,7 @@ report each time (-o json: one document per evaluation), until interrupted.`,
 			run.KeepGoing = true
 			phases, err := a.statusPhases(cmd, f, sf)
 			if err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			return a.execute(cmd.Context(), run, phases...)
 		},
@@ -170,11 +170,11 @@ func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) er
 	ctx := cmd.Context()
 	// Input errors stop before anything is watched.
 	if _, err := a.statusPhases(cmd, f, sf); err != nil {
-		return a.fail(a.newRun("status", false).Report, err)
+		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
 	}
 	cl, err := a.readOnlyConnect(kube.NewRequests())()
 	if err != nil {
-		return a.fail(a.newRun("status", false).Report, err)
+		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
 	}
 	wo := status.WatchOptions{Namespace: f.components.Namespace}
 	if sf.env != "" || sf.path != "" {
@@ -199,13 +199,13 @@ func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) er
 		}
 		phases, err := a.statusPhases(cmd, f, sf)
 		if err != nil {
-			last = a.fail(run.Report, err)
+			last = a.fail(cmd.Context(), run.Report, err)
 			return
 		}
 		last = a.execute(ctx, run, phases...)
 	}
 	if err := status.Watch(ctx, cl.Client, wo, eval); err != nil && ctx.Err() == nil {
-		return a.fail(a.newRun("status", false).Report, err)
+		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
 	}
 	return last
 }

@@ -71,7 +71,7 @@ func (c *syncCmd) run(a *app, cmd *cobra.Command) error {
 		defer c.o.Serve.Close()
 	}
 	if err != nil {
-		return a.fail(run.Report, err)
+		return a.fail(cmd.Context(), run.Report, err)
 	}
 	a.writes("sync", c.o.Build.Namespace, c.dryRun)
 	return a.execute(cmd.Context(), run, phases...)

@@ -91,7 +91,7 @@ func (u *upFlags) run(a *app, cmd *cobra.Command) error {
 		defer u.so.Serve.Close()
 	}
 	if err != nil {
-		return a.fail(run.Report, err)
+		return a.fail(cmd.Context(), run.Report, err)
 	}
 	a.countRequests = true
 	a.installs("up", u.co.Render.Components.Namespace, u.dryRun)
