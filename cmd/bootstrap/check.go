@@ -7,10 +7,8 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
-	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
 func newCheckCommand(a *app) *cobra.Command {
@@ -76,16 +74,4 @@ func writeFile(path string, w func(*os.File) error) error {
 		err = cerr
 	}
 	return err
-}
-
-// staticPhase is the offline repository check that runs first in sync and
-// up, unless it was switched off (which the report says).
-func staticPhase(run *pipeline.Run, enabled bool, r *rootsync.Render) []pipeline.Phase {
-	if !enabled {
-		run.Report.Warn("--check=false: the repository's offline check (phase static) was skipped on purpose")
-		return nil
-	}
-	o := r.Options
-	return []pipeline.Phase{&check.Phase{Options: check.Options{Options: fluxrepo.Options{
-		Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName}, Env: r.Env}}}
 }

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"fmt"
 	"strings"
-	"time"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
@@ -89,21 +86,8 @@ func convergeOptions(o *converge.Options, root, repo, env, path string) error {
 	if err != nil {
 		return err
 	}
-	declare(o, r, path)
+	flow.Declare(o, r)
 	return nil
-}
-
-// declare makes the graph the repository's: every Kustomization the
-// environment declares, transitively through spec.path (the one repository
-// model, internal/fluxrepo, that r was built from), created yet or not.
-func declare(o *converge.Options, r *rootsync.Render, path string) {
-	o.Declared, o.From = []*kustomizev1.Kustomization{}, "the repository "+path
-	for _, k := range r.Env.Kustomizations {
-		o.Declared = append(o.Declared, k.Kustomization)
-	}
-	if err := r.Env.Err(); err != nil {
-		o.From += fmt.Sprintf(" (what the Kustomizations whose path did not build apply is not in it: %v)", err)
-	}
 }
 
 // graphFormats names the --graph formats converge.GraphFormatOK knows.
@@ -123,20 +107,11 @@ func (f *convergeFlags) add(fl *pflag.FlagSet) {
 	fl.Var(flagvalue.NewFormatFile(&f.o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", "converge: write the graph with verdicts to FILE (.md/.mmd Mermaid, .dot Graphviz)")
 }
 
-// phase is the converge phase over the environment r builds (nil: the
-// live graph), or nothing when switched off.
-func (f *convergeFlags) phase(a *app, r *rootsync.Render, path string, timeout time.Duration) ([]pipeline.Phase, error) {
+// options are the converge phase's (nil: --converge=false).
+func (f *convergeFlags) options() *converge.Options {
 	if !f.enabled {
-		return nil, nil
+		return nil
 	}
 	o := f.o
-	if timeout > 0 {
-		o.Timeout = timeout
-	}
-	if r != nil {
-		o.Namespace = r.Options.Namespace
-		o.Root = converge.NodeID{Namespace: r.Options.Namespace, Name: r.Options.RootName}
-		declare(&o, r, path)
-	}
-	return []pipeline.Phase{converge.NewPhase(a.connect, o)}, nil
+	return &o
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/lock"
@@ -168,6 +169,12 @@ func (a *app) connect() (*apply.Cluster, error) {
 	cl, err := apply.Connect(cfg)
 	a.cl = cl
 	return cl, err
+}
+
+// opener is how a run's phases open the cluster: lazily, when the first
+// of them needs it.
+func (a *app) opener() flow.Cluster {
+	return flow.Cluster{Connect: a.connect, AgeKey: a.ageKeyConnect, Config: a.restConfig}
 }
 
 // restConfig loads the kubeconfig (an input error when it cannot be) and

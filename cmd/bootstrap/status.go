@@ -13,6 +13,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
@@ -124,7 +125,7 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags) (
 		if err != nil {
 			return nil, err
 		}
-		declare(&co, render, path)
+		flow.Declare(&co, render)
 		phases = append(phases, agekey.NewVerifyPhase(agekey.Options{Repo: repo, Path: path, Namespace: ns, SecretName: sf.secretName, Env: render.Env},
 			func() (client.Client, *ssa.ResourceManager, error) {
 				cl, err := connect()
