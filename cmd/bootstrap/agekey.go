@@ -45,7 +45,7 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 	fl := cmd.Flags()
 	fl.StringVar(&keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE)")
 	fl.BoolVar(&o.Rotate, "rotate", false, "replace a Secret that holds different identities")
-	fl.BoolVar(&o.Force, "force", false, "install even when the key decrypts none or not all of the environment's SOPS files")
+	fl.BoolVar(&o.Force, "force", false, forceUsage+forceAgeKey)
 
 	cmd.AddCommand(&cobra.Command{
 		Use:   "verify",

@@ -25,15 +25,15 @@ const maxConfig = 1 << 20
 
 // upFlags are up's flags: one struct for the command.
 type upFlags struct {
-	f                   renderFlags
-	rf                  repoFlags
-	co                  controllers.Options
-	cf                  convergeFlags
-	sy                  syncFlags
-	keyFile, secretName string
-	config              string
-	rotate, dryRun      bool
-	timeout             time.Duration
+	f                     renderFlags
+	rf                    repoFlags
+	co                    controllers.Options
+	cf                    convergeFlags
+	sy                    syncFlags
+	keyFile, secretName   string
+	config                string
+	rotate, force, dryRun bool
+	timeout               time.Duration
 }
 
 func newUpCommand(a *app) *cobra.Command {
@@ -49,6 +49,9 @@ converge, and with --cutover-when-ready the cutover to the source git declares â
 before and after each. It stops at
 the first phase that does not pass and lists every gate it did not run as skip, with the reason.
 One report: per-phase results and timings, an aggregated changed, verdict and exit code.
+
+--force proceeds past the before-gates that refuse by default in every phase that has one, each
+then reported as warn: controllers.ownership, and age-key.scope, .recipient and .decrypt.
 
 Every flag can also come from --config FILE (YAML, the same names as the flags); flags win.
 The age key is never a flag value: --age-key-file FILE or - (stdin), $SOPS_AGE_KEY or
@@ -72,7 +75,7 @@ func (u *upFlags) add(cmd *cobra.Command, a *app) {
 	fl.StringVar(&u.config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
 	fl.BoolVar(&u.dryRun, "dry-run", false, "plan every phase and change nothing")
 	fl.Var(flagvalue.NewDuration(&u.timeout, 5*time.Minute), "timeout", "how long each phase may wait (CRDs, rollouts, the source, the root)")
-	fl.BoolVar(&u.co.Force, "force", false, "apply the controllers even over a Flux managed by a Flux Kustomization or the Flux operator")
+	fl.BoolVar(&u.force, "force", false, forceUsage+forceControllers+"; "+forceAgeKey)
 	fl.BoolVar(&u.co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")
 	fl.BoolVar(&u.co.PruneCRDs, "prune-crds", false, "also prune CRDs that still have custom resources")
 	fl.StringVar(&u.keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE); without any, the age-key phase is not run")
@@ -126,7 +129,7 @@ func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
 		return flow.Options{}, err
 	}
 	o := flow.Options{Env: env, Static: u.sy.static(), Controllers: &co, Sync: u.sy.sync(a.getenv), Converge: u.cf.options(),
-		DryRun: u.dryRun, Timeout: u.timeout, Cluster: a.opener()}
+		DryRun: u.dryRun, Timeout: u.timeout, Force: u.force, Cluster: a.opener()}
 	if u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
 		o.AgeKey = &flow.AgeKey{Input: agekey.Input{Flag: u.keyFile, Stdin: a.streams.In, Getenv: a.getenv}, SecretName: u.secretName, Rotate: u.rotate}
 	}

@@ -1,10 +1,23 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/homelab-ops/bootstrap/internal/agekey"
+	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
+	"github.com/homelab-ops/bootstrap/internal/flow"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
 func TestUpInputErrors(t *testing.T) {
@@ -59,5 +72,67 @@ func TestUpReadsTheKeyFirst(t *testing.T) {
 	r := runCLI(t, "up", "--repo", repo, "--env", "dev", "--age-key-file", "/nonexistent/age.key")
 	if r.code != 2 || !strings.Contains(r.stderr, "/nonexistent/age.key") {
 		t.Fatalf("exit %d, want 2 naming the key file:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestUpForceReachesAgeKey: up's --force reaches the age-key phase, as
+// age-key's own does. The fixture's dev environment decrypts with sops-age
+// but holds no SOPS file yet: without --force age-key.scope skips (up
+// stops there, exit 3); with it the gate warns and the key is installed.
+func TestUpForceReachesAgeKey(t *testing.T) {
+	key, _, err := agekeytest.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "age.key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want gate.Verdict
+	}{
+		{nil, gate.Skip},
+		{[]string{"--force"}, gate.Warn},
+	} {
+		a := &app{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard},
+			getenv: func(string) string { return "" }, cluster: kube.ClusterFlags()}
+		if a.pins, err = versions.Load(); err != nil {
+			t.Fatal(err)
+		}
+		u := &upFlags{}
+		cmd := &cobra.Command{Use: "up"}
+		u.add(cmd, a)
+		if err := cmd.ParseFlags(append([]string{"--repo", "../../testdata/homelab", "--env", "dev", "--age-key-file", keyFile}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		o, err := u.options(a, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := &pipeline.Run{Report: gate.NewReport("up")}
+		plan, err := flow.Assemble(context.Background(), o, run.Report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var scope gate.Verdict
+		for _, p := range plan.Phases {
+			if p.Name() != agekey.Phase {
+				continue
+			}
+			// The age-key phase's before-gates run offline.
+			checks, err := p.Before(context.Background(), run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range checks {
+				if c.ID == agekey.GateScope.ID {
+					scope = c.Verdict
+				}
+			}
+		}
+		if scope != tc.want {
+			t.Errorf("up %v: age-key.scope %q, want %q", tc.args, scope, tc.want)
+		}
 	}
 }

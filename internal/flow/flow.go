@@ -40,8 +40,8 @@ type Options struct {
 	// Static runs phase static, the offline check of Env, first (--check);
 	// nil leaves it out, with a warning in the report.
 	Static *Static
-	// Controllers installs the customized controllers (up). Its Timeout is
-	// this run's.
+	// Controllers installs the customized controllers (up). Its Force and
+	// Timeout are this run's.
 	Controllers *controllers.Options
 	// AgeKey installs the SOPS age key (up, when a key is given).
 	AgeKey *AgeKey
@@ -60,6 +60,13 @@ type Options struct {
 	// rollouts, the source and the root, each of the cutover's waits, the
 	// converge walk.
 	Timeout time.Duration
+	// Force proceeds past the before-gates that refuse by default, each
+	// then reported as warn (--force), in every phase the run has:
+	// controllers.ownership (a Flux managed by a Flux Kustomization or the
+	// Flux operator) and age-key.scope, age-key.recipient and
+	// age-key.decrypt (a key that decrypts none, or not all, of the
+	// environment's SOPS files).
+	Force bool
 	// Cluster opens the cluster when a phase first needs it.
 	Cluster Cluster
 }
@@ -159,7 +166,7 @@ func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
 	phases := o.static(built, r)
 	if o.Controllers != nil {
 		co := *o.Controllers
-		co.Timeout = o.Timeout
+		co.Force, co.Timeout = o.Force, o.Timeout
 		phases = append(phases, controllers.NewPhase(co, o.Cluster.Connect))
 	}
 	if o.AgeKey != nil {
@@ -219,7 +226,7 @@ func (o Options) ageKey(built *rootsync.Render) (pipeline.Phase, error) {
 		return nil, err
 	}
 	ao := agekey.Options{Repo: o.Env.Repo, Path: o.Env.Path, Namespace: o.Env.Namespace, SecretName: o.AgeKey.SecretName,
-		Rotate: o.AgeKey.Rotate, Env: built.Env}
+		Rotate: o.AgeKey.Rotate, Force: o.Force, Env: built.Env}
 	return agekey.NewInstallPhase(in, ao, o.Cluster.AgeKey), nil
 }
 
