@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
@@ -58,8 +59,7 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 	rf.add(fl)
 	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
 	fl.Var(flagvalue.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
-	fl.Var(flagvalue.NewRepoPaths(&o.Compare), "compare", "root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
-	fl.BoolVar(&o.NoCompare, "no-compare", false, "do not compare knobs with other environments")
+	addCompareFlags(fl, &o.Compare, &o.NoCompare, "")
 	fl.Var(flagvalue.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd
 }
@@ -74,4 +74,11 @@ func writeFile(path string, w func(*os.File) error) error {
 		err = cerr
 	}
 	return err
+}
+
+// addCompareFlags are phase static's own flags, defined once: on check,
+// and with the prefix "static: " on sync and up, which run the phase first.
+func addCompareFlags(fl *pflag.FlagSet, compare *[]string, none *bool, prefix string) {
+	fl.Var(flagvalue.NewRepoPaths(compare), "compare", prefix+"root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
+	fl.BoolVar(none, "no-compare", false, prefix+"do not compare knobs with other environments")
 }

@@ -59,10 +59,7 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 	fl.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the root, the default for Kustomizations, and the one listed for a live graph")
 	fl.Var(flagvalue.NewRef(&root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
 	fl.Var(flagvalue.NewDuration(&o.Timeout, o.Timeout), "timeout", "how long to wait for the whole graph")
-	fl.BoolVar(&o.Nudge, "nudge", o.Nudge, "ask blocked or stale dependents to reconcile as soon as their dependencies converged, and failing nodes to retry")
-	fl.Var(flagvalue.NewCount(&o.Budget.Retries, o.Budget.Retries), "retries", "reconcile requests for a failing node before converge gives up on it (with --nudge)")
-	fl.Var(flagvalue.NewDurationOrZero(&o.Budget.FailAfter, o.Budget.FailAfter), "fail-after", "give up on a node failing at its current revision for this long (0: no limit but --timeout)")
-	fl.Var(flagvalue.NewFormatFile(&o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", "write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
+	addWalkFlags(fl, &o, "")
 	return cmd
 }
 
@@ -103,8 +100,17 @@ type convergeFlags struct {
 func (f *convergeFlags) add(fl *pflag.FlagSet) {
 	f.o = converge.DefaultOptions()
 	fl.BoolVar(&f.enabled, "converge", true, "end with the converge phase: walk the dependsOn graph until every Kustomization is Ready at its source's revision (--converge=false: stop once the root applied)")
-	fl.BoolVar(&f.o.Nudge, "nudge", f.o.Nudge, "converge: ask blocked or stale dependents to reconcile as soon as their dependencies converged")
-	fl.Var(flagvalue.NewFormatFile(&f.o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", "converge: write the graph with verdicts to FILE (.md/.mmd Mermaid, .dot Graphviz)")
+	addWalkFlags(fl, &f.o, "converge: ")
+}
+
+// addWalkFlags are the converge phase's own flags, defined once: on
+// converge, and with the prefix "converge: " on the commands that end with
+// the phase, so where they run it its flags reach it.
+func addWalkFlags(fl *pflag.FlagSet, o *converge.Options, prefix string) {
+	fl.BoolVar(&o.Nudge, "nudge", o.Nudge, prefix+"ask blocked or stale dependents to reconcile as soon as their dependencies converged, and failing nodes to retry")
+	fl.Var(flagvalue.NewCount(&o.Budget.Retries, o.Budget.Retries), "retries", prefix+"reconcile requests for a failing node before converge gives up on it (with --nudge)")
+	fl.Var(flagvalue.NewDurationOrZero(&o.Budget.FailAfter, o.Budget.FailAfter), "fail-after", prefix+"give up on a node failing at its current revision for this long (0: no limit but --timeout)")
+	fl.Var(flagvalue.NewFormatFile(&o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", prefix+"write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
 }
 
 // options are the converge phase's (nil: --converge=false).

@@ -93,6 +93,6 @@ func (c *syncCmd) options(a *app) (flow.Options, error) {
 	if env.Path, err = c.rf.resolve(); err != nil {
 		return flow.Options{}, err
 	}
-	return flow.Options{Env: env, Static: c.sy.static(), Sync: c.sy.sync(a.getenv), Converge: c.cf.options(),
+	return flow.Options{Env: env, Static: c.sy.staticOptions(), Sync: c.sy.sync(a.getenv), Converge: c.cf.options(),
 		DryRun: c.dryRun, Timeout: c.timeout, Cluster: a.opener()}, nil
 }

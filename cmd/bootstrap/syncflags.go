@@ -11,16 +11,18 @@ import (
 )
 
 // syncFlags are the flags up and sync share, defined once: the offline
-// check first, the temporary source (--source-*, or --serve and its
-// flags) and --cutover-when-ready.
+// check first (with its --compare and --no-compare), the temporary source
+// (--source-*, or --serve and its flags) and --cutover-when-ready.
 type syncFlags struct {
 	withCheck                    bool
+	static                       flow.Static
 	srcURL, srcBranch, srcSecret string
 	serve                        serveFlags
 }
 
 func (f *syncFlags) add(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.withCheck, "check", true, "run 'bootstrap check' of the environment first (phase static); --check=false skips it, with a warning")
+	addCompareFlags(fl, &f.static.Compare, &f.static.NoCompare, "static: ")
 	fl.StringVar(&f.srcURL, "source-url", "", "point the GitRepository at this temporary source (cold bring-up) until 'bootstrap cutover'")
 	fl.StringVar(&f.srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
 	fl.StringVar(&f.srcSecret, "source-secret", "", "Secret with the temporary source's credentials (default: none)")
@@ -36,12 +38,13 @@ func (f *syncFlags) validate(env rootsync.Options) error {
 	return errors.Join(rootsync.ValidateSync(rootsync.RunOptions{Build: env}, f.srcURL, f.srcSecret), f.serve.validate(f.srcURL))
 }
 
-// static is phase static's options (nil: --check=false).
-func (f *syncFlags) static() *flow.Static {
+// staticOptions are phase static's options (nil: --check=false).
+func (f *syncFlags) staticOptions() *flow.Static {
 	if !f.withCheck {
 		return nil
 	}
-	return &flow.Static{}
+	o := f.static
+	return &o
 }
 
 // sync is the sync phase's options and what follows it: the temporary

@@ -31,7 +31,7 @@ type upFlags struct {
 	cf                    convergeFlags
 	sy                    syncFlags
 	keyFile, secretName   string
-	config                string
+	root, config          string
 	rotate, force, dryRun bool
 	timeout               time.Duration
 }
@@ -74,6 +74,7 @@ func (u *upFlags) add(cmd *cobra.Command, a *app) {
 	u.cf.add(fl)
 	fl.StringVar(&u.config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
 	fl.BoolVar(&u.dryRun, "dry-run", false, "plan every phase and change nothing")
+	fl.Var(flagvalue.NewName(&u.root, "", "root Kustomization"), "root", "name of the root Kustomization (default: the --namespace, as flux bootstrap names it)")
 	fl.Var(flagvalue.NewDuration(&u.timeout, 5*time.Minute), "timeout", "how long each phase may wait (CRDs, rollouts, the source, the root)")
 	fl.BoolVar(&u.force, "force", false, forceUsage+forceControllers+"; "+forceAgeKey)
 	fl.BoolVar(&u.co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")
@@ -121,14 +122,17 @@ func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
 	ns := ro.Components.Namespace
 	co := u.co
 	co.Render, co.MinKubernetes = ro, a.pins.MinKubernetes[ro.Components.FluxVersion]
-	env := rootsync.Options{Repo: u.rf.repo, Namespace: ns, RootName: ns}
+	env := rootsync.Options{Repo: u.rf.repo, Namespace: ns, RootName: u.root}
+	if env.RootName == "" {
+		env.RootName = ns
+	}
 	if env.Path, err = u.rf.resolve(); err != nil {
 		return flow.Options{}, err
 	}
 	if err := errors.Join(u.sy.validate(env), validate.OptionalName("--secret-name", u.secretName, "age-key Secret")); err != nil {
 		return flow.Options{}, err
 	}
-	o := flow.Options{Env: env, Static: u.sy.static(), Controllers: &co, Sync: u.sy.sync(a.getenv), Converge: u.cf.options(),
+	o := flow.Options{Env: env, Static: u.sy.staticOptions(), Controllers: &co, Sync: u.sy.sync(a.getenv), Converge: u.cf.options(),
 		DryRun: u.dryRun, Timeout: u.timeout, Force: u.force, Cluster: a.opener()}
 	if u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
 		o.AgeKey = &flow.AgeKey{Input: agekey.Input{Flag: u.keyFile, Stdin: a.streams.In, Getenv: a.getenv}, SecretName: u.secretName, Rotate: u.rotate}

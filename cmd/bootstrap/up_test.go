@@ -5,8 +5,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -95,21 +97,7 @@ func TestUpForceReachesAgeKey(t *testing.T) {
 		{nil, gate.Skip},
 		{[]string{"--force"}, gate.Warn},
 	} {
-		a := &app{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard},
-			getenv: func(string) string { return "" }, cluster: kube.ClusterFlags()}
-		if a.pins, err = versions.Load(); err != nil {
-			t.Fatal(err)
-		}
-		u := &upFlags{}
-		cmd := &cobra.Command{Use: "up"}
-		u.add(cmd, a)
-		if err := cmd.ParseFlags(append([]string{"--repo", "../../testdata/homelab", "--env", "dev", "--age-key-file", keyFile}, tc.args...)); err != nil {
-			t.Fatal(err)
-		}
-		o, err := u.options(a, cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := upOptions(t, append([]string{"--repo", "../../testdata/homelab", "--env", "dev", "--age-key-file", keyFile}, tc.args...)...)
 		run := &pipeline.Run{Report: gate.NewReport("up")}
 		plan, err := flow.Assemble(context.Background(), o, run.Report)
 		if err != nil {
@@ -134,5 +122,57 @@ func TestUpForceReachesAgeKey(t *testing.T) {
 		if scope != tc.want {
 			t.Errorf("up %v: age-key.scope %q, want %q", tc.args, scope, tc.want)
 		}
+	}
+}
+
+// upOptions parses up's command line into the run's options, as up does
+// before flow.Assemble.
+func upOptions(t *testing.T, args ...string) flow.Options {
+	t.Helper()
+	a := &app{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard},
+		getenv: func(string) string { return "" }, cluster: kube.ClusterFlags()}
+	var err error
+	if a.pins, err = versions.Load(); err != nil {
+		t.Fatal(err)
+	}
+	u := &upFlags{}
+	cmd := &cobra.Command{Use: "up"}
+	u.add(cmd, a)
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	o, err := u.options(a, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestUpPhaseFlagsReachThePhases: where up runs a phase, the phase's own
+// flags reach it — the controllers', age-key's, sync's (--root), static's
+// (--compare, --no-compare) and converge's (--retries, --fail-after).
+func TestUpPhaseFlagsReachThePhases(t *testing.T) {
+	o := upOptions(t, "--repo", "../../testdata/homelab", "--env", "dev", "--timeout", "7m", "--force", "--migrate-crds", "--prune-crds",
+		"--age-key-file", "key.txt", "--secret-name", "age", "--rotate", "--root", "main", "--compare", "clusters/prod", "--no-compare",
+		"--nudge=false", "--retries", "5", "--fail-after", "0", "--cutover-when-ready", "--cutover-timeout", "9m")
+	c, k, conv := o.Controllers, o.AgeKey, o.Converge
+	if !o.Force || o.Timeout != 7*time.Minute || c == nil || !c.MigrateCRDs || !c.PruneCRDs {
+		t.Errorf("controllers: force %t, timeout %s, %+v", o.Force, o.Timeout, c)
+	}
+	if k == nil || k.Input.Flag != "key.txt" || k.SecretName != "age" || !k.Rotate {
+		t.Errorf("age-key: %+v", k)
+	}
+	if o.Env.RootName != "main" || o.Env.Namespace != "flux-system" || o.Static == nil || !o.Static.NoCompare || !slices.Equal(o.Static.Compare, []string{"clusters/prod"}) {
+		t.Errorf("sync, static: %+v, %+v", o.Env, o.Static)
+	}
+	if conv == nil || conv.Nudge || conv.Budget.Retries != 5 || conv.Budget.FailAfter != 0 {
+		t.Errorf("converge: %+v", conv)
+	}
+	if o.Sync == nil || !o.Sync.CutoverWhenReady || o.Sync.CutoverWait != 9*time.Minute {
+		t.Errorf("cutover when ready: %+v", o.Sync)
+	}
+	// Without --root the root is named after the namespace, as before.
+	if o := upOptions(t, "--repo", "../../testdata/homelab", "--env", "dev", "--namespace", "flux"); o.Env.RootName != "flux" {
+		t.Errorf("--namespace flux: root %q, want flux", o.Env.RootName)
 	}
 }
