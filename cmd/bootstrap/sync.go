@@ -56,7 +56,7 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 	fl.StringVar(&c.env.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
 	fl.Var(flagvalue.NewName(&c.env.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
 	fl.BoolVar(&c.dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
-	fl.Var(flagvalue.NewDuration(&c.timeout, 5*time.Minute), "timeout", "how long to wait for the source and the root (must be positive)")
+	fl.Var(flagvalue.NewDuration(&c.timeout, 5*time.Minute), "timeout", "how long each wait may take: the source, the root, the converge walk, the cutover's waits (must be positive)")
 	c.sy.add(fl)
 	return cmd
 }

@@ -75,7 +75,7 @@ func (u *upFlags) add(cmd *cobra.Command, a *app) {
 	fl.StringVar(&u.config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
 	fl.BoolVar(&u.dryRun, "dry-run", false, "plan every phase and change nothing")
 	fl.Var(flagvalue.NewName(&u.root, "", "root Kustomization"), "root", "name of the root Kustomization (default: the --namespace, as flux bootstrap names it)")
-	fl.Var(flagvalue.NewDuration(&u.timeout, 5*time.Minute), "timeout", "how long each phase may wait (CRDs, rollouts, the source, the root)")
+	fl.Var(flagvalue.NewDuration(&u.timeout, 5*time.Minute), "timeout", "how long each wait of each phase may take: CRDs, rollouts, the source, the root, the converge walk, the cutover's waits")
 	fl.BoolVar(&u.force, "force", false, forceUsage+forceControllers+"; "+forceAgeKey)
 	fl.BoolVar(&u.co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")
 	fl.BoolVar(&u.co.PruneCRDs, "prune-crds", false, "also prune CRDs that still have custom resources")
