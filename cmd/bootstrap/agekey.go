@@ -45,7 +45,7 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 	fl := cmd.Flags()
 	fl.StringVar(&keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE)")
 	fl.BoolVar(&o.Rotate, "rotate", false, "replace a Secret that holds different identities")
-	fl.BoolVar(&o.Force, "force", false, "install even when the key decrypts none or not all of the environment's SOPS files")
+	fl.BoolVar(&o.Force, "force", false, forceUsage+forceAgeKey)
 
 	cmd.AddCommand(&cobra.Command{
 		Use:   "verify",
@@ -72,7 +72,7 @@ func (a *app) ageKey(cmd *cobra.Command, run *pipeline.Run, rf *repoFlags, o *ag
 	a.release(run.Report)
 	// finish redacts key material from the report, the error included.
 	if err != nil {
-		return a.fail(run.Report, err)
+		return a.fail(cmd.Context(), run.Report, err)
 	}
 	return a.finish(run.Report)
 }

@@ -4,13 +4,12 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
-	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
 func newCheckCommand(a *app) *cobra.Command {
@@ -41,16 +40,16 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 			var err error
 			o.Repo = rf.repo
 			if o.Path, err = rf.resolve(); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			run.Report.Facts["path"] = o.Path
 			phase := &check.Phase{Options: o}
 			if err := pipeline.Execute(cmd.Context(), run, phase); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			if sarif != "" && phase.Result != nil {
 				if err := writeFile(sarif, func(f *os.File) error { return check.WriteSARIF(f, phase.Result) }); err != nil {
-					return a.fail(run.Report, gate.InputErrorf("--sarif: %w", err))
+					return a.fail(cmd.Context(), run.Report, gate.InputErrorf("--sarif: %w", err))
 				}
 			}
 			return a.finish(run.Report)
@@ -60,8 +59,7 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 	rf.add(fl)
 	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
 	fl.Var(flagvalue.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
-	fl.Var(flagvalue.NewRepoPaths(&o.Compare), "compare", "root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
-	fl.BoolVar(&o.NoCompare, "no-compare", false, "do not compare knobs with other environments")
+	addCompareFlags(fl, &o.Compare, &o.NoCompare, "")
 	fl.Var(flagvalue.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd
 }
@@ -78,14 +76,9 @@ func writeFile(path string, w func(*os.File) error) error {
 	return err
 }
 
-// staticPhase is the offline repository check that runs first in sync and
-// up, unless it was switched off (which the report says).
-func staticPhase(run *pipeline.Run, enabled bool, r *rootsync.Render) []pipeline.Phase {
-	if !enabled {
-		run.Report.Warn("--check=false: the repository's offline check (phase static) was skipped on purpose")
-		return nil
-	}
-	o := r.Options
-	return []pipeline.Phase{&check.Phase{Options: check.Options{Options: fluxrepo.Options{
-		Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName}, Env: r.Env}}}
+// addCompareFlags are phase static's own flags, defined once: on check,
+// and with the prefix "static: " on sync and up, which run the phase first.
+func addCompareFlags(fl *pflag.FlagSet, compare *[]string, none *bool, prefix string) {
+	fl.Var(flagvalue.NewRepoPaths(compare), "compare", prefix+"root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
+	fl.BoolVar(none, "no-compare", false, prefix+"do not compare knobs with other environments")
 }

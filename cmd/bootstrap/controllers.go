@@ -32,7 +32,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			run := a.newRun("controllers", dryRun)
 			var err error
 			if o.Render, err = f.options(); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
 			a.countRequests = true
@@ -45,7 +45,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 	addRenderFlags(cmd, f, a.pins)
 	fl := cmd.Flags()
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
-	fl.BoolVar(&o.Force, "force", false, "apply even over a Flux managed by a Flux Kustomization or the Flux operator")
+	fl.BoolVar(&o.Force, "force", false, forceUsage+forceControllers)
 	fl.BoolVar(&o.MigrateCRDs, "migrate-crds", false, "when the new CRDs drop a version objects are stored in, migrate those objects to the new storage version first")
 	fl.BoolVar(&o.PruneCRDs, "prune-crds", false, "also prune CRDs the render no longer has while custom resources still use them (deletes those resources)")
 	fl.Var(flagvalue.NewDuration(&o.Timeout, 5*time.Minute), "timeout", "how long to wait for CRDs and rollouts (must be positive)")

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"fmt"
 	"strings"
-	"time"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
@@ -44,7 +41,7 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("converge", false)
 			if err := convergeOptions(&o, root, repo, env, path); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			if o.Declared != nil {
 				run.Report.Facts["path"] = path
@@ -62,10 +59,7 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 	fl.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the root, the default for Kustomizations, and the one listed for a live graph")
 	fl.Var(flagvalue.NewRef(&root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
 	fl.Var(flagvalue.NewDuration(&o.Timeout, o.Timeout), "timeout", "how long to wait for the whole graph")
-	fl.BoolVar(&o.Nudge, "nudge", o.Nudge, "ask blocked or stale dependents to reconcile as soon as their dependencies converged, and failing nodes to retry")
-	fl.Var(flagvalue.NewCount(&o.Budget.Retries, o.Budget.Retries), "retries", "reconcile requests for a failing node before converge gives up on it (with --nudge)")
-	fl.Var(flagvalue.NewDurationOrZero(&o.Budget.FailAfter, o.Budget.FailAfter), "fail-after", "give up on a node failing at its current revision for this long (0: no limit but --timeout)")
-	fl.Var(flagvalue.NewFormatFile(&o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", "write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
+	addWalkFlags(fl, &o, "")
 	return cmd
 }
 
@@ -89,21 +83,8 @@ func convergeOptions(o *converge.Options, root, repo, env, path string) error {
 	if err != nil {
 		return err
 	}
-	declare(o, r, path)
+	flow.Declare(o, r)
 	return nil
-}
-
-// declare makes the graph the repository's: every Kustomization the
-// environment declares, transitively through spec.path (the one repository
-// model, internal/fluxrepo, that r was built from), created yet or not.
-func declare(o *converge.Options, r *rootsync.Render, path string) {
-	o.Declared, o.From = []*kustomizev1.Kustomization{}, "the repository "+path
-	for _, k := range r.Env.Kustomizations {
-		o.Declared = append(o.Declared, k.Kustomization)
-	}
-	if err := r.Env.Err(); err != nil {
-		o.From += fmt.Sprintf(" (what the Kustomizations whose path did not build apply is not in it: %v)", err)
-	}
 }
 
 // graphFormats names the --graph formats converge.GraphFormatOK knows.
@@ -119,24 +100,24 @@ type convergeFlags struct {
 func (f *convergeFlags) add(fl *pflag.FlagSet) {
 	f.o = converge.DefaultOptions()
 	fl.BoolVar(&f.enabled, "converge", true, "end with the converge phase: walk the dependsOn graph until every Kustomization is Ready at its source's revision (--converge=false: stop once the root applied)")
-	fl.BoolVar(&f.o.Nudge, "nudge", f.o.Nudge, "converge: ask blocked or stale dependents to reconcile as soon as their dependencies converged")
-	fl.Var(flagvalue.NewFormatFile(&f.o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", "converge: write the graph with verdicts to FILE (.md/.mmd Mermaid, .dot Graphviz)")
+	addWalkFlags(fl, &f.o, "converge: ")
 }
 
-// phase is the converge phase over the environment r builds (nil: the
-// live graph), or nothing when switched off.
-func (f *convergeFlags) phase(a *app, r *rootsync.Render, path string, timeout time.Duration) ([]pipeline.Phase, error) {
+// addWalkFlags are the converge phase's own flags, defined once: on
+// converge, and with the prefix "converge: " on the commands that end with
+// the phase, so where they run it its flags reach it.
+func addWalkFlags(fl *pflag.FlagSet, o *converge.Options, prefix string) {
+	fl.BoolVar(&o.Nudge, "nudge", o.Nudge, prefix+"ask blocked or stale dependents to reconcile as soon as their dependencies converged, and failing nodes to retry")
+	fl.Var(flagvalue.NewCount(&o.Budget.Retries, o.Budget.Retries), "retries", prefix+"reconcile requests for a failing node before converge gives up on it (with --nudge)")
+	fl.Var(flagvalue.NewDurationOrZero(&o.Budget.FailAfter, o.Budget.FailAfter), "fail-after", prefix+"give up on a node failing at its current revision for this long (0: no limit but --timeout)")
+	fl.Var(flagvalue.NewFormatFile(&o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", prefix+"write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
+}
+
+// options are the converge phase's (nil: --converge=false).
+func (f *convergeFlags) options() *converge.Options {
 	if !f.enabled {
-		return nil, nil
+		return nil
 	}
 	o := f.o
-	if timeout > 0 {
-		o.Timeout = timeout
-	}
-	if r != nil {
-		o.Namespace = r.Options.Namespace
-		o.Root = converge.NodeID{Namespace: r.Options.Namespace, Name: r.Options.RootName}
-		declare(&o, r, path)
-	}
-	return []pipeline.Phase{converge.NewPhase(a.connect, o)}, nil
+	return &o
 }

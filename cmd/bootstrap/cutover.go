@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
@@ -34,17 +34,17 @@ exits 130 (143). A second interrupt stops at once; then run 'bootstrap cutover' 
   bootstrap cutover --dry-run -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
 			run := a.newRun("cutover", dryRun)
 			if err := rootsync.ValidateCutover(o); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(ctx, run.Report, err)
 			}
 			a.writes("cutover", o.Namespace, dryRun)
-			cf.o.Namespace = o.Namespace
-			conv, err := cf.phase(a, nil, "", o.Timeout)
+			plan, err := flow.Assemble(ctx, flow.Options{Cutover: &o, Converge: cf.options(), DryRun: dryRun, Timeout: o.Timeout, Cluster: a.opener()}, run.Report)
 			if err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(ctx, run.Report, err)
 			}
-			return a.execute(cmd.Context(), run, append([]pipeline.Phase{rootsync.NewCutoverPhase(o, a.connect)}, conv...)...)
+			return a.execute(ctx, run, plan.Phases...)
 		},
 	}
 	fl := cmd.Flags()

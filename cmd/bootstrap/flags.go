@@ -11,6 +11,15 @@ import (
 // Secret live unless a flag says otherwise.
 const DefaultFluxNamespace = "flux-system"
 
+// --force has one meaning on every command that has it: proceed past the
+// before-gates that refuse by default, each then reported as warn. Each
+// command names the gates it passes; up passes those of every phase it runs.
+const (
+	forceUsage       = "proceed past the before-gates that refuse by default, each then reported as warn: "
+	forceControllers = "controllers.ownership (a Flux managed by a Flux Kustomization or the Flux operator: apply over it)"
+	forceAgeKey      = "age-key.scope, age-key.recipient, age-key.decrypt (the key decrypts none or not all of the environment's SOPS files: install it)"
+)
+
 // repoFlags pick the GitOps repository and the environment in it, the same
 // way for every command that reads one.
 type repoFlags struct {

@@ -118,15 +118,15 @@ func newRenderCommand(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.newRun("render", false)
 			if err := checkOutputDir(outDir, a.out.format); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			opts, err := f.options()
 			if err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			phase := render.NewPhase(opts)
 			if err := pipeline.Execute(cmd.Context(), run, phase); err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			// Fail closed: a render whose overlays did not prove out is not
 			// printed, so a pipe into an apply cannot ship it.
@@ -137,15 +137,15 @@ func newRenderCommand(a *app) *cobra.Command {
 			if outDir != "" {
 				p := filepath.Join(outDir, manifestFile)
 				if err := os.MkdirAll(outDir, 0o755); err != nil {
-					return a.fail(run.Report, fmt.Errorf("--output-dir %s: %w", outDir, err))
+					return a.fail(cmd.Context(), run.Report, fmt.Errorf("--output-dir %s: %w", outDir, err))
 				}
 				if err := os.WriteFile(p, yaml, 0o644); err != nil {
-					return a.fail(run.Report, fmt.Errorf("--output-dir %s: %w", outDir, err))
+					return a.fail(cmd.Context(), run.Report, fmt.Errorf("--output-dir %s: %w", outDir, err))
 				}
 				run.Report.Facts["manifests"] = p
 			} else if a.out.format == "text" {
 				if _, err := a.streams.Out.Write(yaml); err != nil {
-					return a.fail(run.Report, err)
+					return a.fail(cmd.Context(), run.Report, err)
 				}
 			}
 			return a.finish(run.Report)

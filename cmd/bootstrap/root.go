@@ -17,6 +17,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/lock"
@@ -54,9 +55,7 @@ type app struct {
 	// requests records API requests by verb when countRequests is set.
 	countRequests bool
 	requests      *kube.Requests
-	// ctx is the command's context, to tell an interrupt from a failure;
-	// binding ends the cluster requests when it ends.
-	ctx     context.Context
+	// binding ends the cluster requests when the command's context ends.
 	binding *kube.Binding
 }
 
@@ -120,14 +119,13 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 			}
 			a.binding = kube.NewBinding(cmd.Context())
 			cmd.SetContext(kube.WithBinding(cmd.Context(), a.binding))
-			a.ctx = cmd.Context()
 			if a.out.format != "text" && a.out.format != "json" {
 				return &usageError{fmt.Errorf("--output %q: want text or json", a.out.format)}
 			}
 			// Every flag value's own rule, before the command runs: an
 			// input error with a report, like every other.
 			if err := flagvalue.Check(cmd.Flags()); err != nil {
-				return a.fail(gate.NewReport(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")), err)
+				return a.fail(cmd.Context(), gate.NewReport(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")), err)
 			}
 			return nil
 		},
@@ -170,6 +168,12 @@ func (a *app) connect() (*apply.Cluster, error) {
 	cl, err := apply.Connect(cfg)
 	a.cl = cl
 	return cl, err
+}
+
+// opener is how a run's phases open the cluster: lazily, when the first
+// of them needs it.
+func (a *app) opener() flow.Cluster {
+	return flow.Cluster{Connect: a.connect, AgeKey: a.ageKeyConnect, Config: a.restConfig}
 }
 
 // restConfig loads the kubeconfig (an input error when it cannot be) and
@@ -252,7 +256,7 @@ func (a *app) newRun(command string, dryRun bool) *pipeline.Run {
 // execute runs the phases and reports.
 func (a *app) execute(ctx context.Context, run *pipeline.Run, phases ...pipeline.Phase) error {
 	if a.pinErr != nil {
-		return a.fail(run.Report, a.pinErr)
+		return a.fail(ctx, run.Report, a.pinErr)
 	}
 	err := pipeline.Execute(ctx, run, phases...)
 	a.release(run.Report)
@@ -261,7 +265,7 @@ func (a *app) execute(ctx context.Context, run *pipeline.Run, phases ...pipeline
 		run.Report.Facts["apiRequestsByVerb"] = a.requests.String()
 	}
 	if err != nil {
-		return a.fail(run.Report, err)
+		return a.fail(ctx, run.Report, err)
 	}
 	return a.finish(run.Report)
 }
@@ -317,10 +321,11 @@ func (a *app) finish(r *gate.Report) error {
 
 // fail records an error that stopped the run in the report, so JSON and
 // JUnit readers see it too, and exits with its code: 2 for an input error,
-// 1 otherwise.
-func (a *app) fail(r *gate.Report, err error) error {
+// 1 otherwise; when a signal cancelled ctx (the command's), the error says
+// so and the exit code is the signal's.
+func (a *app) fail(ctx context.Context, r *gate.Report, err error) error {
 	var ie *pipeline.Interrupted
-	if s := pipeline.SignalOf(a.ctx); s != nil && !errors.As(err, &ie) && !gate.IsInput(err) {
+	if s := pipeline.SignalOf(ctx); s != nil && !errors.As(err, &ie) && !gate.IsInput(err) {
 		err = fmt.Errorf("%w: %v", s, err)
 	}
 	r.Error = err.Error()

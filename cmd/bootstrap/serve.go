@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -10,12 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/serve"
 )
 
@@ -76,55 +73,16 @@ func (f *serveFlags) validate(srcURL string) error {
 	return serve.Options{Addr: addr, URL: f.url, For: f.serveFor}.Validate()
 }
 
-// prepare makes the snapshot and binds the address (nil without --serve):
-// everything --serve may refuse, before the first request.
-func (f *serveFlags) prepare(ctx context.Context, a *app, repo string, r *rootsync.Render, dryRun bool) (*serve.Prepared, error) {
+// options are --serve's for the run (nil without --serve).
+func (f *serveFlags) options(getenv func(string) string) *flow.Serve {
 	if f.addr.v == "" {
-		return nil, nil
-	}
-	if r.Source == nil {
-		return nil, gate.InputErrorf("--serve: %s renders no GitRepository for the root to read", r.Options.Path)
-	}
-	branch, _, _ := unstructured.NestedString(r.Source.Object, "spec", "ref", "branch")
-	if branch == "" {
-		return nil, gate.InputErrorf("--serve serves the branch the root's GitRepository %s/%s declares, and it declares none (spec.ref.branch): declare the branch in git", r.Source.GetNamespace(), r.Source.GetName())
-	}
-	cfg, err := a.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	dirs, err := serve.DefaultDirs(a.getenv)
-	if err != nil {
-		return nil, gate.InputErrorf("%w", err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("--serve: this program's path: %w", err)
+		return nil
 	}
 	addr := f.addr.v
 	if addr == serveAuto {
 		addr = ""
 	}
-	return serve.Prepare(ctx, serve.Options{
-		Addr: addr, URL: f.url, For: f.serveFor, Repo: repo, Branch: branch,
-		Namespace: r.Source.GetNamespace(), Name: r.Source.GetName(), APIServer: cfg.Host, Dirs: dirs,
-		Command: []string{exe, "serve", "run"}, Kube: serve.KubeOf(cfg), DryRun: dryRun,
-	})
-}
-
-// phase is the cutover phase of --cutover-when-ready (nothing without it).
-func (f *serveFlags) phase(a *app, r *rootsync.Render, timeout time.Duration, p *serve.Prepared) []pipeline.Phase {
-	if !f.whenReady {
-		return nil
-	}
-	o := rootsync.WhenReadyOptions{Namespace: r.Options.Namespace, Name: r.Options.Namespace, Wait: f.cutoverWait, Timeout: timeout}
-	if r.Source != nil {
-		o.Namespace, o.Name = r.Source.GetNamespace(), r.Source.GetName()
-	}
-	if p != nil {
-		o.ServeDir = p.Dir
-	}
-	return []pipeline.Phase{rootsync.NewWhenReadyPhase(o, a.connect)}
+	return &flow.Serve{Addr: addr, URL: f.url, For: f.serveFor, Getenv: getenv, RunArgs: []string{"serve", "run"}}
 }
 
 func newServeCommand(a *app) *cobra.Command {

@@ -13,6 +13,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
@@ -69,7 +70,7 @@ report each time (-o json: one document per evaluation), until interrupted.`,
 			run.KeepGoing = true
 			phases, err := a.statusPhases(cmd, f, sf)
 			if err != nil {
-				return a.fail(run.Report, err)
+				return a.fail(cmd.Context(), run.Report, err)
 			}
 			return a.execute(cmd.Context(), run, phases...)
 		},
@@ -124,7 +125,7 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags) (
 		if err != nil {
 			return nil, err
 		}
-		declare(&co, render, path)
+		flow.Declare(&co, render)
 		phases = append(phases, agekey.NewVerifyPhase(agekey.Options{Repo: repo, Path: path, Namespace: ns, SecretName: sf.secretName, Env: render.Env},
 			func() (client.Client, *ssa.ResourceManager, error) {
 				cl, err := connect()
@@ -170,11 +171,11 @@ func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) er
 	ctx := cmd.Context()
 	// Input errors stop before anything is watched.
 	if _, err := a.statusPhases(cmd, f, sf); err != nil {
-		return a.fail(a.newRun("status", false).Report, err)
+		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
 	}
 	cl, err := a.readOnlyConnect(kube.NewRequests())()
 	if err != nil {
-		return a.fail(a.newRun("status", false).Report, err)
+		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
 	}
 	wo := status.WatchOptions{Namespace: f.components.Namespace}
 	if sf.env != "" || sf.path != "" {
@@ -199,13 +200,13 @@ func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) er
 		}
 		phases, err := a.statusPhases(cmd, f, sf)
 		if err != nil {
-			last = a.fail(run.Report, err)
+			last = a.fail(cmd.Context(), run.Report, err)
 			return
 		}
 		last = a.execute(ctx, run, phases...)
 	}
 	if err := status.Watch(ctx, cl.Client, wo, eval); err != nil && ctx.Err() == nil {
-		return a.fail(a.newRun("status", false).Report, err)
+		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
 	}
 	return last
 }

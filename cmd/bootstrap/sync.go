@@ -6,18 +6,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
 // syncCmd holds sync's flags: one struct for the command.
 type syncCmd struct {
-	o      rootsync.RunOptions
-	rf     repoFlags
-	cf     convergeFlags
-	sy     syncFlags
-	dryRun bool
+	env     rootsync.Options
+	rf      repoFlags
+	cf      convergeFlags
+	sy      syncFlags
+	dryRun  bool
+	timeout time.Duration
 }
 
 func newSyncCommand(a *app) *cobra.Command {
@@ -52,52 +53,46 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 	fl := cmd.Flags()
 	c.rf.add(fl)
 	c.cf.add(fl)
-	fl.StringVar(&c.o.Build.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
-	fl.Var(flagvalue.NewName(&c.o.Build.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
+	fl.StringVar(&c.env.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
+	fl.Var(flagvalue.NewName(&c.env.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
 	fl.BoolVar(&c.dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
-	fl.Var(flagvalue.NewDuration(&c.o.Timeout, 5*time.Minute), "timeout", "how long to wait for the source and the root (must be positive)")
+	fl.Var(flagvalue.NewDuration(&c.timeout, 5*time.Minute), "timeout", "how long each wait may take: the source, the root, the converge walk, the cutover's waits (must be positive)")
 	c.sy.add(fl)
 	return cmd
 }
 
-// run builds the environment and prepares the served snapshot before the
-// first request, then runs static, sync, converge and (with
-// --cutover-when-ready) cutover.
+// run reads every input before the first request (options, then
+// flow.Assemble: the environment built, the served snapshot prepared),
+// then runs static, sync, converge and (with --cutover-when-ready)
+// cutover.
 func (c *syncCmd) run(a *app, cmd *cobra.Command) error {
+	ctx := cmd.Context()
 	run := a.newRun("sync", c.dryRun)
 	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, c.dryRun) }
-	phases, err := c.phases(a, cmd, run)
-	if c.o.Serve != nil {
-		defer c.o.Serve.Close()
+	o, err := c.options(a)
+	var plan *flow.Plan
+	if err == nil {
+		plan, err = flow.Assemble(ctx, o, run.Report)
 	}
+	defer plan.Close()
 	if err != nil {
-		return a.fail(run.Report, err)
+		return a.fail(ctx, run.Report, err)
 	}
-	a.writes("sync", c.o.Build.Namespace, c.dryRun)
-	return a.execute(cmd.Context(), run, phases...)
+	a.writes("sync", c.env.Namespace, c.dryRun)
+	return a.execute(ctx, run, plan.Phases...)
 }
 
-func (c *syncCmd) phases(a *app, cmd *cobra.Command, run *pipeline.Run) ([]pipeline.Phase, error) {
-	o := &c.o
-	if err := c.sy.validate(*o); err != nil {
-		return nil, err
+// options resolves the flags into the run's phases.
+func (c *syncCmd) options(a *app) (flow.Options, error) {
+	env := c.env
+	if err := c.sy.validate(env); err != nil {
+		return flow.Options{}, err
 	}
+	env.Repo = c.rf.repo
 	var err error
-	o.Build.Repo = c.rf.repo
-	if o.Build.Path, err = c.rf.resolve(); err != nil {
-		return nil, err
+	if env.Path, err = c.rf.resolve(); err != nil {
+		return flow.Options{}, err
 	}
-	o.Source = c.sy.source()
-	if o.Built, err = rootsync.Build(o.Build); err != nil {
-		return nil, err
-	}
-	conv, err := c.cf.phase(a, o.Built, o.Build.Path, o.Timeout)
-	if err != nil {
-		return nil, err
-	}
-	if o.Serve, err = c.sy.serve.prepare(cmd.Context(), a, c.rf.repo, o.Built, c.dryRun); err != nil {
-		return nil, err
-	}
-	phases := append(staticPhase(run, c.sy.withCheck, o.Built), rootsync.NewPhase(*o, a.connect))
-	return append(append(phases, conv...), c.sy.serve.phase(a, o.Built, o.Timeout, o.Serve)...), nil
+	return flow.Options{Env: env, Static: c.sy.staticOptions(), Sync: c.sy.sync(a.getenv), Converge: c.cf.options(),
+		DryRun: c.dryRun, Timeout: c.timeout, Cluster: a.opener()}, nil
 }

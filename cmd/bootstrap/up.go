@@ -14,8 +14,8 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/validate"
 )
@@ -25,16 +25,15 @@ const maxConfig = 1 << 20
 
 // upFlags are up's flags: one struct for the command.
 type upFlags struct {
-	f               renderFlags
-	rf              repoFlags
-	co              controllers.Options
-	ao              agekey.Options
-	cf              convergeFlags
-	sy              syncFlags
-	so              rootsync.RunOptions
-	keyFile, config string
-	dryRun          bool
-	timeout         time.Duration
+	f                     renderFlags
+	rf                    repoFlags
+	co                    controllers.Options
+	cf                    convergeFlags
+	sy                    syncFlags
+	keyFile, secretName   string
+	root, config          string
+	rotate, force, dryRun bool
+	timeout               time.Duration
 }
 
 func newUpCommand(a *app) *cobra.Command {
@@ -50,6 +49,9 @@ converge, and with --cutover-when-ready the cutover to the source git declares �
 before and after each. It stops at
 the first phase that does not pass and lists every gate it did not run as skip, with the reason.
 One report: per-phase results and timings, an aggregated changed, verdict and exit code.
+
+--force proceeds past the before-gates that refuse by default in every phase that has one, each
+then reported as warn: controllers.ownership, and age-key.scope, .recipient and .decrypt.
 
 Every flag can also come from --config FILE (YAML, the same names as the flags); flags win.
 The age key is never a flag value: --age-key-file FILE or - (stdin), $SOPS_AGE_KEY or
@@ -72,82 +74,70 @@ func (u *upFlags) add(cmd *cobra.Command, a *app) {
 	u.cf.add(fl)
 	fl.StringVar(&u.config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
 	fl.BoolVar(&u.dryRun, "dry-run", false, "plan every phase and change nothing")
-	fl.Var(flagvalue.NewDuration(&u.timeout, 5*time.Minute), "timeout", "how long each phase may wait (CRDs, rollouts, the source, the root)")
-	fl.BoolVar(&u.co.Force, "force", false, "apply the controllers even over a Flux managed by a Flux Kustomization or the Flux operator")
+	fl.Var(flagvalue.NewName(&u.root, "", "root Kustomization"), "root", "name of the root Kustomization (default: the --namespace, as flux bootstrap names it)")
+	fl.Var(flagvalue.NewDuration(&u.timeout, 5*time.Minute), "timeout", "how long each wait of each phase may take: CRDs, rollouts, the source, the root, the converge walk, the cutover's waits")
+	fl.BoolVar(&u.force, "force", false, forceUsage+forceControllers+"; "+forceAgeKey)
 	fl.BoolVar(&u.co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")
 	fl.BoolVar(&u.co.PruneCRDs, "prune-crds", false, "also prune CRDs that still have custom resources")
 	fl.StringVar(&u.keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE); without any, the age-key phase is not run")
-	fl.StringVar(&u.ao.SecretName, "secret-name", agekey.DefaultSecretName, "name of the age-key Secret")
-	fl.BoolVar(&u.ao.Rotate, "rotate", false, "replace an age-key Secret that holds different identities")
+	fl.StringVar(&u.secretName, "secret-name", agekey.DefaultSecretName, "name of the age-key Secret")
+	fl.BoolVar(&u.rotate, "rotate", false, "replace an age-key Secret that holds different identities")
 	u.sy.add(fl)
 }
 
-// run refuses bad input before the first request (phases), then runs the
-// phases under the cluster lock.
+// run reads every input before the first request (options, then
+// flow.Assemble), then runs the phases under the cluster lock.
 func (u *upFlags) run(a *app, cmd *cobra.Command) error {
+	ctx := cmd.Context()
 	run := a.newRun("up", u.dryRun)
-	phases, err := u.phases(a, cmd, run)
-	if u.so.Serve != nil {
-		defer u.so.Serve.Close()
+	o, err := u.options(a, cmd)
+	var plan *flow.Plan
+	if err == nil {
+		plan, err = flow.Assemble(ctx, o, run.Report)
 	}
+	defer plan.Close()
 	if err != nil {
-		return a.fail(run.Report, err)
+		return a.fail(ctx, run.Report, err)
 	}
-	a.countRequests = true
-	a.installs("up", u.co.Render.Components.Namespace, u.dryRun)
-	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, u.dryRun) }
-	return a.execute(cmd.Context(), run, phases...)
-}
-
-// phases reads every input — the config, the render options, the
-// environment (built: a root that does not build is refused before the
-// cluster is touched), the age key, the served snapshot — and returns the
-// phase list: static, controllers, age-key (with a key), sync, converge,
-// cutover (--cutover-when-ready).
-func (u *upFlags) phases(a *app, cmd *cobra.Command, run *pipeline.Run) ([]pipeline.Phase, error) {
-	if err := loadConfig(cmd.Flags(), u.config); err != nil {
-		return nil, err
-	}
-	var err error
-	if u.co.Render, err = u.f.options(); err != nil {
-		return nil, err
-	}
-	ns := u.co.Render.Components.Namespace
-	u.co.MinKubernetes = a.pins.MinKubernetes[u.co.Render.Components.FluxVersion]
-	u.co.Timeout, u.so.Timeout = u.timeout, u.timeout
-	if u.so.Build.Path, err = u.rf.resolve(); err != nil {
-		return nil, err
-	}
-	u.so.Build.Repo, u.so.Build.Namespace, u.so.Build.RootName = u.rf.repo, ns, ns
-	if err := errors.Join(u.sy.validate(u.so), validate.OptionalName("--secret-name", u.ao.SecretName, "age-key Secret")); err != nil {
-		return nil, err
-	}
-	u.so.Source = u.sy.source()
-	if u.so.Built, err = rootsync.Build(u.so.Build); err != nil {
-		return nil, err
-	}
-	phases := append(staticPhase(run, u.sy.withCheck, u.so.Built), controllers.NewPhase(u.co, a.connect))
-	in := agekey.Input{Flag: u.keyFile, Stdin: a.streams.In, Getenv: a.getenv}
-	if u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
-		// Read before the first request: a missing or malformed key is
-		// refused before the controllers change.
-		if in.Identities, err = agekey.Read(in); err != nil {
-			return nil, err
-		}
-		u.ao.Repo, u.ao.Path, u.ao.Namespace, u.ao.Env = u.rf.repo, u.so.Build.Path, ns, u.so.Built.Env
-		phases = append(phases, agekey.NewInstallPhase(in, u.ao, a.ageKeyConnect))
-	} else {
+	if o.AgeKey == nil {
 		run.Report.Facts["age-key"] = "no key given: phase not run; sync checks that every decryption Secret exists"
 	}
-	conv, err := u.cf.phase(a, u.so.Built, u.so.Build.Path, u.timeout)
+	a.countRequests = true
+	a.installs("up", o.Env.Namespace, u.dryRun)
+	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, u.dryRun) }
+	return a.execute(ctx, run, plan.Phases...)
+}
+
+// options reads the config and resolves the flags into the run's phases:
+// static, controllers, age-key (with a key), sync, converge, cutover
+// (--cutover-when-ready).
+func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
+	if err := loadConfig(cmd.Flags(), u.config); err != nil {
+		return flow.Options{}, err
+	}
+	ro, err := u.f.options()
 	if err != nil {
-		return nil, err
+		return flow.Options{}, err
 	}
-	if u.so.Serve, err = u.sy.serve.prepare(cmd.Context(), a, u.rf.repo, u.so.Built, u.dryRun); err != nil {
-		return nil, err
+	ns := ro.Components.Namespace
+	co := u.co
+	co.Render, co.MinKubernetes = ro, a.pins.MinKubernetes[ro.Components.FluxVersion]
+	env := rootsync.Options{Repo: u.rf.repo, Namespace: ns, RootName: u.root}
+	if env.RootName == "" {
+		env.RootName = ns
 	}
-	phases = append(phases, rootsync.NewPhase(u.so, a.connect))
-	return append(append(phases, conv...), u.sy.serve.phase(a, u.so.Built, u.timeout, u.so.Serve)...), nil
+	if env.Path, err = u.rf.resolve(); err != nil {
+		return flow.Options{}, err
+	}
+	if err := errors.Join(u.sy.validate(env), validate.OptionalName("--secret-name", u.secretName, "age-key Secret")); err != nil {
+		return flow.Options{}, err
+	}
+	o := flow.Options{Env: env, Static: u.sy.staticOptions(), Controllers: &co, Sync: u.sy.sync(a.getenv), Converge: u.cf.options(),
+		DryRun: u.dryRun, Timeout: u.timeout, Force: u.force, Cluster: a.opener()}
+	if u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
+		o.AgeKey = &flow.AgeKey{Input: agekey.Input{Flag: u.keyFile, Stdin: a.streams.In, Getenv: a.getenv}, SecretName: u.secretName, Rotate: u.rotate}
+	}
+	return o, nil
 }
 
 // loadConfig sets every flag the command line did not set from a YAML map

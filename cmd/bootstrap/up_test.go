@@ -1,10 +1,25 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/homelab-ops/bootstrap/internal/agekey"
+	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
+	"github.com/homelab-ops/bootstrap/internal/flow"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
 func TestUpInputErrors(t *testing.T) {
@@ -59,5 +74,105 @@ func TestUpReadsTheKeyFirst(t *testing.T) {
 	r := runCLI(t, "up", "--repo", repo, "--env", "dev", "--age-key-file", "/nonexistent/age.key")
 	if r.code != 2 || !strings.Contains(r.stderr, "/nonexistent/age.key") {
 		t.Fatalf("exit %d, want 2 naming the key file:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestUpForceReachesAgeKey: up's --force reaches the age-key phase, as
+// age-key's own does. The fixture's dev environment decrypts with sops-age
+// but holds no SOPS file yet: without --force age-key.scope skips (up
+// stops there, exit 3); with it the gate warns and the key is installed.
+func TestUpForceReachesAgeKey(t *testing.T) {
+	key, _, err := agekeytest.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "age.key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want gate.Verdict
+	}{
+		{nil, gate.Skip},
+		{[]string{"--force"}, gate.Warn},
+	} {
+		o := upOptions(t, append([]string{"--repo", "../../testdata/homelab", "--env", "dev", "--age-key-file", keyFile}, tc.args...)...)
+		run := &pipeline.Run{Report: gate.NewReport("up")}
+		plan, err := flow.Assemble(context.Background(), o, run.Report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var scope gate.Verdict
+		for _, p := range plan.Phases {
+			if p.Name() != agekey.Phase {
+				continue
+			}
+			// The age-key phase's before-gates run offline.
+			checks, err := p.Before(context.Background(), run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range checks {
+				if c.ID == agekey.GateScope.ID {
+					scope = c.Verdict
+				}
+			}
+		}
+		if scope != tc.want {
+			t.Errorf("up %v: age-key.scope %q, want %q", tc.args, scope, tc.want)
+		}
+	}
+}
+
+// upOptions parses up's command line into the run's options, as up does
+// before flow.Assemble.
+func upOptions(t *testing.T, args ...string) flow.Options {
+	t.Helper()
+	a := &app{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard},
+		getenv: func(string) string { return "" }, cluster: kube.ClusterFlags()}
+	var err error
+	if a.pins, err = versions.Load(); err != nil {
+		t.Fatal(err)
+	}
+	u := &upFlags{}
+	cmd := &cobra.Command{Use: "up"}
+	u.add(cmd, a)
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	o, err := u.options(a, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestUpPhaseFlagsReachThePhases: where up runs a phase, the phase's own
+// flags reach it — the controllers', age-key's, sync's (--root), static's
+// (--compare, --no-compare) and converge's (--retries, --fail-after).
+func TestUpPhaseFlagsReachThePhases(t *testing.T) {
+	o := upOptions(t, "--repo", "../../testdata/homelab", "--env", "dev", "--timeout", "7m", "--force", "--migrate-crds", "--prune-crds",
+		"--age-key-file", "key.txt", "--secret-name", "age", "--rotate", "--root", "main", "--compare", "clusters/prod", "--no-compare",
+		"--nudge=false", "--retries", "5", "--fail-after", "0", "--cutover-when-ready", "--cutover-timeout", "9m")
+	c, k, conv := o.Controllers, o.AgeKey, o.Converge
+	if !o.Force || o.Timeout != 7*time.Minute || c == nil || !c.MigrateCRDs || !c.PruneCRDs {
+		t.Errorf("controllers: force %t, timeout %s, %+v", o.Force, o.Timeout, c)
+	}
+	if k == nil || k.Input.Flag != "key.txt" || k.SecretName != "age" || !k.Rotate {
+		t.Errorf("age-key: %+v", k)
+	}
+	if o.Env.RootName != "main" || o.Env.Namespace != "flux-system" || o.Static == nil || !o.Static.NoCompare || !slices.Equal(o.Static.Compare, []string{"clusters/prod"}) {
+		t.Errorf("sync, static: %+v, %+v", o.Env, o.Static)
+	}
+	if conv == nil || conv.Nudge || conv.Budget.Retries != 5 || conv.Budget.FailAfter != 0 {
+		t.Errorf("converge: %+v", conv)
+	}
+	if o.Sync == nil || !o.Sync.CutoverWhenReady || o.Sync.CutoverWait != 9*time.Minute {
+		t.Errorf("cutover when ready: %+v", o.Sync)
+	}
+	// Without --root the root is named after the namespace, as before.
+	if o := upOptions(t, "--repo", "../../testdata/homelab", "--env", "dev", "--namespace", "flux"); o.Env.RootName != "flux" {
+		t.Errorf("--namespace flux: root %q, want flux", o.Env.RootName)
 	}
 }

@@ -1,0 +1,311 @@
+// Package flow holds the phase sequence of the commands that run more than
+// one phase — up, sync and cutover — in one function, Assemble, as flux2's
+// pkg/bootstrap.Run holds the sequence of `flux bootstrap`. A command
+// parses its flags into Options (which phases, with what); Assemble reads
+// every input those phases need before the first request and returns them
+// in the one order: static, controllers, age-key, sync, cutover, converge,
+// and the cutover of --cutover-when-ready. internal/pipeline runs them.
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+
+	"github.com/homelab-ops/bootstrap/internal/agekey"
+	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/check"
+	"github.com/homelab-ops/bootstrap/internal/controllers"
+	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/internal/serve"
+)
+
+// Options select the phases of a run and carry what they share. A nil
+// phase field leaves that phase out.
+type Options struct {
+	// Env is the environment the run builds: the repository, the path in
+	// it, the root Kustomization's namespace and name. Path "" builds none
+	// (cutover); sync and age-key need one.
+	Env rootsync.Options
+	// Static runs phase static, the offline check of Env, first (--check);
+	// nil leaves it out, with a warning in the report.
+	Static *Static
+	// Controllers installs the customized controllers (up). Its Force and
+	// Timeout are this run's.
+	Controllers *controllers.Options
+	// AgeKey installs the SOPS age key (up, when a key is given).
+	AgeKey *AgeKey
+	// Sync applies Env's cluster root (up, sync).
+	Sync *Sync
+	// Cutover moves the cluster to its final source (cutover). Its
+	// Timeout is this run's.
+	Cutover *rootsync.CutoverOptions
+	// Converge walks the dependsOn graph at the end: Env's when one is
+	// built (Kustomizations not created yet are known), the live
+	// cluster's otherwise. Its Timeout is this run's when that is set.
+	Converge *converge.Options
+	// DryRun plans every phase and changes nothing (--dry-run).
+	DryRun bool
+	// Timeout bounds each wait of every phase (--timeout): the CRDs and
+	// rollouts, the source and the root, each of the cutover's waits, the
+	// converge walk.
+	Timeout time.Duration
+	// Force proceeds past the before-gates that refuse by default, each
+	// then reported as warn (--force), in every phase the run has:
+	// controllers.ownership (a Flux managed by a Flux Kustomization or the
+	// Flux operator) and age-key.scope, age-key.recipient and
+	// age-key.decrypt (a key that decrypts none, or not all, of the
+	// environment's SOPS files).
+	Force bool
+	// Cluster opens the cluster when a phase first needs it.
+	Cluster Cluster
+}
+
+// Static is phase static's own options.
+type Static struct {
+	// Compare are the environments whose knobs must match (--compare);
+	// nil: every sibling with a root of its own.
+	Compare []string
+	// NoCompare compares with no other environment (--no-compare).
+	NoCompare bool
+}
+
+// AgeKey is the age-key phase's input.
+type AgeKey struct {
+	// Input says where the identity comes from; Assemble reads it, so a
+	// missing or malformed key is refused before the controllers change.
+	Input agekey.Input
+	// SecretName names the Secret the Kustomizations decrypt with.
+	SecretName string
+	// Rotate replaces a Secret that holds different identities.
+	Rotate bool
+}
+
+// Sync is the sync phase's own options and what follows it.
+type Sync struct {
+	// Source is the temporary source --source-url names (nil: none).
+	Source *rootsync.Temporary
+	// Serve makes this machine the temporary source (--serve; nil: not).
+	Serve *Serve
+	// CutoverWhenReady ends the run, after converge, with the cutover to
+	// the source git declares once the cluster reaches it at the temporary
+	// source's revision, waiting up to CutoverWait for that.
+	CutoverWhenReady bool
+	CutoverWait      time.Duration
+}
+
+// Serve is --serve's: where to listen and for how long, and where the
+// serving state and process come from. Assemble takes the rest from Env
+// and the cluster, makes the snapshot and binds the address.
+type Serve struct {
+	// Addr, URL and For are --serve ("" picks the address this machine
+	// reaches the API server from), --serve-url and --serve-for.
+	Addr, URL string
+	For       time.Duration
+	// Getenv locates the serving state (serve.DefaultDirs).
+	Getenv func(string) string
+	// RunArgs make this program the serving process ("serve", "run"); the
+	// state directory is appended.
+	RunArgs []string
+}
+
+// Cluster opens the cluster lazily, when a phase first needs it.
+type Cluster struct {
+	// Connect opens it for the controllers, sync, cutover and converge
+	// phases.
+	Connect func() (*apply.Cluster, error)
+	// AgeKey opens it for the age-key phase.
+	AgeKey agekey.Connect
+	// Config is the kubeconfig's REST config: --serve keys its state by
+	// the API server and hands the serving process the cluster.
+	Config func() (*rest.Config, error)
+}
+
+// Plan is an assembled run.
+type Plan struct {
+	// Phases in the order they run.
+	Phases []pipeline.Phase
+	// Serve is what --serve prepared (nil without it): the snapshot and
+	// the bound address.
+	Serve *serve.Prepared
+}
+
+// Close releases what a run that did not start the server holds.
+func (p *Plan) Close() {
+	if p != nil && p.Serve != nil {
+		p.Serve.Close()
+	}
+}
+
+// Assemble reads every input the selected phases need, before the first
+// request — Env built (a root that does not build is refused before the
+// cluster is touched), the age key read, the snapshot --serve serves made
+// and its address bound — and returns the phases in the one order:
+// static, controllers, age-key, sync, cutover, converge, cutover when
+// ready. A phase left out on purpose is noted in r.
+func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
+	var built *rootsync.Render
+	if o.Env.Path != "" {
+		var err error
+		if built, err = rootsync.Build(o.Env); err != nil {
+			return nil, err
+		}
+	} else if o.Sync != nil || o.AgeKey != nil {
+		return nil, errors.New("flow: the sync and age-key phases need an environment (Options.Env.Path)")
+	}
+	phases := o.static(built, r)
+	if o.Controllers != nil {
+		co := *o.Controllers
+		co.Force, co.Timeout = o.Force, o.Timeout
+		phases = append(phases, controllers.NewPhase(co, o.Cluster.Connect))
+	}
+	if o.AgeKey != nil {
+		p, err := o.ageKey(built)
+		if err != nil {
+			return nil, err
+		}
+		phases = append(phases, p)
+	}
+	plan := &Plan{}
+	if o.Sync != nil {
+		so := rootsync.RunOptions{Build: o.Env, Timeout: o.Timeout, Source: o.Sync.Source, Built: built}
+		var err error
+		if so.Serve, err = o.serve(ctx, built); err != nil {
+			return nil, err
+		}
+		plan.Serve = so.Serve
+		phases = append(phases, rootsync.NewPhase(so, o.Cluster.Connect))
+	}
+	if o.Cutover != nil {
+		co := *o.Cutover
+		co.Timeout = o.Timeout
+		phases = append(phases, rootsync.NewCutoverPhase(co, o.Cluster.Connect))
+	}
+	if o.Converge != nil {
+		phases = append(phases, converge.NewPhase(o.Cluster.Connect, o.converge(built)))
+	}
+	if o.Sync != nil && o.Sync.CutoverWhenReady {
+		phases = append(phases, o.whenReady(built, plan.Serve))
+	}
+	plan.Phases = phases
+	return plan, nil
+}
+
+// static is phase static over the environment built, or nothing when it
+// was switched off (which the report says) or none is built.
+func (o Options) static(built *rootsync.Render, r *gate.Report) []pipeline.Phase {
+	if built == nil {
+		return nil
+	}
+	if o.Static == nil {
+		r.Warn("--check=false: the repository's offline check (phase static) was skipped on purpose")
+		return nil
+	}
+	b := built.Options
+	return []pipeline.Phase{&check.Phase{Options: check.Options{
+		Options: fluxrepo.Options{Repo: b.Repo, Path: b.Path, Namespace: b.Namespace, RootName: b.RootName},
+		Compare: o.Static.Compare, NoCompare: o.Static.NoCompare, Env: built.Env}}}
+}
+
+// ageKey reads the identity and returns the install phase over the
+// environment built.
+func (o Options) ageKey(built *rootsync.Render) (pipeline.Phase, error) {
+	in := o.AgeKey.Input
+	var err error
+	if in.Identities, err = agekey.Read(in); err != nil {
+		return nil, err
+	}
+	ao := agekey.Options{Repo: o.Env.Repo, Path: o.Env.Path, Namespace: o.Env.Namespace, SecretName: o.AgeKey.SecretName,
+		Rotate: o.AgeKey.Rotate, Force: o.Force, Env: built.Env}
+	return agekey.NewInstallPhase(in, ao, o.Cluster.AgeKey), nil
+}
+
+// converge is the converge phase's options: over the environment built,
+// or the live graph (in the cutover's namespace on a cutover).
+func (o Options) converge(built *rootsync.Render) converge.Options {
+	co := *o.Converge
+	if o.Timeout > 0 {
+		co.Timeout = o.Timeout
+	}
+	switch {
+	case built != nil:
+		co.Namespace = built.Options.Namespace
+		co.Root = converge.NodeID{Namespace: built.Options.Namespace, Name: built.Options.RootName}
+		Declare(&co, built)
+	case o.Cutover != nil:
+		co.Namespace = o.Cutover.Namespace
+	}
+	return co
+}
+
+// Declare makes the converge graph the repository's: every Kustomization
+// the environment declares, transitively through spec.path (the one
+// repository model, internal/fluxrepo, that r was built from), created yet
+// or not.
+func Declare(o *converge.Options, r *rootsync.Render) {
+	o.Declared, o.From = []*kustomizev1.Kustomization{}, "the repository "+r.Options.Path
+	for _, k := range r.Env.Kustomizations {
+		o.Declared = append(o.Declared, k.Kustomization)
+	}
+	if err := r.Env.Err(); err != nil {
+		o.From += fmt.Sprintf(" (what the Kustomizations whose path did not build apply is not in it: %v)", err)
+	}
+}
+
+// serve makes the snapshot --serve serves and binds its address (nil
+// without --serve): everything --serve may refuse, before the first
+// request.
+func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prepared, error) {
+	if o.Sync.Serve == nil {
+		return nil, nil
+	}
+	if built.Source == nil {
+		return nil, gate.InputErrorf("--serve: %s renders no GitRepository for the root to read", built.Options.Path)
+	}
+	src := built.Source
+	branch, _, _ := unstructured.NestedString(src.Object, "spec", "ref", "branch")
+	if branch == "" {
+		return nil, gate.InputErrorf("--serve serves the branch the root's GitRepository %s/%s declares, and it declares none (spec.ref.branch): declare the branch in git", src.GetNamespace(), src.GetName())
+	}
+	cfg, err := o.Cluster.Config()
+	if err != nil {
+		return nil, err
+	}
+	s := o.Sync.Serve
+	dirs, err := serve.DefaultDirs(s.Getenv)
+	if err != nil {
+		return nil, gate.InputErrorf("%w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--serve: this program's path: %w", err)
+	}
+	return serve.Prepare(ctx, serve.Options{
+		Addr: s.Addr, URL: s.URL, For: s.For, Repo: o.Env.Repo, Branch: branch,
+		Namespace: src.GetNamespace(), Name: src.GetName(), APIServer: cfg.Host, Dirs: dirs,
+		Command: append([]string{exe}, s.RunArgs...), Kube: serve.KubeOf(cfg), DryRun: o.DryRun,
+	})
+}
+
+// whenReady is the cutover phase of --cutover-when-ready, on the root's
+// GitRepository, ending the serving process p started.
+func (o Options) whenReady(built *rootsync.Render, p *serve.Prepared) pipeline.Phase {
+	wo := rootsync.WhenReadyOptions{Namespace: built.Options.Namespace, Name: built.Options.Namespace, Wait: o.Sync.CutoverWait, Timeout: o.Timeout}
+	if built.Source != nil {
+		wo.Namespace, wo.Name = built.Source.GetNamespace(), built.Source.GetName()
+	}
+	if p != nil {
+		wo.ServeDir = p.Dir
+	}
+	return rootsync.NewWhenReadyPhase(wo, o.Cluster.Connect)
+}

@@ -1,0 +1,100 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/controllers"
+	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
+)
+
+// homelab is the fixture repository's dev environment.
+var homelab = rootsync.Options{Repo: "../../testdata/homelab", Path: "clusters/dev", Namespace: "flux-system", RootName: "flux-system"}
+
+// noCluster fails every connect: Assemble must not open the cluster.
+func noCluster(t *testing.T) Cluster {
+	return Cluster{Connect: func() (*apply.Cluster, error) {
+		t.Error("Assemble opened the cluster")
+		return nil, errors.New("no cluster")
+	}}
+}
+
+func names(p *Plan) []string {
+	var out []string
+	for _, ph := range p.Phases {
+		out = append(out, ph.Name())
+	}
+	return out
+}
+
+// TestAssembleOrder: each command's phases, in the one order, and only
+// those it selects.
+func TestAssembleOrder(t *testing.T) {
+	conv := converge.DefaultOptions()
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want []string
+		warn string
+	}{
+		{"up", Options{Env: homelab, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{CutoverWhenReady: true, CutoverWait: time.Minute}, Converge: &conv},
+			[]string{"static", "controllers", "sync", "converge", "cutover"}, ""},
+		{"sync --check=false --converge=false", Options{Env: homelab, Sync: &Sync{}},
+			[]string{"sync"}, "--check=false"},
+		{"sync", Options{Env: homelab, Static: &Static{}, Sync: &Sync{}, Converge: &conv},
+			[]string{"static", "sync", "converge"}, ""},
+		{"cutover", Options{Cutover: &rootsync.CutoverOptions{Namespace: "flux-system", Name: "flux-system"}, Converge: &conv},
+			[]string{"cutover", "converge"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Timeout, tc.o.Cluster = time.Minute, noCluster(t)
+			r := gate.NewReport("test")
+			p, err := Assemble(context.Background(), tc.o, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if got := names(p); !slices.Equal(got, tc.want) {
+				t.Errorf("phases %v, want %v", got, tc.want)
+			}
+			if w := strings.Join(r.Warnings, "\n"); !strings.Contains(w, tc.warn) || (tc.warn == "" && w != "") {
+				t.Errorf("warnings %q, want %q", w, tc.warn)
+			}
+		})
+	}
+}
+
+// TestAssembleRefusesBeforeTheCluster: an environment that does not build
+// and a sync without one are refused by Assemble, before any request.
+func TestAssembleRefusesBeforeTheCluster(t *testing.T) {
+	bad := homelab
+	bad.Path = "clusters/nosuchenv"
+	_, err := Assemble(context.Background(), Options{Env: bad, Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test"))
+	if !gate.IsInput(err) || !strings.Contains(err.Error(), "clusters/nosuchenv") {
+		t.Errorf("an environment that does not build: %v, want an input error naming it", err)
+	}
+	if _, err := Assemble(context.Background(), Options{Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test")); err == nil {
+		t.Error("a sync without an environment was assembled")
+	}
+}
+
+// TestDeclare: the converge graph is every Kustomization the environment
+// declares, named by its path.
+func TestDeclare(t *testing.T) {
+	r, err := rootsync.Build(homelab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := converge.DefaultOptions()
+	Declare(&o, r)
+	if len(o.Declared) != len(r.Env.Kustomizations) || len(o.Declared) == 0 || !strings.HasPrefix(o.From, "the repository clusters/dev") {
+		t.Errorf("declared %d of %d Kustomizations, from %q", len(o.Declared), len(r.Env.Kustomizations), o.From)
+	}
+}
