@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/validate"
 )
@@ -146,18 +146,9 @@ func loadConfig(fl *pflag.FlagSet, path string) error {
 	if path == "" {
 		return nil
 	}
-	st, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return gate.InputErrorf("--config %s: %w", path, err)
-	case !st.Mode().IsRegular():
-		return gate.InputErrorf("--config %s: not a regular file", path)
-	case st.Size() > maxConfig:
-		return gate.InputErrorf("--config %s: %d bytes, more than the %d a config file may have", path, st.Size(), maxConfig)
-	}
-	b, err := os.ReadFile(path)
+	b, err := input.ReadFileMax(path, "--config "+path, maxConfig)
 	if err != nil {
-		return gate.InputErrorf("--config %s: %w", path, err)
+		return err
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal(b, &m); err != nil {

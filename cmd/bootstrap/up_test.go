@@ -34,6 +34,7 @@ func TestUpInputErrors(t *testing.T) {
 	unknown := write("unknown.yaml", "env: dev\nflux-verison: v2.9.5\n")
 	notMap := write("list.yaml", "- env\n")
 	good := write("good.yaml", "env: nosuchenv\ncomponents-extra: [image-reflector-controller, image-automation-controller]\n")
+	huge := write("huge.yaml", "env: dev\n# "+strings.Repeat("x", 1<<20)+"\n")
 	tests := []struct {
 		name string
 		args []string
@@ -44,6 +45,9 @@ func TestUpInputErrors(t *testing.T) {
 		{"unknown config key", []string{"up", "--config", unknown}, 2, `unknown flag "flux-verison"`},
 		{"config not a map", []string{"up", "--config", notMap}, 2, "not a YAML map"},
 		{"missing config", []string{"up", "--config", filepath.Join(dir, "nope.yaml")}, 2, "nope.yaml"},
+		// The one bounded read: a device or a file over 1 MiB is refused, not read.
+		{"config is a device", []string{"up", "--config", "/dev/zero"}, 2, "not a regular file"},
+		{"config too large", []string{"up", "--config", huge}, 2, "at most 1 MiB"},
 		// The config's env is used; the command line's --env wins over it.
 		{"config env used", []string{"up", "--repo", dir, "--config", good}, 2, "clusters/nosuchenv"},
 		{"flag wins over config", []string{"up", "--repo", dir, "--config", good, "--env", "flagenv"}, 2, "clusters/flagenv"},

@@ -132,13 +132,20 @@ func (l *limited) Read(p []byte) (int, error) {
 }
 
 // ReadFile reads the file the user named at p, bounded.
-func ReadFile(p, label string) ([]byte, error) {
+func ReadFile(p, label string) ([]byte, error) { return ReadFileMax(p, label, MaxFileSize) }
+
+// ReadFileMax is ReadFile with a smaller limit (a config file: 1 MiB); a
+// file that grows past it while read fails too.
+func ReadFileMax(p, label string, max int64) ([]byte, error) {
+	if err := CheckFileMax(p, label, max); err != nil {
+		return nil, err
+	}
 	r, err := Open(p, label)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	data, err := readBounded(r)
+	data, err := ReadLimited(r, max)
 	if err != nil {
 		return nil, gate.InputErrorf("%s: %w", label, err)
 	}
