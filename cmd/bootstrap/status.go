@@ -13,12 +13,12 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/status"
-	"github.com/homelab-ops/bootstrap/internal/validate"
 )
 
 // statusFlags are status's own flags (the render flags come from
@@ -78,10 +78,10 @@ report each time (-o json: one document per evaluation), until interrupted.`,
 	addRenderFlags(cmd, f, a.pins)
 	fl := cmd.Flags()
 	fl.StringVar(&sf.repo, "repo", "", "the GitOps repository's root directory (with --env or --path; default . then)")
-	fl.StringVar(&sf.env, "env", "", "environment: clusters/NAME in --repo (its graph, its SOPS files, its declared source)")
-	fl.StringVar(&sf.path, "path", "", "the environment's directory inside --repo (instead of --env)")
-	fl.StringVar(&sf.root, "root", "flux-system/flux-system", "the root Kustomization, NAME or NAMESPACE/NAME")
-	fl.StringVar(&sf.secretName, "secret-name", agekey.DefaultSecretName, "name of the age key Secret (with --repo/--env)")
+	fl.Var(flagvalue.NewEnv(&sf.env), "env", "environment: clusters/NAME in --repo (its graph, its SOPS files, its declared source)")
+	fl.Var(flagvalue.NewRepoPath(&sf.path), "path", "the environment's directory inside --repo (instead of --env)")
+	fl.Var(flagvalue.NewRef(&sf.root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
+	fl.Var(flagvalue.NewName(&sf.secretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the age key Secret (with --repo/--env)")
 	fl.BoolVarP(&watch, "watch", "w", false, "evaluate again on every change (watches on Flux's Deployments, ReplicaSets, pods, Kustomizations, sources and the age-key Secret; no polling) until interrupted; exits with the last evaluation's code")
 	return cmd
 }
@@ -94,9 +94,6 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags) (
 		return nil, err
 	}
 	ns := ro.Components.Namespace
-	if err := validate.Name("--secret-name", sf.secretName, "age key Secret"); err != nil {
-		return nil, err
-	}
 	co := converge.DefaultOptions()
 	co.Namespace = ns
 	if sf.root == "flux-system/flux-system" && ns != DefaultFluxNamespace {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
-	"github.com/homelab-ops/bootstrap/internal/validate"
 )
 
 // maxConfig bounds the --config file.
@@ -80,7 +78,7 @@ func (u *upFlags) add(cmd *cobra.Command, a *app) {
 	fl.BoolVar(&u.co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")
 	fl.BoolVar(&u.co.PruneCRDs, "prune-crds", false, "also prune CRDs that still have custom resources")
 	fl.StringVar(&u.keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE); without any, the age-key phase is not run")
-	fl.StringVar(&u.secretName, "secret-name", agekey.DefaultSecretName, "name of the age-key Secret")
+	fl.Var(flagvalue.NewName(&u.secretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the age-key Secret")
 	fl.BoolVar(&u.rotate, "rotate", false, "replace an age-key Secret that holds different identities")
 	u.sy.add(fl)
 }
@@ -129,7 +127,7 @@ func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
 	if env.Path, err = u.rf.resolve(); err != nil {
 		return flow.Options{}, err
 	}
-	if err := errors.Join(u.sy.validate(env), validate.OptionalName("--secret-name", u.secretName, "age-key Secret")); err != nil {
+	if err := u.sy.validate(env); err != nil {
 		return flow.Options{}, err
 	}
 	o := flow.Options{Env: env, Static: u.sy.staticOptions(), Controllers: &co, Sync: u.sy.sync(a.getenv), Converge: u.cf.options(),
