@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
@@ -117,11 +118,18 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 // install's leftovers) and, unless a dry run, migrates, applies and prunes.
 func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 	r := run.Report
-	plan, err := apply.Plan(ctx, p.cl, p.objs, apply.PlanOptions{Migrating: p.dropped, NewNamespaces: p.newNamespaces})
-	if err != nil {
+	// The plan and the search for leftovers only read: side by side.
+	var plan []gate.ObjectChange
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		plan, err = apply.Plan(gctx, p.cl, p.objs, apply.PlanOptions{Migrating: p.dropped, NewNamespaces: p.newNamespaces})
 		return err
-	}
-	if p.stale, err = apply.FindStale(ctx, p.cl, p.objs, p.opts.Render.Components.Namespace, p.opts.PruneCRDs); err != nil {
+	})
+	g.Go(func() (err error) {
+		p.stale, err = apply.FindStale(gctx, p.cl, p.objs, p.opts.Render.Components.Namespace, p.opts.PruneCRDs)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	p.plan = apply.PlanStale(plan, p.stale)
