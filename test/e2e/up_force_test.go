@@ -22,8 +22,8 @@ import (
 func TestUpForce(t *testing.T) {
 	ctx := timeoutCtx(t, 10*time.Minute)
 	ensureFlux(t)
-	waitRunning(ctx, t, "kustomize-controller")
-	waitRunning(ctx, t, "source-controller")
+	suite.waitRunning(ctx, t, "kustomize-controller")
+	suite.waitRunning(ctx, t, "source-controller")
 	key, _, err := agekeytest.NewIdentity()
 	if err != nil {
 		t.Fatal(err)

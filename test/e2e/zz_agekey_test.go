@@ -122,8 +122,8 @@ func sopsAgeSecret(t *testing.T) (*corev1.Secret, bool) {
 func TestAgeKey(t *testing.T) {
 	ctx := timeoutCtx(t, 5*time.Minute)
 	ensureFlux(t)
-	waitRunning(ctx, t, "kustomize-controller")
-	waitRunning(ctx, t, "source-controller")
+	suite.waitRunning(ctx, t, "kustomize-controller")
+	suite.waitRunning(ctx, t, "source-controller")
 	if _, found := sopsAgeSecret(t); found {
 		t.Fatalf("precondition: Secret %s/%s already exists", fluxNS, agekey.DefaultSecretName)
 	}
@@ -193,7 +193,7 @@ func TestAgeKey(t *testing.T) {
 			}
 		}
 		rev := gitRepo.Revision(sha)
-		waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, "agekey-apps", func(k *kustomizev1.Kustomization) (bool, string) {
+		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "agekey-apps", func(k *kustomizev1.Kustomization) (bool, string) {
 			st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
 			return st == metav1.ConditionTrue && cur && k.Status.LastAppliedRevision == rev,
 				fmt.Sprintf("Ready=%s %s %q lastApplied=%s", st, reason, msg, k.Status.LastAppliedRevision)
@@ -225,7 +225,7 @@ func TestAgeKey(t *testing.T) {
 				t.Fatalf("create %s: %v", o.GetName(), err)
 			}
 		}
-		k := waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, "agekey-wrong", func(k *kustomizev1.Kustomization) (bool, string) {
+		k := waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "agekey-wrong", func(k *kustomizev1.Kustomization) (bool, string) {
 			st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
 			return st == metav1.ConditionFalse && cur && strings.Contains(msg, "decrypt"), fmt.Sprintf("Ready=%s %s %q", st, reason, msg)
 		})

@@ -87,8 +87,8 @@ func nodeGate(name string) string { return converge.GateNode.ID + "/" + fluxNS +
 func TestConverge(t *testing.T) {
 	ctx := timeoutCtx(t, 20*time.Minute)
 	ensureFlux(t)
-	waitRunning(ctx, t, "kustomize-controller")
-	waitRunning(ctx, t, "source-controller")
+	suite.waitRunning(ctx, t, "kustomize-controller")
+	suite.waitRunning(ctx, t, "source-controller")
 	if _, found := liveGitRepository(ctx, t); found {
 		t.Fatal("precondition: GitRepository flux-system/flux-system already exists")
 	}
@@ -177,7 +177,7 @@ func TestConverge(t *testing.T) {
 		// would rightly find everything converged at the previous one).
 		for _, src := range []string{"flux-system", "shared"} {
 			requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
-			waitFor(ctx, t, &sourcev1.GitRepositoryList{}, fluxNS, src, func(g *sourcev1.GitRepository) (bool, string) {
+			waitFor(ctx, t, suite.client, &sourcev1.GitRepositoryList{}, fluxNS, src, func(g *sourcev1.GitRepository) (bool, string) {
 				return g.Status.Artifact != nil && g.Status.Artifact.Revision == badRev, "artifact not yet at " + badRev
 			})
 		}
