@@ -46,9 +46,11 @@ func fleet(appValue, strictSuffix string) map[string]string {
 	}
 }
 
-// TestFlux runs the scenarios in order: each needs the state the previous
-// one left (Flux installed, controllers running, sources ready).
+// TestFlux runs the scenarios in order, from ensureFlux's state: each
+// needs the state the previous one left (Flux installed, controllers
+// running, sources ready).
 func TestFlux(t *testing.T) {
+	ensureFlux(t)
 	steps := []struct {
 		name string
 		fn   func(*testing.T)

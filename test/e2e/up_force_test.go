@@ -38,10 +38,8 @@ func TestUpForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gitRepo.Close()
-	// What earlier scenarios left (a source on a temporary URL, their
-	// age-key Secret) would decide the run: removed first, and after.
-	cleanupHomelab(t)
-	t.Cleanup(func() { cleanupHomelab(t) })
+	// What earlier tests left (a source on a temporary URL, their age-key
+	// Secret) would decide the run: ensureFlux removed it.
 
 	up := func(t *testing.T, args ...string) syncRun {
 		t.Helper()

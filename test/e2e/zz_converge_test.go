@@ -7,11 +7,10 @@ package e2e
 // sync`: a cold bring-up converges with every node at its revision; an
 // undefined ${VAR} fails its node within the retry budget, descendants
 // skip; a commit pushed during converge is waited for everywhere; a
-// suspended node is reported (exit 1). It leaves the cluster as it found
-// it (no GitRepository flux-system), for TestSync.
+// suspended node is reported (exit 1). ensureFlux gives it a cluster
+// without the fixture; what it leaves, the next test's ensureFlux removes.
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -21,14 +20,10 @@ import (
 	"testing"
 	"time"
 
-	apiwait "k8s.io/apimachinery/pkg/util/wait"
-
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
@@ -92,9 +87,8 @@ func TestConverge(t *testing.T) {
 	if _, found := liveGitRepository(ctx, t); found {
 		t.Fatal("precondition: GitRepository flux-system/flux-system already exists")
 	}
-	t.Cleanup(func() { cleanupHomelab(t) })
-	// The undefined-variable scenario needs strict substitution, which an
-	// earlier test of the suite (TestFlux) leaves turned off.
+	// The undefined-variable scenario needs strict substitution: on in the
+	// Deployment (ensureFlux's render has it) and in the running controller.
 	setStrictGate(ctx, t, true)
 
 	key, recipient, err := agekeytest.NewIdentity()
@@ -109,7 +103,6 @@ func TestConverge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
 	if err := suite.client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName},
 		Data: map[string][]byte{agekey.DataKey: ids.SecretData()}}); err != nil {
 		t.Fatal(err)
@@ -240,9 +233,15 @@ func TestConverge(t *testing.T) {
 
 	t.Run("LiveGraph", func(t *testing.T) {
 		// Without --repo/--env the graph is the live Kustomizations the root
-		// leads to. Earlier tests of the suite may have left their own in
-		// flux-system: they are not this environment's, so they are named as
-		// not walked, and the walk is the environment's 11.
+		// leads to. Another one in flux-system (another tool's, suspended
+		// here) is not this environment's, so it is named as not walked, and
+		// the walk is the environment's 11.
+		other := kustomization("converge-foreign", "./elsewhere")
+		other.Spec.SourceRef.Name, other.Spec.Suspend = "flux-system", true
+		if err := suite.client.Create(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = suite.client.Delete(ctx, other) }()
 		var live kustomizev1.KustomizationList
 		if err := suite.client.List(ctx, &live, client.InNamespace(fluxNS)); err != nil {
 			t.Fatal(err)
@@ -310,77 +309,4 @@ func TestConverge(t *testing.T) {
 			t.Errorf("converge took %s on a suspended node", r.duration)
 		}
 	})
-}
-
-// cleanupHomelab deletes what TestConverge created, so TestSync starts from
-// no GitRepository: every Kustomization (their finalizers prune what they
-// applied), the GitRepositories, cluster-vars and the age key.
-func cleanupHomelab(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	for _, o := range []client.Object{&kustomizev1.Kustomization{}, &sourcev1.GitRepository{}} {
-		if err := suite.client.DeleteAllOf(ctx, o, client.InNamespace(fluxNS)); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: %v", err)
-		}
-	}
-	_ = suite.client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "cluster-vars"}})
-	_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
-	for _, l := range []client.ObjectList{&kustomizev1.KustomizationList{}, &sourcev1.GitRepositoryList{}} {
-		if err := waitEmpty(ctx, l); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	}
-	// The finalizers pruned the fixture's namespaces; the next bring-up
-	// must not apply into one still Terminating (its Kustomizations would
-	// fail until the namespace controller finished, a minute here).
-	if err := apiwait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		var nss corev1.NamespaceList
-		if err := suite.client.List(ctx, &nss); err != nil {
-			return false, err
-		}
-		for _, ns := range nss.Items {
-			if ns.Status.Phase == corev1.NamespaceTerminating {
-				return false, nil
-			}
-		}
-		return true, nil
-	}); err != nil {
-		t.Errorf("cleanup: namespaces still terminating: %v", err)
-	}
-}
-
-// waitEmpty lists, then watches until the list in flux-system is empty.
-func waitEmpty(ctx context.Context, l client.ObjectList) error {
-	for {
-		if err := suite.client.List(ctx, l, client.InNamespace(fluxNS)); err != nil {
-			return err
-		}
-		items, _ := metaItems(l)
-		if items == 0 {
-			return nil
-		}
-		w, err := suite.client.Watch(ctx, l, client.InNamespace(fluxNS), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})
-		if err != nil {
-			return err
-		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Deleted || ev.Type == watch.Error {
-				break
-			}
-		}
-		w.Stop()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-}
-
-func metaItems(l client.ObjectList) (int, error) {
-	switch v := l.(type) {
-	case *kustomizev1.KustomizationList:
-		return len(v.Items), nil
-	case *sourcev1.GitRepositoryList:
-		return len(v.Items), nil
-	}
-	return 0, nil
 }

@@ -7,9 +7,8 @@ package e2e
 // temporary source (a second Git server holding a mirror of the same
 // repository), a commit through the temporary source, a cutover to an
 // unreachable URL that rolls back, the cutover to the final server, and the
-// before-gates refusing broken roots with nothing applied. Named to sort
-// last: it needs the Flux the earlier files installed (ensureFlux installs it
-// when run alone).
+// before-gates refusing broken roots with nothing applied. ensureFlux gives
+// it Flux and a cluster without the fixture or an age key.
 
 import (
 	"bytes"
@@ -192,8 +191,6 @@ func TestSync(t *testing.T) {
 	}
 
 	t.Run("MissingSopsAgeFailsBeforeGate", func(t *testing.T) {
-		// TestAgeKey may have left its own key: this scenario needs none.
-		_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
 		r := bootstrapJSON(t, dev...)
 		c := r.report.check(rootsync.GateDecryption.ID + "/flux-system/sops-age")
 		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "bootstrap age-key --path clusters/dev") {

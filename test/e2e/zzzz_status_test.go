@@ -114,10 +114,8 @@ func TestStatus(t *testing.T) {
 	ensureFlux(t)
 	suite.waitRunning(ctx, t, "kustomize-controller")
 	suite.waitRunning(ctx, t, "source-controller")
-	// The state this test needs, from whatever the suite left: nothing of
-	// the homelab fixture, then one `up` of dev.
-	cleanupHomelab(t)
-	t.Cleanup(func() { cleanupHomelab(t) })
+	// The state this test needs: ensureFlux's (nothing of the homelab
+	// fixture), then one `up` of dev.
 
 	key, recipient, err := agekeytest.NewIdentity()
 	if err != nil {
