@@ -11,6 +11,7 @@ package e2e
 // without the fixture; what it leaves, the next test's ensureFlux removes.
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -231,50 +232,7 @@ func TestConverge(t *testing.T) {
 		t.Logf("commit during converge: exit 0 at %s in %s", fixed, r.duration.Round(time.Millisecond))
 	})
 
-	t.Run("LiveGraph", func(t *testing.T) {
-		// Without --repo/--env the graph is the live Kustomizations the root
-		// leads to. Another one in flux-system (another tool's, suspended
-		// here) is not this environment's, so it is named as not walked, and
-		// the walk is the environment's 11.
-		other := kustomization("converge-foreign", "./elsewhere")
-		other.Spec.SourceRef.Name, other.Spec.Suspend = "flux-system", true
-		if err := suite.client.Create(ctx, other); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = suite.client.Delete(ctx, other) }()
-		var live kustomizev1.KustomizationList
-		if err := suite.client.List(ctx, &live, client.InNamespace(fluxNS)); err != nil {
-			t.Fatal(err)
-		}
-		var foreign []string
-		for _, k := range live.Items {
-			if !slices.Contains(convergeNodes, k.Name) {
-				foreign = append(foreign, k.Name)
-			}
-		}
-		r := convergeCLI(t, "--timeout", "2m")
-		c := r.report.check(converge.GateGraph.ID)
-		if r.code != 0 || !strings.HasPrefix(c, "pass: 11 Kustomization(s) over 6 level(s)") {
-			t.Fatalf("converge of the live graph:\n%s", r)
-		}
-		var ev string
-		for _, ch := range r.report.Checks {
-			if ch.ID == converge.GateGraph.ID {
-				ev = strings.Join(ch.Evidence, "\n")
-			}
-		}
-		for _, f := range foreign {
-			if !strings.Contains(ev, fluxNS+"/"+f) || !strings.Contains(ev, "not walked") {
-				t.Errorf("the live Kustomization %s that the root does not lead to is not named as not walked:\n%s", f, ev)
-			}
-		}
-		for _, n := range convergeNodes {
-			if c := r.report.check(nodeGate(n)); !strings.HasPrefix(c, "pass") {
-				t.Errorf("%s: %s", n, c)
-			}
-		}
-		t.Logf("live graph: %d nodes walked, %d other Kustomization(s) named as not walked: %v", len(convergeNodes), len(foreign), foreign)
-	})
+	t.Run("LiveGraph", func(t *testing.T) { convergeLiveGraph(ctx, t) })
 
 	t.Run("BrokenGraphRefusedBeforeWaiting", func(t *testing.T) {
 		web := strings.Replace(readFixture(t, "clusters/base/apps.yaml"), "    - name: apps-core\n  postBuild:", "    - name: apps-core\n    - name: ghost\n  postBuild:", 1)
@@ -309,4 +267,49 @@ func TestConverge(t *testing.T) {
 			t.Errorf("converge took %s on a suspended node", r.duration)
 		}
 	})
+}
+
+// convergeLiveGraph: without --repo/--env the graph is the live
+// Kustomizations the root leads to. Another one in flux-system (another
+// tool's, suspended here) is not this environment's, so it is named as not
+// walked, and the walk is the environment's 11.
+func convergeLiveGraph(ctx context.Context, t *testing.T) {
+	other := kustomization("converge-foreign", "./elsewhere")
+	other.Spec.SourceRef.Name, other.Spec.Suspend = "flux-system", true
+	if err := suite.client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = suite.client.Delete(ctx, other) }()
+	var live kustomizev1.KustomizationList
+	if err := suite.client.List(ctx, &live, client.InNamespace(fluxNS)); err != nil {
+		t.Fatal(err)
+	}
+	var foreign []string
+	for _, k := range live.Items {
+		if !slices.Contains(convergeNodes, k.Name) {
+			foreign = append(foreign, k.Name)
+		}
+	}
+	r := convergeCLI(t, "--timeout", "2m")
+	c := r.report.check(converge.GateGraph.ID)
+	if r.code != 0 || !strings.HasPrefix(c, "pass: 11 Kustomization(s) over 6 level(s)") {
+		t.Fatalf("converge of the live graph:\n%s", r)
+	}
+	var ev string
+	for _, ch := range r.report.Checks {
+		if ch.ID == converge.GateGraph.ID {
+			ev = strings.Join(ch.Evidence, "\n")
+		}
+	}
+	for _, f := range foreign {
+		if !strings.Contains(ev, fluxNS+"/"+f) || !strings.Contains(ev, "not walked") {
+			t.Errorf("the live Kustomization %s that the root does not lead to is not named as not walked:\n%s", f, ev)
+		}
+	}
+	for _, n := range convergeNodes {
+		if c := r.report.check(nodeGate(n)); !strings.HasPrefix(c, "pass") {
+			t.Errorf("%s: %s", n, c)
+		}
+	}
+	t.Logf("live graph: %d nodes walked, %d other Kustomization(s) named as not walked: %v", len(convergeNodes), len(foreign), foreign)
 }
