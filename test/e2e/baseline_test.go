@@ -42,7 +42,7 @@ import (
 // When the sandbox is already there it changes nothing and takes a second.
 func ensureFlux(t *testing.T) {
 	t.Helper()
-	ctx := timeoutCtx(t, 5*time.Minute)
+	ctx, t0 := timeoutCtx(t, 5*time.Minute), time.Now()
 	if suite.runner == nil || suite.ignoreArgs {
 		if suite.stopRunner != nil {
 			suite.stopRunner()
@@ -62,9 +62,12 @@ func ensureFlux(t *testing.T) {
 	for _, name := range runner.Runnable {
 		suite.waitRunning(ctx, t, name)
 	}
+	tFlux := time.Since(t0)
 	if err := removeFixtures(ctx); err != nil {
 		t.Fatalf("remove what earlier tests left: %v", err)
 	}
+	t.Logf("ensureFlux: %s (Flux as rendered and running %s, earlier tests' objects removed %s)",
+		time.Since(t0).Round(time.Millisecond), tFlux.Round(time.Millisecond), (time.Since(t0) - tFlux).Round(time.Millisecond))
 }
 
 // removeFixtures deletes what the tests create on the shared sandbox: every
