@@ -4,8 +4,8 @@
 // Flux controllers. TestMain starts one shared sandbox (internal/sandbox),
 // with the controller runner playing kubelet for source- and
 // kustomize-controller and a Git server over smart HTTP; every test that
-// uses it first calls ensureFlux, which brings it to the state the test
-// starts from whatever ran before. A test that needs a cluster that never
+// uses Flux there first calls ensureFlux, which brings it to the state the
+// test starts from whatever ran before. A test that needs a cluster that never
 // had Flux, or several clusters, starts sandboxes of its own (startEnv).
 // No test depends on another having run: `-run TestX` and `-shuffle=on`
 // both hold. Run with `make e2e`.
