@@ -5,6 +5,9 @@ GO            ?= go
 SANDBOX_STATE ?= $(or $(BOOTSTRAP_SANDBOX_STATE),/tmp/bootstrap-sandbox)
 SANDBOX_CMD   ?= bin/sandbox
 E2E_TIMEOUT   ?= 45m
+# Every e2e run takes its tests in a random order and prints the seed
+# (-test.shuffle N); E2E_SHUFFLE=N replays that order.
+E2E_SHUFFLE   ?= on
 
 .PHONY: sandbox-deps sandbox-build sandbox-up sandbox-down e2e gauntlet
 
@@ -30,12 +33,12 @@ sandbox-up: sandbox-deps sandbox-build $(SANDBOX_CMD)
 sandbox-down: $(SANDBOX_CMD)
 	$(SANDBOX_CMD) down --state $(SANDBOX_STATE)
 
-## e2e: the end-to-end suite against a fresh sandbox (builds what is missing)
+## e2e: the end-to-end suite against fresh sandboxes, in a random order (builds what is missing)
 e2e: sandbox-deps sandbox-build
 	$(MAKE) generate
 	rm -f gauntlet/report.md
 	BOOTSTRAP_SANDBOX_BIN="$$(bash hack/sandbox/build.sh --print)" \
-		$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./test/e2e/ 2>&1 | tee $${E2E_LOG:-/tmp/bootstrap-e2e.log}; \
+		$(GO) test -count=1 -tags e2e -shuffle=$(E2E_SHUFFLE) -timeout $(E2E_TIMEOUT) -v ./test/e2e/ 2>&1 | tee $${E2E_LOG:-/tmp/bootstrap-e2e.log}; \
 		rc=$${PIPESTATUS[0]}; if test -f gauntlet/report.md; then echo "gauntlet (gauntlet/report.md):"; sed -n '/^| #/,/^$$/p' gauntlet/report.md; tail -n 1 gauntlet/report.md; fi; exit $$rc
 
 GAUNTLET_OUT ?= $(CURDIR)/gauntlet

@@ -46,9 +46,11 @@ func fleet(appValue, strictSuffix string) map[string]string {
 	}
 }
 
-// TestFlux runs the scenarios in order: each needs the state the previous
-// one left (Flux installed, controllers running, sources ready).
+// TestFlux runs the scenarios in order, from ensureFlux's state: each
+// needs the state the previous one left (Flux installed, controllers
+// running, sources ready).
 func TestFlux(t *testing.T) {
+	ensureFlux(t)
 	steps := []struct {
 		name string
 		fn   func(*testing.T)
@@ -129,34 +131,50 @@ func testRenderApplied(t *testing.T) {
 	}
 }
 
-func deployment(ctx context.Context, t *testing.T, name string) *appsv1.Deployment {
+// deployment reads the flux-system Deployment name of e.
+func (e *env) deployment(ctx context.Context, t *testing.T, name string) *appsv1.Deployment {
 	t.Helper()
 	d := &appsv1.Deployment{}
-	if err := suite.client.Get(ctx, types.NamespacedName{Namespace: fluxNS, Name: name}, d); err != nil {
+	if err := e.client.Get(ctx, types.NamespacedName{Namespace: fluxNS, Name: name}, d); err != nil {
 		t.Fatalf("get deployment %s: %v", name, err)
 	}
 	return d
 }
 
-// waitRunning waits until the runner runs name from the Deployment's
+// waitRunning waits until e's runner runs name from the Deployment's
 // current pod template.
-func waitRunning(ctx context.Context, t *testing.T, name string) runner.Instance {
+func (e *env) waitRunning(ctx context.Context, t *testing.T, name string) runner.Instance {
 	t.Helper()
-	hash := runner.TemplateHash(&deployment(ctx, t, name).Spec.Template)
-	if err := suite.runner.WaitFor(ctx, func(st runner.Status) bool {
+	in, err := e.waitRunnerFor(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// waitRunnerFor waits until the runner runs name from the Deployment's
+// current template and returns that instance.
+func (e *env) waitRunnerFor(ctx context.Context, name string) (runner.Instance, error) {
+	var d appsv1.Deployment
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: name}, &d); err != nil {
+		return runner.Instance{}, err
+	}
+	hash := runner.TemplateHash(&d.Spec.Template)
+	err := e.runner.WaitFor(ctx, func(st runner.Status) bool {
 		in := st.Instances[name]
 		return in.Ready && in.TemplateHash == hash
-	}); err != nil {
-		t.Fatalf("%s not ready from template %s: %v", name, hash, err)
+	})
+	if err != nil {
+		return e.runner.Status().Instances[name], fmt.Errorf("%s not running from template %s: %w", name, hash, err)
 	}
-	return suite.runner.Status().Instances[name]
+	return e.runner.Status().Instances[name], nil
 }
 
 func testRunnerStarted(t *testing.T) {
 	ctx := timeoutCtx(t, time.Minute)
 	for _, name := range runner.Runnable {
-		in := waitRunning(ctx, t, name)
-		d := deployment(ctx, t, name)
+		in := suite.waitRunning(ctx, t, name)
+		d := suite.deployment(ctx, t, name)
 		c, err := runner.ManagerContainer(d)
 		if err != nil {
 			t.Fatal(err)
@@ -233,7 +251,7 @@ func kustomization(name, path string, dependsOn ...string) *kustomizev1.Kustomiz
 // waitSourceRevision waits until the GitRepository's artifact is at revision.
 func waitSourceRevision(ctx context.Context, t *testing.T, revision string) {
 	t.Helper()
-	waitFor(ctx, t, &sourcev1.GitRepositoryList{}, fluxNS, "fleet", func(g *sourcev1.GitRepository) (bool, string) {
+	waitFor(ctx, t, suite.client, &sourcev1.GitRepositoryList{}, fluxNS, "fleet", func(g *sourcev1.GitRepository) (bool, string) {
 		st, reason, msg, cur := readyStatus(g.Generation, g.Status.Conditions)
 		rev := ""
 		if g.Status.Artifact != nil {
@@ -247,7 +265,7 @@ func waitSourceRevision(ctx context.Context, t *testing.T, revision string) {
 // lastAppliedRevision == revision.
 func waitApplied(ctx context.Context, t *testing.T, name, revision string) *kustomizev1.Kustomization {
 	t.Helper()
-	return waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, name, func(k *kustomizev1.Kustomization) (bool, string) {
+	return waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, name, func(k *kustomizev1.Kustomization) (bool, string) {
 		st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
 		return st == metav1.ConditionTrue && cur && k.Status.LastAppliedRevision == revision,
 			fmt.Sprintf("Ready=%s %s %q lastApplied=%s", st, reason, msg, k.Status.LastAppliedRevision)
@@ -336,7 +354,7 @@ func testPushPropagates(t *testing.T) {
 // the controller from the new template.
 func setStrictGate(ctx context.Context, t *testing.T, on bool) runner.Instance {
 	t.Helper()
-	d := deployment(ctx, t, "kustomize-controller")
+	d := suite.deployment(ctx, t, "kustomize-controller")
 	idx := -1
 	c := d.Spec.Template.Spec.Containers
 	ci := slices.IndexFunc(c, func(c corev1.Container) bool { return c.Name == "manager" })
@@ -356,7 +374,7 @@ func setStrictGate(ctx context.Context, t *testing.T, on bool) runner.Instance {
 	if err := suite.client.Patch(ctx, d, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		t.Fatalf("patch kustomize-controller args: %v", err)
 	}
-	in := waitRunning(ctx, t, "kustomize-controller")
+	in := suite.waitRunning(ctx, t, "kustomize-controller")
 	if in.TemplateHash != before.TemplateHash && in.Starts <= before.Starts {
 		t.Fatalf("template changed but the controller was not restarted (starts %d → %d)", before.Starts, in.Starts)
 	}
@@ -390,7 +408,7 @@ func waitStrictFailed(ctx context.Context, t *testing.T, revision string) {
 			}
 		}
 	}()
-	waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, "strict", func(k *kustomizev1.Kustomization) (bool, string) {
+	waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "strict", func(k *kustomizev1.Kustomization) (bool, string) {
 		st, reason, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
 		return st == metav1.ConditionFalse && strings.Contains(msg, strictError) && k.Status.LastAttemptedRevision == revision,
 			fmt.Sprintf("Ready=%s %s %q attempted=%s", st, reason, msg, k.Status.LastAttemptedRevision)
@@ -442,10 +460,10 @@ func testIgnoreArgsNegativeControl(t *testing.T) {
 		if err := suite.startRunner(false); err != nil {
 			t.Fatal(err)
 		}
-		waitRunning(ctx, t, "kustomize-controller")
-		waitRunning(ctx, t, "source-controller")
+		suite.waitRunning(ctx, t, "kustomize-controller")
+		suite.waitRunning(ctx, t, "source-controller")
 	}()
-	in := waitRunning(ctx, t, "kustomize-controller")
+	in := suite.waitRunning(ctx, t, "kustomize-controller")
 	if slices.Contains(in.Args, "--log-level=info") {
 		t.Fatalf("negative-control runner passed deployment args: %q", in.Args)
 	}
@@ -463,7 +481,7 @@ func testIgnoreArgsNegativeControl(t *testing.T) {
 
 func testControllerDeath(t *testing.T) {
 	ctx := timeoutCtx(t, 2*time.Minute)
-	before := waitRunning(ctx, t, "source-controller")
+	before := suite.waitRunning(ctx, t, "source-controller")
 	if err := syscall.Kill(before.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

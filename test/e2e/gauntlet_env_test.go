@@ -17,25 +17,13 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/homelab-ops/bootstrap/internal/sandbox"
-	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 )
 
 // gEnv is one fresh sandbox of the gauntlet.
 type gEnv struct {
-	name       string
-	sb         *sandbox.Sandbox
-	client     client.WithWatch
-	cs         kubernetes.Interface
-	runner     *runner.Runner
-	stopRunner func()
+	*env
 	// firstReady is when the last waitKustomizations first saw each
 	// Kustomization Ready at the revision (polled every 500 ms).
 	firstReady map[string]time.Time
@@ -43,72 +31,16 @@ type gEnv struct {
 
 // startGEnv starts a sandbox; withRunner also starts a controller runner.
 func startGEnv(ctx context.Context, name, work string, withRunner bool) (*gEnv, error) {
-	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	sb, err := sandbox.Start(sctx, sandbox.Config{BinDir: suite.binDir, WorkDir: work, Logger: suite.logger.With("gauntlet", name)})
+	e, err := startEnv(ctx, suite.envConfig, name, work, envOptions{runner: withRunner})
 	if err != nil {
-		return nil, fmt.Errorf("sandbox %s: %w", name, err)
-	}
-	g := &gEnv{name: name, sb: sb}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			g.stop()
-			return nil, err
-		}
-	}
-	if g.client, err = client.NewWithWatch(sb.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
-		g.stop()
 		return nil, err
 	}
-	if g.cs, err = kubernetes.NewForConfig(sb.RESTConfig()); err != nil {
-		g.stop()
-		return nil, err
-	}
-	if !withRunner {
-		return g, nil
-	}
-	port, err := sandbox.FreePort()
-	if err != nil {
-		g.stop()
-		return nil, err
-	}
-	r, err := runner.New(runner.Config{
-		RESTConfig: sb.RESTConfig(), APIServerURL: sb.APIServerURL, CAFile: sb.PKI.CACert,
-		BinDir: suite.binDir, WorkDir: filepath.Join(sb.WorkDir, "controllers"), LogDir: sb.LogDir,
-		BinaryVersions: map[string]string{
-			sandbox.BinSourceController:    suite.versions["SOURCE_CONTROLLER_VERSION"],
-			sandbox.BinKustomizeController: suite.versions["KUSTOMIZE_CONTROLLER_VERSION"],
-		},
-		StoragePort: port,
-		Logger:      suite.logger.With("runner", "gauntlet-"+name),
-	})
-	if err != nil {
-		g.stop()
-		return nil, err
-	}
-	rctx, rcancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = r.Run(rctx)
-	}()
-	g.runner = r
-	g.stopRunner = func() { rcancel(); <-done }
-	return g, nil
+	return &gEnv{env: e}, nil
 }
 
 func (g *gEnv) stop() {
-	if g == nil {
-		return
-	}
-	if g.stopRunner != nil {
-		g.stopRunner()
-		g.stopRunner = nil
-	}
-	if g.sb != nil {
-		g.sb.Stop()
-		g.sb = nil
+	if g != nil {
+		g.teardown()
 	}
 }
 
@@ -201,7 +133,7 @@ func (g *gEnv) waitKustomizations(ctx context.Context, names []string, rev strin
 		}
 		if w := strings.Join(waiting, "; "); w != lastWaiting {
 			lastWaiting = w
-			suite.logger.Info("gauntlet: waiting for Kustomizations", "sandbox", g.name, "revision", rev, "waiting", w)
+			g.logger.Info("gauntlet: waiting for Kustomizations", "sandbox", g.name, "revision", rev, "waiting", w)
 		}
 		if time.Since(lastNudge) > time.Second {
 			lastNudge = time.Now()
@@ -254,28 +186,10 @@ func (g *gEnv) nudgeSource(ctx context.Context, rev string) {
 	}
 }
 
-// waitRunnerFor waits until the runner runs name from the Deployment's
-// current template and returns that instance.
-func (g *gEnv) waitRunnerFor(ctx context.Context, name string) (runner.Instance, error) {
-	var d appsv1.Deployment
-	if err := g.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: name}, &d); err != nil {
-		return runner.Instance{}, err
-	}
-	hash := runner.TemplateHash(&d.Spec.Template)
-	err := g.runner.WaitFor(ctx, func(st runner.Status) bool {
-		in := st.Instances[name]
-		return in.Ready && in.TemplateHash == hash
-	})
-	if err != nil {
-		return g.runner.Status().Instances[name], fmt.Errorf("%s not running from template %s: %w", name, hash, err)
-	}
-	return g.runner.Status().Instances[name], nil
-}
-
 // kubectl runs the sandbox's kubectl (built from the same Kubernetes tag)
 // against g.
 func (g *gEnv) kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(suite.binDir, "kubectl"), append([]string{"--kubeconfig", g.sb.KubeconfigPath}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(g.binDir, "kubectl"), append([]string{"--kubeconfig", g.sb.KubeconfigPath}, args...)...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}

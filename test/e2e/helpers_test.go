@@ -81,11 +81,11 @@ func resourceManager() *ssa.ResourceManager {
 	return ssa.NewResourceManager(suite.client, poller, ssa.Owner{Field: "bootstrap-e2e", Group: "e2e.bootstrap.homelab-ops"})
 }
 
-// waitFor waits with the product's own wait (list, then watch) until cond
-// holds, and fails the test with the last state otherwise.
-func waitFor[T client.Object](ctx context.Context, t *testing.T, list client.ObjectList, ns, name string, cond func(T) (bool, string)) T {
+// waitFor waits with the product's own wait (list, then watch) on c until
+// cond holds, and fails the test with the last state otherwise.
+func waitFor[T client.Object](ctx context.Context, t *testing.T, c client.WithWatch, list client.ObjectList, ns, name string, cond func(T) (bool, string)) T {
 	t.Helper()
-	obj, err := wait.For(ctx, suite.client, list, ns, name, cond)
+	obj, err := wait.For(ctx, c, list, ns, name, cond)
 	if err != nil {
 		t.Fatalf("waiting for %s", err)
 	}

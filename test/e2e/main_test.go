@@ -1,9 +1,14 @@
 //go:build e2e
 
 // Package e2e proves the tool's claims against a real API server and real
-// Flux controllers: one sandbox (internal/sandbox) for the whole suite, the
-// controller runner playing kubelet for source- and kustomize-controller,
-// and a Git server over smart HTTP. Run with `make e2e`.
+// Flux controllers. TestMain starts one shared sandbox (internal/sandbox),
+// with the controller runner playing kubelet for source- and
+// kustomize-controller and a Git server over smart HTTP; every test that
+// uses Flux there first calls ensureFlux, which brings it to the state the
+// test starts from whatever ran before. A test that needs a cluster that never
+// had Flux, or several clusters, starts sandboxes of its own (startEnv).
+// No test depends on another having run: `-run TestX` and `-shuffle=on`
+// both hold. Run with `make e2e`.
 package e2e
 
 import (
@@ -32,25 +37,42 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
-// env is the suite's shared sandbox; set once by TestMain, read by tests.
-type env struct {
+// envConfig is what every sandbox of the suite shares: the repository, the
+// sandbox binaries, the pinned versions and the log.
+type envConfig struct {
 	root     string
 	binDir   string
 	versions map[string]string
 	logger   *slog.Logger
-	sb       *sandbox.Sandbox
-	client   client.WithWatch
-	cs       kubernetes.Interface
-	git      *gitserver.Server
+}
+
+// env is one sandbox: the control plane and clients for it, and, when
+// asked for, a controller runner and a Git server. The suite's shared one
+// is suite; tests that need a fresh cluster start their own with startEnv.
+type env struct {
+	envConfig
+	name   string
+	sb     *sandbox.Sandbox
+	client client.WithWatch
+	cs     kubernetes.Interface
+	git    *gitserver.Server
 	// runner is the current controller runner; tests may swap it
-	// (the negative control runs one that ignores Deployment args).
+	// (the negative control runs one that ignores Deployment args, and
+	// ignoreArgs says so until the next startRunner).
 	runner     *runner.Runner
+	ignoreArgs bool
 	stopRunner func()
 	// storagePort is source-controller's artifact address for every runner
-	// of the suite: a Service address outlives its pods.
+	// of this sandbox: a Service address outlives its pods.
 	storagePort int
-	// pids of every process the suite started, for the leak check.
+	// pids of every process the sandbox started, for the leak check.
 	pids map[int]string
+}
+
+// envOptions says what a sandbox gets beside the control plane.
+type envOptions struct {
+	runner bool // a controller runner that follows the Deployments' args
+	git    bool // a Git server of its own
 }
 
 var suite *env
@@ -64,9 +86,6 @@ func run(m *testing.M) int {
 	e, err := setup()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: sandbox setup failed: %v\n", err)
-		if e != nil {
-			e.teardown()
-		}
 		return 1
 	}
 	suite = e
@@ -88,67 +107,84 @@ func run(m *testing.M) int {
 	return code
 }
 
+// setup finds (or builds) the sandbox binaries and starts the shared sandbox.
 func setup() (*env, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
-	e := &env{root: root, pids: map[int]string{}}
-	level := slog.LevelInfo
-	e.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg := envConfig{root: root, logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}
 	ctx := context.Background()
-	if e.binDir, err = sandbox.FindBinDir(ctx, root); err != nil {
+	if cfg.binDir, err = sandbox.FindBinDir(ctx, root); err != nil {
 		return nil, err
 	}
 	all := append(append([]string{}, sandbox.ControlPlaneBinaries...), runner.Runnable...)
-	if sandbox.CheckBinaries(e.binDir, all...) != nil {
+	if sandbox.CheckBinaries(cfg.binDir, all...) != nil {
 		fmt.Fprintln(os.Stderr, "e2e: sandbox binaries missing; running hack/sandbox/build.sh (~10 min cold)")
 		cmd := exec.Command("bash", filepath.Join(root, "hack", "sandbox", "build.sh"))
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("hack/sandbox/build.sh failed: %w", err)
 		}
-		if err := sandbox.CheckBinaries(e.binDir, all...); err != nil {
+		if err := sandbox.CheckBinaries(cfg.binDir, all...); err != nil {
 			return nil, err
 		}
 	}
-	if e.versions, err = versions.ReadFile(filepath.Join(root, "versions.env")); err != nil {
+	if cfg.versions, err = versions.ReadFile(filepath.Join(root, "versions.env")); err != nil {
 		return nil, err
 	}
 	work, err := os.MkdirTemp("", "bootstrap-e2e-")
 	if err != nil {
 		return nil, err
 	}
+	return startEnv(ctx, cfg, "suite", work, envOptions{runner: true, git: true})
+}
+
+// startEnv starts a sandbox in work, with what o asks for; on an error it
+// leaves nothing running.
+func startEnv(ctx context.Context, cfg envConfig, name, work string, o envOptions) (*env, error) {
 	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	sb, err := sandbox.Start(sctx, sandbox.Config{BinDir: e.binDir, WorkDir: work, Logger: e.logger})
+	sb, err := sandbox.Start(sctx, sandbox.Config{BinDir: cfg.binDir, WorkDir: work, Logger: cfg.logger.With("sandbox", name)})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sandbox %s: %w", name, err)
 	}
-	e.sb = sb
+	e := &env{envConfig: cfg, name: name, sb: sb, pids: map[int]string{}}
 	e.track()
+	if err := e.connect(o); err != nil {
+		e.teardown()
+		return nil, fmt.Errorf("sandbox %s: %w", name, err)
+	}
+	return e, nil
+}
+
+// connect makes the clients, then starts what o asks for.
+func (e *env) connect(o envOptions) error {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme} {
 		if err := add(scheme); err != nil {
-			return e, err
+			return err
 		}
 	}
-	if e.client, err = client.NewWithWatch(sb.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
-		return e, err
+	var err error
+	if e.client, err = client.NewWithWatch(e.sb.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
+		return err
 	}
-	if e.cs, err = kubernetes.NewForConfig(sb.RESTConfig()); err != nil {
-		return e, err
+	if e.cs, err = kubernetes.NewForConfig(e.sb.RESTConfig()); err != nil {
+		return err
+	}
+	if o.git {
+		if e.git, err = gitserver.Start(filepath.Join(e.sb.WorkDir, "git"), ""); err != nil {
+			return err
+		}
+	}
+	if !o.runner {
+		return nil
 	}
 	if e.storagePort, err = sandbox.FreePort(); err != nil {
-		return e, err
+		return err
 	}
-	if e.git, err = gitserver.Start(filepath.Join(work, "git"), ""); err != nil {
-		return e, err
-	}
-	if err := e.startRunner(false); err != nil {
-		return e, err
-	}
-	return e, nil
+	return e.startRunner(false)
 }
 
 // startRunner starts a controller runner; ignoreArgs is the negative control.
@@ -162,7 +198,7 @@ func (e *env) startRunner(ignoreArgs bool) error {
 		},
 		StoragePort:          e.storagePort,
 		IgnoreDeploymentArgs: ignoreArgs,
-		Logger:               e.logger.With("runner", map[bool]string{false: "normal", true: "IGNORE-ARGS"}[ignoreArgs]),
+		Logger:               e.logger.With("sandbox", e.name, "runner", map[bool]string{false: "normal", true: "IGNORE-ARGS"}[ignoreArgs]),
 	})
 	if err != nil {
 		return err
@@ -173,11 +209,12 @@ func (e *env) startRunner(ignoreArgs bool) error {
 		defer close(done)
 		_ = r.Run(ctx)
 	}()
-	e.runner = r
+	e.runner, e.ignoreArgs = r, ignoreArgs
 	e.stopRunner = func() {
 		e.trackRunner()
 		cancel()
 		<-done
+		e.runner, e.stopRunner = nil, nil
 	}
 	return nil
 }
@@ -200,16 +237,20 @@ func (e *env) trackRunner() {
 	}
 }
 
+// teardown stops the runner, the Git server and the sandbox; a second call
+// does nothing.
 func (e *env) teardown() {
 	if e.stopRunner != nil {
 		e.stopRunner()
 	}
 	if e.git != nil {
 		_ = e.git.Close()
+		e.git = nil
 	}
 	if e.sb != nil {
 		e.track()
 		e.sb.Stop()
+		e.sb = nil
 	}
 }
 

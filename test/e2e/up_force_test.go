@@ -22,8 +22,8 @@ import (
 func TestUpForce(t *testing.T) {
 	ctx := timeoutCtx(t, 10*time.Minute)
 	ensureFlux(t)
-	waitRunning(ctx, t, "kustomize-controller")
-	waitRunning(ctx, t, "source-controller")
+	suite.waitRunning(ctx, t, "kustomize-controller")
+	suite.waitRunning(ctx, t, "source-controller")
 	key, _, err := agekeytest.NewIdentity()
 	if err != nil {
 		t.Fatal(err)
@@ -38,10 +38,8 @@ func TestUpForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gitRepo.Close()
-	// What earlier scenarios left (a source on a temporary URL, their
-	// age-key Secret) would decide the run: removed first, and after.
-	cleanupHomelab(t)
-	t.Cleanup(func() { cleanupHomelab(t) })
+	// What earlier tests left (a source on a temporary URL, their age-key
+	// Secret) would decide the run: ensureFlux removed it.
 
 	up := func(t *testing.T, args ...string) syncRun {
 		t.Helper()

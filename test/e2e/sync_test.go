@@ -7,9 +7,8 @@ package e2e
 // temporary source (a second Git server holding a mirror of the same
 // repository), a commit through the temporary source, a cutover to an
 // unreachable URL that rolls back, the cutover to the final server, and the
-// before-gates refusing broken roots with nothing applied. Named to sort
-// last: it needs the Flux the earlier files installed (ensureFlux installs it
-// when run alone).
+// before-gates refusing broken roots with nothing applied. ensureFlux gives
+// it Flux and a cluster without the fixture or an age key.
 
 import (
 	"bytes"
@@ -137,7 +136,7 @@ func liveGitRepository(ctx context.Context, t *testing.T) (*sourcev1.GitReposito
 // waitRevision waits until the Kustomization is Ready having applied rev.
 func waitRevision(ctx context.Context, t *testing.T, name, rev string) {
 	t.Helper()
-	waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, name, func(k *kustomizev1.Kustomization) (bool, string) {
+	waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, name, func(k *kustomizev1.Kustomization) (bool, string) {
 		st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
 		return st == metav1.ConditionTrue && cur && k.Status.LastAppliedRevision == rev,
 			fmt.Sprintf("Ready=%s %s %q lastApplied=%s (want %s)", st, reason, msg, k.Status.LastAppliedRevision, rev)
@@ -149,8 +148,8 @@ var homelabKustomizations = []string{"flux-system", "cni", "platform", "platform
 func TestSync(t *testing.T) {
 	ctx := timeoutCtx(t, 25*time.Minute)
 	ensureFlux(t)
-	waitRunning(ctx, t, "kustomize-controller")
-	waitRunning(ctx, t, "source-controller")
+	suite.waitRunning(ctx, t, "kustomize-controller")
+	suite.waitRunning(ctx, t, "source-controller")
 	if _, found := liveGitRepository(ctx, t); found {
 		t.Fatal("precondition: GitRepository flux-system/flux-system already exists")
 	}
@@ -192,8 +191,6 @@ func TestSync(t *testing.T) {
 	}
 
 	t.Run("MissingSopsAgeFailsBeforeGate", func(t *testing.T) {
-		// TestAgeKey may have left its own key: this scenario needs none.
-		_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
 		r := bootstrapJSON(t, dev...)
 		c := r.report.check(rootsync.GateDecryption.ID + "/flux-system/sops-age")
 		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "bootstrap age-key --path clusters/dev") {
@@ -386,7 +383,7 @@ func TestSync(t *testing.T) {
 		}
 		// SIGINT once the switch is applied: the command waits for a source
 		// that never comes up.
-		waitFor(ctx, t, &sourcev1.GitRepositoryList{}, fluxNS, "flux-system", func(g *sourcev1.GitRepository) (bool, string) {
+		waitFor(ctx, t, suite.client, &sourcev1.GitRepositoryList{}, fluxNS, "flux-system", func(g *sourcev1.GitRepository) (bool, string) {
 			return g.Spec.URL == unreachable, "url " + g.Spec.URL
 		})
 		time.Sleep(time.Second)

@@ -2,9 +2,6 @@
 
 package e2e
 
-// This file is named to sort last: its scenario needs the Flux that
-// TestControllers and TestFlux installed, with kustomize-controller running.
-
 import (
 	"fmt"
 	"os"
@@ -16,8 +13,6 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/ssa"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,29 +73,6 @@ func (r ageKeyRun) String() string {
 	return b.String()
 }
 
-// ensureFlux installs Flux when this scenario runs on its own
-// (-run TestAgeKey); in the full suite the earlier scenarios installed it.
-func ensureFlux(t *testing.T) {
-	t.Helper()
-	ctx := timeoutCtx(t, 3*time.Minute)
-	var d appsv1.Deployment
-	err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "kustomize-controller"}, &d)
-	if err == nil {
-		return
-	}
-	if !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	rm := resourceManager()
-	cs, err := rm.ApplyAllStaged(ctx, render(t, "--flux-version", "v2.9.5"), ssa.DefaultApplyOptions())
-	if err != nil {
-		t.Fatalf("install Flux: %v", err)
-	}
-	if err := rm.WaitForSetWithContext(ctx, cs.ToObjMetadataSet(), ssa.WaitOptions{Interval: 500 * time.Millisecond, Timeout: 2 * time.Minute}); err != nil {
-		t.Fatalf("Flux not ready: %v", err)
-	}
-}
-
 func sopsAgeSecret(t *testing.T) (*corev1.Secret, bool) {
 	t.Helper()
 	var s corev1.Secret
@@ -122,8 +94,8 @@ func sopsAgeSecret(t *testing.T) (*corev1.Secret, bool) {
 func TestAgeKey(t *testing.T) {
 	ctx := timeoutCtx(t, 5*time.Minute)
 	ensureFlux(t)
-	waitRunning(ctx, t, "kustomize-controller")
-	waitRunning(ctx, t, "source-controller")
+	suite.waitRunning(ctx, t, "kustomize-controller")
+	suite.waitRunning(ctx, t, "source-controller")
 	if _, found := sopsAgeSecret(t); found {
 		t.Fatalf("precondition: Secret %s/%s already exists", fluxNS, agekey.DefaultSecretName)
 	}
@@ -193,7 +165,7 @@ func TestAgeKey(t *testing.T) {
 			}
 		}
 		rev := gitRepo.Revision(sha)
-		waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, "agekey-apps", func(k *kustomizev1.Kustomization) (bool, string) {
+		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "agekey-apps", func(k *kustomizev1.Kustomization) (bool, string) {
 			st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
 			return st == metav1.ConditionTrue && cur && k.Status.LastAppliedRevision == rev,
 				fmt.Sprintf("Ready=%s %s %q lastApplied=%s", st, reason, msg, k.Status.LastAppliedRevision)
@@ -225,7 +197,7 @@ func TestAgeKey(t *testing.T) {
 				t.Fatalf("create %s: %v", o.GetName(), err)
 			}
 		}
-		k := waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, "agekey-wrong", func(k *kustomizev1.Kustomization) (bool, string) {
+		k := waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "agekey-wrong", func(k *kustomizev1.Kustomization) (bool, string) {
 			st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
 			return st == metav1.ConditionFalse && cur && strings.Contains(msg, "decrypt"), fmt.Sprintf("Ready=%s %s %q", st, reason, msg)
 		})

@@ -3,8 +3,8 @@
 package e2e
 
 // `bootstrap up`, the cluster lock and the Ansible example against the
-// sandbox. Named to sort after the sync scenarios: it reuses the Flux they
-// left and syncs dev from a repository of its own.
+// shared sandbox, each from ensureFlux's state; the Ansible play syncs dev
+// from a repository of its own.
 
 import (
 	"context"
@@ -128,11 +128,8 @@ func TestAnsibleUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gitRepo.Close()
-	// A cold bring-up of dev: what earlier scenarios left (their sources,
-	// Kustomizations, cluster-vars and age-key Secret) is removed first, so
-	// the first run has everything to do and nothing of theirs interferes.
-	cleanupHomelab(t)
-	t.Cleanup(func() { cleanupHomelab(t) })
+	// ensureFlux left nothing of the fixture: the first run is a cold
+	// bring-up of dev, with everything to do.
 
 	reports := t.TempDir()
 	if err := os.Chmod(reports, 0o750); err != nil { // as the play wants it: only the up task may change

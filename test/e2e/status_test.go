@@ -112,12 +112,10 @@ func (r statusRun) verdict(id string) string {
 func TestStatus(t *testing.T) {
 	ctx := timeoutCtx(t, 20*time.Minute)
 	ensureFlux(t)
-	waitRunning(ctx, t, "kustomize-controller")
-	waitRunning(ctx, t, "source-controller")
-	// The state this test needs, from whatever the suite left: nothing of
-	// the homelab fixture, then one `up` of dev.
-	cleanupHomelab(t)
-	t.Cleanup(func() { cleanupHomelab(t) })
+	suite.waitRunning(ctx, t, "kustomize-controller")
+	suite.waitRunning(ctx, t, "source-controller")
+	// The state this test needs: ensureFlux's (nothing of the homelab
+	// fixture), then one `up` of dev.
 
 	key, recipient, err := agekeytest.NewIdentity()
 	if err != nil {
@@ -215,7 +213,7 @@ func TestStatus(t *testing.T) {
 	})
 
 	t.Run("StrictFlagRemoved", func(t *testing.T) {
-		d := deployment(ctx, t, "kustomize-controller")
+		d := suite.deployment(ctx, t, "kustomize-controller")
 		ci := slices.IndexFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "manager" })
 		idx := slices.IndexFunc(d.Spec.Template.Spec.Containers[ci].Args, func(a string) bool {
 			return strings.HasPrefix(a, "--feature-gates=") && strings.Contains(a, runner.StrictGate)
@@ -239,9 +237,9 @@ func TestStatus(t *testing.T) {
 			}) {
 				t.Errorf("restore with `bootstrap controllers`:\n%s\n%s", r, r.stderr)
 			}
-			waitRunning(ctx, t, "kustomize-controller")
+			suite.waitRunning(ctx, t, "kustomize-controller")
 		}()
-		waitRunning(ctx, t, "kustomize-controller")
+		suite.waitRunning(ctx, t, "kustomize-controller")
 		r := statusCLI(t, env...)
 		drift := r.report.check(controllers.GateDrift.ID)
 		if r.code != 1 || !strings.HasPrefix(drift, "fail") || !strings.Contains(drift, "configured Deployment/flux-system/kustomize-controller (pod template changes: restarts)") ||
@@ -294,7 +292,7 @@ func TestStatus(t *testing.T) {
 		for _, src := range []string{"flux-system", "shared"} {
 			requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
 		}
-		waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, "platform-config", func(k *kustomizev1.Kustomization) (bool, string) {
+		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "platform-config", func(k *kustomizev1.Kustomization) (bool, string) {
 			st, reason, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
 			return st == metav1.ConditionFalse && k.Status.LastAttemptedRevision == badRev && strings.Contains(msg, "variable not set"),
 				fmt.Sprintf("Ready=%s %s %q attempted %s", st, reason, msg, k.Status.LastAttemptedRevision)

@@ -29,18 +29,20 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 )
 
-// These scenarios run first, on a fresh sandbox (the file name sorts first, and
-// go test runs files in name order): `bootstrap controllers`
-// installs Flux v2.4.0, turns the strict gate on with the shipped overlay,
-// upgrades to v2.9.5 and leaves Flux installed for the later scenarios.
+// These scenarios run on a sandbox of their own that never had Flux (in any
+// order, alone or not): `bootstrap controllers` is refused to a restricted
+// identity, installs Flux v2.4.0, turns the strict gate on with the shipped
+// overlay, upgrades to v2.9.5, restarts for a new flag, survives a SIGKILL
+// and prunes the extras. The sandbox is torn down with the test.
 
 var homelabExtras = []string{"--components-extra", "image-reflector-controller,image-automation-controller"}
 
-// controllersCLI runs `bootstrap controllers -o json` against the sandbox.
-func controllersCLI(t *testing.T, kubeconfig string, args ...string) (cliReport, string) {
+// controllersCLI runs `bootstrap controllers -o json` against e, as
+// kubeconfig's identity when it is not "".
+func (e *env) controllersCLI(t *testing.T, kubeconfig string, args ...string) (cliReport, string) {
 	t.Helper()
 	if kubeconfig == "" {
-		kubeconfig = suite.sb.KubeconfigPath
+		kubeconfig = e.sb.KubeconfigPath
 	}
 	full := append([]string{"controllers", "-o", "json", "--kubeconfig", kubeconfig, "--timeout", "2m"}, args...)
 	_, _, stderr, r := runJSON(t, exec.Command(bootstrapCLI(t), full...))
@@ -55,9 +57,19 @@ func mustPass(t *testing.T, r cliReport, stderr string) {
 }
 
 func TestControllers(t *testing.T) {
+	e, err := startEnv(context.Background(), suite.envConfig, "controllers", t.TempDir(), envOptions{runner: true, git: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.teardown()
+		if left := e.survivors(); len(left) > 0 {
+			t.Errorf("processes left behind by the controllers sandbox: %s", strings.Join(left, ", "))
+		}
+	})
 	steps := []struct {
 		name string
-		fn   func(*testing.T)
+		fn   func(*testing.T, *env)
 	}{
 		{"RestrictedUserStoppedBeforeAnything", testControllersRestrictedUser},
 		{"FreshV240PlainIsFailOpen", testControllersV240Plain},
@@ -69,15 +81,10 @@ func TestControllers(t *testing.T) {
 		{"RemovedExtrasArePruned", testControllersPrune},
 	}
 	for _, s := range steps {
-		if !t.Run(s.name, s.fn) {
+		if !t.Run(s.name, func(t *testing.T) { s.fn(t, e) }) {
 			t.Fatalf("%s failed; later scenarios depend on it and were not run", s.name)
 		}
 	}
-	// Leave the cluster as the later scenarios expect: Flux installed, no
-	// sources of ours.
-	ctx := timeoutCtx(t, time.Minute)
-	_ = suite.client.Delete(ctx, ctlKustomization())
-	_ = suite.client.Delete(ctx, gitRepository("ctl-fleet", ""))
 }
 
 func ctlKustomization() *kustomizev1.Kustomization {
@@ -88,10 +95,11 @@ func ctlKustomization() *kustomizev1.Kustomization {
 	return k
 }
 
-func deploymentGen(ctx context.Context, t *testing.T, name string) int64 {
+// deploymentGen is the generation of e's flux-system Deployment name.
+func (e *env) deploymentGen(ctx context.Context, t *testing.T, name string) int64 {
 	t.Helper()
 	var d appsv1.Deployment
-	if err := suite.client.Get(ctx, clientKey(fluxNS, name), &d); err != nil {
+	if err := e.client.Get(ctx, clientKey(fluxNS, name), &d); err != nil {
 		t.Fatal(err)
 	}
 	return d.Generation
@@ -100,10 +108,10 @@ func deploymentGen(ctx context.Context, t *testing.T, name string) int64 {
 // testControllersRestrictedUser: an identity that may do everything but
 // create CRDs is stopped by the before-gate, which lists the gap, and
 // nothing is applied.
-func testControllersRestrictedUser(t *testing.T) {
+func testControllersRestrictedUser(t *testing.T, e *env) {
 	ctx := timeoutCtx(t, time.Minute)
-	kc := restrictedKubeconfig(ctx, t)
-	r, stderr := controllersCLI(t, kc, "--flux-version", "v2.4.0")
+	kc := e.restrictedKubeconfig(ctx, t)
+	r, stderr := e.controllersCLI(t, kc, "--flux-version", "v2.4.0")
 	if r.ExitCode != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.ExitCode, stderr)
 	}
@@ -119,7 +127,7 @@ func testControllersRestrictedUser(t *testing.T) {
 	}
 	var ns metav1.PartialObjectMetadata
 	ns.SetGroupVersionKind(schemaNamespace)
-	if err := suite.client.Get(ctx, clientKey("", fluxNS), &ns); err == nil {
+	if err := e.client.Get(ctx, clientKey("", fluxNS), &ns); err == nil {
 		t.Fatal("namespace flux-system exists: something was applied")
 	}
 }
@@ -130,9 +138,9 @@ func testControllersRestrictedUser(t *testing.T) {
 // install (they need source.toolkit.fluxcd.io/v1 OCIRepository, which the
 // v2.4.0 CRDs do not serve, and older controller modules are not on the Go
 // module proxy), so the runner must say so rather than pretend.
-func testControllersV240Plain(t *testing.T) {
+func testControllersV240Plain(t *testing.T, e *env) {
 	ctx := timeoutCtx(t, 4*time.Minute)
-	r, stderr := controllersCLI(t, "", append([]string{"--flux-version", "v2.4.0", "--plain"}, homelabExtras...)...)
+	r, stderr := e.controllersCLI(t, "", append([]string{"--flux-version", "v2.4.0", "--plain"}, homelabExtras...)...)
 	mustPass(t, r, stderr)
 	if !r.Changed || len(r.Warnings) == 0 || !strings.HasPrefix(r.check("overlay.plain"), "warn") {
 		t.Fatalf("fresh --plain install: changed=%t warnings=%v plain=%s", r.Changed, r.Warnings, r.check("overlay.plain"))
@@ -146,7 +154,7 @@ func testControllersV240Plain(t *testing.T) {
 		}
 	}
 	for _, d := range []string{"image-reflector-controller", "image-automation-controller", "kustomize-controller"} {
-		if dep := deployment(ctx, t, d); dep.Status.AvailableReplicas < 1 {
+		if dep := e.deployment(ctx, t, d); dep.Status.AvailableReplicas < 1 {
 			t.Fatalf("%s not available", d)
 		}
 	}
@@ -160,29 +168,29 @@ func testControllersV240Plain(t *testing.T) {
 		}
 		return "", false
 	}
-	if err := suite.runner.WaitFor(ctx, func(st runner.Status) bool { _, ok := cannot(st); return ok }); err != nil {
-		t.Fatalf("the runner did not report why v1.9.5 cannot run a v2.4.0 install: %+v", suite.runner.Status().Instances)
+	if err := e.runner.WaitFor(ctx, func(st runner.Status) bool { _, ok := cannot(st); return ok }); err != nil {
+		t.Fatalf("the runner did not report why v1.9.5 cannot run a v2.4.0 install: %+v", e.runner.Status().Instances)
 	}
-	name, _ := cannot(suite.runner.Status())
-	in := suite.runner.Status().Instances["kustomize-controller"]
+	name, _ := cannot(e.runner.Status())
+	in := e.runner.Status().Instances["kustomize-controller"]
 	if g := runner.EffectiveGates(in.Args)[runner.StrictGate]; g != "false" {
 		t.Fatalf("v1.4.0 without the overlay must be started fail-open, runner args %q", in.Args)
 	}
-	t.Logf("runner on Flux v2.4.0: kustomize-controller notes %v; %s: %s", in.Notes, name, firstLine(suite.runner.Status().Instances[name].LastExit))
+	t.Logf("runner on Flux v2.4.0: kustomize-controller notes %v; %s: %s", in.Notes, name, firstLine(e.runner.Status().Instances[name].LastExit))
 }
 
-func testControllersV240Strict(t *testing.T) {
+func testControllersV240Strict(t *testing.T, e *env) {
 	ctx := timeoutCtx(t, 4*time.Minute)
-	gen := deploymentGen(ctx, t, "kustomize-controller")
-	dry, stderr := controllersCLI(t, "", append([]string{"--flux-version", "v2.4.0", "--dry-run"}, homelabExtras...)...)
+	gen := e.deploymentGen(ctx, t, "kustomize-controller")
+	dry, stderr := e.controllersCLI(t, "", append([]string{"--flux-version", "v2.4.0", "--dry-run"}, homelabExtras...)...)
 	mustPass(t, dry, stderr)
 	if !dry.DryRun || !dry.Changed || !slices.Equal(restartsAll(dry), []string{"Deployment/flux-system/kustomize-controller"}) {
 		t.Fatalf("dry run must predict exactly the kustomize-controller restart: changed=%t restarts=%v", dry.Changed, restartsAll(dry))
 	}
-	if deploymentGen(ctx, t, "kustomize-controller") != gen {
+	if e.deploymentGen(ctx, t, "kustomize-controller") != gen {
 		t.Fatal("--dry-run changed the Deployment")
 	}
-	r, stderr := controllersCLI(t, "", append([]string{"--flux-version", "v2.4.0"}, homelabExtras...)...)
+	r, stderr := e.controllersCLI(t, "", append([]string{"--flux-version", "v2.4.0"}, homelabExtras...)...)
 	mustPass(t, r, stderr)
 	if !strings.Contains(r.check("controllers.strict-substitution"), "only because of the overlay") {
 		t.Fatalf("strict gate: %s", r.check("controllers.strict-substitution"))
@@ -190,32 +198,32 @@ func testControllersV240Strict(t *testing.T) {
 	if !strings.HasPrefix(r.check("controllers.flags-live"), "pass") {
 		t.Fatalf("flags-live: %s", r.check("controllers.flags-live"))
 	}
-	if deploymentGen(ctx, t, "kustomize-controller") == gen {
+	if e.deploymentGen(ctx, t, "kustomize-controller") == gen {
 		t.Fatal("the overlay did not change the kustomize-controller Deployment")
 	}
 	// The runner follows the template: the next start carries the gate.
-	if err := suite.runner.WaitFor(ctx, func(st runner.Status) bool {
+	if err := e.runner.WaitFor(ctx, func(st runner.Status) bool {
 		return runner.EffectiveGates(st.Instances["kustomize-controller"].Args)[runner.StrictGate] == "true"
 	}); err != nil {
 		t.Fatalf("the runner did not pick up the gate: %v", err)
 	}
 }
 
-func testControllersRerun(t *testing.T) {
+func testControllersRerun(t *testing.T, e *env) {
 	ctx := timeoutCtx(t, 2*time.Minute)
-	gen := deploymentGen(ctx, t, "kustomize-controller")
-	hash := suite.runner.Status().Instances["kustomize-controller"].TemplateHash
-	r, stderr := controllersCLI(t, "", append([]string{"--flux-version", "v2.4.0"}, homelabExtras...)...)
+	gen := e.deploymentGen(ctx, t, "kustomize-controller")
+	hash := e.runner.Status().Instances["kustomize-controller"].TemplateHash
+	r, stderr := e.controllersCLI(t, "", append([]string{"--flux-version", "v2.4.0"}, homelabExtras...)...)
 	mustPass(t, r, stderr)
 	if r.Changed || len(restartsAll(r)) > 0 {
 		t.Fatalf("identical re-run: changed=%t restarts=%v", r.Changed, restartsAll(r))
 	}
-	if deploymentGen(ctx, t, "kustomize-controller") != gen || suite.runner.Status().Instances["kustomize-controller"].TemplateHash != hash {
+	if e.deploymentGen(ctx, t, "kustomize-controller") != gen || e.runner.Status().Instances["kustomize-controller"].TemplateHash != hash {
 		t.Fatal("identical re-run restarted kustomize-controller")
 	}
 }
 
-func testControllersUpgrade(t *testing.T) {
+func testControllersUpgrade(t *testing.T, e *env) {
 	ctx := timeoutCtx(t, 4*time.Minute)
 	// An object stored in v1beta2, a version Flux v2.9.5's OCIRepository
 	// CRD no longer serves.
@@ -224,37 +232,37 @@ func testControllersUpgrade(t *testing.T) {
 		"metadata": map[string]any{"name": "ctl-oci", "namespace": fluxNS},
 		"spec":     map[string]any{"url": "oci://127.0.0.1:1/none", "interval": "10m", "ref": map[string]any{"tag": "latest"}, "suspend": true},
 	}}
-	if err := suite.client.Create(ctx, oci); err != nil {
+	if err := e.client.Create(ctx, oci); err != nil {
 		t.Fatal(err)
 	}
-	gen := deploymentGen(ctx, t, "kustomize-controller")
-	r, stderr := controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5"}, homelabExtras...)...)
+	gen := e.deploymentGen(ctx, t, "kustomize-controller")
+	r, stderr := e.controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5"}, homelabExtras...)...)
 	if r.ExitCode != 1 || !strings.HasPrefix(r.check("controllers.crd-stored-versions"), "fail") || len(r.Objects) != 0 {
 		t.Fatalf("an upgrade dropping a stored version must stop before applying: exit %d, %s\n%s", r.ExitCode, r.check("controllers.crd-stored-versions"), stderr)
 	}
-	if !strings.Contains(r.check("controllers.crd-stored-versions"), "--migrate-crds") || deploymentGen(ctx, t, "kustomize-controller") != gen {
+	if !strings.Contains(r.check("controllers.crd-stored-versions"), "--migrate-crds") || e.deploymentGen(ctx, t, "kustomize-controller") != gen {
 		t.Fatalf("the stop must name the fix and change nothing: %s", r.check("controllers.crd-stored-versions"))
 	}
-	r, stderr = controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5", "--migrate-crds"}, homelabExtras...)...)
+	r, stderr = e.controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5", "--migrate-crds"}, homelabExtras...)...)
 	mustPass(t, r, stderr)
 	oci.SetAPIVersion("source.toolkit.fluxcd.io/v1")
-	if err := suite.client.Get(ctx, clientKey(fluxNS, "ctl-oci"), oci); err != nil {
+	if err := e.client.Get(ctx, clientKey(fluxNS, "ctl-oci"), oci); err != nil {
 		t.Fatalf("the migrated OCIRepository is not readable as v1: %v", err)
 	}
-	_ = suite.client.Delete(ctx, oci)
+	_ = e.client.Delete(ctx, oci)
 	if !r.Changed || !strings.Contains(r.check("controllers.strict-substitution"), "on by default") {
 		t.Fatalf("upgrade: changed=%t strict=%s", r.Changed, r.check("controllers.strict-substitution"))
 	}
 	for _, name := range runner.Runnable {
-		if in := waitRunning(ctx, t, name); in.ImageVersion != "v1.9.5" {
+		if in := e.waitRunning(ctx, t, name); in.ImageVersion != "v1.9.5" {
 			t.Fatalf("%s: runner sees image %s after the upgrade", name, in.ImageVersion)
 		}
 	}
-	t.Logf("controllers actually running after the upgrade: %v", runnerRunning())
+	t.Logf("controllers actually running after the upgrade: %v", e.runnerRunning())
 
 	// The running controller is strict: a Kustomization using an undefined
 	// variable fails.
-	repo, sha, err := suite.git.CreateRepo(ctx, "ctl-fleet", "")
+	repo, sha, err := e.git.CreateRepo(ctx, "ctl-fleet", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,21 +270,21 @@ func testControllersUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range []client.Object{namespaceObj(appNS), gitRepository("ctl-fleet", repo.URL), ctlKustomization()} {
-		if err := suite.client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := e.client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
 	rev := repo.Revision(sha)
-	waitFor(ctx, t, &kustomizev1.KustomizationList{}, fluxNS, "ctl-strict", func(k *kustomizev1.Kustomization) (bool, string) {
+	waitFor(ctx, t, e.client, &kustomizev1.KustomizationList{}, fluxNS, "ctl-strict", func(k *kustomizev1.Kustomization) (bool, string) {
 		_, _, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
 		return strings.Contains(msg, strictError) && k.Status.LastAttemptedRevision == rev, msg
 	})
 }
 
-func testControllersNewFlag(t *testing.T) {
+func testControllersNewFlag(t *testing.T, e *env) {
 	ctx := timeoutCtx(t, 3*time.Minute)
 	dir := t.TempDir()
-	shipped, _ := os.ReadFile(filepath.Join(suite.root, "overlays", "strict-substitution.yaml"))
+	shipped, _ := os.ReadFile(filepath.Join(e.root, "overlays", "strict-substitution.yaml"))
 	files := map[string]string{
 		"kustomization.yaml": "patches:\n  - path: strict-substitution.yaml\n    target: {kind: Deployment, name: kustomize-controller}\n" +
 			"  - target: {kind: Deployment, name: kustomize-controller}\n    patch: |\n      - op: add\n        path: /spec/template/spec/containers/0/args/-\n        value: --concurrent=6\n",
@@ -287,19 +295,19 @@ func testControllersNewFlag(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gen := deploymentGen(ctx, t, "kustomize-controller")
-	r, stderr := controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5", "--overlays", dir, "--dry-run"}, homelabExtras...)...)
+	gen := e.deploymentGen(ctx, t, "kustomize-controller")
+	r, stderr := e.controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5", "--overlays", dir, "--dry-run"}, homelabExtras...)...)
 	mustPass(t, r, stderr)
 	if !r.DryRun || !r.Changed || !slices.Equal(restartsAll(r), []string{"Deployment/flux-system/kustomize-controller"}) {
 		t.Fatalf("dry run with a new flag: changed=%t restarts=%v", r.Changed, restartsAll(r))
 	}
-	if deploymentGen(ctx, t, "kustomize-controller") != gen {
+	if e.deploymentGen(ctx, t, "kustomize-controller") != gen {
 		t.Fatal("--dry-run changed the Deployment")
 	}
-	before := suite.runner.Status().Instances["kustomize-controller"]
-	r, stderr = controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5", "--overlays", dir}, homelabExtras...)...)
+	before := e.runner.Status().Instances["kustomize-controller"]
+	r, stderr = e.controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5", "--overlays", dir}, homelabExtras...)...)
 	mustPass(t, r, stderr)
-	in := waitRunning(ctx, t, "kustomize-controller")
+	in := e.waitRunning(ctx, t, "kustomize-controller")
 	if in.Starts <= before.Starts || !slices.Contains(in.Args, "--concurrent=6") {
 		t.Fatalf("the runner did not restart kustomize-controller with the new flag: starts %d→%d args %q", before.Starts, in.Starts, in.Args)
 	}
@@ -307,10 +315,10 @@ func testControllersNewFlag(t *testing.T) {
 
 // testControllersKilled SIGKILLs the tool right after it printed its plan,
 // i.e. during the apply, and proves a re-run converges.
-func testControllersKilled(t *testing.T) {
+func testControllersKilled(t *testing.T, e *env) {
 	ctx := timeoutCtx(t, 3*time.Minute)
 	dir := t.TempDir()
-	shipped, _ := os.ReadFile(filepath.Join(suite.root, "overlays", "strict-substitution.yaml"))
+	shipped, _ := os.ReadFile(filepath.Join(e.root, "overlays", "strict-substitution.yaml"))
 	k := "patches:\n  - path: strict-substitution.yaml\n    target: {kind: Deployment, name: kustomize-controller}\n" +
 		"  - target: {kind: Deployment, name: kustomize-controller}\n    patch: |\n      - op: add\n        path: /spec/template/spec/containers/0/args/-\n        value: --concurrent=7\n"
 	for n, c := range map[string]string{"kustomization.yaml": k, "strict-substitution.yaml": string(shipped)} {
@@ -318,7 +326,7 @@ func testControllersKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	args := append([]string{"controllers", "--kubeconfig", suite.sb.KubeconfigPath, "--flux-version", "v2.9.5", "--overlays", dir}, homelabExtras...)
+	args := append([]string{"controllers", "--kubeconfig", e.sb.KubeconfigPath, "--flux-version", "v2.9.5", "--overlays", dir}, homelabExtras...)
 	cmd := exec.CommandContext(ctx, bootstrapCLI(t), args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -338,14 +346,14 @@ func testControllersKilled(t *testing.T) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	r, out := controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5", "--overlays", dir}, homelabExtras...)...)
+	r, out := e.controllersCLI(t, "", append([]string{"--flux-version", "v2.9.5", "--overlays", dir}, homelabExtras...)...)
 	mustPass(t, r, out)
 	// The killed run could not release its lock: the re-run on the same
 	// host sees its process is gone and takes the lock over, saying so.
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "process is gone") {
 		t.Errorf("the re-run did not say it took over the killed run's lock: warnings %q", r.Warnings)
 	}
-	in := waitRunning(ctx, t, "kustomize-controller")
+	in := e.waitRunning(ctx, t, "kustomize-controller")
 	if !slices.Contains(in.Args, "--concurrent=7") || !strings.HasPrefix(r.check("controllers.flags-live"), "pass") {
 		t.Fatalf("re-run after SIGKILL did not converge: args %q flags-live %s", in.Args, r.check("controllers.flags-live"))
 	}
@@ -354,17 +362,17 @@ func testControllersKilled(t *testing.T) {
 // testControllersPrune drops the image extras: their Deployments, service
 // accounts and unused CRDs are pruned; a CRD that still has a custom
 // resource is kept (a warning) until --prune-crds.
-func testControllersPrune(t *testing.T) {
+func testControllersPrune(t *testing.T, e *env) {
 	ctx := timeoutCtx(t, 3*time.Minute)
 	ir := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
 		"metadata": map[string]any{"name": "ctl-images", "namespace": fluxNS},
 		"spec":     map[string]any{"image": "127.0.0.1:1/none", "interval": "10m", "suspend": true},
 	}}
-	if err := suite.client.Create(ctx, ir); err != nil {
+	if err := e.client.Create(ctx, ir); err != nil {
 		t.Fatal(err)
 	}
-	dry, stderr := controllersCLI(t, "", "--flux-version", "v2.9.5", "--dry-run")
+	dry, stderr := e.controllersCLI(t, "", "--flux-version", "v2.9.5", "--dry-run")
 	mustPass(t, dry, stderr)
 	deleted := func(r cliReport) []string {
 		var out []string
@@ -383,24 +391,24 @@ func testControllersPrune(t *testing.T) {
 	if slices.Contains(deleted(dry), "CustomResourceDefinition/imagerepositories.image.toolkit.fluxcd.io") || !strings.HasPrefix(dry.check("controllers.prune"), "warn") {
 		t.Fatalf("a CRD with a custom resource must be kept with a warning: %v %s", deleted(dry), dry.check("controllers.prune"))
 	}
-	if dep := deployment(ctx, t, "image-reflector-controller"); dep == nil {
+	if dep := e.deployment(ctx, t, "image-reflector-controller"); dep == nil {
 		t.Fatal("--dry-run pruned")
 	}
-	r, stderr := controllersCLI(t, "", "--flux-version", "v2.9.5")
+	r, stderr := e.controllersCLI(t, "", "--flux-version", "v2.9.5")
 	mustPass(t, r, stderr)
 	var d appsv1.Deployment
-	if err := suite.client.Get(ctx, clientKey(fluxNS, "image-reflector-controller"), &d); !apierrors.IsNotFound(err) {
+	if err := e.client.Get(ctx, clientKey(fluxNS, "image-reflector-controller"), &d); !apierrors.IsNotFound(err) {
 		t.Fatalf("image-reflector-controller not pruned: %v", err)
 	}
-	if err := suite.client.Get(ctx, clientKey(fluxNS, "ctl-images"), ir); err != nil {
+	if err := e.client.Get(ctx, clientKey(fluxNS, "ctl-images"), ir); err != nil {
 		t.Fatalf("the custom resource went with a pruned CRD: %v", err)
 	}
-	r, stderr = controllersCLI(t, "", "--flux-version", "v2.9.5", "--prune-crds")
+	r, stderr = e.controllersCLI(t, "", "--flux-version", "v2.9.5", "--prune-crds")
 	mustPass(t, r, stderr)
 	if !slices.Contains(deleted(r), "CustomResourceDefinition/imagerepositories.image.toolkit.fluxcd.io") {
 		t.Fatalf("--prune-crds did not prune the CRD: %v", deleted(r))
 	}
-	r, stderr = controllersCLI(t, "", "--flux-version", "v2.9.5")
+	r, stderr = e.controllersCLI(t, "", "--flux-version", "v2.9.5")
 	mustPass(t, r, stderr)
 	if r.Changed {
 		t.Fatalf("re-run after the prune changed something: %+v", r.Objects)
@@ -419,9 +427,10 @@ func restartsAll(r cliReport) []string {
 	return out
 }
 
-func runnerRunning() []string {
+// runnerRunning lists the controllers e's runner runs, with their images.
+func (e *env) runnerRunning() []string {
 	var out []string
-	for n, in := range suite.runner.Status().Instances {
+	for n, in := range e.runner.Status().Instances {
 		if in.Running {
 			out = append(out, fmt.Sprintf("%s (image %s)", n, in.ImageVersion))
 		}
@@ -438,9 +447,9 @@ func namespaceObj(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
-// restrictedKubeconfig writes a kubeconfig for a ServiceAccount that may do
+// restrictedKubeconfig writes a kubeconfig of e for a ServiceAccount that may do
 // everything the install needs except create CustomResourceDefinitions.
-func restrictedKubeconfig(ctx context.Context, t *testing.T) string {
+func (e *env) restrictedKubeconfig(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	const name = "bootstrap-restricted"
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
@@ -457,17 +466,17 @@ func restrictedKubeconfig(ctx context.Context, t *testing.T) string {
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}},
 	}
 	for _, o := range []client.Object{sa, role, binding} {
-		if err := suite.client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := e.client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
-	tok, err := suite.cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
+	tok, err := e.cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("token for %s: %v", name, err)
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["sandbox"] = &clientcmdapi.Cluster{Server: suite.sb.APIServerURL, CertificateAuthority: suite.sb.PKI.CACert}
+	cfg.Clusters["sandbox"] = &clientcmdapi.Cluster{Server: e.sb.APIServerURL, CertificateAuthority: e.sb.PKI.CACert}
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "sandbox", AuthInfo: name}
 	cfg.CurrentContext = name

@@ -7,8 +7,8 @@ package e2e
 // sync`: a cold bring-up converges with every node at its revision; an
 // undefined ${VAR} fails its node within the retry budget, descendants
 // skip; a commit pushed during converge is waited for everywhere; a
-// suspended node is reported (exit 1). It leaves the cluster as it found
-// it (no GitRepository flux-system), for TestSync.
+// suspended node is reported (exit 1). ensureFlux gives it a cluster
+// without the fixture; what it leaves, the next test's ensureFlux removes.
 
 import (
 	"context"
@@ -21,14 +21,10 @@ import (
 	"testing"
 	"time"
 
-	apiwait "k8s.io/apimachinery/pkg/util/wait"
-
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
@@ -87,14 +83,13 @@ func nodeGate(name string) string { return converge.GateNode.ID + "/" + fluxNS +
 func TestConverge(t *testing.T) {
 	ctx := timeoutCtx(t, 20*time.Minute)
 	ensureFlux(t)
-	waitRunning(ctx, t, "kustomize-controller")
-	waitRunning(ctx, t, "source-controller")
+	suite.waitRunning(ctx, t, "kustomize-controller")
+	suite.waitRunning(ctx, t, "source-controller")
 	if _, found := liveGitRepository(ctx, t); found {
 		t.Fatal("precondition: GitRepository flux-system/flux-system already exists")
 	}
-	t.Cleanup(func() { cleanupHomelab(t) })
-	// The undefined-variable scenario needs strict substitution, which an
-	// earlier test of the suite (TestFlux) leaves turned off.
+	// The undefined-variable scenario needs strict substitution: on in the
+	// Deployment (ensureFlux's render has it) and in the running controller.
 	setStrictGate(ctx, t, true)
 
 	key, recipient, err := agekeytest.NewIdentity()
@@ -109,7 +104,6 @@ func TestConverge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
 	if err := suite.client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName},
 		Data: map[string][]byte{agekey.DataKey: ids.SecretData()}}); err != nil {
 		t.Fatal(err)
@@ -177,7 +171,7 @@ func TestConverge(t *testing.T) {
 		// would rightly find everything converged at the previous one).
 		for _, src := range []string{"flux-system", "shared"} {
 			requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
-			waitFor(ctx, t, &sourcev1.GitRepositoryList{}, fluxNS, src, func(g *sourcev1.GitRepository) (bool, string) {
+			waitFor(ctx, t, suite.client, &sourcev1.GitRepositoryList{}, fluxNS, src, func(g *sourcev1.GitRepository) (bool, string) {
 				return g.Status.Artifact != nil && g.Status.Artifact.Revision == badRev, "artifact not yet at " + badRev
 			})
 		}
@@ -238,44 +232,7 @@ func TestConverge(t *testing.T) {
 		t.Logf("commit during converge: exit 0 at %s in %s", fixed, r.duration.Round(time.Millisecond))
 	})
 
-	t.Run("LiveGraph", func(t *testing.T) {
-		// Without --repo/--env the graph is the live Kustomizations the root
-		// leads to. Earlier tests of the suite may have left their own in
-		// flux-system: they are not this environment's, so they are named as
-		// not walked, and the walk is the environment's 11.
-		var live kustomizev1.KustomizationList
-		if err := suite.client.List(ctx, &live, client.InNamespace(fluxNS)); err != nil {
-			t.Fatal(err)
-		}
-		var foreign []string
-		for _, k := range live.Items {
-			if !slices.Contains(convergeNodes, k.Name) {
-				foreign = append(foreign, k.Name)
-			}
-		}
-		r := convergeCLI(t, "--timeout", "2m")
-		c := r.report.check(converge.GateGraph.ID)
-		if r.code != 0 || !strings.HasPrefix(c, "pass: 11 Kustomization(s) over 6 level(s)") {
-			t.Fatalf("converge of the live graph:\n%s", r)
-		}
-		var ev string
-		for _, ch := range r.report.Checks {
-			if ch.ID == converge.GateGraph.ID {
-				ev = strings.Join(ch.Evidence, "\n")
-			}
-		}
-		for _, f := range foreign {
-			if !strings.Contains(ev, fluxNS+"/"+f) || !strings.Contains(ev, "not walked") {
-				t.Errorf("the live Kustomization %s that the root does not lead to is not named as not walked:\n%s", f, ev)
-			}
-		}
-		for _, n := range convergeNodes {
-			if c := r.report.check(nodeGate(n)); !strings.HasPrefix(c, "pass") {
-				t.Errorf("%s: %s", n, c)
-			}
-		}
-		t.Logf("live graph: %d nodes walked, %d other Kustomization(s) named as not walked: %v", len(convergeNodes), len(foreign), foreign)
-	})
+	t.Run("LiveGraph", func(t *testing.T) { convergeLiveGraph(ctx, t) })
 
 	t.Run("BrokenGraphRefusedBeforeWaiting", func(t *testing.T) {
 		web := strings.Replace(readFixture(t, "clusters/base/apps.yaml"), "    - name: apps-core\n  postBuild:", "    - name: apps-core\n    - name: ghost\n  postBuild:", 1)
@@ -312,75 +269,47 @@ func TestConverge(t *testing.T) {
 	})
 }
 
-// cleanupHomelab deletes what TestConverge created, so TestSync starts from
-// no GitRepository: every Kustomization (their finalizers prune what they
-// applied), the GitRepositories, cluster-vars and the age key.
-func cleanupHomelab(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	for _, o := range []client.Object{&kustomizev1.Kustomization{}, &sourcev1.GitRepository{}} {
-		if err := suite.client.DeleteAllOf(ctx, o, client.InNamespace(fluxNS)); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: %v", err)
+// convergeLiveGraph: without --repo/--env the graph is the live
+// Kustomizations the root leads to. Another one in flux-system (another
+// tool's, suspended here) is not this environment's, so it is named as not
+// walked, and the walk is the environment's 11.
+func convergeLiveGraph(ctx context.Context, t *testing.T) {
+	other := kustomization("converge-foreign", "./elsewhere")
+	other.Spec.SourceRef.Name, other.Spec.Suspend = "flux-system", true
+	if err := suite.client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = suite.client.Delete(ctx, other) }()
+	var live kustomizev1.KustomizationList
+	if err := suite.client.List(ctx, &live, client.InNamespace(fluxNS)); err != nil {
+		t.Fatal(err)
+	}
+	var foreign []string
+	for _, k := range live.Items {
+		if !slices.Contains(convergeNodes, k.Name) {
+			foreign = append(foreign, k.Name)
 		}
 	}
-	_ = suite.client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "cluster-vars"}})
-	_ = suite.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName}})
-	for _, l := range []client.ObjectList{&kustomizev1.KustomizationList{}, &sourcev1.GitRepositoryList{}} {
-		if err := waitEmpty(ctx, l); err != nil {
-			t.Errorf("cleanup: %v", err)
+	r := convergeCLI(t, "--timeout", "2m")
+	c := r.report.check(converge.GateGraph.ID)
+	if r.code != 0 || !strings.HasPrefix(c, "pass: 11 Kustomization(s) over 6 level(s)") {
+		t.Fatalf("converge of the live graph:\n%s", r)
+	}
+	var ev string
+	for _, ch := range r.report.Checks {
+		if ch.ID == converge.GateGraph.ID {
+			ev = strings.Join(ch.Evidence, "\n")
 		}
 	}
-	// The finalizers pruned the fixture's namespaces; the next bring-up
-	// must not apply into one still Terminating (its Kustomizations would
-	// fail until the namespace controller finished, a minute here).
-	if err := apiwait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		var nss corev1.NamespaceList
-		if err := suite.client.List(ctx, &nss); err != nil {
-			return false, err
-		}
-		for _, ns := range nss.Items {
-			if ns.Status.Phase == corev1.NamespaceTerminating {
-				return false, nil
-			}
-		}
-		return true, nil
-	}); err != nil {
-		t.Errorf("cleanup: namespaces still terminating: %v", err)
-	}
-}
-
-// waitEmpty lists, then watches until the list in flux-system is empty.
-func waitEmpty(ctx context.Context, l client.ObjectList) error {
-	for {
-		if err := suite.client.List(ctx, l, client.InNamespace(fluxNS)); err != nil {
-			return err
-		}
-		items, _ := metaItems(l)
-		if items == 0 {
-			return nil
-		}
-		w, err := suite.client.Watch(ctx, l, client.InNamespace(fluxNS), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})
-		if err != nil {
-			return err
-		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Deleted || ev.Type == watch.Error {
-				break
-			}
-		}
-		w.Stop()
-		if ctx.Err() != nil {
-			return ctx.Err()
+	for _, f := range foreign {
+		if !strings.Contains(ev, fluxNS+"/"+f) || !strings.Contains(ev, "not walked") {
+			t.Errorf("the live Kustomization %s that the root does not lead to is not named as not walked:\n%s", f, ev)
 		}
 	}
-}
-
-func metaItems(l client.ObjectList) (int, error) {
-	switch v := l.(type) {
-	case *kustomizev1.KustomizationList:
-		return len(v.Items), nil
-	case *sourcev1.GitRepositoryList:
-		return len(v.Items), nil
+	for _, n := range convergeNodes {
+		if c := r.report.check(nodeGate(n)); !strings.HasPrefix(c, "pass") {
+			t.Errorf("%s: %s", n, c)
+		}
 	}
-	return 0, nil
+	t.Logf("live graph: %d nodes walked, %d other Kustomization(s) named as not walked: %v", len(convergeNodes), len(foreign), foreign)
 }
