@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"github.com/fluxcd/pkg/ssa"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
