@@ -197,23 +197,34 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 	if _, err := os.Stat(cfg.StagesFile); err != nil {
 		return nil, fmt.Errorf("kwok stages %s: %w; build them with `make sandbox-build`", cfg.StagesFile, err)
 	}
+	// Each pick closes its probe, so two picks of this start could return
+	// the same port: every port is picked once.
+	taken := map[int]bool{}
+	pick := func() (int, error) {
+		for {
+			p, err := FreePort()
+			if err != nil || !taken[p] {
+				taken[p] = true
+				return p, err
+			}
+		}
+	}
 	ports := map[string]*int{"etcd": &cfg.EtcdPort, "kube-apiserver": &cfg.APIServerPort}
 	for what, p := range ports {
 		if *p != 0 {
 			if err := checkPortFree(what, *p); err != nil {
 				return nil, err
 			}
-			continue
-		}
-		var err error
-		if *p, err = FreePort(); err != nil {
-			return nil, err
+			taken[*p] = true
 		}
 	}
 	var etcdPeer, kcmPort, schedPort int
-	for _, p := range []*int{&etcdPeer, &kcmPort, &schedPort} {
+	for _, p := range []*int{&cfg.EtcdPort, &cfg.APIServerPort, &etcdPeer, &kcmPort, &schedPort} {
+		if *p != 0 {
+			continue
+		}
 		var err error
-		if *p, err = FreePort(); err != nil {
+		if *p, err = pick(); err != nil {
 			return nil, err
 		}
 	}

@@ -286,8 +286,11 @@ func (r *Runner) start(ctx context.Context, dep *appsv1.Deployment) error {
 	}
 	var ports [2]int
 	for i := range ports {
-		if ports[i], err = sandbox.FreePort(); err != nil {
-			return err
+		// Each pick closes its probe: the second must not repeat the first.
+		for ports[i] == 0 || (i == 1 && ports[1] == ports[0]) {
+			if ports[i], err = sandbox.FreePort(); err != nil {
+				return err
+			}
 		}
 	}
 	plan, err := BuildPlan(dep, PlanInput{
