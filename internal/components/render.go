@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"slices"
 	"strings"
 	"time"
@@ -107,6 +108,7 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 			strings.Join(unknown, ", "), b.Origin, strings.Join(b.Components, ", "))
 	}
 
+	prewarmSchema()
 	// manifestgen templates into the base directory, so give it a fresh copy.
 	base, err := manifestgen.MkdirTempAbs("", "bootstrap-render-")
 	if err != nil {
@@ -141,3 +143,10 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 	}
 	return &Rendered{YAML: []byte(m.Content), Origin: b.Origin, FluxVersion: o.FluxVersion, Components: components}, nil
 }
+
+// prewarmSchema starts kustomize's parse of its built-in OpenAPI schema on
+// another core. manifestgen's build needs it at its first strategic-merge
+// patch and would parse it there (≈ 50 ms, once per process, under
+// kustomize's own lock); begun now, it runs while the bundle is copied and
+// templated. The parse is the same either way.
+func prewarmSchema() { go openapi.Schema() }
