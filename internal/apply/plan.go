@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fluxcd/pkg/ssa"
+	ssautils "github.com/fluxcd/pkg/ssa/utils"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -63,7 +64,7 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, p
 			// A new namespace's own object was absent too: the lock's
 			// create since then is taken over by the apply.
 			present := nsExists[o.GetNamespace()] || o.GetNamespace() == ""
-			if o.GetKind() == "Namespace" && o.GetAPIVersion() == "v1" && slices.Contains(po.NewNamespaces, o.GetName()) {
+			if ssautils.IsNamespace(o) && slices.Contains(po.NewNamespaces, o.GetName()) {
 				present = false
 			}
 			oc, err := planOne(gctx, live, mgr, o, po.Migrating, present)
