@@ -4,12 +4,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/flagvalue"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
 // DefaultFluxNamespace is where Flux, its root Kustomization and the age-key
 // Secret live unless a flag says otherwise.
-const DefaultFluxNamespace = "flux-system"
+const DefaultFluxNamespace = fluxobj.DefaultNamespace
 
 // --force has one meaning on every command that has it: proceed past the
 // before-gates that refuse by default, each then reported as warn. Each

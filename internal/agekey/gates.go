@@ -11,6 +11,7 @@ import (
 	sopsage "github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/config"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
@@ -35,7 +36,7 @@ var (
 
 // Defaults of the Secret kustomize-controller reads.
 const (
-	DefaultNamespace  = "flux-system"
+	DefaultNamespace  = fluxobj.DefaultNamespace
 	DefaultSecretName = "sops-age"
 	// DataKey is the Secret's data key; kustomize-controller imports every
 	// key ending in .agekey.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/reconcile"
@@ -61,8 +62,8 @@ type Options struct {
 // DefaultOptions are the command's defaults.
 func DefaultOptions() Options {
 	return Options{
-		Namespace: "flux-system",
-		Root:      NodeID{Namespace: "flux-system", Name: "flux-system"},
+		Namespace: fluxobj.DefaultNamespace,
+		Root:      NodeID{Namespace: fluxobj.DefaultNamespace, Name: fluxobj.DefaultRootName},
 		Timeout:   10 * time.Minute,
 		Nudge:     true,
 		MaxNudges: 10,

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 )
@@ -38,11 +39,9 @@ import (
 // reasons (another source, a variable in spec.path, a remote base) are
 // recorded in Kustomization.Note and Env.Notes.
 func Load(o Options) (*Env, error) {
-	if o.Namespace == "" {
-		o.Namespace = "flux-system"
-	}
+	o.Namespace = fluxobj.NamespaceOr(o.Namespace, fluxobj.DefaultNamespace)
 	if o.RootName == "" {
-		o.RootName = "flux-system"
+		o.RootName = fluxobj.DefaultRootName
 	}
 	if o.MaxFileBytes <= 0 {
 		o.MaxFileBytes = DefaultMaxFileBytes

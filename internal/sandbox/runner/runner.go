@@ -26,6 +26,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/sandbox"
 )
 
@@ -124,7 +125,7 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("runner: RESTConfig, BinDir and WorkDir are required")
 	}
 	if cfg.Namespace == "" {
-		cfg.Namespace = "flux-system"
+		cfg.Namespace = fluxobj.DefaultNamespace
 	}
 	if cfg.LogDir == "" {
 		cfg.LogDir = filepath.Join(cfg.WorkDir, "logs")
