@@ -45,13 +45,16 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 				fix:  "set wait: false on the root (it is then Ready on apply)"})
 		}
 	}
-	if o.on(Cycle) && g.Cycle != nil {
-		fs = append(fs, finding{det: Cycle, loc: cycleLocation(env, g),
-			what: fmt.Sprintf("dependsOn %v: none of these Kustomizations can ever become Ready", g.Cycle),
-			fix:  "remove one dependsOn edge of the cycle"})
-	}
-	if o.on(Dangling) {
-		for _, e := range g.Dangling {
+	// fluxgraph's verdicts; the root is the environment's (above), and
+	// "ordered after the root" is converge's relation, not check's.
+	for _, p := range g.Problems() {
+		switch {
+		case p.Kind == fluxgraph.CycleFound && o.on(Cycle):
+			fs = append(fs, finding{det: Cycle, loc: cycleLocation(env, p.CycleNodes),
+				what: fmt.Sprintf("dependsOn %v: none of these Kustomizations can ever become Ready", p.Cycle),
+				fix:  "remove one dependsOn edge of the cycle"})
+		case p.Kind == fluxgraph.DanglingEdge && o.on(Dangling):
+			e := p.Edge
 			k := env.Kustomization(e.From.Namespace, e.From.Name)
 			fs = append(fs, finding{det: Dangling, loc: env.FindLine([]string{k.Location.File}, "", "name: "+e.To.Name),
 				what: fmt.Sprintf("Kustomization %s depends on %s, which the environment does not render: it waits forever (DependencyNotReady)", e.From, e.To),
@@ -77,9 +80,9 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 }
 
 // cycleLocation points at the first Kustomization of the cycle.
-func cycleLocation(env *fluxrepo.Env, g *fluxgraph.Graph) fluxrepo.Location {
-	if len(g.CycleNodes) > 0 {
-		if k := env.Kustomization(g.CycleNodes[0].Namespace, g.CycleNodes[0].Name); k != nil {
+func cycleLocation(env *fluxrepo.Env, cycle []fluxgraph.NodeID) fluxrepo.Location {
+	if len(cycle) > 0 {
+		if k := env.Kustomization(cycle[0].Namespace, cycle[0].Name); k != nil {
 			return k.Location
 		}
 	}

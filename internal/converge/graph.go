@@ -12,8 +12,6 @@
 package converge
 
 import (
-	"fmt"
-
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 )
 
@@ -24,24 +22,12 @@ type NodeID = fluxgraph.NodeID
 type SourceRef = fluxgraph.SourceRef
 
 // problems lists what makes the graph unusable for the walk, each naming
-// the fix; empty when the graph is acyclic, complete and every node is
-// ordered after the root.
+// the fix (fluxgraph's verdicts in its words); empty when the graph is
+// acyclic, complete and every node is ordered after the root.
 func problems(g *fluxgraph.Graph) []string {
 	var out []string
-	_, rooted := g.Nodes[g.Root]
-	if !rooted {
-		out = append(out, fmt.Sprintf("the root Kustomization %s is not in the graph: add the environment's sync.yaml (or pass --root)", g.Root))
-	}
-	if g.Cycle != nil {
-		out = append(out, fmt.Sprintf("dependsOn has a cycle (%v): kustomize-controller would block every node on it forever; remove one of its edges", g.Cycle))
-	}
-	for _, e := range g.Dangling {
-		out = append(out, fmt.Sprintf("%s depends on %s, which is not in the graph: it would wait forever; add %s or drop the edge", e.From, e.To, e.To))
-	}
-	if rooted {
-		for _, id := range g.NotAfterRoot {
-			out = append(out, fmt.Sprintf("%s is not reachable from the root %s through dependsOn: nothing orders it after the root; add a dependsOn chain to %s", id, g.Root, g.Root))
-		}
+	for _, p := range g.Problems() {
+		out = append(out, p.String())
 	}
 	return out
 }

@@ -7,8 +7,9 @@
 //
 // It owns:
 //
-//   - namespace defaulting of dependsOn references: an empty namespace is
-//     the dependent's own, as kustomize-controller resolves it;
+//   - the edges, each read with the model's rules (internal/fluxobj:
+//     dependsOn and sourceRef namespaces defaulted as kustomize-controller
+//     defaults them);
 //   - cycles, found with fluxcd/pkg/runtime/dependency.Sort (the
 //     controllers' own tooling) and named;
 //   - dangling edges: a dependsOn naming a Kustomization the graph does
@@ -20,7 +21,9 @@
 //     change in git ever reaches it (known only for the repository model);
 //     "ordered after the root" — a dependsOn chain from the Kustomization
 //     reaches the root, so it waits for the root (revision-gated within one
-//     source), which is what the converge walk follows.
+//     source), which is what the converge walk follows;
+//   - the verdicts on the graph, typed (Problems): converge, check and
+//     sync word them from their fields.
 package fluxgraph
 
 import (
@@ -31,54 +34,34 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/runtime/dependency"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 )
 
-// NodeID names a Kustomization.
-type NodeID struct{ Namespace, Name string }
-
-// String is namespace/name.
-func (n NodeID) String() string { return n.Namespace + "/" + n.Name }
+// NodeID names a Kustomization: namespace/name (the model's Key).
+type NodeID = fluxobj.Key
 
 // ParseID reads namespace/name (NodeID.String, fluxrepo's AppliedBy); ok
 // is false for anything else.
-func ParseID(s string) (NodeID, bool) {
-	ns, name, ok := strings.Cut(s, "/")
-	return NodeID{Namespace: ns, Name: name}, ok && ns != "" && name != ""
-}
+func ParseID(s string) (NodeID, bool) { return fluxobj.ParseKey(s) }
 
 // ID is k's node: defaultNS when k has no namespace (a manifest that sets
 // none is applied into it).
 func ID(k *kustomizev1.Kustomization, defaultNS string) NodeID {
-	if k.Namespace == "" {
-		return NodeID{Namespace: defaultNS, Name: k.Name}
-	}
-	return NodeID{Namespace: k.Namespace, Name: k.Name}
+	return NodeID{Namespace: fluxobj.NamespaceOr(k.Namespace, defaultNS), Name: k.Name}
 }
 
-// DependencyID is the Kustomization a dependsOn entry of the Kustomization
-// from names: an empty namespace is from's own (kustomize-controller's
-// checkDependencies).
-func DependencyID(from NodeID, d kustomizev1.DependencyReference) NodeID {
-	if d.Namespace == "" {
-		return NodeID{Namespace: from.Namespace, Name: d.Name}
-	}
-	return NodeID{Namespace: d.Namespace, Name: d.Name}
-}
-
-// SourceRef names a node's source: GitRepository, OCIRepository or Bucket.
-type SourceRef struct{ Kind, Namespace, Name string }
-
-// String is Kind/namespace/name.
-func (s SourceRef) String() string { return s.Kind + "/" + s.Namespace + "/" + s.Name }
+// SourceRef names a node's source (the model's Ref): a GitRepository,
+// OCIRepository, Bucket or ExternalArtifact.
+type SourceRef = fluxobj.Ref
 
 // Node is one Kustomization of the graph.
 type Node struct {
 	ID NodeID
-	// Source is spec.sourceRef, its namespace defaulted to the node's and
-	// its kind to GitRepository.
+	// Source is spec.sourceRef as fluxobj.KustomizationSource reads it
+	// (namespace defaulted to the node's), an empty kind read as
+	// fluxobj.DefaultSourceKind.
 	Source SourceRef
 	// DependsOn are the direct dependencies, namespaces defaulted, in the
 	// order of spec.dependsOn.
@@ -161,19 +144,16 @@ func build(ks []*kustomizev1.Kustomization, appliers []NodeID, root NodeID, defa
 		if _, dup := g.Nodes[id]; dup {
 			continue
 		}
-		n := &Node{ID: id, Source: sourceOf(k, id.Namespace)}
-		if appliers != nil {
-			n.AppliedBy = appliers[i]
-		}
-		for _, d := range k.Spec.DependsOn {
-			n.DependsOn = append(n.DependsOn, DependencyID(id, d))
-		}
-		g.Nodes[id] = n
-		g.IDs = append(g.IDs, id)
 		if k.Namespace != id.Namespace {
 			k = k.DeepCopy()
 			k.Namespace = id.Namespace
 		}
+		n := &Node{ID: id, Source: sourceOf(k), DependsOn: fluxobj.KustomizationDependsOn(k)}
+		if appliers != nil {
+			n.AppliedBy = appliers[i]
+		}
+		g.Nodes[id] = n
+		g.IDs = append(g.IDs, id)
 		deps = append(deps, k)
 	}
 	sort.Slice(g.IDs, func(i, j int) bool { return g.IDs[i].String() < g.IDs[j].String() })
@@ -191,14 +171,10 @@ func build(ks []*kustomizev1.Kustomization, appliers []NodeID, root NodeID, defa
 	return g
 }
 
-func sourceOf(k *kustomizev1.Kustomization, namespace string) SourceRef {
-	ref := k.Spec.SourceRef
-	src := SourceRef{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
-	if src.Namespace == "" {
-		src.Namespace = namespace
-	}
+func sourceOf(k *kustomizev1.Kustomization) SourceRef {
+	src := fluxobj.KustomizationSource(k)
 	if src.Kind == "" {
-		src.Kind = sourcev1.GitRepositoryKind
+		src.Kind = fluxobj.DefaultSourceKind
 	}
 	return src
 }
@@ -389,4 +365,77 @@ func (g *Graph) Sources() []SourceRef {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// ProblemKind is one of the graph's verdicts: what makes it unusable for
+// the walk.
+type ProblemKind int
+
+// The graph's verdicts, in the order Problems reports them.
+const (
+	// RootMissing: the root is not a node of the graph.
+	RootMissing ProblemKind = iota + 1
+	// CycleFound: dependsOn has a cycle; kustomize-controller would block
+	// every node on it forever.
+	CycleFound
+	// DanglingEdge: a dependsOn target is not in the graph; the dependent
+	// would wait for it forever.
+	DanglingEdge
+	// NotOrderedAfterRoot: no dependsOn chain from the node reaches the
+	// root, so nothing orders it after the root.
+	NotOrderedAfterRoot
+)
+
+// Problem is one verdict on the graph, typed: callers word it from its
+// fields (String is the plain wording), never by reading text.
+type Problem struct {
+	Kind ProblemKind
+	// Root is the graph's root.
+	Root NodeID
+	// Node is the node not ordered after the root (NotOrderedAfterRoot).
+	Node NodeID
+	// Edge is the dangling edge (DanglingEdge).
+	Edge Edge
+	// Cycle is dependency.Sort's error and CycleNodes the cycle it names
+	// (CycleFound).
+	Cycle      error
+	CycleNodes []NodeID
+}
+
+// Problems are the graph's verdicts: the root missing, the cycle, each
+// dangling edge, and (when the root is a node) each node not ordered after
+// the root. Empty when the graph is acyclic, complete and rooted.
+func (g *Graph) Problems() []Problem {
+	var out []Problem
+	_, rooted := g.Nodes[g.Root]
+	if !rooted {
+		out = append(out, Problem{Kind: RootMissing, Root: g.Root})
+	}
+	if g.Cycle != nil {
+		out = append(out, Problem{Kind: CycleFound, Root: g.Root, Cycle: g.Cycle, CycleNodes: g.CycleNodes})
+	}
+	for _, e := range g.Dangling {
+		out = append(out, Problem{Kind: DanglingEdge, Root: g.Root, Edge: e})
+	}
+	if rooted {
+		for _, id := range g.NotAfterRoot {
+			out = append(out, Problem{Kind: NotOrderedAfterRoot, Root: g.Root, Node: id})
+		}
+	}
+	return out
+}
+
+// String is the problem in plain words, naming the fix.
+func (p Problem) String() string {
+	switch p.Kind {
+	case RootMissing:
+		return fmt.Sprintf("the root Kustomization %s is not in the graph: add the environment's sync.yaml (or pass --root)", p.Root)
+	case CycleFound:
+		return fmt.Sprintf("dependsOn has a cycle (%v): kustomize-controller would block every node on it forever; remove one of its edges", p.Cycle)
+	case DanglingEdge:
+		return fmt.Sprintf("%s depends on %s, which is not in the graph: it would wait forever; add %s or drop the edge", p.Edge.From, p.Edge.To, p.Edge.To)
+	case NotOrderedAfterRoot:
+		return fmt.Sprintf("%s is not reachable from the root %s through dependsOn: nothing orders it after the root; add a dependsOn chain to %s", p.Node, p.Root, p.Root)
+	}
+	return fmt.Sprintf("problem %d", p.Kind)
 }

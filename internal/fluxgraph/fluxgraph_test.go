@@ -154,8 +154,8 @@ func TestFromEnvAppliedByRoot(t *testing.T) {
 	if got := names(g.NotAfterRoot); got != "flux-system/crds" {
 		t.Errorf("not ordered after the root: %s", got)
 	}
-	if g.Nodes[NodeID{"flux-system", "crds"}].AppliedBy != (NodeID{"flux-system", "infra"}) {
-		t.Errorf("crds applied by %s", g.Nodes[NodeID{"flux-system", "crds"}].AppliedBy)
+	if g.Nodes[NodeID{Namespace: "flux-system", Name: "crds"}].AppliedBy != (NodeID{Namespace: "flux-system", Name: "infra"}) {
+		t.Errorf("crds applied by %s", g.Nodes[NodeID{Namespace: "flux-system", Name: "crds"}].AppliedBy)
 	}
 
 	// A root that does not apply the environment's directory: nothing it
@@ -175,7 +175,7 @@ func TestGatedPath(t *testing.T) {
 		kust("flux-system"), kust("infra", "flux-system"), kust("apps", "infra", "flux-system"),
 		other(kust("monitoring", "flux-system")), kust("dash", "monitoring"), kust("island"),
 	}, root, "flux-system")
-	id := func(n string) NodeID { return NodeID{"flux-system", n} }
+	id := func(n string) NodeID { return NodeID{Namespace: "flux-system", Name: n} }
 	for _, tc := range []struct{ from, to, want string }{
 		{"apps", "flux-system", "flux-system/apps,flux-system/flux-system"}, // shortest
 		{"infra", "flux-system", "flux-system/infra,flux-system/flux-system"},
@@ -221,8 +221,38 @@ func TestUpstream(t *testing.T) {
 		"x":           "flux-system/y,flux-system/x", // a cycle ends the walk
 		"ghost":       "",
 	} {
-		if got := names(g.Upstream(NodeID{"flux-system", from})); got != want {
+		if got := names(g.Upstream(NodeID{Namespace: "flux-system", Name: from})); got != want {
 			t.Errorf("upstream of %s: got %q, want %q", from, got, want)
 		}
+	}
+}
+
+// TestProblems: the graph's verdicts are typed, in order (root, cycle,
+// dangling edges, nodes not ordered after the root), and a rooted, acyclic,
+// complete graph has none.
+func TestProblems(t *testing.T) {
+	kinds := func(ps []Problem) string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, fmt.Sprint(p.Kind))
+		}
+		return strings.Join(out, ",")
+	}
+	ok := New([]*kustomizev1.Kustomization{kust("flux-system"), kust("apps", "flux-system")}, root, "flux-system")
+	if ps := ok.Problems(); len(ps) != 0 {
+		t.Errorf("sound graph: %v", ps)
+	}
+	bad := New([]*kustomizev1.Kustomization{kust("flux-system"), kust("a", "b"), kust("b", "a"), kust("c", "ghost")}, root, "flux-system")
+	ps := bad.Problems()
+	want := fmt.Sprint(CycleFound) + "," + fmt.Sprint(DanglingEdge) + strings.Repeat(","+fmt.Sprint(NotOrderedAfterRoot), 3)
+	if kinds(ps) != want {
+		t.Fatalf("kinds %s, want %s", kinds(ps), want)
+	}
+	if ps[1].Edge != (Edge{From: NodeID{Namespace: "flux-system", Name: "c"}, To: NodeID{Namespace: "flux-system", Name: "ghost"}}) || len(ps[0].CycleNodes) == 0 {
+		t.Errorf("dangling %v, cycle %v", ps[1].Edge, ps[0].CycleNodes)
+	}
+	unrooted := New([]*kustomizev1.Kustomization{kust("apps")}, root, "flux-system")
+	if ps := unrooted.Problems(); kinds(ps) != fmt.Sprint(RootMissing) || ps[0].Root != root {
+		t.Errorf("no root: %v", ps)
 	}
 }

@@ -3,7 +3,6 @@ package rootsync
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
@@ -75,7 +75,7 @@ func Static(r *Render) []gate.Check {
 			url, _, _ := unstructuredString(r.Source.Object, "spec", "url")
 			src.Verdict = gate.Pass
 			src.Message = fmt.Sprintf("GitRepository %s/%s, url %s", r.Source.GetNamespace(), r.Source.GetName(), url)
-			src.Evidence = []string{"declared in " + r.where(sourcev1.GitRepositoryKind, namespaceOr(ref.Namespace, o.Namespace), ref.Name)}
+			src.Evidence = []string{"declared in " + r.where(sourcev1.GitRepositoryKind, fluxobj.KustomizationSource(r.Root).Namespace, ref.Name)}
 		}
 		out = append(out, root, wait, src)
 	}
@@ -93,14 +93,15 @@ func dependsOnGate(r *Render) gate.Check {
 	g := fluxgraph.FromEnv(r.Env)
 	dep := GateDependsOn.New()
 	var missing []string
-	edges := 0
+	edges, onRoot := 0, false
 	for _, k := range r.Kustomizations {
 		id := fluxgraph.ID(k, r.Env.Options.Namespace)
 		edges += len(k.Spec.DependsOn)
-		for _, e := range g.Dangling {
-			if e.From == id {
+		for _, p := range g.Problems() {
+			if e := p.Edge; p.Kind == fluxgraph.DanglingEdge && e.From == id {
 				missing = append(missing, fmt.Sprintf("Kustomization %s (in %s) depends on %s, which %s does not render: it would wait forever",
-					id, r.where(kustomizev1.KustomizationKind, id.Namespace, id.Name), e.To, o.Path))
+					id, r.where(fluxobj.KustomizationKind, id.Namespace, id.Name), e.To, o.Path))
+				onRoot = onRoot || e.To.Name == o.RootName
 			}
 		}
 	}
@@ -110,7 +111,7 @@ func dependsOnGate(r *Render) gate.Check {
 		if len(missing) > 1 {
 			dep.Message += fmt.Sprintf(" (and %d more)", len(missing)-1)
 		}
-		if slices.ContainsFunc(missing, func(m string) bool { return strings.Contains(m, "/"+o.RootName+",") }) && r.Root == nil {
+		if onRoot && r.Root == nil {
 			dep.Message += "; add the environment's sync.yaml (the root Kustomization) to " + o.Path + "/kustomization.yaml"
 		} else {
 			dep.Message += "; add the missing Kustomization or drop the edge"
