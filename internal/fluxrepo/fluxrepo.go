@@ -31,6 +31,8 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/resource"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 )
 
 // DefaultMaxFileBytes caps the size of one file of the repository copy.
@@ -134,11 +136,7 @@ func objectsOf(res []*resource.Resource) ([]*unstructured.Unstructured, error) {
 
 // SourceKey is the source the Kustomization reads, kind/namespace/name.
 func (k *Kustomization) SourceKey() string {
-	ns := k.Spec.SourceRef.Namespace
-	if ns == "" {
-		ns = k.Namespace
-	}
-	return k.Spec.SourceRef.Kind + "/" + ns + "/" + k.Spec.SourceRef.Name
+	return fluxobj.KustomizationSource(k.Kustomization).String()
 }
 
 // GitRepository is one GitRepository the environment renders.

@@ -165,7 +165,7 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 	// applies this directory, as the controller would.
 	var rootObj map[string]any
 	for _, r := range res {
-		if isKustomization(r) && r.GetName() == o.RootName && nsOr(r.GetNamespace(), o.Namespace) == o.Namespace {
+		if isKustomization(r) && r.GetName() == o.RootName && fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace) == o.Namespace {
 			if rootObj, err = r.Map(); err != nil {
 				return nil, nil, "", gate.InputErrorf("%s: Kustomization %s: %w", root, o.RootName, err)
 			}
@@ -262,16 +262,17 @@ func (l *loader) specIgnore(res []*resource.Resource) *string {
 	o := l.env.Options
 	kind, ns, name := sourcev1.GitRepositoryKind, o.Namespace, o.RootName
 	for _, r := range res {
-		if isKustomization(r) && r.GetName() == o.RootName && nsOr(r.GetNamespace(), o.Namespace) == o.Namespace {
+		if isKustomization(r) && r.GetName() == o.RootName && fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace) == o.Namespace {
 			k := &kustomizev1.Kustomization{}
 			if fromResource(r, k) == nil {
-				kind, name = k.Spec.SourceRef.Kind, k.Spec.SourceRef.Name
-				ns = nsOr(k.Spec.SourceRef.Namespace, ns)
+				k.Namespace = fluxobj.NamespaceOr(k.Namespace, o.Namespace)
+				src := fluxobj.KustomizationSource(k)
+				kind, ns, name = src.Kind, src.Namespace, src.Name
 			}
 		}
 	}
 	for _, r := range res {
-		if r.GetKind() == kind && kind == sourcev1.GitRepositoryKind && r.GetName() == name && nsOr(r.GetNamespace(), o.Namespace) == ns {
+		if r.GetKind() == kind && kind == sourcev1.GitRepositoryKind && r.GetName() == name && fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace) == ns {
 			g := &sourcev1.GitRepository{}
 			if fromResource(r, g) == nil && g.Spec.Ignore != nil {
 				return g.Spec.Ignore
@@ -287,7 +288,7 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 	e, o := l.env, l.env.Options
 	var out []*Kustomization
 	for _, r := range res {
-		ns := nsOr(r.GetNamespace(), o.Namespace)
+		ns := fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace)
 		kind := r.GetKind()
 		switch {
 		case isKustomization(r):
@@ -395,14 +396,7 @@ func fromResource(r *resource.Resource, into any) error {
 }
 
 func isKustomization(r *resource.Resource) bool {
-	return r.GetKind() == kustomizev1.KustomizationKind && strings.HasPrefix(r.GetApiVersion(), kustomizev1.GroupVersion.Group+"/")
-}
-
-func nsOr(ns, def string) string {
-	if ns == "" {
-		return def
-	}
-	return ns
+	return fluxobj.IsKustomization(r.GetApiVersion(), r.GetKind())
 }
 
 // siblings lists the environments next to a missing one, for the message.

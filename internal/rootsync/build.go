@@ -8,12 +8,11 @@ package rootsync
 
 import (
 	"fmt"
-	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
@@ -68,9 +67,9 @@ func Build(o Options) (*Render, error) {
 	}
 	r := &Render{Options: o, Objects: objs, Env: env}
 	for _, u := range objs {
-		if u.GetKind() == kustomizev1.KustomizationKind && strings.HasPrefix(u.GetAPIVersion(), kustomizev1.GroupVersion.Group+"/") {
+		if fluxobj.IsKustomization(u.GetAPIVersion(), u.GetKind()) {
 			// The model holds it typed, namespace defaulted.
-			k := env.Kustomization(namespaceOr(u.GetNamespace(), o.Namespace), u.GetName())
+			k := env.Kustomization(fluxobj.NamespaceOr(u.GetNamespace(), o.Namespace), u.GetName())
 			if k == nil {
 				return nil, fmt.Errorf("%s: Kustomization %s/%s is not in the repository model", o.Path, u.GetNamespace(), u.GetName())
 			}
@@ -79,23 +78,15 @@ func Build(o Options) (*Render, error) {
 	}
 	if env.Root != nil {
 		r.Root = env.Root.Kustomization
-		ref := r.Root.Spec.SourceRef
-		ns := namespaceOr(ref.Namespace, r.Root.Namespace)
+		ref := fluxobj.KustomizationSource(r.Root)
 		for _, u := range objs {
-			if u.GetKind() == ref.Kind && u.GetName() == ref.Name && namespaceOr(u.GetNamespace(), o.Namespace) == ns &&
-				strings.HasPrefix(u.GetAPIVersion(), sourcev1.GroupVersion.Group+"/") {
+			if u.GetKind() == ref.Kind && u.GetName() == ref.Name && fluxobj.NamespaceOr(u.GetNamespace(), o.Namespace) == ref.Namespace &&
+				fluxobj.IsSource(u.GetAPIVersion(), u.GetKind()) {
 				r.Source = u
 			}
 		}
 	}
 	return r, nil
-}
-
-func namespaceOr(ns, def string) string {
-	if ns == "" {
-		return def
-	}
-	return ns
 }
 
 // where names the file and line declaring an object of the root's render,

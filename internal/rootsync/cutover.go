@@ -17,6 +17,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
@@ -333,8 +334,7 @@ func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, re
 	defer cancel()
 	var names, failed []string
 	for _, k := range list.Items {
-		ref := k.Spec.SourceRef
-		if ref.Kind != sourcev1.GitRepositoryKind || ref.Name != o.Name || namespaceOr(ref.Namespace, k.Namespace) != o.Namespace {
+		if fluxobj.KustomizationSource(&k) != (fluxobj.Ref{Kind: fluxobj.GitRepositoryKind, Namespace: o.Namespace, Name: o.Name}) {
 			continue
 		}
 		names = append(names, k.Namespace+"/"+k.Name)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
@@ -111,11 +112,8 @@ func (p *SourcePhase) source(ctx context.Context, run *pipeline.Run) []gate.Chec
 		why := fmt.Sprintf("could not read the root Kustomization %s: %v", root, err)
 		return []gate.Check{GateTemporary.Skip(why), GateSourceReady.Skip(why)}
 	}
-	ref := k.Spec.SourceRef
+	ref := fluxobj.KustomizationSource(&k)
 	ns := ref.Namespace
-	if ns == "" {
-		ns = k.Namespace
-	}
 	srcID := fmt.Sprintf("%s %s/%s", ref.Kind, ns, ref.Name)
 	if ref.Kind != sourcev1.GitRepositoryKind {
 		// Only a GitRepository can be on a temporary source; readiness is
@@ -159,7 +157,7 @@ func (p *SourcePhase) source(ctx context.Context, run *pipeline.Run) []gate.Chec
 		return []gate.Check{tc, GateSourceReady.Skipf("could not read %s: %v", srcID, err)}
 	}
 	// The same reading of a source that converge's predicate makes.
-	s := converge.SourceOf(converge.SourceRef{Kind: ref.Kind, Namespace: ns, Name: ref.Name}, &gr)
+	s := converge.SourceOf(ref, &gr)
 	sc := GateSourceReady.New()
 	sc.Evidence = []string{"spec.url=" + url, s.Desc}
 	if s.Ready && s.Revision != "" {
