@@ -11,7 +11,6 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +25,6 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/reconcile"
-	"github.com/homelab-ops/bootstrap/internal/wait"
 )
 
 // Options drive the converge phase.
@@ -238,17 +236,11 @@ func (p *Phase) watch(ctx context.Context) (*watches, error) {
 		if _, ok := w.src[s.Kind]; ok {
 			continue
 		}
-		var inf cache.SharedIndexInformer
-		switch s.Kind {
-		case sourcev1.GitRepositoryKind:
-			inf = p.informer(ns, &sourcev1.GitRepositoryList{}, &sourcev1.GitRepository{})
-		case sourcev1.OCIRepositoryKind:
-			inf = p.informer(ns, &sourcev1.OCIRepositoryList{}, &sourcev1.OCIRepository{})
-		case sourcev1.BucketKind:
-			inf = p.informer(ns, &sourcev1.BucketList{}, &sourcev1.Bucket{})
-		default:
-			return nil, gate.InputErrorf("%s: source kind %s is not supported: converge reads GitRepository, OCIRepository and Bucket", s, s.Kind)
+		sk, err := fluxobj.KustomizationSourceKind(s.Kind)
+		if err != nil {
+			return nil, gate.InputErrorf("%s: %v", s, err)
 		}
+		inf := p.informer(ns, sk.NewList(), sk.New())
 		w.src[s.Kind] = inf
 		infs = append(infs, inf)
 	}
@@ -346,9 +338,9 @@ func (p *Phase) informer(ns string, list client.ObjectList, obj client.Object) c
 	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c), obj, 0, cache.Indexers{})
 }
 
-// artifactSource is a source with an artifact: GitRepository, OCIRepository, Bucket.
+// artifactSource is a source with an artifact (fluxobj.Source's kinds).
 type artifactSource interface {
-	wait.FluxObject
+	fluxobj.Object
 	GetArtifact() *meta.Artifact
 }
 
@@ -374,10 +366,9 @@ func SourceOf(ref SourceRef, o any) Source {
 	src := Source{Ref: ref, Desc: "not found"}
 	if as, ok := o.(artifactSource); ok {
 		src.Found = true
-		src.Ready, src.Desc = wait.Ready(as)
-		if a := as.GetArtifact(); a != nil {
-			src.Revision = a.Revision
-			src.Desc += "; artifact " + a.Revision
+		src.Ready, src.Desc = fluxobj.Ready(as)
+		if src.Revision = fluxobj.ArtifactRevision(as); src.Revision != "" {
+			src.Desc += "; artifact " + src.Revision
 		} else {
 			src.Desc += "; no artifact"
 		}

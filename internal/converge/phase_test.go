@@ -89,7 +89,7 @@ func phaseWorld(t *testing.T, fail map[string]bool) (*apply.Cluster, context.Con
 		t.Fatal(err)
 	}
 	src := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "flux-system", Generation: 1}}
-	src.Status.Artifact = &meta.Artifact{Revision: rev1}
+	src.Status.Artifact, src.Status.ObservedGeneration = &meta.Artifact{Revision: rev1}, 1
 	src.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "True", meta.SucceededReason, "stored artifact", 1)}
 	rootK := converged("flux-system", rev1)
 	a := blocked("a", "", "flux-system/flux-system")

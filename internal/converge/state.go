@@ -8,6 +8,8 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 )
 
 // State is what a node is doing, from its live object and its source.
@@ -80,24 +82,25 @@ type clause struct {
 
 // convergedClauses is the converged predicate: every clause must hold. Each
 // is proven load-bearing by TestEveryClauseIsLoadBearing. Existence is not a
-// clause: a missing object is never converged (holds checks it first).
-var convergedClauses = []clause{
-	{"not suspended", func(k *kustomizev1.Kustomization, _ Source) bool { return !k.Spec.Suspend }},
-	{"observed its generation", func(k *kustomizev1.Kustomization, _ Source) bool {
-		return k.Status.ObservedGeneration == k.Generation
-	}},
-	{"Ready=True at its generation", func(k *kustomizev1.Kustomization, _ Source) bool {
-		c := conditions.Get(k, meta.ReadyCondition)
-		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == k.Generation
-	}},
-	{"not reconciling", func(k *kustomizev1.Kustomization, _ Source) bool { return !conditions.IsReconciling(k) }},
-	{"not stalled", func(k *kustomizev1.Kustomization, _ Source) bool { return !conditions.IsStalled(k) }},
-	{"source Ready with an artifact", func(_ *kustomizev1.Kustomization, s Source) bool {
-		return s.Found && s.Ready && s.Revision != ""
-	}},
-	{"applied its source's revision", func(k *kustomizev1.Kustomization, s Source) bool {
-		return k.Status.LastAppliedRevision == s.Revision
-	}},
+// clause: a missing object is never converged (holds checks it first). The
+// generic clauses are the model's (fluxobj.ReadyClauses: observed
+// generation, Ready at it, not Reconciling, not Stalled); the source and
+// revision clauses are this tool's (fluxobj.AppliedRevision).
+var convergedClauses = kustomizationClauses()
+
+func kustomizationClauses() []clause {
+	cs := []clause{{"not suspended", func(k *kustomizev1.Kustomization, _ Source) bool { return !fluxobj.Suspended(k) }}}
+	for _, c := range fluxobj.ReadyClauses {
+		cs = append(cs, clause{c.Name, func(k *kustomizev1.Kustomization, _ Source) bool { return c.Holds(k) }})
+	}
+	return append(cs,
+		clause{"source Ready with an artifact", func(_ *kustomizev1.Kustomization, s Source) bool {
+			return s.Found && s.Ready && s.Revision != ""
+		}},
+		clause{"applied its source's revision", func(k *kustomizev1.Kustomization, s Source) bool {
+			return fluxobj.AppliedRevision(k, s.Revision)
+		}},
+	)
 }
 
 // IsConverged is the converged predicate: the Kustomization exists, is not

@@ -5,10 +5,10 @@ import (
 	"fmt"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 )
@@ -76,27 +76,17 @@ func (p *StatusPhase) read(ctx context.Context) (Snapshot, error) {
 	for _, ref := range p.g.Sources() {
 		objs, ok := byKind[ref.Kind]
 		if !ok {
-			var list client.ObjectList
-			switch ref.Kind {
-			case sourcev1.GitRepositoryKind:
-				list = &sourcev1.GitRepositoryList{}
-			case sourcev1.OCIRepositoryKind:
-				list = &sourcev1.OCIRepositoryList{}
-			case sourcev1.BucketKind:
-				list = &sourcev1.BucketList{}
-			default:
-				s.Sources[ref] = Source{Ref: ref, Desc: "source kind " + ref.Kind + " is not read by this tool (GitRepository, OCIRepository, Bucket)"}
+			sk, err := fluxobj.KustomizationSourceKind(ref.Kind)
+			if err != nil {
+				s.Sources[ref] = Source{Ref: ref, Desc: err.Error()}
 				continue
 			}
+			list := sk.NewList()
 			if err := p.cl.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 				return s, fmt.Errorf("list %s: %w", ref.Kind, err)
 			}
 			objs = map[string]any{}
-			items, err := itemsOf(list)
-			if err != nil {
-				return s, err
-			}
-			for _, o := range items {
+			for _, o := range sk.Items(list) {
 				objs[o.GetNamespace()+"/"+o.GetName()] = o
 			}
 			byKind[ref.Kind] = objs
@@ -104,27 +94,6 @@ func (p *StatusPhase) read(ctx context.Context) (Snapshot, error) {
 		s.Sources[ref] = SourceOf(ref, objs[ref.Namespace+"/"+ref.Name])
 	}
 	return s, nil
-}
-
-func itemsOf(list client.ObjectList) ([]client.Object, error) {
-	var out []client.Object
-	switch l := list.(type) {
-	case *sourcev1.GitRepositoryList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *sourcev1.OCIRepositoryList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *sourcev1.BucketList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	default:
-		return nil, fmt.Errorf("unexpected list %T", list)
-	}
-	return out, nil
 }
 
 // After is one converge.node/<ns>/<name> gate per node, for a cluster

@@ -31,7 +31,7 @@ func TestStatusPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "flux-system", Generation: 1}}
-	src.Status.Artifact = &meta.Artifact{Revision: rev1}
+	src.Status.Artifact, src.Status.ObservedGeneration = &meta.Artifact{Revision: rev1}, 1
 	src.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "True", meta.SucceededReason, "stored artifact", 1)}
 	rootK := converged("flux-system", rev1)
 	apps := with(failing("apps", rev1, ""), func(k *kustomizev1.Kustomization) {

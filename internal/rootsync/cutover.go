@@ -215,7 +215,7 @@ func (c *cutoverRun) waitSource(ctx context.Context, url string) (*sourcev1.GitR
 	wctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
 	return wait.For(wctx, c.cl.Client, &sourcev1.GitRepositoryList{}, c.o.Namespace, c.o.Name, func(g *sourcev1.GitRepository) (bool, string) {
-		ok, desc := wait.Ready(g)
+		ok, desc := fluxobj.Ready(g)
 		return ok && g.Spec.URL == url && g.Status.Artifact != nil, desc
 	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/serve"
@@ -212,7 +213,7 @@ func (p *SyncPhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
 // "" when none was), and with servedRev (--serve; "" otherwise) at that
 // served commit.
 func sourceReady(g *sourcev1.GitRepository, token, wantURL, servedRev string) (bool, string) {
-	ok, desc := wait.Ready(g)
+	ok, desc := fluxobj.Ready(g)
 	fetched := token == "" || g.Status.LastHandledReconcileAt == token
 	if !fetched {
 		desc += "; the fetch asked for is not handled yet"

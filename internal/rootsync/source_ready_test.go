@@ -17,7 +17,7 @@ func TestSourceReady(t *testing.T) {
 		g := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "flux-system", Generation: 2}}
 		g.Spec.URL = url
 		g.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: "Succeeded", ObservedGeneration: 2}}
-		g.Status.LastHandledReconcileAt = handled
+		g.Status.LastHandledReconcileAt, g.Status.ObservedGeneration = handled, 2
 		if rev != "" {
 			g.Status.Artifact = &meta.Artifact{Revision: rev}
 		}

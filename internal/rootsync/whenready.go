@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
@@ -133,7 +134,7 @@ func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	defer cancel()
 	last := ""
 	g, err := wait.For(wctx, p.cl.Client, &sourcev1.GitRepositoryList{}, o.Namespace, probe.GetName(), func(g *sourcev1.GitRepository) (bool, string) {
-		ok, desc := wait.Ready(g)
+		ok, desc := fluxobj.Ready(g)
 		rev := ""
 		if g.Status.Artifact != nil {
 			rev = g.Status.Artifact.Revision

@@ -44,7 +44,7 @@ func gitRepo(t *testing.T, temporary bool, ready bool) *sourcev1.GitRepository {
 		}
 	}
 	if ready {
-		g.Status.Artifact = &meta.Artifact{Revision: rev}
+		g.Status.Artifact, g.Status.ObservedGeneration = &meta.Artifact{Revision: rev}, 1
 		g.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: "True", Reason: meta.SucceededReason, ObservedGeneration: 1}}
 	}
 	return g

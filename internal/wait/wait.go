@@ -1,7 +1,7 @@
 // Package wait is the one way this tool waits on a cluster: Deployments and
-// other workloads by kstatus (Rollouts), Flux objects by "Ready at their
-// generation" plus a caller's condition on their status (For), both driven by
-// watches, never by polling.
+// other workloads by kstatus (Rollouts), Flux objects by a caller's
+// condition (For; "Ready at generation" is the model's, fluxobj.Ready),
+// both driven by watches, never by polling.
 package wait
 
 import (
@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,25 +34,6 @@ func objectID(kind, ns, name string) string {
 		return kind + "/" + name
 	}
 	return kind + "/" + ns + "/" + name
-}
-
-// FluxObject is a Flux API object with conditions.
-type FluxObject interface {
-	client.Object
-	conditions.Getter
-}
-
-// Ready says whether a Flux object is Ready=True at its current generation
-// (the Ready condition observed this generation and it is not Stalled), and
-// describes its state for messages.
-func Ready(o FluxObject) (bool, string) {
-	c := conditions.Get(o, meta.ReadyCondition)
-	if c == nil {
-		return false, "no Ready condition yet"
-	}
-	gen := o.GetGeneration()
-	ok := c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && !conditions.IsStalled(o)
-	return ok, fmt.Sprintf("Ready=%s %s (generation %d observed %d): %s", c.Status, c.Reason, gen, c.ObservedGeneration, c.Message)
 }
 
 // For lists the named object of list's type, then watches it (client-go's
