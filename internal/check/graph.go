@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
 // sharedNamespaces are Namespaces no single Kustomization should own.
-var sharedNamespaces = []string{"kube-system", "flux-system", "default"}
+var sharedNamespaces = []string{"kube-system", fluxobj.DefaultNamespace, "default"}
 
 // checkGraph is check.graph: the root, cycles, dangling dependsOn, and
 // every Kustomization applied by the root (fluxgraph's relation: the chain

@@ -312,7 +312,7 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 			kk := &Kustomization{Kustomization: k, Location: loc, AppliedBy: appliedBy}
 			e.Kustomizations = append(e.Kustomizations, kk)
 			out = append(out, kk)
-		case kind == sourcev1.GitRepositoryKind && strings.HasPrefix(r.GetApiVersion(), sourcev1.GroupVersion.Group+"/"):
+		case kind == sourcev1.GitRepositoryKind && fluxobj.IsSource(r.GetApiVersion(), kind):
 			g := &sourcev1.GitRepository{}
 			if err := fromResource(r, g); err != nil {
 				return nil, gate.InputErrorf("GitRepository %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, kind, ns, r.GetName()), err)

@@ -350,9 +350,9 @@ func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, re
 	// artifact the cutover proved.
 	src := converge.Source{Ref: converge.SourceRef{Kind: sourcev1.GitRepositoryKind, Namespace: o.Namespace, Name: o.Name}, Found: true, Ready: true, Revision: rev}
 	for _, n := range names {
-		ns, name, _ := strings.Cut(n, "/")
+		key, _ := fluxobj.ParseKey(n)
 		o.Progress(fmt.Sprintf("waiting for Kustomization %s at %s", n, rev))
-		if _, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, ns, name, func(k *kustomizev1.Kustomization) (bool, string) {
+		if _, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, key.Namespace, key.Name, func(k *kustomizev1.Kustomization) (bool, string) {
 			return converge.IsConverged(k, src), converge.Describe(k, src)
 		}); err != nil {
 			failed = append(failed, "Kustomization "+err.Error())
