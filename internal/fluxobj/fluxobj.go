@@ -16,7 +16,7 @@
 //   - the source kinds (kinds.go): kind → typed object, list and artifact.
 //
 // Every package that applies a Flux rule (fluxgraph, fluxrepo, converge,
-// rootsync, status, check, wait) reads it here; no other copy exists.
+// rootsync, status, check) reads it here; no other copy exists.
 package fluxobj
 
 import (

@@ -123,11 +123,3 @@ func ArtifactRevision(o Object) string {
 func AppliedRevision(k *kustomizev1.Kustomization, rev string) bool {
 	return k.Status.LastAppliedRevision == rev
 }
-
-// KustomizationConverged is "converged at revision" for a Kustomization:
-// not suspended, Ready at its generation (ReadyClauses), and it applied
-// rev, a non-empty artifact revision of its source.
-func KustomizationConverged(k *kustomizev1.Kustomization, rev string) bool {
-	ok, _ := Ready(k)
-	return ok && !k.Spec.Suspend && rev != "" && AppliedRevision(k, rev)
-}

@@ -53,27 +53,32 @@ func TestReady(t *testing.T) {
 	}
 }
 
-// TestKustomizationConverged: Ready at its generation, not suspended, and
-// status.lastAppliedRevision the source's artifact revision (this tool's
-// clause; kustomize-controller records the revision it applied there).
-func TestKustomizationConverged(t *testing.T) {
+// TestAppliedRevision: this tool's revision clause, on top of Ready: the
+// Kustomization applied (status.lastAppliedRevision, as kustomize-controller
+// records it) its source's current artifact revision; and spec.suspend read
+// for every kind that has it.
+func TestAppliedRevision(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		k    *kustomizev1.Kustomization
-		rev  string
-		ok   bool
+		name, applied, rev string
+		ok                 bool
 	}{
-		{"at the revision", readyKust("main@sha1:1"), "main@sha1:1", true},
-		{"at an old revision", readyKust("main@sha1:0"), "main@sha1:1", false},
-		{"source without an artifact", readyKust(""), "", false},
-		{"suspended", func() *kustomizev1.Kustomization { k := readyKust("main@sha1:1"); k.Spec.Suspend = true; return k }(), "main@sha1:1", false},
-		{"not Ready", func() *kustomizev1.Kustomization { k := readyKust("main@sha1:1"); k.Status.Conditions = nil; return k }(), "main@sha1:1", false},
+		{"at the revision", "main@sha1:1", "main@sha1:1", true},
+		{"at an old revision", "main@sha1:0", "main@sha1:1", false},
+		{"never applied", "", "main@sha1:1", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := KustomizationConverged(tc.k, tc.rev); got != tc.ok {
+			if got := AppliedRevision(readyKust(tc.applied), tc.rev); got != tc.ok {
 				t.Errorf("got %t, want %t", got, tc.ok)
 			}
 		})
+	}
+	k := readyKust("")
+	if Suspended(k) {
+		t.Error("not suspended")
+	}
+	k.Spec.Suspend = true
+	if !Suspended(k) {
+		t.Error("suspended")
 	}
 }
 
