@@ -152,7 +152,9 @@ func TestGateDependsOnMissingTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	dep := find(t, Static(r), GateDependsOn.ID)
-	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "apps-web (in clusters/base/apps.yaml:22) depends on flux-system/apps-kore") {
+	// The target is not the root: the fix is the edge, not sync.yaml.
+	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "apps-web (in clusters/base/apps.yaml:22) depends on flux-system/apps-kore") ||
+		!strings.Contains(dep.Message, "add the missing Kustomization or drop the edge") {
 		t.Fatalf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
 	}
 }
