@@ -25,11 +25,12 @@ type SourceRef = fluxgraph.SourceRef
 
 // problems lists what makes the graph unusable for the walk, each naming
 // the fix; empty when the graph is acyclic, complete and every node is
-// ordered after the root.
+// ordered after the root. A graph without a root (Walk's selection) is
+// held to the first two only.
 func problems(g *fluxgraph.Graph) []string {
 	var out []string
 	_, rooted := g.Nodes[g.Root]
-	if !rooted {
+	if !rooted && g.Root != (NodeID{}) {
 		out = append(out, fmt.Sprintf("the root Kustomization %s is not in the graph: add the environment's sync.yaml (or pass --root)", g.Root))
 	}
 	if g.Cycle != nil {
