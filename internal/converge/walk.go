@@ -15,26 +15,22 @@ import (
 // at its source's current revision, so a wait for a new revision takes the
 // critical path, not kustomize-controller's --requeue-dependency per level.
 // It returns the before-gates' checks and, when they passed, one
-// converge.node check per node; the caller words its own gate from them.
+// converge.node check per node (the caller words its own gate from them),
+// and the walk's facts (converge.nudges, converge.critical-path …).
 // Progress lines go to progress. A selection has no root (o.Root is
 // ignored): the caller proves a set of Kustomizations, not an environment.
-func Walk(ctx context.Context, cl *apply.Cluster, o Options, progress func(string)) ([]gate.Check, error) {
+func Walk(ctx context.Context, cl *apply.Cluster, o Options, progress func(string)) ([]gate.Check, map[string]string, error) {
 	p := NewPhase(func() (*apply.Cluster, error) { return cl, nil }, o)
 	p.o.Root = NodeID{}
 	run := &pipeline.Run{Report: gate.NewReport(PhaseName), Progress: progress, Now: time.Now}
 	checks, err := p.Before(ctx, run)
-	if err != nil {
-		return checks, err
-	}
-	for _, c := range checks {
-		if c.Verdict != gate.Pass && c.Verdict != gate.Warn {
-			return checks, nil
-		}
+	if err != nil || len(Unconverged(checks)) > 0 {
+		return checks, run.Report.Facts, err
 	}
 	if err := p.Do(ctx, run); err != nil {
-		return checks, err
+		return checks, run.Report.Facts, err
 	}
-	return append(checks, p.After(ctx, run)...), nil
+	return append(checks, p.After(ctx, run)...), run.Report.Facts, nil
 }
 
 // Unconverged are the checks of a Walk that did not pass (warnings pass).

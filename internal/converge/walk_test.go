@@ -32,7 +32,7 @@ func TestWalkSelected(t *testing.T) {
 			o.Nudge, o.Timeout = tc.nudge, 3*time.Second
 			o.Select = func(k *kustomizev1.Kustomization) bool { return k.Name == "b" }
 			var lines []string
-			checks, err := Walk(ctx, cl, o, func(l string) { lines = append(lines, l) })
+			checks, facts, err := Walk(ctx, cl, o, func(l string) { lines = append(lines, l) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,6 +52,9 @@ func TestWalkSelected(t *testing.T) {
 			}
 			if bad := Unconverged(checks); tc.nudge != (len(bad) == 0) {
 				t.Fatalf("unconverged %v", bad)
+			}
+			if tc.nudge && facts["converge.nudges"] != "2" {
+				t.Fatalf("facts %v: want 2 nudges (a, then b)", facts)
 			}
 		})
 	}

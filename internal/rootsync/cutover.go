@@ -313,7 +313,7 @@ func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *un
 	// The Kustomizations reading it are walked back to its revision, so
 	// "as before" is proven, not assumed.
 	rev := gr.Status.Artifact.Revision
-	names, failed, err := walkConsumers(ctx, cl, o, rev)
+	names, failed, facts, err := walkConsumers(ctx, cl, o, rev)
 	switch {
 	case err != nil:
 		rb.Verdict, rb.Message = gate.Skip, fmt.Sprintf("rolled back to %s, Ready at %s, but the Kustomizations reading it could not be walked: %v", url, rev, err)
@@ -323,7 +323,7 @@ func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *un
 		rb.Verdict = gate.Pass
 		rb.Message = fmt.Sprintf("GitRepository %s/%s is back on the temporary source %s, Ready at %s, and %d Kustomization(s) reading it are Ready at it; the cluster is as before", o.Namespace, o.Name, url, rev, len(names))
 	}
-	rb.Evidence = names
+	rb.Evidence = append(names, walkEvidence(facts)...)
 	return rb
 }
 
@@ -332,12 +332,12 @@ func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *un
 // revision (rev, the one the cutover proved, unless the source moved on).
 func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) gate.Check {
 	c := GateConsumersReady.New()
-	names, failed, err := walkConsumers(ctx, cl, o, rev)
+	names, failed, facts, err := walkConsumers(ctx, cl, o, rev)
 	if err != nil {
 		c.Verdict, c.Message = gate.Skip, "walk the Kustomizations reading the source: "+err.Error()
 		return c
 	}
-	c.Evidence = names
+	c.Evidence = append(names, walkEvidence(facts)...)
 	if len(failed) > 0 {
 		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%d of %d Kustomization(s) not Ready at %s: %s", len(failed), len(names), rev, strings.Join(failed, "; "))
@@ -353,8 +353,8 @@ func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, re
 // dependent blocked on a dependency that has just applied the new revision
 // is nudged at once instead of waiting for kustomize-controller's
 // --requeue-dependency, level after level. It returns the nodes walked and
-// a line for each that did not converge.
-func walkConsumers(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) (names, failed []string, err error) {
+// a line for each that did not converge, and the walk's facts.
+func walkConsumers(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) (names, failed []string, facts map[string]string, err error) {
 	co := converge.DefaultOptions()
 	co.Namespace, co.Timeout = metav1.NamespaceAll, o.Timeout
 	co.Select = func(k *kustomizev1.Kustomization) bool {
@@ -362,9 +362,9 @@ func walkConsumers(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev
 		return ref.Kind == sourcev1.GitRepositoryKind && ref.Name == o.Name && namespaceOr(ref.Namespace, k.Namespace) == o.Namespace
 	}
 	o.Progress(fmt.Sprintf("walking the Kustomizations that read GitRepository %s/%s to %s (timeout %s)", o.Namespace, o.Name, rev, o.Timeout))
-	checks, err := converge.Walk(ctx, cl, co, o.Progress)
+	checks, facts, err := converge.Walk(ctx, cl, co, o.Progress)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, facts, err
 	}
 	prefix := converge.GateNode.ID + "/"
 	for _, n := range checks {
@@ -379,7 +379,18 @@ func walkConsumers(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev
 			failed = append(failed, n.Message)
 		}
 	}
-	return names, failed, nil
+	return names, failed, facts, nil
+}
+
+// walkEvidence is what a walk's facts say about how it got there.
+func walkEvidence(facts map[string]string) []string {
+	var out []string
+	for _, k := range []string{"converge.nudges", "converge.duration", "converge.critical-path"} {
+		if v := facts[k]; v != "" {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }
 
 func revOrNone(rev string) string {

@@ -277,7 +277,7 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	co := converge.DefaultOptions()
 	co.Namespace, co.Timeout = root.Namespace, timeout
 	co.Select = func(k *kustomizev1.Kustomization) bool { return k.Namespace == id.Namespace && k.Name == id.Name }
-	checks, err := converge.Walk(wctx, cl, co, progress)
+	checks, _, err := converge.Walk(wctx, cl, co, progress)
 	if err == nil {
 		if bad := converge.Unconverged(checks); len(bad) > 0 {
 			err = errors.New(bad[0].Message)
