@@ -130,6 +130,10 @@ type cutoverRun struct {
 	declared Declared
 	final    string
 	tmpRev   string // the temporary source's artifact revision, "" if none
+	// token is the last reconcile request write sent: a wait for the
+	// source holds only once source-controller handled it, so the artifact
+	// is one fetched from the URL just written, not the one it had.
+	token string
 }
 
 // source is the before-gate: the object is on a temporary source and the
@@ -200,17 +204,26 @@ func (c *cutoverRun) write(ctx context.Context, obj *unstructured.Unstructured) 
 	if _, err := apply.Object(ctx, c.cl.Manager, obj); err != nil {
 		return fmt.Errorf("server-side apply %s: %w", c.id, err)
 	}
-	return requestReconcile(ctx, c.cl.Client, obj)
+	token, err := requestReconcileToken(ctx, c.cl.Client, obj)
+	c.token = token
+	return err
 }
 
 // waitSource waits up to --timeout for the GitRepository to be Ready from
-// url with an artifact.
+// url with an artifact, having handled the fetch write asked for: right
+// after a URL change source-controller can report Ready at the new
+// generation with the artifact it fetched from the old URL.
 func (c *cutoverRun) waitSource(ctx context.Context, url string) (*sourcev1.GitRepository, error) {
 	wctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
+	token := c.token
 	return wait.For(wctx, c.cl.Client, &sourcev1.GitRepositoryList{}, c.o.Namespace, c.o.Name, func(g *sourcev1.GitRepository) (bool, string) {
 		ok, desc := wait.Ready(g)
-		return ok && g.Spec.URL == url && g.Status.Artifact != nil, desc
+		fetched := token == "" || g.Status.LastHandledReconcileAt == token
+		if !fetched {
+			desc += "; the fetch asked for is not handled yet"
+		}
+		return ok && fetched && g.Spec.URL == url && g.Status.Artifact != nil, desc
 	})
 }
 
@@ -337,6 +350,7 @@ func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, re
 		c.Verdict, c.Message = gate.Skip, "walk the Kustomizations reading the source: "+err.Error()
 		return c
 	}
+	rev = currentRevision(ctx, cl, o, rev)
 	c.Evidence = append(names, walkEvidence(facts)...)
 	if len(failed) > 0 {
 		c.Verdict = gate.Fail
@@ -346,6 +360,17 @@ func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, re
 	c.Verdict = gate.Pass
 	c.Message = fmt.Sprintf("%d Kustomization(s) Ready at %s", len(names), rev)
 	return c
+}
+
+// currentRevision is the GitRepository's artifact revision now, or rev
+// when it cannot be read: the walk proves the source's current revision,
+// which is rev unless a commit landed meanwhile.
+func currentRevision(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) string {
+	var g sourcev1.GitRepository
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &g); err != nil || g.Status.Artifact == nil {
+		return rev
+	}
+	return g.Status.Artifact.Revision
 }
 
 // walkConsumers is the converge walk over the Kustomizations that read the
