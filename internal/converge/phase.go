@@ -40,6 +40,10 @@ type Options struct {
 	Namespace string
 	// Root is the root Kustomization (flux-system/flux-system).
 	Root NodeID
+	// Select, for a live graph, keeps only the Kustomizations it returns
+	// true for (nil: every one listed). A selection is walked whole: it is
+	// what the caller must prove, whether or not the root leads to it.
+	Select func(*kustomizev1.Kustomization) bool
 	// Timeout bounds the whole walk.
 	Timeout time.Duration
 	// Nudge asks blocked or stale dependents to reconcile as soon as their
@@ -140,6 +144,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 		for i := range list.Items {
 			ks = append(ks, &list.Items[i])
 		}
+		ks = p.selected(ks)
 		p.listed = ks
 		where := "namespace " + p.o.Namespace
 		if p.o.Namespace == "" {
@@ -151,7 +156,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 		from = "the repository"
 	}
 	p.g = fluxgraph.New(ks, p.o.Root, p.o.Namespace)
-	live := p.o.Declared == nil
+	live := p.o.Declared == nil && p.o.Select == nil
 	if _, rooted := p.g.Nodes[p.o.Root]; live && rooted && len(p.g.NotAfterRoot) > 0 {
 		// A live namespace may hold Kustomizations that are not this
 		// environment's (another tool's, a test's): the walk is what the
@@ -171,6 +176,33 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 		return []gate.Check{c}, nil
 	}
 	return []gate.Check{GraphCheck(p.g, from)}, nil
+}
+
+// selected is what Options.Select keeps of ks, with every Kustomization
+// they depend on (transitively): a dependency's state is what lets the walk
+// nudge its dependent, so it is walked too.
+func (p *Phase) selected(ks []*kustomizev1.Kustomization) []*kustomizev1.Kustomization {
+	if p.o.Select == nil {
+		return ks
+	}
+	g := fluxgraph.New(ks, p.o.Root, p.o.Namespace)
+	keep := map[NodeID]bool{}
+	for _, k := range ks {
+		if p.o.Select(k) {
+			id := fluxgraph.ID(k, p.o.Namespace)
+			keep[id] = true
+			for _, d := range g.Upstream(id) {
+				keep[d] = true
+			}
+		}
+	}
+	var out []*kustomizev1.Kustomization
+	for _, k := range ks {
+		if keep[fluxgraph.ID(k, p.o.Namespace)] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Do walks the graph until every node converged, converge gave up on a

@@ -408,7 +408,9 @@ type Problem struct {
 func (g *Graph) Problems() []Problem {
 	var out []Problem
 	_, rooted := g.Nodes[g.Root]
-	if !rooted {
+	// A graph without a root (converge.Walk's selection of live objects) is
+	// held to the cycle and dangling rules only.
+	if !rooted && g.Root != (NodeID{}) {
 		out = append(out, Problem{Kind: RootMissing, Root: g.Root})
 	}
 	if g.Cycle != nil {

@@ -110,16 +110,11 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 		return err
 	}
 	// 2. Hand back to git: our annotations and the reconcile switch go.
-	cur, err := c.handBack(ctx)
-	if err != nil {
+	if _, err := c.handBack(ctx); err != nil {
 		return err
 	}
 	// 3. Every Kustomization reading the source is Ready at the new revision.
-	var owner client.Object
-	if l := cur.GetLabels(); l[kustomizev1.GroupVersion.Group+"/name"] != "" {
-		owner = &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: l[kustomizev1.GroupVersion.Group+"/name"], Namespace: l[kustomizev1.GroupVersion.Group+"/namespace"]}}
-	}
-	report.Add(consumersReady(ctx, cl, o, rev, owner))
+	report.Add(consumersReady(ctx, cl, o, rev))
 	report.Facts["revision"] = rev
 	return nil
 }
@@ -136,6 +131,10 @@ type cutoverRun struct {
 	declared Declared
 	final    string
 	tmpRev   string // the temporary source's artifact revision, "" if none
+	// token is the last reconcile request write sent: a wait for the
+	// source holds only once source-controller handled it, so the artifact
+	// is one fetched from the URL just written, not the one it had.
+	token string
 }
 
 // source is the before-gate: the object is on a temporary source and the
@@ -206,17 +205,26 @@ func (c *cutoverRun) write(ctx context.Context, obj *unstructured.Unstructured) 
 	if _, err := apply.Object(ctx, c.cl.Manager, obj); err != nil {
 		return fmt.Errorf("server-side apply %s: %w", c.id, err)
 	}
-	return requestReconcile(ctx, c.cl.Client, obj)
+	token, err := requestReconcileToken(ctx, c.cl.Client, obj)
+	c.token = token
+	return err
 }
 
 // waitSource waits up to --timeout for the GitRepository to be Ready from
-// url with an artifact.
+// url with an artifact, having handled the fetch write asked for: right
+// after a URL change source-controller can report Ready at the new
+// generation with the artifact it fetched from the old URL.
 func (c *cutoverRun) waitSource(ctx context.Context, url string) (*sourcev1.GitRepository, error) {
 	wctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
+	token := c.token
 	return wait.For(wctx, c.cl.Client, &sourcev1.GitRepositoryList{}, c.o.Namespace, c.o.Name, func(g *sourcev1.GitRepository) (bool, string) {
 		ok, desc := fluxobj.Ready(g)
-		return ok && g.Spec.URL == url && g.Status.Artifact != nil, desc
+		fetched := token == "" || g.Status.LastHandledReconcileAt == token
+		if !fetched {
+			desc += "; the fetch asked for is not handled yet"
+		}
+		return ok && fetched && g.Spec.URL == url && g.Status.Artifact != nil, desc
 	})
 }
 
@@ -316,49 +324,35 @@ func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *un
 		rb.Verdict, rb.Message = gate.Fail, fmt.Sprintf("rolled back to %s but it is not Ready: %v", url, err)
 		return rb
 	}
-	rb.Verdict = gate.Pass
-	rb.Message = fmt.Sprintf("GitRepository %s/%s is back on the temporary source %s, Ready at %s; the cluster is as before", o.Namespace, o.Name, url, gr.Status.Artifact.Revision)
+	// The Kustomizations reading it are walked back to its revision, so
+	// "as before" is proven, not assumed.
+	rev := gr.Status.Artifact.Revision
+	names, failed, facts, err := walkConsumers(ctx, cl, o, rev)
+	switch {
+	case err != nil:
+		rb.Verdict, rb.Message = gate.Skip, fmt.Sprintf("rolled back to %s, Ready at %s, but the Kustomizations reading it could not be walked: %v", url, rev, err)
+	case len(failed) > 0:
+		rb.Verdict, rb.Message = gate.Fail, fmt.Sprintf("rolled back to %s, Ready at %s, but %d of %d Kustomization(s) are not Ready at it: %s", url, rev, len(failed), len(names), strings.Join(failed, "; "))
+	default:
+		rb.Verdict = gate.Pass
+		rb.Message = fmt.Sprintf("GitRepository %s/%s is back on the temporary source %s, Ready at %s, and %d Kustomization(s) reading it are Ready at it; the cluster is as before", o.Namespace, o.Name, url, rev, len(names))
+	}
+	rb.Evidence = append(names, walkEvidence(facts)...)
 	return rb
 }
 
-// consumersReady waits for every Kustomization whose sourceRef is the
-// GitRepository to be Ready with lastAppliedRevision rev.
-func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string, owner client.Object) gate.Check {
+// consumersReady walks every Kustomization whose sourceRef is the
+// GitRepository until each is Ready having applied the source's current
+// revision (rev, the one the cutover proved, unless the source moved on).
+func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) gate.Check {
 	c := GateConsumersReady.New()
-	var list kustomizev1.KustomizationList
-	if err := cl.Client.List(ctx, &list); err != nil {
-		c.Verdict, c.Message = gate.Skip, "list Kustomizations: "+err.Error()
+	names, failed, facts, err := walkConsumers(ctx, cl, o, rev)
+	if err != nil {
+		c.Verdict, c.Message = gate.Skip, "walk the Kustomizations reading the source: "+err.Error()
 		return c
 	}
-	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	var names, failed []string
-	for _, k := range list.Items {
-		if fluxobj.KustomizationSource(&k) != (fluxobj.Ref{Kind: fluxobj.GitRepositoryKind, Namespace: o.Namespace, Name: o.Name}) {
-			continue
-		}
-		names = append(names, k.Namespace+"/"+k.Name)
-	}
-	// The Kustomization that applies the GitRepository (the root, by
-	// kustomize-controller's owner labels) re-applies it from git now; the
-	// others are left alone: a reconcile request to every one of them would
-	// only churn their dependsOn chain.
-	if owner != nil {
-		_ = requestReconcile(ctx, cl.Client, owner)
-	}
-	// The one readiness rule (converge's), against the final source's
-	// artifact the cutover proved.
-	src := converge.Source{Ref: converge.SourceRef{Kind: sourcev1.GitRepositoryKind, Namespace: o.Namespace, Name: o.Name}, Found: true, Ready: true, Revision: rev}
-	for _, n := range names {
-		key, _ := fluxobj.ParseKey(n)
-		o.Progress(fmt.Sprintf("waiting for Kustomization %s at %s", n, rev))
-		if _, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, key.Namespace, key.Name, func(k *kustomizev1.Kustomization) (bool, string) {
-			return converge.IsConverged(k, src), converge.Describe(k, src)
-		}); err != nil {
-			failed = append(failed, "Kustomization "+err.Error())
-		}
-	}
-	c.Evidence = names
+	rev = currentRevision(ctx, cl, o, rev)
+	c.Evidence = append(names, walkEvidence(facts)...)
 	if len(failed) > 0 {
 		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%d of %d Kustomization(s) not Ready at %s: %s", len(failed), len(names), rev, strings.Join(failed, "; "))
@@ -367,6 +361,61 @@ func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, re
 	c.Verdict = gate.Pass
 	c.Message = fmt.Sprintf("%d Kustomization(s) Ready at %s", len(names), rev)
 	return c
+}
+
+// currentRevision is the GitRepository's artifact revision now, or rev
+// when it cannot be read: the walk proves the source's current revision,
+// which is rev unless a commit landed meanwhile.
+func currentRevision(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) string {
+	var g sourcev1.GitRepository
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &g); err != nil || g.Status.Artifact == nil {
+		return rev
+	}
+	return g.Status.Artifact.Revision
+}
+
+// walkConsumers is the converge walk over the Kustomizations that read the
+// GitRepository (in every namespace) and what they depend on: a
+// dependent blocked on a dependency that has just applied the new revision
+// is nudged at once instead of waiting for kustomize-controller's
+// --requeue-dependency, level after level. It returns the nodes walked and
+// a line for each that did not converge, and the walk's facts.
+func walkConsumers(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) (names, failed []string, facts map[string]string, err error) {
+	co := converge.DefaultOptions()
+	co.Namespace, co.Timeout = metav1.NamespaceAll, o.Timeout
+	co.Select = func(k *kustomizev1.Kustomization) bool {
+		return fluxobj.KustomizationSource(k) == fluxobj.Ref{Kind: fluxobj.GitRepositoryKind, Namespace: o.Namespace, Name: o.Name}
+	}
+	o.Progress(fmt.Sprintf("walking the Kustomizations that read GitRepository %s/%s to %s (timeout %s)", o.Namespace, o.Name, rev, o.Timeout))
+	checks, facts, err := converge.Walk(ctx, cl, co, o.Progress)
+	if err != nil {
+		return nil, nil, facts, err
+	}
+	prefix := converge.GateNode.ID + "/"
+	for _, n := range checks {
+		if id, ok := strings.CutPrefix(n.ID, prefix); ok {
+			names = append(names, id)
+		}
+	}
+	for _, n := range converge.Unconverged(checks) {
+		if id, ok := strings.CutPrefix(n.ID, prefix); ok {
+			failed = append(failed, fmt.Sprintf("Kustomization %s: %s", id, n.Message))
+		} else {
+			failed = append(failed, n.Message)
+		}
+	}
+	return names, failed, facts, nil
+}
+
+// walkEvidence is what a walk's facts say about how it got there.
+func walkEvidence(facts map[string]string) []string {
+	var out []string
+	for _, k := range []string{"converge.nudges", "converge.duration", "converge.critical-path"} {
+		if v := facts[k]; v != "" {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }
 
 func revOrNone(rev string) string {

@@ -2,6 +2,7 @@ package rootsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/converge"
@@ -269,14 +271,25 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	sc.Evidence = []string{"status.artifact.revision=" + rev, "spec.url=" + gr.Spec.URL}
 	root := r.Root
 	progress(fmt.Sprintf("waiting for Kustomization %s/%s to apply %s", root.Namespace, root.Name, rev))
-	// The one readiness rule: converge's "converged at its source's
-	// revision", against the artifact just proven.
-	proven := converge.SourceOf(converge.SourceRef{Kind: sourcev1.GitRepositoryKind, Namespace: gr.Namespace, Name: gr.Name}, gr)
-	k, err := wait.For(wctx, cl.Client, &kustomizev1.KustomizationList{}, root.Namespace, root.Name, func(k *kustomizev1.Kustomization) (bool, string) {
-		return converge.IsConverged(k, proven), converge.Describe(k, proven)
-	})
+	// The one walk (converge's, with its nudges and budgets) over the root
+	// alone: converged is Ready at its generation having applied the
+	// source's current artifact, the one just proven.
+	id := converge.NodeID{Namespace: root.Namespace, Name: root.Name}
+	co := converge.DefaultOptions()
+	co.Namespace, co.Timeout = root.Namespace, timeout
+	co.Select = func(k *kustomizev1.Kustomization) bool { return k.Namespace == id.Namespace && k.Name == id.Name }
+	checks, _, err := converge.Walk(wctx, cl, co, progress)
+	if err == nil {
+		if bad := converge.Unconverged(checks); len(bad) > 0 {
+			err = errors.New(bad[0].Message)
+		}
+	}
+	var k kustomizev1.Kustomization
+	if err == nil {
+		err = cl.Client.Get(wctx, client.ObjectKey{Namespace: root.Namespace, Name: root.Name}, &k)
+	}
 	if err != nil {
-		rc.Verdict, rc.Message = gate.Fail, fmt.Sprintf("Kustomization %s (want lastAppliedRevision %s)", err, rev)
+		rc.Verdict, rc.Message = gate.Fail, fmt.Sprintf("Kustomization %s/%s: %v (want lastAppliedRevision %s)", root.Namespace, root.Name, err, rev)
 		return []gate.Check{sc, rc}
 	}
 	rc.Verdict = gate.Pass
