@@ -122,7 +122,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 # spread COLUMN TOOL RUN: min–max of one column over the pairs.
 spread() {
-	awk -F'\t' -v c="$1" -v t="$2" -v r="$3" '$1 == t && $2 == r { print $c }' "$work/runs" | sort -g | sed -n '1p;$p' | paste -sd'–' -
+	awk -F'\t' -v c="$1" -v t="$2" -v r="$3" '$1 == t && $2 == r { print $c }' "$work/runs" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "–" hi }'
 }
 
 echo "Step 1, Flux v2.9.5 + image extras (39 objects), $pairs alternating pairs on fresh sandboxes; medians:"
