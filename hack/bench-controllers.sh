@@ -8,18 +8,28 @@
 # one). Reports each run, then the medians of wall time, peak RSS and API
 # requests with bootstrap's ratio to kubectl, and where the requests go (by
 # verb, from the last pair). Asserts nothing: numbers for the docs.
+#
+# VS=upstream compares `bootstrap controllers` with itself built with
+# -tags bench_upstream_staged (internal/apply/bench_upstream.go: the staged
+# apply is ssa's ApplyAllStaged), the same pairs on fresh sandboxes, to
+# measure what the fork applyStaged saves. UPSTREAM_WAIT_INTERVAL and
+# UPSTREAM_SSA_CONCURRENCY set upstream's knobs (default: as the tool
+# configures ssa, a 2 s poll and one object at a time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pairs="${PAIRS:-3}"
+base="${VS:-kubectl}"
+[[ $base == kubectl || $base == upstream ]] || { echo "bench: VS=$base: want kubectl or upstream" >&2; exit 2; }
 bin="$(bash hack/sandbox/build.sh --print)"
-if [[ ! -x "$bin/kubectl" ]]; then # built by hack/sandbox/build.sh; kept for older caches
+if [[ $base == kubectl && ! -x "$bin/kubectl" ]]; then # built by hack/sandbox/build.sh; kept for older caches
 	echo "bench: building kubectl into $bin (once)" >&2
 	(cd hack/sandbox/tools/kubernetes && GOTOOLCHAIN=local go build -ldflags "-s -w" -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl)
 fi
 command -v /usr/bin/time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
 make -s build >/dev/null
 go build -o bin/sandbox ./cmd/sandbox
+if [[ $base == upstream ]]; then go build -tags bench_upstream_staged -o bin/bootstrap-upstream-staged ./cmd/bootstrap; fi
 
 extras=(--flux-version v2.9.5 --components-extra image-reflector-controller,image-automation-controller)
 work="$(mktemp -d)"
@@ -72,7 +82,11 @@ measure() {
 		/usr/bin/time -f "%e %M" -o "$work/time" bash -c kubectl_path
 		reqs="$(kubectl_verbs)"
 	else
-		/usr/bin/time -f "%e %M" -o "$work/time" bin/bootstrap controllers "${extras[@]}" -o json >"$work/out.json" 2>"$work/err"
+		local exe=bin/bootstrap
+		[[ $tool == upstream ]] && exe=bin/bootstrap-upstream-staged
+		BOOTSTRAP_BENCH_WAIT_INTERVAL="${UPSTREAM_WAIT_INTERVAL:-}" BOOTSTRAP_BENCH_SSA_CONCURRENCY="${UPSTREAM_SSA_CONCURRENCY:-}" \
+			/usr/bin/time -f "%e %M" -o "$work/time" "$exe" controllers "${extras[@]}" -o json >"$work/out.json" 2>"$work/err" ||
+			{ echo "bench: $tool $run failed:" >&2; cat "$work/err" >&2; exit 1; }
 		reqs="$(sed -n 's/.*"apiRequests": "\([0-9]*\)".*/\1/p' "$work/out.json")|$(sed -n 's/.*"apiRequestsByVerb": "\([^"]*\)".*/\1/p' "$work/out.json")"
 	fi
 	read -r secs kib <"$work/time"
@@ -81,8 +95,8 @@ measure() {
 
 : >"$work/runs"
 for ((pair = 1; pair <= pairs; pair++)); do
-	order=(kubectl bootstrap)
-	((pair % 2 == 0)) && order=(bootstrap kubectl)
+	order=("$base" bootstrap)
+	((pair % 2 == 0)) && order=(bootstrap "$base")
 	for tool in "${order[@]}"; do
 		state="$(mktemp -d)"
 		bin/sandbox up --state "$state" --bin "$bin" >/dev/null
@@ -106,21 +120,32 @@ median() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
+# spread COLUMN TOOL RUN: min–max of one column over the pairs.
+spread() {
+	awk -F'\t' -v c="$1" -v t="$2" -v r="$3" '$1 == t && $2 == r { print $c }' "$work/runs" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "–" hi }'
+}
+
 echo "Step 1, Flux v2.9.5 + image extras (39 objects), $pairs alternating pairs on fresh sandboxes; medians:"
 echo
-echo "| run | kubectl wall (s) | bootstrap wall (s) | ratio | kubectl requests | bootstrap requests | ratio | peak RSS kubectl / bootstrap (MiB) |"
+echo "| run | $base wall (s) | bootstrap wall (s) | ratio | $base requests | bootstrap requests | ratio | peak RSS $base / bootstrap (MiB) |"
 echo "|---|---|---|---|---|---|---|---|"
 for run in fresh rerun; do
-	kw=$(median 3 kubectl $run) bw=$(median 3 bootstrap $run)
-	km=$(median 4 kubectl $run) bm=$(median 4 bootstrap $run)
-	kr=$(median 5 kubectl $run) br=$(median 5 bootstrap $run)
+	kw=$(median 3 "$base" $run) bw=$(median 3 bootstrap $run)
+	km=$(median 4 "$base" $run) bm=$(median 4 bootstrap $run)
+	kr=$(median 5 "$base" $run) br=$(median 5 bootstrap $run)
 	printf '| %s | %s | %s | %s× | %s | %s | %s× | %s / %s |\n' "$run" "$kw" "$bw" "$(ratio "$bw" "$kw")" "$kr" "$br" "$(ratio "$br" "$kr")" "$km" "$bm"
+done
+echo
+echo "Spread of wall time over the pairs (min–max, s):"
+echo
+for run in fresh rerun; do
+	echo "- $run: $base $(spread 3 "$base" $run), bootstrap $(spread 3 bootstrap $run)"
 done
 echo
 echo "Where the requests go (by verb, the last pair):"
 echo
 for run in fresh rerun; do
-	for tool in kubectl bootstrap; do
+	for tool in "$base" bootstrap; do
 		awk -F'\t' -v t="$tool" -v r="$run" '$1 == t && $2 == r { line = $5 " (" $6 ")" } END { print "- " r ", " t ": " line }' "$work/runs"
 	done
 done
