@@ -6,9 +6,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/validate"
 )
 
 func newAgeKeyCommand(a *app) *cobra.Command {
@@ -39,8 +38,8 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 	}
 	pf := cmd.PersistentFlags()
 	rf.add(pf)
-	pf.StringVar(&o.Namespace, "namespace", agekey.DefaultNamespace, "namespace of the Secret")
-	pf.Var(flagvalue.NewName(&o.SecretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the Secret the Kustomizations' decryption.secretRef names")
+	pf.Var(input.NewNamespace(&o.Namespace, agekey.DefaultNamespace), "namespace", "namespace of the Secret")
+	pf.Var(input.NewName(&o.SecretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the Secret the Kustomizations' decryption.secretRef names")
 	fl := cmd.Flags()
 	fl.StringVar(&keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE)")
 	fl.BoolVar(&o.Rotate, "rotate", false, "replace a Secret that holds different identities")
@@ -60,11 +59,9 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 
 // ageKey runs an age-key phase and reports.
 func (a *app) ageKey(cmd *cobra.Command, run *pipeline.Run, rf *repoFlags, o *agekey.Options, phase func(agekey.Options) pipeline.Phase) error {
-	err := validate.Namespace("--namespace", o.Namespace)
 	o.Repo = rf.repo
-	if err == nil {
-		o.Path, err = rf.resolve()
-	}
+	var err error
+	o.Path, err = rf.resolve()
 	if err == nil {
 		err = pipeline.Execute(cmd.Context(), run, phase(*o))
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/check"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 )
 
@@ -57,10 +57,10 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 	}
 	fl := cmd.Flags()
 	rf.add(fl)
-	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
-	fl.Var(flagvalue.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
+	fl.Var(input.NewNamespace(&o.Namespace, DefaultFluxNamespace), "namespace", "namespace of the root Kustomization")
+	fl.Var(input.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
 	addCompareFlags(fl, &o.Compare, &o.NoCompare, "")
-	fl.Var(flagvalue.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
+	fl.Var(input.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd
 }
 
@@ -79,6 +79,6 @@ func writeFile(path string, w func(*os.File) error) error {
 // addCompareFlags are phase static's own flags, defined once: on check,
 // and with the prefix "static: " on sync and up, which run the phase first.
 func addCompareFlags(fl *pflag.FlagSet, compare *[]string, none *bool, prefix string) {
-	fl.Var(flagvalue.NewRepoPaths(compare), "compare", prefix+"root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
+	fl.Var(input.NewRepoPaths(compare), "compare", prefix+"root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
 	fl.BoolVar(none, "no-compare", false, prefix+"do not compare knobs with other environments")
 }

@@ -12,12 +12,10 @@ import (
 
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/internal/components"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/render"
-	"github.com/homelab-ops/bootstrap/internal/validate"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
@@ -36,37 +34,22 @@ func addRenderFlags(cmd *cobra.Command, f *renderFlags, pins versions.Pins) {
 	fl.StringVar(&c.Manifests, "manifests", "", "render from this directory or manifests.tar.gz instead of the embedded bundle")
 	fl.StringSliceVar(&c.Components, "components", c.Components, "controllers to install")
 	fl.StringSliceVar(&c.ComponentsExtra, "components-extra", nil, "additional controllers, e.g. image-reflector-controller,image-automation-controller")
-	fl.StringVar(&c.Namespace, "namespace", c.Namespace, "namespace to install Flux in")
-	fl.StringVar(&c.Registry, "registry", c.Registry, "container registry to pull the controller images from")
-	fl.StringVar(&c.ImagePullSecret, "image-pull-secret", "", "name of the Secret the controllers pull images with")
+	fl.Var(input.NewNamespace(&c.Namespace, c.Namespace), "namespace", "namespace to install Flux in")
+	fl.Var(input.NewRegistry(&c.Registry, c.Registry), "registry", "container registry to pull the controller images from")
+	fl.Var(input.NewOptionalName(&c.ImagePullSecret, "image pull Secret"), "image-pull-secret", "name of the Secret the controllers pull images with")
 	fl.BoolVar(&c.NetworkPolicy, "network-policy", c.NetworkPolicy, "deny ingress to the Flux namespace from other namespaces")
 	fl.BoolVar(&c.WatchAllNamespaces, "watch-all-namespaces", c.WatchAllNamespaces, "watch custom resources in all namespaces")
-	fl.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "the cluster's DNS domain")
-	fl.StringSliceVar(&c.TolerationKeys, "toleration-keys", nil, "taint keys the controllers tolerate")
+	fl.Var(input.NewClusterDomain(&c.ClusterDomain, c.ClusterDomain), "cluster-domain", "the cluster's DNS domain")
+	fl.Var(input.NewTolerationKeys(&c.TolerationKeys), "toleration-keys", "taint keys the controllers tolerate")
 	fl.StringVar(&c.LogLevel, "log-level", c.LogLevel, "controller log level: "+strings.Join(components.LogLevels, ", "))
 	fl.StringVar(&f.overlays, "overlays", "", "overlay directory (a kustomization with patches:); default: the overlays built into this binary")
 	fl.BoolVar(&f.plain, "plain", false, "skip the overlays on purpose (reported as a warning in every report)")
 }
 
-// validate checks the render flags' values against the rules the API
-// server and the image reference grammar apply, before anything is read.
-func (f *renderFlags) validate() error {
-	c := f.components
-	return errors.Join(
-		validate.Namespace("--namespace", c.Namespace),
-		validate.Registry("--registry", c.Registry),
-		validate.OptionalName("--image-pull-secret", c.ImagePullSecret, "image pull Secret"),
-		validate.ClusterDomain("--cluster-domain", c.ClusterDomain),
-		validate.TolerationKeys("--toleration-keys", c.TolerationKeys),
-	)
-}
-
 // options resolves the flags into render options.
 func (f *renderFlags) options() (render.Options, error) {
+	// The values' rules ran when they were set (internal/input).
 	o := render.Options{Components: f.components, Plain: f.plain}
-	if err := f.validate(); err != nil {
-		return o, err
-	}
 	if f.overlays == "" {
 		sub, err := fs.Sub(bootstrap.Overlays, "overlays")
 		if err != nil {
@@ -152,6 +135,6 @@ func newRenderCommand(a *app) *cobra.Command {
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)
-	cmd.Flags().Var(flagvalue.NewOutputDir(&outDir), "output-dir", "write "+manifestFile+" into this directory instead of stdout (needed with -o json)")
+	cmd.Flags().Var(input.NewOutputDir(&outDir), "output-dir", "write "+manifestFile+" into this directory instead of stdout (needed with -o json)")
 	return cmd
 }

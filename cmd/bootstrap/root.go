@@ -16,14 +16,13 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/lock"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/progress"
-	"github.com/homelab-ops/bootstrap/internal/validate"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
@@ -89,7 +88,7 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	fmt.Fprintln(streams.ErrOut, "error:", validate.RedactURLs(err.Error()))
+	fmt.Fprintln(streams.ErrOut, "error:", input.RedactURLs(err.Error()))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return gate.ExitInput
@@ -111,24 +110,9 @@ repository's controller overlays, and proves with gates that they landed.
 
 Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error,
 3 incomplete (a required gate could not be checked).`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.applyEnvironment(cmd); err != nil {
-				return err
-			}
-			a.binding = kube.NewBinding(cmd.Context())
-			cmd.SetContext(kube.WithBinding(cmd.Context(), a.binding))
-			if a.out.format != "text" && a.out.format != "json" {
-				return &usageError{fmt.Errorf("--output %q: want text or json", a.out.format)}
-			}
-			// Every flag value's own rule, before the command runs: an
-			// input error with a report, like every other.
-			if err := flagvalue.Check(cmd.Flags()); err != nil {
-				return a.fail(cmd.Context(), gate.NewReport(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")), err)
-			}
-			return nil
-		},
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.prepare(cmd) },
 	}
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
@@ -137,8 +121,8 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.out.format, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout)")
 	pf.BoolVarP(&a.out.quiet, "quiet", "q", false, "text output: no progress, and only the checks that did not pass and the summary line")
-	pf.Var(flagvalue.NewOutputFile(&a.out.reportJSON), "report-json", "also write the JSON report to this file")
-	pf.Var(flagvalue.NewOutputFile(&a.out.junit), "junit", "also write the report as JUnit XML to this file")
+	pf.Var(input.NewOutputFile(&a.out.reportJSON), "report-json", "also write the JSON report to this file")
+	pf.Var(input.NewOutputFile(&a.out.junit), "junit", "also write the report as JUnit XML to this file")
 	a.cluster.AddFlags(pf)
 	pf.StringVar(&a.versionsFile, "versions-file", "", "take the Flux version from FLUX_VERSION in this KEY=VALUE file (e.g. the repository's own versions.env) unless --flux-version is given")
 	pf.BoolVar(&a.breakLock, "break-lock", false, "take the cluster lock even though another run holds it (when that run died; its holder is named in the refusal)")
@@ -149,6 +133,35 @@ Exit codes: 0 all gates passed, 1 a gate or phase failed, 2 usage or input error
 	root.AddCommand(newStatusCommand(a))
 	root.AddCommand(newDocgenCommand(root))
 	return root
+}
+
+// prepare checks every input the command line, the environment and
+// --config give, before the command reads a file or sends a request: each
+// flag value's own rule (input.Check) first, so a bad value on the command
+// line is refused before --versions-file or --config is read; then the
+// environment and --config, through the same value types.
+func (a *app) prepare(cmd *cobra.Command) error {
+	a.binding = kube.NewBinding(cmd.Context())
+	cmd.SetContext(kube.WithBinding(cmd.Context(), a.binding))
+	fail := func(err error) error {
+		return a.fail(cmd.Context(), gate.NewReport(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")), err)
+	}
+	// An input error with a report, like every other.
+	if err := input.Check(cmd.Flags()); err != nil {
+		return fail(err)
+	}
+	if err := a.applyEnvironment(cmd); err != nil {
+		return err
+	}
+	if a.out.format != "text" && a.out.format != "json" {
+		return &usageError{fmt.Errorf("--output %q: want text or json", a.out.format)}
+	}
+	if f := cmd.Flags().Lookup("config"); f != nil {
+		if err := input.SetFromConfig(cmd.Flags(), f.Value.String()); err != nil {
+			return fail(err)
+		}
+	}
+	return nil
 }
 
 // connect opens the cluster the cluster flags name; a kubeconfig that
@@ -247,7 +260,7 @@ func (a *app) newRun(command string, dryRun bool) *pipeline.Run {
 	}
 	pr := progress.New(a.streams.ErrOut, progress.Options{Quiet: a.out.quiet || a.out.format != "text", Getenv: a.getenv})
 	a.printer = pr
-	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: func(line string) { pr.Line(validate.RedactURLs(line)) }, BeforeWrite: a.acquire,
+	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: func(line string) { pr.Line(input.RedactURLs(line)) }, BeforeWrite: a.acquire,
 		OnPhase:     pr.Start,
 		OnPhaseDone: func(name string, v gate.Verdict, took time.Duration) { pr.Done(name, string(v), took) },
 	}
@@ -277,7 +290,7 @@ func (a *app) finish(r *gate.Report) error {
 	agekey.RedactReport(r)
 	// URLs read back from a cluster may carry credentials someone else put
 	// there: no report channel shows them.
-	validate.RedactReport(r)
+	input.RedactReport(r)
 	var errs []string
 	if a.out.format == "json" {
 		if err := gate.WriteJSON(a.streams.Out, r); err != nil {

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/serve"
 )
 
@@ -48,14 +48,18 @@ func (f *serveFlags) add(fl *pflag.FlagSet) {
 	fl.Var(&f.addr, "serve", "serve the repository to the cluster from this machine as the temporary source (HTTPS, read-only, a token made for the run) until cutover; --serve alone listens on the address this machine reaches the API server from and a free port, --serve=HOST:PORT on that address")
 	fl.Lookup("serve").NoOptDefVal = serveAuto
 	fl.StringVar(&f.url, "serve-url", "", "with --serve: the base URL the cluster reaches this machine at (https://HOST[:PORT], a DNS name or NAT) instead of the listen address")
-	fl.Var(flagvalue.NewDuration(&f.serveFor, 24*time.Hour), "serve-for", "with --serve: stop serving after this long even without a cutover")
+	fl.Var(input.NewDuration(&f.serveFor, 24*time.Hour), "serve-for", "with --serve: stop serving after this long even without a cutover")
 	fl.BoolVar(&f.whenReady, "cutover-when-ready", false, "after converge, wait until the cluster reaches the source git declares at the temporary source's revision, then cut over to it (and the served source stops)")
-	fl.Var(flagvalue.NewDuration(&f.cutoverWait, 15*time.Minute), "cutover-timeout", "with --cutover-when-ready: how long to wait for the final source; at its end exit 1, the temporary source still serving")
+	fl.Var(input.NewDuration(&f.cutoverWait, 15*time.Minute), "cutover-timeout", "with --cutover-when-ready: how long to wait for the final source; at its end exit 1, the temporary source still serving")
 }
 
 // validate checks the flags' combinations before anything is read.
-func (f *serveFlags) validate(srcURL string) error {
+func (f *serveFlags) validate(fl *pflag.FlagSet, srcURL string) error {
 	switch {
+	case f.addr.v == "" && input.Given(fl, "serve-for"):
+		return gate.InputErrorf("--serve-for needs --serve")
+	case !f.whenReady && input.Given(fl, "cutover-timeout"):
+		return gate.InputErrorf("--cutover-timeout needs --cutover-when-ready")
 	case f.addr.v != "" && srcURL != "":
 		return gate.InputErrorf("--serve and --source-url are exclusive: --serve makes this machine the temporary source, --source-url names another")
 	case f.addr.v == "" && (f.url != ""):

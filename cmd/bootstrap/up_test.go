@@ -158,7 +158,8 @@ func upOptions(t *testing.T, args ...string) flow.Options {
 func TestUpPhaseFlagsReachThePhases(t *testing.T) {
 	o := upOptions(t, "--repo", "../../testdata/homelab", "--env", "dev", "--timeout", "7m", "--force", "--migrate-crds", "--prune-crds",
 		"--age-key-file", "key.txt", "--secret-name", "age", "--rotate", "--root", "main", "--compare", "clusters/prod", "--no-compare",
-		"--nudge=false", "--retries", "5", "--fail-after", "0", "--cutover-when-ready", "--cutover-timeout", "9m")
+		"--nudge=false", "--retries", "5", "--fail-after", "0", "--cutover-when-ready", "--cutover-timeout", "9m",
+		"--source-url", "https://mirror.lan/homelab/gitops.git")
 	c, k, conv := o.Controllers, o.AgeKey, o.Converge
 	if !o.Force || o.Timeout != 7*time.Minute || c == nil || !c.MigrateCRDs || !c.PruneCRDs {
 		t.Errorf("controllers: force %t, timeout %s, %+v", o.Force, o.Timeout, c)
