@@ -1,7 +1,7 @@
 package main
 
 import (
-	"os"
+	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -9,7 +9,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/session"
 )
 
 func newCheckCommand(a *app) *cobra.Command {
@@ -36,23 +36,15 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
   bootstrap check --path clusters/staging --sarif check.sarif --junit check.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("check", false)
+			run := a.s.NewRun("check", false)
 			var err error
 			o.Repo = rf.repo
 			if o.Path, err = rf.resolve(); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
 			run.Report.Facts["path"] = o.Path
 			phase := &check.Phase{Options: o}
-			if err := pipeline.Execute(cmd.Context(), run, phase); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
-			}
-			if sarif != "" && phase.Result != nil {
-				if err := writeFile(sarif, func(f *os.File) error { return check.WriteSARIF(f, phase.Result) }); err != nil {
-					return a.fail(cmd.Context(), run.Report, gate.InputErrorf("--sarif: %w", err))
-				}
-			}
-			return a.finish(run.Report)
+			return a.s.ExecuteThen(cmd.Context(), run, func() error { return writeSARIF(sarif, phase.Result) }, phase)
 		},
 	}
 	fl := cmd.Flags()
@@ -64,16 +56,15 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 	return cmd
 }
 
-func writeFile(path string, w func(*os.File) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+// writeSARIF writes the findings to --sarif (when given and the check ran).
+func writeSARIF(path string, res *check.Result) error {
+	if path == "" || res == nil {
+		return nil
 	}
-	err = w(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err := session.WriteFile(path, func(w io.Writer) error { return check.WriteSARIF(w, res) }); err != nil {
+		return gate.InputErrorf("--sarif: %w", err)
 	}
-	return err
+	return nil
 }
 
 // addCompareFlags are phase static's own flags, defined once: on check,

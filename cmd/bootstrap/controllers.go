@@ -29,17 +29,17 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
   bootstrap controllers -o json --report-json /var/log/bootstrap/controllers.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("controllers", dryRun)
+			run := a.s.NewRun("controllers", dryRun)
 			var err error
 			if o.Render, err = f.options(); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
 			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
-			a.countRequests = true
-			a.installs("controllers", o.Render.Components.Namespace, dryRun)
+			a.s.CountRequests()
+			a.s.Installs("controllers", o.Render.Components.Namespace, dryRun)
 			// The plan is printed before the apply's progress lines.
 			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
-			return a.execute(cmd.Context(), run, controllers.NewPhase(o, a.connect))
+			return a.s.Execute(cmd.Context(), run, controllers.NewPhase(o, a.s.Connect))
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)
@@ -58,7 +58,7 @@ func (a *app) writePlan(plan []gate.ObjectChange, dryRun bool) {
 	var b strings.Builder
 	writePlan(&b, plan, dryRun)
 	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
-		a.printer.Line(line)
+		a.s.Line(line)
 	}
 }
 

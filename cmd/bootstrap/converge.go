@@ -37,9 +37,9 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
   bootstrap converge --nudge=false -o json --report-json /var/log/bootstrap/converge.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("converge", false)
+			run := a.s.NewRun("converge", false)
 			if err := convergeOptions(&o, root, repo, env, path); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
 			if o.Declared != nil {
 				run.Report.Facts["path"] = path
@@ -47,7 +47,7 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 					run.Report.Facts["path"] = "clusters/" + env
 				}
 			}
-			return a.execute(cmd.Context(), run, converge.NewPhase(a.connect, o))
+			return a.s.Execute(cmd.Context(), run, converge.NewPhase(a.s.Connect, o))
 		},
 	}
 	fl := cmd.Flags()

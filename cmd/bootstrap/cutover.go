@@ -36,16 +36,16 @@ exits 130 (143). A second interrupt stops at once; then run 'bootstrap cutover' 
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			run := a.newRun("cutover", dryRun)
+			run := a.s.NewRun("cutover", dryRun)
 			if err := errors.Join(rootsync.ValidateCutover(o), cf.validate(cmd.Flags())); err != nil {
-				return a.fail(ctx, run.Report, err)
+				return a.s.Fail(ctx, run.Report, err)
 			}
-			a.writes("cutover", o.Namespace, dryRun)
+			a.s.Writes("cutover", o.Namespace, dryRun)
 			plan, err := flow.Assemble(ctx, flow.Options{Cutover: &o, Converge: cf.options(), DryRun: dryRun, Timeout: o.Timeout, Cluster: a.opener()}, run.Report)
 			if err != nil {
-				return a.fail(ctx, run.Report, err)
+				return a.s.Fail(ctx, run.Report, err)
 			}
-			return a.execute(ctx, run, plan.Phases...)
+			return a.s.Execute(ctx, run, plan.Phases...)
 		},
 	}
 	fl := cmd.Flags()

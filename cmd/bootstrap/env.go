@@ -59,7 +59,7 @@ func (a *app) applyEnvironment(cmd *cobra.Command) error {
 			return err
 		}
 		if name != "age-key-file" { // a path, but keep key plumbing out of reports
-			a.envNotes = append(a.envNotes, fmt.Sprintf("--%s %s (from %s)", name, value, from))
+			a.s.Notes = append(a.s.Notes, fmt.Sprintf("--%s %s (from %s)", name, value, from))
 		}
 		return nil
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 )
@@ -99,42 +98,45 @@ func newRenderCommand(a *app) *cobra.Command {
   bootstrap render --overlays ./my-overlays --output-dir out/ -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("render", false)
-			if err := checkOutputDir(outDir, a.out.format); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+			run := a.s.NewRun("render", false)
+			if err := checkOutputDir(outDir, a.s.Output.Format); err != nil {
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
 			opts, err := f.options()
 			if err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
 			phase := render.NewPhase(opts)
-			if err := pipeline.Execute(cmd.Context(), run, phase); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
-			}
-			// Fail closed: a render whose overlays did not prove out is not
-			// printed, so a pipe into an apply cannot ship it.
-			if run.Report.ExitCode() == gate.ExitFailed {
-				return a.finish(run.Report)
-			}
-			yaml := phase.Output.YAML
-			if outDir != "" {
-				p := filepath.Join(outDir, manifestFile)
-				if err := os.MkdirAll(outDir, 0o755); err != nil {
-					return a.fail(cmd.Context(), run.Report, fmt.Errorf("--output-dir %s: %w", outDir, err))
-				}
-				if err := os.WriteFile(p, yaml, 0o644); err != nil {
-					return a.fail(cmd.Context(), run.Report, fmt.Errorf("--output-dir %s: %w", outDir, err))
-				}
-				run.Report.Facts["manifests"] = p
-			} else if a.out.format == "text" {
-				if _, err := a.streams.Out.Write(yaml); err != nil {
-					return a.fail(cmd.Context(), run.Report, err)
-				}
-			}
-			return a.finish(run.Report)
+			return a.s.ExecuteThen(cmd.Context(), run, func() error { return a.writeManifests(run.Report, phase, outDir) }, phase)
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)
 	cmd.Flags().Var(input.NewOutputDir(&outDir), "output-dir", "write "+manifestFile+" into this directory instead of stdout (needed with -o json)")
 	return cmd
+}
+
+// writeManifests writes the render to --output-dir, or to stdout in text
+// mode. Fail closed: a render whose overlays did not prove out is not
+// written, so a pipe into an apply cannot ship it.
+func (a *app) writeManifests(r *gate.Report, phase *render.Phase, outDir string) error {
+	if r.ExitCode() == gate.ExitFailed {
+		return nil
+	}
+	yaml := phase.Output.YAML
+	if outDir == "" {
+		if a.s.Output.Format != "text" {
+			return nil
+		}
+		_, err := a.streams.Out.Write(yaml)
+		return err
+	}
+	p := filepath.Join(outDir, manifestFile)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("--output-dir %s: %w", outDir, err)
+	}
+	if err := os.WriteFile(p, yaml, 0o644); err != nil {
+		return fmt.Errorf("--output-dir %s: %w", outDir, err)
+	}
+	r.Facts["manifests"] = p
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/serve"
+	"github.com/homelab-ops/bootstrap/internal/session"
 )
 
 // serveAuto is --serve without a value: the address this machine reaches
@@ -106,7 +107,7 @@ server); its state lives under $BOOTSTRAP_STATE_DIR (default $XDG_STATE_HOME/boo
 
 // serveDir is the state directory of the cluster the kubeconfig names.
 func (a *app) serveDir() (string, error) {
-	cfg, err := a.restConfig()
+	cfg, err := a.s.RestConfig()
 	if err != nil {
 		return "", err
 	}
@@ -125,7 +126,7 @@ type serveStatus struct {
 }
 
 func (a *app) printServe(s serveStatus) error {
-	if a.out.format == "json" {
+	if a.s.Output.Format == "json" {
 		e := json.NewEncoder(a.streams.Out)
 		e.SetIndent("", "  ")
 		return e.Encode(s)
@@ -155,7 +156,7 @@ func newServeStatusCommand(a *app) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			dir, err := a.serveDir()
 			if err != nil {
-				return &usageError{err}
+				return &session.UsageError{Err: err}
 			}
 			st, err := serve.ReadState(dir)
 			if err != nil {
@@ -169,7 +170,7 @@ func newServeStatusCommand(a *app) *cobra.Command {
 				return err
 			}
 			if !running {
-				return &exitError{code: gate.ExitFailed}
+				return &session.ExitError{Code: gate.ExitFailed}
 			}
 			return nil
 		},
@@ -186,7 +187,7 @@ URL: run 'bootstrap cutover' to move it to its final source, or 'bootstrap sync 
 		RunE: func(*cobra.Command, []string) error {
 			dir, err := a.serveDir()
 			if err != nil {
-				return &usageError{err}
+				return &session.UsageError{Err: err}
 			}
 			st, err := serve.Stop(dir, 5*time.Second)
 			if err != nil {

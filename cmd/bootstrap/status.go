@@ -67,13 +67,13 @@ report each time (-o json: one document per evaluation), until interrupted.`,
 			if watch {
 				return a.watchStatus(cmd, f, sf)
 			}
-			run := a.newRun("status", false)
+			run := a.s.NewRun("status", false)
 			run.KeepGoing = true
 			phases, err := a.statusPhases(cmd, f, sf, run.Report)
 			if err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
-			return a.execute(cmd.Context(), run, phases...)
+			return a.s.Execute(cmd.Context(), run, phases...)
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)
@@ -117,7 +117,7 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 		return nil, gate.InputErrorf("--secret-name needs --env or --path: the age-key Secret is checked against the environment's SOPS files")
 	}
 	rec := kube.NewRequests()
-	connect := a.readOnlyConnect(rec)
+	connect := a.s.ReadOnlyConnect(rec)
 	cph := controllers.NewStatusPhase(controllers.StatusOptions{Render: ro,
 		LiveVersion:    live && !fl.Changed("flux-version") && ro.Components.Manifests == "",
 		LiveComponents: !fl.Changed("components") && !fl.Changed("components-extra"),
@@ -154,7 +154,7 @@ func (a *app) readOnlyConnect(rec *kube.Requests) func() (*apply.Cluster, error)
 		if cl != nil {
 			return cl, nil
 		}
-		cfg, err := a.restConfig()
+		cfg, err := a.s.RestConfig()
 		if err != nil {
 			return nil, err
 		}
@@ -175,11 +175,11 @@ func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) er
 	ctx := cmd.Context()
 	// Input errors stop before anything is watched.
 	if _, err := a.statusPhases(cmd, f, sf, gate.NewReport("status")); err != nil {
-		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
+		return a.s.Fail(cmd.Context(), a.s.NewRun("status", false).Report, err)
 	}
-	cl, err := a.readOnlyConnect(kube.NewRequests())()
+	cl, err := a.s.ReadOnlyConnect(kube.NewRequests())()
 	if err != nil {
-		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
+		return a.s.Fail(cmd.Context(), a.s.NewRun("status", false).Report, err)
 	}
 	wo := status.WatchOptions{Namespace: f.components.Namespace}
 	if sf.env != "" || sf.path != "" {
@@ -195,7 +195,7 @@ func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) er
 		return last
 	}
 	if err := status.Watch(ctx, cl.Client, wo, eval); err != nil && ctx.Err() == nil {
-		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
+		return a.s.Fail(cmd.Context(), a.s.NewRun("status", false).Report, err)
 	}
 	return last
 }
@@ -206,13 +206,13 @@ func (a *app) statusEval(cmd *cobra.Command, f *renderFlags, sf statusFlags, n *
 	ctx := cmd.Context()
 	return func(cause string) {
 		*n++
-		run := a.newRun("status", false)
+		run := a.s.NewRun("status", false)
 		run.KeepGoing = true
 		run.Report.Facts["watch.evaluation"] = strconv.Itoa(*n)
 		if cause != "" {
 			run.Report.Facts["watch.change"] = cause
 		}
-		if a.out.format == "text" {
+		if a.s.Output.Format == "text" {
 			why := "start"
 			if cause != "" {
 				why = "after a change to " + cause
@@ -221,9 +221,9 @@ func (a *app) statusEval(cmd *cobra.Command, f *renderFlags, sf statusFlags, n *
 		}
 		phases, err := a.statusPhases(cmd, f, sf, run.Report)
 		if err != nil {
-			*last = a.fail(cmd.Context(), run.Report, err)
+			*last = a.s.Fail(cmd.Context(), run.Report, err)
 			return
 		}
-		*last = a.execute(ctx, run, phases...)
+		*last = a.s.Execute(ctx, run, phases...)
 	}
 }

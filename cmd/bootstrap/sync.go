@@ -69,7 +69,7 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 // cutover.
 func (c *syncCmd) run(a *app, cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	run := a.newRun("sync", c.dryRun)
+	run := a.s.NewRun("sync", c.dryRun)
 	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, c.dryRun) }
 	o, err := c.options(a, cmd.Flags())
 	var plan *flow.Plan
@@ -78,10 +78,10 @@ func (c *syncCmd) run(a *app, cmd *cobra.Command) error {
 	}
 	defer plan.Close()
 	if err != nil {
-		return a.fail(ctx, run.Report, err)
+		return a.s.Fail(ctx, run.Report, err)
 	}
-	a.writes("sync", c.env.Namespace, c.dryRun)
-	return a.execute(ctx, run, plan.Phases...)
+	a.s.Writes("sync", c.env.Namespace, c.dryRun)
+	return a.s.Execute(ctx, run, plan.Phases...)
 }
 
 // options resolves the flags into the run's phases.

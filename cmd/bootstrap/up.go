@@ -80,7 +80,7 @@ func (u *upFlags) add(cmd *cobra.Command, a *app) {
 // flow.Assemble), then runs the phases under the cluster lock.
 func (u *upFlags) run(a *app, cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	run := a.newRun("up", u.dryRun)
+	run := a.s.NewRun("up", u.dryRun)
 	o, err := u.options(a, cmd)
 	var plan *flow.Plan
 	if err == nil {
@@ -88,15 +88,15 @@ func (u *upFlags) run(a *app, cmd *cobra.Command) error {
 	}
 	defer plan.Close()
 	if err != nil {
-		return a.fail(ctx, run.Report, err)
+		return a.s.Fail(ctx, run.Report, err)
 	}
 	if o.AgeKey == nil {
 		run.Report.Facts["age-key"] = "no key given: phase not run; sync checks that every decryption Secret exists"
 	}
-	a.countRequests = true
-	a.installs("up", o.Env.Namespace, u.dryRun)
+	a.s.CountRequests()
+	a.s.Installs("up", o.Env.Namespace, u.dryRun)
 	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, u.dryRun) }
-	return a.execute(ctx, run, plan.Phases...)
+	return a.s.Execute(ctx, run, plan.Phases...)
 }
 
 // options reads the config and resolves the flags into the run's phases:

@@ -17,9 +17,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
 func TestUpInputErrors(t *testing.T) {
@@ -133,11 +131,9 @@ func TestUpForceReachesAgeKey(t *testing.T) {
 // before flow.Assemble.
 func upOptions(t *testing.T, args ...string) flow.Options {
 	t.Helper()
-	a := &app{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard},
-		getenv: func(string) string { return "" }, cluster: kube.ClusterFlags()}
-	var err error
-	if a.pins, err = versions.Load(); err != nil {
-		t.Fatal(err)
+	a := newApp(genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, func(string) string { return "" })
+	if a.s.Setup != nil {
+		t.Fatal(a.s.Setup)
 	}
 	u := &upFlags{}
 	cmd := &cobra.Command{Use: "up"}
