@@ -39,6 +39,10 @@ var sharedBad = map[string]string{
 	"graph":             "/nonexistent/dir/g.md",
 	"serve-for":         "0s",
 	"cutover-timeout":   "0s",
+	"log-level":         "loud",
+	"flux-version":      "v9.9.9",
+	"components":        "nope-controller",
+	"components-extra":  "nope-controller",
 }
 
 // countingKubeconfig is a kubeconfig naming an API server that counts

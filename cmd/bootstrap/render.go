@@ -47,8 +47,13 @@ func addRenderFlags(cmd *cobra.Command, f *renderFlags, pins versions.Pins) {
 
 // options resolves the flags into render options.
 func (f *renderFlags) options() (render.Options, error) {
-	// The values' rules ran when they were set (internal/input).
+	// The values' own rules ran when they were set (internal/input); the
+	// version and components are checked against the embedded bundle here,
+	// before the first read or request.
 	o := render.Options{Components: f.components, Plain: f.plain}
+	if err := components.Preflight(f.components); err != nil {
+		return o, err
+	}
 	if f.overlays == "" {
 		sub, err := fs.Sub(bootstrap.Overlays, "overlays")
 		if err != nil {

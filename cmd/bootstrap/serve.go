@@ -21,24 +21,17 @@ import (
 // the API server from, and a free port.
 const serveAuto = "auto"
 
-// serveAddr is --serve's value; it checks its own form when parsed.
-type serveAddr struct{ v string }
-
-func (s *serveAddr) String() string { return s.v }
-func (s *serveAddr) Type() string   { return "ADDR" }
-func (s *serveAddr) Set(v string) error {
-	if v != serveAuto {
-		if err := (serve.Options{Addr: v, For: time.Hour}).Validate(); err != nil {
-			return err
-		}
+// serveAddrRule is --serve's form: auto, or an address serve accepts.
+func serveAddrRule(v string) error {
+	if v == serveAuto {
+		return nil
 	}
-	s.v = v
-	return nil
+	return serve.Options{Addr: v, For: time.Hour}.Validate()
 }
 
 // serveFlags are --serve and --cutover-when-ready, on up and sync.
 type serveFlags struct {
-	addr        serveAddr
+	addr        string
 	url         string
 	serveFor    time.Duration
 	whenReady   bool
@@ -46,7 +39,7 @@ type serveFlags struct {
 }
 
 func (f *serveFlags) add(fl *pflag.FlagSet) {
-	fl.Var(&f.addr, "serve", "serve the repository to the cluster from this machine as the temporary source (HTTPS, read-only, a token made for the run) until cutover; --serve alone listens on the address this machine reaches the API server from and a free port, --serve=HOST:PORT on that address")
+	fl.Var(input.NewRuled(&f.addr, "ADDR", serveAddrRule), "serve", "serve the repository to the cluster from this machine as the temporary source (HTTPS, read-only, a token made for the run) until cutover; --serve alone listens on the address this machine reaches the API server from and a free port, --serve=HOST:PORT on that address")
 	fl.Lookup("serve").NoOptDefVal = serveAuto
 	fl.StringVar(&f.url, "serve-url", "", "with --serve: the base URL the cluster reaches this machine at (https://HOST[:PORT], a DNS name or NAT) instead of the listen address")
 	fl.Var(input.NewDuration(&f.serveFor, 24*time.Hour), "serve-for", "with --serve: stop serving after this long even without a cutover")
@@ -57,21 +50,21 @@ func (f *serveFlags) add(fl *pflag.FlagSet) {
 // validate checks the flags' combinations before anything is read.
 func (f *serveFlags) validate(fl *pflag.FlagSet, srcURL string) error {
 	switch {
-	case f.addr.v == "" && input.Given(fl, "serve-for"):
+	case f.addr == "" && input.Given(fl, "serve-for"):
 		return gate.InputErrorf("--serve-for needs --serve")
 	case !f.whenReady && input.Given(fl, "cutover-timeout"):
 		return gate.InputErrorf("--cutover-timeout needs --cutover-when-ready")
-	case f.addr.v != "" && srcURL != "":
+	case f.addr != "" && srcURL != "":
 		return gate.InputErrorf("--serve and --source-url are exclusive: --serve makes this machine the temporary source, --source-url names another")
-	case f.addr.v == "" && (f.url != ""):
+	case f.addr == "" && (f.url != ""):
 		return gate.InputErrorf("--serve-url needs --serve")
 	case f.whenReady && f.cutoverWait <= 0:
 		return gate.InputErrorf("--cutover-timeout %s: must be positive, e.g. 15m", f.cutoverWait)
 	}
-	if f.addr.v == "" {
+	if f.addr == "" {
 		return nil
 	}
-	addr := f.addr.v
+	addr := f.addr
 	if addr == serveAuto {
 		addr = ""
 	}
@@ -80,10 +73,10 @@ func (f *serveFlags) validate(fl *pflag.FlagSet, srcURL string) error {
 
 // options are --serve's for the run (nil without --serve).
 func (f *serveFlags) options(getenv func(string) string) *flow.Serve {
-	if f.addr.v == "" {
+	if f.addr == "" {
 		return nil
 	}
-	addr := f.addr.v
+	addr := f.addr
 	if addr == serveAuto {
 		addr = ""
 	}

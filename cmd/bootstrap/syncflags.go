@@ -37,7 +37,7 @@ func (f *syncFlags) validate(fl *pflag.FlagSet, env rootsync.Options) error {
 	if f.srcURL == "" && (f.srcBranch != "" || f.srcSecret != "") {
 		return gate.InputErrorf("--source-branch and --source-secret need --source-url")
 	}
-	if f.serve.whenReady && input.Given(fl, "cutover-when-ready") && f.srcURL == "" && f.serve.addr.v == "" {
+	if f.serve.whenReady && input.Given(fl, "cutover-when-ready") && f.srcURL == "" && f.serve.addr == "" {
 		return gate.InputErrorf("--cutover-when-ready needs a temporary source to cut over from: add --serve (this machine serves the checkout) or --source-url URL")
 	}
 	if !f.withCheck && (input.Given(fl, "compare") || input.Given(fl, "no-compare")) {

@@ -294,6 +294,13 @@ func (t *Text) Set(v string) error {
 	return t.record(fmt.Sprintf("%q", RedactURLs(v)), t.rule(v))
 }
 
+// NewRuled parses into *p a value whose rule lives with its domain (a
+// listen address: internal/serve); typ names the value in the help, and ""
+// means none.
+func NewRuled(p *string, typ string, rule func(string) error) *Text {
+	return &Text{p: p, typ: typ, optional: true, rule: rule}
+}
+
 // NewNamespace sets *p to def and parses a namespace name into it.
 func NewNamespace(p *string, def string) *Text {
 	*p = def
