@@ -185,6 +185,7 @@ func TestFlagsWithoutEffect(t *testing.T) {
 		{"--compare with --check=false", append(sync, "--check=false", "--compare", "clusters/prod"), "need it: drop --check=false"},
 		{"up --rotate without a key", append(up, "--rotate"), "--rotate and --secret-name are phase age-key's and need a key"},
 		{"status --secret-name without an environment", []string{"status", "--secret-name", "age"}, "--secret-name needs --env or --path"},
+		{"render --plain with --overlays", []string{"render", "--plain", "--overlays", fixtures + "noop"}, "--overlays has no effect with --plain"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

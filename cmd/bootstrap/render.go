@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/internal/components"
@@ -23,11 +24,13 @@ type renderFlags struct {
 	components components.Options
 	overlays   string
 	plain      bool
+	fl         *pflag.FlagSet
 }
 
 func addRenderFlags(cmd *cobra.Command, f *renderFlags, pins versions.Pins) {
 	f.components = components.DefaultOptions(pins.FluxVersion)
 	fl := cmd.Flags()
+	f.fl = fl
 	c := &f.components
 	fl.StringVar(&c.FluxVersion, "flux-version", c.FluxVersion, "Flux release to render (embedded: "+strings.Join(pins.EmbeddedFluxVersions, ", ")+")")
 	fl.StringVar(&c.Manifests, "manifests", "", "render from this directory or manifests.tar.gz instead of the embedded bundle")
@@ -53,6 +56,9 @@ func (f *renderFlags) options() (render.Options, error) {
 	o := render.Options{Components: f.components, Plain: f.plain}
 	if err := components.Preflight(f.components); err != nil {
 		return o, err
+	}
+	if f.plain && input.Given(f.fl, "plain") && input.Given(f.fl, "overlays") {
+		return o, gate.InputErrorf("--overlays has no effect with --plain, which skips the overlays: drop one of them")
 	}
 	if f.overlays == "" {
 		sub, err := fs.Sub(bootstrap.Overlays, "overlays")
