@@ -1,14 +1,11 @@
 package main
 
 import (
-	"github.com/fluxcd/pkg/ssa"
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/validate"
 )
 
 func newAgeKeyCommand(a *app) *cobra.Command {
@@ -31,16 +28,16 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
   bootstrap age-key verify --env dev`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("age-key", false)
-			a.writes("age-key", o.Namespace, false)
+			run := a.s.NewRun("age-key", false)
+			a.s.Writes("age-key", o.Namespace, false)
 			in := agekey.Input{Flag: keyFile, Stdin: a.streams.In, Getenv: a.getenv}
-			return a.ageKey(cmd, run, rf, &o, func(o agekey.Options) pipeline.Phase { return agekey.NewInstallPhase(in, o, a.ageKeyConnect) })
+			return a.ageKey(cmd, run, rf, &o, func(o agekey.Options) pipeline.Phase { return agekey.NewInstallPhase(in, o, a.s.AgeKeyConnect) })
 		},
 	}
 	pf := cmd.PersistentFlags()
 	rf.add(pf)
-	pf.StringVar(&o.Namespace, "namespace", agekey.DefaultNamespace, "namespace of the Secret")
-	pf.Var(flagvalue.NewName(&o.SecretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the Secret the Kustomizations' decryption.secretRef names")
+	pf.Var(input.NewNamespace(&o.Namespace, agekey.DefaultNamespace), "namespace", "namespace of the Secret")
+	pf.Var(input.NewName(&o.SecretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the Secret the Kustomizations' decryption.secretRef names")
 	fl := cmd.Flags()
 	fl.StringVar(&keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE)")
 	fl.BoolVar(&o.Rotate, "rotate", false, "replace a Secret that holds different identities")
@@ -51,8 +48,8 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 		Short: "Prove the installed Secret parses, covers and decrypts the environment's SOPS files",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("age-key verify", false)
-			return a.ageKey(cmd, run, rf, &o, func(o agekey.Options) pipeline.Phase { return agekey.NewVerifyPhase(o, a.ageKeyConnect) })
+			run := a.s.NewRun("age-key verify", false)
+			return a.ageKey(cmd, run, rf, &o, func(o agekey.Options) pipeline.Phase { return agekey.NewVerifyPhase(o, a.s.AgeKeyConnect) })
 		},
 	})
 	return cmd
@@ -60,27 +57,11 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 
 // ageKey runs an age-key phase and reports.
 func (a *app) ageKey(cmd *cobra.Command, run *pipeline.Run, rf *repoFlags, o *agekey.Options, phase func(agekey.Options) pipeline.Phase) error {
-	err := validate.Namespace("--namespace", o.Namespace)
 	o.Repo = rf.repo
-	if err == nil {
-		o.Path, err = rf.resolve()
+	var err error
+	if o.Path, err = rf.resolve(); err != nil {
+		return a.s.Fail(cmd.Context(), run.Report, err)
 	}
-	if err == nil {
-		err = pipeline.Execute(cmd.Context(), run, phase(*o))
-	}
-	a.release(run.Report)
-	// finish redacts key material from the report, the error included.
-	if err != nil {
-		return a.fail(cmd.Context(), run.Report, err)
-	}
-	return a.finish(run.Report)
-}
-
-// ageKeyConnect opens the cluster only when the phase gets that far.
-func (a *app) ageKeyConnect() (client.Client, *ssa.ResourceManager, error) {
-	cl, err := a.connect()
-	if err != nil {
-		return nil, nil, err
-	}
-	return cl.Client, cl.Manager, nil
+	// The session redacts key material from the report, the error included.
+	return a.s.Execute(cmd.Context(), run, phase(*o))
 }

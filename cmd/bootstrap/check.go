@@ -1,15 +1,15 @@
 package main
 
 import (
-	"os"
+	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/check"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/session"
 )
 
 func newCheckCommand(a *app) *cobra.Command {
@@ -36,49 +36,40 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
   bootstrap check --path clusters/staging --sarif check.sarif --junit check.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("check", false)
+			run := a.s.NewRun("check", false)
 			var err error
 			o.Repo = rf.repo
 			if o.Path, err = rf.resolve(); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
 			run.Report.Facts["path"] = o.Path
 			phase := &check.Phase{Options: o}
-			if err := pipeline.Execute(cmd.Context(), run, phase); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
-			}
-			if sarif != "" && phase.Result != nil {
-				if err := writeFile(sarif, func(f *os.File) error { return check.WriteSARIF(f, phase.Result) }); err != nil {
-					return a.fail(cmd.Context(), run.Report, gate.InputErrorf("--sarif: %w", err))
-				}
-			}
-			return a.finish(run.Report)
+			return a.s.ExecuteThen(cmd.Context(), run, func() error { return writeSARIF(sarif, phase.Result) }, phase)
 		},
 	}
 	fl := cmd.Flags()
 	rf.add(fl)
-	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
-	fl.Var(flagvalue.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
+	fl.Var(input.NewNamespace(&o.Namespace, DefaultFluxNamespace), "namespace", "namespace of the root Kustomization")
+	fl.Var(input.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
 	addCompareFlags(fl, &o.Compare, &o.NoCompare, "")
-	fl.Var(flagvalue.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
+	fl.Var(input.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd
 }
 
-func writeFile(path string, w func(*os.File) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+// writeSARIF writes the findings to --sarif (when given and the check ran).
+func writeSARIF(path string, res *check.Result) error {
+	if path == "" || res == nil {
+		return nil
 	}
-	err = w(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err := session.WriteFile(path, func(w io.Writer) error { return check.WriteSARIF(w, res) }); err != nil {
+		return gate.InputErrorf("--sarif: %w", err)
 	}
-	return err
+	return nil
 }
 
 // addCompareFlags are phase static's own flags, defined once: on check,
 // and with the prefix "static: " on sync and up, which run the phase first.
 func addCompareFlags(fl *pflag.FlagSet, compare *[]string, none *bool, prefix string) {
-	fl.Var(flagvalue.NewRepoPaths(compare), "compare", prefix+"root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
+	fl.Var(input.NewRepoPaths(compare), "compare", prefix+"root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
 	fl.BoolVar(none, "no-compare", false, prefix+"do not compare knobs with other environments")
 }

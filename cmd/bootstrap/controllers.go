@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-ops/bootstrap/internal/controllers"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 )
 
 func newControllersCommand(a *app) *cobra.Command {
@@ -29,17 +29,17 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
   bootstrap controllers -o json --report-json /var/log/bootstrap/controllers.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("controllers", dryRun)
+			run := a.s.NewRun("controllers", dryRun)
 			var err error
 			if o.Render, err = f.options(); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
 			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
-			a.countRequests = true
-			a.installs("controllers", o.Render.Components.Namespace, dryRun)
+			a.s.CountRequests()
+			a.s.Installs("controllers", o.Render.Components.Namespace, dryRun)
 			// The plan is printed before the apply's progress lines.
 			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
-			return a.execute(cmd.Context(), run, controllers.NewPhase(o, a.connect))
+			return a.s.Execute(cmd.Context(), run, controllers.NewPhase(o, a.s.Connect))
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)
@@ -48,7 +48,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 	fl.BoolVar(&o.Force, "force", false, forceUsage+forceControllers)
 	fl.BoolVar(&o.MigrateCRDs, "migrate-crds", false, "when the new CRDs drop a version objects are stored in, migrate those objects to the new storage version first")
 	fl.BoolVar(&o.PruneCRDs, "prune-crds", false, "also prune CRDs the render no longer has while custom resources still use them (deletes those resources)")
-	fl.Var(flagvalue.NewDuration(&o.Timeout, 5*time.Minute), "timeout", "how long to wait for CRDs and rollouts (must be positive)")
+	fl.Var(input.NewDuration(&o.Timeout, 5*time.Minute), "timeout", "how long to wait for CRDs and rollouts (must be positive)")
 	return cmd
 }
 
@@ -58,7 +58,7 @@ func (a *app) writePlan(plan []gate.ObjectChange, dryRun bool) {
 	var b strings.Builder
 	writePlan(&b, plan, dryRun)
 	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
-		a.printer.Line(line)
+		a.s.Line(line)
 	}
 }
 

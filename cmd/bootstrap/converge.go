@@ -1,15 +1,13 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/converge"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
@@ -39,9 +37,9 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
   bootstrap converge --nudge=false -o json --report-json /var/log/bootstrap/converge.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("converge", false)
+			run := a.s.NewRun("converge", false)
 			if err := convergeOptions(&o, root, repo, env, path); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
 			if o.Declared != nil {
 				run.Report.Facts["path"] = path
@@ -49,16 +47,16 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 					run.Report.Facts["path"] = "clusters/" + env
 				}
 			}
-			return a.execute(cmd.Context(), run, converge.NewPhase(a.connect, o))
+			return a.s.Execute(cmd.Context(), run, converge.NewPhase(a.s.Connect, o))
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&repo, "repo", "", "the GitOps repository's root directory (with --env or --path; default . then)")
-	fl.Var(flagvalue.NewEnv(&env), "env", "environment: the graph of clusters/NAME in --repo")
-	fl.Var(flagvalue.NewRepoPath(&path), "path", "the cluster root inside --repo (instead of --env)")
-	fl.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the root, the default for Kustomizations, and the one listed for a live graph")
-	fl.Var(flagvalue.NewRef(&root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
-	fl.Var(flagvalue.NewDuration(&o.Timeout, o.Timeout), "timeout", "how long to wait for the whole graph")
+	fl.Var(input.NewEnv(&env), "env", "environment: the graph of clusters/NAME in --repo")
+	fl.Var(input.NewRepoPath(&path), "path", "the cluster root inside --repo (instead of --env)")
+	fl.Var(input.NewNamespace(&o.Namespace, o.Namespace), "namespace", "namespace of the root, the default for Kustomizations, and the one listed for a live graph")
+	fl.Var(input.NewRef(&root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
+	fl.Var(input.NewDuration(&o.Timeout, o.Timeout), "timeout", "how long to wait for the whole graph")
 	addWalkFlags(fl, &o, "")
 	return cmd
 }
@@ -67,10 +65,7 @@ gate per node: pass, fail (with evidence), or skip ("blocked by <name>").`,
 // environment the graph is the repository's (Kustomizations not created yet
 // are known), without one the live cluster's.
 func convergeOptions(o *converge.Options, root, repo, env, path string) error {
-	rootNS, rootName := o.Namespace, root
-	if i := strings.IndexByte(root, '/'); i >= 0 {
-		rootNS, rootName = root[:i], root[i+1:]
-	}
+	rootNS, rootName := input.SplitRef(root, o.Namespace)
 	o.Root = converge.NodeID{Namespace: rootNS, Name: rootName}
 	if rootNS == "" || rootName == "" {
 		return gate.InputErrorf("--root %q: want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system", root)
@@ -108,9 +103,26 @@ func (f *convergeFlags) add(fl *pflag.FlagSet) {
 // the phase, so where they run it its flags reach it.
 func addWalkFlags(fl *pflag.FlagSet, o *converge.Options, prefix string) {
 	fl.BoolVar(&o.Nudge, "nudge", o.Nudge, prefix+"ask blocked or stale dependents to reconcile as soon as their dependencies converged, and failing nodes to retry")
-	fl.Var(flagvalue.NewCount(&o.Budget.Retries, o.Budget.Retries), "retries", prefix+"reconcile requests for a failing node before converge gives up on it (with --nudge)")
-	fl.Var(flagvalue.NewDurationOrZero(&o.Budget.FailAfter, o.Budget.FailAfter), "fail-after", prefix+"give up on a node failing at its current revision for this long (0: no limit but --timeout)")
-	fl.Var(flagvalue.NewFormatFile(&o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", prefix+"write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
+	fl.Var(input.NewCount(&o.Budget.Retries, o.Budget.Retries), "retries", prefix+"reconcile requests for a failing node before converge gives up on it (with --nudge)")
+	fl.Var(input.NewDurationOrZero(&o.Budget.FailAfter, o.Budget.FailAfter), "fail-after", prefix+"give up on a node failing at its current revision for this long (0: no limit but --timeout)")
+	fl.Var(input.NewFormatFile(&o.GraphFile, converge.GraphFormatOK, graphFormats), "graph", prefix+"write the graph with verdicts to FILE: .md/.mmd (Mermaid) or .dot (Graphviz)")
+}
+
+// walkFlags are addWalkFlags' names, for the combination rule.
+var walkFlags = []string{"nudge", "retries", "fail-after", "graph"}
+
+// validate refuses the walk's flags given with --converge=false, where
+// they would have no effect.
+func (f *convergeFlags) validate(fl *pflag.FlagSet) error {
+	if f.enabled {
+		return nil
+	}
+	for _, n := range walkFlags {
+		if input.Given(fl, n) {
+			return gate.InputErrorf("--%s is the converge phase's and needs it: drop --converge=false", n)
+		}
+	}
+	return nil
 }
 
 // options are the converge phase's (nil: --converge=false).

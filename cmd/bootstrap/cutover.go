@@ -1,12 +1,13 @@
 package main
 
 import (
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/flow"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
@@ -35,24 +36,24 @@ exits 130 (143). A second interrupt stops at once; then run 'bootstrap cutover' 
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			run := a.newRun("cutover", dryRun)
-			if err := rootsync.ValidateCutover(o); err != nil {
-				return a.fail(ctx, run.Report, err)
+			run := a.s.NewRun("cutover", dryRun)
+			if err := errors.Join(rootsync.ValidateCutover(o), cf.validate(cmd.Flags())); err != nil {
+				return a.s.Fail(ctx, run.Report, err)
 			}
-			a.writes("cutover", o.Namespace, dryRun)
+			a.s.Writes("cutover", o.Namespace, dryRun)
 			plan, err := flow.Assemble(ctx, flow.Options{Cutover: &o, Converge: cf.options(), DryRun: dryRun, Timeout: o.Timeout, Cluster: a.opener()}, run.Report)
 			if err != nil {
-				return a.fail(ctx, run.Report, err)
+				return a.s.Fail(ctx, run.Report, err)
 			}
-			return a.execute(ctx, run, plan.Phases...)
+			return a.s.Execute(ctx, run, plan.Phases...)
 		},
 	}
 	fl := cmd.Flags()
 	cf.add(fl)
-	fl.StringVar(&o.To, "to", "", "the final source URL (default: the URL git declares, recorded by sync)")
-	fl.StringVar(&o.Namespace, "namespace", DefaultFluxNamespace, "namespace of the GitRepository")
-	fl.StringVar(&o.Name, "source", DefaultFluxNamespace, "name of the GitRepository")
-	fl.Var(flagvalue.NewDuration(&o.Timeout, 3*time.Minute), "timeout", "how long to wait for the final source, then for the Kustomizations; a rollback (the final source not Ready in time, or an interrupt while waiting for it) gets its own wait of the same length, so the command can take up to twice this (must be positive)")
+	fl.Var(input.NewGitURL(&o.To), "to", "the final source URL (default: the URL git declares, recorded by sync)")
+	fl.Var(input.NewNamespace(&o.Namespace, DefaultFluxNamespace), "namespace", "namespace of the GitRepository")
+	fl.Var(input.NewName(&o.Name, DefaultFluxNamespace, "GitRepository"), "source", "name of the GitRepository")
+	fl.Var(input.NewDuration(&o.Timeout, 3*time.Minute), "timeout", "how long to wait for the final source, then for the Kustomizations; a rollback (the final source not Ready in time, or an interrupt while waiting for it) gets its own wait of the same length, so the command can take up to twice this (must be positive)")
 	fl.BoolVar(&dryRun, "dry-run", false, "say what would be switched and change nothing")
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
@@ -47,16 +48,18 @@ func envName(flag string) string {
 // noted, so the report says where a setting came from.
 func (a *app) applyEnvironment(cmd *cobra.Command) error {
 	fl := cmd.Flags()
-	set := func(name, value, from string) error {
+	// The environment is ambient (input.Given); --versions-file is named
+	// on the command line.
+	set := func(setter func(*pflag.FlagSet, string, string, string) error, name, value, from string) error {
 		f := fl.Lookup(name)
 		if f == nil || f.Changed {
 			return nil
 		}
-		if err := fl.Set(name, value); err != nil {
-			return gate.InputErrorf("%s: --%s %q: %v", from, name, value, err)
+		if err := setter(fl, name, value, from); err != nil {
+			return err
 		}
 		if name != "age-key-file" { // a path, but keep key plumbing out of reports
-			a.envNotes = append(a.envNotes, fmt.Sprintf("--%s %s (from %s)", name, value, from))
+			a.s.Notes = append(a.s.Notes, fmt.Sprintf("--%s %s (from %s)", name, value, from))
 		}
 		return nil
 	}
@@ -69,14 +72,14 @@ func (a *app) applyEnvironment(cmd *cobra.Command) error {
 		if !ok {
 			return gate.InputErrorf("--versions-file %s has no FLUX_VERSION=… line", a.versionsFile)
 		}
-		if err := set("flux-version", v, "FLUX_VERSION in "+a.versionsFile); err != nil {
+		if err := set(input.Set, "flux-version", v, "FLUX_VERSION in "+a.versionsFile); err != nil {
 			return err
 		}
 	}
 	var err error
 	fl.VisitAll(func(f *pflag.Flag) {
 		if v := a.getenv(envName(f.Name)); v != "" && err == nil {
-			err = set(f.Name, v, envName(f.Name))
+			err = set(input.SetFromEnvironment, f.Name, v, envName(f.Name))
 		}
 	})
 	if err != nil {
@@ -84,7 +87,7 @@ func (a *app) applyEnvironment(cmd *cobra.Command) error {
 	}
 	for _, al := range scriptAliases {
 		if v, ok := al.value(a.getenv(al.env)); ok {
-			if err := set(al.flag, v, al.env+" (the bootstrap script's variable)"); err != nil {
+			if err := set(input.SetFromEnvironment, al.flag, v, al.env+" (the bootstrap script's variable)"); err != nil {
 				return err
 			}
 		}

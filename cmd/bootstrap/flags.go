@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 )
 
 // DefaultFluxNamespace is where Flux, its root Kustomization and the age-key
@@ -29,8 +29,8 @@ type repoFlags struct {
 
 func (f *repoFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.repo, "repo", ".", "the GitOps repository's root directory")
-	fl.Var(flagvalue.NewEnv(&f.env), "env", "environment: clusters/NAME in --repo")
-	fl.Var(flagvalue.NewRepoPath(&f.path), "path", "the environment's directory inside --repo, e.g. clusters/dev (instead of --env)")
+	fl.Var(input.NewEnv(&f.env), "env", "environment: clusters/NAME in --repo")
+	fl.Var(input.NewRepoPath(&f.path), "path", "the environment's directory inside --repo, e.g. clusters/dev (instead of --env)")
 }
 
 // resolve returns the environment's path inside the repository.

@@ -21,6 +21,11 @@ var badValues = map[string]string{
 	"PATH":             "../../../../etc",
 	"PATHS":            "clusters/dev,../../../../etc",
 	"ENV":              "../../etc",
+	"NAMESPACE":        "Bad_NS!",
+	"DOMAIN":           "cluster..local",
+	"REGISTRY":         "ghcr.io/fluxcd:v1",
+	"URL":              "file:///etc",
+	"KEYS":             "ok-key,bad key!",
 }
 
 // TestEveryFlagValidatesItself walks every command and every flag whose

@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/session"
 )
 
 // TestInterruptExitCodes: a run whose context a signal cancelled reports
@@ -52,7 +53,7 @@ func TestInterruptExitCodes(t *testing.T) {
 
 // TestWithSignals: the signal that arrives is the context's cause.
 func TestWithSignals(t *testing.T) {
-	ctx, stop := withSignals(context.Background(), syscall.SIGUSR1)
+	ctx, stop := session.WithSignals(context.Background(), syscall.SIGUSR1)
 	defer stop()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/session"
 )
 
 // gateTablesPage is the hand-written manual whose "fails when" tables say,
@@ -151,4 +152,17 @@ func TestUsageLines(t *testing.T) {
 		}
 	}
 	walk(root)
+}
+
+// TestReadmeExitCodes holds the README's exit-code table to the one in
+// code (session.ExitCodes), which the root command's help is made from.
+func TestReadmeExitCodes(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Exit codes\n")
+	if want := session.ExitCodesMarkdown(); !strings.Contains(section, "\n"+want) {
+		t.Errorf("README.md's exit-code table is not session.ExitCodes; want:\n%s", want)
+	}
 }

@@ -9,15 +9,13 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/internal/components"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/render"
-	"github.com/homelab-ops/bootstrap/internal/validate"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
@@ -26,46 +24,41 @@ type renderFlags struct {
 	components components.Options
 	overlays   string
 	plain      bool
+	fl         *pflag.FlagSet
 }
 
 func addRenderFlags(cmd *cobra.Command, f *renderFlags, pins versions.Pins) {
 	f.components = components.DefaultOptions(pins.FluxVersion)
 	fl := cmd.Flags()
+	f.fl = fl
 	c := &f.components
 	fl.StringVar(&c.FluxVersion, "flux-version", c.FluxVersion, "Flux release to render (embedded: "+strings.Join(pins.EmbeddedFluxVersions, ", ")+")")
 	fl.StringVar(&c.Manifests, "manifests", "", "render from this directory or manifests.tar.gz instead of the embedded bundle")
 	fl.StringSliceVar(&c.Components, "components", c.Components, "controllers to install")
 	fl.StringSliceVar(&c.ComponentsExtra, "components-extra", nil, "additional controllers, e.g. image-reflector-controller,image-automation-controller")
-	fl.StringVar(&c.Namespace, "namespace", c.Namespace, "namespace to install Flux in")
-	fl.StringVar(&c.Registry, "registry", c.Registry, "container registry to pull the controller images from")
-	fl.StringVar(&c.ImagePullSecret, "image-pull-secret", "", "name of the Secret the controllers pull images with")
+	fl.Var(input.NewNamespace(&c.Namespace, c.Namespace), "namespace", "namespace to install Flux in")
+	fl.Var(input.NewRegistry(&c.Registry, c.Registry), "registry", "container registry to pull the controller images from")
+	fl.Var(input.NewOptionalName(&c.ImagePullSecret, "image pull Secret"), "image-pull-secret", "name of the Secret the controllers pull images with")
 	fl.BoolVar(&c.NetworkPolicy, "network-policy", c.NetworkPolicy, "deny ingress to the Flux namespace from other namespaces")
 	fl.BoolVar(&c.WatchAllNamespaces, "watch-all-namespaces", c.WatchAllNamespaces, "watch custom resources in all namespaces")
-	fl.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "the cluster's DNS domain")
-	fl.StringSliceVar(&c.TolerationKeys, "toleration-keys", nil, "taint keys the controllers tolerate")
+	fl.Var(input.NewClusterDomain(&c.ClusterDomain, c.ClusterDomain), "cluster-domain", "the cluster's DNS domain")
+	fl.Var(input.NewTolerationKeys(&c.TolerationKeys), "toleration-keys", "taint keys the controllers tolerate")
 	fl.StringVar(&c.LogLevel, "log-level", c.LogLevel, "controller log level: "+strings.Join(components.LogLevels, ", "))
 	fl.StringVar(&f.overlays, "overlays", "", "overlay directory (a kustomization with patches:); default: the overlays built into this binary")
 	fl.BoolVar(&f.plain, "plain", false, "skip the overlays on purpose (reported as a warning in every report)")
 }
 
-// validate checks the render flags' values against the rules the API
-// server and the image reference grammar apply, before anything is read.
-func (f *renderFlags) validate() error {
-	c := f.components
-	return errors.Join(
-		validate.Namespace("--namespace", c.Namespace),
-		validate.Registry("--registry", c.Registry),
-		validate.OptionalName("--image-pull-secret", c.ImagePullSecret, "image pull Secret"),
-		validate.ClusterDomain("--cluster-domain", c.ClusterDomain),
-		validate.TolerationKeys("--toleration-keys", c.TolerationKeys),
-	)
-}
-
 // options resolves the flags into render options.
 func (f *renderFlags) options() (render.Options, error) {
+	// The values' own rules ran when they were set (internal/input); the
+	// version and components are checked against the embedded bundle here,
+	// before the first read or request.
 	o := render.Options{Components: f.components, Plain: f.plain}
-	if err := f.validate(); err != nil {
+	if err := components.Preflight(f.components); err != nil {
 		return o, err
+	}
+	if f.plain && input.Given(f.fl, "plain") && input.Given(f.fl, "overlays") {
+		return o, gate.InputErrorf("--overlays has no effect with --plain, which skips the overlays: drop one of them")
 	}
 	if f.overlays == "" {
 		sub, err := fs.Sub(bootstrap.Overlays, "overlays")
@@ -116,42 +109,45 @@ func newRenderCommand(a *app) *cobra.Command {
   bootstrap render --overlays ./my-overlays --output-dir out/ -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.newRun("render", false)
-			if err := checkOutputDir(outDir, a.out.format); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+			run := a.s.NewRun("render", false)
+			if err := checkOutputDir(outDir, a.s.Output.Format); err != nil {
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
 			opts, err := f.options()
 			if err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
 			phase := render.NewPhase(opts)
-			if err := pipeline.Execute(cmd.Context(), run, phase); err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
-			}
-			// Fail closed: a render whose overlays did not prove out is not
-			// printed, so a pipe into an apply cannot ship it.
-			if run.Report.ExitCode() == gate.ExitFailed {
-				return a.finish(run.Report)
-			}
-			yaml := phase.Output.YAML
-			if outDir != "" {
-				p := filepath.Join(outDir, manifestFile)
-				if err := os.MkdirAll(outDir, 0o755); err != nil {
-					return a.fail(cmd.Context(), run.Report, fmt.Errorf("--output-dir %s: %w", outDir, err))
-				}
-				if err := os.WriteFile(p, yaml, 0o644); err != nil {
-					return a.fail(cmd.Context(), run.Report, fmt.Errorf("--output-dir %s: %w", outDir, err))
-				}
-				run.Report.Facts["manifests"] = p
-			} else if a.out.format == "text" {
-				if _, err := a.streams.Out.Write(yaml); err != nil {
-					return a.fail(cmd.Context(), run.Report, err)
-				}
-			}
-			return a.finish(run.Report)
+			return a.s.ExecuteThen(cmd.Context(), run, func() error { return a.writeManifests(run.Report, phase, outDir) }, phase)
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)
-	cmd.Flags().Var(flagvalue.NewOutputDir(&outDir), "output-dir", "write "+manifestFile+" into this directory instead of stdout (needed with -o json)")
+	cmd.Flags().Var(input.NewOutputDir(&outDir), "output-dir", "write "+manifestFile+" into this directory instead of stdout (needed with -o json)")
 	return cmd
+}
+
+// writeManifests writes the render to --output-dir, or to stdout in text
+// mode. Fail closed: a render whose overlays did not prove out is not
+// written, so a pipe into an apply cannot ship it.
+func (a *app) writeManifests(r *gate.Report, phase *render.Phase, outDir string) error {
+	if r.ExitCode() == gate.ExitFailed {
+		return nil
+	}
+	yaml := phase.Output.YAML
+	if outDir == "" {
+		if a.s.Output.Format != "text" {
+			return nil
+		}
+		_, err := a.streams.Out.Write(yaml)
+		return err
+	}
+	p := filepath.Join(outDir, manifestFile)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("--output-dir %s: %w", outDir, err)
+	}
+	if err := os.WriteFile(p, yaml, 0o644); err != nil {
+		return fmt.Errorf("--output-dir %s: %w", outDir, err)
+	}
+	r.Facts["manifests"] = p
+	return nil
 }

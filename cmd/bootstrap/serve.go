@@ -10,34 +10,28 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/serve"
+	"github.com/homelab-ops/bootstrap/internal/session"
 )
 
 // serveAuto is --serve without a value: the address this machine reaches
 // the API server from, and a free port.
 const serveAuto = "auto"
 
-// serveAddr is --serve's value; it checks its own form when parsed.
-type serveAddr struct{ v string }
-
-func (s *serveAddr) String() string { return s.v }
-func (s *serveAddr) Type() string   { return "ADDR" }
-func (s *serveAddr) Set(v string) error {
-	if v != serveAuto {
-		if err := (serve.Options{Addr: v, For: time.Hour}).Validate(); err != nil {
-			return err
-		}
+// serveAddrRule is --serve's form: auto, or an address serve accepts.
+func serveAddrRule(v string) error {
+	if v == serveAuto {
+		return nil
 	}
-	s.v = v
-	return nil
+	return serve.Options{Addr: v, For: time.Hour}.Validate()
 }
 
 // serveFlags are --serve and --cutover-when-ready, on up and sync.
 type serveFlags struct {
-	addr        serveAddr
+	addr        string
 	url         string
 	serveFor    time.Duration
 	whenReady   bool
@@ -45,28 +39,32 @@ type serveFlags struct {
 }
 
 func (f *serveFlags) add(fl *pflag.FlagSet) {
-	fl.Var(&f.addr, "serve", "serve the repository to the cluster from this machine as the temporary source (HTTPS, read-only, a token made for the run) until cutover; --serve alone listens on the address this machine reaches the API server from and a free port, --serve=HOST:PORT on that address")
+	fl.Var(input.NewRuled(&f.addr, "ADDR", serveAddrRule), "serve", "serve the repository to the cluster from this machine as the temporary source (HTTPS, read-only, a token made for the run) until cutover; --serve alone listens on the address this machine reaches the API server from and a free port, --serve=HOST:PORT on that address")
 	fl.Lookup("serve").NoOptDefVal = serveAuto
 	fl.StringVar(&f.url, "serve-url", "", "with --serve: the base URL the cluster reaches this machine at (https://HOST[:PORT], a DNS name or NAT) instead of the listen address")
-	fl.Var(flagvalue.NewDuration(&f.serveFor, 24*time.Hour), "serve-for", "with --serve: stop serving after this long even without a cutover")
+	fl.Var(input.NewDuration(&f.serveFor, 24*time.Hour), "serve-for", "with --serve: stop serving after this long even without a cutover")
 	fl.BoolVar(&f.whenReady, "cutover-when-ready", false, "after converge, wait until the cluster reaches the source git declares at the temporary source's revision, then cut over to it (and the served source stops)")
-	fl.Var(flagvalue.NewDuration(&f.cutoverWait, 15*time.Minute), "cutover-timeout", "with --cutover-when-ready: how long to wait for the final source; at its end exit 1, the temporary source still serving")
+	fl.Var(input.NewDuration(&f.cutoverWait, 15*time.Minute), "cutover-timeout", "with --cutover-when-ready: how long to wait for the final source; at its end exit 1, the temporary source still serving")
 }
 
 // validate checks the flags' combinations before anything is read.
-func (f *serveFlags) validate(srcURL string) error {
+func (f *serveFlags) validate(fl *pflag.FlagSet, srcURL string) error {
 	switch {
-	case f.addr.v != "" && srcURL != "":
+	case f.addr == "" && input.Given(fl, "serve-for"):
+		return gate.InputErrorf("--serve-for needs --serve")
+	case !f.whenReady && input.Given(fl, "cutover-timeout"):
+		return gate.InputErrorf("--cutover-timeout needs --cutover-when-ready")
+	case f.addr != "" && srcURL != "":
 		return gate.InputErrorf("--serve and --source-url are exclusive: --serve makes this machine the temporary source, --source-url names another")
-	case f.addr.v == "" && (f.url != ""):
+	case f.addr == "" && (f.url != ""):
 		return gate.InputErrorf("--serve-url needs --serve")
 	case f.whenReady && f.cutoverWait <= 0:
 		return gate.InputErrorf("--cutover-timeout %s: must be positive, e.g. 15m", f.cutoverWait)
 	}
-	if f.addr.v == "" {
+	if f.addr == "" {
 		return nil
 	}
-	addr := f.addr.v
+	addr := f.addr
 	if addr == serveAuto {
 		addr = ""
 	}
@@ -75,10 +73,10 @@ func (f *serveFlags) validate(srcURL string) error {
 
 // options are --serve's for the run (nil without --serve).
 func (f *serveFlags) options(getenv func(string) string) *flow.Serve {
-	if f.addr.v == "" {
+	if f.addr == "" {
 		return nil
 	}
-	addr := f.addr.v
+	addr := f.addr
 	if addr == serveAuto {
 		addr = ""
 	}
@@ -102,7 +100,7 @@ server); its state lives under $BOOTSTRAP_STATE_DIR (default $XDG_STATE_HOME/boo
 
 // serveDir is the state directory of the cluster the kubeconfig names.
 func (a *app) serveDir() (string, error) {
-	cfg, err := a.restConfig()
+	cfg, err := a.s.RestConfig()
 	if err != nil {
 		return "", err
 	}
@@ -121,7 +119,7 @@ type serveStatus struct {
 }
 
 func (a *app) printServe(s serveStatus) error {
-	if a.out.format == "json" {
+	if a.s.Output.Format == "json" {
 		e := json.NewEncoder(a.streams.Out)
 		e.SetIndent("", "  ")
 		return e.Encode(s)
@@ -151,7 +149,7 @@ func newServeStatusCommand(a *app) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			dir, err := a.serveDir()
 			if err != nil {
-				return &usageError{err}
+				return &session.UsageError{Err: err}
 			}
 			st, err := serve.ReadState(dir)
 			if err != nil {
@@ -165,7 +163,7 @@ func newServeStatusCommand(a *app) *cobra.Command {
 				return err
 			}
 			if !running {
-				return &exitError{code: gate.ExitFailed}
+				return &session.ExitError{Code: gate.ExitFailed}
 			}
 			return nil
 		},
@@ -182,7 +180,7 @@ URL: run 'bootstrap cutover' to move it to its final source, or 'bootstrap sync 
 		RunE: func(*cobra.Command, []string) error {
 			dir, err := a.serveDir()
 			if err != nil {
-				return &usageError{err}
+				return &session.UsageError{Err: err}
 			}
 			st, err := serve.Stop(dir, 5*time.Second)
 			if err != nil {

@@ -13,8 +13,9 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/flow"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
@@ -66,29 +67,29 @@ report each time (-o json: one document per evaluation), until interrupted.`,
 			if watch {
 				return a.watchStatus(cmd, f, sf)
 			}
-			run := a.newRun("status", false)
+			run := a.s.NewRun("status", false)
 			run.KeepGoing = true
-			phases, err := a.statusPhases(cmd, f, sf)
+			phases, err := a.statusPhases(cmd, f, sf, run.Report)
 			if err != nil {
-				return a.fail(cmd.Context(), run.Report, err)
+				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
-			return a.execute(cmd.Context(), run, phases...)
+			return a.s.Execute(cmd.Context(), run, phases...)
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)
 	fl := cmd.Flags()
 	fl.StringVar(&sf.repo, "repo", "", "the GitOps repository's root directory (with --env or --path; default . then)")
-	fl.Var(flagvalue.NewEnv(&sf.env), "env", "environment: clusters/NAME in --repo (its graph, its SOPS files, its declared source)")
-	fl.Var(flagvalue.NewRepoPath(&sf.path), "path", "the environment's directory inside --repo (instead of --env)")
-	fl.Var(flagvalue.NewRef(&sf.root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
-	fl.Var(flagvalue.NewName(&sf.secretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the age key Secret (with --repo/--env)")
+	fl.Var(input.NewEnv(&sf.env), "env", "environment: clusters/NAME in --repo (its graph, its SOPS files, its declared source)")
+	fl.Var(input.NewRepoPath(&sf.path), "path", "the environment's directory inside --repo (instead of --env)")
+	fl.Var(input.NewRef(&sf.root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
+	fl.Var(input.NewName(&sf.secretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the age key Secret (with --repo/--env)")
 	fl.BoolVarP(&watch, "watch", "w", false, "evaluate again on every change (watches on Flux's Deployments, ReplicaSets, pods, Kustomizations, sources and the age-key Secret; no polling) until interrupted; exits with the last evaluation's code")
 	return cmd
 }
 
 // statusPhases builds the read-only phases: controllers, age-key (with an
 // environment), sync, converge, and the read-only proof.
-func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags) ([]pipeline.Phase, error) {
+func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r *gate.Report) ([]pipeline.Phase, error) {
 	ro, err := f.options()
 	if err != nil {
 		return nil, err
@@ -96,21 +97,27 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags) (
 	ns := ro.Components.Namespace
 	co := converge.DefaultOptions()
 	co.Namespace = ns
-	if sf.root == "flux-system/flux-system" && ns != DefaultFluxNamespace {
+	fl := cmd.Flags()
+	// Without --root the root is named after --namespace, as flux
+	// bootstrap names it; a --root given is kept, whatever it says.
+	if !fl.Changed("root") {
 		sf.root = ns + "/" + ns
 	}
 	// --root only: the repository is built here, once, for every phase.
 	if err := convergeOptions(&co, sf.root, "", "", ""); err != nil {
 		return nil, err
 	}
+	r.Facts["root"] = co.Root.Namespace + "/" + co.Root.Name
 	repo, path, err := optionalEnv(sf.repo, sf.env, sf.path, "status checks what the cluster alone can tell")
 	if err != nil {
 		return nil, err
 	}
-	fl := cmd.Flags()
 	live := path == ""
+	if live && input.Given(fl, "secret-name") {
+		return nil, gate.InputErrorf("--secret-name needs --env or --path: the age-key Secret is checked against the environment's SOPS files")
+	}
 	rec := kube.NewRequests()
-	connect := a.readOnlyConnect(rec)
+	connect := a.s.ReadOnlyConnect(rec)
 	cph := controllers.NewStatusPhase(controllers.StatusOptions{Render: ro,
 		LiveVersion:    live && !fl.Changed("flux-version") && ro.Components.Manifests == "",
 		LiveComponents: !fl.Changed("components") && !fl.Changed("components-extra"),
@@ -147,7 +154,7 @@ func (a *app) readOnlyConnect(rec *kube.Requests) func() (*apply.Cluster, error)
 		if cl != nil {
 			return cl, nil
 		}
-		cfg, err := a.restConfig()
+		cfg, err := a.s.RestConfig()
 		if err != nil {
 			return nil, err
 		}
@@ -167,12 +174,12 @@ func (a *app) readOnlyConnect(rec *kube.Requests) func() (*apply.Cluster, error)
 func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) error {
 	ctx := cmd.Context()
 	// Input errors stop before anything is watched.
-	if _, err := a.statusPhases(cmd, f, sf); err != nil {
-		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
+	if _, err := a.statusPhases(cmd, f, sf, gate.NewReport("status")); err != nil {
+		return a.s.Fail(cmd.Context(), a.s.NewRun("status", false).Report, err)
 	}
-	cl, err := a.readOnlyConnect(kube.NewRequests())()
+	cl, err := a.s.ReadOnlyConnect(kube.NewRequests())()
 	if err != nil {
-		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
+		return a.s.Fail(cmd.Context(), a.s.NewRun("status", false).Report, err)
 	}
 	wo := status.WatchOptions{Namespace: f.components.Namespace}
 	if sf.env != "" || sf.path != "" {
@@ -180,30 +187,51 @@ func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) er
 	}
 	var last error
 	n := 0
-	eval := func(cause string) {
-		n++
-		run := a.newRun("status", false)
+	eval := a.statusEval(cmd, f, sf, &n, &last)
+	// A cluster that does not answer is not watched: one evaluation, which
+	// reports cluster.reachable as plain status does, and its exit code.
+	if reach, _ := cl.Reachable(controllers.GateReachable); reach.Verdict != gate.Pass {
+		eval("")
+		return last
+	}
+	if err := status.Watch(ctx, cl.Client, wo, eval); err != nil && ctx.Err() == nil {
+		// The watches could not start (a Kind the cluster does not serve:
+		// Flux not installed): one evaluation says why, then the run ends.
+		if n == 0 {
+			eval("")
+		}
+		if last != nil {
+			return last
+		}
+		return a.s.Fail(cmd.Context(), a.s.NewRun("status", false).Report, err)
+	}
+	return last
+}
+
+// statusEval is one evaluation of status --watch: the n-th, cause the
+// change that triggered it; its result goes to *last.
+func (a *app) statusEval(cmd *cobra.Command, f *renderFlags, sf statusFlags, n *int, last *error) func(string) {
+	ctx := cmd.Context()
+	return func(cause string) {
+		*n++
+		run := a.s.NewRun("status", false)
 		run.KeepGoing = true
-		run.Report.Facts["watch.evaluation"] = strconv.Itoa(n)
+		run.Report.Facts["watch.evaluation"] = strconv.Itoa(*n)
 		if cause != "" {
 			run.Report.Facts["watch.change"] = cause
 		}
-		if a.out.format == "text" {
+		if a.s.Output.Format == "text" {
 			why := "start"
 			if cause != "" {
 				why = "after a change to " + cause
 			}
-			fmt.Fprintf(a.streams.ErrOut, "\n=== status #%d at %s (%s) ===\n", n, time.Now().Format(time.TimeOnly), why)
+			fmt.Fprintf(a.streams.ErrOut, "\n=== status #%d at %s (%s) ===\n", *n, time.Now().Format(time.TimeOnly), why)
 		}
-		phases, err := a.statusPhases(cmd, f, sf)
+		phases, err := a.statusPhases(cmd, f, sf, run.Report)
 		if err != nil {
-			last = a.fail(cmd.Context(), run.Report, err)
+			*last = a.s.Fail(cmd.Context(), run.Report, err)
 			return
 		}
-		last = a.execute(ctx, run, phases...)
+		*last = a.s.Execute(ctx, run, phases...)
 	}
-	if err := status.Watch(ctx, cl.Client, wo, eval); err != nil && ctx.Err() == nil {
-		return a.fail(cmd.Context(), a.newRun("status", false).Report, err)
-	}
-	return last
 }

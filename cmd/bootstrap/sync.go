@@ -1,13 +1,15 @@
 package main
 
 import (
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
@@ -53,10 +55,10 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 	fl := cmd.Flags()
 	c.rf.add(fl)
 	c.cf.add(fl)
-	fl.StringVar(&c.env.Namespace, "namespace", DefaultFluxNamespace, "namespace of the root Kustomization")
-	fl.Var(flagvalue.NewName(&c.env.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
+	fl.Var(input.NewNamespace(&c.env.Namespace, DefaultFluxNamespace), "namespace", "namespace of the root Kustomization")
+	fl.Var(input.NewName(&c.env.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
 	fl.BoolVar(&c.dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
-	fl.Var(flagvalue.NewDuration(&c.timeout, 5*time.Minute), "timeout", "how long each wait may take: the source, the root, the converge walk, the cutover's waits (must be positive)")
+	fl.Var(input.NewDuration(&c.timeout, 5*time.Minute), "timeout", "how long each wait may take: the source, the root, the converge walk, the cutover's waits (must be positive)")
 	c.sy.add(fl)
 	return cmd
 }
@@ -67,25 +69,25 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 // cutover.
 func (c *syncCmd) run(a *app, cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	run := a.newRun("sync", c.dryRun)
+	run := a.s.NewRun("sync", c.dryRun)
 	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, c.dryRun) }
-	o, err := c.options(a)
+	o, err := c.options(a, cmd.Flags())
 	var plan *flow.Plan
 	if err == nil {
 		plan, err = flow.Assemble(ctx, o, run.Report)
 	}
 	defer plan.Close()
 	if err != nil {
-		return a.fail(ctx, run.Report, err)
+		return a.s.Fail(ctx, run.Report, err)
 	}
-	a.writes("sync", c.env.Namespace, c.dryRun)
-	return a.execute(ctx, run, plan.Phases...)
+	a.s.Writes("sync", c.env.Namespace, c.dryRun)
+	return a.s.Execute(ctx, run, plan.Phases...)
 }
 
 // options resolves the flags into the run's phases.
-func (c *syncCmd) options(a *app) (flow.Options, error) {
+func (c *syncCmd) options(a *app, fl *pflag.FlagSet) (flow.Options, error) {
 	env := c.env
-	if err := c.sy.validate(env); err != nil {
+	if err := errors.Join(c.sy.validate(fl, env), c.cf.validate(fl)); err != nil {
 		return flow.Options{}, err
 	}
 	env.Repo = c.rf.repo

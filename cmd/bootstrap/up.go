@@ -1,25 +1,18 @@
 package main
 
 import (
-	"fmt"
-	"strings"
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
-	"github.com/homelab-ops/bootstrap/internal/flagvalue"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
-
-// maxConfig bounds the --config file.
-const maxConfig = 1 << 20
 
 // upFlags are up's flags: one struct for the command.
 type upFlags struct {
@@ -72,13 +65,13 @@ func (u *upFlags) add(cmd *cobra.Command, a *app) {
 	u.cf.add(fl)
 	fl.StringVar(&u.config, "config", "", "YAML file of flag values (the same names as the flags; flags on the command line win)")
 	fl.BoolVar(&u.dryRun, "dry-run", false, "plan every phase and change nothing")
-	fl.Var(flagvalue.NewName(&u.root, "", "root Kustomization"), "root", "name of the root Kustomization (default: the --namespace, as flux bootstrap names it)")
-	fl.Var(flagvalue.NewDuration(&u.timeout, 5*time.Minute), "timeout", "how long each wait of each phase may take: CRDs, rollouts, the source, the root, the converge walk, the cutover's waits")
+	fl.Var(input.NewName(&u.root, "", "root Kustomization"), "root", "name of the root Kustomization (default: the --namespace, as flux bootstrap names it)")
+	fl.Var(input.NewDuration(&u.timeout, 5*time.Minute), "timeout", "how long each wait of each phase may take: CRDs, rollouts, the source, the root, the converge walk, the cutover's waits")
 	fl.BoolVar(&u.force, "force", false, forceUsage+forceControllers+"; "+forceAgeKey)
 	fl.BoolVar(&u.co.MigrateCRDs, "migrate-crds", false, "migrate objects off CRD versions the new render drops")
 	fl.BoolVar(&u.co.PruneCRDs, "prune-crds", false, "also prune CRDs that still have custom resources")
 	fl.StringVar(&u.keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE); without any, the age-key phase is not run")
-	fl.Var(flagvalue.NewName(&u.secretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the age-key Secret")
+	fl.Var(input.NewName(&u.secretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the age-key Secret")
 	fl.BoolVar(&u.rotate, "rotate", false, "replace an age-key Secret that holds different identities")
 	u.sy.add(fl)
 }
@@ -87,7 +80,7 @@ func (u *upFlags) add(cmd *cobra.Command, a *app) {
 // flow.Assemble), then runs the phases under the cluster lock.
 func (u *upFlags) run(a *app, cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	run := a.newRun("up", u.dryRun)
+	run := a.s.NewRun("up", u.dryRun)
 	o, err := u.options(a, cmd)
 	var plan *flow.Plan
 	if err == nil {
@@ -95,24 +88,23 @@ func (u *upFlags) run(a *app, cmd *cobra.Command) error {
 	}
 	defer plan.Close()
 	if err != nil {
-		return a.fail(ctx, run.Report, err)
+		return a.s.Fail(ctx, run.Report, err)
 	}
 	if o.AgeKey == nil {
 		run.Report.Facts["age-key"] = "no key given: phase not run; sync checks that every decryption Secret exists"
 	}
-	a.countRequests = true
-	a.installs("up", o.Env.Namespace, u.dryRun)
+	a.s.CountRequests()
+	a.s.Installs("up", o.Env.Namespace, u.dryRun)
 	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, u.dryRun) }
-	return a.execute(ctx, run, plan.Phases...)
+	return a.s.Execute(ctx, run, plan.Phases...)
 }
 
 // options reads the config and resolves the flags into the run's phases:
 // static, controllers, age-key (with a key), sync, converge, cutover
 // (--cutover-when-ready).
 func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
-	if err := loadConfig(cmd.Flags(), u.config); err != nil {
-		return flow.Options{}, err
-	}
+	// --config was read with the environment, before the command ran.
+	fl := cmd.Flags()
 	ro, err := u.f.options()
 	if err != nil {
 		return flow.Options{}, err
@@ -127,53 +119,17 @@ func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
 	if env.Path, err = u.rf.resolve(); err != nil {
 		return flow.Options{}, err
 	}
-	if err := u.sy.validate(env); err != nil {
+	if err := errors.Join(u.sy.validate(fl, env), u.cf.validate(fl)); err != nil {
 		return flow.Options{}, err
 	}
 	o := flow.Options{Env: env, Static: u.sy.staticOptions(), Controllers: &co, Sync: u.sy.sync(a.getenv), Converge: u.cf.options(),
 		DryRun: u.dryRun, Timeout: u.timeout, Force: u.force, Cluster: a.opener()}
-	if u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != "" {
+	hasKey := u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != ""
+	if !hasKey && (input.Given(fl, "rotate") || input.Given(fl, "secret-name")) {
+		return flow.Options{}, gate.InputErrorf("--rotate and --secret-name are phase age-key's and need a key: add --age-key-file FILE (or -), or set $SOPS_AGE_KEY or $SOPS_AGE_KEY_FILE")
+	}
+	if hasKey {
 		o.AgeKey = &flow.AgeKey{Input: agekey.Input{Flag: u.keyFile, Stdin: a.streams.In, Getenv: a.getenv}, SecretName: u.secretName, Rotate: u.rotate}
 	}
 	return o, nil
-}
-
-// loadConfig sets every flag the command line did not set from a YAML map
-// of flag names to values. An unknown name is an input error.
-func loadConfig(fl *pflag.FlagSet, path string) error {
-	if path == "" {
-		return nil
-	}
-	b, err := input.ReadFileMax(path, "--config "+path, maxConfig)
-	if err != nil {
-		return err
-	}
-	var m map[string]any
-	if err := yaml.Unmarshal(b, &m); err != nil {
-		return gate.InputErrorf("--config %s: not a YAML map of flag names to values: %v", path, err)
-	}
-	for name, v := range m {
-		if name == "config" {
-			return gate.InputErrorf("--config %s: %q cannot be set from a config file", path, name)
-		}
-		flag := fl.Lookup(name)
-		if flag == nil {
-			return gate.InputErrorf("--config %s: unknown flag %q (the keys are the flag names, e.g. env, flux-version, components-extra)", path, name)
-		}
-		if flag.Changed {
-			continue // the command line wins
-		}
-		val := fmt.Sprint(v)
-		if list, ok := v.([]any); ok {
-			parts := make([]string, len(list))
-			for i, x := range list {
-				parts[i] = fmt.Sprint(x)
-			}
-			val = strings.Join(parts, ",")
-		}
-		if err := fl.Set(name, val); err != nil {
-			return gate.InputErrorf("--config %s: %s: %v", path, name, err)
-		}
-	}
-	return nil
 }

@@ -17,9 +17,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/versions"
 )
 
 func TestUpInputErrors(t *testing.T) {
@@ -133,11 +131,9 @@ func TestUpForceReachesAgeKey(t *testing.T) {
 // before flow.Assemble.
 func upOptions(t *testing.T, args ...string) flow.Options {
 	t.Helper()
-	a := &app{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard},
-		getenv: func(string) string { return "" }, cluster: kube.ClusterFlags()}
-	var err error
-	if a.pins, err = versions.Load(); err != nil {
-		t.Fatal(err)
+	a := newApp(genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, func(string) string { return "" })
+	if a.s.Setup != nil {
+		t.Fatal(a.s.Setup)
 	}
 	u := &upFlags{}
 	cmd := &cobra.Command{Use: "up"}
@@ -158,7 +154,8 @@ func upOptions(t *testing.T, args ...string) flow.Options {
 func TestUpPhaseFlagsReachThePhases(t *testing.T) {
 	o := upOptions(t, "--repo", "../../testdata/homelab", "--env", "dev", "--timeout", "7m", "--force", "--migrate-crds", "--prune-crds",
 		"--age-key-file", "key.txt", "--secret-name", "age", "--rotate", "--root", "main", "--compare", "clusters/prod", "--no-compare",
-		"--nudge=false", "--retries", "5", "--fail-after", "0", "--cutover-when-ready", "--cutover-timeout", "9m")
+		"--nudge=false", "--retries", "5", "--fail-after", "0", "--cutover-when-ready", "--cutover-timeout", "9m",
+		"--source-url", "https://mirror.lan/homelab/gitops.git")
 	c, k, conv := o.Controllers, o.AgeKey, o.Converge
 	if !o.Force || o.Timeout != 7*time.Minute || c == nil || !c.MigrateCRDs || !c.PruneCRDs {
 		t.Errorf("controllers: force %t, timeout %s, %+v", o.Force, o.Timeout, c)

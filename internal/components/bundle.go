@@ -44,7 +44,7 @@ func EmbeddedBundle(version string) (*Bundle, error) {
 		return nil, err
 	}
 	if !slices.Contains(available, version) {
-		return nil, gate.InputErrorf("Flux %s is not embedded in this build (embedded: %s); pick one of those or pass --manifests DIR|TARBALL with that release's manifests",
+		return nil, gate.InputErrorf("Flux %s is not embedded in this build (embedded: %s); pick one of those with --flux-version, or pass --manifests DIR|TARBALL with that release's manifests",
 			version, strings.Join(available, ", "))
 	}
 	sub, err := fs.Sub(embedded, path.Join("bundles", version))

@@ -61,6 +61,50 @@ type Rendered struct {
 	Components  []string
 }
 
+// Preflight checks, before anything is read or requested, what Render
+// would refuse of o without reading a file: the log level and, for the
+// embedded bundle (no --manifests), the version and the components.
+func Preflight(o Options) error {
+	if !slices.Contains(LogLevels, o.LogLevel) {
+		return gate.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
+	}
+	if o.Manifests != "" {
+		return nil // the bundle is a file: read when the render runs
+	}
+	b, err := EmbeddedBundle(o.FluxVersion)
+	if err != nil {
+		return err
+	}
+	_, err = selected(b, o)
+	return err
+}
+
+// selected are the components to render: Components then ComponentsExtra
+// (manifestgen never renders ComponentsExtra on its own), a component named
+// twice once, each one the bundle has.
+func selected(b *Bundle, o Options) ([]string, error) {
+	var components []string
+	for _, c := range slices.Concat(o.Components, o.ComponentsExtra) {
+		if !slices.Contains(components, c) {
+			components = append(components, c)
+		}
+	}
+	if len(components) == 0 {
+		return nil, gate.InputErrorf("--components: no components selected; available in %s: %s", b.Origin, strings.Join(b.Components, ", "))
+	}
+	var unknown []string
+	for _, c := range components {
+		if !slices.Contains(b.Components, c) {
+			unknown = append(unknown, c)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, gate.InputErrorf("--components/--components-extra: unknown component %s; available in %s: %s",
+			strings.Join(unknown, ", "), b.Origin, strings.Join(b.Components, ", "))
+	}
+	return components, nil
+}
+
 // Render generates the Flux components in-process. It never touches the
 // network: manifestgen is given the bundle's files, so it only templates and
 // builds them with kustomize.
@@ -86,26 +130,9 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 		return nil, err
 	}
 
-	// Extras are appended to Components: manifestgen never renders
-	// ComponentsExtra on its own. A component named twice is rendered once.
-	var components []string
-	for _, c := range slices.Concat(o.Components, o.ComponentsExtra) {
-		if !slices.Contains(components, c) {
-			components = append(components, c)
-		}
-	}
-	if len(components) == 0 {
-		return nil, gate.InputErrorf("no components selected; available in %s: %s", b.Origin, strings.Join(b.Components, ", "))
-	}
-	var unknown []string
-	for _, c := range components {
-		if !slices.Contains(b.Components, c) {
-			unknown = append(unknown, c)
-		}
-	}
-	if len(unknown) > 0 {
-		return nil, gate.InputErrorf("unknown component %s; available in %s: %s",
-			strings.Join(unknown, ", "), b.Origin, strings.Join(b.Components, ", "))
+	components, err := selected(b, o)
+	if err != nil {
+		return nil, err
 	}
 
 	prewarmSchema()

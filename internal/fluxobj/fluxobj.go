@@ -77,8 +77,17 @@ func (k Key) String() string { return k.Namespace + "/" + k.Name }
 // ParseKey reads namespace/name (Key.String); ok is false for anything
 // else (no slash, an empty part).
 func ParseKey(s string) (Key, bool) {
-	ns, name, ok := strings.Cut(s, "/")
-	return Key{Namespace: ns, Name: name}, ok && ns != "" && name != ""
+	k := KeyOf(s, "")
+	return k, strings.Contains(s, "/") && k.Namespace != "" && k.Name != ""
+}
+
+// KeyOf is s as NAMESPACE/NAME, or as NAME in defNS: the one parse of the
+// NAMESPACE/NAME form (flags such as --root take either).
+func KeyOf(s, defNS string) Key {
+	if ns, name, found := strings.Cut(s, "/"); found {
+		return Key{Namespace: ns, Name: name}
+	}
+	return Key{Namespace: defNS, Name: s}
 }
 
 // Ref names an object of a kind: the object a reference resolves to.

@@ -1,9 +1,3 @@
-// Package input reads what a user points this tool at — a Flux bundle
-// directory or tarball, an overlay directory, a GitOps repository, a
-// kubeconfig — under one rule: regular files only, nothing outside the
-// directory the user named, and at most MaxFileSize bytes per file. A file
-// that breaks the rule is an input error (exit 2) that names it and the fix,
-// so a symlink to /dev/zero or /etc/passwd is refused instead of read.
 package input
 
 import (

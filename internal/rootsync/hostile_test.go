@@ -20,8 +20,8 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
-	"github.com/homelab-ops/bootstrap/internal/validate"
 )
 
 // TestCutoverFluxNotInstalled: a cluster that does not serve
@@ -88,7 +88,7 @@ func TestCutoverRedactsClusterURLs(t *testing.T) {
 	if !strings.Contains(before.String(), pw) {
 		t.Fatalf("the test does not exercise redaction: no credential in the raw report\n%s", before.String())
 	}
-	validate.RedactReport(r)
+	input.RedactReport(r)
 	var b strings.Builder
 	_ = gate.WriteJSON(&b, r)
 	_ = gate.WriteJUnit(&b, r)

@@ -14,9 +14,9 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/reconcile"
 	"github.com/homelab-ops/bootstrap/internal/serve"
-	"github.com/homelab-ops/bootstrap/internal/validate"
 )
 
 // Annotations this tool records on a GitRepository that is on a temporary
@@ -175,14 +175,14 @@ func requestReconcileToken(ctx context.Context, c client.Client, obj client.Obje
 
 // ValidateSync checks sync's flags before anything is read or requested:
 // the root Kustomization's namespace and the temporary source's URL and
-// Secret name (--root and --timeout check themselves: internal/flagvalue).
+// Secret name (--root and --timeout check themselves: internal/input).
 func ValidateSync(o RunOptions, url, secret string) error {
 	errs := []error{
-		validate.Namespace("--namespace", o.Build.Namespace),
-		validate.OptionalName("--source-secret", secret, "Secret with the temporary source's credentials"),
+		input.ValidNamespace("--namespace", o.Build.Namespace),
+		input.ValidOptionalName("--source-secret", secret, "Secret with the temporary source's credentials"),
 	}
 	if url != "" {
-		errs = append(errs, validate.GitURL("--source-url", url))
+		errs = append(errs, input.ValidGitURL("--source-url", url))
 	}
 	return errors.Join(errs...)
 }
@@ -191,11 +191,11 @@ func ValidateSync(o RunOptions, url, secret string) error {
 // the same under --dry-run as for the real run.
 func ValidateCutover(o CutoverOptions) error {
 	errs := []error{
-		validate.Namespace("--namespace", o.Namespace),
-		validate.Name("--source", o.Name, "GitRepository"),
+		input.ValidNamespace("--namespace", o.Namespace),
+		input.ValidName("--source", o.Name, "GitRepository"),
 	}
 	if o.To != "" {
-		errs = append(errs, validate.GitURL("--to", o.To))
+		errs = append(errs, input.ValidGitURL("--to", o.To))
 	}
 	return errors.Join(errs...)
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/validate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 )
 
 // Options are a --serve run's inputs.
@@ -51,7 +51,7 @@ func (o Options) Validate() error {
 		errs = append(errs, gate.InputErrorf("--serve-for %s: must be positive, e.g. 24h", o.For))
 	}
 	if o.URL != "" {
-		if err := validate.GitURL("--serve-url", o.URL); err != nil {
+		if err := input.ValidGitURL("--serve-url", o.URL); err != nil {
 			errs = append(errs, err)
 		} else if u, _ := url.Parse(o.URL); u.Scheme != "https" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 			errs = append(errs, gate.InputErrorf("--serve-url %s: want the base URL the nodes reach this machine at, https://HOST[:PORT] with no path (the repository is served at /%s.git)", o.URL, RepoName))

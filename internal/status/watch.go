@@ -26,6 +26,10 @@ type WatchOptions struct {
 	Secret string
 	// Debounce gathers a burst of events into one evaluation.
 	Debounce time.Duration
+	// SyncTimeout bounds the watches' first list (default 30 s): an API
+	// server that stops answering before it is an error, not a silent
+	// wait (the informers would retry it for ever).
+	SyncTimeout time.Duration
 }
 
 // Watch starts its watches, evaluates once, then again after every change to what status
@@ -36,6 +40,9 @@ type WatchOptions struct {
 func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(cause string)) error {
 	if o.Debounce <= 0 {
 		o.Debounce = 300 * time.Millisecond
+	}
+	if o.SyncTimeout <= 0 {
+		o.SyncTimeout = 30 * time.Second
 	}
 	var mu sync.Mutex
 	armed := false
@@ -99,8 +106,13 @@ func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(ca
 		go inf.Run(wctx.Done())
 		synced = append(synced, inf.HasSynced)
 	}
-	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
-		return ctx.Err()
+	sctx, scancel := context.WithTimeout(wctx, o.SyncTimeout)
+	defer scancel()
+	if !cache.WaitForCacheSync(sctx.Done(), synced...) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("status --watch: the watches on %s did not list within %s: check --kubeconfig/--context and the network", o.Namespace, o.SyncTimeout)
 	}
 	// Armed before the first evaluation: a change made while it reads is
 	// seen, and evaluated again.

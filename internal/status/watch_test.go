@@ -2,6 +2,8 @@ package status
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,5 +104,33 @@ func TestWatch(t *testing.T) {
 	defer mu.Unlock()
 	if len(causes) != 4 {
 		t.Errorf("%d evaluations %q, want 4", len(causes), causes)
+	}
+}
+
+// failingList is a cluster whose lists always fail (a Kind it does not
+// serve, an API server gone).
+type failingList struct{ noWatchList }
+
+func (failingList) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("no matches for kind")
+}
+
+// TestWatchSyncTimeout: watches that cannot list end Watch with an error
+// naming the limit, without an evaluation, instead of waiting for ever.
+func TestWatchSyncTimeout(t *testing.T) {
+	s, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := failingList{noWatchList{fake.NewClientBuilder().WithScheme(s).Build()}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	evals := 0
+	err = Watch(ctx, c, WatchOptions{Namespace: "flux-system", SyncTimeout: 300 * time.Millisecond}, func(string) { evals++ })
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "did not list within 300ms") {
+		t.Fatalf("Watch: %v (ctx %v), want the sync limit named", err, ctx.Err())
+	}
+	if evals != 0 {
+		t.Errorf("%d evaluation(s) without a listed cluster", evals)
 	}
 }

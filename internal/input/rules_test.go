@@ -1,4 +1,4 @@
-package validate
+package input
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ func TestGitURL(t *testing.T) {
 		{"https://git.lan:notaport/x", false, "not a parseable URL"},
 		{"", false, "does not match"},
 	} {
-		err := GitURL("--source-url", tc.url)
+		err := ValidGitURL("--source-url", tc.url)
 		if (err == nil) != tc.ok {
 			t.Errorf("%q: err %v, want ok=%v", tc.url, err, tc.ok)
 			continue
@@ -86,23 +86,23 @@ func TestNamesAndDurations(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"namespace", Namespace("--namespace", "Flux_System!"), "RFC 1123 label"},
-		{"namespace too long", Namespace("--namespace", strings.Repeat("a", 64)), "63"},
-		{"name", Name("--secret-name", "Sops_Age", "age key Secret"), "RFC 1123 subdomain"},
-		{"cluster domain", ClusterDomain("--cluster-domain", "-x.local"), "RFC 1123 subdomain"},
-		{"registry tag", Registry("--registry", "ghcr.io/fluxcd:latest"), "pass a registry"},
-		{"registry empty", Registry("--registry", ""), "must not be empty"},
-		{"toleration", TolerationKeys("--toleration-keys", []string{"a b"}), "qualified name"},
+		{"namespace", ValidNamespace("--namespace", "Flux_System!"), "RFC 1123 label"},
+		{"namespace too long", ValidNamespace("--namespace", strings.Repeat("a", 64)), "63"},
+		{"name", ValidName("--secret-name", "Sops_Age", "age key Secret"), "RFC 1123 subdomain"},
+		{"cluster domain", ValidClusterDomain("--cluster-domain", "-x.local"), "RFC 1123 subdomain"},
+		{"registry tag", ValidRegistry("--registry", "ghcr.io/fluxcd:latest"), "pass a registry"},
+		{"registry empty", ValidRegistry("--registry", ""), "must not be empty"},
+		{"toleration", ValidTolerationKeys("--toleration-keys", []string{"a b"}), "qualified name"},
 	} {
 		if tc.err == nil || !gate.IsInput(tc.err) || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an input error saying %q", tc.name, tc.err, tc.want)
 		}
 	}
 	for _, err := range []error{
-		Namespace("--namespace", "flux-system"), Name("--root", "flux-system", "root"), OptionalName("--x", "", "x"),
-		ClusterDomain("--cluster-domain", "cluster.local"), Registry("--registry", "ghcr.io/fluxcd"),
-		Registry("--registry", "registry.lan:5000/mirror/fluxcd"), Registry("--registry", "fluxcd"),
-		TolerationKeys("--toleration-keys", []string{"node-role.kubernetes.io/control-plane", "dedicated"}),
+		ValidNamespace("--namespace", "flux-system"), ValidName("--root", "flux-system", "root"), ValidOptionalName("--x", "", "x"),
+		ValidClusterDomain("--cluster-domain", "cluster.local"), ValidRegistry("--registry", "ghcr.io/fluxcd"),
+		ValidRegistry("--registry", "registry.lan:5000/mirror/fluxcd"), ValidRegistry("--registry", "fluxcd"),
+		ValidTolerationKeys("--toleration-keys", []string{"node-role.kubernetes.io/control-plane", "dedicated"}),
 	} {
 		if err != nil {
 			t.Errorf("valid value refused: %v", err)

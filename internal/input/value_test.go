@@ -1,4 +1,4 @@
-package flagvalue
+package input
 
 import (
 	"os"

@@ -1,11 +1,4 @@
-// Package flagvalue holds the value types of this tool's flags: each checks
-// its own value when it is set — from the command line, --config or the
-// environment — so a command cannot forget a rule. The parse itself never
-// stops on a bad value: the rest of the command line (-o json,
-// --report-json) still counts, and Check turns every recorded problem into
-// one input error (exit 2) naming the flags, before any request, reported
-// like every other input error.
-package flagvalue
+package input
 
 import (
 	"errors"
@@ -20,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
@@ -232,7 +226,7 @@ func (n *Name) Set(v string) error {
 	return n.record(v, nil)
 }
 
-// Ref is NAME or NAMESPACE/NAME, each part checked.
+// Ref is NAME or NAMESPACE/NAME, each part checked; Split gives the parts.
 type Ref struct {
 	checked
 	p *string
@@ -252,19 +246,137 @@ func (r *Ref) Type() string { return "[NAMESPACE/]NAME" }
 // Set implements pflag.Value.
 func (r *Ref) Set(v string) error {
 	*r.p = v
-	ns, name, found := strings.Cut(v, "/")
-	if !found {
-		name = v
-	}
-	if found {
+	return r.record(v, refRule(v))
+}
+
+// SplitRef is the one parse of NAME or NAMESPACE/NAME: the namespace
+// (defNS for a bare NAME) and the name.
+func SplitRef(v, defNS string) (ns, name string) {
+	k := fluxobj.KeyOf(v, defNS)
+	return k.Namespace, k.Name
+}
+
+func refRule(v string) error {
+	ns, name := SplitRef(v, "")
+	if strings.Contains(v, "/") {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return r.record(v, fmt.Errorf("want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system: namespace %q: %s", ns, strings.Join(errs, "; ")))
+			return fmt.Errorf("want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system: namespace %q: %s", ns, strings.Join(errs, "; "))
 		}
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return r.record(v, fmt.Errorf("want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system: name %q: %s", name, strings.Join(errs, "; ")))
+		return fmt.Errorf("want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system: name %q: %s", name, strings.Join(errs, "; "))
 	}
-	return r.record(v, nil)
+	return nil
+}
+
+// Text is a string flag with a rule (a namespace, a name, a Git URL): the
+// value is shown quoted, with any URL credential redacted.
+type Text struct {
+	checked
+	p        *string
+	typ      string
+	optional bool
+	rule     func(string) error
+}
+
+func (t *Text) String() string { return *t.p }
+
+// Type implements pflag.Value.
+func (t *Text) Type() string { return t.typ }
+
+// Set implements pflag.Value.
+func (t *Text) Set(v string) error {
+	*t.p = v
+	if v == "" && t.optional {
+		return t.record(v, nil)
+	}
+	return t.record(fmt.Sprintf("%q", RedactURLs(v)), t.rule(v))
+}
+
+// NewRuled parses into *p a value whose rule lives with its domain (a
+// listen address: internal/serve); typ names the value in the help, and ""
+// means none.
+func NewRuled(p *string, typ string, rule func(string) error) *Text {
+	return &Text{p: p, typ: typ, optional: true, rule: rule}
+}
+
+// NewNamespace sets *p to def and parses a namespace name into it.
+func NewNamespace(p *string, def string) *Text {
+	*p = def
+	return &Text{p: p, typ: "NAMESPACE", rule: namespaceRule}
+}
+
+// NewOptionalName parses an object name into *p ("" means none); what
+// names the object for the fix.
+func NewOptionalName(p *string, what string) *Text {
+	return &Text{p: p, typ: "NAME", optional: true, rule: func(v string) error { return nameRule(v, what) }}
+}
+
+// NewClusterDomain sets *p to def and parses a cluster DNS domain into it.
+func NewClusterDomain(p *string, def string) *Text {
+	*p = def
+	return &Text{p: p, typ: "DOMAIN", rule: clusterDomainRule}
+}
+
+// NewRegistry sets *p to def and parses an image registry prefix into it.
+func NewRegistry(p *string, def string) *Text {
+	*p = def
+	return &Text{p: p, typ: "REGISTRY", rule: registryRule}
+}
+
+// NewGitURL parses a Git URL into *p ("" means none).
+func NewGitURL(p *string) *Text {
+	return &Text{p: p, typ: "URL", optional: true, rule: gitURLRule}
+}
+
+// Keys are taint keys, comma-separated as pflag's string slices are;
+// repeating the flag adds to them.
+type Keys struct {
+	checked
+	p     *[]string
+	inner pflag.Value
+}
+
+// NewTolerationKeys parses taint keys into *p.
+func NewTolerationKeys(p *[]string) *Keys {
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+	fs.StringSliceVar(p, "v", *p, "")
+	return &Keys{p: p, inner: fs.Lookup("v").Value}
+}
+
+func (k *Keys) String() string {
+	if len(*k.p) == 0 {
+		return "" // no default shown in the help
+	}
+	return k.inner.String()
+}
+
+// Type implements pflag.Value.
+func (k *Keys) Type() string { return "KEYS" }
+
+// Set implements pflag.Value.
+func (k *Keys) Set(v string) error {
+	if err := k.inner.Set(v); err != nil {
+		return k.record(fmt.Sprintf("%q", v), err)
+	}
+	for _, key := range *k.p {
+		if err := tolerationKeyRule(key); err != nil {
+			return k.record(fmt.Sprintf("%q", key), err)
+		}
+	}
+	return k.record(v, nil)
+}
+
+// GetSlice implements pflag.SliceValue (a --config list).
+func (k *Keys) GetSlice() []string { return k.inner.(pflag.SliceValue).GetSlice() }
+
+// Append implements pflag.SliceValue.
+func (k *Keys) Append(v string) error { return k.Set(v) }
+
+// Replace implements pflag.SliceValue.
+func (k *Keys) Replace(v []string) error {
+	*k.p = nil
+	return k.Set(strings.Join(v, ","))
 }
 
 var (
@@ -274,6 +386,10 @@ var (
 	_ pflag.Value = (*OutputDir)(nil)
 	_ pflag.Value = (*Name)(nil)
 	_ pflag.Value = (*Ref)(nil)
+	_ pflag.Value = (*Text)(nil)
+
+	_ pflag.SliceValue = (*Keys)(nil)
+	_ pflag.SliceValue = (*RepoPaths)(nil)
 )
 
 // RepoPath is a path inside the repository (--repo): relative, with no
@@ -332,6 +448,18 @@ func (r *RepoPaths) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// GetSlice implements pflag.SliceValue (a --config list).
+func (r *RepoPaths) GetSlice() []string { return *r.p }
+
+// Append implements pflag.SliceValue.
+func (r *RepoPaths) Append(v string) error { return r.Set(v) }
+
+// Replace implements pflag.SliceValue.
+func (r *RepoPaths) Replace(v []string) error {
+	r.set = false
+	return r.Set(strings.Join(v, ","))
 }
 
 // Env is an environment's name: one directory under clusters/ ("" is unset).

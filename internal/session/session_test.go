@@ -1,0 +1,97 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
+)
+
+// TestCode is the exit-code policy, row by row of ExitCodes.
+func TestCode(t *testing.T) {
+	sigint, cancel := context.WithCancelCause(context.Background())
+	cancel(pipeline.Signal(syscall.SIGINT))
+	sigterm, cancel2 := context.WithCancelCause(context.Background())
+	cancel2(pipeline.Signal(syscall.SIGTERM))
+	bg := context.Background()
+	for _, tc := range []struct {
+		name    string
+		ctx     context.Context
+		err     error
+		code    int
+		printed bool
+	}{
+		{"ok", bg, nil, 0, false},
+		{"reported", bg, &ExitError{Code: 3}, 3, false},
+		{"failed", bg, errors.New("boom"), 1, true},
+		{"input", bg, gate.InputErrorf("bad"), 2, true},
+		{"usage", bg, &UsageError{Err: errors.New("unknown flag")}, 2, true},
+		{"SIGINT", sigint, errors.New("cancelled"), 130, true},
+		{"SIGTERM", sigterm, errors.New("cancelled"), 143, true},
+		{"input error under a signal stays 2", sigint, gate.InputErrorf("bad"), 2, true},
+		{"credential redacted", bg, errors.New("get https://u:pw@git.lan/x"), 1, true},
+	} {
+		var b bytes.Buffer
+		if got := Code(tc.ctx, tc.err, &b); got != tc.code {
+			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.code)
+		}
+		if (b.Len() > 0) != tc.printed || strings.Contains(b.String(), "pw@") {
+			t.Errorf("%s: printed %q", tc.name, b.String())
+		}
+	}
+	seen := map[int]bool{}
+	for _, c := range ExitCodes {
+		if seen[c.Code] || c.Short == "" || c.Meaning == "" {
+			t.Errorf("exit code %d listed twice or without its meaning", c.Code)
+		}
+		seen[c.Code] = true
+	}
+	for _, c := range []int{gate.ExitOK, gate.ExitFailed, gate.ExitInput, gate.ExitIncomplete, 130, 143} {
+		if !seen[c] {
+			t.Errorf("ExitCodes lacks %d", c)
+		}
+	}
+}
+
+// TestFinishWritesEveryReport: one report, on stdout (JSON) and in the
+// --report-json and --junit files, redacted; a file that cannot be written
+// is exit 2.
+func TestFinishWritesEveryReport(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	s := New(&out, &errOut, func(string) string { return "" }, kube.ClusterFlags())
+	s.Output = Output{Format: "json", ReportJSON: filepath.Join(dir, "r.json"), JUnit: filepath.Join(dir, "r.xml")}
+	run := s.NewRun("test", false)
+	run.Report.Facts["url"] = "https://u:pw@git.lan/x"
+	err := s.Fail(context.Background(), run.Report, gate.InputErrorf("bad value"))
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != 2 {
+		t.Fatalf("Fail: %v, want exit 2", err)
+	}
+	var doc struct {
+		Error    string
+		ExitCode int
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Error != "bad value" || doc.ExitCode != 2 {
+		t.Fatalf("stdout: %v %+v\n%s", err, doc, out.String())
+	}
+	for _, f := range []string{"r.json", "r.xml"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || !strings.Contains(string(b), "bad value") || strings.Contains(string(b), "pw@") {
+			t.Errorf("%s: %v\n%s", f, err, b)
+		}
+	}
+	s.Output.JUnit = filepath.Join(dir, "missing", "r.xml")
+	if err := s.Finish(gate.NewReport("test")); !errors.As(err, &ee) || ee.Code != 2 {
+		t.Errorf("unwritable --junit: %v, want exit 2", err)
+	}
+}
