@@ -43,6 +43,22 @@ func (l *loader) run(root string) error {
 			e.Root.Built, e.Root.Resources, e.Root.Files, e.Root.Path = true, res, files, root
 		}
 	}
+	if err := l.walk(queue, sourceKey); err != nil {
+		return err
+	}
+	if e.Root != nil {
+		for _, g := range e.GitRepositories {
+			if "GitRepository/"+g.Namespace+"/"+g.Name == sourceKey {
+				e.Source = g
+			}
+		}
+	}
+	return nil
+}
+
+// walk builds the path of every Kustomization in queue not built yet, and
+// of those their builds declare, breadth first.
+func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
 	for i := 0; i < len(queue); i++ {
 		k := queue[i]
 		if k.Built {
@@ -53,13 +69,6 @@ func (l *loader) run(root string) error {
 			return err
 		}
 		queue = append(queue, more...)
-	}
-	if e.Root != nil {
-		for _, g := range e.GitRepositories {
-			if "GitRepository/"+g.Namespace+"/"+g.Name == sourceKey {
-				e.Source = g
-			}
-		}
 	}
 	return nil
 }
@@ -79,7 +88,7 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 	// applies this directory, as the controller would.
 	var rootObj map[string]any
 	for _, r := range res {
-		if isKustomization(r) && r.GetName() == o.RootName && fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace) == o.Namespace {
+		if l.isRoot(r) {
 			if rootObj, err = r.Map(); err != nil {
 				return nil, nil, "", gate.InputErrorf("%s: Kustomization %s: %w", root, o.RootName, err)
 			}
@@ -90,8 +99,8 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 		if err := applySpecIgnore(l.tmp, *ig); err != nil {
 			return nil, nil, "", fmt.Errorf("spec.ignore: %w", err)
 		}
-		l.env.index = &fileIndex{root: l.tmp}
-		l.env.index.load()
+		e.index = &fileIndex{root: l.tmp}
+		e.index.load()
 		e.Notes = append(e.Notes, "the root's GitRepository spec.ignore was applied to the copy")
 		if res, files, err = l.build(root, nil); err != nil {
 			return nil, nil, "", gate.InputErrorf("kustomize build %s (after the GitRepository's spec.ignore): %w", root, l.inRepo(err))
@@ -114,23 +123,20 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 // built (another source, a variable, remote bases) is noted on k; one that
 // fails to build ends Load unless KeepGoing.
 func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomization, error) {
-	e := l.env
 	// The controller joins spec.path to the artifact root securely: a
 	// leading "/" is relative to the root.
 	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
 	switch {
 	case k.SourceKey() != sourceKey:
-		k.Note = fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey)
+		l.notBuilt(k, fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey))
+		return nil, nil
 	case strings.Contains(k.Spec.Path, "${"):
-		k.Note = fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path)
+		l.notBuilt(k, fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path))
+		return nil, nil
 	case !isLocal(k.Path) && k.Path != ".":
 		// Always refused, also with KeepGoing: a path out of the
 		// repository is never what the author meant.
 		return nil, gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the repository (kustomize-controller would clamp it into the repository root): make it relative to the repository root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
-	}
-	if k.Note != "" {
-		e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
-		return nil, nil
 	}
 	dir := filepath.Join(l.tmp, filepath.FromSlash(k.Path))
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
@@ -143,14 +149,20 @@ func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomizatio
 	res, files, err := l.build(k.Path, obj)
 	if err != nil {
 		if remote := remoteRefs(l.tmp, dir); len(remote) > 0 {
-			k.Note = fmt.Sprintf("path %s has remote bases (%s): not built offline", k.Path, strings.Join(remote, ", "))
-			e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, k.Note))
+			l.notBuilt(k, fmt.Sprintf("path %s has remote bases (%s): not built offline", k.Path, strings.Join(remote, ", ")))
 			return nil, nil
 		}
 		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w%s", k.Ref(), k.Location, k.Spec.Path, l.inRepo(err), leftOut(l.copyNotes)))
 	}
 	k.Built, k.Resources, k.Files = true, res, files
 	return l.ingest(res, files, k.Ref())
+}
+
+// notBuilt notes on k, and in the env's notes, why its path is not built
+// although it is no error.
+func (l *loader) notBuilt(k *Kustomization, why string) {
+	k.Note = why
+	l.env.Notes = append(l.env.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, why))
 }
 
 // childFailed records that Kustomization k's path does not build: with
@@ -165,12 +177,19 @@ func (l *loader) childFailed(k *Kustomization, err error) error {
 	return nil
 }
 
+// isRoot says whether r is the root Kustomization (Options.Namespace and
+// RootName; a rendered object with no namespace is in Options.Namespace).
+func (l *loader) isRoot(r *resource.Resource) bool {
+	o := l.env.Options
+	return isKustomization(r) && r.GetName() == o.RootName && fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace) == o.Namespace
+}
+
 // specIgnore is spec.ignore of the root's GitRepository in res, if set.
 func (l *loader) specIgnore(res []*resource.Resource) *string {
 	o := l.env.Options
 	kind, ns, name := sourcev1.GitRepositoryKind, o.Namespace, o.RootName
 	for _, r := range res {
-		if isKustomization(r) && r.GetName() == o.RootName && fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace) == o.Namespace {
+		if l.isRoot(r) {
 			k := &kustomizev1.Kustomization{}
 			if fromResource(r, k) == nil {
 				k.Namespace = fluxobj.NamespaceOr(k.Namespace, o.Namespace)
@@ -193,60 +212,97 @@ func (l *loader) specIgnore(res []*resource.Resource) *string {
 // ingest records the Flux objects and data of a build and returns the new
 // Kustomizations.
 func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy string) ([]*Kustomization, error) {
-	e, o := l.env, l.env.Options
 	var out []*Kustomization
 	for _, r := range res {
-		ns := fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace)
+		ns := fluxobj.NamespaceOr(r.GetNamespace(), l.env.Options.Namespace)
 		kind := r.GetKind()
 		switch {
 		case isKustomization(r):
-			k := &kustomizev1.Kustomization{}
-			if err := fromResource(r, k); err != nil {
-				return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, kind, ns, r.GetName()), err)
+			k, err := l.ingestKustomization(r, ns, files, appliedBy)
+			if err != nil {
+				return nil, err
 			}
-			k.Namespace = ns
-			ref := ns + "/" + k.Name
-			loc := e.Locate(files, kind, ns, k.Name)
-			if l.seen["K/"+ref] {
-				if old := e.Kustomization(ns, k.Name); old.AppliedBy == "" && appliedBy != "" {
-					// Rendered by the root directory and applied by a Kustomization.
-					old.AppliedBy = appliedBy
-					continue
-				}
-				e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s is rendered again (%s, applied by %s): the first one is kept", ref, loc, orCLI(appliedBy)))
-				continue
+			if k != nil {
+				out = append(out, k)
 			}
-			l.seen["K/"+ref] = true
-			kk := &Kustomization{Kustomization: k, Location: loc, AppliedBy: appliedBy}
-			e.Kustomizations = append(e.Kustomizations, kk)
-			out = append(out, kk)
 		case kind == sourcev1.GitRepositoryKind && fluxobj.IsSource(r.GetApiVersion(), kind):
-			g := &sourcev1.GitRepository{}
-			if err := fromResource(r, g); err != nil {
-				return nil, gate.InputErrorf("GitRepository %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, kind, ns, r.GetName()), err)
+			if err := l.ingestGitRepository(r, ns, files, appliedBy); err != nil {
+				return nil, err
 			}
-			g.Namespace = ns
-			if l.seen["G/"+ns+"/"+g.Name] {
-				continue
-			}
-			l.seen["G/"+ns+"/"+g.Name] = true
-			e.GitRepositories = append(e.GitRepositories, &GitRepository{GitRepository: g, Location: e.Locate(files, kind, ns, g.Name), AppliedBy: appliedBy})
 		case (kind == "ConfigMap" || kind == "Secret") && r.GetApiVersion() == "v1":
-			d := dataOf(r, ns)
-			d.AppliedBy = appliedBy
-			d.Location = e.Locate(files, kind, ns, d.Name)
-			if old, ok := e.Data[d.Key()]; ok {
-				if old.AppliedBy == "" && appliedBy != "" {
-					old.AppliedBy = appliedBy
-					continue
-				}
-				e.Notes = append(e.Notes, fmt.Sprintf("%s is rendered by %s and again by %s: the first is used", d.Key(), orCLI(old.AppliedBy), orCLI(appliedBy)))
-				continue
-			}
-			e.Data[d.Key()] = d
+			l.ingestData(r, ns, files, appliedBy)
 		}
 	}
 	return out, nil
+}
+
+// ingestKustomization records the Kustomization r (in namespace ns) and
+// returns it, or nil when an earlier build rendered it already.
+func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []string, appliedBy string) (*Kustomization, error) {
+	e := l.env
+	k := &kustomizev1.Kustomization{}
+	if err := fromResource(r, k); err != nil {
+		return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+	}
+	k.Namespace = ns
+	ref := ns + "/" + k.Name
+	loc := e.Locate(files, r.GetKind(), ns, k.Name)
+	if l.seen["K/"+ref] {
+		// Rendered by the root directory and applied by a Kustomization.
+		if !claim(&e.Kustomization(ns, k.Name).AppliedBy, appliedBy) {
+			e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s is rendered again (%s, applied by %s): the first one is kept", ref, loc, orCLI(appliedBy)))
+		}
+		return nil, nil
+	}
+	l.seen["K/"+ref] = true
+	kk := &Kustomization{Kustomization: k, Location: loc, AppliedBy: appliedBy}
+	e.Kustomizations = append(e.Kustomizations, kk)
+	return kk, nil
+}
+
+// ingestGitRepository records the GitRepository r (in namespace ns) unless
+// an earlier build rendered it already.
+func (l *loader) ingestGitRepository(r *resource.Resource, ns string, files []string, appliedBy string) error {
+	e := l.env
+	g := &sourcev1.GitRepository{}
+	if err := fromResource(r, g); err != nil {
+		return gate.InputErrorf("GitRepository %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+	}
+	g.Namespace = ns
+	if l.seen["G/"+ns+"/"+g.Name] {
+		return nil
+	}
+	l.seen["G/"+ns+"/"+g.Name] = true
+	e.GitRepositories = append(e.GitRepositories, &GitRepository{GitRepository: g, Location: e.Locate(files, r.GetKind(), ns, g.Name), AppliedBy: appliedBy})
+	return nil
+}
+
+// ingestData records the ConfigMap or Secret r (in namespace ns); the first
+// rendering is used.
+func (l *loader) ingestData(r *resource.Resource, ns string, files []string, appliedBy string) {
+	e := l.env
+	d := dataOf(r, ns)
+	d.AppliedBy = appliedBy
+	d.Location = e.Locate(files, r.GetKind(), ns, d.Name)
+	old, ok := e.Data[d.Key()]
+	if !ok {
+		e.Data[d.Key()] = d
+		return
+	}
+	if !claim(&old.AppliedBy, appliedBy) {
+		e.Notes = append(e.Notes, fmt.Sprintf("%s is rendered by %s and again by %s: the first is used", d.Key(), orCLI(old.AppliedBy), orCLI(appliedBy)))
+	}
+}
+
+// claim records that appliedBy applies an object an earlier build rendered:
+// true when the root directory rendered it (*first is "") and a
+// Kustomization applies it, which is no second rendering.
+func claim(first *string, appliedBy string) bool {
+	if *first == "" && appliedBy != "" {
+		*first = appliedBy
+		return true
+	}
+	return false
 }
 
 func orCLI(appliedBy string) string {
