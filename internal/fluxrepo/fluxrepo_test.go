@@ -412,3 +412,86 @@ func TestLoadRepoIsALink(t *testing.T) {
 		t.Fatalf("load through a linked --repo: %v", err)
 	}
 }
+
+// TestLoadRenderedTwice: an object two builds render is kept as the first
+// build rendered it; the second is a note, unless the first was the root
+// directory and the second the Kustomization that applies it (then it is
+// that Kustomization's).
+func TestLoadRenderedTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(t *testing.T, repo string)
+		check func(t *testing.T, e *Env)
+	}{{
+		name: "a Kustomization rendered again",
+		edit: func(t *testing.T, repo string) {
+			write(t, repo, "docs/dup.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {interval: 1m, path: ./elsewhere, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n")
+		},
+		check: func(t *testing.T, e *Env) {
+			apps := e.Kustomization("flux-system", "apps")
+			if apps.AppliedBy != "flux-system/flux-system" || apps.Spec.Path != "./apps" {
+				t.Errorf("apps: applied by %q, path %q: want the first rendering", apps.AppliedBy, apps.Spec.Path)
+			}
+			wantNote(t, e, "Kustomization flux-system/apps is rendered again (docs/dup.yaml:1, applied by Kustomization flux-system/docs): the first one is kept")
+		},
+	}, {
+		name: "data rendered again",
+		edit: func(t *testing.T, repo string) {
+			write(t, repo, "apps/dup.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-vars, namespace: flux-system}\ndata: {environment: prod}\n")
+		},
+		check: func(t *testing.T, e *Env) {
+			cv := e.Data[DataKey("ConfigMap", "flux-system", "cluster-vars")]
+			if cv.Values["environment"] != "dev" || cv.AppliedBy != "flux-system/flux-system" {
+				t.Errorf("cluster-vars: %+v: want the first rendering", cv)
+			}
+			wantNote(t, e, "ConfigMap/flux-system/cluster-vars is rendered by Kustomization flux-system/flux-system and again by Kustomization flux-system/apps: the first is used")
+		},
+	}, {
+		name: "the root directory's objects are the Kustomization's that applies them",
+		edit: func(t *testing.T, repo string) {
+			edit(t, repo, "clusters/dev/sync.yaml", "path: ./clusters/dev", "path: ./clusters/base")
+			edit(t, repo, "clusters/base/kustomization.yaml", "resources:\n", "resources:\n  - base-vars.yaml\n")
+			write(t, repo, "clusters/base/base-vars.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base-vars, namespace: flux-system}\ndata: {region: eu}\n")
+		},
+		check: func(t *testing.T, e *Env) {
+			if apps := e.Kustomization("flux-system", "apps"); apps.AppliedBy != "flux-system/flux-system" {
+				t.Errorf("apps applied by %q, want flux-system/flux-system", apps.AppliedBy)
+			}
+			if d := e.Data[DataKey("ConfigMap", "flux-system", "base-vars")]; d == nil || d.AppliedBy != "flux-system/flux-system" {
+				t.Errorf("base-vars: %+v, want applied by flux-system/flux-system", d)
+			}
+			if d := e.Data[DataKey("ConfigMap", "flux-system", "cluster-vars")]; d == nil || d.AppliedBy != "" {
+				t.Errorf("cluster-vars: %+v, want only the root directory's", d)
+			}
+			for _, n := range e.Notes {
+				if strings.Contains(n, "again") {
+					t.Errorf("note %q: a Kustomization applying the root directory's object is no second rendering", n)
+				}
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := copyTree(t, clean)
+			tc.edit(t, repo)
+			e, err := Load(Options{Repo: repo, Path: "clusters/dev"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, e)
+		})
+	}
+}
+
+func write(t *testing.T, repo, file, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(repo, filepath.FromSlash(file)), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantNote(t *testing.T, e *Env, want string) {
+	t.Helper()
+	if !slices.Contains(e.Notes, want) {
+		t.Errorf("notes %q: want %q", e.Notes, want)
+	}
+}

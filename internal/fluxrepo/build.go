@@ -1,0 +1,186 @@
+package fluxrepo
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	securefs "github.com/fluxcd/pkg/kustomize/filesys"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/resource"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// build runs the controller's generator on dir (relative) of the private
+// copy, then kustomize confined to the copy with no plugins and no remote
+// bases, then restores dir. It returns the resources and the files read.
+func (l *loader) build(dir string, obj map[string]any) ([]*resource.Resource, []string, error) {
+	abs := filepath.Join(l.tmp, filepath.FromSlash(dir))
+	if obj == nil {
+		obj = map[string]any{}
+	}
+	action, err := fluxkustomize.NewGenerator(l.tmp, unstructured.Unstructured{Object: obj}).WriteFile(abs, fluxkustomize.WithSaveOriginalKustomization())
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate kustomization.yaml: %w", err)
+	}
+	defer fluxkustomize.CleanDirectory(abs, action) //nolint:errcheck // the copy is removed anyway
+	fsys, err := securefs.MakeFsOnDiskSecure(l.tmp)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := &recordingFS{FileSystem: fsys, root: l.tmp, read: map[string]bool{}}
+	var m resmap.ResMap
+	if l.plainSchema {
+		m, err = buildBuiltinSchema(rec, abs)
+	} else {
+		m, err = fluxkustomize.Build(rec, abs)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	res := m.Resources()
+	for _, r := range res {
+		if r.GetName() == "" || r.GetKind() == "" || r.GetApiVersion() == "" {
+			return nil, nil, fmt.Errorf("failed to decode Kubernetes apiVersion, kind and name from: %v", r.String())
+		}
+	}
+	files := slices.Sorted(maps.Keys(rec.read))
+	// The generated kustomization.yaml is not a file of the repository.
+	if action == fluxkustomize.CreatedAction {
+		gen := filepath.ToSlash(filepath.Join(dir, konfig.DefaultKustomizationFileName()))
+		files = slices.DeleteFunc(files, func(f string) bool { return f == gen })
+	}
+	return res, files, nil
+}
+
+// buildBuiltinSchema is fluxkustomize.Build (krusty with no load
+// restrictions and plugins disabled, panics recovered) without its reset
+// of kustomize's global OpenAPI schema before and after every build. The
+// reset only matters when a kustomization sets openapi: (the one way a
+// build changes that global); Load checks that none does, else it uses
+// fluxkustomize.Build. Re-parsing the built-in schema is more than half the
+// time of checking a large repository (BenchmarkLoad: 0.12× of upstream's
+// time on 101 Kustomizations; docs/benchmarks.md, "The forks"). Builds
+// here are sequential.
+func buildBuiltinSchema(fsys filesys.FileSystem, dir string) (m resmap.ResMap, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("recovered from kustomize build panic: %v", r)
+		}
+	}()
+	k := krusty.MakeKustomizer(&krusty.Options{
+		LoadRestrictions: kustypes.LoadRestrictionsNone,
+		PluginConfig:     kustypes.DisabledPluginConfig(),
+	})
+	return k.Run(fsys, dir)
+}
+
+// setsOpenAPI says whether a kustomization file under dir has an openapi: field.
+func setsOpenAPI(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found || d.IsDir() || !slices.Contains(konfig.RecognizedKustomizationFileNames(), d.Name()) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		var k map[string]any
+		if yaml.Unmarshal(b, &k) != nil {
+			found = true // unreadable: let the upstream build decide
+			return nil
+		}
+		_, found = k["openapi"]
+		return nil
+	})
+	return found
+}
+
+// recordingFS records the files a build reads.
+type recordingFS struct {
+	filesys.FileSystem
+	root string
+	read map[string]bool
+}
+
+func (f *recordingFS) ReadFile(p string) ([]byte, error) {
+	b, err := f.FileSystem.ReadFile(p)
+	if err == nil {
+		if rel, rerr := filepath.Rel(f.root, p); rerr == nil && filepath.IsLocal(rel) {
+			f.read[filepath.ToSlash(rel)] = true
+		}
+	}
+	return b, err
+}
+
+// remoteRefs lists the remote resources and components of dir's
+// kustomization file and of the local bases it includes, transitively
+// (within root).
+func remoteRefs(root, dir string) []string {
+	var out []string
+	seen := map[string]bool{}
+	var visit func(dir string)
+	visit = func(dir string) {
+		if seen[dir] || len(seen) > 1000 {
+			return
+		}
+		seen[dir] = true
+		for _, n := range konfig.RecognizedKustomizationFileNames() {
+			b, err := os.ReadFile(filepath.Join(dir, n))
+			if err != nil {
+				continue
+			}
+			var k kustypes.Kustomization
+			if yaml.Unmarshal(b, &k) != nil {
+				return
+			}
+			for _, r := range slices.Concat(k.Resources, k.Components) {
+				if !fluxkustomize.IsLocalRelativePath(r) {
+					out = append(out, r)
+					continue
+				}
+				sub := filepath.Join(dir, filepath.FromSlash(r))
+				if rel, err := filepath.Rel(root, sub); err == nil && filepath.IsLocal(rel) {
+					if st, err := os.Stat(sub); err == nil && st.IsDir() {
+						visit(sub)
+					}
+				}
+			}
+			return
+		}
+	}
+	visit(dir)
+	return out
+}
+
+// inRepo names the private copy's paths in a build error as paths of the
+// repository.
+func (l *loader) inRepo(err error) error {
+	return errors.New(strings.ReplaceAll(err.Error(), l.tmp+string(filepath.Separator), ""))
+}
+
+// leftOut lists the files left out of the copy, for build errors they may explain.
+func leftOut(notes []string) string {
+	var out []string
+	for _, n := range notes {
+		if strings.Contains(n, "left out") {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (files left out of the copy: " + strings.Join(out, "; ") + ")"
+}

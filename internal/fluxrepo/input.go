@@ -1,0 +1,104 @@
+package fluxrepo
+
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
+)
+
+// withDefaults fills the options a caller left zero: the root
+// Kustomization flux-system/flux-system and DefaultMaxFileBytes.
+func (o Options) withDefaults() Options {
+	o.Namespace = fluxobj.NamespaceOr(o.Namespace, fluxobj.DefaultNamespace)
+	if o.RootName == "" {
+		o.RootName = fluxobj.DefaultRootName
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	return o
+}
+
+// checkInput holds o to the input rules before anything of the repository
+// is copied: --repo a directory, --path a directory inside it whose
+// kustomization file (required unless GenerateRoot) is a regular file of
+// the repository. It returns the repository's absolute path and the root's
+// clean slash path.
+func checkInput(o Options) (repo, root string, err error) {
+	repo, err = filepath.Abs(o.Repo)
+	if err != nil {
+		return "", "", gate.InputErrorf("--repo %s: %w", o.Repo, err)
+	}
+	if st, err := os.Stat(repo); err != nil || !st.IsDir() {
+		return "", "", gate.InputErrorf("--repo %s: not a directory: pass the GitOps repository's checkout", o.Repo)
+	}
+	root = cleanPath(o.Path)
+	if !isLocal(root) {
+		return "", "", gate.InputErrorf("--path %s: must be a directory inside --repo, e.g. clusters/dev", o.Path)
+	}
+	dir := filepath.Join(repo, filepath.FromSlash(root))
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", "", gate.InputErrorf("%s: no such directory in the repository %s: pass --env NAME for clusters/NAME, or --path%s", o.Path, repo,
+			siblings(filepath.Dir(dir)))
+	}
+	if err := checkKustomizationFile(repo, o.Repo, root); err != nil {
+		return "", "", err
+	}
+	if !o.GenerateRoot && !hasKustomizationFile(dir) {
+		return "", "", gate.InputErrorf("%s has no kustomization.yaml: the cluster root must list its resources (sync.yaml, cluster-vars, the Kustomizations)", root)
+	}
+	return repo, root, nil
+}
+
+// siblings lists the environments next to a missing one, for the message.
+func siblings(parent string) string {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + filepath.Base(parent) + "/ has " + strings.Join(names, ", ") + ")"
+}
+
+// checkKustomizationFile holds the root's kustomization file, if there is
+// one, to the input rule (inside the repository, regular, bounded), so a
+// link to a device is named rather than taken for a missing file.
+func checkKustomizationFile(repo, label, root string) error {
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		rel := path.Join(root, n)
+		if _, err := os.Lstat(filepath.Join(repo, filepath.FromSlash(rel))); err != nil {
+			continue
+		}
+		rd, err := input.OpenDir(repo, "--repo "+label)
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		return rd.Check(rel)
+	}
+	return nil
+}
+
+func hasKustomizationFile(dir string) bool {
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && st.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}

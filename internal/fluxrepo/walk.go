@@ -1,0 +1,350 @@
+package fluxrepo
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/kustomize/api/resource"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// run builds the root directory, then every Kustomization path the builds
+// declare, in the order they are found.
+func (l *loader) run(root string) error {
+	e, o := l.env, l.env.Options
+	res, files, appliedBy, err := l.buildRoot(root)
+	if err != nil {
+		return err
+	}
+	e.RootResources, e.RootFiles = res, files
+	queue, err := l.ingest(res, files, appliedBy)
+	if err != nil {
+		return err
+	}
+	e.Root = e.Kustomization(o.Namespace, o.RootName)
+	if e.Root != nil {
+		i := slices.Index(e.Kustomizations, e.Root)
+		e.Kustomizations = slices.Insert(slices.Delete(e.Kustomizations, i, i+1), 0, e.Root)
+	}
+	sourceKey := "GitRepository/" + o.Namespace + "/" + o.RootName
+	if e.Root != nil {
+		sourceKey = e.Root.SourceKey()
+		if appliedBy != "" {
+			e.Root.Built, e.Root.Resources, e.Root.Files, e.Root.Path = true, res, files, root
+		}
+	}
+	if err := l.walk(queue, sourceKey); err != nil {
+		return err
+	}
+	if e.Root != nil {
+		for _, g := range e.GitRepositories {
+			if "GitRepository/"+g.Namespace+"/"+g.Name == sourceKey {
+				e.Source = g
+			}
+		}
+	}
+	return nil
+}
+
+// walk builds the path of every Kustomization in queue not built yet, and
+// of those their builds declare, breadth first.
+func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
+	for i := 0; i < len(queue); i++ {
+		k := queue[i]
+		if k.Built {
+			continue
+		}
+		more, err := l.buildChild(k, sourceKey)
+		if err != nil {
+			return err
+		}
+		queue = append(queue, more...)
+	}
+	return nil
+}
+
+// buildRoot builds the environment's root directory as the controller
+// would: after the root GitRepository's spec.ignore, and with the root
+// Kustomization's own spec when it applies this directory (appliedBy is
+// then its namespace/name, else "").
+func (l *loader) buildRoot(root string) (res []*resource.Resource, files []string, appliedBy string, err error) {
+	e, o := l.env, l.env.Options
+	res, files, err = l.build(root, nil)
+	if err != nil {
+		return nil, nil, "", gate.InputErrorf("kustomize build %s: %w%s", root, l.inRepo(err), leftOut(l.copyNotes))
+	}
+	// The root Kustomization, if the root directory renders it, is built
+	// again with its own spec (patches, images, targetNamespace …) when it
+	// applies this directory, as the controller would.
+	var rootObj map[string]any
+	for _, r := range res {
+		if l.isRoot(r) {
+			if rootObj, err = r.Map(); err != nil {
+				return nil, nil, "", gate.InputErrorf("%s: Kustomization %s: %w", root, o.RootName, err)
+			}
+		}
+	}
+	// The root's GitRepository may exclude files from its artifact.
+	if ig := l.specIgnore(res); ig != nil {
+		if err := applySpecIgnore(l.tmp, *ig); err != nil {
+			return nil, nil, "", fmt.Errorf("spec.ignore: %w", err)
+		}
+		e.index = &fileIndex{root: l.tmp}
+		e.index.load()
+		e.Notes = append(e.Notes, "the root's GitRepository spec.ignore was applied to the copy")
+		if res, files, err = l.build(root, nil); err != nil {
+			return nil, nil, "", gate.InputErrorf("kustomize build %s (after the GitRepository's spec.ignore): %w", root, l.inRepo(err))
+		}
+	}
+	if rootObj != nil {
+		p, _, _ := unstructured.NestedString(rootObj, "spec", "path")
+		if cleanPath(p) == root {
+			if res, files, err = l.build(root, rootObj); err != nil {
+				return nil, nil, "", gate.InputErrorf("kustomize build %s (with the spec of Kustomization %s/%s): %w", root, o.Namespace, o.RootName, l.inRepo(err))
+			}
+			appliedBy = o.Namespace + "/" + o.RootName
+		}
+	}
+	return res, files, appliedBy, nil
+}
+
+// buildChild builds the path of Kustomization k, which the walk reached,
+// and returns the Kustomizations its build declares. A path that is not
+// built (another source, a variable, remote bases) is noted on k; one that
+// fails to build ends Load unless KeepGoing.
+func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomization, error) {
+	// The controller joins spec.path to the artifact root securely: a
+	// leading "/" is relative to the root.
+	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
+	switch {
+	case k.SourceKey() != sourceKey:
+		l.notBuilt(k, fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey))
+		return nil, nil
+	case strings.Contains(k.Spec.Path, "${"):
+		l.notBuilt(k, fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path))
+		return nil, nil
+	case !isLocal(k.Path) && k.Path != ".":
+		// Always refused, also with KeepGoing: a path out of the
+		// repository is never what the author meant.
+		return nil, gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the repository (kustomize-controller would clamp it into the repository root): make it relative to the repository root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
+	}
+	dir := filepath.Join(l.tmp, filepath.FromSlash(k.Path))
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): spec.path %q is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'", k.Ref(), k.Location, k.Spec.Path))
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(k.Kustomization)
+	if err != nil {
+		return nil, err
+	}
+	res, files, err := l.build(k.Path, obj)
+	if err != nil {
+		if remote := remoteRefs(l.tmp, dir); len(remote) > 0 {
+			l.notBuilt(k, fmt.Sprintf("path %s has remote bases (%s): not built offline", k.Path, strings.Join(remote, ", ")))
+			return nil, nil
+		}
+		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w%s", k.Ref(), k.Location, k.Spec.Path, l.inRepo(err), leftOut(l.copyNotes)))
+	}
+	k.Built, k.Resources, k.Files = true, res, files
+	return l.ingest(res, files, k.Ref())
+}
+
+// notBuilt notes on k, and in the env's notes, why its path is not built
+// although it is no error.
+func (l *loader) notBuilt(k *Kustomization, why string) {
+	k.Note = why
+	l.env.Notes = append(l.env.Notes, fmt.Sprintf("Kustomization %s (%s): %s", k.Ref(), k.Location, why))
+}
+
+// childFailed records that Kustomization k's path does not build: with
+// KeepGoing it is noted (Built false, Err set) and the walk goes on;
+// otherwise err ends Load.
+func (l *loader) childFailed(k *Kustomization, err error) error {
+	if !l.env.Options.KeepGoing {
+		return err
+	}
+	k.Err, k.Note = err, "not built: "+err.Error()
+	l.env.Notes = append(l.env.Notes, k.Note)
+	return nil
+}
+
+// isRoot says whether r is the root Kustomization (Options.Namespace and
+// RootName; a rendered object with no namespace is in Options.Namespace).
+func (l *loader) isRoot(r *resource.Resource) bool {
+	o := l.env.Options
+	return isKustomization(r) && r.GetName() == o.RootName && fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace) == o.Namespace
+}
+
+// specIgnore is spec.ignore of the root's GitRepository in res, if set.
+func (l *loader) specIgnore(res []*resource.Resource) *string {
+	o := l.env.Options
+	kind, ns, name := sourcev1.GitRepositoryKind, o.Namespace, o.RootName
+	for _, r := range res {
+		if l.isRoot(r) {
+			k := &kustomizev1.Kustomization{}
+			if fromResource(r, k) == nil {
+				k.Namespace = fluxobj.NamespaceOr(k.Namespace, o.Namespace)
+				src := fluxobj.KustomizationSource(k)
+				kind, ns, name = src.Kind, src.Namespace, src.Name
+			}
+		}
+	}
+	for _, r := range res {
+		if r.GetKind() == kind && kind == sourcev1.GitRepositoryKind && r.GetName() == name && fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace) == ns {
+			g := &sourcev1.GitRepository{}
+			if fromResource(r, g) == nil && g.Spec.Ignore != nil {
+				return g.Spec.Ignore
+			}
+		}
+	}
+	return nil
+}
+
+// ingest records the Flux objects and data of a build and returns the new
+// Kustomizations.
+func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy string) ([]*Kustomization, error) {
+	var out []*Kustomization
+	for _, r := range res {
+		ns := fluxobj.NamespaceOr(r.GetNamespace(), l.env.Options.Namespace)
+		kind := r.GetKind()
+		switch {
+		case isKustomization(r):
+			k, err := l.ingestKustomization(r, ns, files, appliedBy)
+			if err != nil {
+				return nil, err
+			}
+			if k != nil {
+				out = append(out, k)
+			}
+		case kind == sourcev1.GitRepositoryKind && fluxobj.IsSource(r.GetApiVersion(), kind):
+			if err := l.ingestGitRepository(r, ns, files, appliedBy); err != nil {
+				return nil, err
+			}
+		case (kind == "ConfigMap" || kind == "Secret") && r.GetApiVersion() == "v1":
+			l.ingestData(r, ns, files, appliedBy)
+		}
+	}
+	return out, nil
+}
+
+// ingestKustomization records the Kustomization r (in namespace ns) and
+// returns it, or nil when an earlier build rendered it already.
+func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []string, appliedBy string) (*Kustomization, error) {
+	e := l.env
+	k := &kustomizev1.Kustomization{}
+	if err := fromResource(r, k); err != nil {
+		return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+	}
+	k.Namespace = ns
+	ref := ns + "/" + k.Name
+	loc := e.Locate(files, r.GetKind(), ns, k.Name)
+	if l.seen["K/"+ref] {
+		// Rendered by the root directory and applied by a Kustomization.
+		if !claim(&e.Kustomization(ns, k.Name).AppliedBy, appliedBy) {
+			e.Notes = append(e.Notes, fmt.Sprintf("Kustomization %s is rendered again (%s, applied by %s): the first one is kept", ref, loc, orCLI(appliedBy)))
+		}
+		return nil, nil
+	}
+	l.seen["K/"+ref] = true
+	kk := &Kustomization{Kustomization: k, Location: loc, AppliedBy: appliedBy}
+	e.Kustomizations = append(e.Kustomizations, kk)
+	return kk, nil
+}
+
+// ingestGitRepository records the GitRepository r (in namespace ns) unless
+// an earlier build rendered it already.
+func (l *loader) ingestGitRepository(r *resource.Resource, ns string, files []string, appliedBy string) error {
+	e := l.env
+	g := &sourcev1.GitRepository{}
+	if err := fromResource(r, g); err != nil {
+		return gate.InputErrorf("GitRepository %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+	}
+	g.Namespace = ns
+	if l.seen["G/"+ns+"/"+g.Name] {
+		return nil
+	}
+	l.seen["G/"+ns+"/"+g.Name] = true
+	e.GitRepositories = append(e.GitRepositories, &GitRepository{GitRepository: g, Location: e.Locate(files, r.GetKind(), ns, g.Name), AppliedBy: appliedBy})
+	return nil
+}
+
+// ingestData records the ConfigMap or Secret r (in namespace ns); the first
+// rendering is used.
+func (l *loader) ingestData(r *resource.Resource, ns string, files []string, appliedBy string) {
+	e := l.env
+	d := dataOf(r, ns)
+	d.AppliedBy = appliedBy
+	d.Location = e.Locate(files, r.GetKind(), ns, d.Name)
+	old, ok := e.Data[d.Key()]
+	if !ok {
+		e.Data[d.Key()] = d
+		return
+	}
+	if !claim(&old.AppliedBy, appliedBy) {
+		e.Notes = append(e.Notes, fmt.Sprintf("%s is rendered by %s and again by %s: the first is used", d.Key(), orCLI(old.AppliedBy), orCLI(appliedBy)))
+	}
+}
+
+// claim records that appliedBy applies an object an earlier build rendered:
+// true when the root directory rendered it (*first is "") and a
+// Kustomization applies it, which is no second rendering.
+func claim(first *string, appliedBy string) bool {
+	if *first == "" && appliedBy != "" {
+		*first = appliedBy
+		return true
+	}
+	return false
+}
+
+func orCLI(appliedBy string) string {
+	if appliedBy == "" {
+		return "the root directory"
+	}
+	return "Kustomization " + appliedBy
+}
+
+func dataOf(r *resource.Resource, ns string) *Data {
+	m, _ := r.Map()
+	d := &Data{Kind: r.GetKind(), Namespace: ns, Name: r.GetName(), Values: map[string]string{}}
+	_, d.Encrypted = m["sops"]
+	for _, field := range []string{"data", "stringData"} {
+		vals, _, _ := unstructured.NestedMap(m, field)
+		for k, v := range vals {
+			s := fmt.Sprint(v)
+			switch {
+			case d.Encrypted || strings.HasPrefix(s, "ENC["):
+				s = "<encrypted>"
+			case d.Kind == "Secret" && field == "data":
+				b, err := base64.StdEncoding.DecodeString(s)
+				if err != nil {
+					s = "<undecodable>"
+				} else {
+					s = string(b)
+				}
+			}
+			d.Values[k] = s
+		}
+	}
+	return d
+}
+
+func fromResource(r *resource.Resource, into any) error {
+	m, err := r.Map()
+	if err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(m, into)
+}
+
+func isKustomization(r *resource.Resource) bool {
+	return fluxobj.IsKustomization(r.GetApiVersion(), r.GetKind())
+}
