@@ -184,7 +184,8 @@ type stage struct {
 // it at one of this chain's stages (a whole run in order), else every stage
 // from the first. A case that fails leaves the sandbox in a state nobody
 // knows: the next case starts again from the first stage. A case whose own
-// action is a stage's step says so with reached.
+// action is a stage's step says so with reached. E2E_STAGES=fresh makes
+// every case start from the first stage, as if it ran alone.
 type stages struct {
 	list []stage
 	at   int // index into list of the stage the sandbox is at; -1 unknown
@@ -212,8 +213,8 @@ func (s *stages) ensure(t *testing.T, name string) {
 			s.at = -1
 		}
 	})
-	if s.at > want {
-		s.at = -1 // a later stage cannot be undone: start again
+	if s.at > want || os.Getenv("E2E_STAGES") == "fresh" {
+		s.at = -1 // a later stage cannot be undone (or asked not to reuse): start again
 	}
 	if s.at == want {
 		t.Logf("stage %s: already there", name)
