@@ -269,10 +269,17 @@ func (f *syncFixture) createAgeKey(t *testing.T) {
 }
 
 // startTemporary starts the temporary Git server, holding a mirror of the
-// final repository (same commits), and a work clone of it.
+// final repository (same commits), and a work clone of it whose remotes are
+// both servers.
 func (f *syncFixture) startTemporary(t *testing.T) {
 	f.stopTemporary(t)
-	temp, err := gitserver.Start(f.tempRoot(), "")
+	root, work := filepath.Join(f.dir, f.gitRepo.Name+"-temp"), filepath.Join(f.dir, f.gitRepo.Name+"-work")
+	for _, d := range []string{root, work} { // an earlier temporary source of this fixture
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	temp, err := gitserver.Start(root, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,12 +288,13 @@ func (f *syncFixture) startTemporary(t *testing.T) {
 	git(t, "", "clone", "--quiet", "--bare", filepath.Join(suite.git.Root, f.gitRepo.Name+".git"), tempBare)
 	git(t, tempBare, "config", "http.receivepack", "true")
 	f.tempURL = temp.URL + "/homelab.git"
-	f.work = filepath.Join(f.dir, f.gitRepo.Name+"-work")
+	f.work = work
 	git(t, "", "clone", "--quiet", f.tempURL, f.work)
 	git(t, f.work, "remote", "add", "final", f.finalURL)
 }
 
-// stopTemporary stops the temporary Git server and forgets its data.
+// stopTemporary stops the temporary Git server; the work clone stays (its
+// remote final is the final server).
 func (f *syncFixture) stopTemporary(t *testing.T) {
 	if f.temp == nil {
 		return
@@ -295,14 +303,7 @@ func (f *syncFixture) stopTemporary(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.temp = nil
-	for _, d := range []string{f.tempRoot(), f.work} {
-		if err := os.RemoveAll(d); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
-
-func (f *syncFixture) tempRoot() string { return filepath.Join(f.dir, f.gitRepo.Name+"-temp") }
 
 // close releases what the fixture holds.
 func (f *syncFixture) close() {
