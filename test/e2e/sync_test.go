@@ -202,6 +202,11 @@ func (f *syncFixture) stages() *stages {
 		}},
 		stage{stagePushed, func(t *testing.T) {
 			f.pushed = f.commitWave(t, "2", "web: wave 2", "origin", "final")
+			// As the case does: a plain re-run, whose converge nudges the
+			// chain to the commit (no 30 s dependency requeues).
+			if r := bootstrapJSON(t, f.prod...); r.code != 0 {
+				t.Fatalf("re-run on the temporary source:\n%s\n%s", r, r.stderr)
+			}
 			f.waitAll(t, "main@sha1:"+f.pushed)
 		}},
 		stage{stageCutOver, func(t *testing.T) {
