@@ -27,14 +27,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	watchtools "k8s.io/client-go/tools/watch"
 )
 
 // Binary names the sandbox needs in Config.BinDir.
@@ -95,6 +93,9 @@ type Sandbox struct {
 	logger       *slog.Logger
 	rest         *rest.Config
 	readyTimeout time.Duration
+	// healthz reads the self-signed loopback /healthz of the controller
+	// manager and the scheduler.
+	healthz *http.Client
 
 	mu    sync.Mutex
 	procs []*Process // in start order
@@ -176,27 +177,117 @@ func checkPortFree(what string, port int) error {
 	return l.Close()
 }
 
+// ports are the loopback ports one sandbox listens on.
+type ports struct {
+	etcd, etcdPeer, apiServer, controllerManager, scheduler int
+}
+
 // Start brings up etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler and kwok with one fake Ready node. On error everything it
 // started is stopped again.
 func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 	t0 := time.Now()
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pt, err := pickPorts(cfg.EtcdPort, cfg.APIServerPort)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSandbox(cfg, pt)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			s.Stop()
+		}
+	}()
+	if s.PKI, err = GeneratePKI(filepath.Join(s.WorkDir, "pki")); err != nil {
+		return nil, err
+	}
+	etcdURL, err := s.startEtcd(ctx, cfg, pt)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.startAPIServer(ctx, cfg, pt, etcdURL); err != nil {
+		return nil, err
+	}
+	s.Timings.APIReady = time.Since(t0)
+	s.logger.Info("api server ready", "url", s.APIServerURL, "after", s.Timings.APIReady.Round(time.Millisecond))
+	if err := s.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+	kcm, err := s.startControllerManager(cfg, pt)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.startScheduler(ctx, cfg, pt); err != nil {
+		return nil, err
+	}
+	if err := s.startKwok(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.createNode(ctx, cfg.ReadyTimeout); err != nil {
+		return nil, err
+	}
+	s.Timings.NodeReady = time.Since(t0)
+	s.logger.Info("node ready", "node", NodeName, "after", s.Timings.NodeReady.Round(time.Millisecond))
+	// Waited for last: kwok and the node do not need it.
+	if err := s.waitControllerManager(ctx, cfg, pt, kcm); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newSandbox is the Sandbox that Start fills in, in cfg.WorkDir or a new
+// temporary directory.
+func newSandbox(cfg Config, pt ports) (*Sandbox, error) {
+	work := cfg.WorkDir
+	if work == "" {
+		var err error
+		if work, err = os.MkdirTemp("", "bootstrap-sandbox-"); err != nil {
+			return nil, fmt.Errorf("sandbox work dir: %w", err)
+		}
+	}
+	return &Sandbox{
+		WorkDir:        work,
+		LogDir:         filepath.Join(work, "logs"),
+		KubeconfigPath: filepath.Join(work, "kubeconfig"),
+		APIServerURL:   fmt.Sprintf("https://127.0.0.1:%d", pt.apiServer),
+		logger:         cfg.Logger,
+		readyTimeout:   cfg.ReadyTimeout,
+		ready:          map[string]readyCheck{},
+		healthz:        &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}, //nolint:gosec // self-signed loopback healthz
+	}, nil
+}
+
+// withDefaults fills in cfg's defaults and checks that the binaries and
+// kwok's stages are there.
+func withDefaults(cfg Config) (Config, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 90 * time.Second
 	}
 	if err := CheckBinaries(cfg.BinDir, ControlPlaneBinaries...); err != nil {
-		return nil, err
+		return cfg, err
 	}
 	if cfg.StagesFile == "" {
 		cfg.StagesFile = filepath.Join(filepath.Dir(cfg.BinDir), "kwok-stages.yaml")
 	}
 	if _, err := os.Stat(cfg.StagesFile); err != nil {
-		return nil, fmt.Errorf("kwok stages %s: %w; build them with `make sandbox-build`", cfg.StagesFile, err)
+		return cfg, fmt.Errorf("kwok stages %s: %w; build them with `make sandbox-build`", cfg.StagesFile, err)
 	}
+	return cfg, nil
+}
+
+// pickPorts checks the pinned ports (non-zero) are free and picks a free
+// one for every other.
+func pickPorts(etcdPort, apiServerPort int) (ports, error) {
+	pt := ports{etcd: etcdPort, apiServer: apiServerPort}
 	// Each pick closes its probe, so two picks of this start could return
 	// the same port: every port is picked once.
 	taken := map[int]bool{}
@@ -209,60 +300,36 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 			}
 		}
 	}
-	ports := map[string]*int{"etcd": &cfg.EtcdPort, "kube-apiserver": &cfg.APIServerPort}
-	for what, p := range ports {
-		if *p != 0 {
-			if err := checkPortFree(what, *p); err != nil {
-				return nil, err
+	for what, p := range map[string]int{"etcd": etcdPort, "kube-apiserver": apiServerPort} {
+		if p != 0 {
+			if err := checkPortFree(what, p); err != nil {
+				return pt, err
 			}
-			taken[*p] = true
+			taken[p] = true
 		}
 	}
-	var etcdPeer, kcmPort, schedPort int
-	for _, p := range []*int{&cfg.EtcdPort, &cfg.APIServerPort, &etcdPeer, &kcmPort, &schedPort} {
+	for _, p := range []*int{&pt.etcd, &pt.apiServer, &pt.etcdPeer, &pt.controllerManager, &pt.scheduler} {
 		if *p != 0 {
 			continue
 		}
 		var err error
 		if *p, err = pick(); err != nil {
-			return nil, err
+			return pt, err
 		}
 	}
+	return pt, nil
+}
 
-	work := cfg.WorkDir
-	if work == "" {
-		var err error
-		if work, err = os.MkdirTemp("", "bootstrap-sandbox-"); err != nil {
-			return nil, fmt.Errorf("sandbox work dir: %w", err)
-		}
-	}
-	s := &Sandbox{
-		WorkDir:        work,
-		LogDir:         filepath.Join(work, "logs"),
-		KubeconfigPath: filepath.Join(work, "kubeconfig"),
-		APIServerURL:   fmt.Sprintf("https://127.0.0.1:%d", cfg.APIServerPort),
-		logger:         logger,
-		readyTimeout:   cfg.ReadyTimeout,
-		ready:          map[string]readyCheck{},
-	}
-	defer func() {
-		if retErr != nil {
-			s.Stop()
-		}
-	}()
-	pki, err := GeneratePKI(filepath.Join(work, "pki"))
-	if err != nil {
-		return nil, err
-	}
-	s.PKI = pki
-	bin := func(n string) string { return filepath.Join(cfg.BinDir, n) }
+func binPath(cfg Config, name string) string { return filepath.Join(cfg.BinDir, name) }
 
+// startEtcd starts etcd and waits for its /health; it returns the client URL.
+func (s *Sandbox) startEtcd(ctx context.Context, cfg Config, pt ports) (string, error) {
 	// etcd over plain HTTP on loopback: it is never reachable off-host.
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", cfg.EtcdPort)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
-	etcd, err := s.start("etcd", bin(BinEtcd), []string{
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", pt.etcd)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", pt.etcdPeer)
+	etcd, err := s.start("etcd", binPath(cfg, BinEtcd), []string{
 		"--name=sandbox",
-		"--data-dir=" + filepath.Join(work, "etcd"),
+		"--data-dir=" + filepath.Join(s.WorkDir, "etcd"),
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=sandbox=" + peerURL,
@@ -270,18 +337,20 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 		"--log-level=warn",
 	}, nil)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	if err := s.waitHTTP(ctx, etcd, cfg.ReadyTimeout, etcdURL+"/health", http.DefaultClient, `"health":"true"`); err != nil {
-		return nil, err
-	}
+	return etcdURL, s.waitHTTP(ctx, etcd, cfg.ReadyTimeout, etcdURL+"/health", http.DefaultClient, `"health":"true"`)
+}
 
-	api, err := s.start("kube-apiserver", bin(BinAPIServer), []string{
+// startAPIServer starts kube-apiserver on etcdURL and waits for its /readyz.
+func (s *Sandbox) startAPIServer(ctx context.Context, cfg Config, pt ports, etcdURL string) error {
+	pki := s.PKI
+	api, err := s.start("kube-apiserver", binPath(cfg, BinAPIServer), []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(cfg.APIServerPort),
-		"--cert-dir=" + filepath.Join(work, "apiserver-certs"),
+		"--secure-port=" + strconv.Itoa(pt.apiServer),
+		"--cert-dir=" + filepath.Join(s.WorkDir, "apiserver-certs"),
 		"--tls-cert-file=" + pki.ServingCert, "--tls-private-key-file=" + pki.ServingKey,
 		"--client-ca-file=" + pki.CACert,
 		"--service-account-key-file=" + pki.SAPub,
@@ -296,29 +365,26 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 		"--v=1",
 	}, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	adminTLS, err := s.adminHTTPClient()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.waitHTTP(ctx, api, cfg.ReadyTimeout, s.APIServerURL+"/readyz", adminTLS, "ok"); err != nil {
-		return nil, err
-	}
-	s.Timings.APIReady = time.Since(t0)
-	logger.Info("api server ready", "url", s.APIServerURL, "after", s.Timings.APIReady.Round(time.Millisecond))
+	return s.waitHTTP(ctx, api, cfg.ReadyTimeout, s.APIServerURL+"/readyz", adminTLS, "ok")
+}
 
-	if err := s.writeKubeconfig(); err != nil {
-		return nil, err
-	}
-
-	kcm, err := s.start("kube-controller-manager", bin(BinControllerManager), []string{
+// startControllerManager starts kube-controller-manager without waiting:
+// waitControllerManager does, once the node is up.
+func (s *Sandbox) startControllerManager(cfg Config, pt ports) (*Process, error) {
+	pki := s.PKI
+	return s.start("kube-controller-manager", binPath(cfg, BinControllerManager), []string{
 		"--kubeconfig=" + s.KubeconfigPath,
 		"--authentication-kubeconfig=" + s.KubeconfigPath,
 		"--authorization-kubeconfig=" + s.KubeconfigPath,
 		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(kcmPort),
-		"--cert-dir=" + filepath.Join(work, "kcm-certs"),
+		"--secure-port=" + strconv.Itoa(pt.controllerManager),
+		"--cert-dir=" + filepath.Join(s.WorkDir, "kcm-certs"),
 		"--leader-elect=false",
 		"--service-account-private-key-file=" + pki.SAKey,
 		"--root-ca-file=" + pki.CACert,
@@ -327,52 +393,48 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 		"--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle,-persistentvolume-binder,-attachdetach",
 		"--v=1",
 	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	sched, err := s.start("kube-scheduler", bin(BinScheduler), []string{
+}
+
+// waitControllerManager waits until the controller manager has built its
+// controllers. Its /healthz answers ok before they are built (each creates
+// its service account through the API server, and one failure then ends
+// the process, as an API server restart at that moment would); the
+// controllers' own checks are registered once all are built, so it is
+// ready when they are listed.
+func (s *Sandbox) waitControllerManager(ctx context.Context, cfg Config, pt ports, kcm *Process) error {
+	return s.waitHTTP(ctx, kcm, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", pt.controllerManager), s.healthz, "[+]serviceaccount-token-controller ok")
+}
+
+// startScheduler starts kube-scheduler and waits for its /healthz.
+func (s *Sandbox) startScheduler(ctx context.Context, cfg Config, pt ports) error {
+	sched, err := s.start("kube-scheduler", binPath(cfg, BinScheduler), []string{
 		"--kubeconfig=" + s.KubeconfigPath,
 		"--authentication-kubeconfig=" + s.KubeconfigPath,
 		"--authorization-kubeconfig=" + s.KubeconfigPath,
 		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(schedPort),
-		"--cert-dir=" + filepath.Join(work, "scheduler-certs"),
+		"--secure-port=" + strconv.Itoa(pt.scheduler),
+		"--cert-dir=" + filepath.Join(s.WorkDir, "scheduler-certs"),
 		"--leader-elect=false",
 		"--v=1",
 	}, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed loopback healthz
-	if err := s.waitHTTP(ctx, sched, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), insecure, "ok"); err != nil {
-		return nil, err
-	}
+	return s.waitHTTP(ctx, sched, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz", pt.scheduler), s.healthz, "ok")
+}
 
-	if _, err := s.start("kwok", bin(BinKwok), []string{
+// startKwok starts kwok for the nodes annotated kwok.x-k8s.io/node=fake;
+// it has no health check of its own: createNode waits for the node.
+func (s *Sandbox) startKwok(cfg Config) error {
+	_, err := s.start("kwok", binPath(cfg, BinKwok), []string{
 		"--kubeconfig=" + s.KubeconfigPath,
 		"--config=" + cfg.StagesFile,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--cidr=10.0.1.0/24",
 		"--node-ip=127.0.0.1",
-	}, nil); err != nil {
-		return nil, err
-	}
-	if err := s.createNode(ctx, cfg.ReadyTimeout); err != nil {
-		return nil, err
-	}
-	s.Timings.NodeReady = time.Since(t0)
-	logger.Info("node ready", "node", NodeName, "after", s.Timings.NodeReady.Round(time.Millisecond))
-	// The controller manager's /healthz answers ok before its controllers
-	// are built (each creates its service account through the API server,
-	// and one failure then ends the process, as an API server restart at
-	// that moment would); the controllers' own checks are registered once
-	// all are built, so it is ready when they are listed. Waited for last:
-	// kwok and the node do not need it.
-	if err := s.waitHTTP(ctx, kcm, cfg.ReadyTimeout, fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", kcmPort), insecure, "[+]serviceaccount-token-controller ok"); err != nil {
-		return nil, err
-	}
-	return s, nil
+	}, nil)
+	return err
 }
 
 func (s *Sandbox) start(name, bin string, args, env []string) (*Process, error) {
@@ -474,36 +536,47 @@ func (s *Sandbox) createNode(ctx context.Context, timeout time.Duration) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// One node's informer (list, then watch), from client-go's factory.
 	sel := fields.OneTermEqualSelector("metadata.name", NodeName).String()
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return cs.CoreV1().Nodes().List(wctx, o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return cs.CoreV1().Nodes().Watch(wctx, o)
-		},
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sel }))
+	ready := make(chan struct{})
+	var once sync.Once
+	seen := func(obj any) {
+		if n, ok := obj.(*corev1.Node); ok && nodeReady(n) {
+			once.Do(func() { close(ready) })
+		}
 	}
-	_, err = watchtools.UntilWithSync(wctx, lw, &corev1.Node{}, nil, func(e watch.Event) (bool, error) {
-		n, ok := e.Object.(*corev1.Node)
-		if !ok {
-			return false, nil
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		if perr := s.Check(); perr != nil {
-			return perr
-		}
-		return fmt.Errorf("fake node %s not Ready within %s (kwok log: %s/kwok.log): %w", NodeName, timeout, s.LogDir, err)
+	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    seen,
+		UpdateFunc: func(_, n any) { seen(n) },
+	}); err != nil {
+		return fmt.Errorf("watch fake node %s: %w", NodeName, err)
 	}
-	return nil
+	stop := make(chan struct{})
+	factory.Start(stop)
+	defer func() {
+		close(stop)
+		factory.Shutdown()
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-wctx.Done():
+	}
+	if perr := s.Check(); perr != nil {
+		return perr
+	}
+	return fmt.Errorf("fake node %s not Ready within %s (kwok log: %s/kwok.log): %w", NodeName, timeout, s.LogDir, wctx.Err())
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // Processes returns the running processes in start order.

@@ -166,3 +166,91 @@ func runJSON(t *testing.T, cmd *exec.Cmd) (code int, stdout, stderr string, r cl
 	}
 	return code, stdout, stderr, r
 }
+
+// stage is one named state of the shared sandbox that a chain of cases
+// starts from, and how to reach it from the stage before (the first from
+// ensureFlux).
+type stage struct {
+	name      string
+	establish func(t *testing.T)
+}
+
+// stages lets every case of a chained scenario run alone (-run
+// 'TestX/Case') and still cost little in a whole run. Like the gauntlet's
+// named stages, the states follow each other in one order; unlike them, a
+// case does not rely on the case before: it calls ensure with the stage it
+// starts from, which establishes every stage up to that one — only those
+// after the stage the sandbox is known to be at, when the cases before left
+// it at one of this chain's stages (a whole run in order), else every stage
+// from the first. A case that fails leaves the sandbox in a state nobody
+// knows: the next case starts again from the first stage. A case whose own
+// action is a stage's step says so with reached. E2E_STAGES=fresh makes
+// every case start from the first stage, as if it ran alone.
+type stages struct {
+	list []stage
+	at   int // index into list of the stage the sandbox is at; -1 unknown
+}
+
+func newStages(list ...stage) *stages { return &stages{list: list, at: -1} }
+
+func (s *stages) index(t *testing.T, name string) int {
+	t.Helper()
+	for i, st := range s.list {
+		if st.name == name {
+			return i
+		}
+	}
+	t.Fatalf("no stage %q", name)
+	return -1
+}
+
+// ensure brings the sandbox to stage name, for the case t.
+func (s *stages) ensure(t *testing.T, name string) {
+	t.Helper()
+	want := s.index(t, name)
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.at = -1
+		}
+	})
+	if s.at > want || os.Getenv("E2E_STAGES") == "fresh" {
+		s.at = -1 // a later stage cannot be undone (or asked not to reuse): start again
+	}
+	if s.at == want {
+		t.Logf("stage %s: already there", name)
+		return
+	}
+	t0, from := time.Now(), s.at
+	for i := s.at + 1; i <= want; i++ {
+		s.at = -1 // until the step has succeeded
+		s.list[i].establish(t)
+		s.at = i
+	}
+	var steps []string
+	for _, st := range s.list[from+1 : want+1] {
+		steps = append(steps, st.name)
+	}
+	t.Logf("stage %s: established in %s (%s)", name, time.Since(t0).Round(time.Millisecond), strings.Join(steps, ", "))
+}
+
+// reached records that the case, having passed so far, brought the sandbox
+// to stage name.
+func (s *stages) reached(t *testing.T, name string) {
+	t.Helper()
+	if !t.Failed() {
+		s.at = s.index(t, name)
+	}
+}
+
+// freshRepoName is base, or base-N when an earlier run in this process
+// (another chain's first stage, -count) already created base.git on the
+// suite's Git server.
+func freshRepoName(base string) string {
+	name := base
+	for i := 2; ; i++ {
+		if _, err := os.Stat(filepath.Join(suite.git.Root, name+".git")); err != nil {
+			return name
+		}
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+}

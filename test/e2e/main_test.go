@@ -8,7 +8,9 @@
 // test starts from whatever ran before. A test that needs a cluster that never
 // had Flux, or several clusters, starts sandboxes of its own (startEnv).
 // No test depends on another having run: `-run TestX` and `-shuffle=on`
-// both hold. Run with `make e2e`.
+// both hold; a test whose cases follow one scenario gives each case the
+// stage it starts from (stages), so `-run 'TestX/Case'` holds too. Run
+// with `make e2e`.
 package e2e
 
 import (

@@ -8,10 +8,13 @@ package e2e
 // Deployment, a Kustomization failing on an undefined variable, the age-key
 // Secret replaced by another key, the root's source left on a temporary
 // source — gives exit 1 naming it, and the state is restored after each.
-// The test brings the cluster to the state it needs itself.
+// Every case starts from that state (statusFixture, one stage): it runs
+// alone (-run 'TestStatus/Case'), and in a whole run each reuses what the
+// case before restored, so the `up` is paid once.
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -34,6 +37,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 	"github.com/homelab-ops/bootstrap/internal/status"
 )
@@ -109,14 +113,27 @@ func (r statusRun) verdict(id string) string {
 	return v
 }
 
-func TestStatus(t *testing.T) {
-	ctx := timeoutCtx(t, 20*time.Minute)
+// statusFixture is the state every TestStatus case starts from:
+// ensureFlux's (nothing of the homelab fixture), then one `up` of dev from
+// a repository of the suite's Git server, every Kustomization Ready at rev.
+// A case that breaks it restores it before it ends.
+type statusFixture struct {
+	dir     string // where repository directories go; lives as long as TestStatus
+	key     string // the age key the cluster holds
+	url     string // the repository's URL, both sources'
+	repoDir string
+	gitRepo *gitserver.Repo
+	rev     string   // the revision every Kustomization is at
+	env     []string // --repo DIR --env dev
+}
+
+// up establishes the fixture's state from ensureFlux, on a repository of
+// its own (a new one each time: its history starts at the fixture).
+func (f *statusFixture) up(t *testing.T) {
+	ctx := timeoutCtx(t, 10*time.Minute)
 	ensureFlux(t)
 	suite.waitRunning(ctx, t, "kustomize-controller")
 	suite.waitRunning(ctx, t, "source-controller")
-	// The state this test needs: ensureFlux's (nothing of the homelab
-	// fixture), then one `up` of dev.
-
 	key, recipient, err := agekeytest.NewIdentity()
 	if err != nil {
 		t.Fatal(err)
@@ -125,46 +142,69 @@ func TestStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := suite.git.URL + "/status.git"
-	repoDir := copyDir(t, filepath.Join(suite.root, "testdata", "homelab"), map[string]string{
+	if f.gitRepo != nil {
+		_ = f.gitRepo.Close()
+	}
+	name := freshRepoName("status")
+	url := suite.git.URL + "/" + name + ".git"
+	repoDir := copyDirTo(t, filepath.Join(f.dir, name), filepath.Join(suite.root, "testdata", "homelab"), map[string]string{
 		"clusters/dev/source.yaml":      sourcePatch(url),
 		"apps/secrets/secret.sops.yaml": enc,
 	})
-	gitRepo, sha, err := suite.git.CreateRepo(ctx, "status", repoDir)
+	gitRepo, sha, err := suite.git.CreateRepo(ctx, name, repoDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer gitRepo.Close()
-	rev := gitRepo.Revision(sha)
-	env := []string{"--repo", repoDir, "--env", "dev"}
+	*f = statusFixture{dir: f.dir, key: key, url: url, repoDir: repoDir, gitRepo: gitRepo, rev: gitRepo.Revision(sha),
+		env: []string{"--repo", repoDir, "--env", "dev"}}
 
-	up := exec.Command(bootstrapCLI(t), append(append([]string{"up"}, env...), "--age-key-file", "-", "--timeout", "4m", "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)...)
+	up := exec.Command(bootstrapCLI(t), append(append([]string{"up"}, f.env...), "--age-key-file", "-", "--timeout", "4m", "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)...)
 	up.Stdin = strings.NewReader(key)
 	code, _, stderr, upReport := runJSON(t, up)
 	if code != 0 {
 		t.Fatalf("up: exit %d\n%s\n%s", code, syncRun{code: code, report: upReport}, stderr)
 	}
 	for _, n := range convergeNodes {
-		waitRevision(ctx, t, n, rev)
+		waitRevision(ctx, t, n, f.rev)
 	}
+}
 
-	healthy := func(t *testing.T, what string, args ...string) statusRun {
+// statusHealthy runs status and wants exit 0 with every check passing or
+// warning.
+func statusHealthy(t *testing.T, what string, args ...string) statusRun {
+	t.Helper()
+	r := statusCLI(t, args...)
+	if r.code != 0 {
+		t.Fatalf("%s: want exit 0:\n%s", what, r)
+	}
+	for _, c := range r.report.Checks {
+		if c.Verdict != "pass" && c.Verdict != "warn" {
+			t.Errorf("%s: %s %s: %s", what, c.Verdict, c.ID, c.Message)
+		}
+	}
+	return r
+}
+
+func TestStatus(t *testing.T) {
+	f := &statusFixture{dir: t.TempDir()}
+	t.Cleanup(func() {
+		if f.gitRepo != nil {
+			_ = f.gitRepo.Close()
+		}
+	})
+	st := newStages(stage{"up", f.up})
+	// Each case: the state established (or left by the case before), then
+	// the case's own context.
+	begin := func(t *testing.T) context.Context {
 		t.Helper()
-		r := statusCLI(t, args...)
-		if r.code != 0 {
-			t.Fatalf("%s: want exit 0:\n%s", what, r)
-		}
-		for _, c := range r.report.Checks {
-			if c.Verdict != "pass" && c.Verdict != "warn" {
-				t.Errorf("%s: %s %s: %s", what, c.Verdict, c.ID, c.Message)
-			}
-		}
-		return r
+		st.ensure(t, "up")
+		return timeoutCtx(t, 10*time.Minute)
 	}
 
 	t.Run("HealthyAfterUp", func(t *testing.T) {
+		begin(t)
 		junit := filepath.Join(t.TempDir(), "status.xml")
-		r := healthy(t, "status --repo --env dev", append(env, "--junit", junit)...)
+		r := statusHealthy(t, "status --repo --env dev", append(f.env, "--junit", junit)...)
 		for _, id := range []string{controllers.GateDrift.ID, controllers.GateFlagsLive.ID, controllers.GateRollout.ID, agekey.GateSecret.ID,
 			status.GateTemporary.ID, status.GateSourceReady.ID, converge.GateGraph.ID} {
 			if v := r.verdict(id); v != "pass" {
@@ -181,8 +221,8 @@ func TestStatus(t *testing.T) {
 			t.Errorf("no age-key.decrypt/<file> gate passed:\n%s", r)
 		}
 		for _, n := range convergeNodes {
-			if c := r.report.check(nodeGate(n)); !strings.HasPrefix(c, "pass") || !strings.Contains(c, rev) {
-				t.Errorf("%s: %s, want pass at %s", n, c, rev)
+			if c := r.report.check(nodeGate(n)); !strings.HasPrefix(c, "pass") || !strings.Contains(c, f.rev) {
+				t.Errorf("%s: %s, want pass at %s", n, c, f.rev)
 			}
 		}
 		b, err := os.ReadFile(junit)
@@ -197,7 +237,7 @@ func TestStatus(t *testing.T) {
 
 		// The cluster alone: the live graph, the controllers against the
 		// version they run; no age-key phase.
-		l := healthy(t, "status (cluster only)")
+		l := statusHealthy(t, "status (cluster only)")
 		if !strings.Contains(l.report.check(converge.GateGraph.ID), "11 Kustomization(s)") || l.verdict(agekey.GateSecret.ID) != "missing" ||
 			!strings.Contains(l.facts["controllers.live"], "kustomize-controller") {
 			t.Errorf("cluster-only status: graph %s, age-key %s, live %q", l.report.check(converge.GateGraph.ID), l.report.check(agekey.GateSecret.ID), l.facts["controllers.live"])
@@ -205,7 +245,7 @@ func TestStatus(t *testing.T) {
 		t.Logf("cluster only: exit 0 in %s, %s", l.duration.Round(time.Millisecond), l.facts["apiRequests"])
 
 		// The text report, as a person reads it.
-		cmd := exec.Command(bootstrapCLI(t), append(append([]string{"status"}, env...), "--kubeconfig", suite.sb.KubeconfigPath)...)
+		cmd := exec.Command(bootstrapCLI(t), append(append([]string{"status"}, f.env...), "--kubeconfig", suite.sb.KubeconfigPath)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "status: ") || !strings.Contains(string(out), "exit 0)") {
 			t.Errorf("text report: %v\n%s", err, out)
@@ -213,6 +253,7 @@ func TestStatus(t *testing.T) {
 	})
 
 	t.Run("StrictFlagRemoved", func(t *testing.T) {
+		ctx := begin(t)
 		d := suite.deployment(ctx, t, "kustomize-controller")
 		ci := slices.IndexFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "manager" })
 		idx := slices.IndexFunc(d.Spec.Template.Spec.Containers[ci].Args, func(a string) bool {
@@ -240,7 +281,7 @@ func TestStatus(t *testing.T) {
 			suite.waitRunning(ctx, t, "kustomize-controller")
 		}()
 		suite.waitRunning(ctx, t, "kustomize-controller")
-		r := statusCLI(t, env...)
+		r := statusCLI(t, f.env...)
 		drift := r.report.check(controllers.GateDrift.ID)
 		if r.code != 1 || !strings.HasPrefix(drift, "fail") || !strings.Contains(drift, "configured Deployment/flux-system/kustomize-controller (pod template changes: restarts)") ||
 			r.verdict(controllers.GateFlagsLive.ID) != "fail" {
@@ -270,24 +311,25 @@ func TestStatus(t *testing.T) {
 	})
 
 	t.Run("UndefinedVariable", func(t *testing.T) {
+		ctx := begin(t)
 		cfg := readFixture(t, "platform/config/config.yaml") + "  owner: \"${undefinedOwner}\"\n"
-		sha, err := gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": cfg}, "platform-config: an undefined variable")
+		sha, err := f.gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": cfg}, "platform-config: an undefined variable")
 		if err != nil {
 			t.Fatal(err)
 		}
-		badRev := gitRepo.Revision(sha)
+		badRev := f.gitRepo.Revision(sha)
 		defer func() {
-			sha, err := gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": readFixture(t, "platform/config/config.yaml")}, "platform-config: fixed")
+			sha, err := f.gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": readFixture(t, "platform/config/config.yaml")}, "platform-config: fixed")
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, src := range []string{"flux-system", "shared"} {
 				requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
 			}
-			if r := convergeCLI(t, append(env, "--timeout", "4m")...); r.code != 0 {
+			if r := convergeCLI(t, append(f.env, "--timeout", "4m")...); r.code != 0 {
 				t.Errorf("restore: converge after the fix:\n%s", r)
 			}
-			rev = gitRepo.Revision(sha)
+			f.rev = f.gitRepo.Revision(sha)
 		}()
 		for _, src := range []string{"flux-system", "shared"} {
 			requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
@@ -297,7 +339,7 @@ func TestStatus(t *testing.T) {
 			return st == metav1.ConditionFalse && k.Status.LastAttemptedRevision == badRev && strings.Contains(msg, "variable not set"),
 				fmt.Sprintf("Ready=%s %s %q attempted %s", st, reason, msg, k.Status.LastAttemptedRevision)
 		})
-		r := statusCLI(t, env...)
+		r := statusCLI(t, f.env...)
 		c := r.report.check(nodeGate("platform-config"))
 		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "variable not set (strict mode)") || !strings.Contains(c, badRev) {
 			t.Fatalf("want platform-config failing with the strict-mode message at %s:\n%s", badRev, r)
@@ -315,6 +357,7 @@ func TestStatus(t *testing.T) {
 	})
 
 	t.Run("AgeKeyReplaced", func(t *testing.T) {
+		ctx := begin(t)
 		other, _, err := agekeytest.NewIdentity()
 		if err != nil {
 			t.Fatal(err)
@@ -331,8 +374,8 @@ func TestStatus(t *testing.T) {
 			}
 		}
 		setKey(other)
-		defer setKey(key)
-		r := statusCLI(t, env...)
+		defer setKey(f.key)
+		r := statusCLI(t, f.env...)
 		var failed []string
 		for _, c := range r.report.Checks {
 			if strings.HasPrefix(c.ID, agekey.GateDecrypt.ID+"/") && c.Verdict == "fail" && strings.Contains(c.Message, "does not decrypt with this key") {
@@ -348,14 +391,19 @@ func TestStatus(t *testing.T) {
 	})
 
 	t.Run("SourceLeftTemporary", func(t *testing.T) {
+		ctx := begin(t)
 		// A mirror: the same history as the final repository, served at
 		// another URL (what a bootstrap host's mirror is).
-		mirrorBare := filepath.Join(suite.git.Root, "status-mirror.git")
-		if out, err := exec.CommandContext(ctx, "git", "clone", "--bare", "--quiet", filepath.Join(suite.git.Root, "status.git"), mirrorBare).CombinedOutput(); err != nil {
+		mirror := f.gitRepo.Name + "-mirror"
+		mirrorBare := filepath.Join(suite.git.Root, mirror+".git")
+		if err := os.RemoveAll(mirrorBare); err != nil { // a mirror of an earlier run of this case
+			t.Fatal(err)
+		}
+		if out, err := exec.CommandContext(ctx, "git", "clone", "--bare", "--quiet", filepath.Join(suite.git.Root, f.gitRepo.Name+".git"), mirrorBare).CombinedOutput(); err != nil {
 			t.Fatalf("git clone --bare: %v\n%s", err, out)
 		}
-		mirrorURL := suite.git.URL + "/status-mirror.git"
-		s := bootstrapJSON(t, append(append([]string{"sync"}, env...), "--source-url", mirrorURL, "--converge=false", "--timeout", "3m")...)
+		mirrorURL := suite.git.URL + "/" + mirror + ".git"
+		s := bootstrapJSON(t, append(append([]string{"sync"}, f.env...), "--source-url", mirrorURL, "--converge=false", "--timeout", "3m")...)
 		if s.code != 0 {
 			t.Fatalf("sync from the temporary source:\n%s\n%s", s, s.stderr)
 		}
@@ -364,10 +412,10 @@ func TestStatus(t *testing.T) {
 				t.Errorf("restore: cutover:\n%s\n%s", c, c.stderr)
 			}
 		}()
-		r := statusCLI(t, env...)
+		r := statusCLI(t, f.env...)
 		c := r.report.check(status.GateTemporary.ID)
-		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, mirrorURL) || !strings.Contains(c, "bootstrap cutover") || !strings.Contains(c, url) {
-			t.Fatalf("want sync.temporary-source to fail naming %s, the declared %s and cutover:\n%s", mirrorURL, url, r)
+		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, mirrorURL) || !strings.Contains(c, "bootstrap cutover") || !strings.Contains(c, f.url) {
+			t.Fatalf("want sync.temporary-source to fail naming %s, the declared %s and cutover:\n%s", mirrorURL, f.url, r)
 		}
 		if l := statusCLI(t); l.code != 1 || !strings.Contains(l.report.check(status.GateTemporary.ID), mirrorURL) {
 			t.Errorf("cluster-only status: want the temporary source named:\n%s", l)
@@ -375,7 +423,8 @@ func TestStatus(t *testing.T) {
 	})
 
 	t.Run("Watch", func(t *testing.T) {
-		cmd := exec.CommandContext(ctx, bootstrapCLI(t), append(append([]string{"status", "--watch"}, env...), "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)...)
+		ctx := begin(t)
+		cmd := exec.CommandContext(ctx, bootstrapCLI(t), append(append([]string{"status", "--watch"}, f.env...), "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)...)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -489,7 +538,8 @@ func TestStatus(t *testing.T) {
 	})
 
 	t.Run("HealthyAgain", func(t *testing.T) {
-		r := healthy(t, "status after every restore", env...)
+		begin(t)
+		r := statusHealthy(t, "status after every restore", f.env...)
 		t.Logf("healthy again: exit 0 in %s, %s", r.duration.Round(time.Millisecond), r.facts["apiRequests"])
 	})
 }

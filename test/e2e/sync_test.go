@@ -7,8 +7,9 @@ package e2e
 // temporary source (a second Git server holding a mirror of the same
 // repository), a commit through the temporary source, a cutover to an
 // unreachable URL that rolls back, the cutover to the final server, and the
-// before-gates refusing broken roots with nothing applied. ensureFlux gives
-// it Flux and a cluster without the fixture or an age key.
+// before-gates refusing broken roots with nothing applied. The cases follow
+// one another through syncFixture's stages; each establishes the stage it
+// starts from, so any one runs alone (-run 'TestSync/Case').
 
 import (
 	"bytes"
@@ -79,10 +80,16 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// copyDir copies the fixture and applies edits (path → content, "" deletes).
+// copyDir copies the fixture into a temporary directory of t and applies
+// edits (path → content, "" deletes).
 func copyDir(t *testing.T, src string, edits map[string]string) string {
 	t.Helper()
-	dst := t.TempDir()
+	return copyDirTo(t, t.TempDir(), src, edits)
+}
+
+// copyDirTo is copyDir into dst, which must not exist yet or be empty.
+func copyDirTo(t *testing.T, dst, src string, edits map[string]string) string {
+	t.Helper()
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
@@ -145,42 +152,216 @@ func waitRevision(ctx context.Context, t *testing.T, name, rev string) {
 
 var homelabKustomizations = []string{"flux-system", "cni", "platform", "platform-config", "apps-core", "apps-web", "apps-secrets"}
 
-func TestSync(t *testing.T) {
-	ctx := timeoutCtx(t, 25*time.Minute)
+// syncFixture is what TestSync's stages share: the repository on the
+// suite's Git server (final), the age key its SOPS Secret is encrypted to,
+// and from stage prod-temporary on a temporary Git server holding a mirror
+// and a work clone whose remotes are both.
+type syncFixture struct {
+	dir      string // lives as long as TestSync
+	key      string
+	repoDir  string
+	gitRepo  *gitserver.Repo
+	rev      string // the first commit's revision
+	finalURL string
+	dev      []string // sync --repo --env dev
+	prod     []string // sync --repo --env prod
+
+	temp    *gitserver.Server
+	tempURL string
+	work    string // a clone of the temporary server, with the final one as remote "final"
+	pushed  string // the SHA of wave 2, committed through the temporary source
+}
+
+const syncSecretValue = "homelab-s3cr3t"
+
+// The stages, in order; each case names the one it starts from.
+const (
+	stageClean    = "clean"          // ensureFlux's: no GitRepository, no age key; a new repository
+	stageAgeKey   = "age-key"        // step 2 done: the sops-age Secret
+	stageDev      = "dev"            // dev synced from the final server, every Kustomization Ready at rev
+	stageProdTemp = "prod-temporary" // prod synced from the temporary source
+	stagePushed   = "pushed"         // wave 2 committed through the temporary source, everything at it
+	stageCutOver  = "cutover"        // cut over to the final server, the temporary one stopped, wave 3 everywhere
+)
+
+func (f *syncFixture) stages() *stages {
+	return newStages(
+		stage{stageClean, f.clean},
+		stage{stageAgeKey, f.createAgeKey},
+		stage{stageDev, func(t *testing.T) {
+			if r := bootstrapJSON(t, f.dev...); r.code != 0 {
+				t.Fatalf("sync dev:\n%s\n%s", r, r.stderr)
+			}
+			f.waitAll(t, f.rev)
+		}},
+		stage{stageProdTemp, func(t *testing.T) {
+			f.startTemporary(t)
+			if r := bootstrapJSON(t, append(f.prod, "--source-url", f.tempURL)...); r.code != 0 {
+				t.Fatalf("sync prod from the temporary source:\n%s\n%s", r, r.stderr)
+			}
+		}},
+		stage{stagePushed, func(t *testing.T) {
+			f.pushed = f.commitWave(t, "2", "web: wave 2", "origin", "final")
+			// As the case does: a plain re-run, whose converge nudges the
+			// chain to the commit (no 30 s dependency requeues).
+			if r := bootstrapJSON(t, f.prod...); r.code != 0 {
+				t.Fatalf("re-run on the temporary source:\n%s\n%s", r, r.stderr)
+			}
+			f.waitAll(t, "main@sha1:"+f.pushed)
+		}},
+		stage{stageCutOver, func(t *testing.T) {
+			if r := bootstrapJSON(t, "cutover", "--timeout", "4m"); r.code != 0 {
+				t.Fatalf("cutover:\n%s\n%s", r, r.stderr)
+			}
+			f.stopTemporary(t)
+			sha := f.commitWave(t, "3", "web: wave 3, after cutover", "final")
+			if cv := bootstrapJSON(t, "converge", "--repo", f.repoDir, "--env", "prod", "--timeout", "3m"); cv.code != 0 {
+				t.Fatalf("converge after the commit to the final server:\n%s\n%s", cv, cv.stderr)
+			}
+			f.waitAll(t, "main@sha1:"+sha)
+		}},
+	)
+}
+
+// clean is ensureFlux's state and a new repository: the fixture, each
+// environment's source URL pointing at the suite's Git server, and a SOPS
+// Secret encrypted to a key generated here.
+func (f *syncFixture) clean(t *testing.T) {
+	ctx := timeoutCtx(t, 5*time.Minute)
 	ensureFlux(t)
 	suite.waitRunning(ctx, t, "kustomize-controller")
 	suite.waitRunning(ctx, t, "source-controller")
 	if _, found := liveGitRepository(ctx, t); found {
 		t.Fatal("precondition: GitRepository flux-system/flux-system already exists")
 	}
-
-	// The repository: the fixture, each environment's source URL pointing
-	// at the sandbox's Git server, and a SOPS Secret encrypted to a key
-	// generated here.
+	f.close()
 	key, recipient, err := agekeytest.NewIdentity()
 	if err != nil {
 		t.Fatal(err)
 	}
-	const secretValue = "homelab-s3cr3t"
-	enc, err := agekeytest.EncryptedSecret("homelab-secret", secretValue, recipient)
+	enc, err := agekeytest.EncryptedSecret("homelab-secret", syncSecretValue, recipient)
 	if err != nil {
 		t.Fatal(err)
 	}
-	finalURL := suite.git.URL + "/homelab.git"
-	repoDir := copyDir(t, filepath.Join(suite.root, "testdata", "homelab"), map[string]string{
+	name := freshRepoName("homelab")
+	finalURL := suite.git.URL + "/" + name + ".git"
+	repoDir := copyDirTo(t, filepath.Join(f.dir, name), filepath.Join(suite.root, "testdata", "homelab"), map[string]string{
 		"clusters/dev/source.yaml":      sourcePatch(finalURL),
 		"clusters/prod/source.yaml":     sourcePatch(finalURL),
 		"apps/secrets/secret.sops.yaml": enc,
 	})
-	gitRepo, sha, err := suite.git.CreateRepo(ctx, "homelab", repoDir)
+	gitRepo, sha, err := suite.git.CreateRepo(ctx, name, repoDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer gitRepo.Close()
-	rev := gitRepo.Revision(sha)
-	dev := []string{"sync", "--repo", repoDir, "--env", "dev", "--timeout", "3m"}
+	*f = syncFixture{dir: f.dir, key: key, repoDir: repoDir, gitRepo: gitRepo, rev: gitRepo.Revision(sha), finalURL: finalURL,
+		dev:  []string{"sync", "--repo", repoDir, "--env", "dev", "--timeout", "3m"},
+		prod: []string{"sync", "--repo", repoDir, "--env", "prod", "--timeout", "3m"}}
+}
 
-	nothingApplied := func(t *testing.T, r syncRun) {
+// createAgeKey is step 2, done here directly: the Secret holding the key
+// the fixture's Secret is encrypted to.
+func (f *syncFixture) createAgeKey(t *testing.T) {
+	ctx := timeoutCtx(t, time.Minute)
+	ids, err := agekey.Parse([]byte(f.key), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := suite.client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName},
+		Data: map[string][]byte{agekey.DataKey: ids.SecretData()}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startTemporary starts the temporary Git server, holding a mirror of the
+// final repository (same commits), and a work clone of it whose remotes are
+// both servers.
+func (f *syncFixture) startTemporary(t *testing.T) {
+	f.stopTemporary(t)
+	root, work := filepath.Join(f.dir, f.gitRepo.Name+"-temp"), filepath.Join(f.dir, f.gitRepo.Name+"-work")
+	for _, d := range []string{root, work} { // an earlier temporary source of this fixture
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	temp, err := gitserver.Start(root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.temp = temp
+	tempBare := filepath.Join(temp.Root, "homelab.git")
+	git(t, "", "clone", "--quiet", "--bare", filepath.Join(suite.git.Root, f.gitRepo.Name+".git"), tempBare)
+	git(t, tempBare, "config", "http.receivepack", "true")
+	f.tempURL = temp.URL + "/homelab.git"
+	f.work = work
+	git(t, "", "clone", "--quiet", f.tempURL, f.work)
+	git(t, f.work, "remote", "add", "final", f.finalURL)
+}
+
+// stopTemporary stops the temporary Git server; the work clone stays (its
+// remote final is the final server).
+func (f *syncFixture) stopTemporary(t *testing.T) {
+	if f.temp == nil {
+		return
+	}
+	if err := f.temp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.temp = nil
+}
+
+// close releases what the fixture holds.
+func (f *syncFixture) close() {
+	if f.temp != nil {
+		_ = f.temp.Close()
+		f.temp = nil
+	}
+	if f.gitRepo != nil {
+		_ = f.gitRepo.Close()
+	}
+}
+
+// commitWave commits web.yaml with data wave: N in the work clone, pushes
+// it to remotes, asks the root's source to reconcile and waits for the root
+// at it; it returns the SHA.
+func (f *syncFixture) commitWave(t *testing.T, wave, msg string, remotes ...string) string {
+	t.Helper()
+	ctx := timeoutCtx(t, 5*time.Minute)
+	if err := os.WriteFile(filepath.Join(f.work, "apps", "web", "web.yaml"), []byte(strings.Replace(readFixture(t, "apps/web/web.yaml"), "\ndata:\n", "\ndata:\n  wave: \""+wave+"\"\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, f.work, "commit", "--quiet", "-am", msg)
+	sha := git(t, f.work, "rev-parse", "HEAD")
+	for _, r := range remotes {
+		git(t, f.work, "push", "--quiet", r, "HEAD:main")
+	}
+	requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "flux-system"}})
+	waitRevision(ctx, t, "flux-system", "main@sha1:"+sha)
+	return sha
+}
+
+// waitAll waits until every Kustomization of the fixture is Ready at rev.
+func (f *syncFixture) waitAll(t *testing.T, rev string) {
+	t.Helper()
+	ctx := timeoutCtx(t, 5*time.Minute)
+	for _, k := range homelabKustomizations {
+		waitRevision(ctx, t, k, rev)
+	}
+}
+
+func TestSync(t *testing.T) {
+	f := &syncFixture{dir: t.TempDir()}
+	t.Cleanup(f.close)
+	st := f.stages()
+	// begin establishes the stage a case starts from and gives the case
+	// its context.
+	begin := func(t *testing.T, stage string) context.Context {
+		t.Helper()
+		st.ensure(t, stage)
+		return timeoutCtx(t, 10*time.Minute)
+	}
+
+	nothingApplied := func(ctx context.Context, t *testing.T, r syncRun) {
 		t.Helper()
 		if _, found := liveGitRepository(ctx, t); found {
 			t.Fatalf("a before-gate failed but GitRepository flux-system was applied:\n%s", r)
@@ -191,42 +372,36 @@ func TestSync(t *testing.T) {
 	}
 
 	t.Run("MissingSopsAgeFailsBeforeGate", func(t *testing.T) {
-		r := bootstrapJSON(t, dev...)
+		ctx := begin(t, stageClean)
+		r := bootstrapJSON(t, f.dev...)
 		c := r.report.check(rootsync.GateDecryption.ID + "/flux-system/sops-age")
 		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "bootstrap age-key --path clusters/dev") {
 			t.Fatalf("want the decryption gate to fail pointing at step 2:\n%s", r)
 		}
-		nothingApplied(t, r)
+		nothingApplied(ctx, t, r)
 	})
-	// Step 2, done here directly: the Secret holding the key the fixture's
-	// Secret is encrypted to.
-	ids, err := agekey.Parse([]byte(key), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := suite.client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: agekey.DefaultSecretName},
-		Data: map[string][]byte{agekey.DataKey: ids.SecretData()}}); err != nil {
-		t.Fatal(err)
-	}
 
 	t.Run("RootWaitTrueFailsBeforeGate", func(t *testing.T) {
-		broken := copyDir(t, repoDir, map[string]string{"clusters/prod/sync.yaml": strings.Replace(readFixture(t, "clusters/prod/sync.yaml"), "  wait: false", "  wait: true", 1)})
+		ctx := begin(t, stageAgeKey)
+		broken := copyDir(t, f.repoDir, map[string]string{"clusters/prod/sync.yaml": strings.Replace(readFixture(t, "clusters/prod/sync.yaml"), "  wait: false", "  wait: true", 1)})
 		// The offline check (phase static) stops it first, naming the file…
 		r := bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod")
 		if c := r.report.check("check.graph"); r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "clusters/prod/sync.yaml") ||
 			!strings.HasPrefix(r.report.check(rootsync.GateRootWait.ID), "skip") {
 			t.Fatalf("want the static check to fail naming the file, and sync not to run:\n%s", r)
 		}
-		nothingApplied(t, r)
+		nothingApplied(ctx, t, r)
 		// …and with the check switched off, sync's own gate still does.
 		r = bootstrapJSON(t, "sync", "--repo", broken, "--env", "prod", "--check=false")
 		if c := r.report.check(rootsync.GateRootWait.ID); r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "clusters/prod/sync.yaml") {
 			t.Fatalf("want the root-wait gate to fail naming the file:\n%s", r)
 		}
-		nothingApplied(t, r)
+		nothingApplied(ctx, t, r)
 	})
+
 	t.Run("ProdWithoutSyncYAMLFailsBeforeGate", func(t *testing.T) {
-		broken := copyDir(t, repoDir, map[string]string{
+		ctx := begin(t, stageAgeKey)
+		broken := copyDir(t, f.repoDir, map[string]string{
 			"clusters/prod/sync.yaml":          "",
 			"clusters/prod/kustomization.yaml": strings.Replace(readFixture(t, "clusters/prod/kustomization.yaml"), "  - sync.yaml\n", "", 1),
 		})
@@ -238,11 +413,12 @@ func TestSync(t *testing.T) {
 		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "depends on flux-system/flux-system") || !strings.HasPrefix(r.report.check(rootsync.GateRoot.ID), "fail") {
 			t.Fatalf("want the dependsOn and root gates to fail:\n%s", r)
 		}
-		nothingApplied(t, r)
+		nothingApplied(ctx, t, r)
 	})
 
 	t.Run("DevDryRun", func(t *testing.T) {
-		r := bootstrapJSON(t, append(dev, "--dry-run")...)
+		ctx := begin(t, stageAgeKey)
+		r := bootstrapJSON(t, append(f.dev, "--dry-run")...)
 		if r.code != 0 || !r.report.DryRun || !r.report.Changed {
 			t.Fatalf("dry run:\n%s\n%s", r, r.stderr)
 		}
@@ -261,30 +437,34 @@ func TestSync(t *testing.T) {
 	})
 
 	t.Run("DevSyncFromSandboxGit", func(t *testing.T) {
+		ctx := begin(t, stageAgeKey)
 		t0 := time.Now()
-		r := bootstrapJSON(t, dev...)
+		r := bootstrapJSON(t, f.dev...)
 		if r.code != 0 || !r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.GateSourceReady.ID), "pass") ||
-			!strings.Contains(r.report.check(rootsync.GateRootApplied.ID), rev) {
+			!strings.Contains(r.report.check(rootsync.GateRootApplied.ID), f.rev) {
 			t.Fatalf("sync dev:\n%s\n%s", r, r.stderr)
 		}
-		t.Logf("sync dev: root Ready at %s in %s", rev, time.Since(t0).Round(time.Millisecond))
+		t.Logf("sync dev: root Ready at %s in %s", f.rev, time.Since(t0).Round(time.Millisecond))
 		// The chain behind the root converges from what sync applied,
 		// including the SOPS Secret decrypted with the Secret from step 2.
 		for _, k := range homelabKustomizations {
-			waitRevision(ctx, t, k, rev)
+			waitRevision(ctx, t, k, f.rev)
 		}
 		s, err := suite.cs.CoreV1().Secrets("default").Get(ctx, "homelab-secret", metav1.GetOptions{})
-		if err != nil || string(s.Data["value"]) != secretValue {
+		if err != nil || string(s.Data["value"]) != syncSecretValue {
 			t.Fatalf("decrypted Secret: %v %q", err, s.Data["value"])
 		}
 		cm, err := suite.cs.CoreV1().ConfigMaps("homelab-platform").Get(ctx, "platform", metav1.GetOptions{})
 		if err != nil || cm.Data["environment"] != "dev" || cm.Data["apiServer"] != "10.10.0.10" {
 			t.Fatalf("substituted ConfigMap: %v %v", err, cm.Data)
 		}
-		t.Logf("dev: all %d Kustomizations Ready at %s in %s", len(homelabKustomizations), rev, time.Since(t0).Round(time.Millisecond))
+		t.Logf("dev: all %d Kustomizations Ready at %s in %s", len(homelabKustomizations), f.rev, time.Since(t0).Round(time.Millisecond))
+		st.reached(t, stageDev)
 	})
+
 	t.Run("DevRerunUnchanged", func(t *testing.T) {
-		r := bootstrapJSON(t, dev...)
+		begin(t, stageDev)
+		r := bootstrapJSON(t, f.dev...)
 		if r.code != 0 || r.report.Changed {
 			t.Fatalf("re-run on a converged cluster should be changed: false:\n%s", r)
 		}
@@ -292,36 +472,19 @@ func TestSync(t *testing.T) {
 
 	// Production: a temporary Git server holding a mirror of the same
 	// repository (same commits), the final one being suite.git.
-	temp, err := gitserver.Start(filepath.Join(t.TempDir(), "git"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tempClosed := false
-	defer func() {
-		if !tempClosed {
-			_ = temp.Close()
-		}
-	}()
-	tempBare := filepath.Join(temp.Root, "homelab.git")
-	git(t, "", "clone", "--quiet", "--bare", filepath.Join(suite.git.Root, "homelab.git"), tempBare)
-	git(t, tempBare, "config", "http.receivepack", "true")
-	tempURL := temp.URL + "/homelab.git"
-	work := filepath.Join(t.TempDir(), "work")
-	git(t, "", "clone", "--quiet", tempURL, work)
-	git(t, work, "remote", "add", "final", finalURL)
-	prod := []string{"sync", "--repo", repoDir, "--env", "prod", "--timeout", "3m"}
-
 	t.Run("ProdFromTemporarySource", func(t *testing.T) {
+		ctx := begin(t, stageDev)
+		f.startTemporary(t)
 		before := time.Now().Add(-time.Second).UTC()
-		r := bootstrapJSON(t, append(prod, "--source-url", tempURL)...)
-		if r.code != 0 || !strings.Contains(r.report.check(rootsync.GateRootApplied.ID), rev) || !strings.HasPrefix(r.report.check(rootsync.GateTemporaryKept.ID), "pass") {
+		r := bootstrapJSON(t, append(f.prod, "--source-url", f.tempURL)...)
+		if r.code != 0 || !strings.Contains(r.report.check(rootsync.GateRootApplied.ID), f.rev) || !strings.HasPrefix(r.report.check(rootsync.GateTemporaryKept.ID), "pass") {
 			t.Fatalf("sync prod from the temporary source:\n%s\n%s", r, r.stderr)
 		}
 		g, _ := liveGitRepository(ctx, t)
 		a := g.Annotations
 		since, err := time.Parse(time.RFC3339, a[rootsync.AnnTemporarySince])
-		if g.Spec.URL != tempURL || a[rootsync.ReconcileAnnotation] != rootsync.ReconcileDisabled || a[rootsync.AnnSource] != rootsync.SourceTemporary ||
-			a[rootsync.AnnTemporaryURL] != tempURL || a[rootsync.AnnDeclaredURL] != finalURL || err != nil || since.Before(before.Truncate(time.Second)) {
+		if g.Spec.URL != f.tempURL || a[rootsync.ReconcileAnnotation] != rootsync.ReconcileDisabled || a[rootsync.AnnSource] != rootsync.SourceTemporary ||
+			a[rootsync.AnnTemporaryURL] != f.tempURL || a[rootsync.AnnDeclaredURL] != f.finalURL || err != nil || since.Before(before.Truncate(time.Second)) {
 			t.Fatalf("live GitRepository: url %s annotations %v", g.Spec.URL, a)
 		}
 		// sync applied prod's own cluster-vars (the Kustomizations pick it
@@ -330,50 +493,48 @@ func TestSync(t *testing.T) {
 		if err != nil || cm.Data["environment"] != "prod" {
 			t.Fatalf("prod cluster-vars not applied: %v %v", err, cm.Data)
 		}
+		st.reached(t, stageProdTemp)
 	})
 
-	var pushed string
 	t.Run("CommitToTemporaryReachesRootURLStaysTemporary", func(t *testing.T) {
-		if err := os.WriteFile(filepath.Join(work, "apps", "web", "web.yaml"), []byte(strings.Replace(readFixture(t, "apps/web/web.yaml"), "\ndata:\n", "\ndata:\n  wave: \"2\"\n", 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		git(t, work, "commit", "--quiet", "-am", "web: wave 2")
-		pushed = git(t, work, "rev-parse", "HEAD")
-		git(t, work, "push", "--quiet", "origin", "HEAD:main")
-		git(t, work, "push", "--quiet", "final", "HEAD:main") // the mirror's upstream has it too
-		newRev := "main@sha1:" + pushed
-		requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "flux-system"}})
-		waitRevision(ctx, t, "flux-system", newRev)
+		ctx := begin(t, stageProdTemp)
+		// Pushed to the temporary server and to the final one (the mirror's
+		// upstream has it too); the root reaches it.
+		f.pushed = f.commitWave(t, "2", "web: wave 2", "origin", "final")
+		newRev := "main@sha1:" + f.pushed
 		g, _ := liveGitRepository(ctx, t)
-		if g.Spec.URL != tempURL || g.Annotations[rootsync.ReconcileAnnotation] != rootsync.ReconcileDisabled {
+		if g.Spec.URL != f.tempURL || g.Annotations[rootsync.ReconcileAnnotation] != rootsync.ReconcileDisabled {
 			t.Fatalf("the root reconciled %s and undid the temporary source: url %s, annotations %v", newRev, g.Spec.URL, g.Annotations)
 		}
 		// A plain re-run keeps the temporary source, says so, changes nothing.
-		r := bootstrapJSON(t, prod...)
+		r := bootstrapJSON(t, f.prod...)
 		if r.code != 0 || r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.GateTemporary.ID), "warn") || !strings.Contains(r.report.check(rootsync.GateTemporary.ID), "kept") {
 			t.Fatalf("re-run on a temporary source:\n%s", r)
 		}
-		if g2, _ := liveGitRepository(ctx, t); g2.Spec.URL != tempURL || g2.Annotations[rootsync.AnnTemporarySince] != g.Annotations[rootsync.AnnTemporarySince] {
+		if g2, _ := liveGitRepository(ctx, t); g2.Spec.URL != f.tempURL || g2.Annotations[rootsync.AnnTemporarySince] != g.Annotations[rootsync.AnnTemporarySince] {
 			t.Fatalf("re-run changed the temporary source: %s %v", g2.Spec.URL, g2.Annotations)
 		}
 		for _, k := range homelabKustomizations {
 			waitRevision(ctx, t, k, newRev)
 		}
+		st.reached(t, stagePushed)
 	})
 
 	t.Run("CutoverToUnreachableRollsBack", func(t *testing.T) {
+		ctx := begin(t, stagePushed)
 		r := bootstrapJSON(t, "cutover", "--to", "http://127.0.0.1:1/homelab.git", "--timeout", "20s")
 		if r.code != 1 || !strings.HasPrefix(r.report.check(rootsync.GateFinalReady.ID), "fail") || !strings.HasPrefix(r.report.check(rootsync.GateRollback.ID), "pass") {
 			t.Fatalf("cutover to an unreachable URL:\n%s\n%s", r, r.stderr)
 		}
 		g, _ := liveGitRepository(ctx, t)
-		if g.Spec.URL != tempURL || g.Annotations[rootsync.AnnSource] != rootsync.SourceTemporary || g.Status.Artifact == nil || g.Status.Artifact.Revision != "main@sha1:"+pushed {
+		if g.Spec.URL != f.tempURL || g.Annotations[rootsync.AnnSource] != rootsync.SourceTemporary || g.Status.Artifact == nil || g.Status.Artifact.Revision != "main@sha1:"+f.pushed {
 			t.Fatalf("after the rollback: url %s annotations %v artifact %+v", g.Spec.URL, g.Annotations, g.Status.Artifact)
 		}
-		waitRevision(ctx, t, "flux-system", "main@sha1:"+pushed)
+		waitRevision(ctx, t, "flux-system", "main@sha1:"+f.pushed)
 	})
 
 	t.Run("CutoverInterruptedRollsBackExit130", func(t *testing.T) {
+		ctx := begin(t, stagePushed)
 		unreachable := "http://127.0.0.1:1/homelab.git"
 		cmd := exec.Command(bootstrapCLI(t), "cutover", "--to", unreachable, "--timeout", "2m", "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)
 		var o, e bytes.Buffer
@@ -403,12 +564,13 @@ func TestSync(t *testing.T) {
 		}
 		t.Logf("interrupt to exit: %s (rollback included)", time.Since(start).Round(time.Millisecond))
 		g, _ := liveGitRepository(ctx, t)
-		if g.Spec.URL != tempURL || g.Annotations[rootsync.AnnSource] != rootsync.SourceTemporary {
+		if g.Spec.URL != f.tempURL || g.Annotations[rootsync.AnnSource] != rootsync.SourceTemporary {
 			t.Fatalf("after the interrupted cutover: url %s annotations %v", g.Spec.URL, g.Annotations)
 		}
 	})
 
 	t.Run("CutoverToFinalThenTemporaryStopped", func(t *testing.T) {
+		ctx := begin(t, stagePushed)
 		r := bootstrapJSON(t, "cutover", "--timeout", "4m")
 		if r.code != 0 || !strings.HasPrefix(r.report.check(rootsync.GateFinalRevision.ID), "pass") || !strings.HasPrefix(r.report.check(rootsync.GateHandedBack.ID), "pass") ||
 			!strings.HasPrefix(r.report.check(rootsync.GateConsumersReady.ID), "pass") {
@@ -420,25 +582,15 @@ func TestSync(t *testing.T) {
 				t.Errorf("annotation %s left after cutover", k)
 			}
 		}
-		if g.Spec.URL != finalURL {
-			t.Fatalf("url %s after cutover, want %s", g.Spec.URL, finalURL)
+		if g.Spec.URL != f.finalURL {
+			t.Fatalf("url %s after cutover, want %s", g.Spec.URL, f.finalURL)
 		}
-		if err := temp.Close(); err != nil {
-			t.Fatal(err)
-		}
-		tempClosed = true
+		f.stopTemporary(t)
 		// A commit to the final server propagates.
-		if err := os.WriteFile(filepath.Join(work, "apps", "web", "web.yaml"), []byte(strings.Replace(readFixture(t, "apps/web/web.yaml"), "\ndata:\n", "\ndata:\n  wave: \"3\"\n", 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		git(t, work, "commit", "--quiet", "-am", "web: wave 3, after cutover")
-		sha := git(t, work, "rev-parse", "HEAD")
-		git(t, work, "push", "--quiet", "final", "HEAD:main")
-		requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "flux-system"}})
-		waitRevision(ctx, t, "flux-system", "main@sha1:"+sha)
+		sha := f.commitWave(t, "3", "web: wave 3, after cutover", "final")
 		// The product's walk carries the commit down the chain (nudging each
 		// dependent), instead of the controllers' 30 s dependency requeues.
-		cv := bootstrapJSON(t, "converge", "--repo", repoDir, "--env", "prod", "--timeout", "3m")
+		cv := bootstrapJSON(t, "converge", "--repo", f.repoDir, "--env", "prod", "--timeout", "3m")
 		if cv.code != 0 {
 			t.Fatalf("converge after the commit to the final server:\n%s\n%s", cv, cv.stderr)
 		}
@@ -450,7 +602,7 @@ func TestSync(t *testing.T) {
 			t.Fatalf("web ConfigMap after a commit to the final server: %v %v", err, cm.Data)
 		}
 		// The root re-applied git's GitRepository: still final, no override.
-		if g, _ := liveGitRepository(ctx, t); g.Spec.URL != finalURL {
+		if g, _ := liveGitRepository(ctx, t); g.Spec.URL != f.finalURL {
 			t.Fatalf("url %s", g.Spec.URL)
 		}
 		// Cutover again: nothing to do.
@@ -458,9 +610,11 @@ func TestSync(t *testing.T) {
 		if again.code != 0 || again.report.Changed {
 			t.Fatalf("second cutover:\n%s", again)
 		}
+		st.reached(t, stageCutOver)
 	})
 
 	t.Run("ClusterURLCredentialsRedacted", func(t *testing.T) {
+		ctx := begin(t, stageCutOver)
 		// Someone put credentials into the live GitRepository's spec.url:
 		// no output channel of a cutover shows them. (After the cutover:
 		// the root re-applies git's URL with force, so the test's own
@@ -472,8 +626,8 @@ func TestSync(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		setURL(strings.Replace(finalURL, "http://", "http://bot:"+pw+"@", 1))
-		defer setURL(finalURL)
+		setURL(strings.Replace(f.finalURL, "http://", "http://bot:"+pw+"@", 1))
+		defer setURL(f.finalURL)
 		dir := t.TempDir()
 		rj, ju := filepath.Join(dir, "r.json"), filepath.Join(dir, "j.xml")
 		for _, args := range [][]string{{"cutover", "--dry-run"}, {"cutover"}} {
