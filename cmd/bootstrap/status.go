@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
-	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/flow"
@@ -144,28 +143,6 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 		converge.NewStatusPhase(connect, co),
 		status.NewReadOnlyPhase(rec))
 	return phases, nil
-}
-
-// readOnlyConnect opens the cluster once for every phase, through a
-// transport that sends only GETs (kube.ReadOnly) and records them in rec.
-func (a *app) readOnlyConnect(rec *kube.Requests) func() (*apply.Cluster, error) {
-	var cl *apply.Cluster
-	return func() (*apply.Cluster, error) {
-		if cl != nil {
-			return cl, nil
-		}
-		cfg, err := a.s.RestConfig()
-		if err != nil {
-			return nil, err
-		}
-		kube.ReadOnly(cfg, rec)
-		c, err := apply.Connect(cfg)
-		if err != nil {
-			return nil, err
-		}
-		cl = c
-		return cl, nil
-	}
 }
 
 // watchStatus evaluates, then again on every change the watches see, until
