@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
-	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 )
 
@@ -92,14 +91,7 @@ func TestConverge(t *testing.T) {
 	// Deployment (ensureFlux's render has it) and in the running controller.
 	setStrictGate(ctx, t, true)
 
-	key, recipient, err := agekeytest.NewIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := agekeytest.EncryptedSecret("homelab-secret", "converge-s3cr3t", recipient)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, enc := sopsFixtureSecret(t, "converge-s3cr3t")
 	ids, err := agekey.Parse([]byte(key), "test")
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
-	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 )
@@ -33,14 +32,7 @@ func TestCutoverWalksTheChain(t *testing.T) {
 	suite.waitRunning(ctx, t, "kustomize-controller")
 	suite.waitRunning(ctx, t, "source-controller")
 
-	key, recipient, err := agekeytest.NewIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := agekeytest.EncryptedSecret("homelab-secret", "walk-s3cr3t", recipient)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, enc := sopsFixtureSecret(t, "walk-s3cr3t")
 	finalURL := suite.git.URL + "/walkchain.git"
 	repoDir := copyDir(t, filepath.Join(suite.root, "testdata", "homelab"), map[string]string{
 		"clusters/prod/source.yaml":     sourcePatch(finalURL),

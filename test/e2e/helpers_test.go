@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/wait"
 )
 
@@ -253,4 +254,19 @@ func freshRepoName(base string) string {
 		}
 		name = fmt.Sprintf("%s-%d", base, i)
 	}
+}
+
+// sopsFixtureSecret is a fresh age identity and the fixture's Secret
+// homelab-secret (apps/secrets/secret.sops.yaml) holding value, SOPS-
+// encrypted to it.
+func sopsFixtureSecret(t *testing.T, value string) (key, enc string) {
+	t.Helper()
+	key, recipient, err := agekeytest.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc, err = agekeytest.EncryptedSecret("homelab-secret", value, recipient); err != nil {
+		t.Fatal(err)
+	}
+	return key, enc
 }

@@ -31,7 +31,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/sandbox"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
@@ -127,14 +126,7 @@ func TestServe(t *testing.T) {
 	}
 	finalAddr := fmt.Sprintf("127.0.0.1:%d", finalPort)
 	finalURL := "http://" + finalAddr + "/homelab.git"
-	key, recipient, err := agekeytest.NewIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := agekeytest.EncryptedSecret("homelab-secret", "serve-s3cr3t", recipient)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, enc := sopsFixtureSecret(t, "serve-s3cr3t")
 	work := singleRepoFixture(t, finalURL, enc)
 	git(t, work, "init", "--quiet", "--initial-branch=main")
 	git(t, work, "add", "--all")

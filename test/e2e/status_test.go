@@ -134,14 +134,7 @@ func (f *statusFixture) up(t *testing.T) {
 	ensureFlux(t)
 	suite.waitRunning(ctx, t, "kustomize-controller")
 	suite.waitRunning(ctx, t, "source-controller")
-	key, recipient, err := agekeytest.NewIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := agekeytest.EncryptedSecret("homelab-secret", "status-s3cr3t", recipient)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, enc := sopsFixtureSecret(t, "status-s3cr3t")
 	if f.gitRepo != nil {
 		_ = f.gitRepo.Close()
 	}

@@ -32,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
-	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 )
@@ -235,14 +234,7 @@ func (f *syncFixture) clean(t *testing.T) {
 		t.Fatal("precondition: GitRepository flux-system/flux-system already exists")
 	}
 	f.close()
-	key, recipient, err := agekeytest.NewIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := agekeytest.EncryptedSecret("homelab-secret", syncSecretValue, recipient)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, enc := sopsFixtureSecret(t, syncSecretValue)
 	name := freshRepoName("homelab")
 	finalURL := suite.git.URL + "/" + name + ".git"
 	repoDir := copyDirTo(t, filepath.Join(f.dir, name), filepath.Join(suite.root, "testdata", "homelab"), map[string]string{
