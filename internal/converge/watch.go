@@ -7,13 +7,12 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/wait"
 )
 
 // watches are Do's informers: on Kustomizations, on each source kind the
@@ -88,18 +87,10 @@ func (p *Phase) watchNamespace() string {
 
 // informer is a shared informer on namespace ns ("" for every namespace)
 // for one Flux type, listing and watching through the controller-runtime
-// client.
+// client (wait.ListWatch).
 func (p *Phase) informer(ns string, list client.ObjectList, obj client.Object) cache.SharedIndexInformer {
 	c := p.cl.Client
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			l := list.DeepCopyObject().(client.ObjectList)
-			return l, c.List(ctx, l, &client.ListOptions{Namespace: ns, Raw: &o})
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), &client.ListOptions{Namespace: ns, Raw: &o})
-		},
-	}
+	lw := wait.ListWatch(c, list, ns, metav1.ListOptions{})
 	// A client that declares it cannot stream lists (a fake, in tests) gets
 	// a plain list then watch; the API server gets client-go's default.
 	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c), obj, 0, cache.Indexers{})
