@@ -172,7 +172,7 @@ func (p *Phase) walk(ctx context.Context, run *pipeline.Run, w *watches, start t
 	timer.Stop()
 	defer timer.Stop()
 	for {
-		p.snap = p.snapshot(w.ks, w.src)
+		p.snap = p.snapshot(w)
 		now := run.Now()
 		step := p.tr.Step(now, p.snap)
 		for _, l := range step.Lines {
