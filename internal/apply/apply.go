@@ -32,6 +32,10 @@ type Cluster struct {
 	Manager   *ssa.ResourceManager
 	// Host is the API server address, for evidence.
 	Host string
+	// Config is the REST config the clients were built from, for
+	// libraries that build their own (controller-runtime's cache); nil
+	// for fakes.
+	Config *rest.Config
 }
 
 // Reachable is the one reachability check every phase that talks to the
@@ -64,7 +68,7 @@ func Connect(cfg *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Client: c, Clientset: cs, Dynamic: dyn, Manager: kube.ResourceManager(c), Host: cfg.Host}, nil
+	return &Cluster{Client: c, Clientset: cs, Dynamic: dyn, Manager: kube.ResourceManager(c), Host: cfg.Host, Config: cfg}, nil
 }
 
 // ReadObjects parses a multi-document render.

@@ -139,7 +139,7 @@ func (w establishWatch) wait(ctx context.Context, c client.WithWatch) error {
 		}
 		return true, nil
 	}
-	_, err := watchtools.UntilWithSync(ctx, rawListWatch(c, list, w.ns, sel), &unstructured.Unstructured{},
+	_, err := watchtools.UntilWithSync(ctx, ListWatch(c, list, w.ns, sel), &unstructured.Unstructured{},
 		func(store cache.Store) (bool, error) {
 			for _, o := range store.List() {
 				if u, ok := o.(*unstructured.Unstructured); ok {

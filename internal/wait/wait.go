@@ -68,12 +68,19 @@ func For[T client.Object](ctx context.Context, c client.WithWatch, list client.O
 
 // listWatch lists and watches the one object ns/name of list's type.
 func listWatch(c client.WithWatch, list client.ObjectList, ns, name string) *cache.ListWatch {
-	return rawListWatch(c, list, ns, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	return ListWatch(c, list, ns, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 }
 
-// rawListWatch lists and watches the objects of list's type in ns that sel
-// selects (its field and label selectors, as the API server reads them).
-func rawListWatch(c client.WithWatch, list client.ObjectList, ns string, sel metav1.ListOptions) *cache.ListWatch {
+// ListWatch lists and watches the objects of list's type in ns ("" for
+// every namespace) that sel selects (its field and label selectors, as the
+// API server reads them), through the controller-runtime client: the one
+// adapter from that client to client-go's list-watch machinery, for the
+// waits here (client-go's UntilWithSync) and for converge's informers on a
+// client without a REST config. Controller-runtime's cache and client-go's
+// informer factories build their own clients from a rest.Config, so they
+// cannot run on controller-runtime's fake client the unit tests drive, and
+// the waits' callers hold only the client.
+func ListWatch(c client.WithWatch, list client.ObjectList, ns string, sel metav1.ListOptions) *cache.ListWatch {
 	opts := func(o metav1.ListOptions) *client.ListOptions {
 		o.FieldSelector, o.LabelSelector = sel.FieldSelector, sel.LabelSelector
 		return &client.ListOptions{Namespace: ns, Raw: &o}
