@@ -12,10 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/internal/wait"
 )
 
 // WatchOptions say what --watch watches.
@@ -145,22 +145,12 @@ func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(ca
 }
 
 // informer lists and watches one kind in ns through c (the read-only
-// client): a GET with watch=true is a read.
+// client: a GET with watch=true is a read), by the one adapter from the
+// controller-runtime client to client-go's list-watch (wait.ListWatch).
 func informer(c client.WithWatch, ns string, list client.ObjectList, obj client.Object, sel fields.Selector) cache.SharedIndexInformer {
-	opts := func(o metav1.ListOptions) *client.ListOptions {
-		if sel != nil {
-			o.FieldSelector = sel.String()
-		}
-		return &client.ListOptions{Namespace: ns, Raw: &o}
+	var o metav1.ListOptions
+	if sel != nil {
+		o.FieldSelector = sel.String()
 	}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			l := list.DeepCopyObject().(client.ObjectList)
-			return l, c.List(ctx, l, opts(o))
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), opts(o))
-		},
-	}
-	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c), obj, 0, cache.Indexers{})
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(wait.ListWatch(c, list, ns, o), c), obj, 0, cache.Indexers{})
 }
