@@ -7,12 +7,20 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/homelab-ops/bootstrap/internal/session"
 )
 
 func main() {
+	// controller-runtime (converge's informers are its cache) logs through a
+	// logger of its own; the tool speaks through its gates and progress
+	// lines, so that log is discarded instead of controller-runtime printing
+	// "log.SetLogger(...) was never called" with a goroutine stack on the
+	// first watch error (an API server restart).
+	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := session.WithSignals(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Getenv)
 	cancel()
