@@ -110,7 +110,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 		return err
 	}
 	// 2. Hand back to git: our annotations and the reconcile switch go.
-	if _, err := c.handBack(ctx); err != nil {
+	if err := c.handBack(ctx); err != nil {
 		return err
 	}
 	// 3. Every Kustomization reading the source is Ready at the new revision.
@@ -276,21 +276,21 @@ func (c *cutoverRun) switchToFinal(ctx context.Context) (string, bool, error) {
 
 // handBack applies the final URL without our annotations, so git controls
 // the object again, proves none is left and deletes the temporary source's
-// serve Secret. It returns the object as re-read.
-func (c *cutoverRun) handBack(ctx context.Context) (*unstructured.Unstructured, error) {
+// serve Secret.
+func (c *cutoverRun) handBack(ctx context.Context) error {
 	o, id := c.o, c.id
 	o.Progress("handing " + id + " back to git")
 	cur, err := liveSource(ctx, c.cl.Client, o.Namespace, o.Name)
 	if err != nil || cur == nil {
-		return nil, fmt.Errorf("re-read %s: %v", id, err)
+		return fmt.Errorf("re-read %s: %v", id, err)
 	}
 	if err := c.write(ctx, applyObject(cur, c.final, c.declared.Branch, c.declared.Secret, true, nil)); err != nil {
-		return nil, err
+		return err
 	}
 	hb := GateHandedBack.New()
 	cur, err = liveSource(ctx, c.cl.Client, o.Namespace, o.Name)
 	if err != nil || cur == nil {
-		return nil, fmt.Errorf("re-read %s: %v", id, err)
+		return fmt.Errorf("re-read %s: %v", id, err)
 	}
 	if left := ours(cur); len(left) > 0 {
 		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left)
@@ -303,7 +303,7 @@ func (c *cutoverRun) handBack(ctx context.Context) (*unstructured.Unstructured, 
 		}
 	}
 	c.report.Add(hb)
-	return cur, nil
+	return nil
 }
 
 // rollback re-applies the object as sync left it (temporary source,
