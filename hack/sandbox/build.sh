@@ -9,7 +9,7 @@
 # One progress line per binary (n of m, what it is, its log file, then how
 # long it took and the time elapsed since the build started). Each build's
 # output (go: downloading …, compiler messages) goes to <cache>/<versions>/logs/
-# NAME.log, printed in full when that build fails. A cold build of all eight
+# NAME.log, printed in full when that build fails. A cold build of all nine
 # takes ≈ 15 min on 2 idle cores (≈ 35 min when they are shared).
 #
 # Environment: BOOTSTRAP_SANDBOX_CACHE (default $HOME/.cache/bootstrap-sandbox).
@@ -25,9 +25,10 @@ source "$root/versions.env"
 : "${KWOK_VERSION:?versions.env lacks KWOK_VERSION}"
 : "${SOURCE_CONTROLLER_VERSION:?versions.env lacks SOURCE_CONTROLLER_VERSION}"
 : "${KUSTOMIZE_CONTROLLER_VERSION:?versions.env lacks KUSTOMIZE_CONTROLLER_VERSION}"
+: "${HELM_CONTROLLER_VERSION:?versions.env lacks HELM_CONTROLLER_VERSION}"
 
 cache="${BOOTSTRAP_SANDBOX_CACHE:-$HOME/.cache/bootstrap-sandbox}"
-key="k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_sc-${SOURCE_CONTROLLER_VERSION}_kc-${KUSTOMIZE_CONTROLLER_VERSION}"
+key="k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_sc-${SOURCE_CONTROLLER_VERSION}_kc-${KUSTOMIZE_CONTROLLER_VERSION}_hc-${HELM_CONTROLLER_VERSION}"
 out="$cache/$key"
 bin="$out/bin"
 
@@ -60,7 +61,7 @@ export GOFLAGS="-buildvcs=false"
 # Never let a module's go line fetch another toolchain: it must build with ours.
 export GOTOOLCHAIN=local
 
-total=8
+total=9
 n=0
 built=0
 start_all=$(date +%s)
@@ -189,6 +190,7 @@ step kwok "kwok $KWOK_VERSION, the fake node that marks pods Ready" build_kwok
 step source-controller "Flux source-controller $SOURCE_CONTROLLER_VERSION" build_flux source-controller "$SOURCE_CONTROLLER_VERSION" \
 	"github.com/fluxcd/pkg/artifact => github.com/fluxcd/pkg/artifact v0.18.0"
 step kustomize-controller "Flux kustomize-controller $KUSTOMIZE_CONTROLLER_VERSION" build_flux kustomize-controller "$KUSTOMIZE_CONTROLLER_VERSION"
+step helm-controller "Flux helm-controller $HELM_CONTROLLER_VERSION" build_flux helm-controller "$HELM_CONTROLLER_VERSION"
 
 echo "sandbox build: $built built, $((total - built)) cached, $(since "$start_all"); size $(du -sh "$out" | cut -f1)"
 echo "$bin"
