@@ -65,6 +65,10 @@ const (
 	NoRoot      Detector = "no-root"
 	RaceDep     Detector = "race"
 	Prune       Detector = "prune-hazard"
+	// HelmDependsOn: a HelmRelease's dependsOn names a Kustomization.
+	HelmDependsOn Detector = "helm-depends-on"
+	// ChartSource: a HelmRelease's chart source is invalid or not rendered.
+	ChartSource Detector = "chart-source"
 )
 
 // Options select the environment and what it is compared with.

@@ -154,6 +154,28 @@ func TestDefects(t *testing.T) {
 		{name: "dangling dependsOn", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n    - name: ghost\n"}}, det: Dangling,
 			id: "check.graph", verdict: gate.Fail, alone: true,
 			want: "clusters/base/apps.yaml:16: [dangling] Kustomization flux-system/apps depends on flux-system/ghost"},
+		// HelmReleases, with helm-controller's rules (v1.6.4): dependsOn
+		// names HelmReleases only, its namespace defaults to the
+		// dependent's (checkDependencies); exactly one of chart/chartRef
+		// (isValidChartRef); the chart source must exist (getSource).
+		{name: "dangling HelmRelease dependsOn", ms: []mutation{{"apps/releases.yaml", "    - name: web-db\n", "    - name: web-db\n    - name: ghost\n"}}, det: Dangling,
+			id: "check.graph", verdict: gate.Fail, alone: true,
+			want: "apps/releases.yaml:53: [dangling] HelmRelease web/web depends on web/ghost, which the environment does not render"},
+		{name: "HelmRelease cycle", ms: []mutation{{"apps/releases.yaml", "  interval: 10m\n  chart:\n", "  interval: 10m\n  dependsOn:\n    - name: web\n  chart:\n"}}, det: Cycle,
+			id: "check.graph", verdict: gate.Fail, alone: true,
+			want: "apps/releases.yaml:26: [cycle] dependsOn circular dependency detected: web/web-db -> web/web -> web/web-db: none of these HelmReleases can ever become Ready"},
+		{name: "HelmRelease depends on a Kustomization", ms: []mutation{{"apps/releases.yaml", "    - name: web-db\n", "    - name: web-db\n    - name: apps\n      namespace: flux-system\n"}}, det: HelmDependsOn,
+			id: "check.graph", verdict: gate.Fail, alone: true,
+			want: "apps/releases.yaml:53: [helm-depends-on] HelmRelease web/web depends on flux-system/apps, which is a Kustomization"},
+		{name: "chartRef source not rendered", ms: []mutation{{"apps/releases.yaml", "    name: web-chart\n  dependsOn", "    name: app-chart\n  dependsOn"}}, det: ChartSource,
+			id: "check.graph", verdict: gate.Fail, alone: true,
+			want: "apps/releases.yaml:41: [chart-source] HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which the environment does not render"},
+		{name: "chart template source not rendered", ms: []mutation{{"apps/releases.yaml", "        name: charts\n", "        name: other-charts\n"}}, det: ChartSource,
+			id: "check.graph", verdict: gate.Fail, alone: true,
+			want: "[chart-source] HelmRelease web/web-db reads its chart from HelmRepository/web/other-charts"},
+		{name: "chart and chartRef both set", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n", "  chart:\n    spec:\n      chart: app\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n  chartRef:\n"}}, det: ChartSource,
+			id: "check.graph", verdict: gate.Fail, alone: true,
+			want: "[chart-source] HelmRelease web/web: spec.chart and spec.chartRef are mutually exclusive"},
 		{name: "root applies another directory", ms: []mutation{{"clusters/dev/sync.yaml", "path: ./clusters/dev", "path: ./clusters/base"}}, det: Unreachable,
 			id: "check.graph", verdict: gate.Fail, alone: true,
 			want: "[unreachable] the root Kustomization flux-system/flux-system applies ./clusters/base, not the environment's directory clusters/dev"},

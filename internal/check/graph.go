@@ -51,22 +51,32 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 	for _, p := range g.Problems() {
 		switch {
 		case p.Kind == fluxgraph.CycleFound && o.on(Cycle):
-			fs = append(fs, finding{det: Cycle, loc: cycleLocation(env, p.CycleNodes),
-				what: fmt.Sprintf("dependsOn %v: none of these Kustomizations can ever become Ready", p.Cycle),
+			fs = append(fs, finding{det: Cycle, loc: nodeLocation(env, p.CycleNodes...),
+				what: fmt.Sprintf("dependsOn %v: none of these %ss can ever become Ready", p.Cycle, p.CycleNodes[0].KindName()),
 				fix:  "remove one dependsOn edge of the cycle"})
 		case p.Kind == fluxgraph.DanglingEdge && o.on(Dangling):
 			e := p.Edge
-			k := env.Kustomization(e.From.Namespace, e.From.Name)
-			fs = append(fs, finding{det: Dangling, loc: env.FindLine([]string{k.Location.File}, "", "name: "+e.To.Name),
-				what: fmt.Sprintf("Kustomization %s depends on %s, which the environment does not render: it waits forever (DependencyNotReady)", e.From, e.To),
-				fix:  fmt.Sprintf("remove the dependsOn entry, or render Kustomization %s", e.To)})
+			fs = append(fs, finding{det: Dangling, loc: env.FindLine(nodeFiles(env, e.From), "", "name: "+e.To.Name),
+				what: fmt.Sprintf("%s %s depends on %s, which the environment does not render: it waits forever (DependencyNotReady)", e.From.KindName(), e.From.Key(), e.To.Key()),
+				fix:  fmt.Sprintf("remove the dependsOn entry, or render %s %s", e.To.KindName(), e.To.Key())})
+		case p.Kind == fluxgraph.DependsOnKustomization && o.on(HelmDependsOn):
+			e := p.Edge
+			fs = append(fs, finding{det: HelmDependsOn, loc: env.FindLine(nodeFiles(env, e.From), "", "name: "+e.To.Name),
+				what: fmt.Sprintf("HelmRelease %s depends on %s, which is a Kustomization: helm-controller reads dependsOn as HelmReleases only (checkDependencies) and it waits forever", e.From.Key(), e.To.Key()),
+				fix:  helmDependsOnFix(g, e)})
+		case p.Kind == fluxgraph.InvalidChartSource && o.on(ChartSource):
+			fs = append(fs, finding{det: ChartSource, loc: nodeLocation(env, p.Node),
+				what: p.Err.Error(), fix: "set exactly one of spec.chart and spec.chartRef (chartRef kind OCIRepository, HelmChart or ExternalArtifact)"})
+		case p.Kind == fluxgraph.ChartSourceNotRendered && o.on(ChartSource):
+			fs = append(fs, finding{det: ChartSource, loc: nodeLocation(env, p.Node),
+				what: fmt.Sprintf("HelmRelease %s reads its chart from %s, which the environment does not render: helm-controller reports it not found and never installs", p.Node.Key(), p.Source),
+				fix:  fmt.Sprintf("render %s in a Kustomization the HelmRelease's applier depends on, or fix the reference", p.Source)})
 		}
 	}
 	if o.on(Unreachable) && root != nil {
 		for _, id := range g.NotAppliedByRoot {
-			k := env.Kustomization(id.Namespace, id.Name)
-			fs = append(fs, finding{det: Unreachable, loc: k.Location,
-				what: fmt.Sprintf("Kustomization %s is rendered by %s but no Kustomization reachable from the root %s applies it: bootstrap creates it once, nothing updates or prunes it", k.Ref(), path, rootRef),
+			fs = append(fs, finding{det: Unreachable, loc: nodeLocation(env, id),
+				what: fmt.Sprintf("%s %s is rendered by %s but no Kustomization reachable from the root %s applies it: bootstrap creates it once, nothing updates or prunes it", id.KindName(), id.Key(), path, rootRef),
 				fix:  fmt.Sprintf("make the root apply %s (spec.path ./%s), or move it under a path the root applies", path, path)})
 		}
 		for _, key := range slices.Sorted(maps.Keys(env.Data)) {
@@ -77,17 +87,54 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 			}
 		}
 	}
-	return ch.verdict(Graph, fs, fmt.Sprintf("root %s applies %s; %d Kustomization(s), no cycle, every dependsOn rendered, every node reachable from the root", rootRef, path, len(env.Kustomizations)))
+	return ch.verdict(Graph, fs, fmt.Sprintf("root %s applies %s; %d Kustomization(s), no cycle, every dependsOn rendered, every node reachable from the root", rootRef, path, len(env.Kustomizations))+helmSummary(env))
 }
 
-// cycleLocation points at the first Kustomization of the cycle.
-func cycleLocation(env *fluxrepo.Env, cycle []fluxgraph.NodeID) fluxrepo.Location {
-	if len(cycle) > 0 {
-		if k := env.Kustomization(cycle[0].Namespace, cycle[0].Name); k != nil {
-			return k.Location
+func helmSummary(env *fluxrepo.Env) string {
+	if len(env.HelmReleases) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d HelmRelease(s), each dependsOn a rendered HelmRelease, each chart source rendered", len(env.HelmReleases))
+}
+
+// helmDependsOnFix says how to order a HelmRelease after a Kustomization:
+// through the Kustomization that applies it.
+func helmDependsOnFix(g *fluxgraph.Graph, e fluxgraph.Edge) string {
+	fix := "remove the entry or depend on a HelmRelease instead"
+	by := g.Nodes[e.From].AppliedBy
+	switch {
+	case by == e.To:
+		return fix + fmt.Sprintf("; Kustomization %s applies %s, so it is already ordered after it", e.To, e.From.Key())
+	case by != (fluxgraph.NodeID{}):
+		return fix + fmt.Sprintf("; to order it after Kustomization %s, add dependsOn: [{name: %s, namespace: %s}] to Kustomization %s, which applies it", e.To, e.To.Name, e.To.Namespace, by)
+	}
+	return fix + fmt.Sprintf("; to order it after Kustomization %s, make the Kustomization that applies it depend on %s", e.To, e.To)
+}
+
+// nodeLocation is where the first of ids is declared.
+func nodeLocation(env *fluxrepo.Env, ids ...fluxgraph.NodeID) fluxrepo.Location {
+	if len(ids) == 0 {
+		return fluxrepo.Location{}
+	}
+	id := ids[0]
+	if id.IsHelmRelease() {
+		if hr := env.HelmRelease(id.Namespace, id.Name); hr != nil {
+			return hr.Location
 		}
+		return fluxrepo.Location{}
+	}
+	if k := env.Kustomization(id.Namespace, id.Name); k != nil {
+		return k.Location
 	}
 	return fluxrepo.Location{}
+}
+
+// nodeFiles is the file declaring id (nil when not known: all files).
+func nodeFiles(env *fluxrepo.Env, id fluxgraph.NodeID) []string {
+	if l := nodeLocation(env, id); l.File != "" {
+		return []string{l.File}
+	}
+	return nil
 }
 
 // checkRace is check.race/<ns>/<name>: a Kustomization substituting from an

@@ -9,20 +9,22 @@ import (
 
 // detectorText describes each detector for SARIF rules.
 var detectorText = map[Detector]string{
-	Undefined:   "undefined variable: strict post-build substitution fails the whole Kustomization",
-	DefaultOp:   "default-operator expansion that renders its default (or message) at reconcile time",
-	ParseError:  "expansion the controller's parser rejects: the whole Kustomization fails",
-	Literal:     "${…} that nothing substitutes: the literal ships",
-	KnobEnv:     "substituteFrom knob defined in one environment only",
-	KnobMissing: "substituteFrom object no Kustomization renders",
-	KnobUnused:  "substituteFrom knob nobody references",
-	Cycle:       "dependsOn cycle",
-	Dangling:    "dependsOn on a Kustomization the environment does not render",
-	Unreachable: "object not applied by any Kustomization reachable from the root",
-	RootWait:    "root Kustomization with wait: true",
-	NoRoot:      "environment without its own root Kustomization or GitRepository",
-	RaceDep:     "substitution race: substitutes from an object another Kustomization applies without depending on it",
-	Prune:       "prune: true Kustomization is the only declarer of a shared Namespace",
+	Undefined:     "undefined variable: strict post-build substitution fails the whole Kustomization",
+	DefaultOp:     "default-operator expansion that renders its default (or message) at reconcile time",
+	ParseError:    "expansion the controller's parser rejects: the whole Kustomization fails",
+	Literal:       "${…} that nothing substitutes: the literal ships",
+	KnobEnv:       "substituteFrom knob defined in one environment only",
+	KnobMissing:   "substituteFrom object no Kustomization renders",
+	KnobUnused:    "substituteFrom knob nobody references",
+	Cycle:         "dependsOn cycle",
+	Dangling:      "dependsOn on a Kustomization or HelmRelease the environment does not render",
+	Unreachable:   "object not applied by any Kustomization reachable from the root",
+	RootWait:      "root Kustomization with wait: true",
+	NoRoot:        "environment without its own root Kustomization or GitRepository",
+	RaceDep:       "substitution race: substitutes from an object another Kustomization applies without depending on it",
+	Prune:         "prune: true Kustomization is the only declarer of a shared Namespace",
+	HelmDependsOn: "HelmRelease dependsOn naming a Kustomization: helm-controller waits for HelmReleases only",
+	ChartSource:   "HelmRelease whose chart source is invalid or not rendered by the environment",
 }
 
 type sarifMessage struct {
@@ -57,7 +59,7 @@ type sarifResult struct {
 // notes) as a SARIF 2.1.0 log; file paths are relative to the repository.
 func WriteSARIF(w io.Writer, r *Result) error {
 	var rules []sarifRule
-	for _, d := range []Detector{Undefined, DefaultOp, ParseError, Literal, KnobEnv, KnobMissing, KnobUnused, Cycle, Dangling, Unreachable, RootWait, NoRoot, RaceDep, Prune} {
+	for _, d := range []Detector{Undefined, DefaultOp, ParseError, Literal, KnobEnv, KnobMissing, KnobUnused, Cycle, Dangling, Unreachable, RootWait, NoRoot, RaceDep, Prune, HelmDependsOn, ChartSource} {
 		rules = append(rules, sarifRule{ID: string(d), ShortDescription: sarifMessage{detectorText[d]}})
 	}
 	rules = append(rules, sarifRule{ID: "not-checked", ShortDescription: sarifMessage{"a gate that could not be checked (the run is incomplete)"}})

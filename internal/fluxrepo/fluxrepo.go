@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -149,6 +150,27 @@ type GitRepository struct {
 // Ref is namespace/name.
 func (g *GitRepository) Ref() string { return g.Namespace + "/" + g.Name }
 
+// HelmRelease is one HelmRelease the environment renders.
+type HelmRelease struct {
+	*helmv2.HelmRelease
+	Location Location
+	// AppliedBy is the Kustomization whose path renders it ("" as for
+	// Kustomization.AppliedBy).
+	AppliedBy string
+}
+
+// Ref is namespace/name.
+func (h *HelmRelease) Ref() string { return h.Namespace + "/" + h.Name }
+
+// Source is one Flux source object the environment renders (any kind of
+// the source API: GitRepository, OCIRepository, HelmRepository, Bucket,
+// HelmChart, ExternalArtifact).
+type Source struct {
+	Ref       fluxobj.Ref
+	Location  Location
+	AppliedBy string
+}
+
 // Data is a ConfigMap or Secret the environment renders: its keys (the
 // variables it defines when a Kustomization substitutes from it).
 type Data struct {
@@ -186,6 +208,11 @@ type Env struct {
 	// the order they were reached.
 	Kustomizations  []*Kustomization
 	GitRepositories []*GitRepository
+	// HelmReleases are every HelmRelease rendered, in the order reached;
+	// Sources every source object rendered, any kind (GitRepositories
+	// holds the GitRepositories typed).
+	HelmReleases []*HelmRelease
+	Sources      []*Source
 	// Data are the ConfigMaps and Secrets rendered, by DataKey. When several
 	// paths render the same object, the first one reached wins (noted).
 	Data map[string]*Data
@@ -212,6 +239,16 @@ func (e *Env) Kustomization(namespace, name string) *Kustomization {
 	for _, k := range e.Kustomizations {
 		if k.Namespace == namespace && k.Name == name {
 			return k
+		}
+	}
+	return nil
+}
+
+// HelmRelease finds a HelmRelease by namespace and name.
+func (e *Env) HelmRelease(namespace, name string) *HelmRelease {
+	for _, h := range e.HelmReleases {
+		if h.Namespace == namespace && h.Name == name {
+			return h
 		}
 	}
 	return nil

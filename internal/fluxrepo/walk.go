@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -229,6 +230,13 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 			if err := l.ingestGitRepository(r, ns, files, appliedBy); err != nil {
 				return nil, err
 			}
+			l.ingestSource(r, ns, files, appliedBy)
+		case fluxobj.IsSource(r.GetApiVersion(), kind):
+			l.ingestSource(r, ns, files, appliedBy)
+		case kind == fluxobj.HelmReleaseKind && fluxobj.InGroup(r.GetApiVersion(), fluxobj.HelmGroup):
+			if err := l.ingestHelmRelease(r, ns, files, appliedBy); err != nil {
+				return nil, err
+			}
 		case (kind == "ConfigMap" || kind == "Secret") && r.GetApiVersion() == "v1":
 			l.ingestData(r, ns, files, appliedBy)
 		}
@@ -275,6 +283,47 @@ func (l *loader) ingestGitRepository(r *resource.Resource, ns string, files []st
 	l.seen["G/"+ns+"/"+g.Name] = true
 	e.GitRepositories = append(e.GitRepositories, &GitRepository{GitRepository: g, Location: e.Locate(files, r.GetKind(), ns, g.Name), AppliedBy: appliedBy})
 	return nil
+}
+
+// ingestHelmRelease records the HelmRelease r (in namespace ns) unless an
+// earlier build rendered it already (then only its applier is claimed).
+func (l *loader) ingestHelmRelease(r *resource.Resource, ns string, files []string, appliedBy string) error {
+	e := l.env
+	hr := &helmv2.HelmRelease{}
+	if err := fromResource(r, hr); err != nil {
+		return gate.InputErrorf("HelmRelease %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+	}
+	hr.Namespace = ns
+	key := "H/" + ns + "/" + hr.Name
+	if l.seen[key] {
+		for _, old := range e.HelmReleases {
+			if old.Namespace == ns && old.Name == hr.Name {
+				claim(&old.AppliedBy, appliedBy)
+			}
+		}
+		return nil
+	}
+	l.seen[key] = true
+	e.HelmReleases = append(e.HelmReleases, &HelmRelease{HelmRelease: hr, Location: e.Locate(files, r.GetKind(), ns, hr.Name), AppliedBy: appliedBy})
+	return nil
+}
+
+// ingestSource records the source object r (any kind of the source API),
+// the first rendering only.
+func (l *loader) ingestSource(r *resource.Resource, ns string, files []string, appliedBy string) {
+	e := l.env
+	ref := fluxobj.Ref{Kind: r.GetKind(), Namespace: ns, Name: r.GetName()}
+	key := "S/" + ref.String()
+	if l.seen[key] {
+		for _, old := range e.Sources {
+			if old.Ref == ref {
+				claim(&old.AppliedBy, appliedBy)
+			}
+		}
+		return
+	}
+	l.seen[key] = true
+	e.Sources = append(e.Sources, &Source{Ref: ref, Location: e.Locate(files, r.GetKind(), ns, ref.Name), AppliedBy: appliedBy})
 }
 
 // ingestData records the ConfigMap or Secret r (in namespace ns); the first
