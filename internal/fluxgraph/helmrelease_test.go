@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	"github.com/fluxcd/pkg/apis/meta"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -51,7 +51,7 @@ func TestHelmReleaseNodes(t *testing.T) {
 			},
 			order: "flux-system/flux-system,flux-system/cni,flux-system/platform,HelmRelease/kube-system/cilium,HelmRelease/platform/cert-manager,HelmRelease/platform/issuers",
 			prereqs: map[string]string{
-				"HelmRelease/platform/issuers": "flux-system/platform,HelmRelease/platform/cert-manager,HelmRelease/kube-system/cilium",
+				"HelmRelease/platform/issuers":   "flux-system/platform,HelmRelease/platform/cert-manager,HelmRelease/kube-system/cilium",
 				"HelmRelease/kube-system/cilium": "flux-system/cni",
 				"flux-system/platform":           "flux-system/cni",
 			},
