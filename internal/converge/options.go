@@ -3,11 +3,14 @@ package converge
 import (
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	utilwait "k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/reconcile"
 )
 
@@ -17,6 +20,12 @@ type Options struct {
 	// (e.g. rootsync.Build's), so nodes not created yet are known. Nil: the
 	// graph is the live cluster's Kustomizations in Namespace.
 	Declared []*kustomizev1.Kustomization
+	// DeclaredHelmReleases are the environment's HelmReleases from the
+	// repository (DeclaredHelmReleases), labelled with the Kustomization
+	// that applies each as kustomize-controller will label them. With a
+	// live graph (Declared nil), the live HelmReleases the graph's
+	// Kustomizations applied are walked instead.
+	DeclaredHelmReleases []*helmv2.HelmRelease
 	// From names where Declared came from, for evidence ("clusters/dev").
 	From string
 	// Namespace defaults a Kustomization's namespace, and is the namespace
@@ -43,6 +52,26 @@ type Options struct {
 	// GraphFile, when set, receives the graph with verdicts: Mermaid
 	// (.md, .mmd) or DOT (.dot).
 	GraphFile string
+}
+
+// DeclaredHelmReleases are env's HelmReleases, each labelled with its
+// applier as kustomize-controller labels what it applies
+// (fluxgraph.AppliedByNameLabel): the graph reads the applier there, for
+// declared and live objects alike.
+func DeclaredHelmReleases(env *fluxrepo.Env) []*helmv2.HelmRelease {
+	out := make([]*helmv2.HelmRelease, 0, len(env.HelmReleases))
+	for _, h := range env.HelmReleases {
+		hr := h.HelmRelease.DeepCopy()
+		if by, ok := fluxgraph.ParseID(h.AppliedBy); ok {
+			if hr.Labels == nil {
+				hr.Labels = map[string]string{}
+			}
+			hr.Labels[fluxgraph.AppliedByNameLabel] = by.Name
+			hr.Labels[fluxgraph.AppliedByNamespaceLabel] = by.Namespace
+		}
+		out = append(out, hr)
+	}
+	return out
 }
 
 // DefaultOptions are the command's defaults.

@@ -7,11 +7,17 @@ import (
 	"strings"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
@@ -81,7 +87,11 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 	if from == "" {
 		from = "the repository"
 	}
-	p.g = fluxgraph.New(ks, p.o.Root, p.o.Namespace)
+	hrs, err := p.helmReleases(ctx, ks)
+	if err != nil {
+		return []gate.Check{GateGraph.Skip(err.Error())}, nil
+	}
+	p.g = fluxgraph.NewWithHelmReleases(ks, hrs, p.o.Root, p.o.Namespace)
 	live := p.o.Declared == nil && p.o.Select == nil
 	if _, rooted := p.g.Nodes[p.o.Root]; live && rooted && len(p.g.NotAfterRoot) > 0 {
 		// A live namespace may hold Kustomizations that are not this
@@ -96,12 +106,54 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 			}
 			keep = append(keep, k)
 		}
-		p.g = fluxgraph.New(keep, p.o.Root, p.o.Namespace)
+		p.g = fluxgraph.NewWithHelmReleases(keep, appliedBy(hrs, keep, p.o.Namespace), p.o.Root, p.o.Namespace)
 		c := GraphCheck(p.g, from)
 		c.Evidence = append(c.Evidence, fmt.Sprintf("not walked: %s (live Kustomizations the root %s does not lead to through dependsOn)", strings.Join(left, ", "), p.o.Root))
 		return []gate.Check{c}, nil
 	}
 	return []gate.Check{GraphCheck(p.g, from)}, nil
+}
+
+// helmReleases are the HelmReleases the walk proves with ks: the declared
+// ones, or, for a live graph, every live HelmRelease one of ks applied
+// (kustomize-controller's labels on it). A selection (Options.Select: a
+// sync's or a cutover's own Kustomizations) walks no HelmRelease. A
+// cluster without helm-controller's CRD has none.
+func (p *Phase) helmReleases(ctx context.Context, ks []*kustomizev1.Kustomization) ([]*helmv2.HelmRelease, error) {
+	if p.o.Select != nil {
+		return nil, nil
+	}
+	if p.o.Declared != nil {
+		return p.o.DeclaredHelmReleases, nil
+	}
+	var list helmv2.HelmReleaseList
+	if err := p.cl.Client.List(ctx, &list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("cannot list the live HelmReleases (%v): check the kubeconfig's permissions", err)
+	}
+	hrs := make([]*helmv2.HelmRelease, 0, len(list.Items))
+	for i := range list.Items {
+		hrs = append(hrs, &list.Items[i])
+	}
+	return appliedBy(hrs, ks, p.o.Namespace), nil
+}
+
+// appliedBy keeps the HelmReleases whose applier (kustomize-controller's
+// labels) is one of ks.
+func appliedBy(hrs []*helmv2.HelmRelease, ks []*kustomizev1.Kustomization, defaultNS string) []*helmv2.HelmRelease {
+	in := map[NodeID]bool{}
+	for _, k := range ks {
+		in[fluxgraph.ID(k, defaultNS)] = true
+	}
+	var out []*helmv2.HelmRelease
+	for _, hr := range hrs {
+		if in[fluxgraph.LabelledApplier(hr.GetLabels())] {
+			out = append(out, hr)
+		}
+	}
+	return out
 }
 
 // selected is what Options.Select keeps of ks, with every Kustomization
@@ -151,7 +203,8 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 
 	start := run.Now()
 	p.tr = NewTracker(p.g, start, p.o.Nudge, p.o.MaxNudges, p.o.Budget)
-	run.Progressf("converge: %d Kustomization(s), nudge %t, timeout %s", len(p.g.Nodes), p.o.Nudge, p.o.Timeout)
+	p.tr.AdditiveCEL = p.additiveCEL(ctx)
+	run.Progressf("converge: %s, nudge %t, timeout %s", p.count(), p.o.Nudge, p.o.Timeout)
 	p.walk(ctx, run, w, start)
 	p.elapsed = run.Now().Sub(start)
 	p.record(run)
@@ -210,7 +263,10 @@ func (p *Phase) walk(ctx context.Context, run *pipeline.Run, w *watches, start t
 // nudge asks a node to reconcile now (internal/reconcile: the one reconcile
 // request, transient API errors retried within ctx).
 func (p *Phase) nudge(ctx context.Context, n Nudge) error {
-	obj := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: n.ID.Namespace, Name: n.ID.Name}}
+	var obj client.Object = &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: n.ID.Namespace, Name: n.ID.Name}}
+	if n.ID.IsHelmRelease() {
+		obj = &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: n.ID.Namespace, Name: n.ID.Name}}
+	}
 	return reconcile.Request(ctx, p.cl.Client, obj, n.Token, p.o.Retry)
 }
 
@@ -226,4 +282,48 @@ func (p *Phase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
 		out = append(out, p.nodeCheck(ctx, id, true))
 	}
 	return out
+}
+
+// hasHelmReleases says the graph holds a HelmRelease.
+func (p *Phase) hasHelmReleases() bool {
+	return slices.ContainsFunc(p.g.IDs, NodeID.IsHelmRelease)
+}
+
+// count is the graph's size by kind, for progress lines.
+func (p *Phase) count() string {
+	hrs := 0
+	for _, id := range p.g.IDs {
+		if id.IsHelmRelease() {
+			hrs++
+		}
+	}
+	s := fmt.Sprintf("%d Kustomization(s)", len(p.g.IDs)-hrs)
+	if hrs > 0 {
+		s += fmt.Sprintf(", %d HelmRelease(s)", hrs)
+	}
+	return s
+}
+
+// additiveCEL reads helm-controller's AdditiveCELDependencyCheck gate from
+// its live Deployment (the args it runs with; off, its default, when the
+// Deployment or the flag is absent): how it reads a dependsOn readyExpr.
+func (p *Phase) additiveCEL(ctx context.Context) bool {
+	if !p.hasHelmReleases() {
+		return false
+	}
+	ns := p.o.Root.Namespace
+	if ns == "" {
+		ns = fluxobj.DefaultNamespace
+	}
+	var dep appsv1.Deployment
+	if err := p.cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helm-controller"}, &dep); err != nil {
+		return false
+	}
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		if c.Name == "manager" {
+			f, _ := patches.ParseArgs(c.Args)
+			return f.FeatureGates[fluxobj.AdditiveCELDependencyCheck]
+		}
+	}
+	return false
 }

@@ -88,7 +88,8 @@ func timelineText(tl Timeline) string {
 func (p *Phase) nodeCheck(ctx context.Context, id NodeID, events bool) gate.Check {
 	d := GateNode.Each(id.String())
 	st := p.tr.Status(id)
-	k, src := p.snap.Kustomizations[id], p.snap.source(p.g.Nodes[id].Source)
+	src := p.snap.source(p.g.Nodes[id].Source)
+	evidence := p.snap.evidence(id, src)
 	var tl Timeline
 	for _, t := range p.tr.Timelines() {
 		if t.ID == id {
@@ -100,29 +101,50 @@ func (p *Phase) nodeCheck(ctx context.Context, id NodeID, events bool) gate.Chec
 		return d.Pass(fmt.Sprintf("Ready at %s, the current revision of %s", st.Want, src.Ref), ev...)
 	}
 	if by := p.tr.doomedBy(id); by != nil {
-		return d.Skip(fmt.Sprintf("blocked by %s (converge gave up on it); not checked", *by), append(ev, Evidence(k, src)...)...)
+		return d.Skip(fmt.Sprintf("blocked by %s (converge gave up on it); not checked", *by), append(ev, evidence...)...)
 	}
 	if rc := p.tr.RootCause(id); rc != id {
-		return d.Skip(fmt.Sprintf("blocked by %s (%s); not checked", rc, p.tr.Status(rc).State), append(ev, Evidence(k, src)...)...)
+		return d.Skip(fmt.Sprintf("blocked by %s (%s); not checked", rc, p.tr.Status(rc).State), append(ev, evidence...)...)
 	}
-	ev = append(ev, Evidence(k, src)...)
+	ev = append(ev, evidence...)
 	if events {
 		ev = append(ev, p.warnings(ctx, id)...)
 	}
 	var msg string
 	switch {
-	case st.State == Terminal && k != nil && k.Spec.Suspend:
-		msg = fmt.Sprintf("%s is suspended: resume it (spec.suspend: false, or `flux resume kustomization %s -n %s`), or drop it from the environment", id, id.Name, id.Namespace)
+	case st.State == Terminal && p.snap.suspended(id):
+		msg = fmt.Sprintf("%s is suspended: %s", id, resumeHint(id))
 	case st.State == Terminal:
-		msg = fmt.Sprintf("%s: fix the Kustomization's spec in the repository: a stalled object is not retried", st.Why)
+		msg = fmt.Sprintf("%s: %s", st.Why, stalledHint(id))
 	case p.tr.GaveUp(id):
 		msg = fmt.Sprintf("%s (failed at %s after its retry budget): fix it in the repository and push", st.Why, orNone(st.Attempted))
 	case st.State == Pending:
-		msg = fmt.Sprintf("not created within %s: its dependencies converged, but no Kustomization %s exists: is it in what the root applies (and is the root at the revision you expect)?", p.o.Timeout, id)
+		msg = fmt.Sprintf("not created within %s: its dependencies converged, but no %s %s exists: %s", p.o.Timeout, id.KindName(), id.Key(), pendingHint(id))
 	default:
 		msg = fmt.Sprintf("not converged within %s: %s: %s", p.o.Timeout, st.State, st.Why)
 	}
 	return d.Fail(msg, ev...)
+}
+
+// resumeHint says how to resume a suspended node.
+func resumeHint(id NodeID) string {
+	return fmt.Sprintf("resume it (spec.suspend: false, or `flux resume %s %s -n %s`), or drop it from the environment", strings.ToLower(id.KindName()), id.Name, id.Namespace)
+}
+
+// stalledHint says what to do about a stalled node.
+func stalledHint(id NodeID) string {
+	if id.IsHelmRelease() {
+		return "fix the HelmRelease (its values, chart or remediation settings) in the repository: helm-controller does not retry a stalled release until its spec changes (or `flux reconcile helmrelease --reset`)"
+	}
+	return "fix the Kustomization's spec in the repository: a stalled object is not retried"
+}
+
+// pendingHint says where a missing node should have come from.
+func pendingHint(id NodeID) string {
+	if id.IsHelmRelease() {
+		return "is it in what its Kustomization applies, and did that Kustomization apply the revision you expect?"
+	}
+	return "is it in what the root applies (and is the root at the revision you expect)?"
 }
 
 // warnings are the node's most recent Warning events, for evidence.
@@ -131,7 +153,7 @@ func (p *Phase) warnings(ctx context.Context, id NodeID) []string {
 		return nil
 	}
 	list, err := p.cl.Clientset.CoreV1().Events(id.Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=Kustomization,involvedObject.name=" + id.Name + ",type=" + corev1.EventTypeWarning,
+		FieldSelector: "involvedObject.kind=" + id.KindName() + ",involvedObject.name=" + id.Name + ",type=" + corev1.EventTypeWarning,
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

@@ -50,6 +50,9 @@ type Source struct {
 	Ready bool
 	// Revision is its current artifact's revision ("" without an artifact).
 	Revision string
+	// Failed: its last reconcile failed (Ready=False while retrying, or
+	// Stalled), as opposed to not done yet.
+	Failed bool
 	// Desc describes its state for evidence.
 	Desc string
 }

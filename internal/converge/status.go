@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 )
@@ -54,7 +55,7 @@ func (p *StatusPhase) Do(ctx context.Context, run *pipeline.Run) error {
 
 // read is one snapshot from lists: no informer, no watch.
 func (p *StatusPhase) read(ctx context.Context) (Snapshot, error) {
-	s := Snapshot{Kustomizations: map[NodeID]*kustomizev1.Kustomization{}, Sources: map[SourceRef]Source{}}
+	s := Snapshot{Kustomizations: map[NodeID]*kustomizev1.Kustomization{}, HelmReleases: map[NodeID]*helmv2.HelmRelease{}, Sources: map[SourceRef]Source{}}
 	ns := p.watchNamespace()
 	ks := p.listed
 	if ks == nil {
@@ -72,26 +73,36 @@ func (p *StatusPhase) read(ctx context.Context) (Snapshot, error) {
 			s.Kustomizations[id] = k
 		}
 	}
-	byKind := map[string]map[string]any{}
-	for _, ref := range p.g.Sources() {
-		objs, ok := byKind[ref.Kind]
-		if !ok {
-			sk, err := fluxobj.KustomizationSourceKind(ref.Kind)
-			if err != nil {
-				s.Sources[ref] = Source{Ref: ref, Desc: err.Error()}
-				continue
-			}
-			list := sk.NewList()
-			if err := p.cl.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-				return s, fmt.Errorf("list %s: %w", ref.Kind, err)
-			}
-			objs = map[string]any{}
-			for _, o := range sk.Items(list) {
-				objs[o.GetNamespace()+"/"+o.GetName()] = o
-			}
-			byKind[ref.Kind] = objs
+	if p.hasHelmReleases() {
+		var list helmv2.HelmReleaseList
+		if err := p.cl.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return s, fmt.Errorf("list HelmReleases: %w", err)
 		}
-		s.Sources[ref] = SourceOf(ref, objs[ref.Namespace+"/"+ref.Name])
+		for i := range list.Items {
+			id := fluxgraph.HelmReleaseNodeID(&list.Items[i], "")
+			if _, ok := p.g.Nodes[id]; ok {
+				s.HelmReleases[id] = &list.Items[i]
+			}
+		}
+	}
+	sks, err := p.sourceKinds()
+	if err != nil {
+		return s, err
+	}
+	byKind := map[string]map[string]any{}
+	for _, sk := range sks {
+		list := sk.NewList()
+		if err := p.cl.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return s, fmt.Errorf("list %s: %w", sk.Kind, err)
+		}
+		objs := map[string]any{}
+		for _, o := range sk.Items(list) {
+			objs[o.GetNamespace()+"/"+o.GetName()] = o
+		}
+		byKind[sk.Kind] = objs
+	}
+	for _, ref := range p.g.Sources() {
+		s.Sources[ref] = SourceOf(ref, byKind[ref.Kind][ref.Namespace+"/"+ref.Name])
 	}
 	return s, nil
 }
@@ -115,20 +126,20 @@ func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
 func (p *StatusPhase) statusCheck(ctx context.Context, id NodeID) gate.Check {
 	d := GateNode.Each(id.String())
 	st := p.tr.Status(id)
-	k, src := p.snap.Kustomizations[id], p.snap.source(p.g.Nodes[id].Source)
-	ev := Evidence(k, src)
+	src := p.snap.source(p.g.Nodes[id].Source)
+	ev := p.snap.evidence(id, src)
 	switch st.State {
 	case Converged:
 		return d.Pass(fmt.Sprintf("converged: Ready at %s, the current revision of %s", st.Want, src.Ref), ev...)
 	case Failing:
 		return d.Fail(fmt.Sprintf("failing: %s (attempted %s): fix it in the repository and push", st.Why, orNone(st.Attempted)), append(ev, p.warnings(ctx, id)...)...)
 	case Terminal:
-		if k != nil && k.Spec.Suspend {
-			return d.Fail(fmt.Sprintf("suspended: resume it (spec.suspend: false, or `flux resume kustomization %s -n %s`), or drop it from the environment", id.Name, id.Namespace), ev...)
+		if p.snap.suspended(id) {
+			return d.Fail("suspended: "+resumeHint(id), ev...)
 		}
-		return d.Fail(st.Why+": fix the Kustomization's spec in the repository: a stalled object is not retried", append(ev, p.warnings(ctx, id)...)...)
+		return d.Fail(st.Why+": "+stalledHint(id), append(ev, p.warnings(ctx, id)...)...)
 	case Pending:
-		return d.Fail(fmt.Sprintf("missing: the environment declares %s, but the cluster has no such Kustomization: is it in what the root applies, and is the root at the revision you expect?", id), ev...)
+		return d.Fail(fmt.Sprintf("missing: the environment declares %s, but the cluster has no such %s: %s", id, id.KindName(), pendingHint(id)), ev...)
 	}
 	if rc := p.tr.RootCause(id); rc != id {
 		rs := p.tr.Status(rc)

@@ -1,20 +1,50 @@
 package converge
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 )
 
 // Snapshot is the live state the tracker evaluates: every node's
-// Kustomization (absent when not created) and every source.
+// Kustomization or HelmRelease (absent when not created) and every source.
 type Snapshot struct {
 	Kustomizations map[NodeID]*kustomizev1.Kustomization
+	HelmReleases   map[NodeID]*helmv2.HelmRelease
 	Sources        map[SourceRef]Source
+}
+
+// classify is the node's state by its kind's rules.
+func (s Snapshot) classify(id NodeID, src Source) Status {
+	if id.IsHelmRelease() {
+		return ClassifyHelmRelease(s.HelmReleases[id], src)
+	}
+	return Classify(s.Kustomizations[id], src)
+}
+
+// evidence is the node's live state by its kind.
+func (s Snapshot) evidence(id NodeID, src Source) []string {
+	if id.IsHelmRelease() {
+		return HelmReleaseEvidence(s.HelmReleases[id], src)
+	}
+	return Evidence(s.Kustomizations[id], src)
+}
+
+// suspended says the node's object is suspended.
+func (s Snapshot) suspended(id NodeID) bool {
+	if id.IsHelmRelease() {
+		hr := s.HelmReleases[id]
+		return hr != nil && hr.Spec.Suspend
+	}
+	k := s.Kustomizations[id]
+	return k != nil && k.Spec.Suspend
 }
 
 func (s Snapshot) source(ref SourceRef) Source {
@@ -79,15 +109,21 @@ type track struct {
 	nextRetry    time.Time
 	// gaveUp: the budget is spent (or the node is terminal).
 	gaveUp bool
-	// last is the live object at the last evaluation, src its source.
-	last *kustomizev1.Kustomization
-	src  Source
+	// src is its source at the last evaluation; ctrlReady says the
+	// controller's own dependency check passes (a HelmRelease:
+	// helm-controller's checkDependencies over the live dependencies).
+	src       Source
+	ctrlReady bool
 }
 
 // Tracker walks the graph: it classifies every node on every snapshot,
 // keeps each node's timeline, decides nudges and retries, and spends each
 // failing node's budget. It is pure: the runner feeds it snapshots.
 type Tracker struct {
+	// AdditiveCEL is helm-controller's AdditiveCELDependencyCheck gate
+	// (off by default): how it reads a dependsOn readyExpr.
+	AdditiveCEL bool
+
 	g          *fluxgraph.Graph
 	nudge      bool
 	maxNudges  int
@@ -110,9 +146,10 @@ func (t *Tracker) since(now time.Time) string {
 	return fmt.Sprintf("%6.1fs", now.Sub(t.start).Seconds())
 }
 
-// depsConverged says whether every direct dependency of id is converged.
+// depsConverged says whether every prerequisite of id (its dependencies
+// and a HelmRelease's applier) is converged.
 func (t *Tracker) depsConverged(id NodeID) bool {
-	for _, d := range t.g.Nodes[id].DependsOn {
+	for _, d := range t.g.Prereqs(id) {
 		if n, ok := t.nodes[d]; !ok || n.st.State != Converged {
 			return false
 		}
@@ -127,11 +164,10 @@ func (t *Tracker) Step(now time.Time, snap Snapshot) Step {
 	// Classify every node first, so dependency states are this snapshot's.
 	for _, id := range order {
 		n := t.nodes[id]
-		k := snap.Kustomizations[id]
 		n.src = snap.source(t.g.Nodes[id].Source)
-		n.last = k
 		prev := n.st
-		n.st = Classify(k, n.src)
+		n.st = snap.classify(id, n.src)
+		n.ctrlReady = t.controllerReady(id, snap)
 		if n.st.State != prev.State || n.changed.IsZero() {
 			n.changed = now
 			if n.st.State == Converged {
@@ -242,11 +278,11 @@ func (t *Tracker) nudgeStep(now time.Time, id NodeID, n *track, out *Step) {
 	if n.st.State != Blocked && n.st.State != Stale {
 		return
 	}
-	if !t.depsConverged(id) || !n.src.Ready || n.src.Revision == "" {
+	if !t.depsConverged(id) && !(n.ctrlReady && t.applierConverged(id)) || !n.src.Ready || n.src.Revision == "" {
 		return
 	}
 	why := "its source " + n.src.Ref.String() + " is at " + n.src.Revision
-	if deps := t.g.Nodes[id].DependsOn; len(deps) > 0 {
+	if deps := t.g.Prereqs(id); len(deps) > 0 {
 		latest := deps[0]
 		for _, d := range deps {
 			if t.nodes[d].converged.After(t.nodes[latest].converged) {
@@ -256,6 +292,33 @@ func (t *Tracker) nudgeStep(now time.Time, id NodeID, n *track, out *Step) {
 		why = latest.String() + " converged"
 	}
 	t.send(now, id, n, string(n.st.State)+", "+why, out)
+}
+
+// controllerReady is helm-controller's own dependency check for a
+// HelmRelease (fluxobj.HelmReleaseDependencyReady over the live
+// dependencies: a readyExpr may let it go before they converge); false for
+// a Kustomization, whose nudge waits for converged dependencies.
+func (t *Tracker) controllerReady(id NodeID, snap Snapshot) bool {
+	hr := snap.HelmReleases[id]
+	if !id.IsHelmRelease() || hr == nil || len(hr.Spec.DependsOn) == 0 {
+		return false
+	}
+	for i, ref := range hr.Spec.DependsOn {
+		dep := snap.HelmReleases[t.g.Nodes[id].DependsOn[i]]
+		ok, err := fluxobj.HelmReleaseDependencyReady(context.Background(), hr, dep, ref, t.AdditiveCEL)
+		if err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// applierConverged: a HelmRelease's applier, when the graph holds it, is
+// converged (the HelmRelease it applies is the one in the repository).
+func (t *Tracker) applierConverged(id NodeID) bool {
+	by := t.g.Nodes[id].AppliedBy
+	n, ok := t.nodes[by]
+	return !id.IsHelmRelease() || !ok || n.st.State == Converged
 }
 
 func (t *Tracker) send(now time.Time, id NodeID, n *track, why string, out *Step) {
@@ -309,7 +372,7 @@ func (t *Tracker) RootCause(id NodeID) NodeID {
 	for !seen[id] {
 		seen[id] = true
 		next := id
-		for _, d := range t.g.Nodes[id].DependsOn {
+		for _, d := range t.g.Prereqs(id) {
 			if n, ok := t.nodes[d]; ok && n.st.State != Converged {
 				next = d
 				break
@@ -391,7 +454,7 @@ func (t *Tracker) CriticalPath() []NodeID {
 	}
 	path := []NodeID{*last}
 	for cur := *last; ; {
-		deps := t.g.Nodes[cur].DependsOn
+		deps := t.g.Prereqs(cur)
 		if len(deps) == 0 {
 			break
 		}

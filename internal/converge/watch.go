@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,17 +59,15 @@ func (p *Phase) watch(ctx context.Context) (*watches, error) {
 		obj  client.Object
 	}
 	types := []typ{{"Kustomization", &kustomizev1.KustomizationList{}, &kustomizev1.Kustomization{}}}
-	seen := map[string]bool{}
-	for _, s := range p.g.Sources() {
-		if seen[s.Kind] {
-			continue
-		}
-		seen[s.Kind] = true
-		sk, err := fluxobj.KustomizationSourceKind(s.Kind)
-		if err != nil {
-			return nil, gate.InputErrorf("%s: %v", s, err)
-		}
-		types = append(types, typ{s.Kind, sk.NewList(), sk.New()})
+	if p.hasHelmReleases() {
+		types = append(types, typ{"HelmRelease", &helmv2.HelmReleaseList{}, &helmv2.HelmRelease{}})
+	}
+	sks, err := p.sourceKinds()
+	if err != nil {
+		return nil, err
+	}
+	for _, sk := range sks {
+		types = append(types, typ{sk.Kind, sk.NewList(), sk.New()})
 	}
 	for _, t := range types {
 		inf, err := set.add(ctx, t.list, t.obj)
@@ -84,6 +83,36 @@ func (p *Phase) watch(ctx context.Context) (*watches, error) {
 	}
 	w.get = func(key client.ObjectKey, obj client.Object) bool { return set.get(ctx, key, obj) }
 	return w, nil
+}
+
+// sourceKinds are the source kinds the graph reads, each once: a
+// Kustomization's by kustomize-controller's rule (an input error for a kind
+// it does not read), a HelmRelease's any source kind with an artifact
+// (fluxobj.HelmReleaseSource already held it to helm-controller's kinds).
+func (p *Phase) sourceKinds() ([]fluxobj.SourceKind, error) {
+	var out []fluxobj.SourceKind
+	seen := map[string]bool{}
+	for _, id := range p.g.IDs {
+		s := p.g.Nodes[id].Source
+		if s.Kind == "" || seen[s.Kind] {
+			continue
+		}
+		var sk fluxobj.SourceKind
+		if id.IsHelmRelease() {
+			var ok bool
+			if sk, ok = fluxobj.Source(s.Kind); !ok {
+				return nil, gate.InputErrorf("%s: chart source kind %s has no artifact", id, s.Kind)
+			}
+		} else {
+			var err error
+			if sk, err = fluxobj.KustomizationSourceKind(s.Kind); err != nil {
+				return nil, gate.InputErrorf("%s: %v", s, err)
+			}
+		}
+		seen[s.Kind] = true
+		out = append(out, sk)
+	}
+	return out, nil
 }
 
 // informers are controller-runtime's cache on the cluster's REST config,
@@ -188,17 +217,24 @@ type artifactSource interface {
 }
 
 func (p *Phase) snapshot(w *watches) Snapshot {
-	s := Snapshot{Kustomizations: map[NodeID]*kustomizev1.Kustomization{}, Sources: map[SourceRef]Source{}}
+	s := Snapshot{Kustomizations: map[NodeID]*kustomizev1.Kustomization{}, HelmReleases: map[NodeID]*helmv2.HelmRelease{}, Sources: map[SourceRef]Source{}}
 	for _, id := range p.g.IDs {
+		key := client.ObjectKey{Namespace: id.Namespace, Name: id.Name}
+		if id.IsHelmRelease() {
+			if hr := (&helmv2.HelmRelease{}); w.get(key, hr) {
+				s.HelmReleases[id] = hr
+			}
+			continue
+		}
 		k := &kustomizev1.Kustomization{}
-		if w.get(client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, k) {
+		if w.get(key, k) {
 			s.Kustomizations[id] = k
 		}
 	}
 	for _, ref := range p.g.Sources() {
 		var obj any
 		// watch made an informer for every source kind the graph reads.
-		sk, _ := fluxobj.KustomizationSourceKind(ref.Kind)
+		sk, _ := fluxobj.Source(ref.Kind)
 		if o := sk.New(); w.get(client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, o) {
 			obj = o
 		}
@@ -213,6 +249,7 @@ func SourceOf(ref SourceRef, o any) Source {
 	if as, ok := o.(artifactSource); ok {
 		src.Found = true
 		src.Ready, src.Desc = fluxobj.Ready(as)
+		src.Failed = fluxobj.Failed(as)
 		if src.Revision = fluxobj.ArtifactRevision(as); src.Revision != "" {
 			src.Desc += "; artifact " + src.Revision
 		} else {

@@ -257,6 +257,7 @@ func Declare(o *converge.Options, r *rootsync.Render) {
 	for _, k := range r.Env.Kustomizations {
 		o.Declared = append(o.Declared, k.Kustomization)
 	}
+	o.DeclaredHelmReleases = converge.DeclaredHelmReleases(r.Env)
 	if err := r.Env.Err(); err != nil {
 		o.From += fmt.Sprintf(" (what the Kustomizations whose path did not build apply is not in it: %v)", err)
 	}

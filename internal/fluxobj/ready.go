@@ -63,6 +63,21 @@ func Ready(o Object) (bool, string) {
 	return true, desc
 }
 
+// Failed says o's last reconcile failed, as opposed to not having ended:
+// Stalled, or Ready=False at its generation while Reconciling is absent or
+// says the controller retries (fluxcd/pkg/runtime's summarize:
+// ProgressingWithRetry marks a failure the controller will retry).
+func Failed(o Object) bool {
+	if conditions.IsStalled(o) {
+		return true
+	}
+	c := conditions.Get(o, meta.ReadyCondition)
+	if c == nil || c.Status != metav1.ConditionFalse || c.ObservedGeneration != o.GetGeneration() {
+		return false
+	}
+	return !conditions.IsReconciling(o) || conditions.GetReason(o, meta.ReconcilingCondition) == meta.ProgressingWithRetryReason
+}
+
 // ObservedGeneration is o's status.observedGeneration; false for a kind
 // that records none (ExternalArtifact, an object of another API).
 func ObservedGeneration(o Object) (int64, bool) {

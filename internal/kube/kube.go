@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/ssa"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -95,7 +96,7 @@ func ClusterFlags() *genericclioptions.ConfigFlags {
 // Scheme knows the core types, CRDs and Flux's source and kustomize APIs.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
