@@ -63,7 +63,8 @@ func GraphFormatOK(path string) bool {
 var verdictColor = map[gate.Verdict]string{gate.Pass: "#c8e6c9", gate.Fail: "#ffcdd2", gate.Skip: "#e0e0e0", gate.Warn: "#fff9c4"}
 
 // WriteMermaid writes a Mermaid flowchart: an arrow from each dependency to
-// its dependent, each node labelled with its verdict.
+// its dependent, a dotted one from a HelmRelease's applier to it, each node
+// labelled with its verdict.
 func WriteMermaid(w io.Writer, g *fluxgraph.Graph, v map[NodeID]NodeVerdict) error {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
@@ -80,6 +81,10 @@ func WriteMermaid(w io.Writer, g *fluxgraph.Graph, v map[NodeID]NodeVerdict) err
 			if _, ok := idx[d]; ok {
 				fmt.Fprintf(&b, "  %s --> %s\n", idx[d], idx[id])
 			}
+		}
+		// A HelmRelease's applier orders it too: dotted, "applies".
+		if by := g.Nodes[id].AppliedBy; id.IsHelmRelease() && idx[by] != "" {
+			fmt.Fprintf(&b, "  %s -. applies .-> %s\n", idx[by], idx[id])
 		}
 	}
 	for _, vd := range []gate.Verdict{gate.Pass, gate.Fail, gate.Skip, gate.Warn} {
@@ -106,6 +111,9 @@ func WriteDOT(w io.Writer, g *fluxgraph.Graph, v map[NodeID]NodeVerdict) error {
 	for _, id := range g.InOrder() {
 		for _, d := range g.Nodes[id].DependsOn {
 			fmt.Fprintf(&b, "  %q -> %q;\n", d.String(), id.String())
+		}
+		if by := g.Nodes[id].AppliedBy; id.IsHelmRelease() && g.Nodes[by] != nil {
+			fmt.Fprintf(&b, "  %q -> %q [style=dashed, label=\"applies\"];\n", by.String(), id.String())
 		}
 	}
 	b.WriteString("}\n")
