@@ -19,9 +19,10 @@ func newConvergeCommand(a *app) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "converge",
-		Short: "Wait until every Kustomization is Ready at its source's revision (step 4), nudging dependents",
+		Short: "Wait until every Kustomization and HelmRelease is Ready at its source's revision (step 4), nudging dependents",
 		Long: `Walks the environment's dependsOn graph until every Flux Kustomization is Ready at its
-generation and has applied its own source's current artifact revision. The graph comes from the
+generation and has applied its own source's current artifact revision, and every HelmRelease is
+Ready at its generation with its newest Helm release made from the chart its source serves now. The graph comes from the
 repository (--env or --path: Kustomizations not created yet are known) or from the live cluster.
 
 Before: converge.graph (acyclic, every dependsOn target exists, every node reachable from the
