@@ -40,11 +40,18 @@ func TestLoadClean(t *testing.T) {
 		t.Fatalf("kustomizations:\n%s\nwant:\n%s", strings.Join(refs, "\n"), strings.Join(want, "\n"))
 	}
 	apps := e.Kustomization("flux-system", "apps")
-	if len(apps.Resources) != 2 || strings.Join(apps.Files, ",") != "apps/namespace.yaml,apps/web.yaml" {
+	if len(apps.Resources) != 6 || strings.Join(apps.Files, ",") != "apps/namespace.yaml,apps/releases.yaml,apps/web.yaml" {
 		t.Fatalf("apps (generated kustomization): %d resources, files %v", len(apps.Resources), apps.Files)
 	}
+	// The HelmReleases and chart sources the apps tier applies, each with its applier.
+	if hr := e.HelmRelease("web", "web"); hr == nil || hr.AppliedBy != "flux-system/apps" || hr.Location.File != "apps/releases.yaml" {
+		t.Fatalf("HelmRelease web/web: %+v", hr)
+	}
+	if hr := e.HelmRelease("web", "web-db"); hr == nil || hr.AppliedBy != "flux-system/apps" {
+		t.Fatalf("HelmRelease web/web-db: %+v", hr)
+	}
 	// Unsubstituted.
-	y, _ := apps.Resources[1].AsYAML()
+	y, _ := apps.Resources[5].AsYAML()
 	if !strings.Contains(string(y), "${domain}") {
 		t.Fatalf("apps objects are substituted:\n%s", y)
 	}
@@ -56,7 +63,7 @@ func TestLoadClean(t *testing.T) {
 	if s == nil || !s.Encrypted || s.Values["dbPassword"] != "<encrypted>" {
 		t.Fatalf("sops secret: %+v", s)
 	}
-	if l := e.FindLine(apps.Files, "", "${domain}"); l.String() != "apps/web.yaml:7" {
+	if l := e.FindLine(apps.Files, "", "${domain}"); l.String() != "apps/releases.yaml:54" {
 		t.Fatalf("FindLine: %s", l)
 	}
 	// The repository itself is untouched (no generated kustomization.yaml).
