@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -140,4 +141,57 @@ func writePEM(path, typ string, der []byte) error {
 		return fmt.Errorf("pki: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// IssueServing signs a loopback serving certificate for name with the
+// sandbox CA and writes it as <name>.crt and <name>.key into the PKI's
+// directory: components beside the API server (the chart registry) are
+// trusted through the same CA a cluster's sources are given.
+func (p *PKI) IssueServing(name string) (certFile, keyFile string, err error) {
+	ca, err := loadKeyPair(p.CACert, p.CAKey)
+	if err != nil {
+		return "", "", err
+	}
+	now := time.Now().Add(-time.Hour)
+	kp, err := newCert(ca, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: name},
+		NotBefore:   now,
+		NotAfter:    now.Add(10 * 24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+	})
+	if err != nil {
+		return "", "", err
+	}
+	dir := filepath.Dir(p.CACert)
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := writePEM(certFile, "CERTIFICATE", kp.cert.Raw); err != nil {
+		return "", "", err
+	}
+	der, err := x509.MarshalECPrivateKey(kp.key)
+	if err != nil {
+		return "", "", fmt.Errorf("pki: %w", err)
+	}
+	if err := writePEM(keyFile, "EC PRIVATE KEY", der); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
+}
+
+func loadKeyPair(certFile, keyFile string) (*keyPair, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("pki: load %s: %w", certFile, err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("pki: parse %s: %w", certFile, err)
+	}
+	key, ok := pair.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("pki: %s is not an ECDSA key", keyFile)
+	}
+	return &keyPair{cert: cert, key: key}, nil
 }
