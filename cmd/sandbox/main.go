@@ -167,6 +167,7 @@ func serve(state, bin, versions string) error {
 		BinaryVersions: map[string]string{
 			sandbox.BinSourceController:    vers["SOURCE_CONTROLLER_VERSION"],
 			sandbox.BinKustomizeController: vers["KUSTOMIZE_CONTROLLER_VERSION"],
+			sandbox.BinHelmController:      vers["HELM_CONTROLLER_VERSION"],
 		},
 	})
 	if err != nil {
@@ -180,7 +181,7 @@ func serve(state, bin, versions string) error {
 	}
 	_ = os.WriteFile(filepath.Join(state, "pids"), []byte(strings.Join(pids, "\n")+"\n"), 0o644)
 	ready := fmt.Sprintf("sandbox up: API %s ready after %s, node ready after %s\n"+
-		"  export KUBECONFIG=%s\n  logs: %s\n  Flux controllers (source, kustomize) start when their Deployments exist in flux-system.\n  stop: make sandbox-down\n",
+		"  export KUBECONFIG=%s\n  logs: %s\n  Flux controllers (source, kustomize, helm) start when their Deployments exist in flux-system.\n  stop: make sandbox-down\n",
 		sb.APIServerURL, sb.Timings.APIReady.Round(time.Millisecond), sb.Timings.NodeReady.Round(time.Millisecond), sb.KubeconfigPath, sb.LogDir)
 	if err := os.WriteFile(filepath.Join(state, "ready"), []byte(ready), 0o644); err != nil {
 		return err

@@ -44,6 +44,7 @@ const (
 	BinKwok                = "kwok"
 	BinSourceController    = "source-controller"
 	BinKustomizeController = "kustomize-controller"
+	BinHelmController      = "helm-controller"
 )
 
 // ControlPlaneBinaries are the binaries Start needs.

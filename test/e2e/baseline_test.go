@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/ssa"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -78,6 +80,20 @@ func removeFixtures(ctx context.Context) error {
 	for _, o := range []client.Object{&kustomizev1.Kustomization{}, &sourcev1.GitRepository{}} {
 		if err := suite.client.DeleteAllOf(ctx, o, client.InNamespace(fluxNS)); err != nil && !apierrors.IsNotFound(err) {
 			return err
+		}
+	}
+	// HelmReleases and chart sources live in their apps' namespaces; the
+	// Kustomizations' prune removes them, but one left behind by a failed
+	// test must not reach the next bring-up.
+	var nss corev1.NamespaceList
+	if err := suite.client.List(ctx, &nss); err != nil {
+		return err
+	}
+	for _, ns := range nss.Items {
+		for _, o := range []client.Object{&helmv2.HelmRelease{}, &sourcev1.OCIRepository{}, &sourcev1.HelmRepository{}} {
+			if err := suite.client.DeleteAllOf(ctx, o, client.InNamespace(ns.Name)); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+				return err
+			}
 		}
 	}
 	for _, o := range []client.Object{

@@ -208,7 +208,7 @@ func testRunnerStarted(t *testing.T) {
 	for _, u := range suite.runner.Unsupported() {
 		unsupported = append(unsupported, u.Deployment)
 	}
-	for _, want := range []string{"helm-controller", "notification-controller"} {
+	for _, want := range []string{"notification-controller"} {
 		if !slices.Contains(unsupported, want) {
 			t.Errorf("unsupported controllers reported: %v, lacks %s", unsupported, want)
 		}

@@ -30,11 +30,13 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
 	"github.com/homelab-ops/bootstrap/internal/sandbox"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/registry"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 )
@@ -58,6 +60,9 @@ type env struct {
 	client client.WithWatch
 	cs     kubernetes.Interface
 	git    *gitserver.Server
+	// registry serves charts (OCI and a Helm repository) over TLS, trusted
+	// through the sandbox CA; set when envOptions.registry asks for it.
+	registry *registry.Registry
 	// runner is the current controller runner; tests may swap it
 	// (the negative control runs one that ignores Deployment args, and
 	// ignoreArgs says so until the next startRunner).
@@ -75,6 +80,8 @@ type env struct {
 type envOptions struct {
 	runner bool // a controller runner that follows the Deployments' args
 	git    bool // a Git server of its own
+	// registry: a chart registry of its own (OCI and Helm repository)
+	registry bool
 }
 
 var suite *env
@@ -139,7 +146,7 @@ func setup() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startEnv(ctx, cfg, "suite", work, envOptions{runner: true, git: true})
+	return startEnv(ctx, cfg, "suite", work, envOptions{runner: true, git: true, registry: true})
 }
 
 // startEnv starts a sandbox in work, with what o asks for; on an error it
@@ -163,7 +170,7 @@ func startEnv(ctx context.Context, cfg envConfig, name, work string, o envOption
 // connect makes the clients, then starts what o asks for.
 func (e *env) connect(o envOptions) error {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}
@@ -177,6 +184,11 @@ func (e *env) connect(o envOptions) error {
 	}
 	if o.git {
 		if e.git, err = gitserver.Start(filepath.Join(e.sb.WorkDir, "git"), ""); err != nil {
+			return err
+		}
+	}
+	if o.registry {
+		if e.registry, err = registry.Start(e.sb.PKI, filepath.Join(e.sb.WorkDir, "registry")); err != nil {
 			return err
 		}
 	}
@@ -197,6 +209,7 @@ func (e *env) startRunner(ignoreArgs bool) error {
 		BinaryVersions: map[string]string{
 			sandbox.BinSourceController:    e.versions["SOURCE_CONTROLLER_VERSION"],
 			sandbox.BinKustomizeController: e.versions["KUSTOMIZE_CONTROLLER_VERSION"],
+			sandbox.BinHelmController:      e.versions["HELM_CONTROLLER_VERSION"],
 		},
 		StoragePort:          e.storagePort,
 		IgnoreDeploymentArgs: ignoreArgs,
@@ -248,6 +261,10 @@ func (e *env) teardown() {
 	if e.git != nil {
 		_ = e.git.Close()
 		e.git = nil
+	}
+	if e.registry != nil {
+		_ = e.registry.Close()
+		e.registry = nil
 	}
 	if e.sb != nil {
 		e.track()

@@ -37,7 +37,7 @@ type Config struct {
 	RESTConfig *rest.Config
 	// APIServerURL and CAFile go into each controller's kubeconfig.
 	APIServerURL, CAFile string
-	// BinDir holds source-controller and kustomize-controller.
+	// BinDir holds source-controller, kustomize-controller and helm-controller.
 	BinDir string
 	// BinaryVersions maps controller name to the version its binary was built from.
 	BinaryVersions map[string]string
@@ -60,7 +60,7 @@ type Config struct {
 }
 
 // Runnable lists the controllers the sandbox has binaries for.
-var Runnable = []string{sandbox.BinSourceController, sandbox.BinKustomizeController}
+var Runnable = []string{sandbox.BinSourceController, sandbox.BinKustomizeController, sandbox.BinHelmController}
 
 // Instance is a running (or last-run) controller.
 type Instance struct {
