@@ -129,7 +129,7 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 			return nil, err
 		}
 		flow.Declare(&co, render)
-		phases = append(phases, agekey.NewVerifyPhase(agekey.Options{Repo: repo, Path: path, Namespace: ns, SecretName: sf.secretName, Env: render.Env},
+		phases = append(phases, agekey.NewVerifyPhase(agekey.Options{Repo: repo, Path: path, Namespace: ns, SecretName: sf.secretName, Env: render.Env, IfNeeded: true},
 			func() (client.Client, *ssa.ResourceManager, error) {
 				cl, err := connect()
 				if err != nil {

@@ -2,6 +2,7 @@ package agekey_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,4 +149,32 @@ func Install(ctx context.Context, r *gate.Report, in Input, o Options, connect C
 // Verify runs the verify phase alone into r (what `bootstrap age-key verify` does).
 func Verify(ctx context.Context, r *gate.Report, o Options, connect Connect) error {
 	return pipeline.Execute(ctx, &pipeline.Run{Report: r}, NewVerifyPhase(o, connect))
+}
+
+// status asks for the Secret only where the environment needs it; `age-key
+// verify` always does, and an environment with SOPS files always needs it.
+func TestVerifyIfNeeded(t *testing.T) {
+	isolate(t)
+	f := newFixture(t, nil)
+	for _, c := range []struct {
+		name, repo string
+		ifNeeded   bool
+		want       gate.Verdict
+	}{
+		{"status, nothing decrypts", filepath.Join("..", "..", "testdata", "helm"), true, gate.Pass},
+		{"verify, nothing decrypts", filepath.Join("..", "..", "testdata", "helm"), false, gate.Fail},
+		{"status, SOPS files", f.repo, true, gate.Fail},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl, rm := fakeCluster(t)
+			r := gate.NewReport("status")
+			o := Options{Repo: c.repo, Path: "clusters/dev", IfNeeded: c.ifNeeded}
+			if err := Verify(context.Background(), r, o, func() (client.Client, *ssa.ResourceManager, error) { return cl, rm, nil }); err != nil {
+				t.Fatal(err)
+			}
+			if ck := find(t, r.Checks, "age-key.secret"); ck.Verdict != c.want {
+				t.Fatalf("age-key.secret: %s %s, want %s", ck.Verdict, ck.Message, c.want)
+			}
+		})
+	}
 }

@@ -37,6 +37,16 @@ func GraphCheck(g *fluxgraph.Graph, from string) gate.Check {
 		depth = max(depth, l+1)
 	}
 	ev := append([]string{"graph from " + from}, g.Describe()...)
-	return GateGraph.Pass(fmt.Sprintf("%d Kustomization(s) over %d level(s) of dependsOn, %d source(s), acyclic, every target present, all reachable from %s",
-		len(g.Nodes), depth, len(g.Sources()), g.Root), ev...)
+	hrs := 0
+	for id := range g.Nodes {
+		if id.IsHelmRelease() {
+			hrs++
+		}
+	}
+	nodes := fmt.Sprintf("%d Kustomization(s)", len(g.Nodes)-hrs)
+	if hrs > 0 {
+		nodes += fmt.Sprintf(" and %d HelmRelease(s)", hrs)
+	}
+	return GateGraph.Pass(fmt.Sprintf("%s over %d level(s) of dependsOn, %d source(s), acyclic, every target present, all reachable from %s",
+		nodes, depth, len(g.Sources()), g.Root), ev...)
 }

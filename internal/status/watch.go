@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -69,24 +70,34 @@ func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(ca
 		list client.ObjectList
 		obj  client.Object
 		sel  fields.Selector
+		// all: every namespace. HelmReleases and their chart sources live
+		// in their applications' namespaces, not Flux's.
+		all bool
 	}
 	ws := []watched{
-		{"Deployment", &appsv1.DeploymentList{}, &appsv1.Deployment{}, nil},
-		{"ReplicaSet", &appsv1.ReplicaSetList{}, &appsv1.ReplicaSet{}, nil},
-		{"Pod", &corev1.PodList{}, &corev1.Pod{}, nil},
-		{"Kustomization", &kustomizev1.KustomizationList{}, &kustomizev1.Kustomization{}, nil},
-		{"GitRepository", &sourcev1.GitRepositoryList{}, &sourcev1.GitRepository{}, nil},
-		{"OCIRepository", &sourcev1.OCIRepositoryList{}, &sourcev1.OCIRepository{}, nil},
-		{"Bucket", &sourcev1.BucketList{}, &sourcev1.Bucket{}, nil},
+		{"Deployment", &appsv1.DeploymentList{}, &appsv1.Deployment{}, nil, false},
+		{"ReplicaSet", &appsv1.ReplicaSetList{}, &appsv1.ReplicaSet{}, nil, false},
+		{"Pod", &corev1.PodList{}, &corev1.Pod{}, nil, false},
+		{"Kustomization", &kustomizev1.KustomizationList{}, &kustomizev1.Kustomization{}, nil, false},
+		{"GitRepository", &sourcev1.GitRepositoryList{}, &sourcev1.GitRepository{}, nil, false},
+		{"Bucket", &sourcev1.BucketList{}, &sourcev1.Bucket{}, nil, false},
+		{"OCIRepository", &sourcev1.OCIRepositoryList{}, &sourcev1.OCIRepository{}, nil, true},
+		{"HelmRepository", &sourcev1.HelmRepositoryList{}, &sourcev1.HelmRepository{}, nil, true},
+		{"HelmChart", &sourcev1.HelmChartList{}, &sourcev1.HelmChart{}, nil, true},
+		{"HelmRelease", &helmv2.HelmReleaseList{}, &helmv2.HelmRelease{}, nil, true},
 	}
 	if o.Secret != "" {
-		ws = append(ws, watched{"Secret", &corev1.SecretList{}, &corev1.Secret{}, fields.OneTermEqualSelector("metadata.name", o.Secret)})
+		ws = append(ws, watched{"Secret", &corev1.SecretList{}, &corev1.Secret{}, fields.OneTermEqualSelector("metadata.name", o.Secret), false})
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var synced []cache.InformerSynced
 	for _, w := range ws {
-		inf := informer(c, o.Namespace, w.list, w.obj, w.sel)
+		ns := o.Namespace
+		if w.all {
+			ns = metav1.NamespaceAll
+		}
+		inf := informer(c, ns, w.list, w.obj, w.sel)
 		kind, sel := w.kind, w.sel
 		h := func(obj any) {
 			// The field selector narrows the watch on the API server; what

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,6 +92,13 @@ func TestWatch(t *testing.T) {
 	if c := next("the age-key Secret"); c != "Secret flux-system/sops-age" {
 		t.Errorf("cause %q, want the age-key Secret (another Secret is not watched)", c)
 	}
+	// A HelmRelease lives in its application's namespace, not Flux's.
+	if err := c.Create(ctx, &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := next("a HelmRelease in another namespace"); c != "HelmRelease apps/web" {
+		t.Errorf("cause %q, want the HelmRelease", c)
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -102,8 +110,8 @@ func TestWatch(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(causes) != 4 {
-		t.Errorf("%d evaluations %q, want 4", len(causes), causes)
+	if len(causes) != 5 {
+		t.Errorf("%d evaluations %q, want 5", len(causes), causes)
 	}
 }
 
