@@ -9,6 +9,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/ssa"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -201,7 +202,32 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		run.Report.Add(GateApplied.Fail(err.Error()))
 		return nil
 	}
-	run.Report.Add(GateApplied.Passf("%d object(s) server-side applied from %s", len(applied), r.Options.Path))
+	// What this apply wrote, kustomize-controller owns from now on (see
+	// apply.HandOver): the root's next revision removes what Git removed.
+	changed := map[string]bool{}
+	for _, a := range applied {
+		if a.Action == string(ssa.CreatedAction) || a.Action == string(ssa.ConfiguredAction) {
+			changed[a.Object] = true
+		}
+	}
+	var handed []*unstructured.Unstructured
+	for _, o := range r.Objects {
+		if changed[apply.ID(o)] {
+			handed = append(handed, o)
+		}
+	}
+	n, err := apply.HandOver(ctx, p.cl.Client, handed, func(live *unstructured.Unstructured) bool {
+		return live.GetAnnotations()[ReconcileAnnotation] == ReconcileDisabled
+	})
+	if err != nil {
+		run.Report.Add(GateApplied.Fail(fmt.Sprintf("%d object(s) applied from %s, but %v: fields removed from Git later would stay in the cluster; re-run the sync", len(applied), r.Options.Path, err)))
+		return nil
+	}
+	msg := fmt.Sprintf("%d object(s) server-side applied from %s", len(applied), r.Options.Path)
+	if n > 0 {
+		msg += fmt.Sprintf("; the fields of %d written now handed to kustomize-controller's field manager, as it takes kubectl's", n)
+	}
+	run.Report.Add(GateApplied.Pass(msg))
 	return nil
 }
 
