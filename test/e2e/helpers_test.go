@@ -37,7 +37,7 @@ var (
 
 // bootstrapCLI builds ./cmd/bootstrap once per suite: the render contract
 // with the product is its command line.
-func bootstrapCLI(t *testing.T) string {
+func bootstrapCLI(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "bootstrap-e2e-cli-")
@@ -135,6 +135,7 @@ type cliReport struct {
 		Action   string
 		Restarts bool
 	}
+	Facts map[string]string
 }
 
 // check is "verdict: message" of the check id, or "missing".
@@ -149,7 +150,7 @@ func (r cliReport) check(id string) string {
 
 // runJSON runs a prepared `bootstrap … -o json` command and fails the test
 // unless stdout is one JSON report whose exitCode is the process's.
-func runJSON(t *testing.T, cmd *exec.Cmd) (code int, stdout, stderr string, r cliReport) {
+func runJSON(t testing.TB, cmd *exec.Cmd) (code int, stdout, stderr string, r cliReport) {
 	t.Helper()
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +44,9 @@ type syncRun struct {
 	code           int
 	stdout, stderr string
 	report         syncReport
+	// maxRSSMiB is the process's peak resident set (getrusage), for the
+	// memory budgets the benchmarks report.
+	maxRSSMiB float64
 }
 
 func (r syncRun) String() string {
@@ -60,11 +64,15 @@ func (r syncRun) String() string {
 }
 
 // bootstrapJSON runs the CLI with -o json against the sandbox.
-func bootstrapJSON(t *testing.T, args ...string) syncRun {
+func bootstrapJSON(t testing.TB, args ...string) syncRun {
 	t.Helper()
 	full := append(append([]string{}, args...), "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)
 	var r syncRun
-	r.code, r.stdout, r.stderr, r.report = runJSON(t, exec.Command(bootstrapCLI(t), full...))
+	cmd := exec.Command(bootstrapCLI(t), full...)
+	r.code, r.stdout, r.stderr, r.report = runJSON(t, cmd)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
 	return r
 }
 
