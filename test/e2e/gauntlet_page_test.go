@@ -72,8 +72,8 @@ func (p *page) table() string {
 func (p *page) markdown() string {
 	var b strings.Builder
 	b.WriteString("# The gauntlet\n\n")
-	fmt.Fprintf(&b, "Run %s UTC on fresh sandboxes (kube-apiserver, etcd, kwok, source-controller and kustomize-controller %s/%s, a real Git server).",
-		p.Started.UTC().Format("2006-01-02 15:04:05"), suite.versions["SOURCE_CONTROLLER_VERSION"], suite.versions["KUSTOMIZE_CONTROLLER_VERSION"])
+	fmt.Fprintf(&b, "Run %s UTC on fresh sandboxes (kube-apiserver, etcd, kwok, source-, kustomize- and helm-controller %s/%s/%s, a real Git server, a chart registry).",
+		p.Started.UTC().Format("2006-01-02 15:04:05"), suite.versions["SOURCE_CONTROLLER_VERSION"], suite.versions["KUSTOMIZE_CONTROLLER_VERSION"], suite.versions["HELM_CONTROLLER_VERSION"])
 	if p.Break != "" {
 		fmt.Fprintf(&b, " **BREAK=%s**: that stage's input is broken on purpose; it must fail below.", p.Break)
 	}

@@ -59,6 +59,7 @@ var gauntletStages = []struct{ key, title string }{
 	{"faults", "Faults: controller killed during a wait, two concurrent runs, API server restarted mid-up"},
 	{"hazard", "Held-back hazard: undefined ${VAR}"},
 	{"oracle", "Oracle: the stock path (kubectl) on a second sandbox"},
+	{"incident", "The seed incident replayed: a CNI knob lost from cluster-vars, gate on then off (helm-controller, a chart registry)"},
 }
 
 type gauntletOptions struct {
@@ -193,6 +194,7 @@ func runGauntlet(t *testing.T, o gauntletOptions) *page {
 	fns := map[string]func(context.Context, *stageResult, bool) error{
 		"bringup": g.stageBringUp, "noop": g.stageNoop, "drift": g.stageDrift, "upgrade": g.stageUpgrade,
 		"rotate": g.stageRotate, "cutover": g.stageCutover, "faults": g.stageFaults, "hazard": g.stageHazard, "oracle": g.stageOracle,
+		"incident": g.stageIncident,
 	}
 	for _, s := range g.page.Stages {
 		if failed != "" {
