@@ -42,7 +42,7 @@ import (
 //     namespaces are gone), no cluster-vars, no age-key Secret, no lock.
 //
 // When the sandbox is already there it changes nothing and takes a second.
-func ensureFlux(t *testing.T) {
+func ensureFlux(t testing.TB) {
 	t.Helper()
 	ctx, t0 := timeoutCtx(t, 5*time.Minute), time.Now()
 	if suite.runner == nil || suite.ignoreArgs {

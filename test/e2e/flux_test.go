@@ -143,7 +143,7 @@ func (e *env) deployment(ctx context.Context, t *testing.T, name string) *appsv1
 
 // waitRunning waits until e's runner runs name from the Deployment's
 // current pod template.
-func (e *env) waitRunning(ctx context.Context, t *testing.T, name string) runner.Instance {
+func (e *env) waitRunning(ctx context.Context, t testing.TB, name string) runner.Instance {
 	t.Helper()
 	in, err := e.waitRunnerFor(ctx, name)
 	if err != nil {

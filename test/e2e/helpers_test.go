@@ -59,7 +59,7 @@ func bootstrapCLI(t testing.TB) string {
 }
 
 // render runs `bootstrap render` and returns its objects.
-func render(t *testing.T, args ...string) []*unstructured.Unstructured {
+func render(t testing.TB, args ...string) []*unstructured.Unstructured {
 	t.Helper()
 	cmd := exec.Command(bootstrapCLI(t), append([]string{"render"}, args...)...)
 	var stdout, stderr bytes.Buffer
@@ -102,7 +102,7 @@ func readyStatus(gen int64, conds []metav1.Condition) (status metav1.ConditionSt
 	return c.Status, c.Reason, c.Message, c.ObservedGeneration == gen
 }
 
-func timeoutCtx(t *testing.T, d time.Duration) context.Context {
+func timeoutCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx

@@ -1,0 +1,221 @@
+//go:build e2e
+
+package e2e
+
+// BenchmarkConvergeHomelabShape is issue #28's benchmark: a graph shaped
+// like a real homelab repository — 80 Kustomizations and 70 HelmReleases,
+// each release with its own OCIRepository chart, dependsOn chains four deep
+// across both kinds — brought up on the suite's sandbox three ways, side by
+// side in one run:
+//
+//	controllers  the controllers alone (30 s --requeue-dependency), observed by `sync --nudge=false`
+//	requeue-5s   --requeue-dependency=5s on kustomize- and helm-controller, observed the same way
+//	converge     `bootstrap sync` (converge nudges)
+//
+// Each reports the wall time until every node converged, and the critical
+// path of the controllers' own reconcile times (the sum, along the path
+// converge reports, of each node's eligible→converged time): the floor
+// no waiting strategy can go below. Run:
+//
+//	go test -tags e2e -run '^$' -bench ConvergeHomelabShape -benchtime 1x -timeout 60m ./test/e2e
+//
+// It asserts nothing about time (a benchmark): it fails only when a mode
+// does not converge. The Kustomizations' timeout is 15m: with the
+// controllers alone, a wait: true platform Kustomization waits for its
+// HelmRelease's whole dependency chain, and at 5m four of them failed their
+// health check (measured 2026-12-02).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// benchShape is the generated repository's shape.
+var benchShape = struct{ infra, platform, apps int }{10, 30, 40}
+
+var benchNamespaces = []string{"bench-infra", "bench-platform", "bench-apps"}
+
+// writeBenchRepo writes the repository: tiers infra (wait: false, a
+// ConfigMap each), platform (wait: true: Ready only once its HelmRelease
+// is) and apps (wait: false), each Kustomization depending on one of the
+// tier before; platform releases chain in three steps of ten, each apps
+// release depends on a platform one.
+func writeBenchRepo(t testing.TB, dir, gitURL, regHost string) {
+	t.Helper()
+	files := map[string]string{
+		"clusters/dev/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - sync.yaml\n  - source.yaml\n  - cluster-vars.yaml\n  - tiers.yaml\n",
+		"clusters/dev/sync.yaml":          "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./clusters/dev\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+		"clusters/dev/source.yaml":        fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  url: %s\n  ref:\n    branch: main\n", gitURL),
+		"clusters/dev/cluster-vars.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n  namespace: flux-system\ndata:\n  domain: bench.example.invalid\n",
+	}
+	var tiers strings.Builder
+	ks := func(name, dep string, wait bool) {
+		fmt.Fprintf(&tiers, "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: %s\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./bench/%s\n  prune: true\n  wait: %v\n  timeout: 15m\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  dependsOn:\n    - name: %s\n  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-vars\n", name, name, wait, dep)
+	}
+	release := func(ns, name, dep, depNS string) string {
+		s := fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: %s-chart\n  namespace: %s\nspec:\n  interval: 10m\n  url: oci://%s/charts/app\n  ref:\n    tag: 1.0.0\n  certSecretRef:\n    name: sandbox-ca\n  layerSelector:\n    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip\n    operation: copy\n---\n", name, ns, regHost)
+		s += fmt.Sprintf("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  interval: 10m\n  chartRef:\n    kind: OCIRepository\n    name: %s-chart\n  values:\n    host: \"%s.${domain}\"\n", name, ns, name, name)
+		if dep != "" {
+			s += fmt.Sprintf("  dependsOn:\n    - name: %s\n      namespace: %s\n", dep, depNS)
+		}
+		return s
+	}
+	cm := func(ns, name string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  host: \"%s.${domain}\"\n", name, ns, name)
+	}
+	for i := range benchShape.infra {
+		n := fmt.Sprintf("infra-%02d", i)
+		ks(n, "flux-system", false)
+		files["bench/"+n+"/config.yaml"] = cm("bench-infra", n)
+	}
+	for i := range benchShape.platform {
+		n := fmt.Sprintf("platform-%02d", i)
+		ks(n, fmt.Sprintf("infra-%02d", i%benchShape.infra), true)
+		dep := ""
+		if i >= 10 {
+			dep = fmt.Sprintf("platform-%02d", i-10)
+		}
+		files["bench/"+n+"/release.yaml"] = release("bench-platform", n, dep, "bench-platform")
+	}
+	for i := range benchShape.apps {
+		n := fmt.Sprintf("apps-%02d", i)
+		ks(n, fmt.Sprintf("platform-%02d", i%benchShape.platform), false)
+		files["bench/"+n+"/release.yaml"] = release("bench-apps", n, fmt.Sprintf("platform-%02d", 20+i%10), "bench-platform")
+	}
+	files["clusters/dev/tiers.yaml"] = tiers.String()
+	for rel, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var durationRe = regexp.MustCompile(`\((\d+(?:\.\d+)?)s\)`)
+
+// criticalWork sums the eligible→converged times of the nodes on the
+// critical path the report names.
+func criticalWork(facts map[string]string) (float64, error) {
+	cp := facts["converge.critical-path"]
+	if cp == "" {
+		return 0, fmt.Errorf("no critical path in the report")
+	}
+	cp = strings.TrimSpace(cp[:strings.LastIndex(cp, " (")])
+	var sum float64
+	for _, id := range strings.Split(cp, " → ") {
+		m := durationRe.FindStringSubmatch(facts["converge.timeline."+id])
+		if m == nil {
+			return 0, fmt.Errorf("no timeline for %s: %q", id, facts["converge.timeline."+id])
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		sum += v
+	}
+	return sum, nil
+}
+
+func BenchmarkConvergeHomelabShape(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
+	defer cancel()
+	if suite.registry == nil {
+		b.Fatal("the suite's sandbox has no chart registry")
+	}
+	ensureFlux(b)
+	if _, _, err := suite.registry.PushChart(ctx, filepath.Join(suite.root, "testdata", "charts", "app"), "1.0.0"); err != nil {
+		b.Fatal(err)
+	}
+	name := freshRepoName("bench")
+	dir := b.TempDir()
+	writeBenchRepo(b, dir, suite.git.URL+"/"+name+".git", suite.registry.Host())
+	repo, _, err := suite.git.CreateRepo(ctx, name, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer repo.Close()
+	requeue := b.TempDir()
+	shipped, err := os.ReadFile(filepath.Join(suite.root, "overlays", "strict-substitution.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	kz := "patches:\n  - path: strict-substitution.yaml\n    target: {kind: Deployment, name: kustomize-controller}\n"
+	for _, c := range []string{"kustomize-controller", "helm-controller"} {
+		kz += "  - target: {kind: Deployment, name: " + c + "}\n    patch: |\n      - op: add\n        path: /spec/template/spec/containers/0/args/-\n        value: --requeue-dependency=5s\n"
+	}
+	for n, c := range map[string]string{"kustomization.yaml": kz, "strict-substitution.yaml": string(shipped)} {
+		if err := os.WriteFile(filepath.Join(requeue, n), []byte(c), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, mode := range []struct {
+		name     string
+		overlays string
+		nudge    bool
+	}{{"controllers", "", false}, {"converge", "", true}, {"requeue-5s", requeue, false}} {
+		b.Run(mode.name, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				if err := removeFixtures(ctx); err != nil {
+					b.Fatal(err)
+				}
+				args := []string{"controllers", "--flux-version", "v2.9.5", "--timeout", "3m"}
+				if mode.overlays != "" {
+					args = append(args, "--overlays", mode.overlays)
+				}
+				if r := bootstrapJSON(b, args...); r.code != 0 {
+					b.Fatalf("controllers: %s", r)
+				}
+				for _, ns := range benchNamespaces {
+					err := suite.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+					if err != nil && !apierrors.IsAlreadyExists(err) {
+						b.Fatal(err)
+					}
+					if err := suite.registry.EnsureCASecret(ctx, suite.client, ns, "sandbox-ca"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				r := bootstrapJSON(b, "sync", "--repo", dir, "--env", "dev", "--timeout", "15m", "--fail-after", "5m", fmt.Sprintf("--nudge=%v", mode.nudge))
+				b.StopTimer()
+				if r.code != 0 {
+					b.Fatalf("sync --nudge=%v: exit %d\n%s", mode.nudge, r.code, r)
+				}
+				d, err := time.ParseDuration(r.report.Facts["converge.duration"])
+				if err != nil {
+					b.Fatal(err)
+				}
+				work, err := criticalWork(r.report.Facts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(d.Seconds(), "converge-s")
+				b.ReportMetric(work, "critical-work-s")
+				b.ReportMetric(d.Seconds()/work, "x-critical")
+				b.ReportMetric(r.maxRSSMiB, "peak-RSS-MiB")
+				nudges, _ := strconv.Atoi(r.report.Facts["converge.nudges"])
+				b.ReportMetric(float64(nudges), "nudges")
+				b.Logf("%s: %s nodes, converge %s, critical path %s (work %.1fs), nudges %d", mode.name,
+					r.report.Facts["converge.nodes"], d, r.report.Facts["converge.critical-path"], work, nudges)
+			}
+		})
+	}
+	b.StopTimer()
+	if err := removeFixtures(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if r := bootstrapJSON(b, "controllers", "--flux-version", "v2.9.5", "--timeout", "3m"); r.code != 0 {
+		b.Fatalf("controllers (restore): %s", r)
+	}
+}
