@@ -54,15 +54,9 @@ func GeneratePKI(dir string) (*PKI, error) {
 	if err != nil {
 		return nil, err
 	}
-	serving, err := newCert(ca, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:   now,
-		NotAfter:    now.Add(10 * 24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
-	})
+	serving, err := newCert(ca, servingTemplate("kube-apiserver",
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		"127.0.0.1", "10.0.0.1"))
 	if err != nil {
 		return nil, err
 	}
@@ -92,11 +86,7 @@ func GeneratePKI(dir string) (*PKI, error) {
 		path string
 		key  *ecdsa.PrivateKey
 	}{{p.CAKey, ca.key}, {p.ServingKey, serving.key}, {p.AdminKey, admin.key}, {p.SAKey, sa}} {
-		der, err := x509.MarshalECPrivateKey(w.key)
-		if err != nil {
-			return nil, fmt.Errorf("pki: %w", err)
-		}
-		if err := writePEM(w.path, "EC PRIVATE KEY", der); err != nil {
+		if err := writeECKey(w.path, w.key); err != nil {
 			return nil, err
 		}
 	}
@@ -152,16 +142,7 @@ func (p *PKI) IssueServing(name string) (certFile, keyFile string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	now := time.Now().Add(-time.Hour)
-	kp, err := newCert(ca, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: name},
-		NotBefore:   now,
-		NotAfter:    now.Add(10 * 24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-	})
+	kp, err := newCert(ca, servingTemplate(name, []string{"localhost"}, "127.0.0.1"))
 	if err != nil {
 		return "", "", err
 	}
@@ -170,14 +151,36 @@ func (p *PKI) IssueServing(name string) (certFile, keyFile string, err error) {
 	if err := writePEM(certFile, "CERTIFICATE", kp.cert.Raw); err != nil {
 		return "", "", err
 	}
-	der, err := x509.MarshalECPrivateKey(kp.key)
-	if err != nil {
-		return "", "", fmt.Errorf("pki: %w", err)
-	}
-	if err := writePEM(keyFile, "EC PRIVATE KEY", der); err != nil {
+	if err := writeECKey(keyFile, kp.key); err != nil {
 		return "", "", err
 	}
 	return certFile, keyFile, nil
+}
+
+// servingTemplate is a loopback serving certificate's template, valid from
+// an hour ago for ten days.
+func servingTemplate(cn string, dns []string, ips ...string) *x509.Certificate {
+	now := time.Now().Add(-time.Hour)
+	t := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		NotBefore:   now,
+		NotAfter:    now.Add(10 * 24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    dns,
+	}
+	for _, ip := range ips {
+		t.IPAddresses = append(t.IPAddresses, net.ParseIP(ip))
+	}
+	return t
+}
+
+func writeECKey(path string, key *ecdsa.PrivateKey) error {
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("pki: %w", err)
+	}
+	return writePEM(path, "EC PRIVATE KEY", der)
 }
 
 func loadKeyPair(certFile, keyFile string) (*keyPair, error) {
