@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,13 @@ func managers(t *testing.T, c client.Client, name string) map[string]string {
 
 // The fields this tool applied become kustomize-controller's, merged with
 // what it owned; an object kustomize-controller does not apply is skipped.
+// The merge is kustomize-controller v1.9.5's own for kubectl's fields
+// (internal/controller/kustomization_controller.go, the fieldManagers given
+// to applyOpts.Cleanup, applied by fluxcd/pkg/ssa's cleanupMetadata through
+// PatchReplaceFieldsManagers under its manager name, main.go's
+// --controller-name default "kustomize-controller"). The incident stage
+// (test/e2e/gauntlet_incident_test.go) shows the controller agreeing: after
+// the hand-over its apply of the next revision removes the key Git removed.
 func TestHandOver(t *testing.T) {
 	fields := func(keys ...string) *metav1.FieldsV1 {
 		raw := `{"f:data":{`
@@ -78,5 +86,20 @@ func TestHandOver(t *testing.T) {
 	// Nothing left to hand over: no request that changes anything.
 	if n, err := HandOver(context.Background(), c, []*unstructured.Unstructured{obj("cluster-vars")}, nil); err != nil || n != 0 {
 		t.Errorf("second HandOver: %d, %v", n, err)
+	}
+}
+
+// An object that cannot be read is an error naming it (sync.applied fails),
+// not a silent skip that would leave its fields co-owned.
+func TestHandOverNamesWhatItCouldNotRead(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace("flux-system")
+	u.SetName("cluster-vars")
+	n, err := HandOver(context.Background(), c, []*unstructured.Unstructured{u}, nil)
+	if err == nil || n != 0 || !strings.Contains(err.Error(), "ConfigMap/flux-system/cluster-vars") {
+		t.Fatalf("HandOver of a missing object: %d, %v", n, err)
 	}
 }
