@@ -85,7 +85,7 @@ func (s *Scope) Uses() []Kustomization {
 func Scan(repo, env, namespace, secretName string) (*Scope, error) {
 	// The root directory may be a plain directory of manifests: the
 	// controller generates its kustomization.yaml.
-	e, err := fluxrepo.Load(fluxrepo.Options{Repo: repo, Path: env, Namespace: namespace, GenerateRoot: true, KeepGoing: true})
+	e, err := fluxrepo.Load(fluxrepo.Options{Repo: repo, Path: env, Namespace: namespace, KeepGoing: true})
 	if err != nil {
 		return nil, err
 	}

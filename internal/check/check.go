@@ -188,11 +188,8 @@ func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []strin
 		case err != nil && explicit:
 			notes = append(notes, fmt.Sprintf("environment %s not compared: %v", p, err))
 		case err != nil:
-			// A directory without a kustomization is not an environment;
-			// one that does not build is named, not silently skipped.
-			if !strings.Contains(err.Error(), "has no kustomization.yaml") {
-				notes = append(notes, fmt.Sprintf("environment %s not compared: %v", p, err))
-			}
+			// A sibling that does not build is named, not silently skipped.
+			notes = append(notes, fmt.Sprintf("environment %s not compared: %v", p, err))
 		case other.Root == nil:
 			if explicit {
 				notes = append(notes, fmt.Sprintf("environment %s not compared: it renders no root Kustomization %s/%s", p, oo.Namespace, oo.RootName))

@@ -51,11 +51,6 @@ type Options struct {
 	Namespace, RootName string
 	// MaxFileBytes caps each file read (default DefaultMaxFileBytes).
 	MaxFileBytes int64
-	// GenerateRoot lets the root directory lack a kustomization file: it is
-	// then generated from its manifests, as kustomize-controller does for the
-	// root Kustomization's path. Without it such a directory is an input
-	// error (sync applies the directory as `kubectl apply -k` would).
-	GenerateRoot bool
 	// KeepGoing records a Kustomization whose path does not build (a build
 	// error, a path that is not a directory) in its Err and
 	// Note and goes on, instead of failing Load: for the phases that only

@@ -28,8 +28,9 @@ func (o Options) withDefaults() Options {
 
 // checkInput holds o to the input rules before anything of the repository
 // is copied: --repo a directory, --path a directory inside it whose
-// kustomization file (required unless GenerateRoot) is a regular file of
-// the repository. It returns the repository's absolute path and the root's
+// kustomization file, if it has one, is a regular file of the repository
+// (without one, the root is generated as kustomize-controller generates it
+// for every path, the root included). It returns the repository's absolute path and the root's
 // clean slash path.
 func checkInput(o Options) (repo, root string, err error) {
 	repo, err = filepath.Abs(o.Repo)
@@ -50,9 +51,6 @@ func checkInput(o Options) (repo, root string, err error) {
 	}
 	if err := checkKustomizationFile(repo, o.Repo, root); err != nil {
 		return "", "", err
-	}
-	if !o.GenerateRoot && !hasKustomizationFile(dir) {
-		return "", "", gate.InputErrorf("%s has no kustomization.yaml: the cluster root must list its resources (sync.yaml, cluster-vars, the Kustomizations)", root)
 	}
 	return repo, root, nil
 }
@@ -92,13 +90,4 @@ func checkKustomizationFile(repo, label, root string) error {
 		return rd.Check(rel)
 	}
 	return nil
-}
-
-func hasKustomizationFile(dir string) bool {
-	for _, n := range konfig.RecognizedKustomizationFileNames() {
-		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && st.Mode().IsRegular() {
-			return true
-		}
-	}
-	return false
 }

@@ -50,10 +50,11 @@ type Render struct {
 // Build builds the environment's root directory the way kustomize-controller
 // does, through the one repository model (fluxrepo.Load: a private copy as
 // source-controller archives it, the controller's generator, a build
-// confined to the repository with no plugins and no remote bases). A
-// missing repository or path, a root directory without a kustomization file
-// or one that does not build is an input error; symlinks are left out of
-// the copy, never followed.
+// confined to the repository with no plugins and no remote bases; a root
+// directory without a kustomization file is generated, as the controller
+// generates it). A missing repository or path, or a root that does not
+// build, is an input error; symlinks are left out of the copy, never
+// followed.
 func Build(o Options) (*Render, error) {
 	// Sync applies the root: a Kustomization below it whose path does not
 	// build is the controller's to fail (and the offline check's to name).

@@ -209,7 +209,6 @@ func TestBuildInputErrors(t *testing.T) {
 	for name, o := range map[string]Options{
 		"no such env":  opts(fixture, "staging"),
 		"outside repo": {Repo: fixture, Path: "../..", Namespace: "flux-system", RootName: "flux-system"},
-		"no kustomize": {Repo: fixture, Path: "apps/secrets", Namespace: "flux-system", RootName: "flux-system"},
 	} {
 		if _, err := Build(o); err == nil || !gate.IsInput(err) {
 			t.Errorf("%s: want an input error, got %v", name, err)
