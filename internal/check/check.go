@@ -33,7 +33,7 @@ var (
 	Substitution = gate.Def{ID: "check.substitution", Phase: PhaseName, Stage: gate.Before, Prefix: true,
 		Title: "post-build substitution succeeds in strict mode and renders no default or literal by accident"}
 	Knobs = gate.Def{ID: "check.knobs", Phase: PhaseName, Stage: gate.Before, Prefix: true,
-		Title: "substituteFrom objects are rendered, agree across environments and are used"}
+		Title: "substituteFrom objects are rendered (or listed as prerequisites), agree across environments and are used"}
 	Graph = gate.Def{ID: "check.graph", Phase: PhaseName, Stage: gate.Before,
 		Title: "the Kustomization graph has a root, no cycle, no dangling or unreachable node"}
 	Race = gate.Def{ID: "check.race", Phase: PhaseName, Stage: gate.Before, Prefix: true,
@@ -51,20 +51,22 @@ type Detector string
 
 // The detectors.
 const (
-	Undefined   Detector = "undefined"    // ${X} with X undefined: strict mode fails the Kustomization
-	DefaultOp   Detector = "default-op"   // ${X:-d} on an undefined X; := and :? always
-	ParseError  Detector = "parse-error"  // an expansion the parser rejects: fails the Kustomization
-	Literal     Detector = "literal"      // ${…} where nothing substitutes: ships literally
-	KnobEnv     Detector = "knob-env"     // a knob defined in one environment only
-	KnobMissing Detector = "knob-missing" // a substituteFrom object no Kustomization renders
-	KnobUnused  Detector = "knob-unused"  // a knob nobody references
-	Cycle       Detector = "cycle"
-	Dangling    Detector = "dangling"
-	Unreachable Detector = "unreachable"
-	RootWait    Detector = "root-wait"
-	NoRoot      Detector = "no-root"
-	RaceDep     Detector = "race"
-	Prune       Detector = "prune-hazard"
+	Undefined  Detector = "undefined"   // ${X} with X undefined: strict mode fails the Kustomization
+	DefaultOp  Detector = "default-op"  // ${X:-d} on an undefined X; := and :? always
+	ParseError Detector = "parse-error" // an expansion the parser rejects: fails the Kustomization
+	Literal    Detector = "literal"     // ${…} where nothing substitutes: ships literally
+	KnobEnv    Detector = "knob-env"    // a knob defined in one environment only
+	// Prerequisite: a substituteFrom object no Kustomization renders (made
+	// out of band): a warning offline, required live.
+	Prerequisite Detector = "prerequisite"
+	KnobUnused   Detector = "knob-unused" // a knob nobody references
+	Cycle        Detector = "cycle"
+	Dangling     Detector = "dangling"
+	Unreachable  Detector = "unreachable"
+	RootWait     Detector = "root-wait"
+	NoRoot       Detector = "no-root"
+	RaceDep      Detector = "race"
+	Prune        Detector = "prune-hazard"
 	// HelmDependsOn: a HelmRelease's dependsOn names a Kustomization.
 	HelmDependsOn Detector = "helm-depends-on"
 	// ChartSource: a HelmRelease's chart source is invalid or not rendered.

@@ -25,15 +25,19 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 	kustFile := path + "/kustomization.yaml"
 	if root == nil {
 		if o.on(NoRoot) {
-			fs = append(fs, finding{det: NoRoot, loc: fluxrepo.Location{File: kustFile},
-				what: fmt.Sprintf("%s renders no root Kustomization %s: every Kustomization depending on it waits forever, and nothing applies %s after bootstrap", path, rootRef, path),
-				fix:  fmt.Sprintf("add the environment's sync.yaml (Kustomization %s, spec.path ./%s, wait: false) to %s", rootRef, path, kustFile)})
+			loc := fluxrepo.Location{File: path}
+			if slices.Contains(env.RootFiles, kustFile) {
+				loc.File = kustFile
+			}
+			fs = append(fs, finding{det: NoRoot, loc: loc,
+				what: fmt.Sprintf("%s renders no root Kustomization %s and no FluxInstance spec.sync (or flux-instance values instance.sync) has path %s: every Kustomization depending on it waits forever, and nothing applies %s after bootstrap", path, rootRef, path, path),
+				fix:  fmt.Sprintf("add the root to %s (Kustomization %s with spec.path ./%s and its source, as flux bootstrap's flux-system/gotk-sync.yaml), or declare it: a FluxInstance with spec.sync.path %s, or --source-url URL (--source-kind, --source-ref) when it is made outside the repository", path, rootRef, path, path)})
 		}
 	} else {
-		if env.Source == nil && o.on(NoRoot) {
+		if env.RootSource == nil && o.on(NoRoot) {
 			fs = append(fs, finding{det: NoRoot, loc: root.Location,
 				what: fmt.Sprintf("the root Kustomization %s reads %s, which %s does not render", rootRef, root.SourceKey(), path),
-				fix:  fmt.Sprintf("render the GitRepository in %s (e.g. flux-system/gotk-sync.yaml)", kustFile)})
+				fix:  fmt.Sprintf("render the %s in %s (e.g. flux-system/gotk-sync.yaml)", fluxobj.KustomizationSource(root.Kustomization).Kind, kustFile)})
 		}
 		if root.Path != path && o.on(Unreachable) {
 			fs = append(fs, finding{det: Unreachable, loc: env.FindLine([]string{root.Location.File}, "", "path:"),
@@ -87,7 +91,7 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 			}
 		}
 	}
-	return ch.verdict(Graph, fs, fmt.Sprintf("root %s applies %s; %d Kustomization(s), no cycle, every dependsOn rendered, every node reachable from the root", rootRef, path, len(env.Kustomizations))+helmSummary(env))
+	return ch.verdict(Graph, fs, fmt.Sprintf("root %s (%s) applies %s; %d Kustomization(s), no cycle, every dependsOn rendered, every node reachable from the root", rootRef, env.Origin, path, len(env.Kustomizations))+helmSummary(env))
 }
 
 func helmSummary(env *fluxrepo.Env) string {

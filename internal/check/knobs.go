@@ -38,11 +38,26 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		d := env.Data[key]
 		if d == nil {
 			var fs []finding
-			if o.on(KnobMissing) && !ob.optional {
+			if o.on(Prerequisite) && !ob.optional {
+				// Made outside the environment (out of band at bootstrap,
+				// by another tool): a prerequisite, not a defect offline;
+				// the live gates require it, with these keys.
+				need := map[string]bool{}
+				for _, by := range ob.users {
+					maps.Copy(need, u.assumed[by])
+				}
+				keys := "no key the repository shows"
+				if len(need) > 0 {
+					keys = "keys " + strings.Join(slices.Sorted(maps.Keys(need)), ", ")
+				}
 				kind, _, _ := strings.Cut(key, "/")
-				fs = append(fs, finding{det: KnobMissing, loc: env.FindLine([]string{ob.first.Location.File}, "", "name: "+d2name(key)),
-					what: fmt.Sprintf("%s is substituted from by %s but no Kustomization of %s renders it: the controller fails them with \"substitute from '%s/%s' error: not found\"", key, users, env.Options.Path, kind, d2name(key)),
-					fix:  fmt.Sprintf("render %s in the environment (e.g. in %s/kustomization.yaml), or mark the reference optional: true if it is created out of band", key, env.Options.Path)})
+				loc := env.FindLine([]string{ob.first.Location.File}, "", "name: "+d2name(key))
+				if loc.File == "" {
+					loc = ob.first.Location // the reference came from a patch
+				}
+				fs = append(fs, finding{det: Prerequisite, warn: true, loc: loc,
+					what: fmt.Sprintf("prerequisite %s (%s used) is substituted from by %s and no Kustomization of %s renders it: it must exist before they reconcile, or the controller fails them with \"substitute from '%s/%s' error: not found\"", key, keys, users, env.Options.Path, kind, d2name(key)),
+					fix:  fmt.Sprintf("create %s out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization they depend on); mark the reference optional: true if it may be absent", key)})
 			}
 			out = append(out, ch.verdict(def, fs, fmt.Sprintf("%s is not rendered, and every reference (%s) is optional: substitution proceeds without it", key, users)))
 			continue

@@ -10,11 +10,11 @@ import (
 // detectorText describes each detector for SARIF rules.
 var detectorText = map[Detector]string{
 	Undefined:     "undefined variable: strict post-build substitution fails the whole Kustomization",
-	DefaultOp:     "default-operator expansion that renders its default (or message) at reconcile time",
+	DefaultOp:     "default-operator expansion on an undefined name: a dead shell check in a script, a message rendered as a value, or (advisory) a template default",
 	ParseError:    "expansion the controller's parser rejects: the whole Kustomization fails",
 	Literal:       "${…} that nothing substitutes: the literal ships",
 	KnobEnv:       "substituteFrom knob defined in one environment only",
-	KnobMissing:   "substituteFrom object no Kustomization renders",
+	Prerequisite:  "substituteFrom object made outside the environment: it must exist before the Kustomizations reading it reconcile",
 	KnobUnused:    "substituteFrom knob nobody references",
 	Cycle:         "dependsOn cycle",
 	Dangling:      "dependsOn on a Kustomization or HelmRelease the environment does not render",
@@ -59,7 +59,7 @@ type sarifResult struct {
 // notes) as a SARIF 2.1.0 log; file paths are relative to the repository.
 func WriteSARIF(w io.Writer, r *Result) error {
 	var rules []sarifRule
-	for _, d := range []Detector{Undefined, DefaultOp, ParseError, Literal, KnobEnv, KnobMissing, KnobUnused, Cycle, Dangling, Unreachable, RootWait, NoRoot, RaceDep, Prune, HelmDependsOn, ChartSource} {
+	for _, d := range []Detector{Undefined, DefaultOp, ParseError, Literal, KnobEnv, Prerequisite, KnobUnused, Cycle, Dangling, Unreachable, RootWait, NoRoot, RaceDep, Prune, HelmDependsOn, ChartSource} {
 		rules = append(rules, sarifRule{ID: string(d), ShortDescription: sarifMessage{detectorText[d]}})
 	}
 	rules = append(rules, sarifRule{ID: "not-checked", ShortDescription: sarifMessage{"a gate that could not be checked (the run is incomplete)"}})

@@ -37,6 +37,9 @@ type usage struct {
 	refs []dataRef
 	// names used in ${…} by Kustomization ref.
 	names map[string]map[string]bool
+	// assumed: the names, by Kustomization ref, that no rendered object
+	// defines and its prerequisites must.
+	assumed map[string]map[string]bool
 }
 
 // dataClient answers the controller's LoadVariables from the objects the
@@ -71,7 +74,7 @@ func (c dataClient) Get(_ context.Context, key client.ObjectKey, obj client.Obje
 
 // checkSubstitution is one check.substitution/<ns>/<name> per Kustomization.
 func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env) ([]gate.Check, usage) {
-	u := usage{names: map[string]map[string]bool{}}
+	u := usage{names: map[string]map[string]bool{}, assumed: map[string]map[string]bool{}}
 	var out []gate.Check
 	for _, k := range env.Kustomizations {
 		def := Substitution.Each(k.Ref())
@@ -89,9 +92,9 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 			out = append(out, literalCheck(ch, o, env, k, def))
 			continue
 		}
-		c, names, refs := substituteOne(ch, ctx, o, env, k, def)
+		c, names, refs, assumed := substituteOne(ch, ctx, o, env, k, def)
 		out = append(out, c)
-		u.names[k.Ref()] = names
+		u.names[k.Ref()], u.assumed[k.Ref()] = names, assumed
 		u.refs = append(u.refs, refs...)
 	}
 	if len(out) == 0 {
@@ -135,7 +138,15 @@ type substitution struct {
 	uobj   map[string]any // the Kustomization, for the controller's code
 	cl     dataClient
 
-	names          map[string]bool
+	names map[string]bool
+	// assumed are names no rendered object defines that a prerequisite
+	// (a substituteFrom object made outside the environment) or an open
+	// maker (ExternalSecret dataFrom) may define: not findings here; the
+	// prerequisite is reported with them (check.knobs).
+	assumed map[string]bool
+	// unknown are the sources that may define a name the repository does
+	// not show.
+	unknown        []string
 	fs             []finding
 	controllerErrs map[string]bool
 	substituted    int
@@ -144,16 +155,45 @@ type substitution struct {
 
 // substituteOne runs the controller's substitution (strict) on every object
 // of k and classifies what it finds with the controller's parser.
-func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) (gate.Check, map[string]bool, []dataRef) {
+func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) (gate.Check, map[string]bool, []dataRef, map[string]bool) {
 	names := map[string]bool{}
-	kc, vars, from, refs := substituteVars(env, k)
+	kc, vars, from, refs, unknown := substituteVars(env, k)
 	always := kc.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways
+	assumed := map[string]bool{}
+	if len(unknown) > 0 {
+		// What the unknown sources must define: every plain ${NAME} no
+		// rendered object defines. The controller's code sees them defined
+		// (the placeholder), as it will once the prerequisite exists.
+		for _, r := range k.Resources {
+			if disabled(r) {
+				continue
+			}
+			y, err := r.AsYAML()
+			if err != nil {
+				continue
+			}
+			tree, perr := parse.Parse(string(y))
+			nodes, _ := funcNodes(string(y), tree, perr)
+			for _, n := range nodes {
+				if _, ok := vars[n.Param]; !ok && n.Name == "" {
+					assumed[n.Param] = true
+				}
+			}
+		}
+		if kc.Spec.PostBuild.Substitute == nil {
+			kc.Spec.PostBuild.Substitute = map[string]string{}
+		}
+		for n := range assumed {
+			kc.Spec.PostBuild.Substitute[n] = "<prerequisite>"
+			vars[n] = "<prerequisite>"
+		}
+	}
 	uobj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kc)
 	if err != nil {
-		return def.Fail(fmt.Sprintf("Kustomization %s: %v", k.Ref(), err)), names, refs
+		return def.Fail(fmt.Sprintf("Kustomization %s: %v", k.Ref(), err)), names, refs, nil
 	}
 	s := &substitution{o: o, env: env, k: k, vars: vars, from: from, always: always, uobj: uobj, cl: dataClient{env: env},
-		names: names, controllerErrs: map[string]bool{}}
+		names: names, assumed: assumed, unknown: unknown, controllerErrs: map[string]bool{}}
 	for _, r := range k.Resources {
 		if disabled(r) {
 			continue
@@ -162,21 +202,27 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 	}
 	s.unexplained()
 	ev := []string{fmt.Sprintf("substitutes from %s; %d variable(s) defined; %d object(s) substituted, strict", from, len(vars), s.substituted)}
+	if len(assumed) > 0 {
+		ev = append(ev, fmt.Sprintf("defined by none of the rendered objects, so left to %s: %s", strings.Join(unknown, ", "), strings.Join(slices.Sorted(maps.Keys(assumed)), ", ")))
+	}
 	if len(s.encrypted) > 0 {
 		ev = append(ev, fmt.Sprintf("SOPS-encrypted, substituted by the controller after decryption, values not checked: %s", strings.Join(s.encrypted, ", ")))
 	}
 	if len(s.controllerErrs) > 0 {
 		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, strict): "+slices.Sorted(maps.Keys(s.controllerErrs))[0])
 	}
-	return ch.verdict(def, s.fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), s.substituted), ev...), names, refs
+	return ch.verdict(def, s.fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), s.substituted), ev...), names, refs, assumed
 }
 
 // substituteVars is what the controller would load for k: substituteFrom in
 // order, then the inline substitute (which wins). It returns a copy of k in
 // which a substituteFrom object the environment does not render is optional
-// (check.knobs reports it; substitution goes on without it), the variables,
-// where they come from ("nothing" when nowhere) and every reference.
-func substituteVars(env *fluxrepo.Env, k *fluxrepo.Kustomization) (*kustomizev1.Kustomization, map[string]string, string, []dataRef) {
+// (check.knobs reports it as a prerequisite; substitution goes on without
+// it), the variables, where they come from ("nothing" when nowhere), every
+// reference, and the sources whose keys the repository does not show (a
+// required object made elsewhere, a maker with open keys).
+func substituteVars(env *fluxrepo.Env, k *fluxrepo.Kustomization) (*kustomizev1.Kustomization, map[string]string, string, []dataRef, []string) {
+	var unknown []string
 	var refs []dataRef
 	vars := map[string]string{}
 	var sources []string
@@ -187,10 +233,16 @@ func substituteVars(env *fluxrepo.Env, k *fluxrepo.Kustomization) (*kustomizev1.
 		d := env.Data[key]
 		if d == nil {
 			// Reported by check.knobs; substitution goes on without it.
+			if !ref.Optional {
+				unknown = append(unknown, key+" (a prerequisite: not rendered by the environment)")
+			}
 			kc.Spec.PostBuild.SubstituteFrom[i].Optional = true
 			continue
 		}
-		sources = append(sources, fmt.Sprintf("%s (%s)", key, d.Location))
+		sources = append(sources, fmt.Sprintf("%s (%s)", key, d.Describe()))
+		if d.Open {
+			unknown = append(unknown, key+" ("+d.MadeBy+" adds keys with dataFrom or templateFrom)")
+		}
 		maps.Copy(vars, d.Values)
 	}
 	for key, v := range kc.Spec.PostBuild.Substitute {
@@ -203,10 +255,21 @@ func substituteVars(env *fluxrepo.Env, k *fluxrepo.Kustomization) (*kustomizev1.
 	if from == "" {
 		from = "nothing"
 	}
-	return kc, vars, from, refs
+	return kc, vars, from, refs, unknown
 }
 
 func (s *substitution) defined(n string) bool { _, ok := s.vars[n]; return ok }
+
+// takesValue says whether an operator form takes the variable's value
+// rather than its default or message: the name is defined, and for the
+// colon forms (which treat empty as unset) non-empty.
+func (s *substitution) takesValue(n *parse.FuncNode) bool {
+	v, ok := s.vars[n.Param]
+	if !ok {
+		return false
+	}
+	return !strings.HasPrefix(n.Name, ":") || v != ""
+}
 
 // object checks one object of the Kustomization: with the parser first,
 // then with the controller's own code.
@@ -259,21 +322,32 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 	s.names[n.Param] = true
 	expr := "${" + n.Param + n.Name
 	switch {
-	case n.Name == ":=" || n.Name == ":?":
+	case isDefaultOp(n.Name) && s.takesValue(n):
+		// The Kustomization defines it: the default never renders (the
+		// seed's own L0 gate: no default-operator form on an *undefined*
+		// name). A shared component's default each app overrides.
+	case isDefaultOp(n.Name) && s.inScript(r, expr):
+		// A script something runs later: the author meant the shell's
+		// variable, and envsubst replaces it now (the seed's dead OIDC
+		// guard: if [ -z "${X:-}" ] became if [ -z "" ]).
 		if o.on(DefaultOp) {
-			what := "silently ships its default when " + n.Param + " is unset or empty (e.g. a dev value to prod)"
-			if n.Name == ":?" {
-				what = "renders the message as the value when " + n.Param + " is unset or empty: a non-empty wrong value"
-			}
 			s.fs = append(s.fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
-				what: fmt.Sprintf("%s…} in %s %s", expr, objName(r), what),
-				fix:  fmt.Sprintf("define %s in %s and write ${%s}", n.Param, from, n.Param)})
+				what: fmt.Sprintf("%s…} in a script of %s: %s is not defined in this environment (%s), so post-build substitution replaces it with its default before the shell ever runs; the script's own check of %s is dead", expr, objName(r), n.Param, from, n.Param),
+				fix:  fmt.Sprintf("escape it as $%s…} so the shell sees it", expr)})
+		}
+	case isDefaultOp(n.Name) && n.Name == ":?":
+		if o.on(DefaultOp) {
+			s.fs = append(s.fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
+				what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), and envsubst renders the message as the value: a non-empty wrong value, not an error", expr, objName(r), n.Param, from),
+				fix:  fmt.Sprintf("define %s in %s (strict mode fails ${%s} when it is missing)", n.Param, from, n.Param)})
 		}
 	case isDefaultOp(n.Name):
-		if !s.defined(n.Param) && o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
-				what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), so the default renders at reconcile time; strict mode does not catch it", expr, objName(r), n.Param, from),
-				fix:  fmt.Sprintf("define %s in %s, or write the value literally", n.Param, from)})
+		// A template default in a plain field value: an advisory naming
+		// what renders.
+		if o.on(DefaultOp) {
+			s.fs = append(s.fs, finding{det: DefaultOp, warn: true, loc: locate(env, k, r, expr),
+				what: fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, objName(r), n.Param, k.Ref(), from, defaultText(n)),
+				fix:  fmt.Sprintf("nothing if the default is meant; else define %s in %s", n.Param, from)})
 		}
 	default:
 		if !s.defined(n.Param) && o.on(Undefined) {
@@ -282,6 +356,66 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 				fix:  fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
 		}
 	}
+}
+
+// defaultText is what an operator form renders for an unset variable,
+// quoted ("empty" when nothing).
+func defaultText(n *parse.FuncNode) string {
+	var b strings.Builder
+	for _, a := range n.Args {
+		if t, ok := a.(*parse.TextNode); ok {
+			b.WriteString(t.Value)
+		}
+	}
+	switch {
+	case strings.HasSuffix(n.Name, "+"):
+		return "\"\" (the alternate form renders nothing when it is unset)"
+	case b.Len() == 0:
+		return "\"\""
+	}
+	return fmt.Sprintf("%q", b.String())
+}
+
+// inScript says whether text occurs in a script of r: a multi-line string
+// under a container's command or args, any string under a script key, or a
+// ConfigMap/Secret value that is a script (#! or a .sh key).
+func (s *substitution) inScript(r *resource.Resource, text string) bool {
+	m, err := r.Map()
+	if err != nil {
+		return false
+	}
+	found := false
+	var visit func(v any, keys []string)
+	visit = func(v any, keys []string) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, c := range v {
+				visit(c, append(keys, k))
+			}
+		case []any:
+			for _, c := range v {
+				visit(c, keys)
+			}
+		case string:
+			if found || !strings.Contains(v, text) {
+				return
+			}
+			last := ""
+			if len(keys) > 0 {
+				last = keys[len(keys)-1]
+			}
+			switch {
+			case (slices.Contains(keys, "command") || slices.Contains(keys, "args")) && strings.Contains(v, "\n"):
+				found = true
+			case last == "script" || strings.HasSuffix(last, "Script"):
+				found = true
+			case (r.GetKind() == "ConfigMap" || r.GetKind() == "Secret") && len(keys) == 2 && (strings.HasPrefix(v, "#!") || strings.HasSuffix(last, ".sh")):
+				found = true
+			}
+		}
+	}
+	visit(m, nil)
+	return found
 }
 
 // unexplained adds a controller failure the parser pass did not explain

@@ -51,6 +51,14 @@ type Options struct {
 	Namespace, RootName string
 	// MaxFileBytes caps each file read (default DefaultMaxFileBytes).
 	MaxFileBytes int64
+	// Sync declares the root when the repository renders none (the
+	// command line's --source-kind/--source-url/--source-ref): the source
+	// and the Kustomization named RootName in Namespace, at Path.
+	Sync *Sync
+	// FluxInstance is the file (relative to Repo) holding the FluxInstance
+	// (or flux-instance chart values) whose spec.sync declares the root;
+	// empty: any file of the repository whose spec.sync.path is Path.
+	FluxInstance string
 	// KeepGoing records a Kustomization whose path does not build (a build
 	// error, a path that is not a directory) in its Err and
 	// Note and goes on, instead of failing Load: for the phases that only
@@ -178,7 +186,24 @@ type Data struct {
 	// AppliedBy is the Kustomization whose path renders it ("" as above).
 	AppliedBy string
 	Location  Location
+	// MadeBy names the object that makes this Secret at runtime (an
+	// ExternalSecret, a SealedSecret: "Kind namespace/name"); Location is
+	// then that object's. Its keys are the ones it declares.
+	MadeBy string
+	// Open: the maker may add keys the repository does not show
+	// (ExternalSecret dataFrom, templateFrom), so any key may be defined.
+	Open bool
 }
+
+// Defines says whether the object defines key (an open one may).
+func (d *Data) Defines(key string) bool {
+	_, ok := d.Values[key]
+	return ok || d.Open
+}
+
+// Describe says where d comes from, for messages: its file, or the object
+// making it.
+func (d *Data) Describe() string { return d.describe() }
 
 // Key is kind/namespace/name.
 func (d *Data) Key() string { return DataKey(d.Kind, d.Namespace, d.Name) }
@@ -195,10 +220,15 @@ type Env struct {
 	RootResources []*resource.Resource
 	// RootFiles are the files that build read.
 	RootFiles []string
-	// Root is the root Kustomization (nil when the root directory lacks it);
-	// Source the GitRepository it reads (nil when not rendered).
+	// Root is the root Kustomization (nil when the root directory lacks it
+	// and nothing declares it); Source the GitRepository it reads (nil when
+	// not rendered or of another kind).
 	Root   *Kustomization
 	Source *GitRepository
+	// RootSource is the root's source, any kind (nil when not rendered nor
+	// declared); Origin says where the root came from.
+	RootSource *Source
+	Origin     Origin
 	// Kustomizations are all Flux Kustomizations found, root first, then in
 	// the order they were reached.
 	Kustomizations  []*Kustomization

@@ -22,20 +22,36 @@ import (
 // run builds the root directory, then every Kustomization path the builds
 // declare, in the order they are found.
 func (l *loader) run(root string) error {
-	e, o := l.env, l.env.Options
+	e := l.env
 	res, files, appliedBy, err := l.buildRoot(root)
 	if err != nil {
 		return err
 	}
 	e.RootResources, e.RootFiles = res, files
+	e.Origin = Origin{Layout: LayoutRepository}
+	// No root in the render: one declared outside it (a FluxInstance's
+	// spec.sync, the flags) applies the root directory.
+	if !slices.ContainsFunc(res, l.isRoot) {
+		if err := l.declaredRoot(root); err != nil {
+			return err
+		}
+		if e.Root != nil {
+			appliedBy = e.Root.Ref()
+		}
+	}
 	queue, err := l.ingest(res, files, appliedBy)
 	if err != nil {
 		return err
 	}
-	e.Root = e.Kustomization(o.Namespace, o.RootName)
+	o := e.Options // declaredRoot may have named another root
+	if e.Root == nil {
+		e.Root = e.Kustomization(o.Namespace, o.RootName)
+	}
 	if e.Root != nil {
-		i := slices.Index(e.Kustomizations, e.Root)
-		e.Kustomizations = slices.Insert(slices.Delete(e.Kustomizations, i, i+1), 0, e.Root)
+		if i := slices.Index(e.Kustomizations, e.Root); i >= 0 {
+			e.Kustomizations = slices.Delete(e.Kustomizations, i, i+1)
+		}
+		e.Kustomizations = slices.Insert(e.Kustomizations, 0, e.Root)
 	}
 	sourceKey := "GitRepository/" + o.Namespace + "/" + o.RootName
 	if e.Root != nil {
@@ -51,6 +67,11 @@ func (l *loader) run(root string) error {
 		for _, g := range e.GitRepositories {
 			if "GitRepository/"+g.Namespace+"/"+g.Name == sourceKey {
 				e.Source = g
+			}
+		}
+		for _, s := range e.Sources {
+			if s.Ref.String() == sourceKey {
+				e.RootSource = s
 			}
 		}
 	}
@@ -238,7 +259,11 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 				return nil, err
 			}
 		case (kind == "ConfigMap" || kind == "Secret") && r.GetApiVersion() == "v1":
-			l.ingestData(r, ns, files, appliedBy)
+			l.ingestData(r, ns, files, appliedBy, dataOf(r, ns))
+		default:
+			if d := madeSecret(r, ns); d != nil {
+				l.ingestData(r, ns, files, appliedBy, d)
+			}
 		}
 	}
 	return out, nil
@@ -326,13 +351,13 @@ func (l *loader) ingestSource(r *resource.Resource, ns string, files []string, a
 	e.Sources = append(e.Sources, &Source{Ref: ref, Location: e.Locate(files, r.GetKind(), ns, ref.Name), AppliedBy: appliedBy})
 }
 
-// ingestData records the ConfigMap or Secret r (in namespace ns); the first
-// rendering is used.
-func (l *loader) ingestData(r *resource.Resource, ns string, files []string, appliedBy string) {
+// ingestData records d, the ConfigMap or Secret r renders (r itself, or
+// the Secret r makes at runtime), in namespace ns; the first rendering is
+// used.
+func (l *loader) ingestData(r *resource.Resource, ns string, files []string, appliedBy string, d *Data) {
 	e := l.env
-	d := dataOf(r, ns)
 	d.AppliedBy = appliedBy
-	d.Location = e.Locate(files, r.GetKind(), ns, d.Name)
+	d.Location = e.Locate(files, r.GetKind(), ns, r.GetName())
 	old, ok := e.Data[d.Key()]
 	if !ok {
 		e.Data[d.Key()] = d

@@ -1,0 +1,255 @@
+package fluxrepo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"go.yaml.in/yaml/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// The layouts a root can come from (Env.Origin.Layout).
+const (
+	// LayoutRepository: the root directory renders the root Kustomization
+	// (this tool's sync.yaml, or flux bootstrap's flux-system/gotk-sync.yaml).
+	LayoutRepository = "repository"
+	// LayoutFluxInstance: no root in the repository; a FluxInstance's
+	// spec.sync (Flux Operator) declares it, and the operator creates the
+	// source and the Kustomization.
+	LayoutFluxInstance = "FluxInstance"
+	// LayoutCommandLine: the root is given by flags (Options.Sync).
+	LayoutCommandLine = "command line"
+)
+
+// Sync declares a root that is not in the repository: the source and the
+// Kustomization the Flux Operator creates from a FluxInstance's spec.sync,
+// or the ones the flags name. Its fields are spec.sync's.
+type Sync struct {
+	// Kind of the source: GitRepository, OCIRepository or Bucket.
+	Kind string `yaml:"kind" json:"kind"`
+	URL  string `yaml:"url" json:"url"`
+	// Ref is the Git reference (refs/heads/main), the OCI tag or the bucket name.
+	Ref  string `yaml:"ref" json:"ref,omitempty"`
+	Path string `yaml:"path" json:"path"`
+	// Name of the source and Kustomization (default: the namespace).
+	Name       string `yaml:"name" json:"name,omitempty"`
+	PullSecret string `yaml:"pullSecret" json:"pullSecret,omitempty"`
+}
+
+// Origin says where the environment's root Kustomization and its source
+// come from.
+type Origin struct {
+	Layout string `json:"layout"`
+	// Location is the FluxInstance (or flux-instance chart values) declaring
+	// spec.sync; empty for the other layouts.
+	Location Location `json:"location,omitempty"`
+	// Sync is the declared sync (FluxInstance, command line).
+	Sync *Sync `json:"sync,omitempty"`
+}
+
+func (o Origin) String() string {
+	switch o.Layout {
+	case LayoutFluxInstance:
+		return fmt.Sprintf("declared by the FluxInstance spec.sync at %s (the Flux Operator creates the source and the Kustomization)", o.Location)
+	case LayoutCommandLine:
+		return "declared on the command line (--source-url)"
+	}
+	return "rendered by the root directory"
+}
+
+// The source kinds a declared sync may name (the Flux Operator's and
+// kustomize-controller's: spec.sourceRef.kind of a Kustomization).
+var syncKinds = []string{"GitRepository", "OCIRepository", "Bucket"}
+
+// CheckSync holds a declared sync to the input rules: a known kind, a URL
+// without credentials (they belong in the source's secretRef).
+func CheckSync(s *Sync, what string) error {
+	if !slices.Contains(syncKinds, s.Kind) {
+		return gate.InputErrorf("%s: source kind %q: must be one of %s", what, s.Kind, strings.Join(syncKinds, ", "))
+	}
+	if s.URL == "" {
+		return gate.InputErrorf("%s: no source URL: set spec.sync.url (or --source-url)", what)
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return gate.InputErrorf("%s: the source URL does not parse: %v", what, redact(err))
+	}
+	if _, ok := u.User.Password(); ok {
+		return gate.InputErrorf("%s: the source URL carries a password: put the credentials in the source's secretRef (spec.sync.pullSecret), not in the URL", what)
+	}
+	return nil
+}
+
+// declaredSync is one spec.sync found in a file of the repository.
+type declaredSync struct {
+	sync      Sync
+	namespace string
+	loc       Location
+	// how: "FluxInstance", "HelmRelease values", "values file".
+	how string
+}
+
+// syncDeclarations reads every spec.sync of the repository copy: a
+// FluxInstance (fluxcd.controlplane.io), a HelmRelease's values.instance.sync
+// (the flux-instance chart) and a values file's top-level instance.sync (the
+// flux-instance chart's values for helmfile or helm at bootstrap).
+func (ix *fileIndex) syncDeclarations() []declaredSync {
+	ix.load()
+	var out []declaredSync
+	for _, rel := range slices.Sorted(maps.Keys(ix.lines)) {
+		b := []byte(strings.Join(ix.lines[rel], "\n"))
+		if !bytes.Contains(b, []byte("sync")) {
+			continue
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		for {
+			var n yaml.Node
+			if err := dec.Decode(&n); err != nil {
+				break // io.EOF or a document the index skips too
+			}
+			if n.Kind != yaml.DocumentNode || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
+				continue
+			}
+			m := n.Content[0]
+			kind, api := scalar(m, "kind"), scalar(m, "apiVersion")
+			var node *yaml.Node
+			ns, how := "", ""
+			switch {
+			case kind == "FluxInstance" && strings.HasPrefix(api, "fluxcd.controlplane.io/"):
+				node, how = child(child(m, "spec"), "sync"), "FluxInstance"
+				ns = scalar(child(m, "metadata"), "namespace")
+			case kind == fluxobj.HelmReleaseKind && fluxobj.InGroup(api, fluxobj.HelmGroup):
+				spec := child(m, "spec")
+				node, how = child(child(child(spec, "values"), "instance"), "sync"), "HelmRelease values"
+				if ns = scalar(spec, "targetNamespace"); ns == "" {
+					ns = scalar(child(m, "metadata"), "namespace")
+				}
+			case kind == "":
+				node, how = child(child(m, "instance"), "sync"), "values file"
+			}
+			if node == nil {
+				continue
+			}
+			var s Sync
+			if err := node.Decode(&s); err != nil || s.Path == "" {
+				continue
+			}
+			out = append(out, declaredSync{sync: s, namespace: ns, loc: Location{File: rel, Line: node.Line}, how: how})
+		}
+	}
+	return out
+}
+
+// findSync is the declaration whose spec.sync.path is root, preferring a
+// FluxInstance over chart values; ambiguous declarations are noted.
+func (l *loader) findSync(root string) (*declaredSync, error) {
+	var found []declaredSync
+	for _, d := range l.env.index.syncDeclarations() {
+		if cleanPath(strings.TrimLeft(d.sync.Path, "/")) == root {
+			found = append(found, d)
+		}
+	}
+	if f := l.env.Options.FluxInstance; f != "" {
+		found = slices.DeleteFunc(found, func(d declaredSync) bool { return d.loc.File != cleanPath(f) })
+		if len(found) == 0 {
+			return nil, gate.InputErrorf("--flux-instance %s: no FluxInstance spec.sync (or flux-instance values instance.sync) with path %s there", f, root)
+		}
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	rank := map[string]int{"FluxInstance": 0, "HelmRelease values": 1, "values file": 2}
+	slices.SortStableFunc(found, func(a, b declaredSync) int { return rank[a.how] - rank[b.how] })
+	for _, d := range found[1:] {
+		if d.sync.Kind != found[0].sync.Kind || d.sync.URL != found[0].sync.URL {
+			l.env.Notes = append(l.env.Notes, fmt.Sprintf("spec.sync at %s (%s) also names path %s with another source; the one at %s is used (pass --flux-instance FILE to choose)", d.loc, d.how, root, found[0].loc))
+		}
+	}
+	return &found[0], nil
+}
+
+// declaredRoot finds the root the repository does not render: Options.Sync
+// (the command line) first, then a spec.sync whose path is root. It sets
+// Env.Root (a synthesized Kustomization, located at the declaration),
+// Env.RootSource, Env.Origin, and names the root in Env.Options. Nothing
+// found leaves Env.Root nil (check.graph's no-root).
+func (l *loader) declaredRoot(root string) error {
+	e := l.env
+	o := e.Options
+	var s *Sync
+	ns, loc := o.Namespace, Location{}
+	switch d, err := l.findSync(root); {
+	case o.Sync != nil:
+		cp := *o.Sync
+		s = &cp
+		if s.Name == "" {
+			s.Name = o.RootName
+		}
+		if err := CheckSync(s, "--source-url"); err != nil {
+			return err
+		}
+		e.Origin = Origin{Layout: LayoutCommandLine, Sync: s}
+	case err != nil:
+		return err
+	case d != nil:
+		s = &d.sync
+		ns = fluxobj.NamespaceOr(d.namespace, o.Namespace)
+		loc = d.loc
+		if err := CheckSync(s, fmt.Sprintf("%s: %s spec.sync", d.loc, d.how)); err != nil {
+			return err
+		}
+		e.Origin = Origin{Layout: LayoutFluxInstance, Location: d.loc, Sync: s}
+	default:
+		return nil
+	}
+	if s.Path == "" {
+		s.Path = "./" + root
+	}
+	k := synthesize(s, ns)
+	e.Options.Namespace, e.Options.RootName = k.Namespace, k.Name
+	e.Root = &Kustomization{Kustomization: k, Location: loc, Path: root}
+	l.seen["K/"+e.Root.Ref()] = true
+	src := &Source{Ref: fluxobj.Ref{Kind: s.Kind, Namespace: k.Namespace, Name: k.Name}, Location: loc}
+	e.Sources = append(e.Sources, src)
+	l.seen["S/"+src.Ref.String()] = true
+	return nil
+}
+
+// synthesize builds the root Kustomization of a declared sync.
+func synthesize(s *Sync, namespace string) *kustomizev1.Kustomization {
+	name := s.Name
+	if name == "" {
+		name = namespace
+	}
+	s.Name = name
+	return &kustomizev1.Kustomization{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: kustomizev1.KustomizationSpec{
+			Interval:  metav1.Duration{Duration: 10 * time.Minute},
+			Path:      s.Path,
+			Prune:     true,
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: s.Kind, Name: name},
+		},
+	}
+}
+
+// redact keeps a URL parse error's reason without the URL (which may hold
+// a password).
+func redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
