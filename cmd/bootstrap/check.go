@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/check"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/session"
@@ -16,6 +17,7 @@ func newCheckCommand(a *app) *cobra.Command {
 	var (
 		o     check.Options
 		rf    repoFlags
+		root  rootFlags
 		sarif string
 	)
 	cmd := &cobra.Command{
@@ -24,7 +26,13 @@ func newCheckCommand(a *app) *cobra.Command {
 		Long: `Builds the environment's root (clusters/<env>) and every Flux Kustomization it declares,
 transitively, exactly as kustomize-controller builds them, and runs the controller's own
 post-build substitution (strict) on every object against the ConfigMaps and Secrets the
-environment renders. No cluster is needed. Reports undefined variables, default-operator
+environment renders (ExternalSecrets and SealedSecrets count, with the keys they declare).
+
+The root is found as the cluster will have it: rendered by the root directory (this tool's
+sync.yaml, flux bootstrap's flux-system/gotk-sync.yaml), or declared by a FluxInstance
+(plain, or as flux-instance chart values) whose spec.sync.path is the path, or by
+--source-url when it is made outside the repository. A directory without a
+kustomization.yaml, the root included, is generated as kustomize-controller generates it. No cluster is needed. Reports undefined variables, default-operator
 expansions, expansions the parser rejects, literals that ship unsubstituted, substituteFrom
 knobs that differ between environments or are unused, dependsOn cycles and dangling edges,
 unreachable nodes, a root with wait: true, the substitution race, and prune hazards.
@@ -32,6 +40,8 @@ unreachable nodes, a root with wait: true, the substitution race, and prune haza
 Exit codes: 0 no defect (warnings allowed), 1 a defect, 2 input error (the repository does not
 build), 3 incomplete (something could not be checked, e.g. a path with a remote base).`,
 		Example: `  bootstrap check --repo . --env dev
+  bootstrap check --path kubernetes/flux/cluster   # root declared by a FluxInstance's spec.sync
+  bootstrap check --path clusters/prod --source-kind OCIRepository --source-url oci://registry.example/fleet --source-ref latest
   bootstrap check --env prod --compare clusters/dev -o json
   bootstrap check --path clusters/staging --sarif check.sarif --junit check.xml`,
 		Args: cobra.NoArgs,
@@ -42,6 +52,10 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 			if o.Path, err = rf.resolve(); err != nil {
 				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
+			if o.Sync, err = root.sync(); err != nil {
+				return a.s.Fail(cmd.Context(), run.Report, err)
+			}
+			o.FluxInstance = root.fluxInstance
 			run.Report.Facts["path"] = o.Path
 			phase := &check.Phase{Options: o}
 			return a.s.ExecuteThen(cmd.Context(), run, func() error { return writeSARIF(sarif, phase.Result) }, phase)
@@ -51,6 +65,7 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 	rf.add(fl)
 	fl.Var(input.NewNamespace(&o.Namespace, DefaultFluxNamespace), "namespace", "namespace of the root Kustomization")
 	fl.Var(input.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
+	root.add(fl)
 	addCompareFlags(fl, &o.Compare, &o.NoCompare, "")
 	fl.Var(input.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd
@@ -72,4 +87,36 @@ func writeSARIF(path string, res *check.Result) error {
 func addCompareFlags(fl *pflag.FlagSet, compare *[]string, none *bool, prefix string) {
 	fl.Var(input.NewRepoPaths(compare), "compare", prefix+"root directories of the environments whose substituteFrom knobs must match (default: every sibling of the path that has its own root)")
 	fl.BoolVar(none, "no-compare", false, prefix+"do not compare knobs with other environments")
+}
+
+// rootFlags declare a root the repository does not hold: a FluxInstance
+// file, or the source on the command line.
+type rootFlags struct {
+	kind, url, ref, fluxInstance string
+}
+
+func (r *rootFlags) add(fl *pflag.FlagSet) {
+	fl.Var(input.NewRuled(&r.kind, "KIND", func(v string) error {
+		return fluxrepo.CheckSync(&fluxrepo.Sync{Kind: v, URL: "x"}, "--source-kind")
+	}), "source-kind", "kind of the root's source when --source-url declares it: GitRepository, OCIRepository or Bucket (default GitRepository)")
+	fl.Var(input.NewRuled(&r.url, "URL", func(v string) error {
+		return fluxrepo.CheckSync(&fluxrepo.Sync{Kind: "GitRepository", URL: v}, "--source-url")
+	}), "source-url", "declare the root when the repository renders none and no FluxInstance spec.sync names the path: the URL of its source (no credentials)")
+	fl.StringVar(&r.ref, "source-ref", "", "with --source-url: the Git reference (refs/heads/main), OCI tag or bucket name")
+	fl.Var(input.NewRepoPath(&r.fluxInstance), "flux-instance", "the file holding the FluxInstance (or flux-instance chart values) whose spec.sync declares the root (default: any file of the repository whose spec.sync.path is the path)")
+}
+
+// sync is the root the flags declare (nil when none).
+func (r *rootFlags) sync() (*fluxrepo.Sync, error) {
+	if r.url == "" {
+		if r.kind != "" || r.ref != "" {
+			return nil, gate.InputErrorf("--source-kind and --source-ref declare a root with --source-url: add --source-url URL")
+		}
+		return nil, nil
+	}
+	s := &fluxrepo.Sync{Kind: r.kind, URL: r.url, Ref: r.ref}
+	if s.Kind == "" {
+		s.Kind = "GitRepository"
+	}
+	return s, fluxrepo.CheckSync(s, "--source-url")
 }

@@ -172,10 +172,20 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 				ev = append(ev, fmt.Sprintf("%s is applied by %s; %s waits for it: %s", key, d.AppliedBy, k.Ref(), joinIDs(via)))
 				continue
 			}
+			if o.on(RaceDep) && d.Watched {
+				// kustomize-controller v1.9.5 watches substituteFrom objects
+				// matching --watch-configs-label-selector and reconciles
+				// their readers when one changes (kustomization_manager.go):
+				// the window is one reconcile, failed in strict mode.
+				fs = append(fs, finding{det: RaceDep, warn: true, loc: k.Location,
+					what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it; it is watched (reconcile.fluxcd.io/watch: Enabled), so a knob added in one commit fails (strict) or renders empty for one reconcile, until %s applies it and the watch reconciles %s again", k.Ref(), key, d.Location, d.AppliedBy, d.AppliedBy, k.Ref()),
+					fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s) to close the window", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)})
+				continue
+			}
 			if o.on(RaceDep) {
 				fs = append(fs, finding{det: RaceDep, loc: k.Location,
 					what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it through same-source dependsOn: a knob added in one commit renders as missing (or empty) until %s applies it", k.Ref(), key, d.Location, d.AppliedBy, d.AppliedBy),
-					fix:  fmt.Sprintf("add dependsOn: [{name: %s}] to Kustomization %s (%s)", applier.Name, k.Ref(), k.Location)})
+					fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s)", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)})
 			}
 		}
 		out = append(out, ch.verdict(Race.Each(k.Ref()), fs, fmt.Sprintf("Kustomization %s waits for whoever applies what it substitutes from", k.Ref()), ev...))
@@ -184,6 +194,17 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 		out = append(out, Race.Pass("no Kustomization substitutes from an object the environment renders"))
 	}
 	return out
+}
+
+// dependsOnEntry is the dependsOn entry naming id from a dependent in
+// namespace ns: the namespace is spelled out when it differs, since
+// kustomize-controller defaults it to the dependent's own (an entry without
+// it would fail "dependency not found").
+func dependsOnEntry(id fluxgraph.NodeID, ns string) string {
+	if id.Namespace == ns {
+		return fmt.Sprintf("{name: %s}", id.Name)
+	}
+	return fmt.Sprintf("{name: %s, namespace: %s}", id.Name, id.Namespace)
 }
 
 func joinIDs(ids []fluxgraph.NodeID) string {
@@ -236,6 +257,12 @@ func checkPrune(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
 		}
 		k := ks[0]
 		if !k.Spec.Prune || protected[ns+"@"+k.Ref()] {
+			continue
+		}
+		// The root declaring the namespace it lives in (flux bootstrap's
+		// gotk-components.yaml): moving that file moves the environment
+		// itself, and the root would prune itself with it.
+		if k == env.Root && ns == k.Namespace {
 			continue
 		}
 		var others []string

@@ -190,6 +190,10 @@ type Data struct {
 	// ExternalSecret, a SealedSecret: "Kind namespace/name"); Location is
 	// then that object's. Its keys are the ones it declares.
 	MadeBy string
+	// Watched: labelled reconcile.fluxcd.io/watch: Enabled (the default of
+	// kustomize-controller's --watch-configs-label-selector), so the
+	// controller reconciles the Kustomizations reading it when it changes.
+	Watched bool
 	// Open: the maker may add keys the repository does not show
 	// (ExternalSecret dataFrom, templateFrom), so any key may be defined.
 	Open bool

@@ -53,6 +53,8 @@ func madeSecret(r *resource.Resource, ns string) *Data {
 		for _, k := range keysOf("spec", "target", "template", "data") {
 			d.Values[k] = madeValue
 		}
+		labels, _, _ := unstructured.NestedStringMap(m, "spec", "target", "template", "metadata", "labels")
+		d.Watched = watched(labels)
 		from, _, _ := unstructured.NestedSlice(m, "spec", "dataFrom")
 		tf, _, _ := unstructured.NestedSlice(m, "spec", "target", "template", "templateFrom")
 		d.Open = len(from) > 0 || len(tf) > 0
@@ -62,6 +64,8 @@ func madeSecret(r *resource.Resource, ns string) *Data {
 			name = r.GetName()
 		}
 		d = &Data{Kind: "Secret", Namespace: ns, Name: name, MadeBy: "SealedSecret " + ns + "/" + r.GetName(), Values: map[string]string{}}
+		labels, _, _ := unstructured.NestedStringMap(m, "spec", "template", "metadata", "labels")
+		d.Watched = watched(labels)
 		for _, k := range append(keysOf("spec", "encryptedData"), keysOf("spec", "template", "data")...) {
 			d.Values[k] = madeValue
 		}
