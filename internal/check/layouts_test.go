@@ -1,0 +1,158 @@
+package check
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// The corpus of testdata/layouts (issue #29): one repository of ours per
+// layout real Flux repositories use, each checked as committed (must pass)
+// and with one defect at a time. The layouts:
+//   - bootstrap: flux bootstrap's clusters/<env>/flux-system/{gotk-components,
+//     gotk-sync}.yaml with controller patches, no kustomization.yaml at the
+//     cluster root or under infrastructure/ (kustomize-controller v1.9.5
+//     generates one for every path it builds, the root included);
+//   - operator: the root declared by the flux-instance chart's values
+//     (instance.sync, Flux Operator), shared components with ${VAR:=default}
+//     that apps override, an ExternalSecret-made Secret, an out-of-band one;
+//   - fleet: a FluxInstance whose spec.sync is an OCIRepository.
+func TestLayouts(t *testing.T) {
+	type edit struct{ file, old, new string }
+	copyLayout := func(t *testing.T, name string, edits ...edit) string {
+		t.Helper()
+		dst := t.TempDir()
+		if err := os.CopyFS(dst, os.DirFS(filepath.Join("../../testdata/layouts", name))); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range edits {
+			p := filepath.Join(dst, e.file)
+			if e.old == "" && e.new == "" {
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			b, err := os.ReadFile(p)
+			if err != nil || !strings.Contains(string(b), e.old) {
+				t.Fatalf("%s: %v, or no %q", e.file, err, e.old)
+			}
+			if err := os.WriteFile(p, []byte(strings.Replace(string(b), e.old, e.new, 1)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dst
+	}
+	for _, tc := range []struct {
+		name, layout, path string
+		edits              []edit
+		// exit is the run's exit code; want are texts of the gate id's
+		// message or evidence with that verdict ("" id: none).
+		exit    int
+		id      string
+		verdict gate.Verdict
+		want    []string
+	}{
+		{name: "bootstrap staging as committed", layout: "bootstrap", path: "clusters/staging", exit: gate.ExitOK,
+			id: "check.graph", verdict: gate.Pass, want: []string{"root flux-system/flux-system (rendered by the root directory) applies clusters/staging; 4 Kustomization(s)"}},
+		{name: "bootstrap production as committed", layout: "bootstrap", path: "clusters/production", exit: gate.ExitOK,
+			id: "check.render", verdict: gate.Pass, want: []string{"compared with environment clusters/staging"}},
+		{name: "bootstrap: a HelmRelease dependsOn nothing renders", layout: "bootstrap", path: "clusters/staging",
+			edits: []edit{{"apps/base/podinfo/release.yaml", "  interval: 50m\n", "  interval: 50m\n  dependsOn:\n    - name: redis\n"}},
+			exit:  gate.ExitFailed, id: "check.graph", verdict: gate.Fail,
+			want: []string{"[dangling] HelmRelease podinfo/podinfo depends on podinfo/redis, which the environment does not render"}},
+		{name: "bootstrap: a knob nothing defines", layout: "bootstrap", path: "clusters/staging",
+			edits: []edit{{"clusters/staging/apps.yaml", "  wait: true\n", "  wait: true\n  postBuild:\n    substitute:\n      region: eu\n"},
+				{"apps/staging/podinfo-values.yaml", "podinfo.staging.example.invalid", "podinfo.${zone}.example.invalid"}},
+			exit: gate.ExitFailed, id: "check.substitution/flux-system/apps", verdict: gate.Fail,
+			want: []string{"apps/staging/podinfo-values.yaml:10: [undefined] ${zone} in HelmRelease/podinfo/podinfo is not defined"}},
+
+		{name: "operator as committed", layout: "operator", path: "kubernetes/flux/cluster", exit: gate.ExitOK,
+			id: "check.knobs/Secret/default/cluster-secrets", verdict: gate.Warn,
+			want: []string{"[prerequisite] prerequisite Secret/default/cluster-secrets (keys SECRET_DOMAIN used) is substituted from by default/echo"}},
+		{name: "operator: the root comes from the flux-instance values", layout: "operator", path: "kubernetes/flux/cluster", exit: gate.ExitOK,
+			id: "check.graph", verdict: gate.Pass,
+			want: []string{"root flux-system/flux-system (declared by the FluxInstance spec.sync at kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:18"}},
+		{name: "operator: a component default overridden is no finding, one left is an advisory", layout: "operator", path: "kubernetes/flux/cluster", exit: gate.ExitOK,
+			id: "check.substitution/default/echo", verdict: gate.Warn,
+			want: []string{`kubernetes/components/volsync/pvc.yaml:11: [default-op] ${VOLSYNC_STORAGECLASS:=…}`, `so its default "ceph-block" renders here`}},
+		{name: "operator: the ExternalSecret's keys define the knobs", layout: "operator", path: "kubernetes/flux/cluster", exit: gate.ExitOK,
+			id: "check.knobs/Secret/default/echo-env", verdict: gate.Pass,
+			want: []string{"2 knob(s) ECHO_REALM, ECHO_TOKEN"}},
+		{name: "operator: a shell default in a container script", layout: "operator", path: "kubernetes/flux/cluster",
+			edits: []edit{{"kubernetes/apps/default/echo/app/helmrelease.yaml", `"$${ECHO_DEBUG:-}"`, `"${ECHO_DEBUG:-}"`}},
+			exit:  gate.ExitFailed, id: "check.substitution/default/echo", verdict: gate.Fail,
+			want: []string{"kubernetes/apps/default/echo/app/helmrelease.yaml:27: [default-op] ${ECHO_DEBUG:-…} in a script of HelmRelease/default/echo", "escape it as $${ECHO_DEBUG:-…}"}},
+		{name: "operator: no declaration of the root", layout: "operator", path: "kubernetes/flux/cluster",
+			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "path: kubernetes/flux/cluster", "path: kubernetes/flux/other"},
+				{"bootstrap/helmfile.d/values-flux-instance.yaml", "", ""}},
+			exit: gate.ExitFailed, id: "check.graph", verdict: gate.Fail,
+			want: []string{"[no-root] kubernetes/flux/cluster renders no root Kustomization flux-system/flux-system and no FluxInstance spec.sync"}},
+
+		{name: "fleet prod as committed", layout: "fleet", path: "clusters/prod", exit: gate.ExitOK,
+			id: "check.graph", verdict: gate.Pass, want: []string{"root flux-system/flux-system (declared by the FluxInstance spec.sync at clusters/prod/flux-system/flux-instance.yaml:18"}},
+		{name: "fleet staging as committed", layout: "fleet", path: "clusters/staging", exit: gate.ExitOK,
+			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Pass, want: []string{"agree across 1 other environment(s)"}},
+		{name: "fleet: a knob in one environment only", layout: "fleet", path: "clusters/prod",
+			edits: []edit{{"clusters/prod/cluster-vars.yaml", "  cluster_env: prod\n", "  cluster_env: prod\n  replicas: \"3\"\n"}},
+			exit:  gate.ExitFailed, id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Fail,
+			want: []string{"[knob-env] knob replicas of ConfigMap/flux-system/cluster-vars is defined in clusters/prod but not in clusters/staging"}},
+		{name: "fleet: a typo in a knob", layout: "fleet", path: "clusters/prod",
+			edits: []edit{{"apps/web.yaml", "${ingress_domain}", "${ingress_domian}"}},
+			exit:  gate.ExitFailed, id: "check.substitution/flux-system/apps", verdict: gate.Fail,
+			want: []string{"apps/web.yaml:12: [undefined] ${ingress_domian} in ConfigMap/web/web is not defined"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := copyLayout(t, tc.layout, tc.edits...)
+			r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: tc.path}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := gate.NewReport("check")
+			rep.Add(r.Checks...)
+			if rep.ExitCode() != tc.exit {
+				t.Fatalf("exit %d, want %d:\n%s", rep.ExitCode(), tc.exit, dump(rep))
+			}
+			for _, c := range rep.Checks {
+				if c.ID != tc.id {
+					continue
+				}
+				for _, w := range tc.want {
+					if c.Verdict != tc.verdict || !strings.Contains(text(c), w) {
+						t.Fatalf("want %s %s containing %q; got:\n%s", tc.id, tc.verdict, w, dump(rep))
+					}
+				}
+				return
+			}
+			t.Fatalf("no %s:\n%s", tc.id, dump(rep))
+		})
+	}
+}
+
+// TestLayoutInputErrors: a declared root is held to the input rules before
+// anything is checked, and a URL's password never reaches the message.
+func TestLayoutInputErrors(t *testing.T) {
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS("../../testdata/layouts/fleet")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dst, "clusters/prod/flux-system/flux-instance.yaml")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "url: oci://registry.example.invalid/fleet/prod", "url: https://ci:hunter2@registry.example.invalid/fleet/prod", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: dst, Path: "clusters/prod"}, NoCompare: true})
+	if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), "clusters/prod/flux-system/flux-instance.yaml:18: FluxInstance spec.sync: the source URL carries a password") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, s := range []*fluxrepo.Sync{{Kind: "HelmRepository", URL: "https://x"}, {Kind: "GitRepository"}} {
+		if _, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: "../../testdata/layouts/bootstrap", Path: "apps/base", Sync: s}, NoCompare: true}); err == nil || !gate.IsInput(err) {
+			t.Errorf("%+v: err = %v, want an input error", s, err)
+		}
+	}
+}
