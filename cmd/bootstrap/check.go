@@ -100,7 +100,7 @@ func (r *rootFlags) add(fl *pflag.FlagSet) {
 		return fluxrepo.CheckSync(&fluxrepo.Sync{Kind: v, URL: "x"}, "--source-kind")
 	}), "source-kind", "kind of the root's source when --source-url declares it: GitRepository, OCIRepository or Bucket (default GitRepository)")
 	fl.Var(input.NewRuled(&r.url, "URL", func(v string) error {
-		return fluxrepo.CheckSync(&fluxrepo.Sync{Kind: "GitRepository", URL: v}, "--source-url")
+		return fluxrepo.CheckSync(&fluxrepo.Sync{URL: v}, "--source-url")
 	}), "source-url", "declare the root when the repository renders none and no FluxInstance spec.sync names the path: the URL of its source (no credentials)")
 	fl.StringVar(&r.ref, "source-ref", "", "with --source-url: the Git reference (refs/heads/main), OCI tag or bucket name")
 	fl.Var(input.NewRepoPath(&r.fluxInstance), "flux-instance", "the file holding the FluxInstance (or flux-instance chart values) whose spec.sync declares the root (default: any file of the repository whose spec.sync.path is the path)")

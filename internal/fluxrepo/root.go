@@ -71,10 +71,11 @@ func (o Origin) String() string {
 // kustomize-controller's: spec.sourceRef.kind of a Kustomization).
 var syncKinds = []string{"GitRepository", "OCIRepository", "Bucket"}
 
-// CheckSync holds a declared sync to the input rules: a known kind, a URL
+// CheckSync holds a declared sync to the input rules: a known kind (empty:
+// any, for a flag read before --source-kind), a URL of that kind's scheme
 // without credentials (they belong in the source's secretRef).
 func CheckSync(s *Sync, what string) error {
-	if !slices.Contains(syncKinds, s.Kind) {
+	if s.Kind != "" && !slices.Contains(syncKinds, s.Kind) {
 		return gate.InputErrorf("%s: source kind %q: must be one of %s", what, s.Kind, strings.Join(syncKinds, ", "))
 	}
 	if s.URL == "" {
@@ -86,6 +87,20 @@ func CheckSync(s *Sync, what string) error {
 	}
 	if _, ok := u.User.Password(); ok {
 		return gate.InputErrorf("%s: the source URL carries a password: put the credentials in the source's secretRef (spec.sync.pullSecret), not in the URL", what)
+	}
+	// The schemes each source accepts (source-controller v1.9.5's CRD
+	// validation): GitRepository http, https, ssh; OCIRepository oci; a
+	// Bucket's endpoint is a host[:port].
+	want := map[string][]string{"GitRepository": {"http", "https", "ssh"}, "OCIRepository": {"oci"}, "Bucket": {""}}[s.Kind]
+	scheme := u.Scheme
+	if !strings.Contains(s.URL, "://") {
+		scheme = ""
+	}
+	if s.Kind == "" {
+		want = []string{"http", "https", "ssh", "oci", ""}
+	}
+	if !slices.Contains(want, scheme) {
+		return gate.InputErrorf("%s: a %s URL must use %s", what, orAny(s.Kind), schemes(want))
 	}
 	return nil
 }
@@ -252,4 +267,23 @@ func redact(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+func orAny(kind string) string {
+	if kind == "" {
+		return "source"
+	}
+	return kind
+}
+
+func schemes(want []string) string {
+	var out []string
+	for _, w := range want {
+		if w == "" {
+			out = append(out, "a bare host[:port] (a Bucket endpoint)")
+		} else {
+			out = append(out, w+"://")
+		}
+	}
+	return strings.Join(out, ", ")
 }
