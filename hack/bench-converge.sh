@@ -30,7 +30,7 @@ for mode in controllers nudge; do
 	for _ in $(seq 100); do [[ -f "$home/ready" ]] && break; sleep 0.1; done
 	[[ -f "$home/ready" ]] || { echo "bench: the Git server did not come up" >&2; exit 1; }
 	bin/bootstrap age-key --age-key-file - --repo "$home/repo" --path clusters/dev -o json <"$home/age.key" >"$work/$mode-agekey.json"
-	bin/bootstrap sync --repo "$home/repo" --env dev --timeout 5m -o json >"$work/$mode-sync.json"
+	bin/bootstrap sync --repo "$home/repo" --env dev --timeout 5m --converge=false -o json >"$work/$mode-sync.json"
 	nudge=false
 	[[ $mode == nudge ]] && nudge=true
 	start=$(date +%s.%N)
