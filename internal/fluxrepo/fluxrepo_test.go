@@ -501,3 +501,15 @@ func wantNote(t *testing.T, e *Env, want string) {
 		t.Errorf("notes %q: want %q", e.Notes, want)
 	}
 }
+
+// TestSubstituteNotString: a number in postBuild.substitute is refused
+// naming the key and the quoting fix (the CRD's schema: a map of strings).
+func TestSubstituteNotString(t *testing.T) {
+	repo := copyTree(t, clean)
+	edit(t, repo, "clusters/base/apps.yaml", "    substitute:\n", "    substitute:\n      replicas: 3\n")
+	_, err := Load(Options{Repo: repo, Path: "clusters/dev"})
+	if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), `Kustomization flux-system/apps (clusters/base/apps.yaml:1): spec.postBuild.substitute.replicas is a number (3), not a string`) ||
+		!strings.Contains(err.Error(), `quote it: replicas: "3"`) {
+		t.Fatalf("err = %v", err)
+	}
+}

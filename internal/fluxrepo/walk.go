@@ -3,6 +3,7 @@ package fluxrepo
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -275,6 +276,9 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []string, appliedBy string) (*Kustomization, error) {
 	e := l.env
 	k := &kustomizev1.Kustomization{}
+	if err := substituteValues(r); err != nil {
+		return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+	}
 	if err := fromResource(r, k); err != nil {
 		return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
 	}
@@ -429,4 +433,33 @@ func isKustomization(r *resource.Resource) bool {
 // WatchOptions: reconcile.fluxcd.io/watch=Enabled).
 func watched(labels map[string]string) bool {
 	return labels[meta.LabelKeyWatch] == meta.LabelValueWatchEnabled
+}
+
+// substituteValues holds spec.postBuild.substitute to the CRD's schema
+// (a map of strings): the API server refuses a YAML number or boolean
+// there, so the Kustomization applying it fails its dry run. Named with
+// the key and the fix rather than the converter's "cannot convert int to
+// string".
+func substituteValues(r *resource.Resource) error {
+	m, err := r.Map()
+	if err != nil {
+		return err
+	}
+	sub, _, _ := unstructured.NestedFieldNoCopy(m, "spec", "postBuild", "substitute")
+	vals, ok := sub.(map[string]any)
+	if !ok {
+		return nil
+	}
+	for _, key := range slices.Sorted(maps.Keys(vals)) {
+		if v := vals[key]; v != nil {
+			if _, isString := v.(string); !isString {
+				what := "a number"
+				if _, isBool := v.(bool); isBool {
+					what = "a boolean"
+				}
+				return fmt.Errorf("spec.postBuild.substitute.%s is %s (%v), not a string: the Kustomization CRD takes strings only and the API server refuses it; quote it: %s: \"%v\"", key, what, v, key, v)
+			}
+		}
+	}
+	return nil
 }
