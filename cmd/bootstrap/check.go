@@ -32,7 +32,9 @@ The root is found as the cluster will have it: rendered by the root directory (t
 sync.yaml, flux bootstrap's flux-system/gotk-sync.yaml), or declared by a FluxInstance
 (plain, or as flux-instance chart values) whose spec.sync.path is the path, or by
 --source-url when it is made outside the repository. A directory without a
-kustomization.yaml, the root included, is generated as kustomize-controller generates it. No cluster is needed. Reports undefined variables, default-operator
+kustomization.yaml, the root included, is generated as kustomize-controller generates it.
+A .bootstrap.yaml at the repository root (docs/policy.md) makes the check stricter or looser,
+each choice with a reason; what it changes is still reported. No cluster is needed. Reports undefined variables, default-operator
 expansions, expansions the parser rejects, literals that ship unsubstituted, substituteFrom
 knobs that differ between environments or are unused, dependsOn cycles and dangling edges,
 unreachable nodes, a root with wait: true, the substitution race, and prune hazards.

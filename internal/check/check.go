@@ -86,6 +86,9 @@ type Options struct {
 	// Env is the environment already loaded with Options (a command that
 	// built it before the first request); nil: Run loads it.
 	Env *fluxrepo.Env
+	// Policy is the repository's PolicyFile, already loaded; nil: Run
+	// loads it (none in the repository: the defaults).
+	Policy *Policy
 }
 
 func (o Options) on(d Detector) bool { return !o.Disable[d] }
@@ -104,6 +107,13 @@ type Result struct {
 // Run loads the environment and checks it. The error is an input error
 // (gate.InputError) when the environment cannot be built.
 func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Policy == nil {
+		p, err := LoadPolicy(o.Repo)
+		if err != nil {
+			return nil, err
+		}
+		o.Policy = p
+	}
 	env := o.Env
 	if env == nil {
 		var err error
@@ -121,7 +131,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !o.NoCompare {
 		r.Others, compareNotes = loadOthers(o, env)
 	}
-	ch := &checker{}
+	ch := &checker{policy: o.Policy}
+	if o.Policy != nil {
+		compareNotes = append(compareNotes, "policy: "+PolicyFile+" (docs/policy.md)")
+	}
 	r.Checks = append(r.Checks, renderCheck(env, r.Others, compareNotes))
 	subs, refs := checkSubstitution(ch, ctx, o, env)
 	r.Checks = append(r.Checks, subs...)
@@ -248,12 +261,20 @@ type finding struct {
 	what string
 	fix  string
 	warn bool
+	// name is what the policy matches: the variable of a default-operator
+	// form, the object key of a prerequisite.
+	name string
+	// policy says how the policy changed the verdict ("" unchanged).
+	policy string
 }
 
 func (f finding) String() string {
 	s := fmt.Sprintf("%s: [%s] %s", f.loc, f.det, f.what)
 	if f.fix != "" {
 		s += " — fix: " + f.fix
+	}
+	if f.policy != "" {
+		s += " — " + f.policy
 	}
 	return s
 }
@@ -269,13 +290,29 @@ type Finding struct {
 	Line    int          `json:"line,omitempty"`
 	Message string       `json:"message"`
 	Fix     string       `json:"fix,omitempty"`
+	// Policy says how the repository's policy changed it: "allowed by …
+	// (reason)" (Verdict pass) or "required by policy: …".
+	Policy string `json:"policy,omitempty"`
 }
 
 // checker gathers the findings of one run.
-type checker struct{ findings []Finding }
+type checker struct {
+	findings []Finding
+	policy   *Policy
+}
 
 // verdict turns findings into one check of def.
-func (ch *checker) verdict(def gate.Def, fs []finding, passMsg string, ev ...string) gate.Check {
+func (ch *checker) verdict(def gate.Def, all []finding, passMsg string, ev ...string) gate.Check {
+	// The policy's word first: an allowed finding is reported, not counted.
+	var fs []finding
+	for _, f := range all {
+		if why := ch.policy.apply(&f); why != "" {
+			ev = append(ev, why+": "+f.String())
+			ch.findings = append(ch.findings, Finding{Gate: def.ID, Detector: f.det, Verdict: gate.Pass, File: f.loc.File, Line: f.loc.Line, Message: f.what, Fix: f.fix, Policy: why})
+			continue
+		}
+		fs = append(fs, f)
+	}
 	if len(fs) == 0 {
 		return def.Pass(passMsg, ev...)
 	}
@@ -284,7 +321,7 @@ func (ch *checker) verdict(def gate.Def, fs []finding, passMsg string, ev ...str
 		if f.warn {
 			v = gate.Warn
 		}
-		ch.findings = append(ch.findings, Finding{Gate: def.ID, Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Message: f.what, Fix: f.fix})
+		ch.findings = append(ch.findings, Finding{Gate: def.ID, Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Message: f.what, Fix: f.fix, Policy: f.policy})
 	}
 	fails := slices.DeleteFunc(slices.Clone(fs), func(f finding) bool { return f.warn })
 	// The message names the first finding; the evidence lists them all

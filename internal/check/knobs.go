@@ -37,6 +37,14 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		users := strings.Join(ob.users, ", ")
 		d := env.Data[key]
 		if d == nil {
+			if pd := o.Policy.prerequisite(key); pd != nil {
+				keys := "any key (none declared)"
+				if !pd.Open {
+					keys = "keys " + strings.Join(slices.Sorted(maps.Keys(pd.Values)), ", ")
+				}
+				out = append(out, ch.verdict(def, nil, fmt.Sprintf("%s is a declared prerequisite: %s; %s; substituted from by %s", key, pd.MadeBy, keys, users)))
+				continue
+			}
 			var fs []finding
 			if o.on(Prerequisite) && !ob.optional {
 				// Made outside the environment (out of band at bootstrap,
@@ -55,7 +63,7 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 				if loc.File == "" {
 					loc = ob.first.Location // the reference came from a patch
 				}
-				fs = append(fs, finding{det: Prerequisite, warn: true, loc: loc,
+				fs = append(fs, finding{det: Prerequisite, name: key, warn: true, loc: loc,
 					what: fmt.Sprintf("prerequisite %s (%s used) is substituted from by %s and no Kustomization of %s renders it: it must exist before they reconcile, or the controller fails them with \"substitute from '%s/%s' error: not found\"", key, keys, users, env.Options.Path, kind, d2name(key)),
 					fix:  fmt.Sprintf("create %s out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization they depend on); mark the reference optional: true if it may be absent", key)})
 			}

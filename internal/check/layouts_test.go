@@ -11,6 +11,42 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
+// edit replaces old by new once in file of a layout copy; old and new
+// both empty removes the file, old empty with new set writes it.
+type edit struct{ file, old, new string }
+
+// copyLayout copies testdata/layouts/name and applies edits.
+func copyLayout(t *testing.T, name string, edits ...edit) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("../../testdata/layouts", name))); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range edits {
+		p := filepath.Join(dst, e.file)
+		switch {
+		case e.old == "" && e.new == "":
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		case e.old == "":
+			if err := os.WriteFile(p, []byte(e.new), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), e.old) {
+			t.Fatalf("%s: %v, or no %q", e.file, err, e.old)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), e.old, e.new, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
 // The corpus of testdata/layouts (issue #29): one repository of ours per
 // layout real Flux repositories use, each checked as committed (must pass)
 // and with one defect at a time. The layouts:
@@ -23,31 +59,6 @@ import (
 //     that apps override, an ExternalSecret-made Secret, an out-of-band one;
 //   - fleet: a FluxInstance whose spec.sync is an OCIRepository.
 func TestLayouts(t *testing.T) {
-	type edit struct{ file, old, new string }
-	copyLayout := func(t *testing.T, name string, edits ...edit) string {
-		t.Helper()
-		dst := t.TempDir()
-		if err := os.CopyFS(dst, os.DirFS(filepath.Join("../../testdata/layouts", name))); err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range edits {
-			p := filepath.Join(dst, e.file)
-			if e.old == "" && e.new == "" {
-				if err := os.Remove(p); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			b, err := os.ReadFile(p)
-			if err != nil || !strings.Contains(string(b), e.old) {
-				t.Fatalf("%s: %v, or no %q", e.file, err, e.old)
-			}
-			if err := os.WriteFile(p, []byte(strings.Replace(string(b), e.old, e.new, 1)), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return dst
-	}
 	for _, tc := range []struct {
 		name, layout, path string
 		edits              []edit

@@ -66,14 +66,21 @@ func WriteSARIF(w io.Writer, r *Result) error {
 	results := []sarifResult{}
 	for _, f := range r.Findings {
 		level := "error"
-		if f.Verdict == gate.Warn {
+		switch f.Verdict {
+		case gate.Warn:
 			level = "warning"
+		case gate.Pass:
+			level = "none" // allowed by the repository's policy: listed, not raised
 		}
 		msg := f.Message
 		if f.Fix != "" {
 			msg += " Fix: " + f.Fix
 		}
-		res := sarifResult{RuleID: string(f.Detector), Level: level, Message: sarifMessage{msg}, Properties: map[string]string{"gate": f.Gate}}
+		props := map[string]string{"gate": f.Gate}
+		if f.Policy != "" {
+			props["policy"] = f.Policy
+		}
+		res := sarifResult{RuleID: string(f.Detector), Level: level, Message: sarifMessage{msg}, Properties: props}
 		if f.File != "" {
 			var loc sarifLocation
 			loc.PhysicalLocation.ArtifactLocation.URI = f.File

@@ -47,18 +47,28 @@ type usage struct {
 type dataClient struct {
 	client.Client // nil: only Get is called
 	env           *fluxrepo.Env
+	policy        *Policy
+}
+
+// data is the object the environment renders, or the policy declares.
+func (c dataClient) data(kind string, key client.ObjectKey) *fluxrepo.Data {
+	k := fluxrepo.DataKey(kind, key.Namespace, key.Name)
+	if d := c.env.Data[k]; d != nil {
+		return d
+	}
+	return c.policy.prerequisite(k)
 }
 
 func (c dataClient) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		d := c.env.Data[fluxrepo.DataKey("ConfigMap", key.Namespace, key.Name)]
+		d := c.data("ConfigMap", key)
 		if d == nil {
 			return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
 		}
 		o.Data = maps.Clone(d.Values)
 	case *corev1.Secret:
-		d := c.env.Data[fluxrepo.DataKey("Secret", key.Namespace, key.Name)]
+		d := c.data("Secret", key)
 		if d == nil {
 			return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
 		}
@@ -157,7 +167,7 @@ type substitution struct {
 // of k and classifies what it finds with the controller's parser.
 func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) (gate.Check, map[string]bool, []dataRef, map[string]bool) {
 	names := map[string]bool{}
-	kc, vars, from, refs, unknown := substituteVars(env, k)
+	kc, vars, from, refs, unknown := substituteVars(env, o.Policy, k)
 	always := kc.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways
 	assumed := map[string]bool{}
 	if len(unknown) > 0 {
@@ -192,7 +202,7 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 	if err != nil {
 		return def.Fail(fmt.Sprintf("Kustomization %s: %v", k.Ref(), err)), names, refs, nil
 	}
-	s := &substitution{o: o, env: env, k: k, vars: vars, from: from, always: always, uobj: uobj, cl: dataClient{env: env},
+	s := &substitution{o: o, env: env, k: k, vars: vars, from: from, always: always, uobj: uobj, cl: dataClient{env: env, policy: o.Policy},
 		names: names, assumed: assumed, unknown: unknown, controllerErrs: map[string]bool{}}
 	for _, r := range k.Resources {
 		if disabled(r) {
@@ -221,7 +231,7 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 // it), the variables, where they come from ("nothing" when nowhere), every
 // reference, and the sources whose keys the repository does not show (a
 // required object made elsewhere, a maker with open keys).
-func substituteVars(env *fluxrepo.Env, k *fluxrepo.Kustomization) (*kustomizev1.Kustomization, map[string]string, string, []dataRef, []string) {
+func substituteVars(env *fluxrepo.Env, p *Policy, k *fluxrepo.Kustomization) (*kustomizev1.Kustomization, map[string]string, string, []dataRef, []string) {
 	var unknown []string
 	var refs []dataRef
 	vars := map[string]string{}
@@ -231,6 +241,9 @@ func substituteVars(env *fluxrepo.Env, k *fluxrepo.Kustomization) (*kustomizev1.
 		key := fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name)
 		refs = append(refs, dataRef{key: key, optional: ref.Optional, by: k})
 		d := env.Data[key]
+		if d == nil {
+			d = p.prerequisite(key) // declared in the policy, with its keys
+		}
 		if d == nil {
 			// Reported by check.knobs; substitution goes on without it.
 			if !ref.Optional {
@@ -331,13 +344,13 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 		// variable, and envsubst replaces it now (the seed's dead OIDC
 		// guard: if [ -z "${X:-}" ] became if [ -z "" ]).
 		if o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
+			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr),
 				what: fmt.Sprintf("%s…} in a script of %s: %s is not defined in this environment (%s), so post-build substitution replaces it with its default before the shell ever runs; the script's own check of %s is dead", expr, objName(r), n.Param, from, n.Param),
 				fix:  fmt.Sprintf("escape it as $%s…} so the shell sees it", expr)})
 		}
 	case isDefaultOp(n.Name) && n.Name == ":?":
 		if o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, loc: locate(env, k, r, expr),
+			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr),
 				what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), and envsubst renders the message as the value: a non-empty wrong value, not an error", expr, objName(r), n.Param, from),
 				fix:  fmt.Sprintf("define %s in %s (strict mode fails ${%s} when it is missing)", n.Param, from, n.Param)})
 		}
@@ -345,7 +358,7 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 		// A template default in a plain field value: an advisory naming
 		// what renders.
 		if o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, warn: true, loc: locate(env, k, r, expr),
+			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, warn: true, loc: locate(env, k, r, expr),
 				what: fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, objName(r), n.Param, k.Ref(), from, defaultText(n)),
 				fix:  fmt.Sprintf("nothing if the default is meant; else define %s in %s", n.Param, from)})
 		}

@@ -513,3 +513,26 @@ func TestSubstituteNotString(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestSyncDeclarationsOddDocuments: documents that mention "sync" without
+// a spec.sync (a kind-less values file without instance:, a FluxInstance
+// without spec) are no declaration and no crash.
+func TestSyncDeclarationsOddDocuments(t *testing.T) {
+	repo := copyTree(t, clean)
+	for name, content := range map[string]string{
+		"values/volsync.yaml": "volsync:\n  enabled: true\n",
+		"values/empty.yaml":   "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata: {name: flux}\n# sync later\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(t, repo, "clusters/dev/kustomization.yaml", "  - sync.yaml\n", "")
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev"})
+	if err != nil || e.Root != nil {
+		t.Fatalf("root %v, err %v", e.Root, err)
+	}
+}

@@ -78,6 +78,9 @@ func (ix *fileIndex) load() {
 }
 
 func keyNode(m *yaml.Node, key string) *yaml.Node {
+	if m == nil {
+		return nil
+	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
 			return m.Content[i]
@@ -87,6 +90,9 @@ func keyNode(m *yaml.Node, key string) *yaml.Node {
 }
 
 func child(m *yaml.Node, key string) *yaml.Node {
+	if m == nil {
+		return nil
+	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
 			if v := m.Content[i+1]; v.Kind == yaml.MappingNode {
@@ -98,6 +104,9 @@ func child(m *yaml.Node, key string) *yaml.Node {
 }
 
 func scalar(m *yaml.Node, key string) string {
+	if m == nil {
+		return ""
+	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key && m.Content[i+1].Kind == yaml.ScalarNode {
 			return m.Content[i+1].Value

@@ -1,0 +1,238 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
+)
+
+// PolicyFile is the repository's check policy, at the repository root
+// (docs/policy.md). It makes the check stricter or looser where a team
+// chose so, each choice with a reason; every finding it changes is still
+// reported, as "allowed (reason)" or "required by policy (reason)".
+const PolicyFile = ".bootstrap.yaml"
+
+// Policy is the schema of PolicyFile (version 1).
+type Policy struct {
+	Version          int              `json:"version"`
+	DefaultOperators DefaultOpPolicy  `json:"defaultOperators,omitempty"`
+	Prerequisites    PrereqPolicy     `json:"prerequisites,omitempty"`
+	Advisories       AdvisoriesPolicy `json:"advisories,omitempty"`
+
+	file string
+	root *yaml.Node
+}
+
+// DefaultOpPolicy judges default-operator forms on undefined names.
+type DefaultOpPolicy struct {
+	// OnUndefined: "advisory" (the default: a template default in a plain
+	// field is a warning) or "fail" (every form on an undefined name fails).
+	OnUndefined string `json:"onUndefined,omitempty"`
+	// Allow lists names (path.Match patterns) whose forms are allowed.
+	Allow []AllowNames `json:"allow,omitempty"`
+}
+
+// AllowNames allows the default-operator forms on matching names.
+type AllowNames struct {
+	Names  []string `json:"names"`
+	Reason string   `json:"reason"`
+}
+
+// PrereqPolicy declares the objects made outside the repository.
+type PrereqPolicy struct {
+	// Undeclared: "warn" (the default) or "fail" for a substituteFrom
+	// object nothing renders and Declared does not list.
+	Undeclared string                 `json:"undeclared,omitempty"`
+	Declared   []DeclaredPrerequisite `json:"declared,omitempty"`
+}
+
+// DeclaredPrerequisite is one object made out of band, with the keys it
+// holds.
+type DeclaredPrerequisite struct {
+	Kind      string   `json:"kind"`
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Keys      []string `json:"keys,omitempty"`
+	CreatedBy string   `json:"createdBy"`
+}
+
+// AdvisoriesPolicy turns advisory detectors off.
+type AdvisoriesPolicy struct {
+	Disable []AdvisoryOff `json:"disable,omitempty"`
+}
+
+// AdvisoryOff turns one advisory detector's warnings off.
+type AdvisoryOff struct {
+	Detector Detector `json:"detector"`
+	Reason   string   `json:"reason"`
+}
+
+// advisoryDetectors are the detectors whose findings are warnings.
+var advisoryDetectors = []Detector{DefaultOp, Literal, KnobUnused, Prerequisite, RaceDep, Prune}
+
+// LoadPolicy reads PolicyFile from the repository (nil when there is
+// none), held to its schema: unknown fields, values and missing reasons are
+// input errors naming the file, the line and the fix.
+func LoadPolicy(repo string) (*Policy, error) {
+	rd, err := input.OpenDir(repo, "--repo "+repo)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	b, err := rd.ReadFile(PolicyFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{file: PolicyFile}
+	if err := sigsyaml.UnmarshalStrict(b, p); err != nil {
+		return nil, gate.InputErrorf("%s: %v: see docs/policy.md for the fields", PolicyFile, err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err == nil && len(doc.Content) > 0 {
+		p.root = doc.Content[0]
+	}
+	return p, p.validate()
+}
+
+func (p *Policy) validate() error {
+	bad := func(at, format string, a ...any) error {
+		return gate.InputErrorf("%s: %s", p.where(strings.Split(at, ".")...), fmt.Sprintf(format, a...))
+	}
+	if p.Version != 1 {
+		return bad("version", "version %d: this tool reads version: 1", p.Version)
+	}
+	if v := p.DefaultOperators.OnUndefined; v != "" && v != "advisory" && v != "fail" {
+		return bad("defaultOperators.onUndefined", "onUndefined %q: advisory (the default) or fail", v)
+	}
+	for i, a := range p.DefaultOperators.Allow {
+		at := fmt.Sprintf("defaultOperators.allow.%d", i)
+		if len(a.Names) == 0 || strings.TrimSpace(a.Reason) == "" {
+			return bad(at, "an allow entry needs names and a reason")
+		}
+		for _, n := range a.Names {
+			if _, err := path.Match(n, ""); err != nil {
+				return bad(at, "name pattern %q: %v (path.Match syntax: * ? [a-z])", n, err)
+			}
+		}
+	}
+	if v := p.Prerequisites.Undeclared; v != "" && v != "warn" && v != "fail" {
+		return bad("prerequisites.undeclared", "undeclared %q: warn (the default) or fail", v)
+	}
+	for i, d := range p.Prerequisites.Declared {
+		at := fmt.Sprintf("prerequisites.declared.%d", i)
+		if d.Kind != "ConfigMap" && d.Kind != "Secret" {
+			return bad(at, "kind %q: ConfigMap or Secret", d.Kind)
+		}
+		if d.Name == "" || d.Namespace == "" || strings.TrimSpace(d.CreatedBy) == "" {
+			return bad(at, "a declared prerequisite needs name, namespace and createdBy (what makes it)")
+		}
+	}
+	for i, o := range p.Advisories.Disable {
+		if !slices.Contains(advisoryDetectors, o.Detector) || strings.TrimSpace(o.Reason) == "" {
+			return bad(fmt.Sprintf("advisories.disable.%d", i), "detector %q: one of %v, with a reason", o.Detector, advisoryDetectors)
+		}
+	}
+	return nil
+}
+
+// where is file:line of the node at the dotted path (list items by index).
+func (p *Policy) where(keys ...string) string {
+	loc := fluxrepo.Location{File: p.file}
+	n := p.root
+	for _, k := range keys {
+		if n == nil {
+			break
+		}
+		loc.Line = n.Line
+		switch n.Kind {
+		case yaml.MappingNode:
+			var next *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == k {
+					next = n.Content[i+1]
+					loc.Line = n.Content[i].Line
+				}
+			}
+			n = next
+		case yaml.SequenceNode:
+			var i int
+			if _, err := fmt.Sscan(k, &i); err != nil || i >= len(n.Content) {
+				n = nil
+				break
+			}
+			n = n.Content[i]
+			loc.Line = n.Line
+		default:
+			n = nil
+		}
+	}
+	return loc.String()
+}
+
+// prerequisite is the declared prerequisite with key (fluxrepo.DataKey),
+// as the data the check substitutes from, or nil.
+func (p *Policy) prerequisite(key string) *fluxrepo.Data {
+	if p == nil {
+		return nil
+	}
+	for i, d := range p.Prerequisites.Declared {
+		if fluxrepo.DataKey(d.Kind, d.Namespace, d.Name) != key {
+			continue
+		}
+		data := &fluxrepo.Data{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Values: map[string]string{},
+			MadeBy: fmt.Sprintf("%s (declared in %s, made by %s)", key, p.where("prerequisites", "declared", fmt.Sprint(i)), d.CreatedBy)}
+		for _, k := range d.Keys {
+			data.Values[k] = "<prerequisite>"
+		}
+		// Declared without keys: any key may be there.
+		data.Open = len(d.Keys) == 0
+		return data
+	}
+	return nil
+}
+
+// apply is the policy's word on one finding: it may allow it (allowed is
+// then the reason), make a warning a failure, or leave it.
+func (p *Policy) apply(f *finding) (allowed string) {
+	if p == nil {
+		return ""
+	}
+	if f.det == DefaultOp {
+		for i, a := range p.DefaultOperators.Allow {
+			for _, n := range a.Names {
+				if ok, _ := path.Match(n, f.name); ok && f.name != "" {
+					return fmt.Sprintf("allowed by %s (%s)", p.where("defaultOperators", "allow", fmt.Sprint(i)), a.Reason)
+				}
+			}
+		}
+		if f.warn && p.DefaultOperators.OnUndefined == "fail" {
+			f.warn = false
+			f.policy = "required by policy: " + p.where("defaultOperators", "onUndefined") + " onUndefined: fail"
+		}
+	}
+	if f.det == Prerequisite && f.warn && p.Prerequisites.Undeclared == "fail" {
+		f.warn = false
+		f.policy = "required by policy: " + p.where("prerequisites", "undeclared") + " undeclared: fail (declare it under prerequisites.declared)"
+	}
+	if f.warn {
+		for i, o := range p.Advisories.Disable {
+			if o.Detector == f.det {
+				return fmt.Sprintf("allowed by %s (advisory off: %s)", p.where("advisories", "disable", fmt.Sprint(i)), o.Reason)
+			}
+		}
+	}
+	return ""
+}
