@@ -174,20 +174,9 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 		// What the unknown sources must define: every plain ${NAME} no
 		// rendered object defines. The controller's code sees them defined
 		// (the placeholder), as it will once the prerequisite exists.
-		for _, r := range k.Resources {
-			if disabled(r) {
-				continue
-			}
-			y, err := r.AsYAML()
-			if err != nil {
-				continue
-			}
-			tree, perr := parse.Parse(string(y))
-			nodes, _ := funcNodes(string(y), tree, perr)
-			for _, n := range nodes {
-				if _, ok := vars[n.Param]; !ok && n.Name == "" {
-					assumed[n.Param] = true
-				}
+		for n := range k.Names() {
+			if _, ok := vars[n]; !ok {
+				assumed[n] = true
 			}
 		}
 		if kc.Spec.PostBuild.Substitute == nil {

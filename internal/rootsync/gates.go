@@ -23,6 +23,7 @@ var (
 	GateSource        = gate.Def{ID: "sync.source", Phase: Phase, Stage: gate.Before, Title: "the root's GitRepository is in the render"}
 	GateDependsOn     = gate.Def{ID: "sync.depends-on", Phase: Phase, Stage: gate.Before, Title: "every dependsOn target is in the render"}
 	GateDecryption    = gate.Def{ID: "sync.decryption-secret", Phase: Phase, Stage: gate.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
+	GatePrerequisite  = gate.Def{ID: "sync.prerequisite", Phase: Phase, Stage: gate.Before, Title: "every substituteFrom object made outside the repository exists with the keys used", Prefix: true}
 	GateTemporary     = gate.Def{ID: "sync.temporary-source", Phase: Phase, Stage: gate.Before, Title: "source of the GitRepository"}
 	GateApplied       = gate.Def{ID: "sync.applied", Phase: Phase, Stage: gate.After, Title: "the root was applied"}
 	GateSourceReady   = gate.Def{ID: "sync.source-ready", Phase: Phase, Stage: gate.After, Title: "the GitRepository is Ready with an artifact"}
@@ -162,6 +163,75 @@ func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []gate.
 		default:
 			c.Verdict = gate.Skip
 			c.Message = fmt.Sprintf("could not read Secret %s/%s: %v", rf.ns, rf.name, err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Prerequisites checks that every prerequisite of the environment (a
+// substituteFrom ConfigMap/Secret, not optional, that the environment does
+// not render: fluxrepo.Env.Prerequisites) exists in the cluster with the
+// keys its readers use that nothing rendered defines. Missing, the
+// controller fails its readers with "substitute from '<Kind>/<name>' error:
+// not found"; without a key, strict substitution fails them. Only key
+// names are read and reported, never values.
+func Prerequisites(ctx context.Context, cl client.Client, r *Render) []gate.Check {
+	if r.Env == nil {
+		return nil
+	}
+	ps := r.Env.Prerequisites()
+	if len(ps) == 0 {
+		c := GatePrerequisite.New()
+		c.Verdict, c.Message = gate.Pass, "every substituteFrom object is rendered by the environment (or optional)"
+		return []gate.Check{c}
+	}
+	var out []gate.Check
+	for _, p := range ps {
+		c := GatePrerequisite.Each(p.Key()).New()
+		readers := strings.Join(p.Readers, ", ")
+		var have map[string]bool
+		key := client.ObjectKey{Namespace: p.Namespace, Name: p.Name}
+		var err error
+		switch p.Kind {
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			if err = cl.Get(ctx, key, &cm); err == nil {
+				have = map[string]bool{}
+				for k := range cm.Data {
+					have[k] = true
+				}
+			}
+		default:
+			var sec corev1.Secret
+			if err = cl.Get(ctx, key, &sec); err == nil {
+				have = map[string]bool{}
+				for k := range sec.Data {
+					have[k] = true
+				}
+			}
+		}
+		var missing []string
+		for _, k := range p.Keys {
+			if !have[k] {
+				missing = append(missing, k)
+			}
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			c.Verdict = gate.Fail
+			c.Message = fmt.Sprintf("%s not found: it is made outside the repository and Kustomization(s) %s substitute from it; kustomize-controller would fail them with \"substitute from '%s/%s' error: not found\": create it (keys %s) before the sync",
+				p.Key(), readers, p.Kind, p.Name, orNone(p.Keys))
+		case err != nil:
+			c.Verdict = gate.Skip
+			c.Message = fmt.Sprintf("could not read %s: %v", p.Key(), err)
+		case len(missing) > 0:
+			c.Verdict = gate.Fail
+			c.Message = fmt.Sprintf("%s exists but lacks key(s) %s that Kustomization(s) %s use and nothing the environment renders defines: strict substitution fails them (variable not set); add the key(s) to it",
+				p.Key(), strings.Join(missing, ", "), readers)
+		default:
+			c.Verdict = gate.Pass
+			c.Message = fmt.Sprintf("%s exists with the key(s) its readers use (%s; read by %s)", p.Key(), orNone(p.Keys), readers)
 		}
 		out = append(out, c)
 	}

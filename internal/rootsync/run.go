@@ -69,7 +69,7 @@ func (p *SyncPhase) Name() string { return Phase }
 
 // Gates implements pipeline.Phase.
 func (p *SyncPhase) Gates() []gate.Def {
-	return []gate.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateDecryption, GateTemporary,
+	return []gate.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateDecryption, GatePrerequisite, GateTemporary,
 		GateApplied, GateSourceReady, GateRootApplied, GateTemporaryKept}
 }
 
@@ -97,6 +97,7 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 	}
 	cl := p.cl
 	checks = append(checks, DecryptionSecrets(ctx, cl.Client, r)...)
+	checks = append(checks, Prerequisites(ctx, cl.Client, r)...)
 
 	// The temporary source: asked for, or already in place and kept.
 	src := r.Source

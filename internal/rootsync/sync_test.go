@@ -237,6 +237,52 @@ func TestGateDecryptionSecret(t *testing.T) {
 	}
 }
 
+// TestGatePrerequisite: a substituteFrom Secret the environment does not
+// render (testdata/layouts/operator: cluster-secrets, made at bootstrap)
+// must exist, with the keys its readers use that nothing rendered defines
+// (SECRET_DOMAIN); only key names are read and reported.
+func TestGatePrerequisite(t *testing.T) {
+	r, err := Build(Options{Repo: "../../testdata/layouts/operator", Path: "kubernetes/flux/cluster", Namespace: "flux-system", RootName: "flux-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	scheme, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := GatePrerequisite.ID + "/Secret/default/cluster-secrets"
+	empty := fake.NewClientBuilder().WithScheme(scheme).Build()
+	if c := find(t, Prerequisites(ctx, empty, r), id); c.Verdict != gate.Fail ||
+		!strings.Contains(c.Message, "Secret/default/cluster-secrets not found: it is made outside the repository and Kustomization(s) default/echo substitute from it") ||
+		!strings.Contains(c.Message, "create it (keys SECRET_DOMAIN) before the sync") {
+		t.Fatalf("missing: %s %s", c.Verdict, c.Message)
+	}
+	secret := func(data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cluster-secrets"}, Data: data}
+	}
+	lacks := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret(map[string][]byte{"OTHER": []byte("s3cr3t-value")})).Build()
+	if c := find(t, Prerequisites(ctx, lacks, r), id); c.Verdict != gate.Fail || !strings.Contains(c.Message, "lacks key(s) SECRET_DOMAIN") || strings.Contains(c.Message, "s3cr3t") {
+		t.Fatalf("without the key: %s %s", c.Verdict, c.Message)
+	}
+	with := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret(map[string][]byte{"SECRET_DOMAIN": []byte("example.invalid")})).Build()
+	if c := find(t, Prerequisites(ctx, with, r), id); c.Verdict != gate.Pass || strings.Contains(c.Message, "example.invalid") {
+		t.Fatalf("present: %s %s", c.Verdict, c.Message)
+	}
+	// The other one: read by cluster-apps, no key it must hold.
+	if c := find(t, Prerequisites(ctx, with, r), GatePrerequisite.ID+"/Secret/flux-system/cluster-secrets"); c.Verdict != gate.Fail || !strings.Contains(c.Message, "create it (keys none)") {
+		t.Fatalf("flux-system/cluster-secrets: %s %s", c.Verdict, c.Message)
+	}
+	// The homelab fixture renders every object it substitutes from.
+	h, err := Build(opts(fixture, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := find(t, Prerequisites(ctx, empty, h), GatePrerequisite.ID); c.Verdict != gate.Pass {
+		t.Fatalf("homelab: %s %s", c.Verdict, c.Message)
+	}
+}
+
 func TestOverrideRecordsProvenance(t *testing.T) {
 	r, err := Build(opts(fixture, "prod"))
 	if err != nil {

@@ -30,9 +30,10 @@ import (
 
 // The sync phase's gates as status reports them: the root's source, read.
 var (
-	GateTemporary   = rootsync.GateTemporary.At(gate.After)
-	GateSourceReady = rootsync.GateSourceReady
-	GateDecryption  = rootsync.GateDecryption.At(gate.After)
+	GateTemporary    = rootsync.GateTemporary.At(gate.After)
+	GateSourceReady  = rootsync.GateSourceReady
+	GateDecryption   = rootsync.GateDecryption.At(gate.After)
+	GatePrerequisite = rootsync.GatePrerequisite.At(gate.After)
 )
 
 // SourceOptions locate the root and, with a repository, what git declares.
@@ -69,7 +70,7 @@ func (p *SourcePhase) Name() string { return rootsync.Phase }
 func (p *SourcePhase) Gates() []gate.Def {
 	gs := []gate.Def{GateTemporary, GateSourceReady}
 	if p.o.Render != nil {
-		gs = append(gs, GateDecryption)
+		gs = append(gs, GateDecryption, GatePrerequisite)
 	}
 	return gs
 }
@@ -89,7 +90,9 @@ func (p *SourcePhase) Do(context.Context, *pipeline.Run) error { return nil }
 func (p *SourcePhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
 	out := p.source(ctx, run)
 	if p.o.Render != nil {
-		for _, c := range rootsync.DecryptionSecrets(ctx, p.cl.Client, p.o.Render) {
+		live := rootsync.DecryptionSecrets(ctx, p.cl.Client, p.o.Render)
+		live = append(live, rootsync.Prerequisites(ctx, p.cl.Client, p.o.Render)...)
+		for _, c := range live {
 			c.Stage = gate.After
 			out = append(out, c)
 		}
