@@ -38,12 +38,14 @@ var (
 		Title: "the Kustomization graph has a root, no cycle, no dangling or unreachable node"}
 	Race = gate.Def{ID: "check.race", Phase: PhaseName, Stage: gate.Before, Prefix: true,
 		Title: "a Kustomization depends on whoever applies what it substitutes from"}
+	CEL = gate.Def{ID: "check.cel", Phase: PhaseName, Stage: gate.Before,
+		Title: "every CEL expression (readyExpr, healthCheckExprs) compiles in its controller's environment"}
 	PruneHazard = gate.Def{ID: "check.prune-hazard", Phase: PhaseName, Stage: gate.Before, Prefix: true,
 		Title: "no prune: true Kustomization is the only declarer of a shared Namespace"}
 )
 
 // Gates lists every gate of the phase.
-func Gates() []gate.Def { return []gate.Def{Render, Substitution, Knobs, Graph, Race, PruneHazard} }
+func Gates() []gate.Def { return []gate.Def{Render, Substitution, Knobs, Graph, CEL, Race, PruneHazard} }
 
 // Detector names one defect class; Options.Disable turns it off (the tests
 // prove each one load-bearing that way).
@@ -71,6 +73,9 @@ const (
 	HelmDependsOn Detector = "helm-depends-on"
 	// ChartSource: a HelmRelease's chart source is invalid or not rendered.
 	ChartSource Detector = "chart-source"
+	// BadCEL: a readyExpr or healthCheckExprs expression the controller
+	// cannot compile: it stalls the object with InvalidCELExpression.
+	BadCEL Detector = "cel"
 )
 
 // Options select the environment and what it is compared with.
@@ -141,6 +146,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
 	g := fluxgraph.FromEnv(env)
 	r.Checks = append(r.Checks, checkGraph(ch, o, env, g))
+	r.Checks = append(r.Checks, checkCEL(ch, o, env))
 	r.Checks = append(r.Checks, checkRace(ch, o, env, g)...)
 	r.Checks = append(r.Checks, checkPrune(ch, o, env)...)
 	r.Findings = ch.findings
