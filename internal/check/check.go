@@ -45,7 +45,9 @@ var (
 )
 
 // Gates lists every gate of the phase.
-func Gates() []gate.Def { return []gate.Def{Render, Substitution, Knobs, Graph, CEL, Race, PruneHazard} }
+func Gates() []gate.Def {
+	return []gate.Def{Render, Substitution, Knobs, Graph, CEL, Race, PruneHazard}
+}
 
 // Detector names one defect class; Options.Disable turns it off (the tests
 // prove each one load-bearing that way).
