@@ -107,3 +107,164 @@ func TestGeneratedRepo(t *testing.T) {
 		t.Fatalf("findings: %+v", r.Findings)
 	}
 }
+
+// genHomelab writes an environment shaped like the large public homelab
+// repositories (DESIGN.md §8): a generated root (no kustomization.yaml) that
+// applies cluster-apps; apps/<ns>/kustomization.yaml listing each app's
+// ks.yaml; every app Kustomization with a shared component carrying a
+// ${VAR:=default}, postBuild.substitute APP and substituteFrom
+// cluster-vars (the Kustomizations live in flux-system, beside it); helm apps (HelmRelease + OCIRepository) and plain ones;
+// dependsOn chains up to 4 deep within a namespace.
+func genHomelab(tb testing.TB, apps, helm int) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	write := func(p, s string) {
+		p = filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	write("clusters/bench/flux-system/gotk-sync.yaml", `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: flux-system, namespace: flux-system}
+spec: {interval: 1m, url: https://git.example.invalid/bench.git, ref: {branch: main}}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: flux-system, namespace: flux-system}
+spec: {interval: 10m, path: ./clusters/bench, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}
+`)
+	write("clusters/bench/vars.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n  namespace: flux-system\n  labels: {reconcile.fluxcd.io/watch: Enabled}\ndata:\n  SECRET_DOMAIN: bench.example.invalid\n  TIMEZONE: Etc/UTC\n")
+	write("clusters/bench/apps.yaml", `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: cluster-apps, namespace: flux-system}
+spec:
+  interval: 1h
+  path: ./apps
+  prune: true
+  sourceRef: {kind: GitRepository, name: flux-system}
+  dependsOn: [{name: flux-system}]
+`)
+	write("components/common/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources:\n  - ./settings.yaml\n")
+	write("components/common/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${APP}-settings\ndata:\n  capacity: ${CAPACITY:=5Gi}\n  timezone: ${TIMEZONE}\n  host: ${APP}.${SECRET_DOMAIN}\n")
+	const perNS = 15
+	var nsList strings.Builder
+	for i := range apps {
+		ns, app := fmt.Sprintf("ns-%02d", i/perNS), fmt.Sprintf("app-%03d", i)
+		if i%perNS == 0 {
+			fmt.Fprintf(&nsList, "  - ./%s\n", ns)
+		}
+		dep := "  dependsOn: [{name: flux-system}]\n"
+		if i%4 != 0 {
+			dep = fmt.Sprintf("  dependsOn: [{name: app-%03d}]\n", i-1)
+		}
+		capacity := ""
+		if i%2 == 0 {
+			capacity = "      CAPACITY: 1Gi\n"
+		}
+		write(fmt.Sprintf("apps/%s/%s/ks.yaml", ns, app), fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: %[1]s, namespace: flux-system}
+spec:
+  interval: 1h
+  path: ./apps/%[2]s/%[1]s/app
+  prune: true
+  wait: %[3]v
+  targetNamespace: %[2]s
+  sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}
+  components: [../../../../components/common]
+%[4]s  postBuild:
+    substitute:
+      APP: %[1]s
+%[5]s    substituteFrom: [{kind: ConfigMap, name: cluster-vars}]
+`, app, ns, i%3 == 0, dep, capacity))
+		if i < helm {
+			write(fmt.Sprintf("apps/%s/%s/app/ocirepository.yaml", ns, app), fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata: {name: %s}\nspec:\n  interval: 1h\n  url: oci://registry.example.invalid/charts/app-template\n  ref: {tag: 4.0.0}\n  layerSelector: {mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip, operation: copy}\n", app))
+			write(fmt.Sprintf("apps/%s/%s/app/helmrelease.yaml", ns, app), fmt.Sprintf("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: %[1]s}\nspec:\n  interval: 1h\n  chartRef: {kind: OCIRepository, name: %[1]s}\n  values:\n    controllers:\n      %[1]s:\n        containers:\n          app:\n            image: {repository: ghcr.io/example/%[1]s, tag: 1.0.0}\n            env: {TZ: \"${TIMEZONE}\", HOST: \"%[1]s.${SECRET_DOMAIN}\"}\n", app))
+		} else {
+			write(fmt.Sprintf("apps/%s/%s/app/deployment.yaml", ns, app), fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %[1]s}\nspec:\n  selector: {matchLabels: {app: %[1]s}}\n  template:\n    metadata: {labels: {app: %[1]s}}\n    spec:\n      containers:\n        - name: app\n          image: ghcr.io/example/%[1]s:1.0.0\n          env: [{name: TZ, value: \"${TIMEZONE}\"}]\n", app))
+		}
+		if i%perNS == perNS-1 || i == apps-1 {
+			var ks strings.Builder
+			ks.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
+			for j := i - i%perNS; j <= i; j++ {
+				fmt.Fprintf(&ks, "  - ./app-%03d/ks.yaml\n", j)
+			}
+			write(fmt.Sprintf("apps/%s/kustomization.yaml", ns), ks.String())
+		}
+	}
+	write("apps/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"+nsList.String())
+	return dir
+}
+
+// BenchmarkCheckHomelabShape: check of a repository the size of the
+// large homelab ones (150 app Kustomizations, 100 HelmReleases, a shared
+// component), side by side with every path built by the controller's own
+// fluxkustomize.Build one by one (upstream). docs/benchmarks.md.
+func BenchmarkCheckHomelabShape(b *testing.B) {
+	repo := genHomelab(b, 150, 100)
+	for _, mode := range []struct {
+		name     string
+		upstream bool
+	}{{"check", false}, {"upstream-builds", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench", UpstreamBuild: mode.upstream}, NoCompare: true}
+			for b.Loop() {
+				r, err := Run(context.Background(), o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rep := gate.NewReport("check")
+				rep.Add(r.Checks...)
+				if rep.ExitCode() != gate.ExitOK || len(r.Env.Kustomizations) != 152 || len(r.Env.HelmReleases) != 100 {
+					var s strings.Builder
+					_ = gate.WriteText(&s, rep)
+					b.Fatalf("exit %d, %d Kustomizations, %d HelmReleases\n%s", rep.ExitCode(), len(r.Env.Kustomizations), len(r.Env.HelmReleases), s.String()[:min(4000, s.Len())])
+				}
+			}
+		})
+	}
+}
+
+// The homelab-shaped repository is checked clean (warnings only: the
+// component default left to apps that do not set CAPACITY), and a typo in
+// the shared component fails every app.
+func TestGeneratedHomelab(t *testing.T) {
+	repo := genHomelab(t, 12, 8)
+	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench"}, NoCompare: true}
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := gate.NewReport("check")
+	rep.Add(r.Checks...)
+	if rep.ExitCode() != gate.ExitOK || len(r.Env.Kustomizations) != 14 || len(r.Env.HelmReleases) != 8 {
+		t.Fatalf("exit %d, %d Kustomizations, %d HelmReleases:\n%s", rep.ExitCode(), len(r.Env.Kustomizations), len(r.Env.HelmReleases), dump(rep))
+	}
+	for _, f := range r.Findings {
+		if f.Detector != DefaultOp || f.Verdict != gate.Warn || !strings.Contains(f.Message, `CAPACITY is not defined`) {
+			t.Fatalf("unexpected finding: %+v", f)
+		}
+	}
+	p := filepath.Join(repo, "components/common/settings.yaml")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "${TIMEZONE}", "${TIMEZON}", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err = Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fails := 0
+	for _, f := range r.Findings {
+		if f.Detector == Undefined && f.File == "components/common/settings.yaml" {
+			fails++
+		}
+	}
+	if fails != 12 {
+		t.Fatalf("want the typo found in all 12 apps, at the component's line: %+v", r.Findings)
+	}
+}

@@ -59,6 +59,10 @@ type Options struct {
 	// (or flux-instance chart values) whose spec.sync declares the root;
 	// empty: any file of the repository whose spec.sync.path is Path.
 	FluxInstance string
+	// UpstreamBuild builds every path with fluxkustomize.Build, exactly the
+	// controller's call, instead of the loader's fork that skips the
+	// per-build OpenAPI reset (docs/benchmarks.md compares the two).
+	UpstreamBuild bool
 	// KeepGoing records a Kustomization whose path does not build (a build
 	// error, a path that is not a directory) in its Err and
 	// Note and goes on, instead of failing Load: for the phases that only

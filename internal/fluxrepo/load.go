@@ -65,5 +65,5 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 	}
 	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp}}
 	e.index.load() // before the generator writes anything
-	return &loader{env: e, tmp: tmp, copyNotes: notes, seen: map[string]bool{}, plainSchema: !upstreamBuildOnly && !setsOpenAPI(tmp)}, nil
+	return &loader{env: e, tmp: tmp, copyNotes: notes, seen: map[string]bool{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}, nil
 }
