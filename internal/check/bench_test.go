@@ -38,7 +38,7 @@ kind: Kustomization
 metadata: {name: flux-system, namespace: flux-system}
 spec: {interval: 10m, path: ./clusters/bench, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}
 `)
-	write("clusters/bench/vars.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-vars, namespace: flux-system}\ndata:\n  domain: bench.example.invalid\n  replicas: \"2\"\n")
+	write("clusters/bench/vars.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-vars, namespace: flux-system}\ndata:\n  domain: bench.example.invalid\n  replicas: \"2\"\n  quote: '\"'\n")
 	var ks strings.Builder
 	for i := range n {
 		fmt.Fprintf(&ks, `---
@@ -56,7 +56,7 @@ spec:
 `, i, i)
 		var objs strings.Builder
 		for j := range perK {
-			fmt.Fprintf(&objs, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%03d, namespace: app-%03d}\ndata:\n  url: \"https://app-%03d.${domain}\"\n  replicas: \"${replicas}\"\n  script: |\n    # on ${domain}\n    echo $${HOME}\n", j, i, i)
+			fmt.Fprintf(&objs, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%03d, namespace: app-%03d}\ndata:\n  url: \"https://app-%03d.${domain}\"\n  replicas: \"${quote}${replicas}${quote}\"\n  script: |\n    # on ${domain}\n    echo $${HOME}\n", j, i, i)
 		}
 		write(fmt.Sprintf("apps/app-%03d/objects.yaml", i), objs.String())
 	}

@@ -75,6 +75,9 @@ const (
 	HelmDependsOn Detector = "helm-depends-on"
 	// ChartSource: a HelmRelease's chart source is invalid or not rendered.
 	ChartSource Detector = "chart-source"
+	// TypeChange: a built-in object that no longer decodes after
+	// substitution (a value whose YAML type changed).
+	TypeChange Detector = "type"
 	// BadCEL: a readyExpr or healthCheckExprs expression the controller
 	// cannot compile: it stalls the object with InvalidCELExpression.
 	BadCEL Detector = "cel"

@@ -207,6 +207,16 @@ func TestDefects(t *testing.T) {
 		{name: "healthCheckExprs without current", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n  healthCheckExprs:\n    - apiVersion: example.com/v1\n      kind: Thing\n      failed: status.phase == 'Failed'\n"}}, det: BadCEL,
 			id: "check.cel", verdict: gate.Fail, alone: true,
 			want: "[cel] Kustomization flux-system/apps: healthCheckExprs: failed to create custom status evaluator for healthchecks[0]: expression Current not specified"},
+		// kustomize-controller v1.9.5 substitutes the YAML of each built
+		// object and decodes it again: a quoted "${replicas}" is written
+		// unquoted by the build, so "3" becomes a number and a ConfigMap's
+		// data refuses it (kustomize-controller#625, docs: post build
+		// substitution of numbers and booleans).
+		{name: "a substituted number where a string is wanted", ms: []mutation{
+			{"clusters/dev/cluster-vars.yaml", "", "  replicas: \"3\"\n"}, {"clusters/prod/cluster-vars.yaml", "", "  replicas: \"3\"\n"},
+			{"apps/web.yaml", "", "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sizes\n  namespace: web\ndata:\n  replicas: \"${replicas}\"\n"}}, det: TypeChange,
+			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			want: "apps/web.yaml:17: [type] ConfigMap/web/sizes after substitution is not a valid ConfigMap"},
 		{name: "root applies another directory", ms: []mutation{{"clusters/dev/sync.yaml", "path: ./clusters/dev", "path: ./clusters/base"}}, det: Unreachable,
 			id: "check.graph", verdict: gate.Fail, alone: true,
 			want: "[unreachable] the root Kustomization flux-system/flux-system applies ./clusters/base, not the environment's directory clusters/dev"},

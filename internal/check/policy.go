@@ -195,7 +195,7 @@ func (p *Policy) prerequisite(key string) *fluxrepo.Data {
 		data := &fluxrepo.Data{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Values: map[string]string{},
 			MadeBy: fmt.Sprintf("%s (declared in %s, made by %s)", key, p.where("prerequisites", "declared", fmt.Sprint(i)), d.CreatedBy)}
 		for _, k := range d.Keys {
-			data.Values[k] = "<prerequisite>"
+			data.Values[k] = fluxrepo.PrerequisiteValue
 		}
 		// Declared without keys: any key may be there.
 		data.Open = len(d.Keys) == 0

@@ -25,6 +25,7 @@ var detectorText = map[Detector]string{
 	Prune:         "prune: true Kustomization is the only declarer of a shared Namespace",
 	HelmDependsOn: "HelmRelease dependsOn naming a Kustomization: helm-controller waits for HelmReleases only",
 	ChartSource:   "HelmRelease whose chart source is invalid or not rendered by the environment",
+	TypeChange:    "built-in object invalid after substitution (a value whose YAML type changed): the API server refuses it",
 	BadCEL:        "readyExpr or healthCheckExprs the controller cannot compile: the object stalls",
 }
 
@@ -60,7 +61,7 @@ type sarifResult struct {
 // notes) as a SARIF 2.1.0 log; file paths are relative to the repository.
 func WriteSARIF(w io.Writer, r *Result) error {
 	var rules []sarifRule
-	for _, d := range []Detector{Undefined, DefaultOp, ParseError, Literal, KnobEnv, Prerequisite, KnobUnused, Cycle, Dangling, Unreachable, RootWait, NoRoot, RaceDep, Prune, HelmDependsOn, ChartSource, BadCEL} {
+	for _, d := range []Detector{Undefined, DefaultOp, ParseError, Literal, KnobEnv, Prerequisite, KnobUnused, Cycle, Dangling, Unreachable, RootWait, NoRoot, RaceDep, Prune, HelmDependsOn, ChartSource, BadCEL, TypeChange} {
 		rules = append(rules, sarifRule{ID: string(d), ShortDescription: sarifMessage{detectorText[d]}})
 	}
 	rules = append(rules, sarifRule{ID: "not-checked", ShortDescription: sarifMessage{"a gate that could not be checked (the run is incomplete)"}})

@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/resource"
 
@@ -183,8 +185,8 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 			kc.Spec.PostBuild.Substitute = map[string]string{}
 		}
 		for n := range assumed {
-			kc.Spec.PostBuild.Substitute[n] = "<prerequisite>"
-			vars[n] = "<prerequisite>"
+			kc.Spec.PostBuild.Substitute[n] = fluxrepo.PrerequisiteValue
+			vars[n] = fluxrepo.PrerequisiteValue
 		}
 	}
 	uobj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kc)
@@ -310,10 +312,45 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 		s.expression(r, n)
 	}
 	// The controller's own code, strict, against the environment's data.
-	_, err = fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
+	out, err := fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
 		fluxkustomize.SubstituteWithStrict(true), fluxkustomize.SubstituteWithAlways(s.always))
 	if err != nil {
 		s.controllerErrs[fmt.Sprintf("post build failed for '%s': %v", objName(r), err)] = true
+		return
+	}
+	s.typed(r, out, nodes)
+}
+
+// typed decodes a substituted built-in object into its Go type, as the API
+// server does before it accepts it: a value whose YAML type changed with
+// the substitution (an unquoted ${REPLICAS} becoming a number where the
+// API wants a string, e.g. StorageClass parameters) fails the apply of the
+// whole Kustomization. Objects substituted with a value the check cannot
+// read (encrypted, made at runtime, a prerequisite) are not judged, nor
+// kinds outside client-go's scheme (custom resources).
+func (s *substitution) typed(r, out *resource.Resource, nodes []*parse.FuncNode) {
+	if out == nil || len(nodes) == 0 || !s.o.on(TypeChange) {
+		return
+	}
+	for _, n := range nodes {
+		if fluxrepo.Placeholder(s.vars[n.Param]) {
+			return
+		}
+	}
+	gvk := schema.FromAPIVersionAndKind(out.GetApiVersion(), out.GetKind())
+	obj, err := clientgoscheme.Scheme.New(gvk)
+	if err != nil {
+		return
+	}
+	m, err := out.Map()
+	if err != nil {
+		return
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, obj); err != nil {
+		expr := "${" + nodes[0].Param
+		s.fs = append(s.fs, finding{det: TypeChange, loc: locate(s.env, s.k, r, expr),
+			what: fmt.Sprintf("%s after substitution is not a valid %s (%v): a substituted value that reads as a number or boolean lost its string type — quotes around ${…} in the file do not survive the controller's build — so the API server refuses it and kustomize-controller fails the whole Kustomization %s", objName(r), gvk.Kind, err, s.k.Ref()),
+			fix:  "wrap the variable in a double-quote variable, as kustomize-controller's docs say (post build substitution of numbers and booleans): ${quote}${VAR}${quote} with quote: '\"' in postBuild.substitute"})
 	}
 }
 

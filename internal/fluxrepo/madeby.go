@@ -83,3 +83,21 @@ func (d *Data) describe() string {
 	}
 	return d.Location.String()
 }
+
+// Placeholder says whether v stands for a value the check cannot read: an
+// encrypted, undecodable or runtime-made value, or a prerequisite's.
+func Placeholder(v string) bool {
+	switch v {
+	case encryptedValue, undecodableValue, madeValue, PrerequisiteValue:
+		return true
+	}
+	return false
+}
+
+// The placeholders of values the check cannot read.
+const (
+	encryptedValue   = "<encrypted>"
+	undecodableValue = "<undecodable>"
+	// PrerequisiteValue stands for a value a prerequisite will hold.
+	PrerequisiteValue = "<prerequisite>"
+)

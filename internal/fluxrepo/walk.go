@@ -401,11 +401,11 @@ func dataOf(r *resource.Resource, ns string) *Data {
 			s := fmt.Sprint(v)
 			switch {
 			case d.Encrypted || strings.HasPrefix(s, "ENC["):
-				s = "<encrypted>"
+				s = encryptedValue
 			case d.Kind == "Secret" && field == "data":
 				b, err := base64.StdEncoding.DecodeString(s)
 				if err != nil {
-					s = "<undecodable>"
+					s = undecodableValue
 				} else {
 					s = string(b)
 				}
