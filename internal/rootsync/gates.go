@@ -3,10 +3,13 @@ package rootsync
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,12 +144,21 @@ func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []gate.
 		}
 		users[rf] = append(users[rf], k.Name)
 	}
-	if len(order) == 0 {
+	var fallback []string
+	for _, k := range r.Kustomizations {
+		if d := k.Spec.Decryption; d != nil && d.SecretRef == nil && d.Provider == "sops" {
+			fallback = append(fallback, k.Namespace+"/"+k.Name)
+		}
+	}
+	if len(order) == 0 && len(fallback) == 0 {
 		c := GateDecryption.New()
 		c.Verdict, c.Message = gate.Pass, "no Kustomization of the render decrypts"
 		return []gate.Check{c}
 	}
 	var out []gate.Check
+	if len(fallback) > 0 {
+		out = append(out, sopsAgeFallback(ctx, cl, r, fallback))
+	}
 	for _, rf := range order {
 		c := GateDecryption.Each(rf.ns + "/" + rf.name).New()
 		c.Title = "decryption Secret exists"
@@ -236,6 +248,53 @@ func Prerequisites(ctx context.Context, cl client.Client, r *Render) []gate.Chec
 		out = append(out, c)
 	}
 	return out
+}
+
+// sopsAgeFallback checks the Secret that Kustomizations decrypting with
+// provider sops and no secretRef read: kustomize-controller's
+// --sops-age-secret (a Secret in its own namespace), read from the live
+// Deployment's args. kustomize-controller v1.9.5 internal/decryptor
+// ImportKeys: without a secretRef the fallback Secret is used when the flag
+// is set; a Kustomization without a decryption stanza is not decrypted at
+// all, flag or not.
+func sopsAgeFallback(ctx context.Context, cl client.Client, r *Render, users []string) gate.Check {
+	ns := r.Options.Namespace
+	c := GateDecryption.Each("sops-age-secret").New()
+	c.Title = "the --sops-age-secret fallback exists"
+	var dep appsv1.Deployment
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kustomize-controller"}, &dep); err != nil {
+		c.Verdict = gate.Skip
+		c.Message = fmt.Sprintf("Kustomization(s) %s decrypt with provider sops and no secretRef, so they need kustomize-controller's --sops-age-secret, and its Deployment %s/kustomize-controller could not be read: %v", strings.Join(users, ", "), ns, err)
+		return c
+	}
+	name := ""
+	for _, ctr := range dep.Spec.Template.Spec.Containers {
+		fs := pflag.NewFlagSet(ctr.Name, pflag.ContinueOnError)
+		fs.ParseErrorsAllowlist.UnknownFlags = true
+		fs.SetOutput(io.Discard)
+		v := fs.String("sops-age-secret", "", "")
+		if fs.Parse(ctr.Args) == nil && *v != "" {
+			name = *v
+		}
+	}
+	if name == "" {
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("Kustomization(s) %s decrypt with provider sops and no secretRef, and kustomize-controller runs without --sops-age-secret: their SOPS files would fail to decrypt; set spec.decryption.secretRef.name (e.g. sops-age), or add --sops-age-secret=sops-age to kustomize-controller", strings.Join(users, ", "))
+		return c
+	}
+	var s corev1.Secret
+	switch err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); {
+	case err == nil:
+		c.Verdict = gate.Pass
+		c.Message = fmt.Sprintf("Secret %s/%s (kustomize-controller's --sops-age-secret) exists; Kustomization(s) %s decrypt with it", ns, name, strings.Join(users, ", "))
+	case apierrors.IsNotFound(err):
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("Secret %s/%s not found: kustomize-controller's --sops-age-secret names it and Kustomization(s) %s decrypt with it (provider sops, no secretRef): install it first with `bootstrap age-key --path %s --secret-name %s`", ns, name, strings.Join(users, ", "), r.Options.Path, name)
+	default:
+		c.Verdict = gate.Skip
+		c.Message = fmt.Sprintf("could not read Secret %s/%s: %v", ns, name, err)
+	}
+	return c
 }
 
 func orNone(s []string) string {

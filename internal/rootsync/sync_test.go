@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/homelab-ops/bootstrap/internal/gate"
@@ -280,6 +282,44 @@ func TestGatePrerequisite(t *testing.T) {
 	}
 	if c := find(t, Prerequisites(ctx, empty, h), GatePrerequisite.ID); c.Verdict != gate.Pass {
 		t.Fatalf("homelab: %s %s", c.Verdict, c.Message)
+	}
+}
+
+// TestGateSOPSAgeFallback: a Kustomization decrypting with provider sops
+// and no secretRef reads kustomize-controller's --sops-age-secret (v1.9.5
+// internal/decryptor ImportKeys), taken from the live Deployment's args.
+func TestGateSOPSAgeFallback(t *testing.T) {
+	apps, _ := os.ReadFile(filepath.Join(fixture, "clusters/base/apps.yaml"))
+	repo := copyFixture(t, map[string]string{"clusters/base/apps.yaml": strings.Replace(string(apps), "    provider: sops\n    secretRef:\n      name: sops-age\n", "    provider: sops\n", 1)})
+	r, err := Build(opts(repo, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	scheme, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := GateDecryption.ID + "/sops-age-secret"
+	deploy := func(args ...string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "kustomize-controller"},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Args: args}}}}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		objs    []client.Object
+		verdict gate.Verdict
+		want    string
+	}{
+		{"no Deployment", nil, gate.Skip, "could not be read"},
+		{"no flag", []client.Object{deploy("--watch-all-namespaces=true", "--log-level=info")}, gate.Fail, "runs without --sops-age-secret"},
+		{"flag, no Secret", []client.Object{deploy("--log-level=info", "--sops-age-secret=global-age")}, gate.Fail, "Secret flux-system/global-age not found"},
+		{"flag and Secret", []client.Object{deploy("--sops-age-secret=global-age"), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "global-age"}}}, gate.Pass, "kustomize-controller's --sops-age-secret) exists"},
+	} {
+		cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
+		if c := find(t, DecryptionSecrets(ctx, cl, r), id); c.Verdict != tc.verdict || !strings.Contains(c.Message, tc.want) || !strings.Contains(c.Message, "apps-secrets") {
+			t.Errorf("%s: %s %s", tc.name, c.Verdict, c.Message)
+		}
 	}
 }
 

@@ -35,8 +35,10 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
+	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 	"github.com/homelab-ops/bootstrap/internal/status"
@@ -347,6 +349,60 @@ func TestStatus(t *testing.T) {
 		if l := statusCLI(t); l.code != 1 || !strings.HasPrefix(l.report.check(nodeGate("platform-config")), "fail") {
 			t.Errorf("cluster-only status: want platform-config failing:\n%s", l)
 		}
+	})
+
+	// The [type] rule of check, against the real kustomize-controller: a
+	// quoted "${appReplicas}" (cluster-vars: "1") is written unquoted by
+	// the build and substituted to the number 1, which a ConfigMap's data
+	// refuses. The offline check says so before the commit; the controller
+	// fails the Kustomization the same way after it.
+	t.Run("QuotedNumber", func(t *testing.T) {
+		ctx := begin(t)
+		cfg := readFixture(t, "platform/config/config.yaml") + "  replicas: \"${appReplicas}\"\n"
+		offline := copyDir(t, "../../testdata/homelab", map[string]string{"platform/config/config.yaml": cfg})
+		res, err := check.Run(ctx, check.Options{Options: fluxrepo.Options{Repo: offline, Path: "clusters/dev"}, NoCompare: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed := false
+		for _, fd := range res.Findings {
+			typed = typed || (fd.Detector == check.TypeChange && fd.Gate == "check.substitution/flux-system/platform-config")
+		}
+		if !typed {
+			t.Fatalf("offline check: no [type] finding on platform-config: %+v", res.Findings)
+		}
+		sha, err := f.gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": cfg}, "platform-config: a quoted number")
+		if err != nil {
+			t.Fatal(err)
+		}
+		badRev := f.gitRepo.Revision(sha)
+		defer func() {
+			sha, err := f.gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": readFixture(t, "platform/config/config.yaml")}, "platform-config: fixed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, src := range []string{"flux-system", "shared"} {
+				requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
+			}
+			if r := convergeCLI(t, append(f.env, "--timeout", "4m")...); r.code != 0 {
+				t.Errorf("restore: converge after the fix:\n%s", r)
+			}
+			f.rev = f.gitRepo.Revision(sha)
+		}()
+		for _, src := range []string{"flux-system", "shared"} {
+			requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
+		}
+		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "platform-config", func(k *kustomizev1.Kustomization) (bool, string) {
+			st, reason, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
+			return st == metav1.ConditionFalse && k.Status.LastAttemptedRevision == badRev && strings.Contains(msg, "ConfigMap"),
+				fmt.Sprintf("Ready=%s %s %q attempted %s", st, reason, msg, k.Status.LastAttemptedRevision)
+		})
+		var k kustomizev1.Kustomization
+		if err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "platform-config"}, &k); err != nil {
+			t.Fatal(err)
+		}
+		_, _, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
+		t.Logf("kustomize-controller: %s", msg)
 	})
 
 	t.Run("AgeKeyReplaced", func(t *testing.T) {
