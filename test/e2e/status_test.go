@@ -394,7 +394,10 @@ func TestStatus(t *testing.T) {
 		}
 		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "platform-config", func(k *kustomizev1.Kustomization) (bool, string) {
 			st, reason, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
-			return st == metav1.ConditionFalse && k.Status.LastAttemptedRevision == badRev && strings.Contains(msg, "ConfigMap"),
+			// Seen: "ConfigMap/homelab-platform/platform-config dry-run
+			// failed: failed to create typed patch object (…): .data.replicas:
+			// expected string, got &value.valueUnstructured{Value:1}".
+			return st == metav1.ConditionFalse && k.Status.LastAttemptedRevision == badRev && strings.Contains(msg, ".data.replicas: expected string"),
 				fmt.Sprintf("Ready=%s %s %q attempted %s", st, reason, msg, k.Status.LastAttemptedRevision)
 		})
 		var k kustomizev1.Kustomization
