@@ -318,6 +318,18 @@ func TestNotCheckableSkips(t *testing.T) {
 	if !found || rep.ExitCode() == gate.ExitIncomplete {
 		t.Fatalf("a non-substituting Kustomization of another source: want an optional skip, exit not 3 (exit %d):\n%s", rep.ExitCode(), dump(rep))
 	}
+	// One reading an ExternalArtifact (an ArtifactGenerator's output, most
+	// often over this very repository) is a part of the environment left
+	// unread: exit 3, never a silent 0, even without postBuild.
+	rep = run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    kind: GitRepository\n    name: flux-system\n  dependsOn:\n    - name: apps", "    kind: ExternalArtifact\n    name: docs\n  dependsOn:\n    - name: apps"}))
+	if rep.ExitCode() != gate.ExitIncomplete {
+		t.Fatalf("ExternalArtifact: exit %d, want 3:\n%s", rep.ExitCode(), dump(rep))
+	}
+	for _, c := range rep.Checks {
+		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != gate.Skip || c.Optional || !strings.Contains(c.Message, "an ExternalArtifact (an ArtifactGenerator's output")) {
+			t.Fatalf("docs: %s %s (optional %v)", c.Verdict, c.Message, c.Optional)
+		}
+	}
 }
 
 func TestPhaseInputError(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/fluxcd/pkg/envsubst/parse"
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/resource"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
@@ -96,7 +98,11 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 			// hazard can hide there: the skip is reported, not blocking. A
 			// substituting one that could not be read leaves the run
 			// incomplete.
-			c.Optional = !k.Substitutes()
+			// A Kustomization reading an ExternalArtifact (an
+			// ArtifactGenerator's output, usually over this very
+			// repository) is part of the environment the check could not
+			// read: never an optional skip.
+			c.Optional = !k.Substitutes() && fluxobj.KustomizationSource(k.Kustomization).Kind != sourcev1.ExternalArtifactKind
 			out = append(out, c)
 			continue
 		}

@@ -151,6 +151,9 @@ func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomizatio
 	// leading "/" is relative to the root.
 	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
 	switch {
+	case k.SourceKey() != sourceKey && fluxobj.KustomizationSource(k.Kustomization).Kind == sourcev1.ExternalArtifactKind:
+		l.notBuilt(k, fmt.Sprintf("reads %s, an ExternalArtifact (an ArtifactGenerator's output, made by source-watcher from its sources' copy rules): not built by this tool, so its objects are not checked", k.SourceKey()))
+		return nil, nil
 	case k.SourceKey() != sourceKey:
 		l.notBuilt(k, fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey))
 		return nil, nil
