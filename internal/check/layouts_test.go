@@ -91,7 +91,8 @@ func TestLayouts(t *testing.T) {
 			want: []string{"root flux-system/flux-system (declared by the FluxInstance spec.sync at kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:18"}},
 		{name: "operator: a component default overridden is no finding, one left is an advisory", layout: "operator", path: "kubernetes/flux/cluster", exit: gate.ExitOK,
 			id: "check.substitution/default/echo", verdict: gate.Warn,
-			want: []string{`kubernetes/components/volsync/pvc.yaml:11: [default-op] ${VOLSYNC_STORAGECLASS:=…}`, `so its default "ceph-block" renders here`}},
+			// The component's ${APP} name is shown as the controller applies it.
+			want: []string{`kubernetes/components/volsync/pvc.yaml:11: [default-op] ${VOLSYNC_STORAGECLASS:=…} in PersistentVolumeClaim/default/echo:`, `so its default "ceph-block" renders here`}},
 		{name: "operator: the ExternalSecret's keys define the knobs", layout: "operator", path: "kubernetes/flux/cluster", exit: gate.ExitOK,
 			id: "check.knobs/Secret/default/echo-env", verdict: gate.Pass,
 			want: []string{"2 knob(s) ECHO_REALM, ECHO_TOKEN"}},

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/envsubst"
 	"github.com/fluxcd/pkg/envsubst/parse"
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -286,7 +287,7 @@ func (s *substitution) takesValue(n *parse.FuncNode) bool {
 func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	o, env, k := s.o, s.env, s.k
 	if r.Field("sops") != nil {
-		s.encrypted = append(s.encrypted, objName(r))
+		s.encrypted = append(s.encrypted, s.objName(r))
 	}
 	y, err := r.AsYAML()
 	if err != nil {
@@ -299,7 +300,7 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 		if o.on(Literal) {
 			for _, e := range expressions(text) {
 				s.fs = append(s.fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search),
-					what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, objName(r), k.Ref(), s.from),
+					what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, s.objName(r), k.Ref(), s.from),
 					fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show})
 			}
 		}
@@ -310,7 +311,7 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	if o.on(ParseError) {
 		for _, b := range bad {
 			s.fs = append(s.fs, finding{det: ParseError, loc: locate(env, k, r, b.text),
-				what: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", b.text, objName(r), b.err, k.Ref()),
+				what: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", b.text, s.objName(r), b.err, k.Ref()),
 				fix:  "escape it as $" + b.text + " if it is meant literally"})
 		}
 	}
@@ -321,7 +322,7 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	out, err := fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
 		fluxkustomize.SubstituteWithStrict(true), fluxkustomize.SubstituteWithAlways(s.always))
 	if err != nil {
-		s.controllerErrs[fmt.Sprintf("post build failed for '%s': %v", objName(r), err)] = true
+		s.controllerErrs[fmt.Sprintf("post build failed for '%s': %v", s.objName(r), err)] = true
 		return
 	}
 	s.typed(r, out, nodes)
@@ -355,7 +356,7 @@ func (s *substitution) typed(r, out *resource.Resource, nodes []*parse.FuncNode)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, obj); err != nil {
 		expr := "${" + nodes[0].Param
 		s.fs = append(s.fs, finding{det: TypeChange, loc: locate(s.env, s.k, r, expr),
-			what: fmt.Sprintf("%s after substitution is not a valid %s (%v): a substituted value that reads as a number or boolean lost its string type — quotes around ${…} in the file do not survive the controller's build — so the API server refuses it and kustomize-controller fails the whole Kustomization %s", objName(r), gvk.Kind, err, s.k.Ref()),
+			what: fmt.Sprintf("%s after substitution is not a valid %s (%v): a substituted value that reads as a number or boolean lost its string type — quotes around ${…} in the file do not survive the controller's build — so the API server refuses it and kustomize-controller fails the whole Kustomization %s", s.objName(r), gvk.Kind, err, s.k.Ref()),
 			fix:  "wrap the variable in a double-quote variable, as kustomize-controller's docs say (post build substitution of numbers and booleans): ${quote}${VAR}${quote} with quote: '\"' in postBuild.substitute"})
 	}
 }
@@ -377,13 +378,13 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 		// guard: if [ -z "${X:-}" ] became if [ -z "" ]).
 		if o.on(DefaultOp) {
 			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr),
-				what: fmt.Sprintf("%s…} in a script of %s: %s is not defined in this environment (%s), so post-build substitution replaces it with its default before the shell ever runs; the script's own check of %s is dead", expr, objName(r), n.Param, from, n.Param),
+				what: fmt.Sprintf("%s…} in a script of %s: %s is not defined in this environment (%s), so post-build substitution replaces it with its default before the shell ever runs; the script's own check of %s is dead", expr, s.objName(r), n.Param, from, n.Param),
 				fix:  fmt.Sprintf("escape it as $%s…} so the shell sees it", expr)})
 		}
 	case isDefaultOp(n.Name) && n.Name == ":?":
 		if o.on(DefaultOp) {
 			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr),
-				what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), and envsubst renders the message as the value: a non-empty wrong value, not an error", expr, objName(r), n.Param, from),
+				what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), and envsubst renders the message as the value: a non-empty wrong value, not an error", expr, s.objName(r), n.Param, from),
 				fix:  fmt.Sprintf("define %s in %s (strict mode fails ${%s} when it is missing)", n.Param, from, n.Param)})
 		}
 	case isDefaultOp(n.Name):
@@ -391,13 +392,13 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 		// what renders.
 		if o.on(DefaultOp) {
 			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, warn: true, loc: locate(env, k, r, expr),
-				what: fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, objName(r), n.Param, k.Ref(), from, defaultText(n)),
+				what: fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, s.objName(r), n.Param, k.Ref(), from, defaultText(n)),
 				fix:  fmt.Sprintf("nothing if the default is meant; else define %s in %s", n.Param, from)})
 		}
 	default:
 		if !s.defined(n.Param) && o.on(Undefined) {
 			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr),
-				what: fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, objName(r), from, k.Ref()),
+				what: fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, s.objName(r), from, k.Ref()),
 				fix:  fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
 		}
 	}
@@ -608,6 +609,21 @@ func rejected(text string) []rejection {
 
 func disabled(r *resource.Resource) bool {
 	return r.GetLabels()[substituteKey] == fluxkustomize.DisabledValue || r.GetAnnotations()[substituteKey] == fluxkustomize.DisabledValue
+}
+
+// objName is r's name as the controller will apply it: a name with
+// ${…} is substituted with the Kustomization's variables (a component's
+// ${APP}-db), the raw name kept when that fails.
+func (s *substitution) objName(r *resource.Resource) string {
+	n := objName(r)
+	if !strings.Contains(n, "${") {
+		return n
+	}
+	out, err := envsubst.Eval(n, func(k string) (string, bool) { v, ok := s.vars[k]; return v, ok })
+	if err != nil {
+		return n
+	}
+	return out
 }
 
 func objName(r *resource.Resource) string {
