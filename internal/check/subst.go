@@ -13,13 +13,10 @@ import (
 	"github.com/fluxcd/pkg/envsubst/parse"
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/resource"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
@@ -45,46 +42,6 @@ type usage struct {
 	// assumed: the names, by Kustomization ref, that no rendered object
 	// defines and its prerequisites must.
 	assumed map[string]map[string]bool
-}
-
-// dataClient answers the controller's LoadVariables from the objects the
-// environment renders, as the cluster would once they are applied.
-type dataClient struct {
-	client.Client // nil: only Get is called
-	env           *fluxrepo.Env
-	policy        *Policy
-}
-
-// data is the object the environment renders, or the policy declares.
-func (c dataClient) data(kind string, key client.ObjectKey) *fluxrepo.Data {
-	k := fluxrepo.DataKey(kind, key.Namespace, key.Name)
-	if d := c.env.Data[k]; d != nil {
-		return d
-	}
-	return c.policy.prerequisite(k)
-}
-
-func (c dataClient) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	switch o := obj.(type) {
-	case *corev1.ConfigMap:
-		d := c.data("ConfigMap", key)
-		if d == nil {
-			return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
-		}
-		o.Data = maps.Clone(d.Values)
-	case *corev1.Secret:
-		d := c.data("Secret", key)
-		if d == nil {
-			return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
-		}
-		o.Data = map[string][]byte{}
-		for k, v := range d.Values {
-			o.Data[k] = []byte(v)
-		}
-	default:
-		return fmt.Errorf("unexpected Get of %T", obj)
-	}
-	return nil
 }
 
 // checkSubstitution is one check.substitution/<ns>/<name> per Kustomization.
@@ -155,7 +112,7 @@ type substitution struct {
 	from   string // where vars come from, for the messages
 	always bool
 	uobj   map[string]any // the Kustomization, for the controller's code
-	cl     dataClient
+	cl     fluxrepo.DataClient
 
 	names map[string]bool
 	// assumed are names no rendered object defines that a prerequisite
@@ -200,7 +157,7 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 	if err != nil {
 		return def.Fail(fmt.Sprintf("Kustomization %s: %v", k.Ref(), err)), names, refs, nil
 	}
-	s := &substitution{o: o, env: env, k: k, vars: vars, from: from, always: always, uobj: uobj, cl: dataClient{env: env, policy: o.Policy},
+	s := &substitution{o: o, env: env, k: k, vars: vars, from: from, always: always, uobj: uobj, cl: fluxrepo.DataClient{Env: env, Extra: o.Policy.prerequisite},
 		names: names, assumed: assumed, unknown: unknown, controllerErrs: map[string]bool{}}
 	for _, r := range k.Resources {
 		if disabled(r) {

@@ -9,7 +9,10 @@
 // Load returns typed Flux objects, each with the file and line it came from,
 // the built (unsubstituted) objects of each Kustomization's path, the
 // ConfigMaps and Secrets the environment renders, and notes for what could
-// not be built. Nothing here talks to a cluster or substitutes variables.
+// not be built. Nothing here talks to a cluster; objects are kept
+// unsubstituted, except that a Kustomization rendered by one that
+// substitutes is modelled under its substituted name and spec (a
+// component's ${APP}-db), as the controller applies it.
 //
 // The repository is first copied as source-controller archives it (ignore
 // rules, no symlinks, a size cap per file), so builds never read outside it

@@ -536,3 +536,31 @@ func TestSyncDeclarationsOddDocuments(t *testing.T) {
 		t.Fatalf("root %v, err %v", e.Root, err)
 	}
 }
+
+// TestKustomizationNamesSubstituted: a Kustomization rendered by one that
+// substitutes is modelled under the name the controller applies (a
+// component's ${APP}-db per app), not the raw text.
+func TestKustomizationNamesSubstituted(t *testing.T) {
+	repo := copyTree(t, "../../testdata/layouts/operator")
+	if err := os.WriteFile(filepath.Join(repo, "kubernetes/apps/default/echo/app/db.yaml"), []byte(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: ${APP}-db
+  namespace: flux-system
+spec:
+  interval: 1h
+  path: ./kubernetes/apps/default/echo-config/app
+  prune: true
+  sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(Options{Repo: repo, Path: "kubernetes/flux/cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := e.Kustomization("default", "echo-db") // echo sets targetNamespace: default
+	if db == nil || db.Location.File != "kubernetes/apps/default/echo/app/db.yaml" || db.AppliedBy != "default/echo" || !db.Built {
+		t.Fatalf("echo-db: %+v", db)
+	}
+}

@@ -1,6 +1,7 @@
 package fluxrepo
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -279,6 +281,8 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []string, appliedBy string) (*Kustomization, error) {
 	e := l.env
 	k := &kustomizev1.Kustomization{}
+	raw := r.GetName()
+	r = l.substituted(appliedBy, r)
 	if err := substituteValues(r); err != nil {
 		return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
 	}
@@ -287,7 +291,7 @@ func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []st
 	}
 	k.Namespace = ns
 	ref := ns + "/" + k.Name
-	loc := e.Locate(files, r.GetKind(), ns, k.Name)
+	loc := e.Locate(files, r.GetKind(), ns, raw)
 	if l.seen["K/"+ref] {
 		// Rendered by the root directory and applied by a Kustomization.
 		if !claim(&e.Kustomization(ns, k.Name).AppliedBy, appliedBy) {
@@ -465,4 +469,38 @@ func substituteValues(r *resource.Resource) error {
 		}
 	}
 	return nil
+}
+
+// substituted is r as the Kustomization appliedBy will apply it: when that
+// Kustomization substitutes (postBuild) and r holds a ${…}, with the
+// controller's own substitution (fluxcd/pkg/kustomize.SubstituteVariables,
+// not strict) over the data the environment renders, so a name like
+// ${APP}-db is the name the cluster gets. r itself when nothing applies
+// or the substitution fails (the check reports that).
+func (l *loader) substituted(appliedBy string, r *resource.Resource) *resource.Resource {
+	ns, name, ok := strings.Cut(appliedBy, "/")
+	if !ok {
+		return r
+	}
+	parent := l.env.Kustomization(ns, name)
+	if parent == nil || !parent.Substitutes() {
+		return r
+	}
+	if y, err := r.AsYAML(); err != nil || !strings.Contains(string(y), "${") {
+		return r
+	}
+	pk := parent.DeepCopy()
+	for i := range pk.Spec.PostBuild.SubstituteFrom {
+		pk.Spec.PostBuild.SubstituteFrom[i].Optional = true // a missing one is the check's finding
+	}
+	uobj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pk)
+	if err != nil {
+		return r
+	}
+	out, err := fluxkustomize.SubstituteVariables(context.Background(), DataClient{Env: l.env}, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
+		fluxkustomize.SubstituteWithAlways(pk.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways))
+	if err != nil || out == nil {
+		return r
+	}
+	return out
 }

@@ -8,6 +8,7 @@ package rootsync
 
 import (
 	"fmt"
+	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -71,6 +72,9 @@ func Build(o Options) (*Render, error) {
 		if fluxobj.IsKustomization(u.GetAPIVersion(), u.GetKind()) {
 			// The model holds it typed, namespace defaulted.
 			k := env.Kustomization(fluxobj.NamespaceOr(u.GetNamespace(), o.Namespace), u.GetName())
+			if k == nil && strings.Contains(u.GetName(), "${") {
+				continue // the model holds it by its substituted name
+			}
 			if k == nil {
 				return nil, fmt.Errorf("%s: Kustomization %s/%s is not in the repository model", o.Path, u.GetNamespace(), u.GetName())
 			}
