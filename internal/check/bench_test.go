@@ -12,13 +12,9 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
-// genRepo writes an environment with n Kustomizations, each substituting
-// from cluster-vars over perK objects (in a directory without a
-// kustomization.yaml, so the generator runs for each).
-func genRepo(tb testing.TB, n, perK int) string {
-	tb.Helper()
-	dir := tb.TempDir()
-	write := func(p, s string) {
+// writer writes files under dir, making their directories.
+func writer(tb testing.TB, dir string) func(p, s string) {
+	return func(p, s string) {
 		p = filepath.Join(dir, p)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			tb.Fatal(err)
@@ -27,8 +23,10 @@ func genRepo(tb testing.TB, n, perK int) string {
 			tb.Fatal(err)
 		}
 	}
-	write("clusters/bench/kustomization.yaml", "resources:\n  - sync.yaml\n  - vars.yaml\n  - ks.yaml\n")
-	write("clusters/bench/sync.yaml", `apiVersion: source.toolkit.fluxcd.io/v1
+}
+
+// benchSync is the generated environments' root and its source.
+const benchSync = `apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata: {name: flux-system, namespace: flux-system}
 spec: {interval: 1m, url: https://git.example.invalid/bench.git, ref: {branch: main}}
@@ -37,7 +35,17 @@ apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata: {name: flux-system, namespace: flux-system}
 spec: {interval: 10m, path: ./clusters/bench, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}
-`)
+`
+
+// genRepo writes an environment with n Kustomizations, each substituting
+// from cluster-vars over perK objects (in a directory without a
+// kustomization.yaml, so the generator runs for each).
+func genRepo(tb testing.TB, n, perK int) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	write := writer(tb, dir)
+	write("clusters/bench/kustomization.yaml", "resources:\n  - sync.yaml\n  - vars.yaml\n  - ks.yaml\n")
+	write("clusters/bench/sync.yaml", benchSync)
 	write("clusters/bench/vars.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-vars, namespace: flux-system}\ndata:\n  domain: bench.example.invalid\n  replicas: \"2\"\n  quote: '\"'\n")
 	var ks strings.Builder
 	for i := range n {
@@ -118,25 +126,8 @@ func TestGeneratedRepo(t *testing.T) {
 func genHomelab(tb testing.TB, apps, helm int) string {
 	tb.Helper()
 	dir := tb.TempDir()
-	write := func(p, s string) {
-		p = filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	write("clusters/bench/flux-system/gotk-sync.yaml", `apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: flux-system, namespace: flux-system}
-spec: {interval: 1m, url: https://git.example.invalid/bench.git, ref: {branch: main}}
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: flux-system, namespace: flux-system}
-spec: {interval: 10m, path: ./clusters/bench, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}
-`)
+	write := writer(tb, dir)
+	write("clusters/bench/flux-system/gotk-sync.yaml", benchSync)
 	write("clusters/bench/vars.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n  namespace: flux-system\n  labels: {reconcile.fluxcd.io/watch: Enabled}\ndata:\n  SECRET_DOMAIN: bench.example.invalid\n  TIMEZONE: Etc/UTC\n")
 	write("clusters/bench/apps.yaml", `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization

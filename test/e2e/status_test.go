@@ -129,6 +129,43 @@ type statusFixture struct {
 	env     []string // --repo DIR --env dev
 }
 
+// breakPlatformConfig commits cfg as platform/config/config.yaml, has both
+// sources fetch it and waits until kustomize-controller fails
+// platform-config at that revision with a message containing want; it
+// returns the revision. When the test ends the fixture's file is committed
+// back and the environment converged again.
+func (f *statusFixture) breakPlatformConfig(ctx context.Context, t *testing.T, cfg, msg, want string) string {
+	t.Helper()
+	sha, err := f.gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": cfg}, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badRev := f.gitRepo.Revision(sha)
+	reconcileSources := func() {
+		for _, src := range []string{"flux-system", "shared"} {
+			requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
+		}
+	}
+	t.Cleanup(func() {
+		sha, err := f.gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": readFixture(t, "platform/config/config.yaml")}, "platform-config: fixed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reconcileSources()
+		if r := convergeCLI(t, append(f.env, "--timeout", "4m")...); r.code != 0 {
+			t.Errorf("restore: converge after the fix:\n%s", r)
+		}
+		f.rev = f.gitRepo.Revision(sha)
+	})
+	reconcileSources()
+	waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "platform-config", func(k *kustomizev1.Kustomization) (bool, string) {
+		st, reason, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
+		return st == metav1.ConditionFalse && k.Status.LastAttemptedRevision == badRev && strings.Contains(msg, want),
+			fmt.Sprintf("Ready=%s %s %q attempted %s", st, reason, msg, k.Status.LastAttemptedRevision)
+	})
+	return badRev
+}
+
 // up establishes the fixture's state from ensureFlux, on a repository of
 // its own (a new one each time: its history starts at the fixture).
 func (f *statusFixture) up(t *testing.T) {
@@ -308,32 +345,7 @@ func TestStatus(t *testing.T) {
 	t.Run("UndefinedVariable", func(t *testing.T) {
 		ctx := begin(t)
 		cfg := readFixture(t, "platform/config/config.yaml") + "  owner: \"${undefinedOwner}\"\n"
-		sha, err := f.gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": cfg}, "platform-config: an undefined variable")
-		if err != nil {
-			t.Fatal(err)
-		}
-		badRev := f.gitRepo.Revision(sha)
-		defer func() {
-			sha, err := f.gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": readFixture(t, "platform/config/config.yaml")}, "platform-config: fixed")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, src := range []string{"flux-system", "shared"} {
-				requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
-			}
-			if r := convergeCLI(t, append(f.env, "--timeout", "4m")...); r.code != 0 {
-				t.Errorf("restore: converge after the fix:\n%s", r)
-			}
-			f.rev = f.gitRepo.Revision(sha)
-		}()
-		for _, src := range []string{"flux-system", "shared"} {
-			requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
-		}
-		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "platform-config", func(k *kustomizev1.Kustomization) (bool, string) {
-			st, reason, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
-			return st == metav1.ConditionFalse && k.Status.LastAttemptedRevision == badRev && strings.Contains(msg, "variable not set"),
-				fmt.Sprintf("Ready=%s %s %q attempted %s", st, reason, msg, k.Status.LastAttemptedRevision)
-		})
+		badRev := f.breakPlatformConfig(ctx, t, cfg, "platform-config: an undefined variable", "variable not set")
 		r := statusCLI(t, f.env...)
 		c := r.report.check(nodeGate("platform-config"))
 		if r.code != 1 || !strings.HasPrefix(c, "fail") || !strings.Contains(c, "variable not set (strict mode)") || !strings.Contains(c, badRev) {
@@ -371,35 +383,10 @@ func TestStatus(t *testing.T) {
 		if !typed {
 			t.Fatalf("offline check: no [type] finding on platform-config: %+v", res.Findings)
 		}
-		sha, err := f.gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": cfg}, "platform-config: a quoted number")
-		if err != nil {
-			t.Fatal(err)
-		}
-		badRev := f.gitRepo.Revision(sha)
-		defer func() {
-			sha, err := f.gitRepo.Commit(ctx, "", map[string]string{"platform/config/config.yaml": readFixture(t, "platform/config/config.yaml")}, "platform-config: fixed")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, src := range []string{"flux-system", "shared"} {
-				requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
-			}
-			if r := convergeCLI(t, append(f.env, "--timeout", "4m")...); r.code != 0 {
-				t.Errorf("restore: converge after the fix:\n%s", r)
-			}
-			f.rev = f.gitRepo.Revision(sha)
-		}()
-		for _, src := range []string{"flux-system", "shared"} {
-			requestReconcile(ctx, t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: src}})
-		}
-		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "platform-config", func(k *kustomizev1.Kustomization) (bool, string) {
-			st, reason, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
-			// Seen: "ConfigMap/homelab-platform/platform-config dry-run
-			// failed: failed to create typed patch object (…): .data.replicas:
-			// expected string, got &value.valueUnstructured{Value:1}".
-			return st == metav1.ConditionFalse && k.Status.LastAttemptedRevision == badRev && strings.Contains(msg, ".data.replicas: expected string"),
-				fmt.Sprintf("Ready=%s %s %q attempted %s", st, reason, msg, k.Status.LastAttemptedRevision)
-		})
+		// Seen: "ConfigMap/homelab-platform/platform-config dry-run failed:
+		// failed to create typed patch object (…): .data.replicas: expected
+		// string, got &value.valueUnstructured{Value:1}".
+		f.breakPlatformConfig(ctx, t, cfg, "platform-config: a quoted number", ".data.replicas: expected string")
 		var k kustomizev1.Kustomization
 		if err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "platform-config"}, &k); err != nil {
 			t.Fatal(err)
