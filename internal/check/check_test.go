@@ -332,6 +332,25 @@ func TestNotCheckableSkips(t *testing.T) {
 	}
 }
 
+// TestUnusedNotJudgedWhenAReaderIsUnread: a knob whose only user sits in
+// a path the check did not build is not "unused"; the gate says why.
+func TestUnusedNotJudgedWhenAReaderIsUnread(t *testing.T) {
+	// web (apps) uses appName; infra's path becomes unbuildable offline
+	// (another source), and an extra knob only infra would use is added.
+	rep := run(t, fixture(t,
+		mutation{"clusters/dev/cluster-vars.yaml", "", "  infraOnly: x\n"}, mutation{"clusters/prod/cluster-vars.yaml", "", "  infraOnly: x\n"},
+		mutation{"clusters/base/infrastructure.yaml", "    name: flux-system\n  dependsOn", "    name: other\n  dependsOn"}))
+	for _, c := range rep.Checks {
+		if c.ID == "check.knobs/ConfigMap/flux-system/cluster-vars" {
+			if c.Verdict != gate.Pass || !strings.Contains(text(c), "unused knobs not judged: the paths of flux-system/infra were not built") {
+				t.Fatalf("%s: %s", c.Verdict, text(c))
+			}
+			return
+		}
+	}
+	t.Fatalf("no knobs gate:\n%s", dump(rep))
+}
+
 func TestPhaseInputError(t *testing.T) {
 	rep := gate.NewReport("check")
 	p := &Phase{Options: Options{Options: fluxrepo.Options{Repo: clean, Path: "clusters/nope"}}}

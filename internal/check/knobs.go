@@ -17,6 +17,9 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		users    []string
 		first    *fluxrepo.Kustomization
 		optional bool // every reference is optional
+		// unread are readers whose paths were not built: the names they
+		// use are unknown, so no knob is judged unused.
+		unread []string
 	}
 	objs := map[string]*obj{}
 	for _, r := range u.refs {
@@ -24,6 +27,10 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		if ob == nil {
 			ob = &obj{optional: true, first: r.by}
 			objs[r.key] = ob
+		}
+		if r.unread {
+			ob.unread = append(ob.unread, r.by.Ref())
+			continue
 		}
 		if !slices.Contains(ob.users, r.by.Ref()) {
 			ob.users = append(ob.users, r.by.Ref())
@@ -34,7 +41,7 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 	for _, key := range slices.Sorted(maps.Keys(objs)) {
 		ob := objs[key]
 		def := Knobs.Each(key)
-		users := strings.Join(ob.users, ", ")
+		users := strings.Join(append(slices.Clone(ob.users), ob.unread...), ", ")
 		d := env.Data[key]
 		if d == nil {
 			if pd := o.Policy.prerequisite(key); pd != nil {
@@ -94,7 +101,7 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 				}
 			}
 		}
-		if o.on(KnobUnused) {
+		if o.on(KnobUnused) && len(ob.unread) == 0 {
 			for _, k := range keys {
 				used := false
 				for _, by := range ob.users {
@@ -108,6 +115,9 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 			}
 		}
 		ev := []string{fmt.Sprintf("%s (%s, applied by %s): %d knob(s) %s; substituted from by %s", key, d.Location, orRoot(d.AppliedBy), len(keys), strings.Join(keys, ", "), users)}
+		if len(ob.unread) > 0 {
+			ev = append(ev, "unused knobs not judged: the paths of "+strings.Join(ob.unread, ", ")+" were not built, so the names they use are unknown")
+		}
 		if d.Encrypted {
 			ev = append(ev, "SOPS-encrypted: its keys count as defined; values are not read")
 		}

@@ -31,6 +31,8 @@ type dataRef struct {
 	key      string // fluxrepo.DataKey
 	optional bool
 	by       *fluxrepo.Kustomization
+	// unread: by's path was not built, so the names it uses are unknown.
+	unread bool
 }
 
 // usage is what the substitution pass learned for the knob checks: which
@@ -62,6 +64,11 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 			// read: never an optional skip.
 			c.Optional = !k.Substitutes() && fluxobj.KustomizationSource(k.Kustomization).Kind != sourcev1.ExternalArtifactKind
 			out = append(out, c)
+			if k.Substitutes() {
+				for _, ref := range k.Spec.PostBuild.SubstituteFrom {
+					u.refs = append(u.refs, dataRef{key: fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name), optional: true, by: k, unread: true})
+				}
+			}
 			continue
 		}
 		if !k.Substitutes() {
