@@ -564,3 +564,21 @@ spec:
 		t.Fatalf("echo-db: %+v", db)
 	}
 }
+
+// TestLocateRenamedByBuild: an object whose name the build set (the
+// component's Namespace "_", renamed by each namespace's kustomization) is
+// located at the one declaration of its kind the build read, not "(file
+// unknown)".
+func TestLocateRenamedByBuild(t *testing.T) {
+	e, err := Load(Options{Repo: "../../testdata/layouts/operator", Path: "kubernetes/flux/cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := e.Kustomization("flux-system", "cluster-apps")
+	if apps == nil {
+		t.Fatal("no cluster-apps")
+	}
+	if l := e.Locate(apps.Files, "Namespace", "", "default"); l.File != "kubernetes/components/common/namespace.yaml" {
+		t.Fatalf("Namespace default: %v", l)
+	}
+}

@@ -134,6 +134,29 @@ func (ix *fileIndex) locate(files []string, kind, namespace, name string) Locati
 			}
 		}
 	}
+	// A name the build set (a component's placeholder renamed by a
+	// namespace: or namePrefix transformer): the one declaration of that
+	// kind among the files read, if there is exactly one.
+	if files != nil {
+		var only *Location
+		for key, ds := range ix.decl {
+			if k, _, _ := strings.Cut(key, "/"); k != kind {
+				continue
+			}
+			for _, d := range ds {
+				if in(d.loc.File) {
+					if only != nil {
+						return Location{}
+					}
+					l := d.loc
+					only = &l
+				}
+			}
+		}
+		if only != nil {
+			return *only
+		}
+	}
 	return Location{}
 }
 
