@@ -24,8 +24,6 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
-const substituteKey = "kustomize.toolkit.fluxcd.io/substitute"
-
 // dataRef is one substituteFrom reference, resolved in the environment.
 type dataRef struct {
 	key      string // fluxrepo.DataKey
@@ -92,7 +90,7 @@ func literalCheck(ch *checker, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomi
 	if o.on(Literal) {
 		for _, r := range k.Resources {
 			// CRDs carry ${…} in their descriptions on purpose.
-			if r.GetKind() == "CustomResourceDefinition" || disabled(r) {
+			if r.GetKind() == "CustomResourceDefinition" || fluxrepo.SubstitutionDisabled(r) {
 				continue
 			}
 			y, err := r.AsYAML()
@@ -167,7 +165,7 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 	s := &substitution{o: o, env: env, k: k, vars: vars, from: from, always: always, uobj: uobj, cl: fluxrepo.DataClient{Env: env, Extra: o.Policy.prerequisite},
 		names: names, assumed: assumed, unknown: unknown, controllerErrs: map[string]bool{}}
 	for _, r := range k.Resources {
-		if disabled(r) {
+		if fluxrepo.SubstitutionDisabled(r) {
 			continue
 		}
 		s.object(ctx, r)
@@ -569,10 +567,6 @@ func rejected(text string) []rejection {
 		out = append(out, rejection{text: "(an expression spanning lines)", err: err})
 	}
 	return out
-}
-
-func disabled(r *resource.Resource) bool {
-	return r.GetLabels()[substituteKey] == fluxkustomize.DisabledValue || r.GetAnnotations()[substituteKey] == fluxkustomize.DisabledValue
 }
 
 // objName is r's name as the controller will apply it: a name with

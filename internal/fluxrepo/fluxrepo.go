@@ -212,10 +212,6 @@ func (d *Data) Defines(key string) bool {
 	return ok || d.Open
 }
 
-// Describe says where d comes from, for messages: its file, or the object
-// making it.
-func (d *Data) Describe() string { return d.describe() }
-
 // Key is kind/namespace/name.
 func (d *Data) Key() string { return DataKey(d.Kind, d.Namespace, d.Name) }
 

@@ -76,8 +76,9 @@ func madeSecret(r *resource.Resource, ns string) *Data {
 // madeValue stands for a value only the cluster will hold.
 const madeValue = "<made at runtime>"
 
-// describe says what renders d, for messages.
-func (d *Data) describe() string {
+// Describe says where d comes from, for messages: its file, or the object
+// making it.
+func (d *Data) Describe() string {
 	if d.MadeBy != "" {
 		return fmt.Sprintf("made by %s (%s)", d.MadeBy, d.Location)
 	}

@@ -6,9 +6,17 @@ import (
 
 	"github.com/fluxcd/pkg/envsubst/parse"
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	"sigs.k8s.io/kustomize/api/resource"
 )
 
 const substituteKey = "kustomize.toolkit.fluxcd.io/substitute"
+
+// SubstitutionDisabled says whether r opts out of post-build substitution
+// (label or annotation kustomize.toolkit.fluxcd.io/substitute: disabled),
+// as the controller skips it.
+func SubstitutionDisabled(r *resource.Resource) bool {
+	return r.GetLabels()[substituteKey] == fluxkustomize.DisabledValue || r.GetAnnotations()[substituteKey] == fluxkustomize.DisabledValue
+}
 
 // Names are the variables k's objects use as plain ${NAME} (no operator),
 // parsed with the controller's parser (fluxcd/pkg/envsubst); objects with
@@ -17,7 +25,7 @@ const substituteKey = "kustomize.toolkit.fluxcd.io/substitute"
 func (k *Kustomization) Names() map[string]bool {
 	out := map[string]bool{}
 	for _, r := range k.Resources {
-		if r.GetLabels()[substituteKey] == fluxkustomize.DisabledValue || r.GetAnnotations()[substituteKey] == fluxkustomize.DisabledValue {
+		if SubstitutionDisabled(r) {
 			continue
 		}
 		y, err := r.AsYAML()

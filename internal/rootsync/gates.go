@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -202,33 +203,19 @@ func Prerequisites(ctx context.Context, cl client.Client, r *Render) []gate.Chec
 	for _, p := range ps {
 		c := GatePrerequisite.Each(p.Key()).New()
 		readers := strings.Join(p.Readers, ", ")
-		var have map[string]bool
 		key := client.ObjectKey{Namespace: p.Namespace, Name: p.Name}
 		var err error
-		switch p.Kind {
-		case "ConfigMap":
+		var has func(string) bool
+		if p.Kind == "ConfigMap" {
 			var cm corev1.ConfigMap
-			if err = cl.Get(ctx, key, &cm); err == nil {
-				have = map[string]bool{}
-				for k := range cm.Data {
-					have[k] = true
-				}
-			}
-		default:
+			err = cl.Get(ctx, key, &cm)
+			has = func(k string) bool { _, ok := cm.Data[k]; return ok }
+		} else {
 			var sec corev1.Secret
-			if err = cl.Get(ctx, key, &sec); err == nil {
-				have = map[string]bool{}
-				for k := range sec.Data {
-					have[k] = true
-				}
-			}
+			err = cl.Get(ctx, key, &sec)
+			has = func(k string) bool { _, ok := sec.Data[k]; return ok }
 		}
-		var missing []string
-		for _, k := range p.Keys {
-			if !have[k] {
-				missing = append(missing, k)
-			}
-		}
+		missing := slices.DeleteFunc(slices.Clone(p.Keys), has)
 		switch {
 		case apierrors.IsNotFound(err):
 			c.Verdict = gate.Fail
