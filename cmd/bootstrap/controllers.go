@@ -9,12 +9,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-ops/bootstrap/internal/controllers"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/render"
 )
 
 func newControllersCommand(a *app) *cobra.Command {
 	f := &renderFlags{}
+	rf := &repoFlags{}
 	o := controllers.Options{}
 	var dryRun bool
 	cmd := &cobra.Command{
@@ -34,6 +37,9 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			if o.Render, err = f.options(); err != nil {
 				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
+			if err := useRepository(&o.Render, rf); err != nil {
+				return a.s.Fail(cmd.Context(), run.Report, err)
+			}
 			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
 			a.s.CountRequests()
 			a.s.Installs("controllers", o.Render.Components.Namespace, dryRun)
@@ -44,12 +50,30 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 	}
 	addRenderFlags(cmd, f, a.pins)
 	fl := cmd.Flags()
+	fl.StringVar(&rf.repo, "repo", "", "the GitOps repository's root directory (with --env or --path; default . then)")
+	fl.Var(input.NewEnv(&rf.env), "env", "environment: clusters/NAME in --repo, whose flux-system/kustomization.yaml customizes the controllers (the flux bootstrap layout)")
+	fl.Var(input.NewRepoPath(&rf.path), "path", "the environment's directory inside --repo (instead of --env)")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the plan (server-side dry run) and change nothing")
 	fl.BoolVar(&o.Force, "force", false, forceUsage+forceControllers)
 	fl.BoolVar(&o.MigrateCRDs, "migrate-crds", false, "when the new CRDs drop a version objects are stored in, migrate those objects to the new storage version first")
 	fl.BoolVar(&o.PruneCRDs, "prune-crds", false, "also prune CRDs the render no longer has while custom resources still use them (deletes those resources)")
 	fl.Var(input.NewDuration(&o.Timeout, 5*time.Minute), "timeout", "how long to wait for CRDs and rollouts (must be positive)")
 	return cmd
+}
+
+// useRepository renders with the customization the environment's
+// repository keeps (the `flux bootstrap` layout), when --env or --path names
+// one; without them the controllers are rendered from the flags alone.
+func useRepository(ro *render.Options, rf *repoFlags) error {
+	repo, path, err := optionalEnv(rf.repo, rf.env, rf.path, "the controllers are rendered from the flags alone")
+	if err != nil || path == "" {
+		return err
+	}
+	env, err := fluxrepo.Load(fluxrepo.Options{Repo: repo, Path: path, Namespace: ro.Components.Namespace, RootName: ro.Components.Namespace, KeepGoing: true})
+	if err != nil {
+		return err
+	}
+	return ro.UseRepository(env)
 }
 
 // writePlan prints the plan at a glance: counts, then every object that

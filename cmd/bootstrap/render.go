@@ -72,7 +72,7 @@ func (f *renderFlags) options() (render.Options, error) {
 	if err != nil {
 		return o, gate.InputErrorf("%w; point it at a directory holding kustomization.yaml", err)
 	}
-	o.Overlays, o.OverlaysName = d, f.overlays
+	o.Overlays, o.OverlaysName, o.OverlaysGiven = d, f.overlays, true
 	return o, nil
 }
 

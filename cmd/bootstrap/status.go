@@ -117,17 +117,24 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 	}
 	rec := kube.NewRequests()
 	connect := a.s.ReadOnlyConnect(rec)
-	cph := controllers.NewStatusPhase(controllers.StatusOptions{Render: ro,
-		LiveVersion:    live && !fl.Changed("flux-version") && ro.Components.Manifests == "",
-		LiveComponents: !fl.Changed("components") && !fl.Changed("components-extra"),
-	}, connect)
-	phases := []pipeline.Phase{cph}
 	var render *rootsync.Render
 	if !live {
 		render, err = rootsync.Build(rootsync.Options{Repo: repo, Path: path, Namespace: co.Root.Namespace, RootName: co.Root.Name})
 		if err != nil {
 			return nil, err
 		}
+		// The live controllers are compared with the customization the
+		// repository keeps, when it keeps one (the root applies it).
+		if err := ro.UseRepository(render.Env); err != nil {
+			return nil, err
+		}
+	}
+	cph := controllers.NewStatusPhase(controllers.StatusOptions{Render: ro,
+		LiveVersion:    live && !fl.Changed("flux-version") && ro.Components.Manifests == "",
+		LiveComponents: !fl.Changed("components") && !fl.Changed("components-extra"),
+	}, connect)
+	phases := []pipeline.Phase{cph}
+	if !live {
 		flow.Declare(&co, render)
 		phases = append(phases, agekey.NewVerifyPhase(agekey.Options{Repo: repo, Path: path, Namespace: ns, SecretName: sf.secretName, Env: render.Env, IfNeeded: true},
 			func() (client.Client, *ssa.ResourceManager, error) {

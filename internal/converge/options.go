@@ -6,6 +6,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	utilwait "k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
@@ -54,6 +55,37 @@ type Options struct {
 	GraphFile string
 }
 
+// DeclaredKustomizations are env's Kustomizations, each labelled with its
+// applier as kustomize-controller labels what it applies (see
+// DeclaredHelmReleases).
+func DeclaredKustomizations(env *fluxrepo.Env) []*kustomizev1.Kustomization {
+	out := make([]*kustomizev1.Kustomization, 0, len(env.Kustomizations))
+	for _, k := range env.Kustomizations {
+		out = append(out, labelled(k.Kustomization, k.AppliedBy))
+	}
+	return out
+}
+
+// labelled is a copy of o with kustomize-controller's applier labels naming
+// appliedBy (o itself when appliedBy is none).
+func labelled[T interface {
+	client.Object
+	DeepCopy() T
+}](o T, appliedBy string) T {
+	by, ok := fluxgraph.ParseID(appliedBy)
+	if !ok {
+		return o
+	}
+	c := o.DeepCopy()
+	l := c.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[fluxgraph.AppliedByNameLabel], l[fluxgraph.AppliedByNamespaceLabel] = by.Name, by.Namespace
+	c.SetLabels(l)
+	return c
+}
+
 // DeclaredHelmReleases are env's HelmReleases, each labelled with its
 // applier as kustomize-controller labels what it applies
 // (fluxgraph.AppliedByNameLabel): the graph reads the applier there, for
@@ -61,15 +93,7 @@ type Options struct {
 func DeclaredHelmReleases(env *fluxrepo.Env) []*helmv2.HelmRelease {
 	out := make([]*helmv2.HelmRelease, 0, len(env.HelmReleases))
 	for _, h := range env.HelmReleases {
-		hr := h.HelmRelease.DeepCopy()
-		if by, ok := fluxgraph.ParseID(h.AppliedBy); ok {
-			if hr.Labels == nil {
-				hr.Labels = map[string]string{}
-			}
-			hr.Labels[fluxgraph.AppliedByNameLabel] = by.Name
-			hr.Labels[fluxgraph.AppliedByNamespaceLabel] = by.Namespace
-		}
-		out = append(out, hr)
+		out = append(out, labelled(h.HelmRelease.DeepCopy(), h.AppliedBy))
 	}
 	return out
 }

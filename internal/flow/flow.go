@@ -14,7 +14,6 @@ import (
 	"os"
 	"time"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
@@ -167,6 +166,13 @@ func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
 	if o.Controllers != nil {
 		co := *o.Controllers
 		co.Force, co.Timeout = o.Force, o.Timeout
+		if built != nil {
+			// The bootstrap layout keeps the controllers' customization in
+			// the repository: the root applies it after the sync.
+			if err := co.Render.UseRepository(built.Env); err != nil {
+				return nil, err
+			}
+		}
 		phases = append(phases, controllers.NewPhase(co, o.Cluster.Connect))
 	}
 	if o.AgeKey != nil {
@@ -253,10 +259,7 @@ func (o Options) converge(built *rootsync.Render) converge.Options {
 // repository model, internal/fluxrepo, that r was built from), created yet
 // or not.
 func Declare(o *converge.Options, r *rootsync.Render) {
-	o.Declared, o.From = []*kustomizev1.Kustomization{}, "the repository "+r.Options.Path
-	for _, k := range r.Env.Kustomizations {
-		o.Declared = append(o.Declared, k.Kustomization)
-	}
+	o.Declared, o.From = converge.DeclaredKustomizations(r.Env), "the repository "+r.Options.Path
 	o.DeclaredHelmReleases = converge.DeclaredHelmReleases(r.Env)
 	if err := r.Env.Err(); err != nil {
 		o.From += fmt.Sprintf(" (what the Kustomizations whose path did not build apply is not in it: %v)", err)

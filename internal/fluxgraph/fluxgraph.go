@@ -190,7 +190,9 @@ type Graph struct {
 	SourcesKnown bool
 	// NotAfterRoot lists the nodes not ordered after the root: no dependsOn
 	// chain from them reaches it (all nodes when the root is not in the
-	// graph). Nothing makes them wait for the root.
+	// graph) and the root's applies do not create them (Node.AppliedBy:
+	// the repository model's, or kustomize-controller's labels on live
+	// objects). Nothing makes them wait for the root.
 	NotAfterRoot []NodeID
 	// AppliersKnown says Node.AppliedBy is known (a graph of the repository
 	// model); NotAppliedByRoot is then the nodes other than the root whose
@@ -211,14 +213,18 @@ func New(ks []*kustomizev1.Kustomization, root NodeID, defaultNS string) *Graph 
 }
 
 // NewWithHelmReleases is New with HelmReleases as nodes too (live objects):
-// each HelmRelease's applier is the Kustomization kustomize-controller's
-// labels on it name, when that Kustomization is in the graph.
+// each node's applier is the Kustomization kustomize-controller's labels on
+// it name, when that Kustomization is in the graph.
 func NewWithHelmReleases(ks []*kustomizev1.Kustomization, hrs []*helmv2.HelmRelease, root NodeID, defaultNS string) *Graph {
+	kAppliers := make([]NodeID, len(ks))
+	for i, k := range ks {
+		kAppliers[i] = LabelledApplier(k.GetLabels())
+	}
 	appliers := make([]NodeID, len(hrs))
 	for i, hr := range hrs {
 		appliers[i] = LabelledApplier(hr.GetLabels())
 	}
-	return build(ks, nil, hrs, appliers, root, defaultNS)
+	return build(ks, kAppliers, hrs, appliers, root, defaultNS)
 }
 
 // Labels kustomize-controller sets on every object it applies, naming the
@@ -403,8 +409,11 @@ func (g *Graph) notAfterRoot() []NodeID {
 	var out []NodeID
 	for _, id := range g.IDs {
 		// A HelmRelease cannot depend on a Kustomization: its applier
-		// orders it (Prereqs), not dependsOn.
-		if !seen[id] && !id.IsHelmRelease() {
+		// orders it (Prereqs), not dependsOn. What the root's applies
+		// create cannot reconcile before the root applied it: that orders
+		// it too (kustomize-controller has no rule that a child depend on
+		// its root, and the flux bootstrap layout's never do).
+		if !seen[id] && !id.IsHelmRelease() && !g.appliedByRoot(id) {
 			out = append(out, id)
 		}
 	}

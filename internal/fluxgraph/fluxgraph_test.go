@@ -125,7 +125,9 @@ func TestDependents(t *testing.T) {
 }
 
 // TestFromEnvAppliedByRoot: "applied by the root" follows appliers, not
-// dependsOn, and is a different relation from "ordered after the root".
+// dependsOn; "ordered after the root" is a dependsOn chain to it or being
+// applied by it (kustomize-controller has no rule that a child depend on
+// its root).
 func TestFromEnvAppliedByRoot(t *testing.T) {
 	mk := func(ref, appliedBy string, deps ...string) *fluxrepo.Kustomization {
 		return &fluxrepo.Kustomization{Kustomization: kust(ref, deps...), AppliedBy: appliedBy}
@@ -142,16 +144,21 @@ func TestFromEnvAppliedByRoot(t *testing.T) {
 			mk("orphan", "", "flux-system"),
 			// applied by the orphan: not by the root either
 			mk("orphan-child", "flux-system/orphan", "infra"),
+			// applied by nothing, ordered after nothing
+			mk("island", ""),
 		},
 	}
 	g := FromEnv(env)
 	if !g.AppliersKnown || g.Root != root {
 		t.Fatalf("appliers known %v, root %s", g.AppliersKnown, g.Root)
 	}
-	if got := names(g.NotAppliedByRoot); got != "flux-system/orphan,flux-system/orphan-child" {
+	if got := names(g.NotAppliedByRoot); got != "flux-system/island,flux-system/orphan,flux-system/orphan-child" {
 		t.Errorf("not applied by the root: %s", got)
 	}
-	if got := names(g.NotAfterRoot); got != "flux-system/crds" {
+	// crds is created by the root's applies (through infra): it cannot run
+	// before the root applied it, as in the flux bootstrap layout, whose
+	// Kustomizations never depend on flux-system.
+	if got := names(g.NotAfterRoot); got != "flux-system/island" {
 		t.Errorf("not ordered after the root: %s", got)
 	}
 	if g.Nodes[NodeID{Namespace: "flux-system", Name: "crds"}].AppliedBy != (NodeID{Namespace: "flux-system", Name: "infra"}) {
@@ -161,7 +168,7 @@ func TestFromEnvAppliedByRoot(t *testing.T) {
 	// A root that does not apply the environment's directory: nothing it
 	// renders is applied by the root.
 	env.Kustomizations[0].AppliedBy, env.Kustomizations[1].AppliedBy = "", ""
-	if got := names(FromEnv(env).NotAppliedByRoot); got != "flux-system/crds,flux-system/infra,flux-system/orphan,flux-system/orphan-child" {
+	if got := names(FromEnv(env).NotAppliedByRoot); got != "flux-system/crds,flux-system/infra,flux-system/island,flux-system/orphan,flux-system/orphan-child" {
 		t.Errorf("root applying another directory: not applied by the root: %s", got)
 	}
 }
@@ -254,5 +261,19 @@ func TestProblems(t *testing.T) {
 	unrooted := New([]*kustomizev1.Kustomization{kust("apps")}, root, "flux-system")
 	if ps := unrooted.Problems(); kinds(ps) != fmt.Sprint(RootMissing) || ps[0].Root != root {
 		t.Errorf("no root: %v", ps)
+	}
+}
+
+// TestAppliedByRootLabelsOrder: a live Kustomization kustomize-controller
+// labels as applied by the root (its ssa owner labels) is ordered after the
+// root without a dependsOn; one applied by nothing in the graph is not.
+func TestAppliedByRootLabelsOrder(t *testing.T) {
+	child := kust("apps")
+	child.Labels = map[string]string{AppliedByNameLabel: "flux-system", AppliedByNamespaceLabel: "flux-system"}
+	stray := kust("stray")
+	stray.Labels = map[string]string{AppliedByNameLabel: "elsewhere", AppliedByNamespaceLabel: "flux-system"}
+	g := New([]*kustomizev1.Kustomization{kust("flux-system"), child, stray}, root, "flux-system")
+	if got := names(g.NotAfterRoot); got != "flux-system/stray" {
+		t.Errorf("not ordered after the root: %s, want flux-system/stray", got)
 	}
 }

@@ -136,11 +136,17 @@ func (e *Env) RootObjects() ([]*unstructured.Unstructured, error) { return objec
 func objectsOf(res []*resource.Resource) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(res))
 	for _, r := range res {
-		m, err := r.Map()
+		// Through JSON, as the API machinery reads objects: kyaml's map holds
+		// int, which unstructured cannot deep-copy (int64 and float64 only).
+		data, err := r.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.CurId(), err)
 		}
-		out = append(out, &unstructured.Unstructured{Object: m})
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.CurId(), err)
+		}
+		out = append(out, u)
 	}
 	return out, nil
 }

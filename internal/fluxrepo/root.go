@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -286,4 +287,23 @@ func schemes(want []string) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// ControllersFile is the file `flux bootstrap` commits the Flux controllers
+// in (`flux install --export`), beside gotk-sync.yaml.
+const ControllersFile = "gotk-components.yaml"
+
+// ControllersDir is the directory, relative to the repository, where the
+// environment keeps the Flux controllers in the `flux bootstrap` layout:
+// the one whose gotk-components.yaml the root's build read (flux-system/
+// beside the cluster's Kustomizations). The root applies it, with that
+// directory's patches, after every sync. "" when the root applies no
+// controllers.
+func (e *Env) ControllersDir() string {
+	for _, f := range e.RootFiles {
+		if path.Base(f) == ControllersFile {
+			return path.Dir(f)
+		}
+	}
+	return ""
 }

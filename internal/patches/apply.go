@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
 // PatchResult is what one patch did.
@@ -32,6 +34,10 @@ type PatchResult struct {
 	// Err is kustomize's error when the patch could not be applied; the
 	// patch is then left out of the result.
 	Err error
+	// Sync lists the objects the patch changed that are not the
+	// controllers' (a repository's gotk-sync.yaml): the sync applies them
+	// with the root.
+	Sync []string
 }
 
 // Result is the overlay applied to the components.
@@ -41,6 +47,11 @@ type Result struct {
 	Patches []PatchResult
 	// Base and Final are the Deployments before and after the overlay.
 	Base, Final []appsv1.Deployment
+	// Committed are the Deployments of a repository's committed
+	// gotk-components.yaml, and CommittedFile names it (Overlay.Repository
+	// only; "" otherwise).
+	Committed     []appsv1.Deployment
+	CommittedFile string
 }
 
 // Apply runs the overlay's patches over the components one at a time, in
@@ -67,6 +78,31 @@ func Apply(components []byte, ov *Overlay) (*Result, error) {
 	if res.Base, err = deployments(cur); err != nil {
 		return nil, err
 	}
+	// A repository's customization: its other resources are there for the
+	// patches that target them, and left out of the output.
+	others := map[resid.ResId]bool{}
+	if ov.Repository {
+		res.CommittedFile = path.Join(ov.Name, ComponentsFile)
+		committed, err := rf.NewResMapFromBytes(ov.Committed)
+		if err != nil {
+			return nil, gate.InputErrorf("%s: %w", res.CommittedFile, err)
+		}
+		if res.Committed, err = deployments(committed); err != nil {
+			return nil, gate.InputErrorf("%s: %w", res.CommittedFile, err)
+		}
+		for _, o := range ov.others {
+			m, err := loadResources(mem, rf, o)
+			if err != nil {
+				return nil, gate.InputErrorf("%s: resource %s: %w", ov.Name, o, err)
+			}
+			for _, r := range m.Resources() {
+				others[r.OrgId()] = true
+			}
+			if err := cur.AppendAll(m); err != nil {
+				return nil, gate.InputErrorf("%s: resource %s: %w", ov.Name, o, err)
+			}
+		}
+	}
 	for i, p := range ov.Patches {
 		pr := PatchResult{}
 		pr.Name, pr.Target = ov.describe(i)
@@ -75,6 +111,7 @@ func Apply(components []byte, ov *Overlay) (*Result, error) {
 			if pr.Changed, err = changed(cur, next, targets(cur, p)); err != nil {
 				return nil, err
 			}
+			pr.Changed, pr.Sync = splitChanged(pr.Changed, cur, others)
 			cur = next
 		}
 		res.Patches = append(res.Patches, pr)
@@ -85,6 +122,13 @@ func Apply(components []byte, ov *Overlay) (*Result, error) {
 		// per-patch runs above attribute each patch; this is the output.
 		if cur, err = buildWithComponents(mem, components); err != nil {
 			return nil, fmt.Errorf("build overlays %s: %w", ov.Name, err)
+		}
+	}
+	for _, r := range cur.Resources() {
+		if others[r.OrgId()] {
+			if err := cur.Remove(r.CurId()); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if res.YAML, err = cur.AsYaml(); err != nil {
@@ -111,6 +155,49 @@ func buildWithComponents(mem filesys.FileSystem, components []byte) (resmap.ResM
 	}
 	m.RemoveBuildAnnotations()
 	return m, nil
+}
+
+// loadResources reads one resource of a kustomization in mem as kustomize
+// does: a directory is built, a file read.
+func loadResources(mem filesys.FileSystem, rf *resmap.Factory, p string) (resmap.ResMap, error) {
+	abs := path.Join("/", p)
+	if mem.IsDir(abs) {
+		o := krusty.MakeDefaultOptions()
+		o.PluginConfig = types.DisabledPluginConfig()
+		m, err := krusty.MakeKustomizer(o).Run(mem, abs)
+		if err != nil {
+			return nil, err
+		}
+		m.RemoveBuildAnnotations()
+		return m, nil
+	}
+	data, err := mem.ReadFile(abs)
+	if err != nil {
+		return nil, err
+	}
+	return rf.NewResMapFromBytes(data)
+}
+
+// splitChanged separates the objects a patch changed into the controllers'
+// and the others' (by their id in before).
+func splitChanged(ids []string, before resmap.ResMap, others map[resid.ResId]bool) (controllers, sync []string) {
+	if len(others) == 0 {
+		return ids, nil
+	}
+	other := map[string]bool{}
+	for _, r := range before.Resources() {
+		if others[r.OrgId()] {
+			other[idString(r.CurId().Kind, r.GetNamespace(), r.GetName())] = true
+		}
+	}
+	for _, id := range ids {
+		if other[id] {
+			sync = append(sync, id)
+		} else {
+			controllers = append(controllers, id)
+		}
+	}
+	return controllers, sync
 }
 
 // transform applies one patch to m in place.

@@ -2,6 +2,7 @@ package patches
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -22,11 +23,12 @@ var (
 	GatePatchLanded   = gate.Def{ID: "overlay.patch-landed", Phase: Phase, Stage: gate.Before, Title: "patch changed the render", Prefix: true}
 	GateArgsPreserved = gate.Def{ID: "overlay.args-preserved", Phase: Phase, Stage: gate.Before, Title: "generated container args kept"}
 	GateStrict        = gate.Def{ID: "controllers.strict-substitution", Phase: Phase, Stage: gate.Before, Title: "kustomize-controller fails on undefined ${VAR}"}
+	GateCommitted     = gate.Def{ID: "overlay.committed-components", Phase: Phase, Stage: gate.Before, Title: "the repository's gotk-components.yaml is this render"}
 )
 
 // Gates lists the render's gates.
 func Gates() []gate.Def {
-	return []gate.Def{GateComponents, GatePlain, GatePatchLanded, GateArgsPreserved, GateStrict}
+	return []gate.Def{GateComponents, GatePlain, GatePatchLanded, GateArgsPreserved, GateStrict, GateCommitted}
 }
 
 // Prove turns an overlay result into gate checks. plain says the overlays
@@ -40,7 +42,63 @@ func Prove(res *Result, plain bool) []gate.Check {
 		out = append(out, patchLanded(i, p, res.Base))
 	}
 	out = append(out, argsPreserved(res.Base, res.Final), strictInvariant(res.Base, res.Final, plain))
+	if res.CommittedFile != "" {
+		out = append(out, committedComponents(res))
+	}
 	return out
+}
+
+// committedComponents compares a repository's committed
+// gotk-components.yaml with the render: the root applies the committed one
+// after every sync, so a controller whose image or args differ there would
+// be replaced by it, undoing what this run installs and proves.
+func committedComponents(res *Result) gate.Check {
+	c := GateCommitted.New()
+	var differ, missing, extra []string
+	for _, bd := range res.Base {
+		id := "Deployment/" + bd.Namespace + "/" + bd.Name
+		cd := findDeployment(res.Committed, bd.Namespace, bd.Name)
+		if cd == nil {
+			missing = append(missing, id)
+			continue
+		}
+		for _, bc := range bd.Spec.Template.Spec.Containers {
+			cc := findContainer(cd.Spec.Template.Spec.Containers, bc.Name)
+			switch {
+			case cc == nil:
+				differ = append(differ, fmt.Sprintf("%s container %s: not committed", id, bc.Name))
+			case cc.Image != bc.Image:
+				differ = append(differ, fmt.Sprintf("%s container %s: committed image %s, rendered %s", id, bc.Name, cc.Image, bc.Image))
+			case !slices.Equal(cc.Args, bc.Args):
+				differ = append(differ, fmt.Sprintf("%s container %s: committed args %s, rendered %s", id, bc.Name, strings.Join(cc.Args, " "), strings.Join(bc.Args, " ")))
+			}
+		}
+	}
+	for _, cd := range res.Committed {
+		if findDeployment(res.Base, cd.Namespace, cd.Name) == nil {
+			extra = append(extra, "Deployment/"+cd.Namespace+"/"+cd.Name)
+		}
+	}
+	c.Evidence = append(c.Evidence, differ...)
+	switch {
+	case len(differ) > 0:
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("%s differs from this render in %d container(s): the root applies the committed file after every sync and would replace the controllers this run proves; regenerate it (`bootstrap render --plain --output-dir %s` with this run's --flux-version and component flags) and commit it, or render what is committed",
+			res.CommittedFile, len(differ), path.Dir(res.CommittedFile))
+	case len(missing) > 0 || len(extra) > 0:
+		c.Verdict = gate.Warn
+		if len(missing) > 0 {
+			c.Evidence = append(c.Evidence, "rendered, not committed (the root leaves it as this run applies it): "+strings.Join(missing, ", "))
+		}
+		if len(extra) > 0 {
+			c.Evidence = append(c.Evidence, "committed, not rendered (the root installs it): "+strings.Join(extra, ", "))
+		}
+		c.Message = fmt.Sprintf("%s holds other controllers than this render (%d rendered only, %d committed only); the images and args they share agree", res.CommittedFile, len(missing), len(extra))
+	default:
+		c.Verdict = gate.Pass
+		c.Message = fmt.Sprintf("%s is this render: the %d Deployment(s) the root applies again after every sync have the rendered images and args", res.CommittedFile, len(res.Base))
+	}
+	return c
 }
 
 func patchLanded(i int, p PatchResult, base []appsv1.Deployment) gate.Check {
@@ -50,7 +108,7 @@ func patchLanded(i int, p PatchResult, base []appsv1.Deployment) gate.Check {
 	case p.Err != nil:
 		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%s → %s could not be applied: %v; fix the patch or its target", p.Name, p.Target, p.Err)
-	case len(p.Changed) == 0:
+	case len(p.Changed) == 0 && len(p.Sync) == 0:
 		c.Verdict = gate.Fail
 		c.Message = fmt.Sprintf("%s → %s changed nothing: the target matches no object or the patch is a no-op; check the target against the rendered objects", p.Name, p.Target)
 		var names []string
@@ -58,9 +116,15 @@ func patchLanded(i int, p PatchResult, base []appsv1.Deployment) gate.Check {
 			names = append(names, "Deployment/"+d.Namespace+"/"+d.Name)
 		}
 		c.Evidence = append(c.Evidence, "rendered Deployments: "+strings.Join(names, ", "))
+	case len(p.Changed) == 0:
+		c.Verdict = gate.Pass
+		c.Message = fmt.Sprintf("%s → %s changed %s: not a controller; the sync applies it with the root", p.Name, p.Target, strings.Join(p.Sync, ", "))
 	default:
 		c.Verdict = gate.Pass
 		c.Message = fmt.Sprintf("%s → %s changed %s", p.Name, p.Target, strings.Join(p.Changed, ", "))
+		if len(p.Sync) > 0 {
+			c.Message += fmt.Sprintf(", and %s (the sync applies it with the root)", strings.Join(p.Sync, ", "))
+		}
 	}
 	return c
 }

@@ -7,10 +7,13 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 )
@@ -23,6 +26,14 @@ type Options struct {
 	OverlaysName string
 	// Plain skips the overlays on purpose.
 	Plain bool
+	// OverlaysGiven says the overlays were asked for (--overlays), not the
+	// built-in default.
+	OverlaysGiven bool
+	// Repository says Overlays is the customization the environment's
+	// repository keeps (the `flux bootstrap` layout's flux-system
+	// directory; patches.LoadRepositoryOverlay); OverlaysName is its
+	// directory in the repository.
+	Repository bool
 }
 
 // Output is a render and its proof.
@@ -47,7 +58,12 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 		return nil, err
 	}
 	ov := &patches.Overlay{Name: "(none)"}
-	if !o.Plain {
+	switch {
+	case o.Repository:
+		if ov, err = patches.LoadRepositoryOverlay(o.Overlays, o.OverlaysName); err != nil {
+			return nil, err
+		}
+	case !o.Plain:
 		if ov, err = patches.LoadOverlay(o.Overlays, o.OverlaysName); err != nil {
 			return nil, err
 		}
@@ -65,6 +81,9 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 			"components":  strings.Join(r.Components, ","),
 			"overlays":    ov.Name,
 		},
+	}
+	if o.Repository {
+		out.Facts["overlays"] = ov.Name + " (the repository's customization)"
 	}
 	if o.Plain {
 		out.Warnings = append(out.Warnings, PlainWarning)
@@ -121,3 +140,30 @@ func (p *Phase) Do(context.Context, *pipeline.Run) error { return nil }
 
 // After implements pipeline.Phase: nothing to prove beyond Before.
 func (p *Phase) After(context.Context, *pipeline.Run) []gate.Check { return nil }
+
+// UseRepository makes o render the controllers with the customization the
+// environment's repository keeps, when it keeps one (the `flux bootstrap`
+// layout: env.ControllersDir). The root applies that directory after every
+// sync, so it is the customization that lasts: --overlays (which the root
+// would undo) and --plain (which would not apply the patches the root
+// applies) are refused with it, naming the directory.
+func (o *Options) UseRepository(env *fluxrepo.Env) error {
+	dir := env.ControllersDir()
+	if dir == "" {
+		return nil
+	}
+	kust := dir + "/kustomization.yaml"
+	switch {
+	case o.OverlaysGiven:
+		return gate.InputErrorf("--overlays %s: the repository keeps the controllers' customization in %s, which the root applies again after every sync and would undo --overlays; drop --overlays and put the patches in %s",
+			o.OverlaysName, dir, kust)
+	case o.Plain:
+		return gate.InputErrorf("--plain: the repository keeps the controllers' customization in %s, which the root applies after every sync; drop --plain (the controllers are rendered with %s's patches)", dir, kust)
+	}
+	d, err := input.OpenDir(filepath.Join(env.Repo, filepath.FromSlash(dir)), dir)
+	if err != nil {
+		return err
+	}
+	o.Overlays, o.OverlaysName, o.Repository = d, dir, true
+	return nil
+}

@@ -1,0 +1,153 @@
+package render
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/patches"
+)
+
+// syncPatch customizes the root's GitRepository in the same kustomization:
+// the flux bootstrap docs' way of changing the sync, not a controller.
+const syncPatch = `
+  - patch: |
+      - op: replace
+        path: /spec/interval
+        value: 5m
+    target:
+      kind: GitRepository
+      name: flux-system
+`
+
+// bootstrapLayout copies testdata/layouts/bootstrap with staging's
+// gotk-components.yaml replaced by the plain render of version (what `flux
+// install --export` commits) and edit applied to its kustomization.yaml.
+func bootstrapLayout(t *testing.T, version string, edit func(string) string) *fluxrepo.Env {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "testdata", "layouts", "bootstrap"))); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := Run(context.Background(), Options{Components: components.DefaultOptions(version), Plain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsd := filepath.Join(dir, "clusters", "staging", "flux-system")
+	if err := os.WriteFile(filepath.Join(fsd, "gotk-components.yaml"), plain.YAML, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, err := os.ReadFile(filepath.Join(fsd, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fsd, "kustomization.yaml"), []byte(edit(string(k))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, err := fluxrepo.Load(fluxrepo.Options{Repo: dir, Path: "clusters/staging", Namespace: "flux-system", RootName: "flux-system", KeepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// TestRepositoryCustomization: in the flux bootstrap layout the controllers
+// are rendered with the patches of clusters/<env>/flux-system/
+// kustomization.yaml (the root applies them again after every sync), each
+// proven naming that file; gotk-sync.yaml's objects stay the sync's; the
+// committed gotk-components.yaml must be this render.
+func TestRepositoryCustomization(t *testing.T) {
+	const kust = "clusters/staging/flux-system/kustomization.yaml"
+	same := func(s string) string { return s }
+	for _, tt := range []struct {
+		name      string
+		committed string // Flux version of the committed gotk-components.yaml
+		edit      func(string) string
+		want      map[string]gate.Verdict
+		msg       map[string]string
+	}{
+		{"as committed, a sync patch beside", "v2.9.5", func(s string) string { return s + syncPatch }, map[string]gate.Verdict{
+			patches.GatePatchLanded.ID + "/1": gate.Pass, patches.GatePatchLanded.ID + "/2": gate.Pass,
+			patches.GateStrict.ID: gate.Pass, patches.GateCommitted.ID: gate.Pass, patches.GateArgsPreserved.ID: gate.Pass,
+		}, map[string]string{
+			patches.GatePatchLanded.ID + "/1": kust + " patches[0] (inline) → Deployment/kustomize-controller changed Deployment/flux-system/kustomize-controller",
+			patches.GatePatchLanded.ID + "/2": "changed GitRepository/flux-system/flux-system: not a controller; the sync applies it with the root",
+		}},
+		{"committed components of another release", "v2.4.0", same, map[string]gate.Verdict{patches.GateCommitted.ID: gate.Fail},
+			map[string]string{patches.GateCommitted.ID: "clusters/staging/flux-system/gotk-components.yaml differs from this render"}},
+		{"the strict gate dropped from the patch", "v2.9.5", func(s string) string {
+			return strings.Replace(s, "StrictPostBuildSubstitutions=true", "StrictPostBuildSubstitutions=false", 1)
+		}, map[string]gate.Verdict{patches.GateStrict.ID: gate.Fail, patches.GatePatchLanded.ID + "/1": gate.Pass}, nil},
+		{"a patch whose target is nothing", "v2.9.5", func(s string) string {
+			return strings.Replace(s, "name: kustomize-controller", "name: kustomize-controler", 1)
+		},
+			map[string]gate.Verdict{patches.GatePatchLanded.ID + "/1": gate.Fail}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := bootstrapLayout(t, tt.committed, tt.edit)
+			o := Options{Components: components.DefaultOptions("v2.9.5")}
+			if err := o.UseRepository(env); err != nil {
+				t.Fatal(err)
+			}
+			if !o.Repository || o.OverlaysName != "clusters/staging/flux-system" {
+				t.Fatalf("overlays %q, repository %t", o.OverlaysName, o.Repository)
+			}
+			out, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := verdicts(out)
+			for id, v := range tt.want {
+				if got[id] != v {
+					t.Errorf("%s: %s, want %s: %s", id, got[id], v, check(t, out, id).Message)
+				}
+			}
+			for id, m := range tt.msg {
+				if c := check(t, out, id); !strings.Contains(c.Message, m) {
+					t.Errorf("%s: %q, want it to contain %q", id, c.Message, m)
+				}
+			}
+			if strings.Contains(string(out.YAML), "git.example.invalid") || strings.Contains(string(out.YAML), "path: ./clusters/staging") {
+				t.Error("gotk-sync.yaml's objects are in the controllers' render: they are the sync's")
+			}
+			if !strings.Contains(out.Facts["overlays"], "clusters/staging/flux-system") {
+				t.Errorf("facts: overlays %q", out.Facts["overlays"])
+			}
+		})
+	}
+}
+
+// TestRepositoryCustomizationRefusesFlags: --overlays and --plain would be
+// undone by the root's next apply of the repository's customization.
+func TestRepositoryCustomizationRefusesFlags(t *testing.T) {
+	env := bootstrapLayout(t, "v2.9.5", func(s string) string { return s })
+	for _, tt := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"--overlays", Options{OverlaysGiven: true, OverlaysName: "./mine"}, "--overlays ./mine: the repository keeps the controllers' customization in clusters/staging/flux-system"},
+		{"--plain", Options{Plain: true}, "--plain: the repository keeps the controllers' customization in clusters/staging/flux-system"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.UseRepository(env)
+			if !gate.IsInput(err) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an input error containing %q", err, tt.want)
+			}
+		})
+	}
+	// The repository's own layout keeps no controllers: nothing changes.
+	home, err := fluxrepo.Load(fluxrepo.Options{Repo: filepath.Join("..", "..", "testdata", "homelab"), Path: "clusters/dev", Namespace: "flux-system", RootName: "flux-system", KeepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Plain: true}
+	if err := o.UseRepository(home); err != nil || o.Repository {
+		t.Fatalf("homelab: %v, repository %t", err, o.Repository)
+	}
+}
