@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -16,10 +17,12 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/ssa"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	apiwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,8 +71,50 @@ func ensureFlux(t testing.TB) {
 	if err := removeFixtures(ctx); err != nil {
 		t.Fatalf("remove what earlier tests left: %v", err)
 	}
+	if err := unmanageFlux(ctx); err != nil {
+		t.Fatalf("hand the controllers back from an earlier test's root: %v", err)
+	}
 	t.Logf("ensureFlux: %s (Flux as rendered and running %s, earlier tests' objects removed %s)",
 		time.Since(t0).Round(time.Millisecond), tFlux.Round(time.Millisecond), (time.Since(t0) - tFlux).Round(time.Millisecond))
+}
+
+// fluxManagerLabels are the labels a Flux Kustomization or the Flux operator
+// puts on what it applies; the controllers' ownership gate refuses an apply
+// over Deployments that carry them.
+var fluxManagerLabels = []string{
+	"kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace",
+	"fluxcd.controlplane.io/name", "fluxcd.controlplane.io/namespace",
+}
+
+// unmanageFlux removes the manager labels an earlier test's root (the flux
+// bootstrap layout applies Flux itself, pruning off) left on the
+// controllers' Deployments, so the next test starts from Flux as this tool
+// installs it. It runs after removeFixtures: no root is left to re-add them.
+func unmanageFlux(ctx context.Context) error {
+	var ds appsv1.DeploymentList
+	if err := suite.client.List(ctx, &ds, client.InNamespace(fluxNS)); err != nil {
+		return err
+	}
+	for i := range ds.Items {
+		d := &ds.Items[i]
+		labels := map[string]any{}
+		for _, k := range fluxManagerLabels {
+			if _, ok := d.Labels[k]; ok {
+				labels[k] = nil
+			}
+		}
+		if len(labels) == 0 {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+		if err != nil {
+			return err
+		}
+		if err := suite.client.Patch(ctx, d, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return fmt.Errorf("Deployment %s/%s: %w", d.Namespace, d.Name, err)
+		}
+	}
+	return nil
 }
 
 // removeFixtures deletes what the tests create on the shared sandbox: every

@@ -137,8 +137,8 @@ func TestBootstrapLayout(t *testing.T) {
 }
 
 // keepFluxOnDelete turns pruning off on the root Kustomization, so that
-// deleting it (the next ensureFlux's cleanup) leaves the controllers it
-// applied in place.
+// deleting it (the next ensureFlux's removeFixtures) leaves the controllers it
+// applied in place; unmanageFlux then removes the labels it left on them.
 func keepFluxOnDelete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
