@@ -158,6 +158,13 @@ func (f *statusFixture) breakPlatformConfig(ctx context.Context, t *testing.T, c
 		f.rev = f.gitRepo.Revision(sha)
 	})
 	reconcileSources()
+	// platform-config's dependencies are revision-gated on the new commit:
+	// left to kustomize-controller's --requeue-dependency it fails only
+	// after one 30 s wait per tier (90 s here). converge asks it the moment
+	// they are applied, and fails closed on it.
+	if r := convergeCLI(t, append(f.env, "--fail-after", "2s", "--timeout", "3m")...); r.code != 1 || !strings.HasPrefix(r.report.check(nodeGate("platform-config")), "fail") {
+		t.Errorf("converge on the broken commit: want exit 1 failing platform-config:\n%s", r)
+	}
 	waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, "platform-config", func(k *kustomizev1.Kustomization) (bool, string) {
 		st, reason, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
 		return st == metav1.ConditionFalse && k.Status.LastAttemptedRevision == badRev && strings.Contains(msg, want),
