@@ -168,6 +168,17 @@ var managerLabels = []struct{ key, who string }{
 	{"fluxcd.controlplane.io/name", "Flux operator (FluxInstance)"},
 }
 
+// ManagerLabels are the label keys (name and namespace) by which a Flux
+// Kustomization or the Flux operator marks what it applies; the ownership
+// gate refuses an apply over Deployments that carry the name label.
+func ManagerLabels() []string {
+	keys := make([]string, 0, 2*len(managerLabels))
+	for _, ml := range managerLabels {
+		keys = append(keys, ml.key, strings.TrimSuffix(ml.key, "/name")+"/namespace")
+	}
+	return keys
+}
+
 // ownership is the ownership gate: the live Deployments, read with one
 // list (none when the namespace is absent), must carry no manager label.
 func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, force, nsAbsent bool) gate.Check {

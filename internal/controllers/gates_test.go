@@ -188,3 +188,15 @@ func TestAfterGates(t *testing.T) {
 		})
 	}
 }
+
+// TestManagerLabels: the keys the e2e suite removes to hand Flux back are
+// exactly the ones the ownership gate reads, name and namespace of each
+// manager (kustomize-controller labels what a Kustomization applies with
+// kustomize.toolkit.fluxcd.io/{name,namespace}; the Flux operator with
+// fluxcd.controlplane.io/{name,namespace}).
+func TestManagerLabels(t *testing.T) {
+	want := "kustomize.toolkit.fluxcd.io/name kustomize.toolkit.fluxcd.io/namespace fluxcd.controlplane.io/name fluxcd.controlplane.io/namespace"
+	if got := strings.Join(ManagerLabels(), " "); got != want {
+		t.Fatalf("ManagerLabels() = %q, want %q", got, want)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
+	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/lock"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 )
@@ -78,18 +79,10 @@ func ensureFlux(t testing.TB) {
 		time.Since(t0).Round(time.Millisecond), tFlux.Round(time.Millisecond), (time.Since(t0) - tFlux).Round(time.Millisecond))
 }
 
-// fluxManagerLabels are the labels a Flux Kustomization or the Flux operator
-// puts on what it applies; the controllers' ownership gate refuses an apply
-// over Deployments that carry them.
-var fluxManagerLabels = []string{
-	"kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace",
-	"fluxcd.controlplane.io/name", "fluxcd.controlplane.io/namespace",
-}
-
-// unmanageFlux removes the manager labels an earlier test's root (the flux
-// bootstrap layout applies Flux itself, pruning off) left on the
-// controllers' Deployments, so the next test starts from Flux as this tool
-// installs it. It runs after removeFixtures: no root is left to re-add them.
+// unmanageFlux removes the manager labels (controllers.ManagerLabels) that
+// an earlier test's root left on the controllers' Deployments (the flux
+// bootstrap layout applies Flux itself, pruning off), so the next test
+// starts from Flux as this tool installs it. It runs after removeFixtures: no root is left to re-add them.
 func unmanageFlux(ctx context.Context) error {
 	var ds appsv1.DeploymentList
 	if err := suite.client.List(ctx, &ds, client.InNamespace(fluxNS)); err != nil {
@@ -98,7 +91,7 @@ func unmanageFlux(ctx context.Context) error {
 	for i := range ds.Items {
 		d := &ds.Items[i]
 		labels := map[string]any{}
-		for _, k := range fluxManagerLabels {
+		for _, k := range controllers.ManagerLabels() {
 			if _, ok := d.Labels[k]; ok {
 				labels[k] = nil
 			}
