@@ -251,7 +251,7 @@ func parse(t *testing.T, files ...string) *Identities {
 
 func scan(t *testing.T, repo, env string) *Scope {
 	t.Helper()
-	s, err := Scan(repo, env, DefaultNamespace, DefaultSecretName)
+	s, err := Scan(repo, env, DefaultNamespace, DefaultSecretName, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,12 +397,12 @@ func TestScanInputErrors(t *testing.T) {
 		"escaping path": {f.repo, "../x"},
 		"missing repo":  {filepath.Join(f.repo, "nope"), "clusters/dev"},
 	} {
-		_, err := Scan(args[0], args[1], DefaultNamespace, DefaultSecretName)
+		_, err := Scan(args[0], args[1], DefaultNamespace, DefaultSecretName, nil)
 		if err == nil || !gate.IsInput(err) {
 			t.Errorf("%s: want an input error, got %v", name, err)
 		}
 	}
-	_, err := Scan(f.repo, "clusters/staging", DefaultNamespace, DefaultSecretName)
+	_, err := Scan(f.repo, "clusters/staging", DefaultNamespace, DefaultSecretName, nil)
 	if err == nil || !strings.Contains(err.Error(), "dev, prod") {
 		t.Errorf("missing env should list the environments: %v", err)
 	}
@@ -530,5 +530,57 @@ func TestScopeWarnsOnUnbuiltDecryptingKustomization(t *testing.T) {
 	c := find(t, cs, "age-key.scope")
 	if n != 1 || c.Verdict != gate.Warn || !strings.Contains(c.Message, "flux-system/broken") || !strings.Contains(c.Message, "not proven") {
 		t.Fatalf("scope: %s %q (decrypted %d)", c.Verdict, c.Message, n)
+	}
+}
+
+// TestFallbackScope: a Kustomization decrypting with provider sops and no
+// secretRef reads kustomize-controller's --sops-age-secret, a Secret in the
+// controller's namespace (kustomize-controller v1.9.5 internal/decryptor
+// ImportKeys). The key's scope follows the flag: its files are proven when
+// the flag names the Secret being installed, and not otherwise.
+func TestFallbackScope(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	dev := newKey(t)
+	if err := agekeytest.WriteRepo(dir, agekeytest.Env{Name: "dev", Recipients: []string{dev.recipient}, Value: "v", SecretRef: agekeytest.FallbackRef}); err != nil {
+		t.Fatal(err)
+	}
+	const file = "apps/dev/secret.sops.yaml"
+	for _, tc := range []struct {
+		name  string
+		fb    *Fallback
+		files int
+		note  string
+	}{
+		{"the flag names the Secret", &Fallback{Name: DefaultSecretName, Namespace: DefaultNamespace, From: "render"}, 1, ""},
+		{"the flag is unknown", nil, 0, "--sops-age-secret, which was not read"},
+		{"the controller runs without the flag", &Fallback{Namespace: DefaultNamespace, From: "render"}, 0, "runs without --sops-age-secret"},
+		{"the flag names another Secret", &Fallback{Name: "other", Namespace: DefaultNamespace, From: "render"}, 0, "Secret flux-system/other (render), not flux-system/sops-age"},
+		{"the controller runs in another namespace", &Fallback{Name: DefaultSecretName, Namespace: "flux", From: "render"}, 0, "Secret flux/sops-age (render)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Scan(dir, "clusters/dev", DefaultNamespace, DefaultSecretName, tc.fb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Files) != tc.files || len(s.Uses()) != tc.files {
+				t.Fatalf("files %+v, uses %+v, want %d", s.Files, s.Uses(), tc.files)
+			}
+			cs, n := RepositoryChecks(parse(t, dev.file), s, gate.Before, false)
+			got := verdicts(cs)
+			if tc.files == 1 {
+				want := map[string]gate.Verdict{"age-key.scope": gate.Pass, "age-key.recipient/" + file: gate.Pass, "age-key.decrypt/" + file: gate.Pass, "age-key.sops-config": gate.Pass}
+				if n != 1 || !equal(got, want) {
+					t.Errorf("decrypted %d, verdicts %v", n, got)
+				}
+				return
+			}
+			if got["age-key.scope"] != gate.Skip {
+				t.Errorf("scope %v, want skip: nothing proves the key", got["age-key.scope"])
+			}
+			if !strings.Contains(strings.Join(s.Notes, "\n"), tc.note) {
+				t.Errorf("notes %q lack %q", s.Notes, tc.note)
+			}
+		})
 	}
 }

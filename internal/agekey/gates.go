@@ -72,7 +72,10 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 	scope := GateScope.At(stage).New()
 	for _, k := range s.Kustomizations {
 		d := "no decryption"
-		if k.Provider != "" {
+		switch {
+		case k.Provider == "sops" && k.SecretRef == "" && s.Fallback != nil:
+			d = fmt.Sprintf("decryption sops, no secretRef: kustomize-controller's --sops-age-secret %q (%s)", s.Fallback.Name, s.Fallback.From)
+		case k.Provider != "":
 			d = fmt.Sprintf("decryption %s, secretRef %q", k.Provider, k.SecretRef)
 		}
 		scope.Evidence = append(scope.Evidence, fmt.Sprintf("Kustomization %s (%s): path %s, %s", k.Ref(), k.File, k.Path, d))

@@ -64,13 +64,30 @@ type Scope struct {
 	// Notes are things a person should know (other Secrets, unresolvable
 	// paths); they become evidence and warnings.
 	Notes []string
+	// Fallback is kustomize-controller's --sops-age-secret, nil when it
+	// was not needed or could not be read.
+	Fallback *Fallback
+}
+
+// decryptsWith says whether k decrypts with the Secret: by its secretRef,
+// or, with provider sops and no secretRef, through the controller's
+// --sops-age-secret (kustomize-controller v1.9.5 internal/decryptor
+// ImportKeys).
+func (s *Scope) decryptsWith(k Kustomization) bool {
+	if k.Provider != "sops" {
+		return false
+	}
+	if k.SecretRef == "" {
+		return s.Fallback.is(s.Namespace, s.SecretName)
+	}
+	return k.SecretRef == s.SecretName
 }
 
 // Uses lists the Kustomizations that decrypt with the Secret.
 func (s *Scope) Uses() []Kustomization {
 	var out []Kustomization
 	for _, k := range s.Kustomizations {
-		if k.Provider == "sops" && k.SecretRef == s.SecretName {
+		if s.decryptsWith(k) {
 			out = append(out, k)
 		}
 	}
@@ -81,22 +98,23 @@ func (s *Scope) Uses() []Kustomization {
 // of repo, e.g. clusters/dev) through the one repository model
 // (fluxrepo.Load: each spec.path built as kustomize-controller builds it),
 // and the SOPS-encrypted files read by the build of each Kustomization that
-// decrypts with the Secret namespace/secretName.
-func Scan(repo, env, namespace, secretName string) (*Scope, error) {
+// decrypts with the Secret namespace/secretName, by its secretRef or
+// through fb, kustomize-controller's --sops-age-secret (nil: unknown).
+func Scan(repo, env, namespace, secretName string, fb *Fallback) (*Scope, error) {
 	// The root directory may be a plain directory of manifests: the
 	// controller generates its kustomization.yaml.
 	e, err := fluxrepo.Load(fluxrepo.Options{Repo: repo, Path: env, Namespace: namespace, KeepGoing: true})
 	if err != nil {
 		return nil, err
 	}
-	return ScopeOf(e, secretName)
+	return ScopeOf(e, secretName, fb)
 }
 
 // ScopeOf is Scan of an environment already loaded.
-func ScopeOf(e *fluxrepo.Env, secretName string) (*Scope, error) {
+func ScopeOf(e *fluxrepo.Env, secretName string, fb *Fallback) (*Scope, error) {
 	o := e.Options
 	repo, namespace := o.Repo, o.Namespace
-	s := &Scope{Repo: repo, Env: filepath.ToSlash(filepath.Clean(o.Path)), Namespace: namespace, SecretName: secretName}
+	s := &Scope{Repo: repo, Env: filepath.ToSlash(filepath.Clean(o.Path)), Namespace: namespace, SecretName: secretName, Fallback: fb}
 	if err := checkSopsConfig(repo); err != nil {
 		return nil, err
 	}
@@ -133,14 +151,20 @@ func ScopeOf(e *fluxrepo.Env, secretName string) (*Scope, error) {
 		case k.Provider != "sops":
 			s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s: decryption provider %q is not sops; not checked", k.Ref(), k.Provider))
 			continue
-		case k.SecretRef == "":
-			s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s: sops decryption without a secretRef (the controller's global key); not checked", k.Ref()))
+		case k.SecretRef == "" && fb == nil:
+			s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s: sops decryption without a secretRef reads kustomize-controller's --sops-age-secret, which was not read; not checked", k.Ref()))
 			continue
-		case k.SecretRef != secretName:
+		case k.SecretRef == "" && fb.Name == "":
+			s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s: sops decryption without a secretRef, and kustomize-controller (%s) runs without --sops-age-secret: the controller would not decrypt its SOPS files; set its spec.decryption.secretRef.name to %s, or add --sops-age-secret=%s to kustomize-controller", k.Ref(), fb.From, secretName, secretName))
+			continue
+		case k.SecretRef == "" && !s.decryptsWith(k):
+			s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s: sops decryption without a secretRef decrypts with kustomize-controller's --sops-age-secret, Secret %s/%s (%s), not %s/%s; not checked", k.Ref(), fb.Namespace, fb.Name, fb.From, namespace, secretName))
+			continue
+		case k.SecretRef != "" && k.SecretRef != secretName:
 			s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s: decrypts with Secret %s, not %s; not checked", k.Ref(), k.SecretRef, secretName))
 			continue
 		}
-		if k.Namespace != namespace {
+		if k.SecretRef != "" && k.Namespace != namespace {
 			s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s: its secretRef %s is read from namespace %s, but the Secret is installed in %s", k.Ref(), k.SecretRef, k.Namespace, namespace))
 		}
 		fk := byRef[k.Ref()]

@@ -30,18 +30,78 @@ type Options struct {
 	// every Kustomization's path built. `age-key verify` asks for the
 	// Secret itself and leaves it false.
 	IfNeeded bool
+	// Fallback reads kustomize-controller's --sops-age-secret, asked only
+	// when a Kustomization decrypts with provider sops and no secretRef;
+	// nil: from the live Deployment in Namespace (up passes the render it
+	// applies instead).
+	Fallback FallbackSource
 }
 
 // scan is the environment's scope, from Env when it is loaded already.
-func (o *Options) scan() (*Scope, error) {
-	if o.Env != nil {
-		return ScopeOf(o.Env, o.SecretName)
+// live is the fallback read when o.Fallback is nil.
+func (o *Options) scan(ctx context.Context, live FallbackSource) (*Scope, error) {
+	e := o.Env
+	if e == nil {
+		var err error
+		if e, err = fluxrepo.Load(fluxrepo.Options{Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, KeepGoing: true}); err != nil {
+			return nil, err
+		}
 	}
-	return Scan(o.Repo, o.Path, o.Namespace, o.SecretName)
+	var fb *Fallback
+	var note string
+	if needsFallback(e) {
+		read := o.Fallback
+		if read == nil {
+			read = live
+		}
+		var err error
+		if fb, err = read(ctx); err != nil {
+			fb, note = nil, "kustomize-controller's --sops-age-secret could not be read: "+err.Error()
+		}
+	}
+	s, err := ScopeOf(e, o.SecretName, fb)
+	if s != nil && note != "" {
+		s.Notes = append(s.Notes, note)
+	}
+	return s, err
+}
+
+// liveFallback is the fallback read from the live Deployment, over the
+// phase's connection (made once).
+func liveFallbackOver(connect func() (client.Client, error), namespace string) FallbackSource {
+	return func(ctx context.Context) (*Fallback, error) {
+		c, err := connect()
+		if err != nil {
+			return nil, err
+		}
+		return liveFallback(ctx, c, namespace)
+	}
 }
 
 // Connect opens the cluster lazily: the gates before it run offline.
 type Connect func() (client.Client, *ssa.ResourceManager, error)
+
+// conn is a phase's connection, opened once, when first needed.
+type conn struct {
+	connect Connect
+	opened  bool
+	c       client.Client
+	rm      *ssa.ResourceManager
+	err     error
+}
+
+func (n *conn) open() (client.Client, *ssa.ResourceManager, error) {
+	if !n.opened {
+		n.opened = true
+		n.c, n.rm, n.err = n.connect()
+	}
+	return n.c, n.rm, n.err
+}
+
+func (n *conn) client() (client.Client, error) {
+	c, _, err := n.open()
+	return c, err
+}
 
 func (o *Options) defaults() {
 	if o.Namespace == "" {
@@ -58,18 +118,17 @@ func (o *Options) defaults() {
 // NewInstallPhase is step 2 as a pipeline phase.
 func NewInstallPhase(in Input, o Options, connect Connect) *InstallPhase {
 	o.defaults()
-	return &InstallPhase{in: in, o: o, connect: connect}
+	return &InstallPhase{in: in, o: o, conn: conn{connect: connect}}
 }
 
 // InstallPhase installs the sops-age Secret, proven before and after.
 type InstallPhase struct {
-	in      Input
-	o       Options
-	connect Connect
+	in Input
+	o  Options
+	conn
 
 	ids   *Identities
 	scope *Scope
-	c     client.Client
 }
 
 // Name implements pipeline.Phase.
@@ -82,7 +141,7 @@ func (p *InstallPhase) Gates() []gate.Def {
 }
 
 // Before reads the identity and proves it on the repository, offline.
-func (p *InstallPhase) Before(_ context.Context, run *pipeline.Run) ([]gate.Check, error) {
+func (p *InstallPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
 	o := p.o
 	if o.Path == "" {
 		return nil, gate.InputErrorf("--path is required: the environment whose files the key must decrypt, e.g. --env dev or --path clusters/dev")
@@ -91,7 +150,7 @@ func (p *InstallPhase) Before(_ context.Context, run *pipeline.Run) ([]gate.Chec
 	if err != nil {
 		return nil, err
 	}
-	scope, err := o.scan()
+	scope, err := o.scan(ctx, liveFallbackOver(p.client, o.Namespace))
 	if err != nil {
 		return nil, err
 	}
@@ -118,11 +177,10 @@ func (p *InstallPhase) Before(_ context.Context, run *pipeline.Run) ([]gate.Chec
 // Do applies the Secret (refusing a rotation without --rotate). A dry run
 // reports what it would apply.
 func (p *InstallPhase) Do(ctx context.Context, run *pipeline.Run) error {
-	c, rm, err := p.connect()
+	c, rm, err := p.open()
 	if err != nil {
 		return err
 	}
-	p.c = c
 	if run.DryRun {
 		return nil
 	}
@@ -160,15 +218,14 @@ func (p *InstallPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check 
 // NewVerifyPhase is `age-key verify`: only the after-gates, on the live Secret.
 func NewVerifyPhase(o Options, connect Connect) *VerifyPhase {
 	o.defaults()
-	return &VerifyPhase{o: o, connect: connect}
+	return &VerifyPhase{o: o, conn: conn{connect: connect}}
 }
 
 // VerifyPhase proves the installed Secret without changing anything.
 type VerifyPhase struct {
-	o       Options
-	connect Connect
-	scope   *Scope
-	c       client.Client
+	o Options
+	conn
+	scope *Scope
 }
 
 // Name implements pipeline.Phase.
@@ -180,19 +237,18 @@ func (p *VerifyPhase) Gates() []gate.Def {
 }
 
 // Before scans the repository.
-func (p *VerifyPhase) Before(context.Context, *pipeline.Run) ([]gate.Check, error) {
+func (p *VerifyPhase) Before(ctx context.Context, _ *pipeline.Run) ([]gate.Check, error) {
 	if p.o.Path == "" {
 		return nil, gate.InputErrorf("--path is required: the environment whose files the Secret must decrypt, e.g. --env dev or --path clusters/dev")
 	}
-	scope, err := p.o.scan()
+	scope, err := p.o.scan(ctx, liveFallbackOver(p.client, p.o.Namespace))
 	p.scope = scope
 	return nil, err
 }
 
 // Do connects; it changes nothing.
 func (p *VerifyPhase) Do(context.Context, *pipeline.Run) error {
-	c, _, err := p.connect()
-	p.c = c
+	_, err := p.client()
 	return err
 }
 

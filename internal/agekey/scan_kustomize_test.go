@@ -29,7 +29,7 @@ func TestScanFollowsKustomizeResources(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo, "apps/secrets/secret.sops.yaml"), []byte(enc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := agekey.Scan(repo, "clusters/dev", "flux-system", "sops-age")
+	s, err := agekey.Scan(repo, "clusters/dev", "flux-system", "sops-age", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
@@ -82,6 +83,15 @@ func (p *Phase) Gates() []gate.Def {
 
 // Cluster is the connection the phase made (nil before its cluster gates).
 func (p *Phase) Cluster() *apply.Cluster { return p.cl }
+
+// Rendered is the controllers' Deployments as the phase applies them,
+// overlays included (nil before its render ran).
+func (p *Phase) Rendered() []appsv1.Deployment {
+	if p.out == nil || p.out.Overlay == nil {
+		return nil
+	}
+	return p.out.Overlay.Final
+}
 
 // Before renders and proves the overlays, then checks the cluster.
 func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {

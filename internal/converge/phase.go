@@ -319,11 +319,6 @@ func (p *Phase) additiveCEL(ctx context.Context) bool {
 	if err := p.cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helm-controller"}, &dep); err != nil {
 		return false
 	}
-	for _, c := range dep.Spec.Template.Spec.Containers {
-		if c.Name == "manager" {
-			f, _ := patches.ParseArgs(c.Args)
-			return f.FeatureGates[fluxobj.AdditiveCELDependencyCheck]
-		}
-	}
-	return false
+	f, _ := patches.ManagerFlags(&dep)
+	return f.FeatureGates[fluxobj.AdditiveCELDependencyCheck]
 }

@@ -163,6 +163,7 @@ func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
 		return nil, errors.New("flow: the sync and age-key phases need an environment (Options.Env.Path)")
 	}
 	phases := o.static(built, r)
+	var ctrl *controllers.Phase
 	if o.Controllers != nil {
 		co := *o.Controllers
 		co.Force, co.Timeout = o.Force, o.Timeout
@@ -173,10 +174,11 @@ func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
 				return nil, err
 			}
 		}
-		phases = append(phases, controllers.NewPhase(co, o.Cluster.Connect))
+		ctrl = controllers.NewPhase(co, o.Cluster.Connect)
+		phases = append(phases, ctrl)
 	}
 	if o.AgeKey != nil {
-		p, err := o.ageKey(built)
+		p, err := o.ageKey(built, ctrl)
 		if err != nil {
 			return nil, err
 		}
@@ -224,8 +226,10 @@ func (o Options) static(built *rootsync.Render, r *gate.Report) []pipeline.Phase
 }
 
 // ageKey reads the identity and returns the install phase over the
-// environment built.
-func (o Options) ageKey(built *rootsync.Render) (pipeline.Phase, error) {
+// environment built. With the controllers phase before it, the key's scope
+// follows kustomize-controller's --sops-age-secret as that phase applies it,
+// not as the cluster ran it before.
+func (o Options) ageKey(built *rootsync.Render, ctrl *controllers.Phase) (pipeline.Phase, error) {
 	in := o.AgeKey.Input
 	var err error
 	if in.Identities, err = agekey.Read(in); err != nil {
@@ -233,6 +237,11 @@ func (o Options) ageKey(built *rootsync.Render) (pipeline.Phase, error) {
 	}
 	ao := agekey.Options{Repo: o.Env.Repo, Path: o.Env.Path, Namespace: o.Env.Namespace, SecretName: o.AgeKey.SecretName,
 		Rotate: o.AgeKey.Rotate, Force: o.Force, Env: built.Env}
+	if ctrl != nil {
+		ao.Fallback = func(context.Context) (*agekey.Fallback, error) {
+			return agekey.RenderedFallback(ctrl.Rendered(), "the render phase controllers applies")
+		}
+	}
 	return agekey.NewInstallPhase(in, ao, o.Cluster.AgeKey), nil
 }
 

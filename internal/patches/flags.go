@@ -6,6 +6,7 @@ import (
 
 	"github.com/distribution/reference"
 	"golang.org/x/mod/semver"
+	appsv1 "k8s.io/api/apps/v1"
 	cliflag "k8s.io/component-base/cli/flag"
 )
 
@@ -112,4 +113,26 @@ func ImageVersion(image string) string {
 		return t.Tag()
 	}
 	return ""
+}
+
+// ManagerFlags are the effective flags of a Flux controller Deployment's
+// manager container (the first container when none is named so).
+func ManagerFlags(dep *appsv1.Deployment) (Flags, error) {
+	return ParseArgs(managerContainer(dep.Spec.Template.Spec.Containers).Args)
+}
+
+// SOPSAgeFlag is kustomize-controller's flag naming the fallback age key.
+const SOPSAgeFlag = "sops-age-secret"
+
+// SOPSAgeSecret is the Secret kustomize-controller's --sops-age-secret names
+// in dep (its own namespace), "" when the flag is unset. kustomize-controller
+// v1.9.5 (main.go; internal/decryptor ImportKeys) imports it for a
+// Kustomization with spec.decryption provider sops and no secretRef; one
+// without a decryption stanza is not decrypted at all, flag or not.
+func SOPSAgeSecret(dep *appsv1.Deployment) (string, error) {
+	f, err := ManagerFlags(dep)
+	if err != nil {
+		return "", fmt.Errorf("Deployment %s/%s: %w", dep.Namespace, dep.Name, err)
+	}
+	return f.Values[SOPSAgeFlag], nil
 }

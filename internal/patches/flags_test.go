@@ -1,6 +1,11 @@
 package patches
 
-import "testing"
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
 
 func TestEffectiveGate(t *testing.T) {
 	tests := []struct {
@@ -63,5 +68,36 @@ func TestImageVersion(t *testing.T) {
 		if got := ImageVersion(image); got != want {
 			t.Errorf("ImageVersion(%s) = %q, want %q", image, got, want)
 		}
+	}
+}
+
+// TestSOPSAgeSecret reads the flag as the controller binds it (a Go flag:
+// `--name=value` or `--name value`, the last one wins), from the manager
+// container.
+func TestSOPSAgeSecret(t *testing.T) {
+	dep := func(cs ...corev1.Container) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		d.Namespace, d.Name = "flux-system", "kustomize-controller"
+		d.Spec.Template.Spec.Containers = cs
+		return d
+	}
+	manager := func(args ...string) corev1.Container { return corev1.Container{Name: "manager", Args: args} }
+	for _, tc := range []struct {
+		name string
+		dep  *appsv1.Deployment
+		want string
+	}{
+		{"unset", dep(manager("--watch-all-namespaces=true", "--log-level=info")), ""},
+		{"with =", dep(manager("--sops-age-secret=sops-age")), "sops-age"},
+		{"as two args", dep(manager("--sops-age-secret", "age-keys", "--log-level=info")), "age-keys"},
+		{"the last wins", dep(manager("--sops-age-secret=a", "--sops-age-secret=b")), "b"},
+		{"from the manager, not a sidecar", dep(corev1.Container{Name: "sidecar", Args: []string{"--sops-age-secret=x"}}, manager()), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SOPSAgeSecret(tc.dep)
+			if err != nil || got != tc.want {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -3,13 +3,11 @@ package rootsync
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +16,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/patches"
 )
 
 // Gates of the sync phase.
@@ -254,15 +253,11 @@ func sopsAgeFallback(ctx context.Context, cl client.Client, r *Render, users []s
 		c.Message = fmt.Sprintf("Kustomization(s) %s decrypt with provider sops and no secretRef, so they need kustomize-controller's --sops-age-secret, and its Deployment %s/kustomize-controller could not be read: %v", strings.Join(users, ", "), ns, err)
 		return c
 	}
-	name := ""
-	for _, ctr := range dep.Spec.Template.Spec.Containers {
-		fs := pflag.NewFlagSet(ctr.Name, pflag.ContinueOnError)
-		fs.ParseErrorsAllowlist.UnknownFlags = true
-		fs.SetOutput(io.Discard)
-		v := fs.String("sops-age-secret", "", "")
-		if fs.Parse(ctr.Args) == nil && *v != "" {
-			name = *v
-		}
+	name, err := patches.SOPSAgeSecret(&dep)
+	if err != nil {
+		c.Verdict = gate.Skip
+		c.Message = fmt.Sprintf("Kustomization(s) %s decrypt with provider sops and no secretRef, and kustomize-controller's args could not be read: %v", strings.Join(users, ", "), err)
+		return c
 	}
 	if name == "" {
 		c.Verdict = gate.Fail

@@ -148,6 +148,16 @@ func (r cliReport) check(id string) string {
 	return "missing"
 }
 
+// evidence is the evidence of the check id, one line each.
+func (r cliReport) evidence(id string) string {
+	for _, c := range r.Checks {
+		if c.ID == id {
+			return strings.Join(c.Evidence, "\n")
+		}
+	}
+	return ""
+}
+
 // runJSON runs a prepared `bootstrap … -o json` command and fails the test
 // unless stdout is one JSON report whose exitCode is the process's.
 func runJSON(t testing.TB, cmd *exec.Cmd) (code int, stdout, stderr string, r cliReport) {

@@ -22,11 +22,15 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/internal/agekey"
+	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
 // bootstrapLayoutEdits makes the layout fixture reconcile in the sandbox:
@@ -64,7 +68,10 @@ func TestBootstrapLayout(t *testing.T) {
 
 	name := freshRepoName("layout-bootstrap")
 	url := suite.git.URL + "/" + name + ".git"
-	repoDir := copyDir(t, filepath.Join(suite.root, "testdata", "layouts", "bootstrap"), bootstrapLayoutEdits(url))
+	fixture := filepath.Join(suite.root, "testdata", "layouts", "bootstrap")
+	edits := bootstrapLayoutEdits(url)
+	key, value := sopsFallbackEdits(t, fixture, edits)
+	repoDir := copyDir(t, fixture, edits)
 	// What `flux bootstrap` commits: the plain render of the release.
 	fsd := filepath.Join(repoDir, "clusters", "staging", "flux-system")
 	if err := os.Remove(filepath.Join(fsd, "gotk-components.yaml")); err != nil {
@@ -89,10 +96,37 @@ func TestBootstrapLayout(t *testing.T) {
 	rev := gitRepo.Revision(sha)
 	env := []string{"--repo", repoDir, "--env", "staging"}
 	const kust = "clusters/staging/flux-system/kustomization.yaml"
+	const sopsFile = "apps/staging/secret.sops.yaml"
 
-	up := bootstrapJSON(t, append([]string{"up", "--flux-version", "v2.9.5", "--timeout", "4m"}, env...)...)
+	// Negative control: as ensureFlux left it, kustomize-controller runs
+	// without --sops-age-secret, so nothing would decrypt the apps' file
+	// with the key: `age-key` alone (the live flag) proves nothing and
+	// installs nothing.
+	if r := bootstrapJSONIn(t, key, append([]string{"age-key", "--age-key-file", "-"}, env...)...); r.code == 0 || r.report.Changed ||
+		!strings.HasPrefix(r.report.check(agekey.GateScope.ID), "skip") || !strings.Contains(r.report.evidence(agekey.GateScope.ID), "runs without --sops-age-secret") {
+		t.Errorf("age-key before the repository's --sops-age-secret is live: want the scope to skip, naming the missing flag, and nothing installed\n%s\n%s", r, r.report.evidence(agekey.GateScope.ID))
+	}
+
+	up := bootstrapJSONIn(t, key, append([]string{"up", "--flux-version", "v2.9.5", "--timeout", "4m", "--age-key-file", "-"}, env...)...)
 	if up.code != 0 {
 		t.Fatalf("up of the flux bootstrap layout: want exit 0\n%s", up)
+	}
+	// The key's scope followed the render's --sops-age-secret (the
+	// repository's patch): the apps' file, decrypted through the flag with
+	// no secretRef, was proven before install, and the live flag was found.
+	if c := up.report.check(agekey.GateScope.ID); !strings.HasPrefix(c, "pass") || !strings.Contains(c, "1 SOPS file") {
+		t.Errorf("%s: %s, want the apps' file in scope through --sops-age-secret", agekey.GateScope.ID, c)
+	}
+	if c := up.report.check(agekey.GateDecrypt.Each(sopsFile).ID); !strings.HasPrefix(c, "pass") {
+		t.Errorf("%s: %s", agekey.GateDecrypt.Each(sopsFile).ID, c)
+	}
+	if c := up.report.check(rootsync.GateDecryption.Each("sops-age-secret").ID); !strings.HasPrefix(c, "pass") {
+		t.Errorf("the sync's --sops-age-secret gate: %s", c)
+	}
+	// The real kustomize-controller decrypted it with the installed key.
+	var sec corev1.Secret
+	if err := suite.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "layout-secret"}, &sec); err != nil || string(sec.Data["value"]) != value {
+		t.Errorf("default/layout-secret: %v, value %q, want the decrypted %q", err, sec.Data["value"], value)
 	}
 	if c := up.report.check(patches.GateCommitted.ID); !strings.HasPrefix(c, "pass") {
 		t.Errorf("%s: %s", patches.GateCommitted.ID, c)
@@ -134,6 +168,43 @@ func TestBootstrapLayout(t *testing.T) {
 	if r := statusCLI(t, "--flux-version", "v2.9.5"); r.verdict(controllers.GateDrift.ID) == "pass" {
 		t.Errorf("status without --env: drift %s, want the repository's patch seen as drift from the built-in overlays", r.report.check(controllers.GateDrift.ID))
 	}
+}
+
+// sopsFallbackEdits adds to edits what the Flux docs' global decryption
+// asks of a `flux bootstrap` repository: kustomize-controller patched with
+// --sops-age-secret=sops-age in flux-system/kustomization.yaml, and the
+// apps Kustomization decrypting with provider sops and no secretRef. The
+// apps gain default/layout-secret, SOPS-encrypted to a new key; it returns
+// the key and the Secret's plain value.
+func sopsFallbackEdits(t *testing.T, fixture string, edits map[string]string) (key, value string) {
+	t.Helper()
+	key, recipient, err := agekeytest.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	value = "decrypted-through-the-fallback"
+	enc, err := agekeytest.EncryptedSecret("layout-secret", value, recipient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(rel string) string {
+		b, err := os.ReadFile(filepath.Join(fixture, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	const kust, apps = "clusters/staging/flux-system/kustomization.yaml", "clusters/staging/apps.yaml"
+	k := read(kust)
+	const last = "        value: --feature-gates=StrictPostBuildSubstitutions=true\n"
+	if !strings.Contains(k, last) {
+		t.Fatalf("%s: the fixture changed; no %q to add the flag after", kust, last)
+	}
+	edits[kust] = strings.Replace(k, last, last+"      - op: add\n        path: /spec/template/spec/containers/0/args/-\n        value: --sops-age-secret=sops-age\n", 1)
+	edits[apps] = read(apps) + "  decryption:\n    provider: sops\n"
+	edits["apps/staging/secret.sops.yaml"] = enc
+	edits["apps/staging/kustomization.yaml"] += "  - secret.sops.yaml\n"
+	return key, value
 }
 
 // keepFluxOnDelete turns pruning off on the root Kustomization, so that

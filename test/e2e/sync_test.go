@@ -66,12 +66,23 @@ func (r syncRun) String() string {
 // bootstrapJSON runs the CLI with -o json against the sandbox.
 func bootstrapJSON(t testing.TB, args ...string) syncRun {
 	t.Helper()
+	return bootstrapJSONIn(t, "", args...)
+}
+
+// bootstrapJSONIn is bootstrapJSON with stdin (an age key for
+// --age-key-file -); no output channel may hold key material.
+func bootstrapJSONIn(t testing.TB, stdin string, args ...string) syncRun {
+	t.Helper()
 	full := append(append([]string{}, args...), "-o", "json", "--kubeconfig", suite.sb.KubeconfigPath)
 	var r syncRun
 	cmd := exec.Command(bootstrapCLI(t), full...)
+	cmd.Stdin = strings.NewReader(stdin)
 	r.code, r.stdout, r.stderr, r.report = runJSON(t, cmd)
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.maxRSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
+	if strings.Contains(strings.ToUpper(r.stdout+r.stderr), "AGE-SECRET-KEY-") {
+		t.Errorf("bootstrap %s: the output holds age key material", strings.Join(args, " "))
 	}
 	return r
 }

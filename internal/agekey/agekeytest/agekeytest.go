@@ -36,13 +36,19 @@ type Env struct {
 	RuleRecipients []string
 	// Value is the Secret's stringData.value.
 	Value string
-	// SecretRef is the Kustomization's decryption.secretRef; default sops-age.
+	// SecretRef is the Kustomization's decryption.secretRef; default
+	// sops-age; FallbackRef: provider sops and no secretRef.
 	SecretRef string
 	// Extra are more files of apps/<Name>, by name.
 	Extra map[string]string
 }
 
-// Kustomization is a Flux Kustomization manifest.
+// FallbackRef as a secretRef writes decryption provider sops without a
+// secretRef: kustomize-controller's --sops-age-secret decrypts it.
+const FallbackRef = "-"
+
+// Kustomization is a Flux Kustomization manifest; secretRef "" is no
+// decryption, FallbackRef provider sops without a secretRef.
 func Kustomization(name, path, secretRef string) string {
 	s := fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -57,7 +63,11 @@ spec:
     kind: GitRepository
     name: flux-system
 `, name, path)
-	if secretRef != "" {
+	switch secretRef {
+	case "":
+	case FallbackRef:
+		s += "  decryption:\n    provider: sops\n"
+	default:
 		s += fmt.Sprintf("  decryption:\n    provider: sops\n    secretRef:\n      name: %s\n", secretRef)
 	}
 	return s
