@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -49,6 +50,9 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.s.NewRun("check", false)
+			if err := check.Preflight(o); err != nil {
+				return a.s.Fail(cmd.Context(), run.Report, err)
+			}
 			var err error
 			o.Repo = rf.repo
 			if o.Path, err = rf.resolve(); err != nil {
@@ -69,6 +73,7 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 	fl.Var(input.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
 	root.add(fl)
 	addCompareFlags(fl, &o.Compare, &o.NoCompare, "")
+	fl.StringVar(&o.FluxVersion, "flux-version", a.pins.FluxVersion, "the Flux release whose CRDs validate the environment's Flux objects (embedded: "+strings.Join(a.pins.EmbeddedFluxVersions, ", ")+")")
 	fl.Var(input.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd
 }

@@ -81,6 +81,9 @@ const (
 	// BadCEL: a readyExpr or healthCheckExprs expression the controller
 	// cannot compile: it stalls the object with InvalidCELExpression.
 	BadCEL Detector = "cel"
+	// Schema: a Flux object the API server refuses (or whose field it
+	// drops) under the Flux release's CRDs, after substitution.
+	Schema Detector = "schema"
 )
 
 // Options select the environment and what it is compared with.
@@ -99,6 +102,9 @@ type Options struct {
 	// Policy is the repository's PolicyFile, already loaded; nil: Run
 	// loads it (none in the repository: the defaults).
 	Policy *Policy
+	// FluxVersion is the Flux release whose CRDs validate the Flux
+	// objects (embedded in the binary); "" is the pinned one.
+	FluxVersion string
 }
 
 func (o Options) on(d Detector) bool { return !o.Disable[d] }
@@ -117,6 +123,11 @@ type Result struct {
 // Run loads the environment and checks it. The error is an input error
 // (gate.InputError) when the environment cannot be built.
 func Run(ctx context.Context, o Options) (*Result, error) {
+	// The flag first, before the repository is read.
+	sv, err := schemaValidator(o)
+	if err != nil {
+		return nil, err
+	}
 	if o.Policy == nil {
 		p, err := LoadPolicy(o.Repo)
 		if err != nil {
@@ -146,7 +157,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		compareNotes = append(compareNotes, "policy: "+PolicyFile+" (docs/policy.md)")
 	}
 	r.Checks = append(r.Checks, renderCheck(env, r.Others, compareNotes))
-	subs, refs := checkSubstitution(ch, ctx, o, env)
+	subs, refs := checkSubstitution(ch, ctx, o, env, sv)
 	r.Checks = append(r.Checks, subs...)
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
 	g := fluxgraph.FromEnv(env)

@@ -192,7 +192,8 @@ func TestDefects(t *testing.T) {
 			id: "check.graph", verdict: gate.Fail, alone: true,
 			want: "[chart-source] HelmRelease web/web-db reads its chart from HelmRepository/web/other-charts"},
 		{name: "chart and chartRef both set", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n", "  chart:\n    spec:\n      chart: app\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n  chartRef:\n"}}, det: ChartSource,
-			id: "check.graph", verdict: gate.Fail, alone: true,
+			// The CRD's own rule refuses it too, before the controller sees it.
+			id: "check.graph", verdict: gate.Fail, alone: true, also: []string{"check.substitution/flux-system/apps"},
 			want: "[chart-source] HelmRelease web/web: spec.chart and spec.chartRef are mutually exclusive"},
 		// CEL compiled as the controllers compile it: readyExpr with
 		// variables self and dep and a bool result (evalReadyExpr,
@@ -205,7 +206,8 @@ func TestDefects(t *testing.T) {
 			id: "check.cel", verdict: gate.Fail, alone: true,
 			want: "[cel] HelmRelease web/web: dependsOn web-db readyExpr does not compile"},
 		{name: "healthCheckExprs without current", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n  healthCheckExprs:\n    - apiVersion: example.com/v1\n      kind: Thing\n      failed: status.phase == 'Failed'\n"}}, det: BadCEL,
-			id: "check.cel", verdict: gate.Fail, alone: true,
+			// The CRD requires current too: the API server refuses it first.
+			id: "check.cel", verdict: gate.Fail, alone: true, also: []string{"check.substitution/flux-system/flux-system"},
 			want: "[cel] Kustomization flux-system/apps: healthCheckExprs: failed to create custom status evaluator for healthchecks[0]: expression Current not specified"},
 		// kustomize-controller v1.9.5 substitutes the YAML of each built
 		// object and decodes it again: a quoted "${replicas}" is written
@@ -238,6 +240,23 @@ func TestDefects(t *testing.T) {
 			{"clusters/dev/cluster-vars.yaml", "  namespace: flux-system\n", "  namespace: flux-system\n  labels:\n    reconcile.fluxcd.io/watch: Enabled\n"}}, det: RaceDep,
 			id: "check.race/flux-system/infra", verdict: gate.Warn, alone: true, also: []string{"check.race/flux-system/apps"}, alsoFails: true,
 			want: "[race] Kustomization flux-system/infra substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system, without depending on it; it is watched"},
+		// Flux objects validated after substitution against the release's
+		// CRDs, as the API server does on create (crdschema): an enum
+		// value the schema does not allow refuses the object, and with it
+		// the whole Kustomization's apply.
+		{name: "a Flux field outside its enum", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  driftDetection:\n    mode: enable\n  chartRef:\n    kind: OCIRepository\n"}}, det: Schema,
+			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			want: "apps/releases.yaml:49: [schema] HelmRelease/web/web is refused by the API server (Flux v2.9.5's CRDs): spec.driftDetection.mode: Unsupported value: \"enable\""},
+		// The class: a knob that reads as a number, substituted
+		// into a field the CRD types as a string.
+		{name: "a substituted number where a Flux field wants a string", ms: []mutation{
+			{"clusters/dev/cluster-vars.yaml", "", "  helmTimeout: \"300\"\n"}, {"clusters/prod/cluster-vars.yaml", "", "  helmTimeout: \"300\"\n"},
+			{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  timeout: ${helmTimeout}\n  chartRef:\n    kind: OCIRepository\n"}}, det: Schema,
+			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			want: "spec.timeout: Invalid value: \"integer\": spec.timeout in body must be of type string"},
+		{name: "an unknown field in a Flux object", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  intervl: 5m\n  chartRef:\n    kind: OCIRepository\n"}}, det: Schema,
+			id: "check.substitution/flux-system/apps", verdict: gate.Warn, alone: true,
+			want: "apps/releases.yaml:48: [schema] HelmRelease/web/web: field spec.intervl is not in Flux v2.9.5's CRDs, so the API server drops it"},
 		{name: "prune hazard", ms: []mutation{{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n"}}, det: Prune,
 			id: "check.prune-hazard/flux-system/apps/kube-system", verdict: gate.Warn,
 			want: "apps/namespace.yaml:6: [prune-hazard] Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},

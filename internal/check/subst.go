@@ -19,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/kustomize/api/resource"
 
+	"github.com/homelab-ops/bootstrap/internal/crdschema"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
@@ -45,7 +46,7 @@ type usage struct {
 }
 
 // checkSubstitution is one check.substitution/<ns>/<name> per Kustomization.
-func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env) ([]gate.Check, usage) {
+func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, sv *crdschema.Validator) ([]gate.Check, usage) {
 	u := usage{names: map[string]map[string]bool{}, assumed: map[string]map[string]bool{}}
 	var out []gate.Check
 	for _, k := range env.Kustomizations {
@@ -70,10 +71,10 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 			continue
 		}
 		if !k.Substitutes() {
-			out = append(out, literalCheck(ch, o, env, k, def))
+			out = append(out, literalCheck(ch, ctx, o, env, k, def, sv))
 			continue
 		}
-		c, names, refs, assumed := substituteOne(ch, ctx, o, env, k, def)
+		c, names, refs, assumed := substituteOne(ch, ctx, o, env, k, def, sv)
 		out = append(out, c)
 		u.names[k.Ref()], u.assumed[k.Ref()] = names, assumed
 		u.refs = append(u.refs, refs...)
@@ -84,9 +85,13 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 	return out, u
 }
 
-// literalCheck: a Kustomization without postBuild ships ${…} literally.
-func literalCheck(ch *checker, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) gate.Check {
+// literalCheck: a Kustomization without postBuild ships ${…} literally,
+// and its Flux objects as built.
+func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def, sv *crdschema.Validator) gate.Check {
 	var fs []finding
+	for _, r := range k.Resources {
+		fs = append(fs, schemaCheck(ctx, sv, o, env, k, r, r, false)...)
+	}
 	if o.on(Literal) {
 		for _, r := range k.Resources {
 			// CRDs carry ${…} in their descriptions on purpose.
@@ -132,11 +137,13 @@ type substitution struct {
 	controllerErrs map[string]bool
 	substituted    int
 	encrypted      []string
+	// schema validates the Flux objects as applied (nil: not at all).
+	schema *crdschema.Validator
 }
 
 // substituteOne runs the controller's substitution (strict) on every object
 // of k and classifies what it finds with the controller's parser.
-func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def) (gate.Check, map[string]bool, []dataRef, map[string]bool) {
+func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def, sv *crdschema.Validator) (gate.Check, map[string]bool, []dataRef, map[string]bool) {
 	names := map[string]bool{}
 	kc, vars, from, refs, unknown := substituteVars(env, o.Policy, k)
 	always := kc.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways
@@ -163,9 +170,10 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 		return def.Fail(fmt.Sprintf("Kustomization %s: %v", k.Ref(), err)), names, refs, nil
 	}
 	s := &substitution{o: o, env: env, k: k, vars: vars, from: from, always: always, uobj: uobj, cl: fluxrepo.DataClient{Env: env, Extra: o.Policy.prerequisite},
-		names: names, assumed: assumed, unknown: unknown, controllerErrs: map[string]bool{}}
+		names: names, assumed: assumed, unknown: unknown, controllerErrs: map[string]bool{}, schema: sv}
 	for _, r := range k.Resources {
 		if fluxrepo.SubstitutionDisabled(r) {
+			s.fs = append(s.fs, schemaCheck(ctx, sv, o, env, k, r, r, false)...)
 			continue
 		}
 		s.object(ctx, r)
@@ -259,6 +267,7 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	tree, perr := parse.Parse(text)
 	if len(s.vars) == 0 && !s.always {
 		// The controller does not substitute at all: literals ship.
+		s.fs = append(s.fs, schemaCheck(ctx, s.schema, o, env, k, r, r, false)...)
 		if o.on(Literal) {
 			for _, e := range expressions(text) {
 				s.fs = append(s.fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search),
@@ -288,6 +297,9 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 		return
 	}
 	s.typed(r, out, nodes)
+	if !s.placeholders(nodes) {
+		s.fs = append(s.fs, schemaCheck(ctx, s.schema, o, env, k, r, out, len(nodes) > 0)...)
+	}
 }
 
 // typed decodes a substituted built-in object into its Go type, as the API
@@ -298,13 +310,8 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 // read (encrypted, made at runtime, a prerequisite) are not judged, nor
 // kinds outside client-go's scheme (custom resources).
 func (s *substitution) typed(r, out *resource.Resource, nodes []*parse.FuncNode) {
-	if out == nil || len(nodes) == 0 || !s.o.on(TypeChange) {
+	if out == nil || len(nodes) == 0 || !s.o.on(TypeChange) || s.placeholders(nodes) {
 		return
-	}
-	for _, n := range nodes {
-		if fluxrepo.Placeholder(s.vars[n.Param]) {
-			return
-		}
 	}
 	gvk := schema.FromAPIVersionAndKind(out.GetApiVersion(), out.GetKind())
 	obj, err := clientgoscheme.Scheme.New(gvk)
@@ -321,6 +328,18 @@ func (s *substitution) typed(r, out *resource.Resource, nodes []*parse.FuncNode)
 			what: fmt.Sprintf("%s after substitution is not a valid %s (%v): a substituted value that reads as a number or boolean lost its string type — quotes around ${…} in the file do not survive the controller's build — so the API server refuses it and kustomize-controller fails the whole Kustomization %s", s.objName(r), gvk.Kind, err, s.k.Ref()),
 			fix:  "wrap the variable in a double-quote variable, as kustomize-controller's docs say (post build substitution of numbers and booleans): ${quote}${VAR}${quote} with quote: '\"' in postBuild.substitute"})
 	}
+}
+
+// placeholders says whether a variable of nodes takes a value the check
+// cannot read (encrypted, made at runtime, a prerequisite): the object as
+// applied is not known, so it is not judged.
+func (s *substitution) placeholders(nodes []*parse.FuncNode) bool {
+	for _, n := range nodes {
+		if fluxrepo.Placeholder(s.vars[n.Param]) {
+			return true
+		}
+	}
+	return false
 }
 
 // expression classifies one ${…} of object r: a default operator, or a

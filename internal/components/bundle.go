@@ -4,9 +4,11 @@
 package components
 
 import (
+	"bytes"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -14,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/tar"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
@@ -184,4 +188,29 @@ func (b *Bundle) copyTo(dir string) error {
 		}
 	}
 	return nil
+}
+
+// CRDs are the CustomResourceDefinitions of the bundle's components, in
+// file order.
+func (b *Bundle) CRDs() ([]apiextensionsv1.CustomResourceDefinition, error) {
+	var out []apiextensionsv1.CustomResourceDefinition
+	for _, c := range b.Components {
+		data, err := fs.ReadFile(b.fsys, c+".yaml")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", b.Origin, err)
+		}
+		d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := d.Decode(&crd); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("%s %s.yaml: %w", b.Origin, c, err)
+			}
+			if crd.Kind == "CustomResourceDefinition" {
+				out = append(out, crd)
+			}
+		}
+	}
+	return out, nil
 }

@@ -220,9 +220,15 @@ func (o Options) static(built *rootsync.Render, r *gate.Report) []pipeline.Phase
 		return nil
 	}
 	b := built.Options
-	return []pipeline.Phase{&check.Phase{Options: check.Options{
+	co := check.Options{
 		Options: fluxrepo.Options{Repo: b.Repo, Path: b.Path, Namespace: b.Namespace, RootName: b.RootName},
-		Compare: o.Static.Compare, NoCompare: o.Static.NoCompare, Env: built.Env}}}
+		Compare: o.Static.Compare, NoCompare: o.Static.NoCompare, Env: built.Env}
+	if o.Controllers != nil {
+		// The Flux objects are validated by the CRDs of the release up
+		// installs.
+		co.FluxVersion = o.Controllers.Render.Components.FluxVersion
+	}
+	return []pipeline.Phase{&check.Phase{Options: co}}
 }
 
 // ageKey reads the identity and returns the install phase over the

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -286,12 +287,12 @@ func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []st
 	if err := substituteValues(r); err != nil {
 		return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
 	}
-	if err := fromResource(r, k); err != nil {
-		return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+	loc := e.Locate(files, r.GetKind(), ns, raw)
+	if err := l.decode(r, k, "Kustomization "+ns+"/"+r.GetName(), loc); err != nil {
+		return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), loc, err)
 	}
 	k.Namespace = ns
 	ref := ns + "/" + k.Name
-	loc := e.Locate(files, r.GetKind(), ns, raw)
 	if l.seen["K/"+ref] {
 		// Rendered by the root directory and applied by a Kustomization.
 		if !claim(&e.Kustomization(ns, k.Name).AppliedBy, appliedBy) {
@@ -327,8 +328,12 @@ func (l *loader) ingestGitRepository(r *resource.Resource, ns string, files []st
 func (l *loader) ingestHelmRelease(r *resource.Resource, ns string, files []string, appliedBy string) error {
 	e := l.env
 	hr := &helmv2.HelmRelease{}
-	if err := fromResource(r, hr); err != nil {
-		return gate.InputErrorf("HelmRelease %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+	raw := r.GetName()
+	// As the cluster gets it: substituted by the Kustomization applying it.
+	r = l.substituted(appliedBy, r)
+	loc := e.Locate(files, r.GetKind(), ns, raw)
+	if err := l.decode(r, hr, "HelmRelease "+ns+"/"+r.GetName(), loc); err != nil {
+		return gate.InputErrorf("HelmRelease %s/%s (%s): %w", ns, r.GetName(), loc, err)
 	}
 	hr.Namespace = ns
 	key := "H/" + ns + "/" + hr.Name
@@ -341,7 +346,7 @@ func (l *loader) ingestHelmRelease(r *resource.Resource, ns string, files []stri
 		return nil
 	}
 	l.seen[key] = true
-	e.HelmReleases = append(e.HelmReleases, &HelmRelease{HelmRelease: hr, Location: e.Locate(files, r.GetKind(), ns, hr.Name), AppliedBy: appliedBy})
+	e.HelmReleases = append(e.HelmReleases, &HelmRelease{HelmRelease: hr, Location: loc, AppliedBy: appliedBy})
 	return nil
 }
 
@@ -421,6 +426,37 @@ func dataOf(r *resource.Resource, ns string) *Data {
 		}
 	}
 	return d
+}
+
+// decode is fromResource for a Flux object the model must keep: a spec
+// field whose value does not decode into the API type (a type the CRD
+// refuses, which check.substitution reports as the API server would, with
+// [schema]) is left out of the model, and noted.
+func (l *loader) decode(r *resource.Resource, into any, what string, loc Location) error {
+	err := fromResource(r, into)
+	if err == nil {
+		return nil
+	}
+	m, merr := r.Map()
+	spec, ok := m["spec"].(map[string]any)
+	if merr != nil || !ok {
+		return err
+	}
+	kept := maps.Clone(spec)
+	var dropped []string
+	for _, key := range slices.Sorted(maps.Keys(spec)) {
+		probe := reflect.New(reflect.TypeOf(into).Elem()).Interface()
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"spec": map[string]any{key: spec[key]}}, probe) != nil {
+			delete(kept, key)
+			dropped = append(dropped, "spec."+key)
+		}
+	}
+	m["spec"] = kept
+	if len(dropped) == 0 || runtime.DefaultUnstructuredConverter.FromUnstructured(m, into) != nil {
+		return err
+	}
+	l.env.Notes = append(l.env.Notes, fmt.Sprintf("%s (%s): not decodable into the API type, so left out of the model: %s (%v); the check reports what the API server says of it", what, loc, strings.Join(dropped, ", "), err))
+	return nil
 }
 
 func fromResource(r *resource.Resource, into any) error {

@@ -1,0 +1,130 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/kustomize/api/resource"
+
+	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/internal/crdschema"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/versions"
+)
+
+// schemaValidator is the validator of the Flux release the environment
+// runs (Options.FluxVersion, else the pinned one).
+func schemaValidator(o Options) (*crdschema.Validator, error) {
+	v := o.FluxVersion
+	if v == "" {
+		pins, err := versions.Load()
+		if err != nil {
+			return nil, err
+		}
+		v = pins.FluxVersion
+	}
+	if err := Preflight(Options{FluxVersion: v}); err != nil {
+		return nil, err
+	}
+	return crdschema.ForFlux(v)
+}
+
+// Preflight refuses, before anything is read, a FluxVersion whose CRDs
+// this build does not embed.
+func Preflight(o Options) error {
+	if o.FluxVersion == "" {
+		return nil
+	}
+	embedded, err := components.EmbeddedVersions()
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(embedded, o.FluxVersion) {
+		return gate.InputErrorf("--flux-version %s: not embedded in this build, so its CRDs cannot validate the Flux objects; pick one of %s", o.FluxVersion, strings.Join(embedded, ", "))
+	}
+	return nil
+}
+
+// fluxGroup says whether apiVersion is of a Flux toolkit group: the kinds
+// whose CRDs the release carries.
+func fluxGroup(apiVersion string) bool {
+	g, _, _ := strings.Cut(apiVersion, "/")
+	return strings.HasSuffix(g, ".toolkit.fluxcd.io")
+}
+
+// schemaCheck validates obj (object r of Kustomization k as it will be applied:
+// built, and substituted when k substitutes) against the Flux release's
+// CRDs, as the API server does on create (crdschema). A refusal fails the
+// apply of the whole Kustomization (kustomize-controller applies its
+// objects as one set); an unknown field is dropped, a warning.
+func schemaCheck(ctx context.Context, sv *crdschema.Validator, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, r, obj *resource.Resource, substituted bool) []finding {
+	if sv == nil || !o.on(Schema) || !fluxGroup(obj.GetApiVersion()) {
+		return nil
+	}
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		return nil
+	}
+	res := sv.Validate(ctx, u)
+	if !res.Known {
+		return nil
+	}
+	name := objName(r)
+	var fs []finding
+	if len(res.Errors) > 0 {
+		fix := fmt.Sprintf("write %s as %s define it", fieldList(res.Errors), sv.Origin)
+		if substituted && typeInvalid(res.Errors) {
+			fix += "; a substituted value that reads as a number or boolean loses its string type: ${quote}${VAR}${quote} with quote: '\"' in postBuild.substitute"
+		}
+		fs = append(fs, finding{det: Schema, loc: locate(env, k, r, lastSegment(res.Errors[0].Field)+":"),
+			what: fmt.Sprintf("%s is refused by the API server (%s): %s; kustomize-controller fails the whole Kustomization %s", name, sv.Origin, res.Summary(), k.Ref()),
+			fix:  fix})
+	}
+	for _, d := range res.Dropped {
+		fs = append(fs, finding{det: Schema, warn: true, loc: locate(env, k, r, lastSegment(d)+":"),
+			what: fmt.Sprintf("%s: field %s is not in %s, so the API server drops it and nothing reads it", name, d, sv.Origin),
+			fix:  "remove it, or correct its spelling (the schema's field names are case-sensitive)"})
+	}
+	return fs
+}
+
+func typeInvalid(errs field.ErrorList) bool {
+	for _, e := range errs {
+		if e.Type == field.ErrorTypeTypeInvalid || strings.Contains(e.Detail, "must be of type") {
+			return true
+		}
+	}
+	return false
+}
+
+func fieldList(errs field.ErrorList) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range errs {
+		if f := e.Field; f != "" && !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return "the object"
+	}
+	return strings.Join(out, ", ")
+}
+
+func lastSegment(path string) string {
+	path = strings.TrimRight(path, "]")
+	if i := strings.LastIndexAny(path, ".["); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
