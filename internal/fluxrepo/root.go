@@ -12,8 +12,10 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
@@ -45,6 +47,44 @@ type Sync struct {
 	// Name of the source and Kustomization (default: the namespace).
 	Name       string `yaml:"name" json:"name,omitempty"`
 	PullSecret string `yaml:"pullSecret" json:"pullSecret,omitempty"`
+	// Interval of the source (the operator's default 1m) and its OIDC
+	// Provider.
+	Interval string `yaml:"interval" json:"interval,omitempty"`
+	Provider string `yaml:"provider" json:"provider,omitempty"`
+}
+
+// SourceObject is the source the Flux Operator creates from the sync in
+// namespace (flux-operator internal/builder/templates.go syncTmpl; the API's
+// interval default 1m), named as the root Kustomization.
+func (s *Sync) SourceObject(namespace string) *unstructured.Unstructured {
+	interval := s.Interval
+	if interval == "" {
+		interval = "1m0s"
+	}
+	spec := map[string]any{"interval": interval}
+	switch s.Kind {
+	case sourcev1.GitRepositoryKind:
+		spec["ref"] = map[string]any{"name": s.Ref}
+		spec["url"] = s.URL
+	case sourcev1.OCIRepositoryKind:
+		spec["ref"] = map[string]any{"tag": s.Ref}
+		spec["url"] = s.URL
+	case sourcev1.BucketKind:
+		spec["bucketName"] = s.Ref
+		spec["endpoint"] = s.URL
+	}
+	if s.PullSecret != "" {
+		spec["secretRef"] = map[string]any{"name": s.PullSecret}
+	}
+	if s.Provider != "" {
+		spec["provider"] = s.Provider
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetAPIVersion(sourcev1.GroupVersion.String())
+	u.SetKind(s.Kind)
+	u.SetNamespace(namespace)
+	u.SetName(s.Name)
+	return u
 }
 
 // Origin says where the environment's root Kustomization and its source

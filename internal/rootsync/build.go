@@ -12,6 +12,7 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -46,6 +47,10 @@ type Render struct {
 	// Env is the one repository model (internal/fluxrepo): every Kustomization
 	// the environment declares, transitively, with where each came from.
 	Env *fluxrepo.Env
+	// Declared is set when the repository does not render the root: a
+	// FluxInstance's spec.sync declares it, and Objects begin with the
+	// source and the root Kustomization as the Flux Operator creates them.
+	Declared *fluxrepo.Origin
 }
 
 // Build builds the environment's root directory the way kustomize-controller
@@ -68,10 +73,25 @@ func Build(o Options) (*Render, error) {
 		return nil, gate.InputErrorf("%s: %w", o.Path, err)
 	}
 	r := &Render{Options: o, Objects: objs, Env: env}
+	if env.Origin.Layout == fluxrepo.LayoutFluxInstance && env.Root != nil {
+		// No Flux Operator applies it here (sync refuses a cluster it
+		// manages): sync creates what the operator would.
+		declared, err := declaredObjects(env)
+		if err != nil {
+			return nil, err
+		}
+		r.Objects = append(declared, r.Objects...)
+		origin := env.Origin
+		r.Declared = &origin
+		objs = r.Objects
+	}
 	for _, u := range objs {
 		if fluxobj.IsKustomization(u.GetAPIVersion(), u.GetKind()) {
 			// The model holds it typed, namespace defaulted.
 			k := env.Kustomization(fluxobj.NamespaceOr(u.GetNamespace(), o.Namespace), u.GetName())
+			if k == nil && r.Declared != nil && u.GetNamespace() == env.Root.Namespace && u.GetName() == env.Root.Name {
+				k = env.Root
+			}
 			if k == nil && strings.Contains(u.GetName(), "${") {
 				continue // the model holds it by its substituted name
 			}
@@ -94,8 +114,26 @@ func Build(o Options) (*Render, error) {
 	return r, nil
 }
 
+// declaredObjects are the source and the root Kustomization of a declared
+// sync, as the Flux Operator creates them.
+func declaredObjects(env *fluxrepo.Env) ([]*unstructured.Unstructured, error) {
+	root := env.Root.Kustomization
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(root)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	k := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(k.Object, "metadata", "creationTimestamp")
+	return []*unstructured.Unstructured{env.Origin.Sync.SourceObject(root.Namespace), k}, nil
+}
+
 // where names the file and line declaring an object of the root's render,
 // for messages.
 func (r *Render) where(kind, namespace, name string) string {
+	if d := r.Declared; d != nil && r.Root != nil && namespace == r.Root.Namespace && name == r.Root.Name &&
+		(kind == kustomizev1.KustomizationKind || kind == d.Sync.Kind) {
+		return fmt.Sprintf("%s (the FluxInstance spec.sync; applied as the Flux Operator creates it)", d.Location)
+	}
 	return r.Env.Locate(r.Env.RootFiles, kind, namespace, name).String()
 }

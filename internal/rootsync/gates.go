@@ -11,6 +11,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
@@ -27,6 +30,7 @@ var (
 	GateDependsOn     = gate.Def{ID: "sync.depends-on", Phase: Phase, Stage: gate.Before, Title: "every dependsOn target is in the render"}
 	GateDecryption    = gate.Def{ID: "sync.decryption-secret", Phase: Phase, Stage: gate.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
 	GatePrerequisite  = gate.Def{ID: "sync.prerequisite", Phase: Phase, Stage: gate.Before, Title: "every substituteFrom object made outside the repository exists with the keys used", Prefix: true}
+	GateOperator      = gate.Def{ID: "sync.flux-operator", Phase: Phase, Stage: gate.Before, Title: "no Flux Operator creates the declared root"}
 	GateTemporary     = gate.Def{ID: "sync.temporary-source", Phase: Phase, Stage: gate.Before, Title: "source of the GitRepository"}
 	GateApplied       = gate.Def{ID: "sync.applied", Phase: Phase, Stage: gate.After, Title: "the root was applied"}
 	GateSourceReady   = gate.Def{ID: "sync.source-ready", Phase: Phase, Stage: gate.After, Title: "the GitRepository is Ready with an artifact"}
@@ -284,4 +288,31 @@ func orNone(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+// fluxInstanceList is the Flux Operator's FluxInstance list kind.
+var fluxInstanceList = schema.GroupVersionKind{Group: "fluxcd.controlplane.io", Version: "v1", Kind: "FluxInstanceList"}
+
+// operatorGate is sync.flux-operator, for a root a FluxInstance declares:
+// sync creates the root and its source as the operator would, so it
+// refuses a cluster where a FluxInstance exists in the root's namespace —
+// the operator creates them there, and two appliers would fight.
+func operatorGate(ctx context.Context, cl client.Client, r *Render) gate.Check {
+	c := GateOperator.New()
+	ns := r.Root.Namespace
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(fluxInstanceList)
+	switch err := cl.List(ctx, l, client.InNamespace(ns)); {
+	case meta.IsNoMatchError(err) || (err == nil && len(l.Items) == 0):
+		c.Verdict = gate.Pass
+		c.Message = fmt.Sprintf("no FluxInstance in %s: sync creates the root and its source as the Flux Operator would from %s", ns, r.Declared.Location)
+	case err != nil:
+		c.Verdict = gate.Skip
+		c.Message = fmt.Sprintf("could not list FluxInstances in %s: %v", ns, err)
+	default:
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("the Flux Operator manages this cluster (FluxInstance %s/%s): it creates the root %s and its source from spec.sync, and sync would fight it over them; let the operator sync, and follow it with `bootstrap converge` and `bootstrap status`",
+			ns, l.Items[0].GetName(), r.Root.Namespace+"/"+r.Root.Name)
+	}
+	return c
 }

@@ -69,7 +69,7 @@ func (p *SyncPhase) Name() string { return Phase }
 
 // Gates implements pipeline.Phase.
 func (p *SyncPhase) Gates() []gate.Def {
-	return []gate.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateDecryption, GatePrerequisite, GateTemporary,
+	return []gate.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateOperator, GateDecryption, GatePrerequisite, GateTemporary,
 		GateApplied, GateSourceReady, GateRootApplied, GateTemporaryKept}
 }
 
@@ -96,6 +96,13 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 		return checks, err
 	}
 	cl := p.cl
+	if r.Declared != nil {
+		c := operatorGate(ctx, cl.Client, r)
+		checks = append(checks, c)
+		if gate.Blocks(c) {
+			return checks, nil
+		}
+	}
 	checks = append(checks, DecryptionSecrets(ctx, cl.Client, r)...)
 	checks = append(checks, Prerequisites(ctx, cl.Client, r)...)
 

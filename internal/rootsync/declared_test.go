@@ -1,0 +1,106 @@
+package rootsync
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/kube"
+)
+
+const operatorLayout = "../../testdata/layouts/operator"
+
+// TestBuildDeclaredRoot: the Flux Operator layout renders no root; its
+// flux-instance HelmRelease values declare spec.sync. Build adds the source and the
+// root Kustomization as the operator creates them (flux-operator
+// internal/builder/templates.go syncTmpl: GitRepository ref.name from
+// ref, interval 1m; Kustomization interval 10m, prune: true), located at
+// the declaration, and the static gates pass on them.
+func TestBuildDeclaredRoot(t *testing.T) {
+	r, err := Build(Options{Repo: operatorLayout, Path: "kubernetes/flux/cluster", Namespace: "flux-system", RootName: "flux-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Declared == nil || r.Source == nil || r.Root == nil {
+		t.Fatalf("declared %v, source %v, root %v", r.Declared, r.Source, r.Root)
+	}
+	if len(r.Objects) < 3 || r.Objects[0] != r.Source || r.Objects[1].GetKind() != "Kustomization" || r.Objects[1].GetName() != "flux-system" {
+		t.Fatalf("objects do not begin with the declared source and root: %v", names(r.Objects))
+	}
+	for _, f := range []struct {
+		path []string
+		want string
+	}{
+		{[]string{"spec", "url"}, "https://git.example.invalid/homelab/operator-layout.git"},
+		{[]string{"spec", "ref", "name"}, "refs/heads/main"},
+		{[]string{"spec", "interval"}, "1m0s"},
+	} {
+		if got, _, _ := unstructured.NestedString(r.Source.Object, f.path...); got != f.want {
+			t.Errorf("source %s = %q, want %q", strings.Join(f.path, "."), got, f.want)
+		}
+	}
+	if r.Root.Spec.Path != "kubernetes/flux/cluster" || !r.Root.Spec.Prune || r.Root.Spec.Interval.Duration.String() != "10m0s" {
+		t.Errorf("root spec %+v", r.Root.Spec)
+	}
+	for _, c := range Static(r) {
+		if c.Verdict != gate.Pass {
+			t.Errorf("%s: %s %s", c.ID, c.Verdict, c.Message)
+		}
+		if c.ID == GateSource.ID && !strings.Contains(strings.Join(c.Evidence, " "), "kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml") {
+			t.Errorf("%s does not name the declaration: %v", c.ID, c.Evidence)
+		}
+	}
+}
+
+// TestOperatorGate: sync creates a declared root only where no Flux
+// Operator does: a FluxInstance in the root's namespace fails the gate; no
+// FluxInstance kind at all, or none in that namespace, passes.
+func TestOperatorGate(t *testing.T) {
+	r, err := Build(Options{Repo: operatorLayout, Path: "kubernetes/flux/cluster", Namespace: "flux-system", RootName: "flux-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	instance := func(ns string) client.Object {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "fluxcd.controlplane.io", Version: "v1", Kind: "FluxInstance"})
+		u.SetNamespace(ns)
+		u.SetName("flux")
+		return u
+	}
+	for _, tc := range []struct {
+		name    string
+		objs    []client.Object
+		verdict gate.Verdict
+		want    string
+	}{
+		{"no FluxInstance", nil, gate.Pass, "sync creates the root and its source"},
+		{"one elsewhere", []client.Object{instance("other")}, gate.Pass, "no FluxInstance in flux-system"},
+		{"one in the root's namespace", []client.Object{instance("flux-system")}, gate.Fail, "the Flux Operator manages this cluster (FluxInstance flux-system/flux)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
+			c := operatorGate(context.Background(), cl, r)
+			if c.Verdict != tc.verdict || !strings.Contains(c.Message, tc.want) {
+				t.Errorf("%s %s, want %s containing %q", c.Verdict, c.Message, tc.verdict, tc.want)
+			}
+		})
+	}
+}
+
+func names(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, u := range objs {
+		out = append(out, u.GetKind()+"/"+u.GetName())
+	}
+	return out
+}

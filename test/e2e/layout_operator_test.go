@@ -1,0 +1,160 @@
+//go:build e2e
+
+package e2e
+
+// The Flux Operator layout (testdata/layouts/operator, ours) against the
+// sandbox, which runs no Flux Operator: the repository renders no root; the
+// flux-instance values declare spec.sync. `sync` creates the source and the
+// root Kustomization as the operator would, `converge` walks the graph,
+// `status` finds it healthy — and with a FluxInstance in the namespace,
+// sync refuses to fight the operator over them.
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
+)
+
+// operatorLayoutEdits makes the layout reconcile in the sandbox: the
+// declared source is the suite's Git server, and the charts and the
+// ExternalSecret (no operator for either here) are plain objects with the
+// same names and keys.
+func operatorLayoutEdits(url string) map[string]string {
+	cm := func(name, data string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n%s", name, data)
+	}
+	return map[string]string{
+		"bootstrap/helmfile.d/values-flux-instance.yaml":                   "instance:\n  sync:\n    kind: GitRepository\n    url: " + url + "\n    ref: refs/heads/main\n    path: kubernetes/flux/cluster\n",
+		"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml":   cm("flux-instance", "  layout: operator\n"),
+		"kubernetes/apps/flux-system/flux-instance/app/ocirepository.yaml": cm("flux-instance-chart", "  layout: operator\n"),
+		"kubernetes/apps/default/echo/app/helmrelease.yaml":                cm("echo", "  HOST: echo.${SECRET_DOMAIN}\n  REALM: ${ECHO_REALM}\n  TOKEN: ${ECHO_TOKEN}\n"),
+		"kubernetes/apps/default/echo/app/ocirepository.yaml":              cm("echo-chart", "  layout: operator\n"),
+		"kubernetes/apps/default/echo-config/app/externalsecret.yaml":      "apiVersion: v1\nkind: Secret\nmetadata:\n  name: echo-env\nstringData:\n  ECHO_TOKEN: token\n  ECHO_REALM: realm\n",
+	}
+}
+
+func TestFluxInstanceRoot(t *testing.T) {
+	ctx := timeoutCtx(t, 10*time.Minute)
+	ensureFlux(t)
+	name := freshRepoName("layout-operator")
+	url := suite.git.URL + "/" + name + ".git"
+	repoDir := copyDir(t, filepath.Join(suite.root, "testdata", "layouts", "operator"), operatorLayoutEdits(url))
+	gitRepo, sha, err := suite.git.CreateRepo(ctx, name, repoDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gitRepo.Close() })
+	rev := gitRepo.Revision(sha)
+	env := []string{"--repo", repoDir, "--path", "kubernetes/flux/cluster"}
+
+	// The prerequisite made out of band at bootstrap, in both namespaces
+	// that substitute from it.
+	for _, ns := range []string{fluxNS, "default"} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-secrets"}, StringData: map[string]string{"SECRET_DOMAIN": "example.test"}}
+		if err := suite.client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = suite.client.Delete(timeoutCtx(t, 30*time.Second), s) })
+	}
+
+	t.Run("RefusedWhereTheOperatorIs", func(t *testing.T) {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(fluxInstanceCRD())
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := &unstructured.Unstructured{Object: m}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		if err := suite.client.Create(ctx, crd); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = suite.client.Delete(timeoutCtx(t, 30*time.Second), crd) })
+		fi := &unstructured.Unstructured{}
+		fi.SetAPIVersion("fluxcd.controlplane.io/v1")
+		fi.SetKind("FluxInstance")
+		fi.SetNamespace(fluxNS)
+		fi.SetName("flux")
+		// The CRD is established within a moment; create retries until then.
+		deadline := time.Now().Add(time.Minute)
+		for err = suite.client.Create(ctx, fi); err != nil && time.Now().Before(deadline); err = suite.client.Create(ctx, fi) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("create FluxInstance: %v", err)
+		}
+		r := bootstrapJSON(t, append([]string{"sync", "--timeout", "1m"}, env...)...)
+		if r.code != 1 || r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.GateOperator.ID), "fail") ||
+			!strings.Contains(r.report.check(rootsync.GateOperator.ID), "FluxInstance flux-system/flux") {
+			t.Errorf("sync with a FluxInstance in flux-system: want exit 1, nothing changed, %s failing\n%s", rootsync.GateOperator.ID, r)
+		}
+		var src sourcev1.GitRepository
+		if err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: fluxNS}, &src); err == nil {
+			t.Errorf("sync refused but GitRepository %s/%s exists", fluxNS, fluxNS)
+		}
+		if err := suite.client.Delete(ctx, fi); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	sync := bootstrapJSON(t, append([]string{"sync", "--timeout", "3m"}, env...)...)
+	if sync.code != 0 {
+		t.Fatalf("sync of the FluxInstance-declared root: want exit 0\n%s", sync)
+	}
+	for _, id := range []string{rootsync.GateOperator.ID, rootsync.GateSource.ID, rootsync.GateRootApplied.ID} {
+		if c := sync.report.check(id); !strings.HasPrefix(c, "pass") {
+			t.Errorf("sync: %s: %s", id, c)
+		}
+	}
+	// What the operator would have made, from spec.sync.
+	var src sourcev1.GitRepository
+	if err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: fluxNS}, &src); err != nil {
+		t.Fatal(err)
+	}
+	if src.Spec.URL != url || src.Spec.Reference == nil || src.Spec.Reference.Name != "refs/heads/main" || src.Spec.Interval.Duration != time.Minute {
+		t.Errorf("GitRepository spec %+v, want url %s, ref.name refs/heads/main, interval 1m", src.Spec, url)
+	}
+	if r := convergeCLI(t, append(env, "--timeout", "3m")...); r.code != 0 {
+		t.Errorf("converge: want exit 0\n%s", r)
+	} else {
+		for _, n := range []string{"flux-system", "cluster-apps"} {
+			if c := r.report.check(nodeGate(n)); !strings.HasPrefix(c, "pass") || !strings.Contains(c, rev) {
+				t.Errorf("converge: %s: %s, want pass at %s", n, c, rev)
+			}
+		}
+	}
+	statusHealthy(t, "status of the FluxInstance-declared root", env...)
+	// The substitution reached the app: the prerequisite's and the
+	// ExternalSecret-made Secret's keys.
+	var cm corev1.ConfigMap
+	if err := suite.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "echo"}, &cm); err != nil || cm.Data["HOST"] != "echo.example.test" || cm.Data["TOKEN"] != "token" {
+		t.Errorf("default/echo: %v, data %v", err, cm.Data)
+	}
+}
+
+// fluxInstanceCRD is enough of the Flux Operator's CRD for a FluxInstance
+// to exist (the operator itself does not run here).
+func fluxInstanceCRD() *apiextensionsv1.CustomResourceDefinition {
+	preserve := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "fluxinstances.fluxcd.controlplane.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "fluxcd.controlplane.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "fluxinstances", Singular: "fluxinstance", Kind: "FluxInstance", ListKind: "FluxInstanceList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}}}},
+		},
+	}
+}
