@@ -103,6 +103,19 @@ func child(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// value is the node of key in mapping m, of any kind (nil when absent).
+func value(m *yaml.Node, key string) *yaml.Node {
+	if m == nil {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
 func scalar(m *yaml.Node, key string) string {
 	if m == nil {
 		return ""

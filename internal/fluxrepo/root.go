@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kustypes "sigs.k8s.io/kustomize/api/types"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
@@ -96,6 +97,15 @@ type Origin struct {
 	Location Location `json:"location,omitempty"`
 	// Sync is the declared sync (FluxInstance, command line).
 	Sync *Sync `json:"sync,omitempty"`
+	// Patches are the FluxInstance's spec.kustomize.patches (the
+	// controllers' customization the Flux Operator applies), at
+	// PatchesLocation.
+	Patches         []kustypes.Patch `json:"patches,omitempty"`
+	PatchesLocation Location         `json:"patchesLocation,omitempty"`
+	// PatchesField is the field holding them, as the file spells it
+	// (spec.kustomize.patches; spec.values.instance.kustomize.patches in
+	// a flux-instance HelmRelease).
+	PatchesField string `json:"patchesField,omitempty"`
 }
 
 func (o Origin) String() string {
@@ -153,6 +163,10 @@ type declaredSync struct {
 	loc       Location
 	// how: "FluxInstance", "HelmRelease values", "values file".
 	how string
+	// patches are the sibling kustomize.patches, at patchesLoc.
+	patches      []kustypes.Patch
+	patchesLoc   Location
+	patchesField string
 }
 
 // syncDeclarations reads every spec.sync of the repository copy: a
@@ -178,21 +192,22 @@ func (ix *fileIndex) syncDeclarations() []declaredSync {
 			}
 			m := n.Content[0]
 			kind, api := scalar(m, "kind"), scalar(m, "apiVersion")
-			var node *yaml.Node
+			var parent *yaml.Node // the FluxInstance spec, or the chart's instance value
 			ns, how := "", ""
 			switch {
 			case kind == "FluxInstance" && strings.HasPrefix(api, "fluxcd.controlplane.io/"):
-				node, how = child(child(m, "spec"), "sync"), "FluxInstance"
+				parent, how = child(m, "spec"), "FluxInstance"
 				ns = scalar(child(m, "metadata"), "namespace")
 			case kind == fluxobj.HelmReleaseKind && fluxobj.InGroup(api, fluxobj.HelmGroup):
 				spec := child(m, "spec")
-				node, how = child(child(child(spec, "values"), "instance"), "sync"), "HelmRelease values"
+				parent, how = child(child(spec, "values"), "instance"), "HelmRelease values"
 				if ns = scalar(spec, "targetNamespace"); ns == "" {
 					ns = scalar(child(m, "metadata"), "namespace")
 				}
 			case kind == "":
-				node, how = child(child(m, "instance"), "sync"), "values file"
+				parent, how = child(m, "instance"), "values file"
 			}
+			node := child(parent, "sync")
 			if node == nil {
 				continue
 			}
@@ -200,7 +215,12 @@ func (ix *fileIndex) syncDeclarations() []declaredSync {
 			if err := node.Decode(&s); err != nil || s.Path == "" {
 				continue
 			}
-			out = append(out, declaredSync{sync: s, namespace: ns, loc: Location{File: rel, Line: node.Line}, how: how})
+			d := declaredSync{sync: s, namespace: ns, loc: Location{File: rel, Line: node.Line}, how: how}
+			if pn := value(child(parent, "kustomize"), "patches"); pn != nil && pn.Kind == yaml.SequenceNode && pn.Decode(&d.patches) == nil {
+				d.patchesLoc = Location{File: rel, Line: pn.Line}
+				d.patchesField = map[string]string{"FluxInstance": "spec.kustomize.patches", "HelmRelease values": "spec.values.instance.kustomize.patches", "values file": "instance.kustomize.patches"}[how]
+			}
+			out = append(out, d)
 		}
 	}
 	return out
@@ -264,7 +284,7 @@ func (l *loader) declaredRoot(root string) error {
 		if err := CheckSync(s, fmt.Sprintf("%s: %s spec.sync", d.loc, d.how)); err != nil {
 			return err
 		}
-		e.Origin = Origin{Layout: LayoutFluxInstance, Location: d.loc, Sync: s}
+		e.Origin = Origin{Layout: LayoutFluxInstance, Location: d.loc, Sync: s, Patches: d.patches, PatchesLocation: d.patchesLoc, PatchesField: d.patchesField}
 	default:
 		return nil
 	}

@@ -43,6 +43,22 @@ type Overlay struct {
 	Committed []byte
 	// others are the resources besides gotk-components.yaml (Repository only).
 	others []string
+	// inline: the patches came from a manifest field (a FluxInstance's
+	// spec.kustomize.patches), named by Name.
+	inline bool
+}
+
+// InlineOverlay is the overlay of patches declared in a manifest — a
+// FluxInstance's spec.kustomize.patches, which the Flux Operator applies to
+// the manifests it generates — named for messages by where (the file, line
+// and field). Only inline patches (patch: with a target) are allowed there.
+func InlineOverlay(ps []types.Patch, where string) (*Overlay, error) {
+	for i, p := range ps {
+		if p.Path != "" || p.Patch == "" {
+			return nil, gate.InputErrorf("%s patches[%d]: needs an inline patch (patch:), not a path", where, i)
+		}
+	}
+	return &Overlay{Name: where, Patches: ps, inline: true}, nil
 }
 
 // ComponentsFile is the file the documented form's resources name: `flux
@@ -191,8 +207,11 @@ func (ov *Overlay) describe(i int) (name, target string) {
 		}
 	}
 	file := ov.file
-	if ov.Repository {
+	switch {
+	case ov.Repository:
 		file = path.Join(ov.Name, ov.file) // the repository's file, as its author knows it
+	case ov.inline:
+		file = ov.Name
 	}
 	name = fmt.Sprintf("%s patches[%d] (%s)", file, i, src)
 	if p.Target != nil {

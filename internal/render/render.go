@@ -34,6 +34,9 @@ type Options struct {
 	// directory; patches.LoadRepositoryOverlay); OverlaysName is its
 	// directory in the repository.
 	Repository bool
+	// Inline is the customization a FluxInstance declares (its
+	// spec.kustomize.patches); it replaces Overlays.
+	Inline *patches.Overlay
 }
 
 // Output is a render and its proof.
@@ -59,6 +62,8 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 	}
 	ov := &patches.Overlay{Name: "(none)"}
 	switch {
+	case o.Inline != nil:
+		ov = o.Inline
 	case o.Repository:
 		if ov, err = patches.LoadRepositoryOverlay(o.Overlays, o.OverlaysName); err != nil {
 			return nil, err
@@ -85,6 +90,9 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 	if o.Repository {
 		out.Facts["overlays"] = ov.Name + " (the repository's customization)"
 	}
+	if o.Inline != nil {
+		out.Facts["overlays"] = ov.Name + " (the FluxInstance's customization)"
+	}
 	if o.Plain {
 		out.Warnings = append(out.Warnings, PlainWarning)
 		out.Facts["overlays"] = "skipped (--plain)"
@@ -99,6 +107,26 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 		fmt.Sprintf("Flux %s: %d Deployment(s) from the %s", r.FluxVersion, len(res.Final), r.Origin), images...))
 	out.Checks = append(out.Checks, patches.Prove(res, o.Plain)...)
 	return out, nil
+}
+
+// useInstance takes the controllers' customization from the FluxInstance
+// that declares the environment's sync: its spec.kustomize.patches, which
+// the Flux Operator applies to the manifests it generates. --overlays and
+// --plain would install other controllers than the instance declares.
+func (o *Options) useInstance(og fluxrepo.Origin) error {
+	where := og.PatchesLocation.String() + " " + strings.TrimSuffix(og.PatchesField, ".patches")
+	switch {
+	case o.OverlaysGiven:
+		return gate.InputErrorf("--overlays %s: the FluxInstance at %s declares the controllers' customization (%s); drop --overlays and put the patches there", o.OverlaysName, og.Location, og.PatchesField)
+	case o.Plain:
+		return gate.InputErrorf("--plain: the FluxInstance at %s declares the controllers' customization (%s); drop --plain", og.Location, og.PatchesField)
+	}
+	ov, err := patches.InlineOverlay(og.Patches, where)
+	if err != nil {
+		return err
+	}
+	o.Inline, o.OverlaysName = ov, where
+	return nil
 }
 
 // Phase is the render as a pipeline phase: the offline before-gates of step
@@ -148,6 +176,9 @@ func (p *Phase) After(context.Context, *pipeline.Run) []gate.Check { return nil 
 // would undo) and --plain (which would not apply the patches the root
 // applies) are refused with it, naming the directory.
 func (o *Options) UseRepository(env *fluxrepo.Env) error {
+	if og := env.Origin; og.Layout == fluxrepo.LayoutFluxInstance && len(og.Patches) > 0 {
+		return o.useInstance(og)
+	}
 	dir := env.ControllersDir()
 	if dir == "" {
 		return nil

@@ -151,3 +151,72 @@ func TestRepositoryCustomizationRefusesFlags(t *testing.T) {
 		t.Fatalf("homelab: %v, repository %t", err, o.Repository)
 	}
 }
+
+// TestInstanceCustomization: where a FluxInstance declares the sync (the
+// Flux Operator layout), the controllers are rendered with its
+// spec.kustomize.patches — the customization the operator applies to the
+// manifests it generates — each proven naming the file, line and field;
+// --overlays and --plain are refused, naming the instance.
+func TestInstanceCustomization(t *testing.T) {
+	const hr = "kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml"
+	load := func(t *testing.T, edit func(string) string) *fluxrepo.Env {
+		t.Helper()
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "testdata", "layouts", "operator"))); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(hr))
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(edit(string(b))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env, err := fluxrepo.Load(fluxrepo.Options{Repo: dir, Path: "kubernetes/flux/cluster", Namespace: "flux-system", RootName: "flux-system", KeepGoing: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	for _, tt := range []struct {
+		name    string
+		edit    func(string) string
+		verdict gate.Verdict
+		msg     string
+	}{
+		{"as written", func(s string) string { return s }, gate.Pass, hr + ":24 spec.values.instance.kustomize patches[0] (inline) → Deployment/kustomize-controller changed Deployment/flux-system/kustomize-controller"},
+		{"a target that matches nothing", func(s string) string {
+			return strings.Replace(s, "name: kustomize-controller", "name: kustomize-controler", 1)
+		}, gate.Fail, hr + ":24 spec.values.instance.kustomize patches[0]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Options{Components: components.DefaultOptions("v2.9.5")}
+			if err := o.UseRepository(load(t, tt.edit)); err != nil {
+				t.Fatal(err)
+			}
+			out, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var landed gate.Check
+			for _, c := range out.Checks {
+				if c.ID == patches.GatePatchLanded.ID+"/1" {
+					landed = c
+				}
+			}
+			if landed.Verdict != tt.verdict || !strings.Contains(landed.Message, tt.msg) {
+				t.Errorf("%s: %s %q, want %s containing %q", patches.GatePatchLanded.ID, landed.Verdict, landed.Message, tt.verdict, tt.msg)
+			}
+			if tt.verdict == gate.Pass && !strings.Contains(string(out.YAML), "--requeue-dependency=5s") {
+				t.Error("the render lacks the instance's --requeue-dependency=5s")
+			}
+		})
+	}
+	env := load(t, func(s string) string { return s })
+	for _, o := range []Options{{OverlaysGiven: true, OverlaysName: "my-overlays"}, {Plain: true}} {
+		if err := o.UseRepository(env); !gate.IsInput(err) || !strings.Contains(err.Error(), hr+":18") {
+			t.Errorf("%+v: %v, want an input error naming the FluxInstance", o, err)
+		}
+	}
+}

@@ -4,19 +4,23 @@ package e2e
 
 // The Flux Operator layout (testdata/layouts/operator, ours) against the
 // sandbox, which runs no Flux Operator: the repository renders no root; the
-// flux-instance values declare spec.sync. `sync` creates the source and the
-// root Kustomization as the operator would, `converge` walks the graph,
+// flux-instance values declare spec.sync and the controllers' customization.
+// `up` renders the controllers with those patches and proves them live,
+// then creates the source and the root Kustomization as the operator
+// would; `converge` walks the graph,
 // `status` finds it healthy — and with a FluxInstance in the namespace,
 // sync refuses to fight the operator over them.
 
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/internal/controllers"
+	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
@@ -36,7 +42,8 @@ func operatorLayoutEdits(url string) map[string]string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n%s", name, data)
 	}
 	return map[string]string{
-		"bootstrap/helmfile.d/values-flux-instance.yaml":                   "instance:\n  sync:\n    kind: GitRepository\n    url: " + url + "\n    ref: refs/heads/main\n    path: kubernetes/flux/cluster\n",
+		"bootstrap/helmfile.d/values-flux-instance.yaml": "instance:\n  sync:\n    kind: GitRepository\n    url: " + url + "\n    ref: refs/heads/main\n    path: kubernetes/flux/cluster\n" +
+			"  kustomize:\n    patches:\n      - patch: |\n          - op: add\n            path: /spec/template/spec/containers/0/args/-\n            value: --requeue-dependency=5s\n        target:\n          kind: Deployment\n          name: kustomize-controller\n",
 		"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml":   cm("flux-instance", "  layout: operator\n"),
 		"kubernetes/apps/flux-system/flux-instance/app/ocirepository.yaml": cm("flux-instance-chart", "  layout: operator\n"),
 		"kubernetes/apps/default/echo/app/helmrelease.yaml":                cm("echo", "  HOST: echo.${SECRET_DOMAIN}\n  REALM: ${ECHO_REALM}\n  TOKEN: ${ECHO_TOKEN}\n"),
@@ -108,14 +115,24 @@ func TestFluxInstanceRoot(t *testing.T) {
 		}
 	})
 
-	sync := bootstrapJSON(t, append([]string{"sync", "--timeout", "3m"}, env...)...)
-	if sync.code != 0 {
-		t.Fatalf("sync of the FluxInstance-declared root: want exit 0\n%s", sync)
+	// up: the controllers with the instance's spec.kustomize.patches,
+	// proven live; then the declared root, created as the operator would.
+	up := bootstrapJSON(t, append([]string{"up", "--flux-version", "v2.9.5", "--timeout", "4m"}, env...)...)
+	if up.code != 0 {
+		t.Fatalf("up of the FluxInstance-declared root: want exit 0\n%s", up)
 	}
-	for _, id := range []string{rootsync.GateOperator.ID, rootsync.GateSource.ID, rootsync.GateRootApplied.ID} {
-		if c := sync.report.check(id); !strings.HasPrefix(c, "pass") {
-			t.Errorf("sync: %s: %s", id, c)
+	const values = "bootstrap/helmfile.d/values-flux-instance.yaml"
+	if c := up.report.check(patches.GatePatchLanded.ID + "/1"); !strings.HasPrefix(c, "pass") || !strings.Contains(c, values+":9 instance.kustomize patches[0]") {
+		t.Errorf("the instance's patch is not proven naming its file and field: %s", c)
+	}
+	for _, id := range []string{controllers.GateFlagsLive.ID, rootsync.GateOperator.ID, rootsync.GateSource.ID, rootsync.GateRootApplied.ID} {
+		if c := up.report.check(id); !strings.HasPrefix(c, "pass") {
+			t.Errorf("up: %s: %s", id, c)
 		}
+	}
+	var kc appsv1.Deployment
+	if err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "kustomize-controller"}, &kc); err != nil || !slices.Contains(kc.Spec.Template.Spec.Containers[0].Args, "--requeue-dependency=5s") {
+		t.Errorf("live kustomize-controller (%v) lacks the instance's --requeue-dependency=5s", err)
 	}
 	// What the operator would have made, from spec.sync.
 	var src sourcev1.GitRepository
