@@ -59,8 +59,10 @@ func TestBuildDeclaredRoot(t *testing.T) {
 }
 
 // TestOperatorGate: sync creates a declared root only where no Flux
-// Operator does: a FluxInstance in the root's namespace fails the gate; no
-// FluxInstance kind at all, or none in that namespace, passes.
+// Operator does (no FluxInstance kind at all, or none in the root's
+// namespace); with a FluxInstance there it applies nothing and proves what
+// the operator made, and refuses a temporary source the operator would
+// undo.
 func TestOperatorGate(t *testing.T) {
 	r, err := Build(Options{Repo: operatorLayout, Path: "kubernetes/flux/cluster", Namespace: "flux-system", RootName: "flux-system"})
 	if err != nil {
@@ -78,20 +80,23 @@ func TestOperatorGate(t *testing.T) {
 		return u
 	}
 	for _, tc := range []struct {
-		name    string
-		objs    []client.Object
-		verdict gate.Verdict
-		want    string
+		name      string
+		objs      []client.Object
+		temporary bool
+		verdict   gate.Verdict
+		instance  string
+		want      string
 	}{
-		{"no FluxInstance", nil, gate.Pass, "sync creates the root and its source"},
-		{"one elsewhere", []client.Object{instance("other")}, gate.Pass, "no FluxInstance in flux-system"},
-		{"one in the root's namespace", []client.Object{instance("flux-system")}, gate.Fail, "the Flux Operator manages this cluster (FluxInstance flux-system/flux)"},
+		{"no FluxInstance", nil, false, gate.Pass, "", "sync creates the root and its source"},
+		{"one elsewhere", []client.Object{instance("other")}, false, gate.Pass, "", "no FluxInstance in flux-system"},
+		{"one in the root's namespace", []client.Object{instance("flux-system")}, false, gate.Pass, "flux-system/flux", "sync applies nothing and proves them"},
+		{"one, and a temporary source", []client.Object{instance("flux-system")}, true, gate.Fail, "", "would undo a temporary source"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
-			c := operatorGate(context.Background(), cl, r)
-			if c.Verdict != tc.verdict || !strings.Contains(c.Message, tc.want) {
-				t.Errorf("%s %s, want %s containing %q", c.Verdict, c.Message, tc.verdict, tc.want)
+			c, inst := operatorGate(context.Background(), cl, r, tc.temporary)
+			if c.Verdict != tc.verdict || inst != tc.instance || !strings.Contains(c.Message, tc.want) {
+				t.Errorf("%s %s (instance %q), want %s containing %q (instance %q)", c.Verdict, c.Message, inst, tc.verdict, tc.want, tc.instance)
 			}
 		})
 	}

@@ -30,7 +30,7 @@ var (
 	GateDependsOn     = gate.Def{ID: "sync.depends-on", Phase: Phase, Stage: gate.Before, Title: "every dependsOn target is in the render"}
 	GateDecryption    = gate.Def{ID: "sync.decryption-secret", Phase: Phase, Stage: gate.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
 	GatePrerequisite  = gate.Def{ID: "sync.prerequisite", Phase: Phase, Stage: gate.Before, Title: "every substituteFrom object made outside the repository exists with the keys used", Prefix: true}
-	GateOperator      = gate.Def{ID: "sync.flux-operator", Phase: Phase, Stage: gate.Before, Title: "no Flux Operator creates the declared root"}
+	GateOperator      = gate.Def{ID: "sync.flux-operator", Phase: Phase, Stage: gate.Before, Title: "who makes the declared root: sync, or the Flux Operator"}
 	GateTemporary     = gate.Def{ID: "sync.temporary-source", Phase: Phase, Stage: gate.Before, Title: "source of the GitRepository"}
 	GateApplied       = gate.Def{ID: "sync.applied", Phase: Phase, Stage: gate.After, Title: "the root was applied"}
 	GateSourceReady   = gate.Def{ID: "sync.source-ready", Phase: Phase, Stage: gate.After, Title: "the GitRepository is Ready with an artifact"}
@@ -293,11 +293,12 @@ func orNone(s []string) string {
 // fluxInstanceList is the Flux Operator's FluxInstance list kind.
 var fluxInstanceList = schema.GroupVersionKind{Group: "fluxcd.controlplane.io", Version: "v1", Kind: "FluxInstanceList"}
 
-// operatorGate is sync.flux-operator, for a root a FluxInstance declares:
-// sync creates the root and its source as the operator would, so it
-// refuses a cluster where a FluxInstance exists in the root's namespace —
-// the operator creates them there, and two appliers would fight.
-func operatorGate(ctx context.Context, cl client.Client, r *Render) gate.Check {
+// operatorGate is sync.flux-operator, for a root a FluxInstance declares.
+// Where no FluxInstance is in the root's namespace, sync creates the root
+// and its source as the operator would. Where one is, the operator makes
+// them: sync applies nothing and proves what it made (it returns the
+// instance), and a temporary source (which the operator would undo) fails.
+func operatorGate(ctx context.Context, cl client.Client, r *Render, temporary bool) (gate.Check, string) {
 	c := GateOperator.New()
 	ns := r.Root.Namespace
 	l := &unstructured.UnstructuredList{}
@@ -306,13 +307,19 @@ func operatorGate(ctx context.Context, cl client.Client, r *Render) gate.Check {
 	case meta.IsNoMatchError(err) || (err == nil && len(l.Items) == 0):
 		c.Verdict = gate.Pass
 		c.Message = fmt.Sprintf("no FluxInstance in %s: sync creates the root and its source as the Flux Operator would from %s", ns, r.Declared.Location)
+		return c, ""
 	case err != nil:
 		c.Verdict = gate.Skip
 		c.Message = fmt.Sprintf("could not list FluxInstances in %s: %v", ns, err)
-	default:
-		c.Verdict = gate.Fail
-		c.Message = fmt.Sprintf("the Flux Operator manages this cluster (FluxInstance %s/%s): it creates the root %s and its source from spec.sync, and sync would fight it over them; let the operator sync, and follow it with `bootstrap converge` and `bootstrap status`",
-			ns, l.Items[0].GetName(), r.Root.Namespace+"/"+r.Root.Name)
+		return c, ""
 	}
-	return c
+	instance := ns + "/" + l.Items[0].GetName()
+	if temporary {
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("the Flux Operator manages this cluster (FluxInstance %s): it makes the root's source from spec.sync and would undo a temporary source; drop --serve/--source-url, or change spec.sync", instance)
+		return c, ""
+	}
+	c.Verdict = gate.Pass
+	c.Message = fmt.Sprintf("the Flux Operator manages this cluster (FluxInstance %s): it makes the root %s/%s and its source from spec.sync; sync applies nothing and proves them at the source's revision", instance, ns, r.Root.Name)
+	return c, instance
 }

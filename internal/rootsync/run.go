@@ -62,6 +62,9 @@ type SyncPhase struct {
 	Render *Render
 	cl     *apply.Cluster
 	tmp    *Temporary
+	// operator names the FluxInstance that creates a declared root here:
+	// sync applies nothing and proves what the operator made.
+	operator string
 }
 
 // Name implements pipeline.Phase.
@@ -96,15 +99,20 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 		return checks, err
 	}
 	cl := p.cl
+	p.operator = ""
 	if r.Declared != nil {
-		c := operatorGate(ctx, cl.Client, r)
+		c, instance := operatorGate(ctx, cl.Client, r, p.o.Serve != nil || p.o.Source != nil)
 		checks = append(checks, c)
 		if gate.Blocks(c) {
 			return checks, nil
 		}
+		p.operator = instance
 	}
 	checks = append(checks, DecryptionSecrets(ctx, cl.Client, r)...)
 	checks = append(checks, Prerequisites(ctx, cl.Client, r)...)
+	if p.operator != "" {
+		return append(checks, GateTemporary.Pass(fmt.Sprintf("the source the Flux Operator makes from spec.sync, url %s", DeclaredOf(r.Source).URL))), nil
+	}
 
 	// The temporary source: asked for, or already in place and kept.
 	src := r.Source
@@ -167,6 +175,10 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 // Do plans and, unless a dry run, applies the root.
 func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	r := p.Render
+	if p.operator != "" {
+		run.Report.Add(GateApplied.Pass(fmt.Sprintf("nothing applied: FluxInstance %s makes the root %s/%s and its source, which apply %s", p.operator, r.Root.Namespace, r.Root.Name, r.Options.Path)))
+		return nil
+	}
 	objs := r.Objects
 	sv := p.o.Serve
 	if sv != nil {

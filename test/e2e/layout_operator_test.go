@@ -9,7 +9,7 @@ package e2e
 // then creates the source and the root Kustomization as the operator
 // would; `converge` walks the graph,
 // `status` finds it healthy — and with a FluxInstance in the namespace,
-// sync refuses to fight the operator over them.
+// sync leaves them to the operator.
 
 import (
 	"fmt"
@@ -76,7 +76,7 @@ func TestFluxInstanceRoot(t *testing.T) {
 		t.Cleanup(func() { _ = suite.client.Delete(timeoutCtx(t, 30*time.Second), s) })
 	}
 
-	t.Run("RefusedWhereTheOperatorIs", func(t *testing.T) {
+	t.Run("LeftToTheOperatorWhereItIs", func(t *testing.T) {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(fluxInstanceCRD())
 		if err != nil {
 			t.Fatal(err)
@@ -101,10 +101,18 @@ func TestFluxInstanceRoot(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create FluxInstance: %v", err)
 		}
-		r := bootstrapJSON(t, append([]string{"sync", "--timeout", "1m"}, env...)...)
-		if r.code != 1 || r.report.Changed || !strings.HasPrefix(r.report.check(rootsync.GateOperator.ID), "fail") ||
-			!strings.Contains(r.report.check(rootsync.GateOperator.ID), "FluxInstance flux-system/flux") {
-			t.Errorf("sync with a FluxInstance in flux-system: want exit 1, nothing changed, %s failing\n%s", rootsync.GateOperator.ID, r)
+		// The operator makes the root here: sync applies nothing and waits
+		// for what it made (no operator runs in the sandbox, so nothing
+		// comes: exit 1 at the source, after a short wait).
+		r := bootstrapJSON(t, append([]string{"sync", "--timeout", "5s"}, env...)...)
+		if r.code != 1 || r.report.Changed || !strings.Contains(r.report.check(rootsync.GateOperator.ID), "pass: the Flux Operator manages this cluster (FluxInstance flux-system/flux)") ||
+			!strings.Contains(r.report.check(rootsync.GateApplied.ID), "pass: nothing applied") || !strings.HasPrefix(r.report.check(rootsync.GateSourceReady.ID), "fail") {
+			t.Errorf("sync with a FluxInstance in flux-system: want nothing applied, then the operator's source waited for\n%s", r)
+		}
+		// A temporary source the operator would undo is refused.
+		if r := bootstrapJSON(t, append([]string{"sync", "--timeout", "5s", "--source-url", url}, env...)...); r.code != 1 || r.report.Changed ||
+			!strings.Contains(r.report.check(rootsync.GateOperator.ID), "would undo a temporary source") {
+			t.Errorf("sync --source-url with a FluxInstance in flux-system: want a refusal\n%s", r)
 		}
 		var src sourcev1.GitRepository
 		if err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: fluxNS}, &src); err == nil {
