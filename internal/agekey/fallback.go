@@ -2,6 +2,7 @@ package agekey
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,8 +28,12 @@ type Fallback struct {
 }
 
 // FallbackSource reads the Fallback when the scope needs it (some
-// Kustomization decrypts with provider sops and no secretRef).
+// Kustomization decrypts with provider sops and no secretRef). ErrReadLive
+// asks for the live Deployment's flag instead.
 type FallbackSource func(ctx context.Context) (*Fallback, error)
+
+// ErrReadLive from a FallbackSource: read the flag from the live Deployment.
+var ErrReadLive = errors.New("read the live kustomize-controller")
 
 // FallbackOf reads the flag from a kustomize-controller Deployment.
 func FallbackOf(dep *appsv1.Deployment, from string) (*Fallback, error) {

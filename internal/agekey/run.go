@@ -2,6 +2,7 @@ package agekey
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -55,7 +56,11 @@ func (o *Options) scan(ctx context.Context, live FallbackSource) (*Scope, error)
 			read = live
 		}
 		var err error
-		if fb, err = read(ctx); err != nil {
+		fb, err = read(ctx)
+		if errors.Is(err, ErrReadLive) {
+			fb, err = live(ctx)
+		}
+		if err != nil {
 			fb, note = nil, "kustomize-controller's --sops-age-secret could not be read: "+err.Error()
 		}
 	}

@@ -27,15 +27,19 @@ type BeforeOptions struct {
 	FluxVersion   string
 	// Force lets an apply take over a Flux managed by Flux itself.
 	Force bool
+	// YieldToOperator (up) leaves controllers the Flux Operator manages to
+	// it: the ownership gate warns and Before reports the FluxInstance.
+	YieldToOperator bool
 }
 
 // Before runs the gates that must hold before anything is applied. The
 // returned bool says the Flux namespace does not exist (read by the
-// namespace gate; false when it could not be read).
-func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) ([]gate.Check, bool) {
+// namespace gate; false when it could not be read); the string names the
+// FluxInstance the controllers are left to (YieldToOperator), "" otherwise.
+func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) ([]gate.Check, bool, string) {
 	reach, gitVersion := cl.Reachable(GateReachable)
 	if reach.Verdict != gate.Pass {
-		return []gate.Check{reach}, false
+		return []gate.Check{reach}, false, ""
 	}
 	out := []gate.Check{reach}
 
@@ -55,8 +59,9 @@ func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstruc
 		ver.Message = fmt.Sprintf("Kubernetes %s ≥ %s (Flux %s)", gitVersion, o.MinKubernetes, o.FluxVersion)
 	}
 	ns, absent := namespace(ctx, cl, o.Namespace)
-	out = append(out, ver, permissions(ctx, cl, objs), ns, ownership(ctx, cl, objs, o.Force, absent))
-	return out, absent
+	own, operator := ownership(ctx, cl, objs, o, absent)
+	out = append(out, ver, permissions(ctx, cl, objs), ns, own)
+	return out, absent, operator
 }
 
 // verbs this phase needs on every object it applies: server-side apply is
@@ -165,8 +170,11 @@ func namespace(ctx context.Context, cl *apply.Cluster, name string) (gate.Check,
 // operator; a change made here would be reverted by them.
 var managerLabels = []struct{ key, who string }{
 	{"kustomize.toolkit.fluxcd.io/name", "Flux Kustomization"},
-	{"fluxcd.controlplane.io/name", "Flux operator (FluxInstance)"},
+	{operatorLabel, "Flux operator (FluxInstance)"},
 }
+
+// operatorLabel is the Flux Operator's mark on what a FluxInstance applies.
+const operatorLabel = "fluxcd.controlplane.io/name"
 
 // ManagerLabels are the label keys (name and namespace) by which a Flux
 // Kustomization or the Flux operator marks what it applies; the ownership
@@ -181,7 +189,7 @@ func ManagerLabels() []string {
 
 // ownership is the ownership gate: the live Deployments, read with one
 // list (none when the namespace is absent), must carry no manager label.
-func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, force, nsAbsent bool) gate.Check {
+func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions, nsAbsent bool) (gate.Check, string) {
 	c := GateOwnership.New()
 	var deployments []*unstructured.Unstructured
 	for _, o := range objs {
@@ -191,8 +199,9 @@ func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unst
 	}
 	lv := apply.ReadLive(ctx, cl.Client, deployments, func(string) bool { return nsAbsent })
 	var owned []string
-	for _, o := range deployments {
-		live, err := lv.Get(ctx, o)
+	instance, byOperatorOnly := "", true
+	for _, d := range deployments {
+		live, err := lv.Get(ctx, d)
 		if err != nil || live == nil {
 			continue
 		}
@@ -200,14 +209,24 @@ func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unst
 		for _, ml := range managerLabels {
 			if name, ok := labels[ml.key]; ok {
 				ns := labels[strings.TrimSuffix(ml.key, "/name")+"/namespace"]
-				owned = append(owned, fmt.Sprintf("%s is managed by %s %s/%s (label %s)", apply.ID(o), ml.who, ns, name, ml.key))
+				owned = append(owned, fmt.Sprintf("%s is managed by %s %s/%s (label %s)", apply.ID(d), ml.who, ns, name, ml.key))
+				if ml.key == operatorLabel {
+					instance = ns + "/" + name
+				} else {
+					byOperatorOnly = false
+				}
 			}
 		}
 	}
 	switch {
 	case len(owned) == 0:
 		c.Verdict, c.Message = gate.Pass, "no Flux Kustomization or Flux operator manages these controllers"
-	case force:
+	case o.YieldToOperator && byOperatorOnly:
+		c.Verdict = gate.Warn
+		c.Message = fmt.Sprintf("the Flux Operator manages these controllers (FluxInstance %s): up leaves them to it and applies nothing of phase controllers; change them through the FluxInstance's spec", instance)
+		c.Evidence = owned
+		return c, instance
+	case o.Force:
 		c.Verdict = gate.Warn
 		c.Message = "--force: applying over a Flux that is managed by Flux itself or the Flux operator; it may revert this change"
 		c.Evidence = owned
@@ -216,5 +235,5 @@ func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unst
 		c.Message = "these controllers are managed by Flux itself or the Flux operator, which would revert this apply; change them through that owner, or pass --force"
 		c.Evidence = owned
 	}
-	return c
+	return c, ""
 }

@@ -95,7 +95,7 @@ func TestBeforeGates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cl := fakeCluster(t, tt.version, tt.denied, tt.objs...)
-			checks, _ := Before(context.Background(), cl, objs, BeforeOptions{Namespace: "flux-system", MinKubernetes: "v1.33.0", FluxVersion: "v2.9.5", Force: tt.force})
+			checks, _, _ := Before(context.Background(), cl, objs, BeforeOptions{Namespace: "flux-system", MinKubernetes: "v1.33.0", FluxVersion: "v2.9.5", Force: tt.force})
 			c := verdictOf(checks, tt.id)
 			if c.Verdict != tt.verdict || !strings.Contains(c.Message, tt.message) {
 				t.Fatalf("%s: %s %q, want %s containing %q (evidence %v)", tt.id, c.Verdict, c.Message, tt.verdict, tt.message, c.Evidence)

@@ -43,6 +43,9 @@ type Options struct {
 	PruneCRDs bool
 	// Timeout bounds the waits for CRDs and rollouts.
 	Timeout time.Duration
+	// YieldToOperator (up): controllers the Flux Operator manages are left
+	// to it; the phase warns and applies nothing.
+	YieldToOperator bool
 }
 
 // NewPhase is step 1: render with the overlays and prove them (offline),
@@ -69,7 +72,14 @@ type Phase struct {
 	// newNamespaces: the Flux namespace when the before-gates found it
 	// absent (nothing of the render is in it when the plan runs).
 	newNamespaces []string
+	// operator is the FluxInstance the controllers are left to
+	// (Options.YieldToOperator); the phase then applies nothing.
+	operator string
 }
+
+// Operator names the FluxInstance that manages the controllers when the
+// phase left them to it ("" otherwise).
+func (p *Phase) Operator() string { return p.operator }
 
 // Name implements pipeline.Phase.
 func (p *Phase) Name() string { return PhaseName }
@@ -108,9 +118,12 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 		return checks, err
 	}
 	c := p.opts.Render.Components
-	before, nsAbsent := Before(ctx, p.cl, p.objs, BeforeOptions{
-		Namespace: c.Namespace, MinKubernetes: p.opts.MinKubernetes, FluxVersion: c.FluxVersion, Force: p.opts.Force})
+	before, nsAbsent, operator := Before(ctx, p.cl, p.objs, BeforeOptions{
+		Namespace: c.Namespace, MinKubernetes: p.opts.MinKubernetes, FluxVersion: c.FluxVersion, Force: p.opts.Force, YieldToOperator: p.opts.YieldToOperator})
 	checks = append(checks, before...)
+	if p.operator = operator; operator != "" {
+		return checks, nil
+	}
 	p.newNamespaces = nil
 	if nsAbsent {
 		p.newNamespaces = []string{c.Namespace}
@@ -127,6 +140,9 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 // Do plans (a server-side dry run per object, and the prune of an earlier
 // install's leftovers) and, unless a dry run, migrates, applies and prunes.
 func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
+	if p.operator != "" {
+		return nil
+	}
 	r := run.Report
 	// The plan and the search for leftovers only read: side by side.
 	var plan []gate.ObjectChange
@@ -173,6 +189,9 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 
 // After waits for the rollouts and proves the live Deployments.
 func (p *Phase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+	if p.operator != "" {
+		return nil // nothing applied: the operator's controllers are its to prove
+	}
 	var workloads []*unstructured.Unstructured
 	for _, o := range p.objs {
 		if o.GetKind() == "Deployment" {

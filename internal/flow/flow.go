@@ -167,6 +167,9 @@ func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
 	if o.Controllers != nil {
 		co := *o.Controllers
 		co.Force, co.Timeout = o.Force, o.Timeout
+		// up runs what it may on a cluster the Flux Operator manages:
+		// the controllers are the operator's.
+		co.YieldToOperator = true
 		if built != nil {
 			// The bootstrap layout keeps the controllers' customization in
 			// the repository: the root applies it after the sync.
@@ -245,6 +248,9 @@ func (o Options) ageKey(built *rootsync.Render, ctrl *controllers.Phase) (pipeli
 		Rotate: o.AgeKey.Rotate, Force: o.Force, Env: built.Env}
 	if ctrl != nil {
 		ao.Fallback = func(context.Context) (*agekey.Fallback, error) {
+			if ctrl.Operator() != "" {
+				return nil, agekey.ErrReadLive // the operator's controllers run, not the render
+			}
 			return agekey.RenderedFallback(ctrl.Rendered(), "the render phase controllers applies")
 		}
 	}

@@ -12,6 +12,7 @@ package e2e
 // sync leaves them to the operator.
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/controllers"
@@ -76,31 +78,10 @@ func TestFluxInstanceRoot(t *testing.T) {
 		t.Cleanup(func() { _ = suite.client.Delete(timeoutCtx(t, 30*time.Second), s) })
 	}
 
+	newInstance := fluxInstanceKind(ctx, t)
+
 	t.Run("LeftToTheOperatorWhereItIs", func(t *testing.T) {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(fluxInstanceCRD())
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &unstructured.Unstructured{Object: m}
-		crd.SetAPIVersion("apiextensions.k8s.io/v1")
-		crd.SetKind("CustomResourceDefinition")
-		if err := suite.client.Create(ctx, crd); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = suite.client.Delete(timeoutCtx(t, 30*time.Second), crd) })
-		fi := &unstructured.Unstructured{}
-		fi.SetAPIVersion("fluxcd.controlplane.io/v1")
-		fi.SetKind("FluxInstance")
-		fi.SetNamespace(fluxNS)
-		fi.SetName("flux")
-		// The CRD is established within a moment; create retries until then.
-		deadline := time.Now().Add(time.Minute)
-		for err = suite.client.Create(ctx, fi); err != nil && time.Now().Before(deadline); err = suite.client.Create(ctx, fi) {
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("create FluxInstance: %v", err)
-		}
+		fi := newInstance()
 		// The operator makes the root here: sync applies nothing and waits
 		// for what it made (no operator runs in the sandbox, so nothing
 		// comes: exit 1 at the source, after a short wait).
@@ -160,11 +141,79 @@ func TestFluxInstanceRoot(t *testing.T) {
 		}
 	}
 	statusHealthy(t, "status of the FluxInstance-declared root", env...)
+	// On a cluster the operator manages (its FluxInstance, its labels on
+	// the controllers; the root and source it would have made are the ones
+	// up made above), up leaves the controllers alone and runs the rest.
+	t.Run("UpLeavesTheControllersToTheOperator", func(t *testing.T) {
+		fi := newInstance()
+		t.Cleanup(func() { _ = suite.client.Delete(timeoutCtx(t, 30*time.Second), fi) })
+		var ds appsv1.DeploymentList
+		if err := suite.client.List(ctx, &ds, client.InNamespace(fluxNS)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range ds.Items {
+			d := &ds.Items[i]
+			patch := []byte(`{"metadata":{"labels":{"fluxcd.controlplane.io/name":"flux","fluxcd.controlplane.io/namespace":"flux-system"}}}`)
+			if err := suite.client.Patch(ctx, d, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := kc.Spec.Template.Spec.Containers[0].Args
+		r := bootstrapJSON(t, append([]string{"up", "--flux-version", "v2.9.5", "--timeout", "2m"}, env...)...)
+		if r.code != 0 || !strings.Contains(r.report.check(controllers.GateOwnership.ID), "warn: the Flux Operator manages these controllers (FluxInstance flux-system/flux)") ||
+			!strings.Contains(r.report.check(rootsync.GateApplied.ID), "pass: nothing applied") || !strings.HasPrefix(r.report.check(nodeGate("cluster-apps")), "pass") {
+			t.Errorf("up on an operator-managed cluster: want exit 0, the controllers left alone, the sync proven\n%s", r)
+		}
+		if c := r.report.check(controllers.GateFlagsLive.ID); c != "missing" {
+			t.Errorf("%s ran on controllers up left alone: %s", controllers.GateFlagsLive.ID, c)
+		}
+		var after appsv1.Deployment
+		if err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "kustomize-controller"}, &after); err != nil || !slices.Equal(after.Spec.Template.Spec.Containers[0].Args, before) {
+			t.Errorf("kustomize-controller changed under the operator (%v): %q, was %q", err, after.Spec.Template.Spec.Containers[0].Args, before)
+		}
+	})
+
 	// The substitution reached the app: the prerequisite's and the
 	// ExternalSecret-made Secret's keys.
 	var cm corev1.ConfigMap
 	if err := suite.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "echo"}, &cm); err != nil || cm.Data["HOST"] != "echo.example.test" || cm.Data["TOKEN"] != "token" {
 		t.Errorf("default/echo: %v, data %v", err, cm.Data)
+	}
+}
+
+// fluxInstanceKind installs enough of the Flux Operator's CRD for a
+// FluxInstance to exist (the operator itself does not run here), removed
+// when the test ends, and returns a function creating FluxInstance
+// flux-system/flux.
+func fluxInstanceKind(ctx context.Context, t *testing.T) func() *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(fluxInstanceCRD())
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &unstructured.Unstructured{Object: m}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	if err := suite.client.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = suite.client.Delete(timeoutCtx(t, 30*time.Second), crd) })
+	return func() *unstructured.Unstructured {
+		fi := &unstructured.Unstructured{}
+		fi.SetAPIVersion("fluxcd.controlplane.io/v1")
+		fi.SetKind("FluxInstance")
+		fi.SetNamespace(fluxNS)
+		fi.SetName("flux")
+		// The CRD is established within a moment; create retries until then.
+		deadline := time.Now().Add(time.Minute)
+		err := suite.client.Create(ctx, fi)
+		for ; err != nil && time.Now().Before(deadline); err = suite.client.Create(ctx, fi) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("create FluxInstance: %v", err)
+		}
+		return fi
 	}
 }
 
