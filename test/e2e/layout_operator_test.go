@@ -69,13 +69,29 @@ func TestFluxInstanceRoot(t *testing.T) {
 	env := []string{"--repo", repoDir, "--path", "kubernetes/flux/cluster"}
 
 	// The prerequisite made out of band at bootstrap, in both namespaces
-	// that substitute from it.
+	// that substitute from it: the sync's gate refuses before it exists,
+	// and with a key the apps use missing, naming it; nothing is applied.
+	prereq := rootsync.GatePrerequisite.Each("Secret/default/cluster-secrets").ID
+	if r := bootstrapJSON(t, append([]string{"sync", "--timeout", "5s"}, env...)...); r.code != 1 || r.report.Changed ||
+		!strings.Contains(r.report.check(prereq), "fail: Secret/default/cluster-secrets not found") {
+		t.Errorf("sync before the prerequisite exists: want exit 1, nothing changed, %s failing\n%s", prereq, r)
+	}
 	for _, ns := range []string{fluxNS, "default"} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-secrets"}, StringData: map[string]string{"SECRET_DOMAIN": "example.test"}}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-secrets"}, StringData: map[string]string{"OTHER": "x"}}
 		if err := suite.client.Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = suite.client.Delete(timeoutCtx(t, 30*time.Second), s) })
+	}
+	if r := bootstrapJSON(t, append([]string{"sync", "--timeout", "5s"}, env...)...); r.code != 1 || r.report.Changed ||
+		!strings.Contains(r.report.check(prereq), "lacks key(s) SECRET_DOMAIN") {
+		t.Errorf("sync with the prerequisite lacking SECRET_DOMAIN: want exit 1, nothing changed, %s naming the key\n%s", prereq, r)
+	}
+	for _, ns := range []string{fluxNS, "default"} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-secrets"}, StringData: map[string]string{"SECRET_DOMAIN": "example.test"}}
+		if err := suite.client.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	newInstance := fluxInstanceKind(ctx, t)
