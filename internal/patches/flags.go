@@ -60,7 +60,8 @@ func ParseArgs(args []string) (Flags, error) {
 type GateDefault struct {
 	Controller string
 	Gate       string
-	// Since is the first controller version where the gate defaults to on.
+	// Since is the first controller version where the gate defaults to on;
+	// "" for an opt-in gate, off by default in every version recorded.
 	Since string
 }
 
@@ -70,8 +71,16 @@ const StrictSubstitution = "StrictPostBuildSubstitutions"
 // GateDefaults are the gate defaults the tool knows. Before Since a gate is
 // off.
 func GateDefaults() []GateDefault {
-	return []GateDefault{{Controller: "kustomize-controller", Gate: StrictSubstitution, Since: "v1.9.0"}}
+	return []GateDefault{
+		{Controller: "kustomize-controller", Gate: StrictSubstitution, Since: "v1.9.0"},
+		// internal/features (v1.9.5): opt-in from v1.7.
+		{Controller: "kustomize-controller", Gate: ExternalArtifact},
+	}
 }
+
+// ExternalArtifact is the gate without which kustomize-controller refuses a
+// Kustomization whose source is an ExternalArtifact.
+const ExternalArtifact = "ExternalArtifact"
 
 // Gate is a feature gate's effective value and why.
 type Gate struct {
@@ -91,7 +100,7 @@ func EffectiveGate(controller, version string, f Flags, gate string) Gate {
 	for _, d := range GateDefaults() {
 		if d.Controller == controller && d.Gate == gate && semver.IsValid(version) {
 			g.DefaultKnown = true
-			g.Default = semver.Compare(version, d.Since) >= 0
+			g.Default = d.Since != "" && semver.Compare(version, d.Since) >= 0
 		}
 	}
 	if v, ok := f.FeatureGates[gate]; ok {

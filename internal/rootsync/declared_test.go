@@ -2,9 +2,14 @@ package rootsync
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,4 +113,61 @@ func names(objs []*unstructured.Unstructured) []string {
 		out = append(out, u.GetKind()+"/"+u.GetName())
 	}
 	return out
+}
+
+// TestGateExternalArtifact: kustomize-controller refuses a Kustomization
+// whose source is an ExternalArtifact unless its ExternalArtifact gate is
+// on (v1.9.5 getSource), and the gate is opt-in: the live Deployment's args
+// and version decide.
+func TestGateExternalArtifact(t *testing.T) {
+	apps, err := os.ReadFile(filepath.Join(fixture, "clusters/base/apps.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const from = "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+	if !strings.Contains(string(apps), from) {
+		t.Fatalf("the fixture changed: no %q in clusters/base/apps.yaml", from)
+	}
+	repo := copyFixture(t, map[string]string{"clusters/base/apps.yaml": strings.Replace(string(apps), from, "  sourceRef:\n    kind: ExternalArtifact\n    name: apps\n", 1)})
+	r, err := Build(opts(repo, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := kube.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy := func(image string, args ...string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "kustomize-controller"},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: image, Args: args}}}}}}
+	}
+	const image = "ghcr.io/fluxcd/kustomize-controller:v1.9.5"
+	for _, tc := range []struct {
+		name    string
+		objs    []client.Object
+		verdict gate.Verdict
+		want    string
+	}{
+		{"the default (opt-in)", []client.Object{deploy(image, "--log-level=info")}, gate.Fail, "runs with ExternalArtifact=false (its default)"},
+		{"turned off", []client.Object{deploy(image, "--feature-gates=ExternalArtifact=false")}, gate.Fail, "ExternalArtifact=false (set so)"},
+		{"turned on", []client.Object{deploy(image, "--feature-gates=StrictPostBuildSubstitutions=true", "--feature-gates=ExternalArtifact=true")}, gate.Pass, "runs with ExternalArtifact=true"},
+		{"no Deployment", nil, gate.Skip, "could not be read"},
+		{"an untagged image", []client.Object{deploy("ghcr.io/fluxcd/kustomize-controller@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")}, gate.Skip, "its ExternalArtifact default is too"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
+			c := ExternalArtifactGate(context.Background(), cl, r)
+			if c.Verdict != tc.verdict || !strings.Contains(c.Message, tc.want) || (tc.verdict != gate.Skip && !strings.Contains(c.Message, "flux-system/apps")) {
+				t.Errorf("%s %s, want %s containing %q", c.Verdict, c.Message, tc.verdict, tc.want)
+			}
+		})
+	}
+	// Without an ExternalArtifact reader the gate does not ask.
+	plain, err := Build(opts(copyFixture(t, nil), "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ExternalArtifactGate(context.Background(), fake.NewClientBuilder().WithScheme(scheme).Build(), plain); c.Verdict != gate.Pass {
+		t.Errorf("no reader: %s %s", c.Verdict, c.Message)
+	}
 }

@@ -30,6 +30,7 @@ var (
 	GateDependsOn     = gate.Def{ID: "sync.depends-on", Phase: Phase, Stage: gate.Before, Title: "every dependsOn target is in the render"}
 	GateDecryption    = gate.Def{ID: "sync.decryption-secret", Phase: Phase, Stage: gate.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
 	GatePrerequisite  = gate.Def{ID: "sync.prerequisite", Phase: Phase, Stage: gate.Before, Title: "every substituteFrom object made outside the repository exists with the keys used", Prefix: true}
+	GateExternal      = gate.Def{ID: "sync.external-artifact", Phase: Phase, Stage: gate.Before, Title: "kustomize-controller reads ExternalArtifact sources"}
 	GateOperator      = gate.Def{ID: "sync.flux-operator", Phase: Phase, Stage: gate.Before, Title: "who makes the declared root: sync, or the Flux Operator"}
 	GateTemporary     = gate.Def{ID: "sync.temporary-source", Phase: Phase, Stage: gate.Before, Title: "source of the GitRepository"}
 	GateApplied       = gate.Def{ID: "sync.applied", Phase: Phase, Stage: gate.After, Title: "the root was applied"}
@@ -322,4 +323,58 @@ func operatorGate(ctx context.Context, cl client.Client, r *Render, temporary bo
 	c.Verdict = gate.Pass
 	c.Message = fmt.Sprintf("the Flux Operator manages this cluster (FluxInstance %s): it makes the root %s/%s and its source from spec.sync; sync applies nothing and proves them at the source's revision", instance, ns, r.Root.Name)
 	return c, instance
+}
+
+// ExternalArtifactGate is sync.external-artifact: a Kustomization whose
+// source is an ExternalArtifact (an ArtifactGenerator's output) is refused
+// by kustomize-controller unless its ExternalArtifact feature gate is on
+// (v1.9.5 kustomization_controller.go getSource: "can't access …,
+// ExternalArtifact feature gate is disabled"), and the gate is opt-in. Read
+// from the live Deployment's args and its version's default.
+func ExternalArtifactGate(ctx context.Context, cl client.Client, r *Render) gate.Check {
+	c := GateExternal.New()
+	var readers []string
+	for _, k := range r.Env.Kustomizations {
+		if fluxobj.KustomizationSource(k.Kustomization).Kind == sourcev1.ExternalArtifactKind {
+			readers = append(readers, k.Ref())
+		}
+	}
+	if len(readers) == 0 {
+		c.Verdict, c.Message = gate.Pass, "no Kustomization reads an ExternalArtifact"
+		return c
+	}
+	ns := r.Options.Namespace
+	var dep appsv1.Deployment
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kustomize-controller"}, &dep); err != nil {
+		c.Verdict = gate.Skip
+		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact, and Deployment %s/kustomize-controller could not be read to see its %s gate: %v", strings.Join(readers, ", "), ns, patches.ExternalArtifact, err)
+		return c
+	}
+	flags, err := patches.ManagerFlags(&dep)
+	if err != nil {
+		c.Verdict, c.Message = gate.Skip, fmt.Sprintf("Deployment %s/kustomize-controller: %v", ns, err)
+		return c
+	}
+	image := ""
+	for _, ctr := range dep.Spec.Template.Spec.Containers {
+		if ctr.Name == "manager" {
+			image = ctr.Image
+		}
+	}
+	version := patches.ImageVersion(image)
+	g := patches.EffectiveGate("kustomize-controller", version, flags, patches.ExternalArtifact)
+	c.Evidence = []string{"--feature-gates args, in order: " + orNone(flags.GateArgs), "image " + image}
+	switch {
+	case g.Value:
+		c.Verdict = gate.Pass
+		c.Message = fmt.Sprintf("kustomize-controller %s runs with %s=true; Kustomization(s) %s read an ExternalArtifact", version, patches.ExternalArtifact, strings.Join(readers, ", "))
+	case !g.Explicit && !g.DefaultKnown:
+		c.Verdict = gate.Skip
+		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact; kustomize-controller's version (image %q) is unknown, so its %s default is too", strings.Join(readers, ", "), image, patches.ExternalArtifact)
+	default:
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact, and kustomize-controller %s runs with %s=false (%s): it refuses them (\"can't access ExternalArtifact/…, %s feature gate is disabled\"); add --feature-gates=%s=true to kustomize-controller (and run source-watcher, which makes the artifacts)",
+			strings.Join(readers, ", "), version, patches.ExternalArtifact, map[bool]string{true: "set so", false: "its default"}[g.Explicit], patches.ExternalArtifact, patches.ExternalArtifact)
+	}
+	return c
 }

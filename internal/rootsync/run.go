@@ -72,7 +72,7 @@ func (p *SyncPhase) Name() string { return Phase }
 
 // Gates implements pipeline.Phase.
 func (p *SyncPhase) Gates() []gate.Def {
-	return []gate.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateOperator, GateDecryption, GatePrerequisite, GateTemporary,
+	return []gate.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateOperator, GateDecryption, GatePrerequisite, GateExternal, GateTemporary,
 		GateApplied, GateSourceReady, GateRootApplied, GateTemporaryKept}
 }
 
@@ -110,6 +110,7 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 	}
 	checks = append(checks, DecryptionSecrets(ctx, cl.Client, r)...)
 	checks = append(checks, Prerequisites(ctx, cl.Client, r)...)
+	checks = append(checks, ExternalArtifactGate(ctx, cl.Client, r))
 	if p.operator != "" {
 		return append(checks, GateTemporary.Pass(fmt.Sprintf("the source the Flux Operator makes from spec.sync, url %s", DeclaredOf(r.Source).URL))), nil
 	}

@@ -1,0 +1,123 @@
+package patches
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/semver"
+
+	"github.com/homelab-ops/bootstrap/internal/versions"
+)
+
+// TestGateDefaultsMatchTheController: every default GateDefaults records is
+// the one the controller's own code sets at the pinned version — the
+// features map of kustomize-controller's internal/features/features.go, read
+// from the Go module (the sandbox builds the controller from it).
+func TestGateDefaultsMatchTheController(t *testing.T) {
+	pins, err := versions.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := pins.All["KUSTOMIZE_CONTROLLER_VERSION"]
+	if version == "" {
+		t.Fatal("versions.env has no KUSTOMIZE_CONTROLLER_VERSION")
+	}
+	src := moduleFile(t, "github.com/fluxcd/kustomize-controller", version, "internal/features/features.go")
+	defaults := featureDefaults(t, src)
+	for _, d := range GateDefaults() {
+		if d.Controller != "kustomize-controller" {
+			continue
+		}
+		want, ok := defaults[d.Gate]
+		if !ok {
+			t.Errorf("kustomize-controller %s has no feature gate %s", version, d.Gate)
+			continue
+		}
+		got := d.Since != "" && semver.Compare(version, d.Since) >= 0
+		if got != want {
+			t.Errorf("GateDefaults: %s defaults to %t at kustomize-controller %s; its features.go says %t", d.Gate, got, version, want)
+		}
+	}
+}
+
+// moduleFile is a file of module@version from the module cache, downloaded
+// through the module proxy when absent; the test skips when it cannot be.
+func moduleFile(t *testing.T, module, version, rel string) string {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", module+"@"+version).Output()
+	if err != nil {
+		t.Skipf("cannot download %s@%s from the module proxy (%v): the controller's gate defaults are not compared", module, version, err)
+	}
+	const key = `"Dir": "`
+	i := strings.Index(string(out), key)
+	if i < 0 {
+		t.Skipf("go mod download %s@%s printed no Dir", module, version)
+	}
+	dir, _, _ := strings.Cut(string(out)[i+len(key):], `"`)
+	dir, err = strconv.Unquote(`"` + dir + `"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// featureDefaults reads `var features = map[string]bool{…}`: keys are
+// constants of the file, or fluxcd/pkg/runtime/controller's FeatureGateX
+// (whose value is X).
+func featureDefaults(t *testing.T, src string) map[string]bool {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "features.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]string{}
+	out := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		for i, name := range vs.Names {
+			if i >= len(vs.Values) {
+				continue
+			}
+			switch v := vs.Values[i].(type) {
+			case *ast.BasicLit:
+				if s, err := strconv.Unquote(v.Value); err == nil {
+					consts[name.Name] = s
+				}
+			case *ast.CompositeLit:
+				if name.Name != "features" {
+					continue
+				}
+				for _, e := range v.Elts {
+					kv := e.(*ast.KeyValueExpr)
+					var key string
+					switch k := kv.Key.(type) {
+					case *ast.Ident:
+						key = consts[k.Name]
+					case *ast.SelectorExpr:
+						key = strings.TrimPrefix(k.Sel.Name, "FeatureGate")
+					}
+					out[key] = kv.Value.(*ast.Ident).Name == "true"
+				}
+			}
+		}
+		return true
+	})
+	if len(out) == 0 {
+		t.Fatal("features.go: no features map")
+	}
+	return out
+}
