@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/crdschema/schematest"
 )
@@ -23,13 +22,8 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tc := range schematest.Cases() {
 		t.Run(tc.Name, func(t *testing.T) {
-			// Through JSON, as the API server decodes it (integers int64).
-			j, err := yaml.YAMLToJSON([]byte(tc.Doc))
+			u, err := tc.Object()
 			if err != nil {
-				t.Fatal(err)
-			}
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(j); err != nil {
 				t.Fatal(err)
 			}
 			before := u.DeepCopy()

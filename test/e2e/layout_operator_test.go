@@ -76,23 +76,23 @@ func TestFluxInstanceRoot(t *testing.T) {
 		!strings.Contains(r.report.check(prereq), "fail: Secret/default/cluster-secrets not found") {
 		t.Errorf("sync before the prerequisite exists: want exit 1, nothing changed, %s failing\n%s", prereq, r)
 	}
-	for _, ns := range []string{fluxNS, "default"} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-secrets"}, StringData: map[string]string{"OTHER": "x"}}
-		if err := suite.client.Create(ctx, s); err != nil {
-			t.Fatal(err)
+	// putPrereq server-side applies cluster-secrets with data in both
+	// namespaces; the Secrets go when the test ends.
+	putPrereq := func(data map[string]string) {
+		for _, ns := range []string{fluxNS, "default"} {
+			s := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-secrets"}, StringData: data}
+			if err := suite.client.Patch(ctx, s, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = suite.client.Delete(timeoutCtx(t, 30*time.Second), s) })
 		}
-		t.Cleanup(func() { _ = suite.client.Delete(timeoutCtx(t, 30*time.Second), s) })
 	}
+	putPrereq(map[string]string{"OTHER": "x"})
 	if r := bootstrapJSON(t, append([]string{"sync", "--timeout", "5s"}, env...)...); r.code != 1 || r.report.Changed ||
 		!strings.Contains(r.report.check(prereq), "lacks key(s) SECRET_DOMAIN") {
 		t.Errorf("sync with the prerequisite lacking SECRET_DOMAIN: want exit 1, nothing changed, %s naming the key\n%s", prereq, r)
 	}
-	for _, ns := range []string{fluxNS, "default"} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-secrets"}, StringData: map[string]string{"SECRET_DOMAIN": "example.test"}}
-		if err := suite.client.Update(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putPrereq(map[string]string{"SECRET_DOMAIN": "example.test"})
 
 	newInstance := fluxInstanceKind(ctx, t)
 

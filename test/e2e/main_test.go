@@ -25,10 +25,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -87,6 +89,10 @@ type envOptions struct {
 var suite *env
 
 func TestMain(m *testing.M) {
+	// As the CLI does: the suite's client logs the API server's warnings
+	// (an unknown field on create) through controller-runtime's logger,
+	// which prints a goroutine stack when none is set.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(run(m))
 }
 

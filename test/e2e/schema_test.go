@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
 	"github.com/homelab-ops/bootstrap/internal/crdschema/schematest"
@@ -33,12 +31,8 @@ func TestSchemaMatchesAPIServer(t *testing.T) {
 			continue
 		}
 		t.Run(tc.Name, func(t *testing.T) {
-			j, err := yaml.YAMLToJSON([]byte(tc.Doc))
+			u, err := tc.Object()
 			if err != nil {
-				t.Fatal(err)
-			}
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(j); err != nil {
 				t.Fatal(err)
 			}
 			offline := v.Validate(context.Background(), u)

@@ -4,7 +4,12 @@
 // kube-apiserver read the same table.
 package schematest
 
-import "strings"
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
 
 // FluxVersion is the release whose CRDs the cases are written for.
 const FluxVersion = "v2.9.5"
@@ -65,4 +70,15 @@ func Cases() []Case {
 		{Name: "a name the API refuses", Doc: strings.Replace(ks, "name: schema-apps", "name: Apps_1", 1), Errs: `metadata.name: Invalid value: "Apps_1"`},
 		{Name: "not a Flux group", Doc: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: flux-system\n", NotFlux: true},
 	}
+}
+
+// Object is the case's object as the API server decodes it: through JSON,
+// integers int64.
+func (c Case) Object() (*unstructured.Unstructured, error) {
+	j, err := yaml.YAMLToJSON([]byte(c.Doc))
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	return u, u.UnmarshalJSON(j)
 }
