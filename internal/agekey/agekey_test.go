@@ -584,3 +584,22 @@ func TestFallbackScope(t *testing.T) {
 		})
 	}
 }
+
+// TestScopeWarnsWithoutTheFallback: the key proves the files it decrypts,
+// but a Kustomization decrypting with provider sops and no secretRef where
+// kustomize-controller runs without --sops-age-secret would decrypt none of
+// its own: the scope passes no more, it warns, naming it.
+func TestScopeWarnsWithoutTheFallback(t *testing.T) {
+	isolate(t)
+	f := newFixture(t, nil)
+	s := scan(t, f.repo, "clusters/dev")
+	cs, _ := RepositoryChecks(parse(t, f.dev.file), s, gate.Before, false)
+	if c := find(t, cs, GateScope.ID); c.Verdict != gate.Pass {
+		t.Fatalf("precondition: %s %s", c.Verdict, c.Message)
+	}
+	s.NoFallback = []string{"flux-system/global"}
+	cs, _ = RepositoryChecks(parse(t, f.dev.file), s, gate.Before, false)
+	if c := find(t, cs, GateScope.ID); c.Verdict != gate.Warn || !strings.Contains(c.Message, "flux-system/global decrypt with provider sops and no secretRef") {
+		t.Errorf("%s %s, want a warning naming the Kustomization", c.Verdict, c.Message)
+	}
+}

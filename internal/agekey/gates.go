@@ -104,6 +104,10 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 			scope.Verdict, scope.Message = gate.Warn, why+"; installed anyway (--force)"
 		}
 	}
+	if len(s.NoFallback) > 0 && scope.Verdict == gate.Pass {
+		scope.Verdict = gate.Warn
+		scope.Message += fmt.Sprintf("; but Kustomization(s) %s decrypt with provider sops and no secretRef, and kustomize-controller runs without --sops-age-secret: their files would not decrypt", strings.Join(s.NoFallback, ", "))
+	}
 	checks = append(checks, scope)
 
 	for _, f := range s.Files {

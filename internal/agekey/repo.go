@@ -67,6 +67,10 @@ type Scope struct {
 	// Fallback is kustomize-controller's --sops-age-secret, nil when it
 	// was not needed or could not be read.
 	Fallback *Fallback
+	// NoFallback names the Kustomizations that decrypt with provider sops
+	// and no secretRef where kustomize-controller runs without
+	// --sops-age-secret: the controller would decrypt none of their files.
+	NoFallback []string
 }
 
 // decryptsWith says whether k decrypts with the Secret: by its secretRef,
@@ -155,6 +159,7 @@ func ScopeOf(e *fluxrepo.Env, secretName string, fb *Fallback) (*Scope, error) {
 			s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s: sops decryption without a secretRef reads kustomize-controller's --sops-age-secret, which was not read; not checked", k.Ref()))
 			continue
 		case k.SecretRef == "" && fb.Name == "":
+			s.NoFallback = append(s.NoFallback, k.Ref())
 			s.Notes = append(s.Notes, fmt.Sprintf("Kustomization %s: sops decryption without a secretRef, and kustomize-controller (%s) runs without --sops-age-secret: the controller would not decrypt its SOPS files; set its spec.decryption.secretRef.name to %s, or add --sops-age-secret=%s to kustomize-controller", k.Ref(), fb.From, secretName, secretName))
 			continue
 		case k.SecretRef == "" && !s.decryptsWith(k):

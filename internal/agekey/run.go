@@ -71,7 +71,7 @@ func (o *Options) scan(ctx context.Context, live FallbackSource) (*Scope, error)
 	return s, err
 }
 
-// liveFallback is the fallback read from the live Deployment, over the
+// liveFallbackOver is the fallback read from the live Deployment, over the
 // phase's connection (made once).
 func liveFallbackOver(connect func() (client.Client, error), namespace string) FallbackSource {
 	return func(ctx context.Context) (*Fallback, error) {
@@ -83,7 +83,9 @@ func liveFallbackOver(connect func() (client.Client, error), namespace string) F
 	}
 }
 
-// Connect opens the cluster lazily: the gates before it run offline.
+// Connect opens the cluster lazily: the gates before it need no cluster,
+// except to read kustomize-controller's --sops-age-secret when the scope
+// needs it and no render gives it.
 type Connect func() (client.Client, *ssa.ResourceManager, error)
 
 // conn is a phase's connection, opened once, when first needed.

@@ -437,3 +437,17 @@ func TestSharedModelThatKeptGoing(t *testing.T) {
 		t.Fatalf("err = %v, want the input error naming missing.yaml", err)
 	}
 }
+
+// TestSchemaSkipsEncrypted: a SOPS-encrypted Flux object is decrypted by
+// kustomize-controller before it is applied, so its ciphertext values and
+// its sops field are not judged by the CRD schema.
+func TestSchemaSkipsEncrypted(t *testing.T) {
+	rep := run(t, fixture(t,
+		mutation{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  driftDetection:\n    mode: ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]\n  chartRef:\n    kind: OCIRepository\n"},
+		mutation{"apps/releases.yaml", "", "sops:\n  version: 3.9.0\n  mac: ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]\n"}))
+	for _, c := range rep.Checks {
+		if strings.Contains(text(c), "[schema]") {
+			t.Errorf("an encrypted object was judged by the schema: %s", text(c))
+		}
+	}
+}

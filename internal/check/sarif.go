@@ -27,6 +27,7 @@ var detectorText = map[Detector]string{
 	ChartSource:   "HelmRelease whose chart source is invalid or not rendered by the environment",
 	TypeChange:    "built-in object invalid after substitution (a value whose YAML type changed): the API server refuses it",
 	BadCEL:        "readyExpr or healthCheckExprs the controller cannot compile: the object stalls",
+	Schema:        "Flux object the API server refuses (or whose field it drops) under the Flux release's CRDs",
 }
 
 type sarifMessage struct {
@@ -61,7 +62,7 @@ type sarifResult struct {
 // notes) as a SARIF 2.1.0 log; file paths are relative to the repository.
 func WriteSARIF(w io.Writer, r *Result) error {
 	var rules []sarifRule
-	for _, d := range []Detector{Undefined, DefaultOp, ParseError, Literal, KnobEnv, Prerequisite, KnobUnused, Cycle, Dangling, Unreachable, RootWait, NoRoot, RaceDep, Prune, HelmDependsOn, ChartSource, BadCEL, TypeChange} {
+	for _, d := range []Detector{Undefined, DefaultOp, ParseError, Literal, KnobEnv, Prerequisite, KnobUnused, Cycle, Dangling, Unreachable, RootWait, NoRoot, RaceDep, Prune, HelmDependsOn, ChartSource, BadCEL, TypeChange, Schema} {
 		rules = append(rules, sarifRule{ID: string(d), ShortDescription: sarifMessage{detectorText[d]}})
 	}
 	rules = append(rules, sarifRule{ID: "not-checked", ShortDescription: sarifMessage{"a gate that could not be checked (the run is incomplete)"}})

@@ -211,7 +211,10 @@ func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unst
 				ns := labels[strings.TrimSuffix(ml.key, "/name")+"/namespace"]
 				owned = append(owned, fmt.Sprintf("%s is managed by %s %s/%s (label %s)", apply.ID(d), ml.who, ns, name, ml.key))
 				if ml.key == operatorLabel {
-					instance = ns + "/" + name
+					instance = name
+					if ns != "" {
+						instance = ns + "/" + name
+					}
 				} else {
 					byOperatorOnly = false
 				}
@@ -221,7 +224,7 @@ func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unst
 	switch {
 	case len(owned) == 0:
 		c.Verdict, c.Message = gate.Pass, "no Flux Kustomization or Flux operator manages these controllers"
-	case o.YieldToOperator && byOperatorOnly:
+	case o.YieldToOperator && byOperatorOnly && !o.Force:
 		c.Verdict = gate.Warn
 		c.Message = fmt.Sprintf("the Flux Operator manages these controllers (FluxInstance %s): up leaves them to it and applies nothing of phase controllers; change them through the FluxInstance's spec", instance)
 		c.Evidence = owned

@@ -226,10 +226,11 @@ func (o Options) static(built *rootsync.Render, r *gate.Report) []pipeline.Phase
 	co := check.Options{
 		Options: fluxrepo.Options{Repo: b.Repo, Path: b.Path, Namespace: b.Namespace, RootName: b.RootName},
 		Compare: o.Static.Compare, NoCompare: o.Static.NoCompare, Env: built.Env}
-	if o.Controllers != nil {
+	if c := o.Controllers; c != nil && c.Render.Components.Manifests == "" {
 		// The Flux objects are validated by the CRDs of the release up
-		// installs.
-		co.FluxVersion = o.Controllers.Render.Components.FluxVersion
+		// installs (with --manifests the version only labels the objects:
+		// the pinned release's CRDs then).
+		co.FluxVersion = c.Render.Components.FluxVersion
 	}
 	return []pipeline.Phase{&check.Phase{Options: co}}
 }

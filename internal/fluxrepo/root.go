@@ -167,6 +167,8 @@ type declaredSync struct {
 	patches      []kustypes.Patch
 	patchesLoc   Location
 	patchesField string
+	// patchesErr: kustomize.patches is there but is not a list of patches.
+	patchesErr error
 }
 
 // syncDeclarations reads every spec.sync of the repository copy: a
@@ -216,9 +218,14 @@ func (ix *fileIndex) syncDeclarations() []declaredSync {
 				continue
 			}
 			d := declaredSync{sync: s, namespace: ns, loc: Location{File: rel, Line: node.Line}, how: how}
-			if pn := value(child(parent, "kustomize"), "patches"); pn != nil && pn.Kind == yaml.SequenceNode && pn.Decode(&d.patches) == nil {
+			if pn := value(child(parent, "kustomize"), "patches"); pn != nil {
 				d.patchesLoc = Location{File: rel, Line: pn.Line}
 				d.patchesField = map[string]string{"FluxInstance": "spec.kustomize.patches", "HelmRelease values": "spec.values.instance.kustomize.patches", "values file": "instance.kustomize.patches"}[how]
+				if pn.Kind != yaml.SequenceNode {
+					d.patchesErr = errors.New("not a list")
+				} else if err := pn.Decode(&d.patches); err != nil {
+					d.patchesErr = err
+				}
 			}
 			out = append(out, d)
 		}
@@ -283,6 +290,9 @@ func (l *loader) declaredRoot(root string) error {
 		loc = d.loc
 		if err := CheckSync(s, fmt.Sprintf("%s: %s spec.sync", d.loc, d.how)); err != nil {
 			return err
+		}
+		if d.patchesErr != nil {
+			return gate.InputErrorf("%s: %s: %v; write each patch as {patch: …, target: {kind: …, name: …}}", d.patchesLoc, d.patchesField, d.patchesErr)
 		}
 		e.Origin = Origin{Layout: LayoutFluxInstance, Location: d.loc, Sync: s, Patches: d.patches, PatchesLocation: d.patchesLoc, PatchesField: d.patchesField}
 	default:

@@ -130,6 +130,12 @@ func ManagerFlags(dep *appsv1.Deployment) (Flags, error) {
 	return ParseArgs(managerContainer(dep.Spec.Template.Spec.Containers).Args)
 }
 
+// ManagerImage is the image of a Flux controller Deployment's manager
+// container (the first container when none is named so).
+func ManagerImage(dep *appsv1.Deployment) string {
+	return managerContainer(dep.Spec.Template.Spec.Containers).Image
+}
+
 // SOPSAgeFlag is kustomize-controller's flag naming the fallback age key.
 const SOPSAgeFlag = "sops-age-secret"
 

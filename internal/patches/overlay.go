@@ -51,7 +51,7 @@ type Overlay struct {
 // InlineOverlay is the overlay of patches declared in a manifest — a
 // FluxInstance's spec.kustomize.patches, which the Flux Operator applies to
 // the manifests it generates — named for messages by where (the file, line
-// and field). Only inline patches (patch: with a target) are allowed there.
+// and field). Only inline patches (patch:) are allowed there.
 func InlineOverlay(ps []types.Patch, where string) (*Overlay, error) {
 	for i, p := range ps {
 		if p.Path != "" || p.Patch == "" {

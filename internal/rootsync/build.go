@@ -74,8 +74,8 @@ func Build(o Options) (*Render, error) {
 	}
 	r := &Render{Options: o, Objects: objs, Env: env}
 	if env.Origin.Layout == fluxrepo.LayoutFluxInstance && env.Root != nil {
-		// No Flux Operator applies it here (sync refuses a cluster it
-		// manages): sync creates what the operator would.
+		// Sync creates what the operator would where none runs (and,
+		// where one does, applies nothing: sync.flux-operator).
 		declared, err := declaredObjects(env)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package rootsync
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
 )
 
 const operatorLayout = "../../testdata/layouts/operator"
@@ -169,5 +172,21 @@ func TestGateExternalArtifact(t *testing.T) {
 	}
 	if c := ExternalArtifactGate(context.Background(), fake.NewClientBuilder().WithScheme(scheme).Build(), plain); c.Verdict != gate.Pass {
 		t.Errorf("no reader: %s %s", c.Verdict, c.Message)
+	}
+}
+
+// TestDeclaredRootRefusesSourceBranch: a declared source is applied by
+// nothing in git after the cutover, so a temporary branch would replace
+// its declared ref for good: refused before the first request.
+func TestDeclaredRootRefusesSourceBranch(t *testing.T) {
+	connected := false
+	p := NewPhase(RunOptions{Build: Options{Repo: operatorLayout, Path: "kubernetes/flux/cluster", Namespace: "flux-system", RootName: "flux-system"},
+		Source: &Temporary{URL: "https://mirror.example.invalid/fleet.git", Branch: "bring-up"}}, func() (*apply.Cluster, error) {
+		connected = true
+		return nil, errors.New("no cluster here")
+	})
+	_, err := p.Before(context.Background(), &pipeline.Run{Report: gate.NewReport("sync")})
+	if !gate.IsInput(err) || !strings.Contains(err.Error(), "--source-branch bring-up") || !strings.Contains(err.Error(), "ref refs/heads/main") || connected {
+		t.Errorf("err %v (connected %t), want an input error naming the flag and the declared ref, before any request", err, connected)
 	}
 }

@@ -355,12 +355,7 @@ func ExternalArtifactGate(ctx context.Context, cl client.Client, r *Render) gate
 		c.Verdict, c.Message = gate.Skip, fmt.Sprintf("Deployment %s/kustomize-controller: %v", ns, err)
 		return c
 	}
-	image := ""
-	for _, ctr := range dep.Spec.Template.Spec.Containers {
-		if ctr.Name == "manager" {
-			image = ctr.Image
-		}
-	}
+	image := patches.ManagerImage(&dep)
 	version := patches.ImageVersion(image)
 	g := patches.EffectiveGate("kustomize-controller", version, flags, patches.ExternalArtifact)
 	c.Evidence = []string{"--feature-gates args, in order: " + orNone(flags.GateArgs), "image " + image}

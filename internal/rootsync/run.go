@@ -91,6 +91,12 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 		}
 	}
 	p.Render = r
+	if r.Declared != nil && p.o.Source != nil && p.o.Source.Branch != "" {
+		// Nothing in git re-creates a declared source: the cutover would
+		// keep the temporary branch in place of the declared ref.
+		return nil, gate.InputErrorf("--source-branch %s: the root's source is declared by the FluxInstance spec.sync at %s (ref %s), which nothing in git applies again after the cutover; drop --source-branch (the temporary source serves the declared ref)",
+			p.o.Source.Branch, r.Declared.Location, r.Declared.Sync.Ref)
+	}
 	checks := Static(r)
 	if gate.Blocks(checks...) {
 		return checks, nil
