@@ -200,9 +200,16 @@ func BenchmarkCheckHomelabShape(b *testing.B) {
 	for _, mode := range []struct {
 		name     string
 		upstream bool
-	}{{"check", false}, {"upstream-builds", true}} {
+		disable  map[Detector]bool
+	}{
+		{"check", false, nil},
+		// The cost of validating every Flux object against the CRDs, side
+		// by side (the validators are built once per process either way).
+		{"check-without-schema", false, map[Detector]bool{Schema: true}},
+		{"upstream-builds", true, nil},
+	} {
 		b.Run(mode.name, func(b *testing.B) {
-			o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench", UpstreamBuild: mode.upstream}, NoCompare: true}
+			o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench", UpstreamBuild: mode.upstream}, NoCompare: true, Disable: mode.disable}
 			for b.Loop() {
 				r, err := Run(context.Background(), o)
 				if err != nil {
