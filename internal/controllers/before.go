@@ -173,8 +173,12 @@ var managerLabels = []struct{ key, who string }{
 	{operatorLabel, "Flux operator (FluxInstance)"},
 }
 
-// operatorLabel is the Flux Operator's mark on what a FluxInstance applies.
-const operatorLabel = "fluxcd.controlplane.io/name"
+// operatorLabel and operatorNamespaceLabel are the Flux Operator's mark on
+// what a FluxInstance applies.
+const (
+	operatorLabel          = "fluxcd.controlplane.io/name"
+	operatorNamespaceLabel = "fluxcd.controlplane.io/namespace"
+)
 
 // ManagerLabels are the label keys (name and namespace) by which a Flux
 // Kustomization or the Flux operator marks what it applies; the ownership

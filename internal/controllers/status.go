@@ -168,8 +168,19 @@ func (p *StatusPhase) Do(context.Context, *pipeline.Run) error { return nil }
 func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
 	live := apply.ReadLive(ctx, p.cl.Client, p.objs, nil)
 	var lines, unread []string
+	instance, deployments, byOperator := "", 0, 0
 	for _, o := range p.objs {
 		l, err := live.Get(ctx, o)
+		if err == nil && l != nil && o.GetKind() == "Deployment" {
+			deployments++
+			if name := l.GetLabels()[operatorLabel]; name != "" {
+				byOperator++
+				instance = name
+				if ns := l.GetLabels()[operatorNamespaceLabel]; ns != "" {
+					instance = ns + "/" + name
+				}
+			}
+		}
 		switch {
 		case err != nil:
 			unread = append(unread, fmt.Sprintf("%s: %v", apply.ID(o), err))
@@ -196,6 +207,24 @@ func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
 		}
 	}
 	drift := GateDrift.New()
+	if deployments > 0 && byOperator == deployments {
+		// The operator reconciles the controllers to its FluxInstance, not
+		// to this tool's render: drift from the render is not a defect, and
+		// the flags are the instance's. The rollouts still are the
+		// cluster's health.
+		drift.Verdict = gate.Warn
+		drift.Message = fmt.Sprintf("the Flux Operator manages the controllers (FluxInstance %s): they follow its spec, not this tool's render, so drift from the render of Flux %s is not judged", instance, p.out.Facts["fluxVersion"])
+		drift.Evidence = lines
+		flags := GateFlagsLive.New()
+		flags.Verdict, flags.Message = gate.Warn, "not compared: the Flux Operator (FluxInstance "+instance+") sets the controllers' flags"
+		out := []gate.Check{drift, flags}
+		for _, c := range After(ctx, p.cl, p.out.Overlay.Final) {
+			if c.ID != GateFlagsLive.ID {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
 	switch {
 	case len(lines) > 0:
 		drift.Verdict = gate.Fail

@@ -38,6 +38,9 @@ func TestStatusDrift(t *testing.T) {
 		{"no drift", liveDeployment(strict, "2", 1), gate.Pass, "all 1 object(s)"},
 		{"strict flag removed", liveDeployment([]string{"--log-level=info"}, "2", 1), gate.Fail, "configured Deployment/flux-system/kustomize-controller (pod template changes: restarts)"},
 		{"Deployment deleted", nil, gate.Fail, "created Deployment/flux-system/kustomize-controller"},
+		// The operator reconciles them to its FluxInstance: drift from this
+		// tool's render is not judged, the rollout still is.
+		{"managed by the Flux Operator", operatorManaged(liveDeployment([]string{"--log-level=info"}, "2", 1)), gate.Warn, "the Flux Operator manages the controllers (FluxInstance flux-system/flux)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,6 +59,18 @@ func TestStatusDrift(t *testing.T) {
 			if f := verdictOf(checks, GateFlagsLive.ID); f.Verdict != tt.verdict {
 				t.Errorf("flags-live: %s %q, want %s", f.Verdict, f.Message, tt.verdict)
 			}
+			if r := verdictOf(checks, GateRollout.ID); tt.live != nil && r.Verdict != gate.Pass {
+				t.Errorf("rollout: %s %q, want pass", r.Verdict, r.Message)
+			}
 		})
 	}
+}
+
+func operatorManaged(d *appsv1.Deployment) *appsv1.Deployment {
+	if d.Labels == nil {
+		d.Labels = map[string]string{}
+	}
+	d.Labels[operatorLabel] = "flux"
+	d.Labels[operatorNamespaceLabel] = "flux-system"
+	return d
 }

@@ -183,6 +183,11 @@ func TestFluxInstanceRoot(t *testing.T) {
 		if c := r.report.check(controllers.GateFlagsLive.ID); c != "missing" {
 			t.Errorf("%s ran on controllers up left alone: %s", controllers.GateFlagsLive.ID, c)
 		}
+		// status: the controllers are the operator's, not compared with
+		// this tool's render; the rest of the cluster is judged as ever.
+		if st := statusCLI(t, env...); st.code != 0 || !strings.HasPrefix(st.report.check(controllers.GateDrift.ID), "warn: the Flux Operator manages the controllers (FluxInstance flux-system/flux)") {
+			t.Errorf("status on an operator-managed cluster: want exit 0 with the drift not judged\n%s", st)
+		}
 		var after appsv1.Deployment
 		if err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "kustomize-controller"}, &after); err != nil || !slices.Equal(after.Spec.Template.Spec.Containers[0].Args, before) {
 			t.Errorf("kustomize-controller changed under the operator (%v): %q, was %q", err, after.Spec.Template.Spec.Containers[0].Args, before)
