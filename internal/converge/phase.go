@@ -320,5 +320,5 @@ func (p *Phase) additiveCEL(ctx context.Context) bool {
 		return false
 	}
 	f, _ := patches.ManagerFlags(&dep)
-	return f.FeatureGates[fluxobj.AdditiveCELDependencyCheck]
+	return patches.EffectiveGate("helm-controller", patches.ImageVersion(patches.ManagerImage(&dep)), f, fluxobj.AdditiveCELDependencyCheck).Value
 }

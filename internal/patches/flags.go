@@ -75,6 +75,8 @@ func GateDefaults() []GateDefault {
 		{Controller: "kustomize-controller", Gate: StrictSubstitution, Since: "v1.9.0"},
 		// internal/features (v1.9.5): opt-in from v1.7.
 		{Controller: "kustomize-controller", Gate: ExternalArtifact},
+		// internal/features (v1.6.4): opt-in from v1.4.0.
+		{Controller: "helm-controller", Gate: "AdditiveCELDependencyCheck"},
 	}
 }
 

@@ -18,32 +18,44 @@ import (
 
 // TestGateDefaultsMatchTheController: every default GateDefaults records is
 // the one the controller's own code sets at the pinned version — the
-// features map of kustomize-controller's internal/features/features.go, read
-// from the Go module (the sandbox builds the controller from it).
+// features map of kustomize- and helm-controller's
+// internal/features/features.go, read from the Go module (the sandbox
+// builds the controllers from it).
 func TestGateDefaultsMatchTheController(t *testing.T) {
 	pins, err := versions.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	version := pins.All["KUSTOMIZE_CONTROLLER_VERSION"]
-	if version == "" {
-		t.Fatal("versions.env has no KUSTOMIZE_CONTROLLER_VERSION")
-	}
-	src := moduleFile(t, "github.com/fluxcd/kustomize-controller", version, "internal/features/features.go")
-	defaults := featureDefaults(t, src)
-	for _, d := range GateDefaults() {
-		if d.Controller != "kustomize-controller" {
-			continue
-		}
-		want, ok := defaults[d.Gate]
-		if !ok {
-			t.Errorf("kustomize-controller %s has no feature gate %s", version, d.Gate)
-			continue
-		}
-		got := d.Since != "" && semver.Compare(version, d.Since) >= 0
-		if got != want {
-			t.Errorf("GateDefaults: %s defaults to %t at kustomize-controller %s; its features.go says %t", d.Gate, got, version, want)
-		}
+	for _, c := range []struct{ controller, pin string }{
+		{"kustomize-controller", "KUSTOMIZE_CONTROLLER_VERSION"},
+		{"helm-controller", "HELM_CONTROLLER_VERSION"},
+	} {
+		t.Run(c.controller, func(t *testing.T) {
+			version := pins.All[c.pin]
+			if version == "" {
+				t.Fatalf("versions.env has no %s", c.pin)
+			}
+			src := moduleFile(t, "github.com/fluxcd/"+c.controller, version, "internal/features/features.go")
+			defaults := featureDefaults(t, src)
+			n := 0
+			for _, d := range GateDefaults() {
+				if d.Controller != c.controller {
+					continue
+				}
+				n++
+				want, ok := defaults[d.Gate]
+				if !ok {
+					t.Errorf("%s %s has no feature gate %s", c.controller, version, d.Gate)
+					continue
+				}
+				if got := d.Since != "" && semver.Compare(version, d.Since) >= 0; got != want {
+					t.Errorf("GateDefaults: %s defaults to %t at %s %s; its features.go says %t", d.Gate, got, c.controller, version, want)
+				}
+			}
+			if n == 0 {
+				t.Errorf("GateDefaults records no gate of %s", c.controller)
+			}
+		})
 	}
 }
 
