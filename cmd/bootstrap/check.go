@@ -48,24 +48,7 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
   bootstrap check --env prod --compare clusters/dev -o json
   bootstrap check --path clusters/staging --sarif check.sarif --junit check.xml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			run := a.s.NewRun("check", false)
-			if err := check.Preflight(o); err != nil {
-				return a.s.Fail(cmd.Context(), run.Report, err)
-			}
-			var err error
-			o.Repo = rf.repo
-			if o.Path, err = rf.resolve(); err != nil {
-				return a.s.Fail(cmd.Context(), run.Report, err)
-			}
-			if o.Sync, err = root.sync(); err != nil {
-				return a.s.Fail(cmd.Context(), run.Report, err)
-			}
-			o.FluxInstance = root.fluxInstance
-			run.Report.Facts["path"] = o.Path
-			phase := &check.Phase{Options: o}
-			return a.s.ExecuteThen(cmd.Context(), run, func() error { return writeSARIF(sarif, phase.Result) }, phase)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.check(cmd, o, rf, root, sarif) },
 	}
 	fl := cmd.Flags()
 	rf.add(fl)
@@ -76,6 +59,26 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 	fl.StringVar(&o.FluxVersion, "flux-version", a.pins.FluxVersion, "the Flux release whose CRDs validate the environment's Flux objects (embedded: "+strings.Join(a.pins.EmbeddedFluxVersions, ", ")+")")
 	fl.Var(input.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd
+}
+
+// check validates the flags, then runs phase static and writes --sarif.
+func (a *app) check(cmd *cobra.Command, o check.Options, rf repoFlags, root rootFlags, sarif string) error {
+	run := a.s.NewRun("check", false)
+	if err := check.Preflight(o); err != nil {
+		return a.s.Fail(cmd.Context(), run.Report, err)
+	}
+	var err error
+	o.Repo = rf.repo
+	if o.Path, err = rf.resolve(); err != nil {
+		return a.s.Fail(cmd.Context(), run.Report, err)
+	}
+	if o.Sync, err = root.sync(); err != nil {
+		return a.s.Fail(cmd.Context(), run.Report, err)
+	}
+	o.FluxInstance = root.fluxInstance
+	run.Report.Facts["path"] = o.Path
+	phase := &check.Phase{Options: o}
+	return a.s.ExecuteThen(cmd.Context(), run, func() error { return writeSARIF(sarif, phase.Result) }, phase)
 }
 
 // writeSARIF writes the findings to --sarif (when given and the check ran).

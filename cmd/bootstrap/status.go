@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
+	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/flow"
@@ -137,19 +138,25 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 	if !live {
 		flow.Declare(&co, render)
 		phases = append(phases, agekey.NewVerifyPhase(agekey.Options{Repo: repo, Path: path, Namespace: ns, SecretName: sf.secretName, Env: render.Env, IfNeeded: true},
-			func() (client.Client, *ssa.ResourceManager, error) {
-				cl, err := connect()
-				if err != nil {
-					return nil, nil, err
-				}
-				return cl.Client, nil, nil
-			}))
+			readOnlyAgeKey(connect)))
 	}
 	phases = append(phases,
 		status.NewSourcePhase(status.SourceOptions{Root: co.Root, Render: render}, connect),
 		converge.NewStatusPhase(connect, co),
 		status.NewReadOnlyPhase(rec))
 	return phases, nil
+}
+
+// readOnlyAgeKey is connect as the age-key phases take it, with no
+// resource manager: status writes nothing.
+func readOnlyAgeKey(connect func() (*apply.Cluster, error)) agekey.Connect {
+	return func() (client.Client, *ssa.ResourceManager, error) {
+		cl, err := connect()
+		if err != nil {
+			return nil, nil, err
+		}
+		return cl.Client, nil, nil
+	}
 }
 
 // watchStatus evaluates, then again on every change the watches see, until

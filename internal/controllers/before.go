@@ -180,6 +180,19 @@ const (
 	operatorNamespaceLabel = "fluxcd.controlplane.io/namespace"
 )
 
+// operatorOf is the FluxInstance (namespace/name, or name alone) whose
+// labels the Flux Operator put on an object; false when none.
+func operatorOf(labels map[string]string) (string, bool) {
+	name := labels[operatorLabel]
+	if name == "" {
+		return "", false
+	}
+	if ns := labels[operatorNamespaceLabel]; ns != "" {
+		return ns + "/" + name, true
+	}
+	return name, true
+}
+
 // ManagerLabels are the label keys (name and namespace) by which a Flux
 // Kustomization or the Flux operator marks what it applies; the ownership
 // gate refuses an apply over Deployments that carry the name label.
@@ -215,10 +228,7 @@ func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unst
 				ns := labels[strings.TrimSuffix(ml.key, "/name")+"/namespace"]
 				owned = append(owned, fmt.Sprintf("%s is managed by %s %s/%s (label %s)", apply.ID(d), ml.who, ns, name, ml.key))
 				if ml.key == operatorLabel {
-					instance = name
-					if ns != "" {
-						instance = ns + "/" + name
-					}
+					instance, _ = operatorOf(labels)
 				} else {
 					byOperatorOnly = false
 				}

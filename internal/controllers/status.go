@@ -173,12 +173,9 @@ func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
 		l, err := live.Get(ctx, o)
 		if err == nil && l != nil && o.GetKind() == "Deployment" {
 			deployments++
-			if name := l.GetLabels()[operatorLabel]; name != "" {
+			if in, ok := operatorOf(l.GetLabels()); ok {
 				byOperator++
-				instance = name
-				if ns := l.GetLabels()[operatorNamespaceLabel]; ns != "" {
-					instance = ns + "/" + name
-				}
+				instance = in
 			}
 		}
 		switch {

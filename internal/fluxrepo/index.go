@@ -90,15 +90,8 @@ func keyNode(m *yaml.Node, key string) *yaml.Node {
 }
 
 func child(m *yaml.Node, key string) *yaml.Node {
-	if m == nil {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			if v := m.Content[i+1]; v.Kind == yaml.MappingNode {
-				return v
-			}
-		}
+	if v := value(m, key); v != nil && v.Kind == yaml.MappingNode {
+		return v
 	}
 	return nil
 }
