@@ -172,7 +172,7 @@ func TestBuild(t *testing.T) {
 		{name: "extract of a plain file", sources: map[string]map[string]string{"src": {"a.yaml": "a"}},
 			copy: []swapi.CopyOperation{{From: "@src/a.yaml", To: "@artifact/", Strategy: swapi.ExtractStrategy}}, wantErr: "extract strategy requires tarball file (.tar.gz or .tgz), got 'a.yaml'"},
 		{name: "merge of what is not YAML", sources: map[string]map[string]string{"src": {"a.yaml": "a: 1\n", "b.yaml": "- [x\n"}},
-			copy: []swapi.CopyOperation{cp("@src/a.yaml", "@artifact/v.yaml"), {From: "@src/b.yaml", To: "@artifact/v.yaml", Strategy: swapi.MergeStrategy}},
+			copy:    []swapi.CopyOperation{cp("@src/a.yaml", "@artifact/v.yaml"), {From: "@src/b.yaml", To: "@artifact/v.yaml", Strategy: swapi.MergeStrategy}},
 			wantErr: "cannot unmarshal YAML document"},
 	}
 	bundle := tgz(t, map[string]string{"deploy.yaml": "kind: Deployment"})
