@@ -57,7 +57,10 @@ func copyLayout(t *testing.T, name string, edits ...edit) string {
 //   - operator: the root declared by the flux-instance chart's values
 //     (instance.sync, Flux Operator), shared components with ${VAR:=default}
 //     that apps override, an ExternalSecret-made Secret, an out-of-band one;
-//   - fleet: a FluxInstance whose spec.sync is an OCIRepository.
+//   - fleet: a FluxInstance whose spec.sync is an OCIRepository;
+//   - monorepo: ArtifactGenerators over the root's GitRepository (named
+//     artifacts, a Merge, a pathPattern), Kustomizations reading the
+//     ExternalArtifacts they make (built by source-watcher's copy rules).
 func TestLayouts(t *testing.T) {
 	for _, tc := range []struct {
 		name, layout, path string
@@ -118,6 +121,26 @@ func TestLayouts(t *testing.T) {
 			edits: []edit{{"apps/web.yaml", "${ingress_domain}", "${ingress_domian}"}},
 			exit:  gate.ExitFailed, id: "check.substitution/flux-system/apps", verdict: gate.Fail,
 			want: []string{"apps/web.yaml:12: [undefined] ${ingress_domian} in ConfigMap/web/web is not defined"}},
+
+		{name: "monorepo as committed", layout: "monorepo", path: "clusters/prod", exit: gate.ExitOK,
+			id: "check.render", verdict: gate.Pass, want: []string{"5 Kustomization(s), 5 built, 16 object(s)", "Kustomization flux-system/podinfo (clusters/prod/apps.yaml:16) path .: 1 object(s)"}},
+		{name: "monorepo: a knob typo in a pathPattern artifact, located in the repository", layout: "monorepo", path: "clusters/prod",
+			edits: []edit{{"apps/podinfo/deployment.yaml", "${podinfo_replicas}", "${podinfo_replica}"}},
+			exit:  gate.ExitFailed, id: "check.substitution/flux-system/podinfo", verdict: gate.Fail,
+			want: []string{"apps/podinfo/deployment.yaml:6: [undefined] ${podinfo_replica} in Deployment/apps/podinfo is not defined"}},
+		{name: "monorepo: an artifact copied from a source that is not this repository", layout: "monorepo", path: "clusters/prod",
+			edits: []edit{{"clusters/prod/generators.yaml", "          exclude: [\"*.md\"]\n", "          exclude: [\"*.md\"]\n        - from: \"@chart/**\"\n          to: \"@artifact/chart/\"\n"},
+				{"clusters/prod/generators.yaml", "      name: flux-system\n  artifacts:", "      name: flux-system\n    - alias: chart\n      kind: OCIRepository\n      name: ingress-chart\n  artifacts:"}},
+			exit: gate.ExitIncomplete, id: "check.substitution/flux-system/infra-controllers", verdict: gate.Skip,
+			want: []string{`made by ArtifactGenerator flux-system/platform (clusters/prod/generators.yaml:2), but its copy operations read source alias "chart", OCIRepository/flux-system/ingress-chart, which is not this repository`}},
+		{name: "monorepo: an ExternalArtifact no generator makes", layout: "monorepo", path: "clusters/prod",
+			edits: []edit{{"clusters/prod/apps.yaml", "    name: redis\n", "    name: cache\n"}},
+			exit:  gate.ExitIncomplete, id: "check.substitution/flux-system/redis", verdict: gate.Skip,
+			want: []string{"reads ExternalArtifact/flux-system/cache, an ExternalArtifact no ArtifactGenerator of the environment makes"}},
+		{name: "monorepo: a generator the API server refuses", layout: "monorepo", path: "clusters/prod",
+			edits: []edit{{"clusters/prod/generators.yaml", `originRevision: "@repo"`, `originRevision: "repo"`}},
+			exit:  gate.ExitFailed, id: "check.substitution/flux-system/flux-system", verdict: gate.Fail,
+			want: []string{`clusters/prod/generators.yaml:14: [schema] ArtifactGenerator/flux-system/platform is refused by the API server (Flux v2.9.5's CRDs): spec.artifacts[0].originRevision: Invalid value: "repo"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := copyLayout(t, tc.layout, tc.edits...)
@@ -166,5 +189,18 @@ func TestLayoutInputErrors(t *testing.T) {
 		if _, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: "../../testdata/layouts/bootstrap", Path: "apps/base", Sync: s}, NoCompare: true}); err == nil || !gate.IsInput(err) {
 			t.Errorf("%+v: err = %v, want an input error", s, err)
 		}
+	}
+}
+
+// TestArtifactGeneratorFails: an artifact source-watcher cannot make (a
+// copy matching nothing: "no files match pattern") is an input error
+// naming the Kustomization, the generator and source-watcher's words, as
+// any path that does not build.
+func TestArtifactGeneratorFails(t *testing.T) {
+	repo := copyLayout(t, "monorepo", edit{"clusters/prod/generators.yaml", "@repo/infrastructure/controllers/**", "@repo/infrastructure/controler/**"})
+	_, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/prod"}})
+	want := `Kustomization flux-system/infra-controllers (clusters/prod/infrastructure.yaml:1) reads ExternalArtifact/flux-system/infra-controllers, which ArtifactGenerator flux-system/platform (clusters/prod/generators.yaml:2) does not make: source-watcher fails it with "infra-controllers build failed: failed to apply copy operations: failed to apply copy operation from '@repo/infrastructure/controler/**' to '@artifact/': no files match pattern 'infrastructure/controler/**' in source 'repo'"`
+	if !gate.IsInput(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want an input error containing %q", err, want)
 	}
 }

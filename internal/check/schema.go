@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/kustomize/api/resource"
 
+	"github.com/homelab-ops/bootstrap/internal/artifactgen"
 	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -50,11 +51,12 @@ func Preflight(o Options) error {
 	return nil
 }
 
-// fluxGroup says whether apiVersion is of a Flux toolkit group: the kinds
-// whose CRDs the release carries.
+// fluxGroup says whether apiVersion is of a Flux group: the kinds whose
+// CRDs the release carries (the toolkit's, and source-watcher's
+// source.extensions.fluxcd.io ArtifactGenerator).
 func fluxGroup(apiVersion string) bool {
 	g, _, _ := strings.Cut(apiVersion, "/")
-	return strings.HasSuffix(g, ".toolkit.fluxcd.io")
+	return strings.HasSuffix(g, ".toolkit.fluxcd.io") || g == artifactgen.Group
 }
 
 // schemaCheck validates obj (object r of Kustomization k as it will be applied:

@@ -26,20 +26,26 @@ import (
 // copy, then kustomize confined to the copy with no plugins and no remote
 // bases, then restores dir. It returns the resources and the files read.
 func (l *loader) build(dir string, obj map[string]any) ([]*resource.Resource, []string, error) {
-	abs := filepath.Join(l.tmp, filepath.FromSlash(dir))
+	return l.buildIn(l.tmp, dir, obj)
+}
+
+// buildIn is build with root as the artifact's root (the copy, or an
+// ExternalArtifact staged).
+func (l *loader) buildIn(root, dir string, obj map[string]any) ([]*resource.Resource, []string, error) {
+	abs := filepath.Join(root, filepath.FromSlash(dir))
 	if obj == nil {
 		obj = map[string]any{}
 	}
-	action, err := fluxkustomize.NewGenerator(l.tmp, unstructured.Unstructured{Object: obj}).WriteFile(abs, fluxkustomize.WithSaveOriginalKustomization())
+	action, err := fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: obj}).WriteFile(abs, fluxkustomize.WithSaveOriginalKustomization())
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate kustomization.yaml: %w", err)
 	}
 	defer fluxkustomize.CleanDirectory(abs, action) //nolint:errcheck // the copy is removed anyway
-	fsys, err := securefs.MakeFsOnDiskSecure(l.tmp)
+	fsys, err := securefs.MakeFsOnDiskSecure(root)
 	if err != nil {
 		return nil, nil, err
 	}
-	rec := &recordingFS{FileSystem: fsys, root: l.tmp, read: map[string]bool{}}
+	rec := &recordingFS{FileSystem: fsys, root: root, read: map[string]bool{}}
 	var m resmap.ResMap
 	if l.plainSchema {
 		m, err = buildBuiltinSchema(rec, abs)
@@ -168,7 +174,8 @@ func remoteRefs(root, dir string) []string {
 // inRepo names the private copy's paths in a build error as paths of the
 // repository.
 func (l *loader) inRepo(err error) error {
-	return errors.New(strings.ReplaceAll(err.Error(), l.tmp+string(filepath.Separator), ""))
+	msg := strings.ReplaceAll(err.Error(), l.tmp+string(filepath.Separator), "")
+	return errors.New(strings.ReplaceAll(msg, l.workspace+string(filepath.Separator), ""))
 }
 
 // leftOut lists the files left out of the copy, for build errors they may explain.

@@ -101,8 +101,13 @@ type Kustomization struct {
 	// it; empty when only the environment's root directory renders it and no
 	// root Kustomization applies that directory.
 	AppliedBy string
-	// Path is spec.path cleaned, relative to the repository ("." for the root).
+	// Path is spec.path cleaned, relative to the repository ("." for the
+	// root), or to the ExternalArtifact it reads (Via).
 	Path string
+	// Via is the ArtifactGenerator (namespace/name) that makes the
+	// ExternalArtifact this Kustomization reads, when built from it; Files
+	// are then the repository files the artifact's were copied from.
+	Via string
 	// Built says Resources hold the build of Path. When false, Note says why.
 	Built bool
 	Note  string
@@ -251,6 +256,9 @@ type Env struct {
 	// holds the GitRepositories typed).
 	HelmReleases []*HelmRelease
 	Sources      []*Source
+	// Generators are every ArtifactGenerator rendered; the
+	// ExternalArtifacts they make from this repository are in Sources.
+	Generators []*Generator
 	// Data are the ConfigMaps and Secrets rendered, by DataKey. When several
 	// paths render the same object, the first one reached wins (noted).
 	Data map[string]*Data

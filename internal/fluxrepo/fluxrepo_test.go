@@ -1,6 +1,8 @@
 package fluxrepo
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -580,5 +582,47 @@ func TestLocateRenamedByBuild(t *testing.T) {
 	}
 	if l := e.Locate(apps.Files, "Namespace", "", "default"); l.File != "kubernetes/components/common/namespace.yaml" {
 		t.Fatalf("Namespace default: %v", l)
+	}
+}
+
+// TestLoadArtifactGenerators: Kustomizations reading ExternalArtifacts are
+// built from the artifacts the environment's ArtifactGenerators make from
+// this repository (testdata/layouts/monorepo), their files mapped back to
+// the repository files they were copied from, and the artifacts are
+// sources the environment renders.
+func TestLoadArtifactGenerators(t *testing.T) {
+	e, err := Load(Options{Repo: "../../testdata/layouts/monorepo", Path: "clusters/prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, k := range e.Kustomizations {
+		got[k.Name] = fmt.Sprintf("%v %s %s", k.Built, k.Via, strings.Join(k.Files, ","))
+	}
+	want := map[string]string{
+		"flux-system":       got["flux-system"],
+		"infra-controllers": "true flux-system/platform infrastructure/controllers/apps-namespace.yaml,infrastructure/controllers/ingress/config.yaml,infrastructure/controllers/ingress/namespace.yaml",
+		// Merged: both files it came from.
+		"app-values": "true flux-system/platform apps/base/values.yaml,apps/prod/values.yaml",
+		"podinfo":    "true flux-system/apps apps/podinfo/deployment.yaml",
+		"redis":      "true flux-system/apps apps/redis/statefulset.yaml",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Kustomizations %v\nwant %v", got, want)
+	}
+	// Merge is Helm's: the overlay's logLevel over the base's, region kept.
+	cm := e.Kustomization("flux-system", "app-values").Resources[0]
+	if d := cm.GetDataMap(); d["logLevel"] != "warn" || d["region"] != "eu-west" {
+		t.Errorf("app-values data %v, want logLevel warn over region eu-west", d)
+	}
+	var eas []string
+	for _, s := range e.Sources {
+		if s.Ref.Kind == "ExternalArtifact" {
+			eas = append(eas, s.Ref.Name+"@"+s.Location.File)
+		}
+	}
+	slices.Sort(eas)
+	if w := []string{"app-values@clusters/prod/generators.yaml", "base@clusters/prod/generators.yaml", "infra-controllers@clusters/prod/generators.yaml", "podinfo@clusters/prod/generators.yaml", "prod@clusters/prod/generators.yaml", "redis@clusters/prod/generators.yaml"}; !slices.Equal(eas, w) {
+		t.Errorf("ExternalArtifact sources %v, want %v", eas, w)
 	}
 }

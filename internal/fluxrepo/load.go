@@ -23,15 +23,22 @@ func Load(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "fluxrepo-")
+	base, err := os.MkdirTemp("", "fluxrepo-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer os.RemoveAll(base)
+	// The copy, and beside it (never inside: a build or a pathPattern
+	// would see them) the ExternalArtifacts staged from it.
+	tmp := filepath.Join(base, "repo")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, err
+	}
 	l, err := newLoader(o, repo, tmp)
 	if err != nil {
 		return nil, err
 	}
+	l.workspace = filepath.Join(base, "artifacts")
 	return l.env, l.run(root)
 }
 
@@ -48,6 +55,13 @@ type loader struct {
 	// plainSchema: no kustomization of the repository sets openapi:, so
 	// every build sees kustomize's built-in schema (see build).
 	plainSchema bool
+	// sourceKey is the root's source (Kind/namespace/name): the one whose
+	// artifact is this repository.
+	sourceKey string
+	// workspace holds the ExternalArtifacts staged; stagedDirs them by
+	// directory.
+	workspace  string
+	stagedDirs map[string]*staged
 }
 
 // newLoader copies repo into the private directory tmp, indexes the copy
@@ -65,5 +79,5 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 	}
 	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp}}
 	e.index.load() // before the generator writes anything
-	return &loader{env: e, tmp: tmp, copyNotes: notes, seen: map[string]bool{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}, nil
+	return &loader{env: e, tmp: tmp, copyNotes: notes, seen: map[string]bool{}, stagedDirs: map[string]*staged{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}, nil
 }

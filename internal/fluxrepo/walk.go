@@ -3,6 +3,7 @@ package fluxrepo
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/resource"
 
+	"github.com/homelab-ops/bootstrap/internal/artifactgen"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
@@ -65,9 +67,11 @@ func (l *loader) run(root string) error {
 			e.Root.Built, e.Root.Resources, e.Root.Files, e.Root.Path = true, res, files, root
 		}
 	}
+	l.sourceKey = sourceKey
 	if err := l.walk(queue, sourceKey); err != nil {
 		return err
 	}
+	l.generatorSources()
 	if e.Root != nil {
 		for _, g := range e.GitRepositories {
 			if "GitRepository/"+g.Namespace+"/"+g.Name == sourceKey {
@@ -85,19 +89,42 @@ func (l *loader) run(root string) error {
 
 // walk builds the path of every Kustomization in queue not built yet, and
 // of those their builds declare, breadth first.
+// A Kustomization reading an ExternalArtifact waits until the walk has
+// found no more: the ArtifactGenerator making it may be rendered anywhere.
 func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
-	for i := 0; i < len(queue); i++ {
-		k := queue[i]
-		if k.Built {
-			continue
+	var waiting []*Kustomization
+	for {
+		for i := 0; i < len(queue); i++ {
+			k := queue[i]
+			if k.Built {
+				continue
+			}
+			if k.SourceKey() != sourceKey && fluxobj.KustomizationSource(k.Kustomization).Kind == sourcev1.ExternalArtifactKind {
+				waiting = append(waiting, k)
+				continue
+			}
+			more, err := l.buildChild(k, sourceKey)
+			if err != nil {
+				return err
+			}
+			queue = append(queue, more...)
 		}
-		more, err := l.buildChild(k, sourceKey)
-		if err != nil {
-			return err
+		if len(waiting) == 0 {
+			return nil
 		}
-		queue = append(queue, more...)
+		queue = nil
+		for _, k := range waiting {
+			more, err := l.buildFromArtifact(k)
+			if err != nil {
+				return err
+			}
+			queue = append(queue, more...)
+		}
+		waiting = nil
+		if len(queue) == 0 {
+			return nil
+		}
 	}
-	return nil
 }
 
 // buildRoot builds the environment's root directory as the controller
@@ -154,9 +181,6 @@ func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomizatio
 	// leading "/" is relative to the root.
 	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
 	switch {
-	case k.SourceKey() != sourceKey && fluxobj.KustomizationSource(k.Kustomization).Kind == sourcev1.ExternalArtifactKind:
-		l.notBuilt(k, fmt.Sprintf("reads %s, an ExternalArtifact (an ArtifactGenerator's output, made by source-watcher from its sources' copy rules): not built by this tool, so its objects are not checked", k.SourceKey()))
-		return nil, nil
 	case k.SourceKey() != sourceKey:
 		l.notBuilt(k, fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey))
 		return nil, nil
@@ -168,24 +192,75 @@ func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomizatio
 		// repository is never what the author meant.
 		return nil, gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the repository (kustomize-controller would clamp it into the repository root): make it relative to the repository root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
 	}
-	dir := filepath.Join(l.tmp, filepath.FromSlash(k.Path))
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): spec.path %q is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'", k.Ref(), k.Location, k.Spec.Path))
+	return l.buildPath(k, nil)
+}
+
+// buildPath builds k.Path in this repository's copy, or in the staged
+// ExternalArtifact st, as kustomize-controller builds it, and ingests what
+// it declares.
+func (l *loader) buildPath(k *Kustomization, st *staged) ([]*Kustomization, error) {
+	root, in, where := l.tmp, "the repository", ""
+	if st != nil {
+		root, in = st.Dir, "ExternalArtifact "+fluxobj.KustomizationSource(k.Kustomization).Key().String()+" (made by ArtifactGenerator "+k.Via+")"
+		where = " in " + in
+	}
+	dir := filepath.Join(root, filepath.FromSlash(k.Path))
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): spec.path %q is not a directory of %s: kustomize-controller fails it with 'kustomization path not found'", k.Ref(), k.Location, k.Spec.Path, in))
 	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(k.Kustomization)
 	if err != nil {
 		return nil, err
 	}
-	res, files, err := l.build(k.Path, obj)
+	res, files, err := l.buildIn(root, k.Path, obj)
+	if err != nil && st != nil {
+		err = errors.New(strings.ReplaceAll(err.Error(), st.Dir+string(filepath.Separator), ""))
+	}
 	if err != nil {
-		if remote := remoteRefs(l.tmp, dir); len(remote) > 0 {
+		if remote := remoteRefs(root, dir); len(remote) > 0 {
 			l.notBuilt(k, fmt.Sprintf("path %s has remote bases (%s): not built offline", k.Path, strings.Join(remote, ", ")))
 			return nil, nil
 		}
-		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q failed: %w%s", k.Ref(), k.Location, k.Spec.Path, l.inRepo(err), leftOut(l.copyNotes)))
+		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q%s failed: %w%s", k.Ref(), k.Location, k.Spec.Path, where, l.inRepo(err), leftOut(l.copyNotes)))
+	}
+	if st != nil {
+		files = l.repoFiles(st, files)
 	}
 	k.Built, k.Resources, k.Files = true, res, files
 	return l.ingest(res, files, k.Ref())
+}
+
+// buildFromArtifact builds Kustomization k, which reads an
+// ExternalArtifact, from that artifact as the ArtifactGenerator making it
+// would stage it from this repository. One this tool cannot make (no
+// generator rendered makes it, or it is made from another source) is
+// noted, not built; one source-watcher would fail fails k.
+func (l *loader) buildFromArtifact(k *Kustomization) ([]*Kustomization, error) {
+	src := fluxobj.KustomizationSource(k.Kustomization)
+	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
+	switch {
+	case strings.Contains(k.Spec.Path, "${"):
+		l.notBuilt(k, fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path))
+		return nil, nil
+	case !isLocal(k.Path) && k.Path != ".":
+		return nil, gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the artifact (kustomize-controller would clamp it into the artifact root): make it relative to the artifact root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
+	}
+	st, g, err := l.artifact(src.Namespace, src.Name, 0)
+	var nm *notMade
+	switch {
+	case errors.As(err, &nm) && nm.failed:
+		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s) reads %s, which ArtifactGenerator %s (%s) does not make: %s; fix the generator's spec (kustomize-controller waits for the artifact until then)", k.Ref(), k.Location, src, nm.gen.Ref(), nm.gen.Location, nm.reason))
+	case errors.As(err, &nm):
+		l.notBuilt(k, fmt.Sprintf("reads %s, made by ArtifactGenerator %s (%s), but %s: not built, so its objects are not checked", src, nm.gen.Ref(), nm.gen.Location, nm.reason))
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case g == nil:
+		l.notBuilt(k, fmt.Sprintf("reads %s, an ExternalArtifact no ArtifactGenerator of the environment makes (source-watcher makes one from an ArtifactGenerator's copy rules): not built, so its objects are not checked", src))
+		return nil, nil
+	}
+	k.Via = g.Ref()
+	return l.buildPath(k, st)
 }
 
 // notBuilt notes on k, and in the env's notes, why its path is not built
@@ -262,6 +337,10 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 			l.ingestSource(r, ns, files, appliedBy)
 		case fluxobj.IsSource(r.GetApiVersion(), kind):
 			l.ingestSource(r, ns, files, appliedBy)
+		case kind == artifactgen.Kind && fluxobj.InGroup(r.GetApiVersion(), artifactgen.Group):
+			if err := l.ingestGenerator(r, ns, files, appliedBy); err != nil {
+				return nil, err
+			}
 		case kind == fluxobj.HelmReleaseKind && fluxobj.InGroup(r.GetApiVersion(), fluxobj.HelmGroup):
 			if err := l.ingestHelmRelease(r, ns, files, appliedBy); err != nil {
 				return nil, err
