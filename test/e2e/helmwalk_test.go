@@ -159,17 +159,7 @@ func TestHelmReleaseWalk(t *testing.T) {
 		if broken == string(b) {
 			t.Fatal("apps/web/web.yaml does not name charts/app")
 		}
-		sha, err := f.repo.Commit(ctx, "", map[string]string{"apps/web/web.yaml": broken}, "web: the broken chart")
-		if err != nil {
-			t.Fatal(err)
-		}
-		fetched(ctx, t, sha)
-		if err := os.WriteFile(web, []byte(broken), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t0 := time.Now()
-		r := bootstrapJSON(t, "converge", "--repo", f.dir, "--env", "dev", "--timeout", "5m", "--fail-after", "90s")
-		took := time.Since(t0)
+		r, took := f.convergeAfter(ctx, t, "apps/web/web.yaml", broken, "web: the broken chart", "90s")
 		got := r.report.check("converge.node/HelmRelease/apps/web")
 		if r.code != 1 || !strings.HasPrefix(got, "fail") {
 			t.Fatalf("converge after the broken chart: exit %d, web %q\n%s", r.code, got, r)
@@ -204,17 +194,7 @@ func TestHelmReleaseWalk(t *testing.T) {
 			t.Fatal("platform/platform.yaml has no issuers release")
 		}
 		missing := string(b[:at]) + strings.Replace(string(b[at:]), "version: 1.0.0", "version: 9.9.9", 1)
-		sha, err := f.repo.Commit(ctx, "", map[string]string{"platform/platform.yaml": missing}, "issuers: a chart version that does not exist")
-		if err != nil {
-			t.Fatal(err)
-		}
-		fetched(ctx, t, sha)
-		if err := os.WriteFile(platform, []byte(missing), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t0 := time.Now()
-		r := bootstrapJSON(t, "converge", "--repo", f.dir, "--env", "dev", "--timeout", "5m", "--fail-after", "30s")
-		took := time.Since(t0)
+		r, took := f.convergeAfter(ctx, t, "platform/platform.yaml", missing, "issuers: a chart version that does not exist", "30s")
 		got := r.report.check("converge.node/HelmRelease/platform/issuers")
 		if r.code != 1 || !strings.HasPrefix(got, "fail") {
 			t.Fatalf("converge with a missing chart: exit %d, issuers %q\n%s", r.code, got, r)
@@ -227,6 +207,53 @@ func TestHelmReleaseWalk(t *testing.T) {
 		}
 		t.Logf("converge failed in %s: %s", took.Round(time.Second), got)
 	})
+
+	t.Run("RefusingRegistryFailsByName", func(t *testing.T) {
+		// A new release, never installed, whose OCIRepository reaches the
+		// sandbox registry without its CA: the registry's TLS is refused,
+		// source-controller fails the source, helm-controller never gets
+		// a chart. converge names the release with the source's words
+		// within --fail-after, not at --timeout.
+		web, err := os.ReadFile(filepath.Join(f.dir, "apps", "web", "web.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := strings.NewReplacer("name: app-chart", "name: refused-chart", "  certSecretRef:\n    name: sandbox-ca\n", "", "name: web", "name: refused", "/charts/broken\n", "/charts/app\n",
+			"  dependsOn:\n    - name: issuers\n      namespace: platform\n", "").Replace(string(web))
+		if strings.Contains(refused, "certSecretRef") || strings.Contains(refused, "dependsOn") || !strings.Contains(refused, "name: refused-chart") {
+			t.Fatalf("apps/web/web.yaml is not in the shape this test edits:\n%s", refused)
+		}
+		r, took := f.convergeAfter(ctx, t, "apps/web/refused.yaml", refused, "refused: a release whose registry's TLS is not trusted", "30s")
+		got := r.report.check("converge.node/HelmRelease/apps/refused")
+		if r.code != 1 || !strings.HasPrefix(got, "fail") {
+			t.Fatalf("converge with a refusing registry: exit %d, refused %q\n%s", r.code, got, r)
+		}
+		if !strings.Contains(got, "x509") && !strings.Contains(got, "certificate") && !strings.Contains(got, "tls") {
+			t.Errorf("refused's gate does not carry the source's TLS words: %q", got)
+		}
+		if strings.Contains(got, "not converged within") {
+			t.Errorf("refused waited for --timeout instead of failing after --fail-after: %q", got)
+		}
+		t.Logf("converge failed in %s: %s", took.Round(time.Second), got)
+	})
+}
+
+// convergeAfter commits content as file (and writes it to the checkout),
+// waits until the GitRepository serves that commit, and runs converge with
+// --fail-after failAfter: its result and how long it took.
+func (f *helmFixture) convergeAfter(ctx context.Context, t *testing.T, file, content, msg, failAfter string) (syncRun, time.Duration) {
+	t.Helper()
+	sha, err := f.repo.Commit(ctx, "", map[string]string{file: content}, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetched(ctx, t, sha)
+	if err := os.WriteFile(filepath.Join(f.dir, filepath.FromSlash(file)), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	r := bootstrapJSON(t, "converge", "--repo", f.dir, "--env", "dev", "--timeout", "5m", "--fail-after", failAfter)
+	return r, time.Since(t0)
 }
 
 // fetched asks the suite's GitRepository to fetch (as `flux reconcile
