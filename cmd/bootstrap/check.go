@@ -107,7 +107,7 @@ type rootFlags struct {
 
 func (r *rootFlags) add(fl *pflag.FlagSet) {
 	fl.Var(input.NewRuled(&r.kind, "KIND", func(v string) error {
-		return fluxrepo.CheckSync(&fluxrepo.Sync{Kind: v, URL: "x"}, "--source-kind")
+		return fluxrepo.CheckSyncKind(v, "--source-kind")
 	}), "source-kind", "kind of the root's source when --source-url declares it: GitRepository, OCIRepository or Bucket (default GitRepository)")
 	fl.Var(input.NewRuled(&r.url, "URL", func(v string) error {
 		return fluxrepo.CheckSync(&fluxrepo.Sync{URL: v}, "--source-url")

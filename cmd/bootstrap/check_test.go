@@ -30,6 +30,14 @@ func TestCheckCLI(t *testing.T) {
 	undefined := mutated("apps/web.yaml", "${environment}", "${enviroment}")
 	remote := mutated("infrastructure/kustomization.yaml", "- crd-like.yaml", "- https://github.com/example/remote//base?ref=v1")
 	sarif := filepath.Join(t.TempDir(), "check.sarif")
+	// A repository that commits no root: the command line declares it.
+	rootless := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(rootless, "clusters", "dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rootless, "clusters", "dev", "app.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -41,6 +49,9 @@ func TestCheckCLI(t *testing.T) {
 		{"remote base", []string{"--repo", remote, "--env", "dev"}, 3, `has remote bases (https://github.com/example/remote//base?ref=v1)`},
 		{"no environment", []string{"--repo", clean}, 2, "pass --env NAME"},
 		{"unknown environment", []string{"--repo", clean, "--env", "staging"}, 2, "clusters/staging: no such directory"},
+		{"a root declared with its source kind", []string{"--repo", rootless, "--env", "dev", "--source-kind", "OCIRepository", "--source-url", "oci://registry.example.invalid/fleet", "--source-ref", "latest"}, 0, "declared on the command line"},
+		{"a root declared where one is rendered", []string{"--repo", clean, "--env", "dev", "--source-url", "https://git.example.invalid/x.git"}, 2, "renders it (Kustomization flux-system/flux-system): drop --source-kind, --source-url and --source-ref"},
+		{"a root declared where a FluxInstance declares it", []string{"--repo", "../../testdata/layouts/operator", "--path", "kubernetes/flux/cluster", "--source-url", "https://git.example.invalid/x.git"}, 2, "already declares it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, append([]string{"check", "-o", "json"}, tc.args...)...)

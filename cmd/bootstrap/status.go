@@ -28,6 +28,9 @@ type statusFlags struct {
 	repo, env, path string
 	root            string
 	secretName      string
+	// declared declares the root when the repository holds none (as
+	// check's flags do).
+	declared rootFlags
 }
 
 func newStatusCommand(a *app) *cobra.Command {
@@ -83,6 +86,7 @@ report each time (-o json: one document per evaluation), until interrupted.`,
 	fl.Var(input.NewRepoPath(&sf.path), "path", "the environment's directory inside --repo (instead of --env)")
 	fl.Var(input.NewRef(&sf.root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
 	fl.Var(input.NewName(&sf.secretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the age key Secret (with --repo/--env)")
+	sf.declared.add(fl)
 	fl.BoolVarP(&watch, "watch", "w", false, "evaluate again on every change (watches on Flux's Deployments, ReplicaSets, pods, Kustomizations, sources and the age-key Secret; no polling) until interrupted; exits with the last evaluation's code")
 	return cmd
 }
@@ -116,11 +120,18 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 	if live && input.Given(fl, "secret-name") {
 		return nil, gate.InputErrorf("--secret-name needs --env or --path: the age-key Secret is checked against the environment's SOPS files")
 	}
+	declared, err := sf.declared.sync()
+	if err != nil {
+		return nil, err
+	}
+	if live && (declared != nil || sf.declared.fluxInstance != "") {
+		return nil, gate.InputErrorf("--source-url and --flux-instance declare the root of an environment: add --env or --path")
+	}
 	rec := kube.NewRequests()
 	connect := a.s.ReadOnlyConnect(rec)
 	var render *rootsync.Render
 	if !live {
-		render, err = rootsync.Build(rootsync.Options{Repo: repo, Path: path, Namespace: co.Root.Namespace, RootName: co.Root.Name})
+		render, err = rootsync.Build(rootsync.Options{Repo: repo, Path: path, Namespace: co.Root.Namespace, RootName: co.Root.Name, Sync: declared, FluxInstance: sf.declared.fluxInstance})
 		if err != nil {
 			return nil, err
 		}

@@ -92,6 +92,9 @@ func (c *syncCmd) options(a *app, fl *pflag.FlagSet) (flow.Options, error) {
 	}
 	env.Repo = c.rf.repo
 	var err error
+	if env.Sync, err = c.sy.declared(); err != nil {
+		return flow.Options{}, err
+	}
 	if env.Path, err = c.rf.resolve(); err != nil {
 		return flow.Options{}, err
 	}

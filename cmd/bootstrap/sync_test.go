@@ -21,6 +21,10 @@ func TestSyncCLIRefusals(t *testing.T) {
 		{"unknown environment", []string{"--repo", repo, "--env", "staging"}, 2, "clusters/staging: no such directory"},
 		{"branch without url", []string{"--repo", repo, "--env", "prod", "--source-branch", "main"}, 2, "need --source-url"},
 		{"no kubeconfig", []string{"--repo", repo, "--env", "prod", "--kubeconfig", "/nonexistent/kubeconfig"}, 2, "/nonexistent/kubeconfig"},
+		{"a declared root of another kind", []string{"--repo", repo, "--env", "prod", "--source-kind", "OCIRepository"}, 2, "sync applies a root whose source is a GitRepository"},
+		{"a declared root without its url", []string{"--repo", repo, "--env", "prod", "--source-kind", "GitRepository"}, 2, "add --source-url"},
+		{"a declared root with a temporary source", []string{"--repo", repo, "--env", "prod", "--source-kind", "GitRepository", "--source-url", "https://git.example.invalid/x.git", "--serve"}, 2, "drop --source-branch, --source-secret, --serve"},
+		{"a declared root where one is rendered", []string{"--repo", repo, "--env", "prod", "--source-kind", "GitRepository", "--source-url", "https://git.example.invalid/x.git", "--kubeconfig", "/nonexistent/kubeconfig"}, 2, "renders it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, append([]string{"sync", "-o", "json"}, tc.args...)...)

@@ -2,10 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/flow"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
@@ -18,13 +22,23 @@ type syncFlags struct {
 	withCheck                    bool
 	static                       flow.Static
 	srcURL, srcBranch, srcSecret string
-	serve                        serveFlags
+	// rootKind and rootRef declare the root on the command line, with
+	// srcURL as its source's URL (not a temporary source).
+	rootKind, rootRef string
+	serve             serveFlags
 }
 
 func (f *syncFlags) add(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.withCheck, "check", true, "run 'bootstrap check' of the environment first (phase static); --check=false skips it, with a warning")
 	addCompareFlags(fl, &f.static.Compare, &f.static.NoCompare, "static: ")
-	fl.Var(input.NewGitURL(&f.srcURL), "source-url", "point the GitRepository at this temporary source (cold bring-up) until 'bootstrap cutover'")
+	fl.Var(input.NewGitURL(&f.srcURL), "source-url", "point the GitRepository at this temporary source (cold bring-up) until 'bootstrap cutover'; with --source-kind, the URL of the declared root's own source")
+	fl.Var(input.NewRuled(&f.rootKind, "KIND", func(v string) error {
+		if v != sourcev1.GitRepositoryKind {
+			return fmt.Errorf("sync applies a root whose source is a GitRepository (an OCIRepository or Bucket root is the Flux Operator's to create, or commit it): use --source-kind GitRepository")
+		}
+		return nil
+	}), "source-kind", "declare the root on the command line, for a repository that renders none and has no FluxInstance spec.sync for the path: GitRepository (--source-url is then its URL, not a temporary source)")
+	fl.StringVar(&f.rootRef, "source-ref", "", "with --source-kind: the Git reference of the declared root's source (default refs/heads/main)")
 	fl.StringVar(&f.srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
 	fl.Var(input.NewOptionalName(&f.srcSecret, "Secret with the temporary source's credentials"), "source-secret", "Secret with the temporary source's credentials (default: none)")
 	f.serve.add(fl)
@@ -34,6 +48,9 @@ func (f *syncFlags) add(fl *pflag.FlagSet) {
 // read; env is the environment, with the root's namespace. A flag given
 // that would have no effect is refused, naming what it needs.
 func (f *syncFlags) validate(fl *pflag.FlagSet, env rootsync.Options) error {
+	if f.rootKind != "" || f.rootRef != "" {
+		return f.validateDeclared(fl, env)
+	}
 	if f.srcURL == "" && (f.srcBranch != "" || f.srcSecret != "") {
 		return gate.InputErrorf("--source-branch and --source-secret need --source-url")
 	}
@@ -44,6 +61,34 @@ func (f *syncFlags) validate(fl *pflag.FlagSet, env rootsync.Options) error {
 		return gate.InputErrorf("--compare and --no-compare are phase static's and need it: drop --check=false")
 	}
 	return errors.Join(rootsync.ValidateSync(rootsync.RunOptions{Build: env}, f.srcURL, f.srcSecret), f.serve.validate(fl, f.srcURL))
+}
+
+// validateDeclared checks a root declared on the command line: its source
+// is the one the Kustomization keeps, so nothing temporary goes with it.
+func (f *syncFlags) validateDeclared(fl *pflag.FlagSet, env rootsync.Options) error {
+	if f.srcURL == "" {
+		return gate.InputErrorf("--source-kind and --source-ref declare the root with --source-url URL: add --source-url")
+	}
+	if f.srcBranch != "" || f.srcSecret != "" || f.serve.addr != "" || (f.serve.whenReady && input.Given(fl, "cutover-when-ready")) {
+		return gate.InputErrorf("--source-kind declares the root on the command line: its --source-url is the root's own source, which no commit declares to cut over to; drop --source-branch, --source-secret, --serve and --cutover-when-ready (or commit the root and use them for a temporary source)")
+	}
+	_, err := f.declared()
+	return errors.Join(err, input.ValidNamespace("--namespace", env.Namespace))
+}
+
+// declared is the root the flags declare (nil: none).
+func (f *syncFlags) declared() (*fluxrepo.Sync, error) {
+	if f.rootKind == "" && f.rootRef == "" {
+		return nil, nil
+	}
+	s := &fluxrepo.Sync{Kind: f.rootKind, URL: f.srcURL, Ref: f.rootRef}
+	if s.Kind == "" {
+		s.Kind = "GitRepository"
+	}
+	if s.Ref == "" && s.Kind == "GitRepository" {
+		s.Ref = "refs/heads/main"
+	}
+	return s, fluxrepo.CheckSync(s, "--source-url")
 }
 
 // staticOptions are phase static's options (nil: --check=false).
@@ -59,7 +104,7 @@ func (f *syncFlags) staticOptions() *flow.Static {
 // source (--source-url or --serve) and --cutover-when-ready.
 func (f *syncFlags) sync(getenv func(string) string) *flow.Sync {
 	s := &flow.Sync{Serve: f.serve.options(getenv), CutoverWhenReady: f.serve.whenReady, CutoverWait: f.serve.cutoverWait}
-	if f.srcURL != "" {
+	if f.srcURL != "" && f.rootKind == "" && f.rootRef == "" {
 		s.Source = &rootsync.Temporary{URL: f.srcURL, Branch: f.srcBranch, Secret: f.srcSecret}
 	}
 	return s

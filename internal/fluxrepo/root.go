@@ -126,8 +126,8 @@ var syncKinds = []string{"GitRepository", "OCIRepository", "Bucket"}
 // any, for a flag read before --source-kind), a URL of that kind's scheme
 // without credentials (they belong in the source's secretRef).
 func CheckSync(s *Sync, what string) error {
-	if s.Kind != "" && !slices.Contains(syncKinds, s.Kind) {
-		return gate.InputErrorf("%s: source kind %q: must be one of %s", what, s.Kind, strings.Join(syncKinds, ", "))
+	if err := CheckSyncKind(s.Kind, what); err != nil {
+		return err
 	}
 	if s.URL == "" {
 		return gate.InputErrorf("%s: no source URL: set spec.sync.url (or --source-url)", what)
@@ -152,6 +152,15 @@ func CheckSync(s *Sync, what string) error {
 	}
 	if !slices.Contains(want, scheme) {
 		return gate.InputErrorf("%s: a %s URL must use %s", what, orAny(s.Kind), schemes(want))
+	}
+	return nil
+}
+
+// CheckSyncKind holds a declared sync's source kind to the input rules
+// (empty: any).
+func CheckSyncKind(kind, what string) error {
+	if kind != "" && !slices.Contains(syncKinds, kind) {
+		return gate.InputErrorf("%s: source kind %q: must be one of %s", what, kind, strings.Join(syncKinds, ", "))
 	}
 	return nil
 }
@@ -272,6 +281,8 @@ func (l *loader) declaredRoot(root string) error {
 	var s *Sync
 	ns, loc := o.Namespace, Location{}
 	switch d, err := l.findSync(root); {
+	case o.Sync != nil && d != nil:
+		return gate.InputErrorf("--source-url declares the root, but the FluxInstance spec.sync at %s already declares it for %s: drop --source-kind, --source-url and --source-ref", d.loc, root)
 	case o.Sync != nil:
 		cp := *o.Sync
 		s = &cp

@@ -38,6 +38,10 @@ func (l *loader) run(root string) error {
 	e.Origin = Origin{Layout: LayoutRepository}
 	// No root in the render: one declared outside it (a FluxInstance's
 	// spec.sync, the flags) applies the root directory.
+	if slices.ContainsFunc(res, l.isRoot) && e.Options.Sync != nil {
+		// The flags would have no effect: refused, not ignored.
+		return gate.InputErrorf("--source-url declares the root, but %s renders it (Kustomization %s/%s): drop --source-kind, --source-url and --source-ref", root, e.Options.Namespace, e.Options.RootName)
+	}
 	if !slices.ContainsFunc(res, l.isRoot) {
 		if err := l.declaredRoot(root); err != nil {
 			return err

@@ -30,6 +30,13 @@ type Options struct {
 	Path string
 	// Namespace and RootName name the root Kustomization (flux-system/flux-system).
 	Namespace, RootName string
+	// Sync declares the root on the command line (--source-kind,
+	// --source-url, --source-ref) for a repository that renders none and
+	// whose FluxInstance declares none (nil: not declared).
+	Sync *fluxrepo.Sync
+	// FluxInstance is the file whose FluxInstance declares the root
+	// (--flux-instance; "": any whose spec.sync.path is Path).
+	FluxInstance string
 }
 
 // Render is the built root: its objects, the Flux Kustomizations among
@@ -64,18 +71,20 @@ type Render struct {
 func Build(o Options) (*Render, error) {
 	// Sync applies the root: a Kustomization below it whose path does not
 	// build is the controller's to fail (and the offline check's to name).
-	env, err := fluxrepo.Load(fluxrepo.Options{Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName, KeepGoing: true})
+	env, err := fluxrepo.Load(fluxrepo.Options{Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName, Sync: o.Sync, FluxInstance: o.FluxInstance, KeepGoing: true})
 	if err != nil {
 		return nil, err
 	}
+
 	objs, err := env.RootObjects()
 	if err != nil {
 		return nil, gate.InputErrorf("%s: %w", o.Path, err)
 	}
 	r := &Render{Options: o, Objects: objs, Env: env}
-	if env.Origin.Layout == fluxrepo.LayoutFluxInstance && env.Root != nil {
+	if (env.Origin.Layout == fluxrepo.LayoutFluxInstance || env.Origin.Layout == fluxrepo.LayoutCommandLine) && env.Root != nil {
 		// Sync creates what the operator would where none runs (and,
-		// where one does, applies nothing: sync.flux-operator).
+		// where one does, applies nothing: sync.flux-operator); a root
+		// declared on the command line is created the same way.
 		declared, err := declaredObjects(env)
 		if err != nil {
 			return nil, err
@@ -133,6 +142,9 @@ func declaredObjects(env *fluxrepo.Env) ([]*unstructured.Unstructured, error) {
 func (r *Render) where(kind, namespace, name string) string {
 	if d := r.Declared; d != nil && r.Root != nil && namespace == r.Root.Namespace && name == r.Root.Name &&
 		(kind == kustomizev1.KustomizationKind || kind == d.Sync.Kind) {
+		if d.Layout == fluxrepo.LayoutCommandLine {
+			return "(declared on the command line: --source-kind, --source-url, --source-ref)"
+		}
 		return fmt.Sprintf("%s (the FluxInstance spec.sync; applied as the Flux Operator creates it)", d.Location)
 	}
 	return r.Env.Locate(r.Env.RootFiles, kind, namespace, name).String()

@@ -18,6 +18,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/serve"
@@ -106,7 +107,7 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 	}
 	cl := p.cl
 	p.operator = ""
-	if r.Declared != nil {
+	if r.Declared != nil && r.Declared.Layout == fluxrepo.LayoutFluxInstance {
 		c, instance := operatorGate(ctx, cl.Client, r, p.o.Serve != nil || p.o.Source != nil)
 		checks = append(checks, c)
 		if gate.Blocks(c) {
