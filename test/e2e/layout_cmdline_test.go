@@ -12,8 +12,6 @@ package e2e
 // are refused before anything is read from the cluster.
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,15 +33,7 @@ func TestCommandLineRoot(t *testing.T) {
 		"clusters/dev/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: cmdline-apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
 		"apps/config.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cmdline-config\n  namespace: default\ndata:\n  from: the command line's root\n",
 	}
-	for rel, c := range files {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 	repo, sha, err := suite.git.CreateRepo(ctx, name, dir)
 	if err != nil {
 		t.Fatal(err)

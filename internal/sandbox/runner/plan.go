@@ -64,8 +64,9 @@ type Plan struct {
 	TemplateHash string
 	// StorageAddr is source-controller's artifact server address, if any.
 	StorageAddr string
-	// HealthAddr serves /readyz and /healthz (controller-runtime).
-	HealthAddr string
+	// HealthAddr serves /readyz and /healthz (controller-runtime);
+	// MetricsAddr its Prometheus metrics (gotk_reconcile_duration_seconds).
+	HealthAddr, MetricsAddr string
 }
 
 // TemplateHash hashes a pod template; a change means "restart".
@@ -146,6 +147,7 @@ func BuildPlan(dep *appsv1.Deployment, in PlanInput) (*Plan, error) {
 	// Addresses: always loopback, on this instance's ports, whether or not
 	// the Deployment names them (the binaries' defaults would collide).
 	p.HealthAddr = fmt.Sprintf("127.0.0.1:%d", in.HealthPort)
+	p.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", in.MetricsPort)
 	set := map[string]string{
 		"metrics-addr": fmt.Sprintf("127.0.0.1:%d", in.MetricsPort),
 		"health-addr":  fmt.Sprintf("127.0.0.1:%d", in.HealthPort),

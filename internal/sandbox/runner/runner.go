@@ -76,7 +76,9 @@ type Instance struct {
 	// LastExit describes the last unexpected exit, with log tail.
 	LastExit string
 	LogPath  string
-	Running  bool
+	// MetricsAddr serves the controller's Prometheus metrics.
+	MetricsAddr string
+	Running     bool
 	// Ready: the process answers /readyz on its health address, as the
 	// Deployment's readiness probe would see it.
 	Ready bool
@@ -481,6 +483,7 @@ func (r *Runner) Status() Status {
 			in.ImageVersion = cur.plan.ImageVersion
 			in.Notes = cur.plan.Notes
 			in.LogPath = cur.proc.LogPath
+			in.MetricsAddr = cur.plan.MetricsAddr
 		}
 		st.Instances[name] = in
 	}
