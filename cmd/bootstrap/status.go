@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxcd/pkg/ssa"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
@@ -18,6 +19,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/status"
 )
@@ -117,30 +119,12 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 		return nil, err
 	}
 	live := path == ""
-	if live && input.Given(fl, "secret-name") {
-		return nil, gate.InputErrorf("--secret-name needs --env or --path: the age-key Secret is checked against the environment's SOPS files")
-	}
-	declared, err := sf.declared.sync()
+	render, err := statusRender(fl, sf, repo, path, co.Root, &ro)
 	if err != nil {
 		return nil, err
 	}
-	if live && (declared != nil || sf.declared.fluxInstance != "") {
-		return nil, gate.InputErrorf("--source-url and --flux-instance declare the root of an environment: add --env or --path")
-	}
 	rec := kube.NewRequests()
 	connect := a.s.ReadOnlyConnect(rec)
-	var render *rootsync.Render
-	if !live {
-		render, err = rootsync.Build(rootsync.Options{Repo: repo, Path: path, Namespace: co.Root.Namespace, RootName: co.Root.Name, Sync: declared, FluxInstance: sf.declared.fluxInstance})
-		if err != nil {
-			return nil, err
-		}
-		// The live controllers are compared with the customization the
-		// repository keeps, when it keeps one (the root applies it).
-		if err := ro.UseRepository(render.Env); err != nil {
-			return nil, err
-		}
-	}
 	cph := controllers.NewStatusPhase(controllers.StatusOptions{Render: ro,
 		LiveVersion:    live && !fl.Changed("flux-version") && ro.Components.Manifests == "",
 		LiveComponents: !fl.Changed("components") && !fl.Changed("components-extra"),
@@ -156,6 +140,31 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 		converge.NewStatusPhase(connect, co),
 		status.NewReadOnlyPhase(rec))
 	return phases, nil
+}
+
+// statusRender is the environment's render (nil for the cluster alone,
+// path ""), its root named root; the live controllers are then compared
+// with the customization the repository keeps, when it keeps one.
+func statusRender(fl *pflag.FlagSet, sf statusFlags, repo, path string, root converge.NodeID, ro *render.Options) (*rootsync.Render, error) {
+	live := path == ""
+	if live && input.Given(fl, "secret-name") {
+		return nil, gate.InputErrorf("--secret-name needs --env or --path: the age-key Secret is checked against the environment's SOPS files")
+	}
+	declared, err := sf.declared.sync()
+	if err != nil {
+		return nil, err
+	}
+	if live && (declared != nil || sf.declared.fluxInstance != "") {
+		return nil, gate.InputErrorf("--source-url and --flux-instance declare the root of an environment: add --env or --path")
+	}
+	if live {
+		return nil, nil
+	}
+	r, err := rootsync.Build(rootsync.Options{Repo: repo, Path: path, Namespace: root.Namespace, RootName: root.Name, Sync: declared, FluxInstance: sf.declared.fluxInstance})
+	if err != nil {
+		return nil, err
+	}
+	return r, ro.UseRepository(r.Env)
 }
 
 // readOnlyAgeKey is connect as the age-key phases take it, with no

@@ -181,22 +181,32 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 // built (another source, a variable, remote bases) is noted on k; one that
 // fails to build ends Load unless KeepGoing.
 func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomization, error) {
-	// The controller joins spec.path to the artifact root securely: a
-	// leading "/" is relative to the root.
-	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
-	switch {
-	case k.SourceKey() != sourceKey:
+	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/")) // as specPath; shown for one not built
+	if k.SourceKey() != sourceKey {
 		l.notBuilt(k, fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey))
 		return nil, nil
-	case strings.Contains(k.Spec.Path, "${"):
-		l.notBuilt(k, fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path))
-		return nil, nil
-	case !isLocal(k.Path) && k.Path != ".":
-		// Always refused, also with KeepGoing: a path out of the
-		// repository is never what the author meant.
-		return nil, gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the repository (kustomize-controller would clamp it into the repository root): make it relative to the repository root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
+	}
+	if ok, err := l.specPath(k, "repository"); !ok {
+		return nil, err
 	}
 	return l.buildPath(k, nil)
+}
+
+// specPath sets k.Path from spec.path as the controller joins it to the
+// artifact root (securely: a leading "/" is relative to the root) and says
+// whether it can be built: a variable in it is noted, not built; a path
+// leaving the root (the repository, or the artifact) is always refused,
+// also with KeepGoing, as never what the author meant.
+func (l *loader) specPath(k *Kustomization, root string) (bool, error) {
+	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
+	switch {
+	case strings.Contains(k.Spec.Path, "${"):
+		l.notBuilt(k, fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path))
+		return false, nil
+	case !isLocal(k.Path) && k.Path != ".":
+		return false, gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the %s (kustomize-controller would clamp it into the %s root): make it relative to the %s root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path, root, root, root)
+	}
+	return true, nil
 }
 
 // buildPath builds k.Path in this repository's copy, or in the staged
@@ -241,13 +251,8 @@ func (l *loader) buildPath(k *Kustomization, st *staged) ([]*Kustomization, erro
 // noted, not built; one source-watcher would fail fails k.
 func (l *loader) buildFromArtifact(k *Kustomization) ([]*Kustomization, error) {
 	src := fluxobj.KustomizationSource(k.Kustomization)
-	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/"))
-	switch {
-	case strings.Contains(k.Spec.Path, "${"):
-		l.notBuilt(k, fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path))
-		return nil, nil
-	case !isLocal(k.Path) && k.Path != ".":
-		return nil, gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the artifact (kustomize-controller would clamp it into the artifact root): make it relative to the artifact root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path)
+	if ok, err := l.specPath(k, "artifact"); !ok {
+		return nil, err
 	}
 	st, g, err := l.artifact(src.Namespace, src.Name, 0)
 	var nm *notMade
