@@ -67,3 +67,15 @@ func HandOver(ctx context.Context, c client.Client, objs []*unstructured.Unstruc
 	}
 	return n, nil
 }
+
+// OwnedBy lists the managedFields entries of obj that manager holds, as
+// "manager/Operation", so a gate can prove a hand-over left none.
+func OwnedBy(obj metav1.Object, manager string) []string {
+	var out []string
+	for _, m := range obj.GetManagedFields() {
+		if m.Manager == manager {
+			out = append(out, m.Manager+"/"+string(m.Operation))
+		}
+	}
+	return out
+}

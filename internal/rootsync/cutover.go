@@ -284,16 +284,27 @@ func (c *cutoverRun) handBack(ctx context.Context) error {
 	if err != nil || cur == nil {
 		return fmt.Errorf("re-read %s: %v", id, err)
 	}
-	if err := c.write(ctx, applyObject(cur, c.final, c.declared.Branch, c.declared.Secret, true, nil)); err != nil {
+	back := applyObject(cur, c.final, c.declared.Branch, c.declared.Secret, true, nil)
+	if err := c.write(ctx, back); err != nil {
 		return err
 	}
+	// The root applies this object from git again: what this apply wrote
+	// becomes kustomize-controller's, as after sync (apply.HandOver), so a
+	// field git drops later leaves the cluster too.
 	hb := GateHandedBack.New()
+	if _, err := apply.HandOver(ctx, c.cl.Client, []*unstructured.Unstructured{back}, nil); err != nil {
+		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("%s switched to %s, but %v: fields git removes later would stay in the cluster; re-run the cutover", id, c.final, err)
+		c.report.Add(hb)
+		return nil
+	}
 	cur, err = liveSource(ctx, c.cl.Client, o.Namespace, o.Name)
 	if err != nil || cur == nil {
 		return fmt.Errorf("re-read %s: %v", id, err)
 	}
 	if left := ours(cur); len(left) > 0 {
 		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left)
+	} else if m := apply.OwnedBy(cur, kube.FieldManager); len(m) > 0 {
+		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("%s still has fields owned by %s (%s): kustomize-controller would not remove them when git does; re-run the cutover", id, kube.FieldManager, strings.Join(m, ", "))
 	} else {
 		hb.Verdict, hb.Message = gate.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, c.final)
 		if msg, err := deleteServeSecret(ctx, c.cl.Client, o.Namespace, c.tmp.Secret); err != nil {

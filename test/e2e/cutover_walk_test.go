@@ -10,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
+	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 )
@@ -90,6 +94,16 @@ func TestCutoverWalksTheChain(t *testing.T) {
 	}
 	if ev := strings.Join(ev, "\n"); !regexp.MustCompile(`converge\.nudges=[1-9]`).MatchString(ev) {
 		t.Errorf("the cutover's walk sent no nudge: it waited on the controllers' own requeues\n%s", ev)
+	}
+	// Handed back, the GitRepository is kustomize-controller's alone: no
+	// field of this tool's apply or reconcile request is left for git's
+	// next revision to fight (apply.HandOver).
+	var gr sourcev1.GitRepository
+	if err := suite.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: fluxNS}, &gr); err != nil {
+		t.Fatal(err)
+	}
+	if left := apply.OwnedBy(&gr, kube.FieldManager); len(left) > 0 {
+		t.Errorf("after the cutover GitRepository %s/%s still has fields owned by %v", fluxNS, fluxNS, left)
 	}
 	t.Logf("cutover to a new commit across the chain: %s; %s", time.Since(start).Round(time.Millisecond), c)
 }
