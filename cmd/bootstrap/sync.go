@@ -95,6 +95,7 @@ func (c *syncCmd) options(a *app, fl *pflag.FlagSet) (flow.Options, error) {
 	if env.Sync, err = c.sy.declared(); err != nil {
 		return flow.Options{}, err
 	}
+	env.FluxInstance = c.sy.fluxInstance
 	if env.Path, err = c.rf.resolve(); err != nil {
 		return flow.Options{}, err
 	}

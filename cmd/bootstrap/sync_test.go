@@ -9,7 +9,7 @@ import (
 // The sync command line: input errors exit 2 before any cluster is
 // contacted; a before-gate failure exits 1 with the gate in the JSON.
 func TestSyncCLIRefusals(t *testing.T) {
-	const repo = "../../testdata/homelab"
+	const repo, operator = "../../testdata/homelab", "../../testdata/layouts/operator"
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -25,6 +25,12 @@ func TestSyncCLIRefusals(t *testing.T) {
 		{"a declared root without its url", []string{"--repo", repo, "--env", "prod", "--source-kind", "GitRepository"}, 2, "add --source-url"},
 		{"a declared root with a temporary source", []string{"--repo", repo, "--env", "prod", "--source-kind", "GitRepository", "--source-url", "https://git.example.invalid/x.git", "--serve"}, 2, "drop --source-branch, --source-secret, --serve"},
 		{"a declared root where one is rendered", []string{"--repo", repo, "--env", "prod", "--source-kind", "GitRepository", "--source-url", "https://git.example.invalid/x.git", "--kubeconfig", "/nonexistent/kubeconfig"}, 2, "renders it"},
+		// --flux-instance chooses the declaring file, as check's does: a
+		// file that does not declare the path is refused naming it; the
+		// one that does gets the run as far as the cluster.
+		{"a --flux-instance that declares no root for the path", []string{"--repo", operator, "--path", "kubernetes/flux/cluster", "--flux-instance", "kubernetes/apps/default/kustomization.yaml", "--kubeconfig", "/nonexistent/kubeconfig"}, 2, "--flux-instance kubernetes/apps/default/kustomization.yaml: no FluxInstance spec.sync"},
+		{"the --flux-instance that declares the root", []string{"--repo", operator, "--path", "kubernetes/flux/cluster", "--flux-instance", "bootstrap/helmfile.d/values-flux-instance.yaml", "--kubeconfig", "/nonexistent/kubeconfig"}, 2, "kubeconfig /nonexistent/kubeconfig"},
+		{"--flux-instance and --source-kind both declare it", []string{"--repo", operator, "--path", "kubernetes/flux/cluster", "--flux-instance", "bootstrap/helmfile.d/values-flux-instance.yaml", "--source-kind", "GitRepository", "--source-url", "https://git.example.invalid/x.git", "--kubeconfig", "/nonexistent/kubeconfig"}, 2, "already declares it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, append([]string{"sync", "-o", "json"}, tc.args...)...)

@@ -25,7 +25,10 @@ type syncFlags struct {
 	// rootKind and rootRef declare the root on the command line, with
 	// srcURL as its source's URL (not a temporary source).
 	rootKind, rootRef string
-	serve             serveFlags
+	// fluxInstance is the file whose FluxInstance spec.sync declares the
+	// root, when several files of the repository name the path.
+	fluxInstance string
+	serve        serveFlags
 }
 
 func (f *syncFlags) add(fl *pflag.FlagSet) {
@@ -38,6 +41,7 @@ func (f *syncFlags) add(fl *pflag.FlagSet) {
 		}
 		return nil
 	}), "source-kind", "declare the root on the command line, for a repository that renders none and has no FluxInstance spec.sync for the path: GitRepository (--source-url is then its URL, not a temporary source)")
+	fl.Var(input.NewRepoPath(&f.fluxInstance), "flux-instance", "the file holding the FluxInstance (or flux-instance chart values) whose spec.sync declares the root (default: any file of the repository whose spec.sync.path is the path)")
 	fl.StringVar(&f.rootRef, "source-ref", "", "with --source-kind: the Git reference of the declared root's source (default refs/heads/main)")
 	fl.StringVar(&f.srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
 	fl.Var(input.NewOptionalName(&f.srcSecret, "Secret with the temporary source's credentials"), "source-secret", "Secret with the temporary source's credentials (default: none)")

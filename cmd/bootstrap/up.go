@@ -123,6 +123,7 @@ func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
 		return flow.Options{}, err
 	}
 	env.Sync, _ = u.sy.declared() // validated
+	env.FluxInstance = u.sy.fluxInstance
 	o := flow.Options{Env: env, Static: u.sy.staticOptions(), Controllers: &co, Sync: u.sy.sync(a.getenv), Converge: u.cf.options(),
 		DryRun: u.dryRun, Timeout: u.timeout, Force: u.force, Cluster: a.opener()}
 	hasKey := u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != ""
