@@ -9,7 +9,6 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +16,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/reconcile"
 )
@@ -203,8 +200,10 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 
 	start := run.Now()
 	p.tr = NewTracker(p.g, start, p.o.Nudge, p.o.MaxNudges, p.o.Budget)
-	p.tr.AdditiveCEL = p.additiveCEL(ctx)
-	run.Progressf("converge: %s, nudge %t, timeout %s", p.count(), p.o.Nudge, p.o.Timeout)
+	lc := p.readControllers(ctx)
+	p.tr.AdditiveCEL = lc.additiveCEL
+	run.Report.Facts["converge.requeue-dependency"] = lc.requeueText()
+	run.Progressf("converge: %s, nudge %t, timeout %s; without a nudge the controllers re-check a blocked dependent every %s", p.count(), p.o.Nudge, p.o.Timeout, lc.requeueText())
 	p.walk(ctx, run, w, start)
 	p.elapsed = run.Now().Sub(start)
 	p.record(run)
@@ -302,23 +301,4 @@ func (p *Phase) count() string {
 		s += fmt.Sprintf(", %d HelmRelease(s)", hrs)
 	}
 	return s
-}
-
-// additiveCEL reads helm-controller's AdditiveCELDependencyCheck gate from
-// its live Deployment (the args it runs with; off, its default, when the
-// Deployment or the flag is absent): how it reads a dependsOn readyExpr.
-func (p *Phase) additiveCEL(ctx context.Context) bool {
-	if !p.hasHelmReleases() {
-		return false
-	}
-	ns := p.o.Root.Namespace
-	if ns == "" {
-		ns = fluxobj.DefaultNamespace
-	}
-	var dep appsv1.Deployment
-	if err := p.cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helm-controller"}, &dep); err != nil {
-		return false
-	}
-	f, _ := patches.ManagerFlags(&dep)
-	return patches.EffectiveGate("helm-controller", patches.ImageVersion(patches.ManagerImage(&dep)), f, fluxobj.AdditiveCELDependencyCheck).Value
 }

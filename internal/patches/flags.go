@@ -3,6 +3,7 @@ package patches
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/distribution/reference"
 	"golang.org/x/mod/semver"
@@ -68,8 +69,10 @@ type GateDefault struct {
 // StrictSubstitution is the gate this tool exists to enforce.
 const StrictSubstitution = "StrictPostBuildSubstitutions"
 
-// GateDefaults are the gate defaults the tool knows. Before Since a gate is
-// off.
+// GateDefaults are the defaults of the gates the tool reads, for every
+// version, including those whose complete gate table is not recorded
+// (SupportedGates; TestGateTableAgrees holds the two together). Before
+// Since a gate is off.
 func GateDefaults() []GateDefault {
 	return []GateDefault{
 		{Controller: "kustomize-controller", Gate: StrictSubstitution, Since: "v1.9.0"},
@@ -99,7 +102,20 @@ type Gate struct {
 // controller version's default.
 func EffectiveGate(controller, version string, f Flags, gate string) Gate {
 	g := Gate{}
+	if t := SupportedGates(controller, version); t.Known {
+		// The controller's own table. A gate it lacks at this version is
+		// off if it is one of this controller's at another version; a gate
+		// of no version of it stays unknown.
+		d, ok := t.Defaults[gate]
+		g.DefaultKnown, g.Default = ok, d
+		for _, gd := range GateDefaults() {
+			g.DefaultKnown = g.DefaultKnown || (gd.Controller == controller && gd.Gate == gate)
+		}
+	}
 	for _, d := range GateDefaults() {
+		if g.DefaultKnown {
+			break
+		}
 		if d.Controller == controller && d.Gate == gate && semver.IsValid(version) {
 			g.DefaultKnown = true
 			g.Default = d.Since != "" && semver.Compare(version, d.Since) >= 0
@@ -152,4 +168,29 @@ func SOPSAgeSecret(dep *appsv1.Deployment) (string, error) {
 		return "", fmt.Errorf("Deployment %s/%s: %w", dep.Namespace, dep.Name, err)
 	}
 	return f.Values[SOPSAgeFlag], nil
+}
+
+// RequeueDependencyFlag is kustomize- and helm-controller's flag for how
+// long a Kustomization or HelmRelease blocked on a dependency waits before
+// the controller checks its dependencies again (no watch wakes it sooner).
+const RequeueDependencyFlag = "requeue-dependency"
+
+// DefaultRequeueDependency is that flag's default in both controllers
+// (main.go, kustomize-controller v1.9.5 and helm-controller v1.6.4:
+// flag.DurationVar(&requeueDependency, "requeue-dependency", 30*time.Second, …)).
+const DefaultRequeueDependency = 30 * time.Second
+
+// RequeueDependency is the controller's effective --requeue-dependency in
+// f: the flag's value, parsed as the controller's flag package parses a
+// duration, else the default (explicit false).
+func RequeueDependency(f Flags) (d time.Duration, explicit bool, err error) {
+	v, ok := f.Values[RequeueDependencyFlag]
+	if !ok {
+		return DefaultRequeueDependency, false, nil
+	}
+	d, err = time.ParseDuration(v)
+	if err != nil {
+		return 0, true, fmt.Errorf("--%s=%s: %w", RequeueDependencyFlag, v, err)
+	}
+	return d, true, nil
 }

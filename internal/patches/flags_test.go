@@ -101,3 +101,28 @@ func TestSOPSAgeSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestEffectiveGateFromTheTable: where the generated table records the
+// version, the default is the controller's own; a gate of another version
+// of the same controller is off; a gate of no version of it is unknown
+// (the sandbox runner must not pass kustomize-controller's gate to
+// source-controller: that controller would exit).
+func TestEffectiveGateFromTheTable(t *testing.T) {
+	for _, tc := range []struct {
+		controller, version, gate string
+		known, def                bool
+	}{
+		{"kustomize-controller", "v1.9.5", "DisableStatusPollerCache", true, true},
+		{"kustomize-controller", "v1.9.5", "GroupChangeLog", true, false},
+		{"kustomize-controller", "v1.6.0", ExternalArtifact, true, false},
+		{"kustomize-controller", "v1.6.0", StrictSubstitution, true, false},
+		{"helm-controller", "v1.4.0", "AdoptLegacyReleases", true, true},
+		{"helm-controller", "v1.6.4", "AdoptLegacyReleases", true, false},
+		{"source-controller", "v1.9.5", StrictSubstitution, false, false},
+	} {
+		g := EffectiveGate(tc.controller, tc.version, Flags{}, tc.gate)
+		if g.DefaultKnown != tc.known || g.Default != tc.def {
+			t.Errorf("%s %s %s: known %t default %t, want %t %t", tc.controller, tc.version, tc.gate, g.DefaultKnown, g.Default, tc.known, tc.def)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,4 +133,59 @@ func featureDefaults(t *testing.T, src string) map[string]bool {
 		t.Fatal("features.go: no features map")
 	}
 	return out
+}
+
+// TestGateTableMatchesTheController: the generated table (hack/gengates)
+// holds, for each pinned controller, exactly the gates of its
+// internal/features/features.go with their defaults, plus what its init
+// adds through fluxcd/pkg/auth SetFeatureGates (ObjectLevelWorkloadIdentity,
+// off).
+func TestGateTableMatchesTheController(t *testing.T) {
+	pins, err := versions.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ controller, pin string }{
+		{"kustomize-controller", "KUSTOMIZE_CONTROLLER_VERSION"},
+		{"helm-controller", "HELM_CONTROLLER_VERSION"},
+		{"source-controller", "SOURCE_CONTROLLER_VERSION"},
+	} {
+		t.Run(c.controller, func(t *testing.T) {
+			version := pins.All[c.pin]
+			table := SupportedGates(c.controller, version)
+			if !table.Known {
+				t.Fatalf("gatedefaults.txt has no gates of %s %s: run go run ./hack/gengates", c.controller, version)
+			}
+			src := moduleFile(t, "github.com/fluxcd/"+c.controller, version, "internal/features/features.go")
+			want := featureDefaults(t, src)
+			if strings.Contains(src, "auth.SetFeatureGates(features)") {
+				want["ObjectLevelWorkloadIdentity"] = false
+			}
+			if !maps.Equal(table.Defaults, want) {
+				t.Errorf("gatedefaults.txt %s %s:\n%v\nits features.go:\n%v", c.controller, version, table.Defaults, want)
+			}
+		})
+	}
+}
+
+// TestGateTableAgrees: where the table records a version, GateDefaults'
+// Since rule gives the same default for every gate it names.
+func TestGateTableAgrees(t *testing.T) {
+	n := 0
+	for key, g := range parsedGates() {
+		controller, version, _ := strings.Cut(key, "@")
+		for _, d := range GateDefaults() {
+			if d.Controller != controller || !g.Known {
+				continue
+			}
+			n++
+			since := d.Since != "" && semver.Compare(version, d.Since) >= 0
+			if g.Defaults[d.Gate] != since {
+				t.Errorf("%s %s: the table defaults %s to %t, GateDefaults to %t", controller, version, d.Gate, g.Defaults[d.Gate], since)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("nothing compared")
+	}
 }

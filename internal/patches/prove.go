@@ -28,7 +28,7 @@ var (
 
 // Gates lists the render's gates.
 func Gates() []gate.Def {
-	return []gate.Def{GateComponents, GatePlain, GatePatchLanded, GateArgsPreserved, GateStrict, GateCommitted}
+	return []gate.Def{GateComponents, GatePlain, GatePatchLanded, GateArgsPreserved, GateStrict, GateFeatureGates, GateCommitted}
 }
 
 // Prove turns an overlay result into gate checks. plain says the overlays
@@ -41,7 +41,7 @@ func Prove(res *Result, plain bool) []gate.Check {
 	for i, p := range res.Patches {
 		out = append(out, patchLanded(i, p, res.Base))
 	}
-	out = append(out, argsPreserved(res.Base, res.Final), strictInvariant(res.Base, res.Final, plain))
+	out = append(out, argsPreserved(res.Base, res.Final), strictInvariant(res.Base, res.Final, plain), featureGates(res.Final))
 	if res.CommittedFile != "" {
 		out = append(out, committedComponents(res))
 	}

@@ -1,0 +1,52 @@
+package patches
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// TestFeatureGates: a --feature-gates name the controller version does not
+// support fails the render, because the controller exits at start-up
+// (fluxcd/pkg/runtime v0.110.3 features.SupportedFeatures: "feature-gate
+// '%s' not supported"; kustomize-controller v1.9.5 main.go: os.Exit(1)).
+func TestFeatureGates(t *testing.T) {
+	dep := func(name, image string, args ...string) appsv1.Deployment {
+		return appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: name},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: image, Args: args}}}}}}
+	}
+	const kc, hc = "ghcr.io/fluxcd/kustomize-controller:v1.9.5", "ghcr.io/fluxcd/helm-controller:v1.6.4"
+	for _, tc := range []struct {
+		name string
+		deps []appsv1.Deployment
+		want gate.Verdict
+		msg  string
+	}{
+		{"no gate set", []appsv1.Deployment{dep("kustomize-controller", kc, "--watch-all-namespaces=true")}, gate.Pass, "no --feature-gates set"},
+		{"supported gates", []appsv1.Deployment{
+			dep("kustomize-controller", kc, "--feature-gates=StrictPostBuildSubstitutions=true,CancelHealthCheckOnNewRevision=true"),
+			dep("helm-controller", hc, "--feature-gates=AdditiveCELDependencyCheck=true")}, gate.Pass, "3 feature gate setting(s)"},
+		{"a misspelt gate", []appsv1.Deployment{dep("kustomize-controller", kc, "--feature-gates=StrictPostBuildSubstitution=true")}, gate.Fail,
+			`kustomize-controller v1.9.5 does not support feature gate "StrictPostBuildSubstitution" and exits at start-up ("feature-gate 'StrictPostBuildSubstitution' not supported"); did you mean StrictPostBuildSubstitutions?`},
+		{"another controller's gate", []appsv1.Deployment{dep("kustomize-controller", kc, "--feature-gates=DetectDrift=true")}, gate.Fail,
+			`does not support feature gate "DetectDrift"`},
+		{"a gate the version does not have yet", []appsv1.Deployment{dep("kustomize-controller", "fluxcd/kustomize-controller:v1.6.0", "--feature-gates=ExternalArtifact=true")}, gate.Fail,
+			`kustomize-controller v1.6.0 does not support feature gate "ExternalArtifact"`},
+		{"a version not recorded", []appsv1.Deployment{dep("kustomize-controller", "fluxcd/kustomize-controller:v1.4.0", "--feature-gates=StrictPostBuildSubstitutions=true")}, gate.Skip,
+			"kustomize-controller v1.4.0 (StrictPostBuildSubstitutions) are not recorded"},
+		{"an untagged image", []appsv1.Deployment{dep("kustomize-controller", "registry.lan/kc@sha256:"+strings.Repeat("a", 64), "--feature-gates=StrictPostBuildSubstitutions=true")}, gate.Skip,
+			"kustomize-controller (none)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := featureGates(tc.deps)
+			if c.Verdict != tc.want || !strings.Contains(c.Message, tc.msg) {
+				t.Fatalf("%s: %s\nwant %s containing %q", c.Verdict, c.Message, tc.want, tc.msg)
+			}
+		})
+	}
+}
