@@ -101,7 +101,7 @@ func featureGates(final []appsv1.Deployment) gate.Check {
 			if !ok {
 				msg := fmt.Sprintf("Deployment/%s/%s: %s %s does not support feature gate %q and exits at start-up (\"feature-gate '%s' not supported\")", d.Namespace, d.Name, d.Name, version, n, n)
 				if s := closest(n, g.Defaults); s != "" {
-					msg += fmt.Sprintf("; did you mean %s?", s)
+					msg += fmt.Sprintf(" (did you mean %s?)", s)
 				}
 				bad = append(bad, msg)
 				continue

@@ -32,7 +32,7 @@ func TestFeatureGates(t *testing.T) {
 			dep("kustomize-controller", kc, "--feature-gates=StrictPostBuildSubstitutions=true,CancelHealthCheckOnNewRevision=true"),
 			dep("helm-controller", hc, "--feature-gates=AdditiveCELDependencyCheck=true")}, gate.Pass, "3 feature gate setting(s)"},
 		{"a misspelt gate", []appsv1.Deployment{dep("kustomize-controller", kc, "--feature-gates=StrictPostBuildSubstitution=true")}, gate.Fail,
-			`kustomize-controller v1.9.5 does not support feature gate "StrictPostBuildSubstitution" and exits at start-up ("feature-gate 'StrictPostBuildSubstitution' not supported"); did you mean StrictPostBuildSubstitutions?`},
+			`kustomize-controller v1.9.5 does not support feature gate "StrictPostBuildSubstitution" and exits at start-up ("feature-gate 'StrictPostBuildSubstitution' not supported") (did you mean StrictPostBuildSubstitutions?)`},
 		{"another controller's gate", []appsv1.Deployment{dep("kustomize-controller", kc, "--feature-gates=DetectDrift=true")}, gate.Fail,
 			`does not support feature gate "DetectDrift"`},
 		{"a gate the version does not have yet", []appsv1.Deployment{dep("kustomize-controller", "fluxcd/kustomize-controller:v1.6.0", "--feature-gates=ExternalArtifact=true")}, gate.Fail,
