@@ -68,6 +68,10 @@ const (
 	Dangling     Detector = "dangling"
 	Unreachable  Detector = "unreachable"
 	RootWait     Detector = "root-wait"
+	// WaitOrder: a Kustomization health-checks a HelmRelease whose
+	// dependsOn chain needs a release another Kustomization applies,
+	// without depending on that Kustomization.
+	WaitOrder Detector = "wait-order"
 	NoRoot       Detector = "no-root"
 	RaceDep      Detector = "race"
 	Prune        Detector = "prune-hazard"

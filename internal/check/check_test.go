@@ -103,6 +103,23 @@ func TestEscapedFormsPass(t *testing.T) {
 	}
 }
 
+// waitOrderRelease is a HelmRelease depending on web/web-db, which
+// Kustomization apps applies.
+const waitOrderRelease = `---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: web-ui
+  namespace: web
+spec:
+  interval: 10m
+  chartRef:
+    kind: OCIRepository
+    name: web-chart
+  dependsOn:
+    - name: web-db
+`
+
 func TestDefects(t *testing.T) {
 	webExtra := func(v string) mutation { return mutation{"apps/web.yaml", "", "  extra: \"" + v + "\"\n"} }
 	for _, tc := range []struct {
@@ -185,6 +202,19 @@ func TestDefects(t *testing.T) {
 		{name: "HelmRelease depends on a Kustomization", ms: []mutation{{"apps/releases.yaml", "    - name: web-db\n", "    - name: web-db\n    - name: apps\n      namespace: flux-system\n"}}, det: HelmDependsOn,
 			id: "check.graph", verdict: gate.Fail, alone: true,
 			want: "apps/releases.yaml:53: [helm-depends-on] HelmRelease web/web depends on flux-system/apps, which is a Kustomization"},
+		// A Kustomization's health check (wait: true) waits for a release
+		// whose dependency another Kustomization applies (kustomize-
+		// controller v1.9.5 checkHealth holds a worker; helm-controller
+		// v1.6.4 checkDependencies keeps the release DependencyNotReady).
+		{name: "health check waits on a release its dependent applies", ms: []mutation{{"infrastructure/cni.yaml", "", waitOrderRelease}}, det: WaitOrder,
+			id: "check.graph", verdict: gate.Fail, alone: true, also: []string{"check.prune-hazard/flux-system/apps/web"},
+			want: "[wait-order] Kustomization flux-system/infra health-checks HelmReleases whose dependencies Kustomization flux-system/apps applies (web/web-ui needs web/web-db), and flux-system/apps waits for flux-system/infra: a deadlock"},
+		{name: "health check waits on a release of an unordered Kustomization", ms: []mutation{
+			{"clusters/base/apps.yaml", "  path: ./docs\n  prune: true\n", "  path: ./docs\n  prune: true\n  wait: true\n"},
+			{"clusters/base/apps.yaml", "  dependsOn:\n    - name: apps\n", "  dependsOn:\n    - name: infra\n"},
+			{"docs/readme.yaml", "", waitOrderRelease}}, det: WaitOrder,
+			id: "check.graph", verdict: gate.Warn, alone: true, also: []string{"check.prune-hazard/flux-system/apps/web"},
+			want: "[wait-order] Kustomization flux-system/docs health-checks HelmReleases whose dependencies Kustomization flux-system/apps applies (web/web-ui needs web/web-db), without depending on flux-system/apps: it holds one of kustomize-controller's --concurrent workers"},
 		{name: "chartRef source not rendered", ms: []mutation{{"apps/releases.yaml", "    name: web-chart\n  dependsOn", "    name: app-chart\n  dependsOn"}}, det: ChartSource,
 			id: "check.graph", verdict: gate.Fail, alone: true,
 			want: "apps/releases.yaml:41: [chart-source] HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which the environment does not render"},

@@ -77,6 +77,9 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 				fix:  fmt.Sprintf("render %s in a Kustomization the HelmRelease's applier depends on, or fix the reference", p.Source)})
 		}
 	}
+	if o.on(WaitOrder) {
+		fs = append(fs, waitOrder(env, g)...)
+	}
 	if o.on(Unreachable) && root != nil {
 		for _, id := range g.NotAppliedByRoot {
 			fs = append(fs, finding{det: Unreachable, loc: nodeLocation(env, id),
@@ -92,6 +95,75 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 		}
 	}
 	return ch.verdict(Graph, fs, fmt.Sprintf("root %s (%s) applies %s; %d Kustomization(s), no cycle, every dependsOn rendered, every node reachable from the root", rootRef, env.Origin, path, len(env.Kustomizations))+helmSummary(env))
+}
+
+// waitOrder finds Kustomizations that health-check a HelmRelease (wait:
+// true, or a spec.healthChecks entry naming it) whose dependsOn chain
+// reaches a HelmRelease another Kustomization applies, that they do not
+// wait for. kustomize-controller v1.9.5 holds one of its --concurrent
+// workers for the whole health check (kstatus: the HelmRelease is
+// InProgress until Ready), and helm-controller v1.6.4 keeps the release
+// DependencyNotReady until each dependency is Ready (checkDependencies):
+// when the workers are all held by such checks, the Kustomization that
+// would apply the missing release never gets one, and they all wait out
+// their timeout. Seen on the sandbox with 30 such Kustomizations and the
+// default --concurrent=4.
+func waitOrder(env *fluxrepo.Env, g *fluxgraph.Graph) []finding {
+	if !g.AppliersKnown {
+		return nil
+	}
+	var fs []finding
+	for _, k := range env.Kustomizations {
+		kid := fluxgraph.ID(k.Kustomization, env.Options.Namespace)
+		waits := map[fluxgraph.NodeID]bool{kid: true}
+		for _, u := range g.Upstream(kid) {
+			waits[u] = true
+		}
+		missing := map[fluxgraph.NodeID][]string{}
+		for _, hid := range g.IDs {
+			n := g.Nodes[hid]
+			if !hid.IsHelmRelease() || n.AppliedBy != kid || !healthChecked(k, hid) {
+				continue
+			}
+			for _, dep := range g.Upstream(hid) {
+				by := g.Nodes[dep].AppliedBy
+				if !dep.IsHelmRelease() || by == (fluxgraph.NodeID{}) || waits[by] {
+					continue
+				}
+				missing[by] = append(missing[by], fmt.Sprintf("%s needs %s", hid.Key(), dep.Key()))
+			}
+		}
+		for _, by := range slices.SortedFunc(maps.Keys(missing), func(a, b fluxgraph.NodeID) int { return strings.Compare(a.String(), b.String()) }) {
+			if slices.Contains(g.Upstream(by), kid) {
+				// by waits for k: it applies nothing before k is Ready, and k
+				// is not Ready before by applied them.
+				fs = append(fs, finding{det: WaitOrder, loc: k.Location,
+					what: fmt.Sprintf("Kustomization %s health-checks HelmReleases whose dependencies Kustomization %s applies (%s), and %s waits for %s: a deadlock — %s's health check fails at its timeout and %s never applies", k.Ref(), by, strings.Join(slices.Compact(missing[by]), ", "), by, k.Ref(), k.Ref(), by),
+					fix:  fmt.Sprintf("apply those dependencies in %s or a Kustomization it depends on, or apply the dependent HelmReleases from %s (or a Kustomization after it)", k.Ref(), by)})
+				continue
+			}
+			fs = append(fs, finding{det: WaitOrder, warn: true, loc: k.Location,
+				what: fmt.Sprintf("Kustomization %s health-checks HelmReleases whose dependencies Kustomization %s applies (%s), without depending on %s: it holds one of kustomize-controller's --concurrent workers until they are Ready, and when every worker is held so, %s never gets one to apply them — the health checks wait out their timeout", k.Ref(), by, strings.Join(slices.Compact(missing[by]), ", "), by, by),
+				fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s)", dependsOnEntry(by, k.Namespace), k.Ref(), k.Location)})
+		}
+	}
+	return fs
+}
+
+// healthChecked says kustomize-controller health-checks HelmRelease hid
+// when k applies it: every applied object under wait: true, else the
+// spec.healthChecks entries, matched as given (kustomize-controller v1.9.5
+// inventory.ReferenceToObjMetadataSet defaults no namespace).
+func healthChecked(k *fluxrepo.Kustomization, hid fluxgraph.NodeID) bool {
+	if k.Spec.Wait {
+		return true
+	}
+	for _, h := range k.Spec.HealthChecks {
+		if h.Kind == fluxobj.HelmReleaseKind && h.Name == hid.Name && h.Namespace == hid.Namespace {
+			return true
+		}
+	}
+	return false
 }
 
 func helmSummary(env *fluxrepo.Env) string {

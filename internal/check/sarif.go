@@ -20,6 +20,7 @@ var detectorText = map[Detector]string{
 	Dangling:      "dependsOn on a Kustomization or HelmRelease the environment does not render",
 	Unreachable:   "object not applied by any Kustomization reachable from the root",
 	RootWait:      "root Kustomization with wait: true",
+	WaitOrder:     "Kustomization health-checking a HelmRelease whose dependencies another Kustomization applies, without depending on it: it holds a kustomize-controller worker meanwhile",
 	NoRoot:        "environment without its own root Kustomization or GitRepository",
 	RaceDep:       "substitution race: substitutes from an object another Kustomization applies without depending on it",
 	Prune:         "prune: true Kustomization is the only declarer of a shared Namespace",
