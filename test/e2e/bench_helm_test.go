@@ -299,6 +299,10 @@ func BenchmarkConvergeHomelabShape(b *testing.B) {
 				if r := bootstrapJSON(b, args...); r.code != 0 {
 					b.Fatalf("controllers: %s", r)
 				}
+				// A changed template restarts the local controllers (new
+				// metrics addresses): read them once they run from it.
+				suite.waitRunning(ctx, b, "kustomize-controller")
+				suite.waitRunning(ctx, b, "helm-controller")
 				for _, ns := range benchNamespaces {
 					err := suite.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 					if err != nil && !apierrors.IsAlreadyExists(err) {
