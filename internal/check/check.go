@@ -72,9 +72,9 @@ const (
 	// dependsOn chain needs a release another Kustomization applies,
 	// without depending on that Kustomization.
 	WaitOrder Detector = "wait-order"
-	NoRoot       Detector = "no-root"
-	RaceDep      Detector = "race"
-	Prune        Detector = "prune-hazard"
+	NoRoot    Detector = "no-root"
+	RaceDep   Detector = "race"
+	Prune     Detector = "prune-hazard"
 	// HelmDependsOn: a HelmRelease's dependsOn names a Kustomization.
 	HelmDependsOn Detector = "helm-depends-on"
 	// ChartSource: a HelmRelease's chart source is invalid or not rendered.

@@ -208,13 +208,13 @@ func TestDefects(t *testing.T) {
 		// v1.6.4 checkDependencies keeps the release DependencyNotReady).
 		{name: "health check waits on a release its dependent applies", ms: []mutation{{"infrastructure/cni.yaml", "", waitOrderRelease}}, det: WaitOrder,
 			id: "check.graph", verdict: gate.Fail, alone: true, also: []string{"check.prune-hazard/flux-system/apps/web"},
-			want: "[wait-order] Kustomization flux-system/infra health-checks HelmReleases whose dependencies Kustomization flux-system/apps applies (web/web-ui needs web/web-db), and flux-system/apps waits for flux-system/infra: a deadlock"},
+			want: "[wait-order] Kustomization flux-system/infra health-checks HelmReleases that need releases Kustomization flux-system/apps applies (web/web-ui needs web/web-db), and flux-system/apps waits for flux-system/infra: a deadlock"},
 		{name: "health check waits on a release of an unordered Kustomization", ms: []mutation{
 			{"clusters/base/apps.yaml", "  path: ./docs\n  prune: true\n", "  path: ./docs\n  prune: true\n  wait: true\n"},
 			{"clusters/base/apps.yaml", "  dependsOn:\n    - name: apps\n", "  dependsOn:\n    - name: infra\n"},
 			{"docs/readme.yaml", "", waitOrderRelease}}, det: WaitOrder,
 			id: "check.graph", verdict: gate.Warn, alone: true, also: []string{"check.prune-hazard/flux-system/apps/web"},
-			want: "[wait-order] Kustomization flux-system/docs health-checks HelmReleases whose dependencies Kustomization flux-system/apps applies (web/web-ui needs web/web-db), without depending on flux-system/apps: it holds one of kustomize-controller's --concurrent workers"},
+			want: "[wait-order] Kustomization flux-system/docs health-checks HelmReleases that need releases Kustomization flux-system/apps applies (web/web-ui needs web/web-db), without depending on flux-system/apps: it holds one of kustomize-controller's --concurrent workers"},
 		{name: "chartRef source not rendered", ms: []mutation{{"apps/releases.yaml", "    name: web-chart\n  dependsOn", "    name: app-chart\n  dependsOn"}}, det: ChartSource,
 			id: "check.graph", verdict: gate.Fail, alone: true,
 			want: "apps/releases.yaml:41: [chart-source] HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which the environment does not render"},
@@ -292,6 +292,9 @@ func TestDefects(t *testing.T) {
 			want: "apps/namespace.yaml:6: [prune-hazard] Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if detectorText[tc.det] == "" {
+				t.Errorf("detector %s has no SARIF rule text (detectorText)", tc.det)
+			}
 			repo := fixture(t, tc.ms...)
 			rep := run(t, repo)
 			var got *gate.Check

@@ -115,22 +115,38 @@ func waitOrder(env *fluxrepo.Env, g *fluxgraph.Graph) []finding {
 	var fs []finding
 	for _, k := range env.Kustomizations {
 		kid := fluxgraph.ID(k.Kustomization, env.Options.Namespace)
-		waits := map[fluxgraph.NodeID]bool{kid: true}
-		for _, u := range g.Upstream(kid) {
-			waits[u] = true
-		}
+		waits := settled(g, kid)
 		missing := map[fluxgraph.NodeID][]string{}
-		for _, hid := range g.IDs {
-			n := g.Nodes[hid]
-			if !hid.IsHelmRelease() || n.AppliedBy != kid || !healthChecked(k, hid) {
-				continue
+		// need records that k's health check waits for release dep (for
+		// hid) and walks on to dep's own dependencies — unless a
+		// Kustomization k waits for health-checks dep: then dep is Ready,
+		// and so are its dependencies, before k applies anything.
+		var need func(hid, dep fluxgraph.NodeID, seen map[fluxgraph.NodeID]bool)
+		need = func(hid, dep fluxgraph.NodeID, seen map[fluxgraph.NodeID]bool) {
+			if seen[dep] {
+				return
 			}
-			for _, dep := range g.Upstream(hid) {
-				by := g.Nodes[dep].AppliedBy
-				if !dep.IsHelmRelease() || by == (fluxgraph.NodeID{}) || waits[by] {
-					continue
+			seen[dep] = true
+			n := g.Nodes[dep]
+			if n == nil || n.AppliedBy == (fluxgraph.NodeID{}) {
+				return // not rendered: check.graph's [dangling]
+			}
+			if !waits[n.AppliedBy] {
+				what := hid.Key().String()
+				if dep != hid {
+					what += " needs " + dep.Key().String()
 				}
-				missing[by] = append(missing[by], fmt.Sprintf("%s needs %s", hid.Key(), dep.Key()))
+				missing[n.AppliedBy] = append(missing[n.AppliedBy], what)
+			} else if by := env.Kustomization(n.AppliedBy.Namespace, n.AppliedBy.Name); by != nil && n.AppliedBy != kid && healthChecked(g, by, n.AppliedBy, dep) {
+				return
+			}
+			for _, d := range n.DependsOn {
+				need(hid, d, seen)
+			}
+		}
+		for _, hid := range g.IDs {
+			if hid.IsHelmRelease() && healthChecked(g, k, kid, hid) {
+				need(hid, hid, map[fluxgraph.NodeID]bool{})
 			}
 		}
 		for _, by := range slices.SortedFunc(maps.Keys(missing), func(a, b fluxgraph.NodeID) int { return strings.Compare(a.String(), b.String()) }) {
@@ -138,12 +154,12 @@ func waitOrder(env *fluxrepo.Env, g *fluxgraph.Graph) []finding {
 				// by waits for k: it applies nothing before k is Ready, and k
 				// is not Ready before by applied them.
 				fs = append(fs, finding{det: WaitOrder, loc: k.Location,
-					what: fmt.Sprintf("Kustomization %s health-checks HelmReleases whose dependencies Kustomization %s applies (%s), and %s waits for %s: a deadlock — %s's health check fails at its timeout and %s never applies", k.Ref(), by, strings.Join(slices.Compact(missing[by]), ", "), by, k.Ref(), k.Ref(), by),
+					what: fmt.Sprintf("Kustomization %s health-checks HelmReleases that need releases Kustomization %s applies (%s), and %s waits for %s: a deadlock — %s's health check fails at its timeout and %s never applies", k.Ref(), by, strings.Join(slices.Compact(missing[by]), ", "), by, k.Ref(), k.Ref(), by),
 					fix:  fmt.Sprintf("apply those dependencies in %s or a Kustomization it depends on, or apply the dependent HelmReleases from %s (or a Kustomization after it)", k.Ref(), by)})
 				continue
 			}
 			fs = append(fs, finding{det: WaitOrder, warn: true, loc: k.Location,
-				what: fmt.Sprintf("Kustomization %s health-checks HelmReleases whose dependencies Kustomization %s applies (%s), without depending on %s: it holds one of kustomize-controller's --concurrent workers until they are Ready, and when every worker is held so, %s never gets one to apply them — the health checks wait out their timeout", k.Ref(), by, strings.Join(slices.Compact(missing[by]), ", "), by, by),
+				what: fmt.Sprintf("Kustomization %s health-checks HelmReleases that need releases Kustomization %s applies (%s), without depending on %s: it holds one of kustomize-controller's --concurrent workers until they are Ready, and when every worker is held so, %s never gets one to apply them — the health checks wait out their timeout", k.Ref(), by, strings.Join(slices.Compact(missing[by]), ", "), by, by),
 				fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s)", dependsOnEntry(by, k.Namespace), k.Ref(), k.Location)})
 		}
 	}
@@ -151,12 +167,14 @@ func waitOrder(env *fluxrepo.Env, g *fluxgraph.Graph) []finding {
 }
 
 // healthChecked says kustomize-controller health-checks HelmRelease hid
-// when k applies it: every applied object under wait: true, else the
-// spec.healthChecks entries, matched as given (kustomize-controller v1.9.5
-// inventory.ReferenceToObjMetadataSet defaults no namespace).
-func healthChecked(k *fluxrepo.Kustomization, hid fluxgraph.NodeID) bool {
+// in Kustomization k's reconcile (kustomize-controller v1.9.5 checkHealth):
+// under wait: true every object k applies, and only those; otherwise the
+// spec.healthChecks entries, matched as given
+// (inventory.ReferenceToObjMetadataSet defaults no namespace).
+func healthChecked(g *fluxgraph.Graph, k *fluxrepo.Kustomization, kid, hid fluxgraph.NodeID) bool {
 	if k.Spec.Wait {
-		return true
+		n := g.Nodes[hid]
+		return n != nil && n.AppliedBy == kid
 	}
 	for _, h := range k.Spec.HealthChecks {
 		if h.Kind == fluxobj.HelmReleaseKind && h.Name == hid.Name && h.Namespace == hid.Namespace {
@@ -164,6 +182,26 @@ func healthChecked(k *fluxrepo.Kustomization, hid fluxgraph.NodeID) bool {
 		}
 	}
 	return false
+}
+
+// settled is what is in place before Kustomization kid applies anything:
+// kid itself, everything it waits for (Upstream), and the chain of
+// Kustomizations that apply it, with what they wait for — a release one of
+// those applied went out in the apply that created kid.
+func settled(g *fluxgraph.Graph, kid fluxgraph.NodeID) map[fluxgraph.NodeID]bool {
+	out := map[fluxgraph.NodeID]bool{}
+	for id := kid; id != (fluxgraph.NodeID{}) && !out[id]; {
+		out[id] = true
+		for _, u := range g.Upstream(id) {
+			out[u] = true
+		}
+		n := g.Nodes[id]
+		if n == nil {
+			break
+		}
+		id = n.AppliedBy
+	}
+	return out
 }
 
 func helmSummary(env *fluxrepo.Env) string {

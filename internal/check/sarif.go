@@ -3,6 +3,8 @@ package check
 import (
 	"encoding/json"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
@@ -63,7 +65,9 @@ type sarifResult struct {
 // notes) as a SARIF 2.1.0 log; file paths are relative to the repository.
 func WriteSARIF(w io.Writer, r *Result) error {
 	var rules []sarifRule
-	for _, d := range []Detector{Undefined, DefaultOp, ParseError, Literal, KnobEnv, Prerequisite, KnobUnused, Cycle, Dangling, Unreachable, RootWait, NoRoot, RaceDep, Prune, HelmDependsOn, ChartSource, BadCEL, TypeChange, Schema} {
+	// Every detector with a text is a rule (TestDefects requires a text of
+	// each detector it proves), in name order.
+	for _, d := range slices.Sorted(maps.Keys(detectorText)) {
 		rules = append(rules, sarifRule{ID: string(d), ShortDescription: sarifMessage{detectorText[d]}})
 	}
 	rules = append(rules, sarifRule{ID: "not-checked", ShortDescription: sarifMessage{"a gate that could not be checked (the run is incomplete)"}})
