@@ -96,6 +96,9 @@ type Gate struct {
 	// version could not be read or no default is recorded.
 	Default      bool
 	DefaultKnown bool
+	// Unsupported is true when the version's gate table is recorded and
+	// lacks the gate: the controller would exit at start-up if it were set.
+	Unsupported bool
 }
 
 // EffectiveGate resolves a gate from explicit args, else from the
@@ -104,10 +107,10 @@ func EffectiveGate(controller, version string, f Flags, gate string) Gate {
 	g := Gate{}
 	if t := SupportedGates(controller, version); t.Known {
 		// The controller's own table. A gate it lacks at this version is
-		// off if it is one of this controller's at another version; a gate
-		// of no version of it stays unknown.
+		// off when GateDefaults records it for this controller (a gate of a
+		// later version); any other gate it lacks stays unknown.
 		d, ok := t.Defaults[gate]
-		g.DefaultKnown, g.Default = ok, d
+		g.DefaultKnown, g.Default, g.Unsupported = ok, d, !ok
 		for _, gd := range GateDefaults() {
 			g.DefaultKnown = g.DefaultKnown || (gd.Controller == controller && gd.Gate == gate)
 		}

@@ -103,8 +103,9 @@ func TestSOPSAgeSecret(t *testing.T) {
 }
 
 // TestEffectiveGateFromTheTable: where the generated table records the
-// version, the default is the controller's own; a gate of another version
-// of the same controller is off; a gate of no version of it is unknown
+// version, the default is the controller's own; a gate GateDefaults records
+// for the controller, absent at that version, is off; any other gate it
+// lacks is unknown
 // (the sandbox runner must not pass kustomize-controller's gate to
 // source-controller: that controller would exit).
 func TestEffectiveGateFromTheTable(t *testing.T) {

@@ -80,8 +80,14 @@ func featureGates(final []appsv1.Deployment) gate.Check {
 		d := &final[i]
 		mc := managerContainer(d.Spec.Template.Spec.Containers)
 		f, err := ParseArgs(mc.Args)
-		if err != nil || len(f.FeatureGates) == 0 {
-			continue // a malformed value is the strict gate's and the rollout's to report
+		if err != nil {
+			// The controller's flag parsing refuses it (the same
+			// MapStringBool): it exits before it starts.
+			bad = append(bad, fmt.Sprintf("Deployment/%s/%s container %s: %v", d.Namespace, d.Name, mc.Name, err))
+			continue
+		}
+		if len(f.FeatureGates) == 0 {
+			continue
 		}
 		version := ImageVersion(mc.Image)
 		g := SupportedGates(d.Name, version)

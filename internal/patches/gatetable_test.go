@@ -37,6 +37,8 @@ func TestFeatureGates(t *testing.T) {
 			`does not support feature gate "DetectDrift"`},
 		{"a gate the version does not have yet", []appsv1.Deployment{dep("kustomize-controller", "fluxcd/kustomize-controller:v1.6.0", "--feature-gates=ExternalArtifact=true")}, gate.Fail,
 			`kustomize-controller v1.6.0 does not support feature gate "ExternalArtifact"`},
+		{"a value the flag refuses", []appsv1.Deployment{dep("helm-controller", hc, "--feature-gates=DetectDrift")}, gate.Fail,
+			`Deployment/flux-system/helm-controller container manager: arg "--feature-gates=DetectDrift"`},
 		{"a version not recorded", []appsv1.Deployment{dep("kustomize-controller", "fluxcd/kustomize-controller:v1.4.0", "--feature-gates=StrictPostBuildSubstitutions=true")}, gate.Skip,
 			"kustomize-controller v1.4.0 (StrictPostBuildSubstitutions) are not recorded"},
 		{"an untagged image", []appsv1.Deployment{dep("kustomize-controller", "registry.lan/kc@sha256:"+strings.Repeat("a", 64), "--feature-gates=StrictPostBuildSubstitutions=true")}, gate.Skip,

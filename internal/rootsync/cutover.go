@@ -159,6 +159,18 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 			sc.Verdict = gate.Pass
 			sc.Message = fmt.Sprintf("%s is not on a temporary source: it reads %s as git declares; nothing to cut over", id, liveURL)
 			report.Add(sc)
+			// A cutover whose hand-over failed (or an older one that made
+			// none) left fields this tool owns: hand them over now.
+			if owned := apply.OwnedBy(live, kube.FieldManager); len(owned) > 0 && !o.DryRun {
+				hb := GateHandedBack.New()
+				if _, err := apply.HandOver(ctx, c.cl.Client, []*unstructured.Unstructured{live}, nil); err != nil {
+					hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("%s still has fields owned by %s (%s) and handing them to kustomize-controller failed: %v", id, kube.FieldManager, strings.Join(owned, ", "), err)
+				} else {
+					report.Changed = true
+					hb.Verdict, hb.Message = gate.Pass, fmt.Sprintf("%s: the fields %s still owned (%s) are now kustomize-controller's", id, kube.FieldManager, strings.Join(owned, ", "))
+				}
+				report.Add(hb)
+			}
 			return false, nil
 		}
 		sc.Verdict = gate.Fail
@@ -291,27 +303,32 @@ func (c *cutoverRun) handBack(ctx context.Context) error {
 	// The root applies this object from git again: what this apply wrote
 	// becomes kustomize-controller's, as after sync (apply.HandOver), so a
 	// field git drops later leaves the cluster too.
+	_, hoErr := apply.HandOver(ctx, c.cl.Client, []*unstructured.Unstructured{back}, nil)
 	hb := GateHandedBack.New()
-	if _, err := apply.HandOver(ctx, c.cl.Client, []*unstructured.Unstructured{back}, nil); err != nil {
-		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("%s switched to %s, but %v: fields git removes later would stay in the cluster; re-run the cutover", id, c.final, err)
-		c.report.Add(hb)
-		return nil
-	}
 	cur, err = liveSource(ctx, c.cl.Client, o.Namespace, o.Name)
 	if err != nil || cur == nil {
 		return fmt.Errorf("re-read %s: %v", id, err)
 	}
+	var problems []string
 	if left := ours(cur); len(left) > 0 {
-		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left)
-	} else if m := apply.OwnedBy(cur, kube.FieldManager); len(m) > 0 {
-		hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("%s still has fields owned by %s (%s): kustomize-controller would not remove them when git does; re-run the cutover", id, kube.FieldManager, strings.Join(m, ", "))
+		problems = append(problems, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left))
+	}
+	switch m := apply.OwnedBy(cur, kube.FieldManager); {
+	case hoErr != nil:
+		problems = append(problems, fmt.Sprintf("handing %s's fields to kustomize-controller failed: %v; run `bootstrap cutover` again to retry the hand-over", id, hoErr))
+	case len(m) > 0:
+		problems = append(problems, fmt.Sprintf("%s still has fields owned by %s (%s), which kustomize-controller would not remove when git does; run `bootstrap cutover` again to retry the hand-over", id, kube.FieldManager, strings.Join(m, ", ")))
+	}
+	if len(problems) > 0 {
+		hb.Verdict, hb.Message = gate.Fail, strings.Join(problems, "; ")
 	} else {
 		hb.Verdict, hb.Message = gate.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, c.final)
-		if msg, err := deleteServeSecret(ctx, c.cl.Client, o.Namespace, c.tmp.Secret); err != nil {
-			hb.Verdict, hb.Message = gate.Fail, hb.Message+"; but "+err.Error()
-		} else if msg != "" {
-			hb.Message += "; " + msg
-		}
+	}
+	// Switched, nothing reads the temporary source: its Secret goes either way.
+	if msg, err := deleteServeSecret(ctx, c.cl.Client, o.Namespace, c.tmp.Secret); err != nil {
+		hb.Verdict, hb.Message = gate.Fail, hb.Message+"; but "+err.Error()
+	} else if msg != "" {
+		hb.Message += "; " + msg
 	}
 	c.report.Add(hb)
 	return nil

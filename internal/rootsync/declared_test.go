@@ -154,6 +154,9 @@ func TestGateExternalArtifact(t *testing.T) {
 		{"the default (opt-in)", []client.Object{deploy(image, "--log-level=info")}, gate.Fail, "runs with ExternalArtifact=false (its default)"},
 		{"turned off", []client.Object{deploy(image, "--feature-gates=ExternalArtifact=false")}, gate.Fail, "ExternalArtifact=false (set so)"},
 		{"turned on", []client.Object{deploy(image, "--feature-gates=StrictPostBuildSubstitutions=true", "--feature-gates=ExternalArtifact=true")}, gate.Pass, "runs with ExternalArtifact=true"},
+		// kustomize-controller v1.6.0 has no such gate (internal/features
+		// at v1.6.0, gatedefaults.txt): setting it would stop the controller.
+		{"a version without the gate", []client.Object{deploy("ghcr.io/fluxcd/kustomize-controller:v1.6.0", "--feature-gates=ExternalArtifact=true")}, gate.Fail, "kustomize-controller v1.6.0 has no ExternalArtifact feature gate"},
 		{"no Deployment", nil, gate.Skip, "could not be read"},
 		{"an untagged image", []client.Object{deploy("ghcr.io/fluxcd/kustomize-controller@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")}, gate.Skip, "its ExternalArtifact default is too"},
 	} {

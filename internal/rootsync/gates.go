@@ -360,6 +360,11 @@ func ExternalArtifactGate(ctx context.Context, cl client.Client, r *Render) gate
 	g := patches.EffectiveGate("kustomize-controller", version, flags, patches.ExternalArtifact)
 	c.Evidence = []string{"--feature-gates args, in order: " + orNone(flags.GateArgs), "image " + image}
 	switch {
+	case g.Unsupported:
+		// Set, the controller would not start (features.SupportedFeatures).
+		c.Verdict = gate.Fail
+		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact, and kustomize-controller %s has no %s feature gate (it refuses such a source, and exits at start-up if the gate is set): upgrade kustomize-controller to v1.7.0 or later (Flux v2.7) and set --feature-gates=%s=true",
+			strings.Join(readers, ", "), version, patches.ExternalArtifact, patches.ExternalArtifact)
 	case g.Value:
 		c.Verdict = gate.Pass
 		c.Message = fmt.Sprintf("kustomize-controller %s runs with %s=true; Kustomization(s) %s read an ExternalArtifact", version, patches.ExternalArtifact, strings.Join(readers, ", "))

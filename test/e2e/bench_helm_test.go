@@ -4,26 +4,25 @@ package e2e
 
 // BenchmarkConvergeHomelabShape is issue #28's benchmark: a graph shaped
 // like a real homelab repository — 80 Kustomizations and 70 HelmReleases,
-// each release with its own OCIRepository chart, dependsOn chains four deep
-// across both kinds — brought up on the suite's sandbox three ways, side by
-// side in one run:
+// each release with its own OCIRepository chart, dependsOn chains across
+// both kinds — brought up on the suite's sandbox four ways, side by side in
+// one run:
 //
-//	controllers  the controllers alone (30 s --requeue-dependency), observed by `sync --nudge=false`
-//	requeue-5s   --requeue-dependency=5s on kustomize- and helm-controller, observed the same way
-//	converge     `bootstrap sync` (converge nudges)
+//	controllers             the controllers alone (30 s --requeue-dependency), observed by `sync --nudge=false`
+//	converge                `bootstrap sync` (converge nudges)
+//	requeue-5s              --requeue-dependency=5s on kustomize- and helm-controller, observed the same way
+//	converge-concurrent-20  `bootstrap sync` with --concurrent=20 on both controllers
 //
-// Each reports the wall time until every node converged, and the critical
-// path of the controllers' own reconcile times (the sum, along the path
-// converge reports, of each node's eligible→converged time): the floor
-// no waiting strategy can go below. Run:
+// Each reports the wall time until every node converged against two floors
+// from the controllers' own reconcile times (their metrics): the sum along
+// the critical path converge reports, and the busier controller's total
+// over its --concurrent. Run:
 //
 //	go test -tags e2e -run '^$' -bench ConvergeHomelabShape -benchtime 1x -timeout 60m ./test/e2e
 //
 // It asserts nothing about time (a benchmark): it fails only when a mode
-// does not converge. The Kustomizations' timeout is 15m: with the
-// controllers alone, a wait: true platform Kustomization waits for its
-// HelmRelease's whole dependency chain, and at 5m four of them failed their
-// health check (measured 2026-12-02).
+// does not converge, or when check.graph does not pass on the generated
+// repository. The Kustomizations' timeout is 15m, so a stall shows as one.
 
 import (
 	"context"
