@@ -105,24 +105,22 @@ type Gate struct {
 // controller version's default.
 func EffectiveGate(controller, version string, f Flags, gate string) Gate {
 	g := Gate{}
-	if t := SupportedGates(controller, version); t.Known {
+	var rec *GateDefault
+	for _, d := range GateDefaults() {
+		if d.Controller == controller && d.Gate == gate {
+			rec = &d
+		}
+	}
+	switch t := SupportedGates(controller, version); {
+	case t.Known:
 		// The controller's own table. A gate it lacks at this version is
 		// off when GateDefaults records it for this controller (a gate of a
 		// later version); any other gate it lacks stays unknown.
 		d, ok := t.Defaults[gate]
-		g.DefaultKnown, g.Default, g.Unsupported = ok, d, !ok
-		for _, gd := range GateDefaults() {
-			g.DefaultKnown = g.DefaultKnown || (gd.Controller == controller && gd.Gate == gate)
-		}
-	}
-	for _, d := range GateDefaults() {
-		if g.DefaultKnown {
-			break
-		}
-		if d.Controller == controller && d.Gate == gate && semver.IsValid(version) {
-			g.DefaultKnown = true
-			g.Default = d.Since != "" && semver.Compare(version, d.Since) >= 0
-		}
+		g.DefaultKnown, g.Default, g.Unsupported = ok || rec != nil, d, !ok
+	case rec != nil && semver.IsValid(version):
+		g.DefaultKnown = true
+		g.Default = rec.Since != "" && semver.Compare(version, rec.Since) >= 0
 	}
 	if v, ok := f.FeatureGates[gate]; ok {
 		g.Value, g.Explicit = v, true

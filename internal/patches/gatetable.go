@@ -3,12 +3,14 @@ package patches
 import (
 	_ "embed"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
 )
 
 // gateTable is every feature gate, with its default, of each Flux
@@ -91,13 +93,7 @@ func featureGates(final []appsv1.Deployment) gate.Check {
 		}
 		version := ImageVersion(mc.Image)
 		g := SupportedGates(d.Name, version)
-		names := slices.Sorted(func(yield func(string) bool) {
-			for k := range f.FeatureGates {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		names := slices.Sorted(maps.Keys(f.FeatureGates))
 		if !g.Known {
 			unknown = append(unknown, fmt.Sprintf("%s %s (%s)", d.Name, orNone(version), strings.Join(names, ", ")))
 			continue
