@@ -117,7 +117,7 @@ func EffectiveGate(controller, version string, f Flags, gate string) Gate {
 		// off when GateDefaults records it for this controller (a gate of a
 		// later version); any other gate it lacks stays unknown.
 		d, ok := t.Defaults[gate]
-		g.DefaultKnown, g.Default, g.Unsupported = ok || rec != nil, d, !ok
+		g.DefaultKnown, g.Default, g.Unsupported = ok || rec != nil, d, !ok && !t.AnyName
 	case rec != nil && semver.IsValid(version):
 		g.DefaultKnown = true
 		g.Default = rec.Since != "" && semver.Compare(version, rec.Since) >= 0

@@ -7,7 +7,10 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -165,5 +168,121 @@ func TestGateTableAgrees(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("nothing compared")
+	}
+}
+
+// TestGateTableAtTheTags: facts of the generated table at versions the
+// module proxy here does not serve, read by hack/gengates at the
+// controllers' git tags, each checked by hand in the cited file.
+func TestGateTableAtTheTags(t *testing.T) {
+	for _, tc := range []struct {
+		controller, version, gate string
+		// cite is the upstream file at that tag the fact is read in.
+		cite string
+		// known: the version is recorded; has: it has the gate; def: its default.
+		known, has, def bool
+	}{
+		{"kustomize-controller", "v1.4.0", StrictSubstitution,
+			"fluxcd/kustomize-controller v1.4.0 internal/features/features.go: StrictPostBuildSubstitutions: false (opt-in from v1.3)", true, true, false},
+		{"kustomize-controller", "v1.8.5", StrictSubstitution,
+			"fluxcd/kustomize-controller v1.8.5 internal/features/features.go: StrictPostBuildSubstitutions: false", true, true, false},
+		{"kustomize-controller", "v1.9.1", StrictSubstitution,
+			"fluxcd/kustomize-controller v1.9.0 and v1.9.1 internal/features/features.go: StrictPostBuildSubstitutions: true (opt-out from v1.9)", true, true, true},
+		{"kustomize-controller", "v1.2.2", StrictSubstitution,
+			"fluxcd/kustomize-controller v1.2.2 internal/features/features.go: no such gate (added in v1.3)", true, false, false},
+		{"kustomize-controller", "v1.4.0", ExternalArtifact,
+			"fluxcd/kustomize-controller v1.4.0 internal/features/features.go: no such gate (added in v1.7)", true, false, false},
+		{"kustomize-controller", "v1.5.1", "ObjectLevelWorkloadIdentity",
+			"fluxcd/kustomize-controller v1.5.1 internal/features/features.go: no init calling auth.SetFeatureGates", true, false, false},
+		{"kustomize-controller", "v1.6.0", "ObjectLevelWorkloadIdentity",
+			"fluxcd/kustomize-controller v1.6.0 internal/features/features.go init: auth.SetFeatureGates(features) (fluxcd/pkg auth, off)", true, true, false},
+		{"kustomize-controller", "v1.4.0", "DisableStatusPollerCache",
+			"fluxcd/kustomize-controller v1.4.0 internal/features/features.go: DisableStatusPollerCache: true (opt-out from v1.2)", true, true, true},
+		{"helm-controller", "v0.37.4", "AdoptLegacyReleases",
+			"fluxcd/helm-controller v0.37.4 internal/features/features.go: AdoptLegacyReleases: true", true, true, true},
+		{"helm-controller", "v0.37.4", "DetectDrift",
+			"fluxcd/helm-controller v0.37.4 internal/features/features.go: DetectDrift: false", true, true, false},
+		{"helm-controller", "v1.0.1", "AdditiveCELDependencyCheck",
+			"fluxcd/helm-controller v1.0.1 internal/features/features.go: no such gate (opt-in from v1.4.0)", true, false, false},
+		{"helm-controller", "v1.4.0", "AdditiveCELDependencyCheck",
+			"fluxcd/helm-controller v1.4.0 internal/features/features.go: AdditiveCELDependencyCheck: false", true, true, false},
+		{"source-watcher", "v2.1.0", "DirectSourceFetch",
+			"fluxcd/source-watcher v2.1.0 internal/features/features.go: controller.FeatureGateDirectSourceFetch: false (fluxcd/pkg runtime/controller)", true, true, false},
+		// Not in the mirror used (its newest tag is v1.9.3) nor served by
+		// the proxy: not recorded, so nothing is claimed.
+		{"notification-controller", "v1.9.4", "", "no tag v1.9.4 in the mirror; the module proxy refuses it", false, false, false},
+	} {
+		t.Run(tc.controller+"@"+tc.version+"/"+tc.gate, func(t *testing.T) {
+			g := SupportedGates(tc.controller, tc.version)
+			if g.Known != tc.known {
+				t.Fatalf("known %t, want %t (%s)", g.Known, tc.known, tc.cite)
+			}
+			if !tc.known {
+				return
+			}
+			def, has := g.Defaults[tc.gate]
+			if has != tc.has || def != tc.def {
+				t.Errorf("has %t default %t, want %t %t (%s); run go run ./hack/gengates", has, def, tc.has, tc.def, tc.cite)
+			}
+			if e := EffectiveGate(tc.controller, tc.version, Flags{}, tc.gate); e.Unsupported == tc.has {
+				t.Errorf("EffectiveGate: Unsupported %t for a gate the version has=%t", e.Unsupported, tc.has)
+			}
+		})
+	}
+	// source-watcher v2.0.1 cmd/main.go binds --feature-gates but never
+	// calls SupportedFeatures: any name is accepted, none is read.
+	if g := SupportedGates("source-watcher", "v2.0.1"); !g.Known || !g.AnyName || len(g.Defaults) != 0 {
+		t.Errorf("source-watcher v2.0.1: %+v, want known, any name, no gates", g)
+	}
+	if e := EffectiveGate("source-watcher", "v2.0.1", Flags{}, "Whatever"); e.Unsupported {
+		t.Error("source-watcher v2.0.1 refuses no gate name")
+	}
+}
+
+// TestGateTableCoversTheBundles: every (controller, version) a Flux
+// controller image of the embedded bundles names has a line in the table,
+// and at most the 7 versions no mirror tag or module gave (see
+// docs/commands.md) are unavailable.
+func TestGateTableCoversTheBundles(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "components", "bundles", "v*", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Skip("no extracted bundles (run make generate): the table's coverage is not compared")
+	}
+	imageRE := regexp.MustCompile(`(?m)^\s*(?:-\s+)?image:\s*["']?([^\s"'#]+)`)
+	deployed := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range imageRE.FindAllStringSubmatch(string(data), -1) {
+			repo, _, _ := strings.Cut(m[1], "@")
+			if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+				repo = repo[:i]
+			}
+			if path.Base(path.Dir(repo)) == "fluxcd" && strings.Contains(path.Base(repo), "-") {
+				deployed[path.Base(repo)+"@"+ImageVersion(m[1])] = true
+			}
+		}
+	}
+	if len(deployed) < 100 {
+		t.Fatalf("only %d controller versions found in %d bundle files", len(deployed), len(files))
+	}
+	var unavailable []string
+	for key := range deployed {
+		g, ok := parsedGates()[key]
+		switch {
+		case !ok:
+			t.Errorf("%s: deployed by a bundle, no line in gatedefaults.txt; run go run ./hack/gengates", key)
+		case !g.Known:
+			unavailable = append(unavailable, key)
+		}
+	}
+	slices.Sort(unavailable)
+	if len(unavailable) > 7 {
+		t.Errorf("%d of %d versions unavailable, want at most 7: %v; regenerate with go run ./hack/gengates -mirrors DIR", len(unavailable), len(deployed), unavailable)
 	}
 }

@@ -15,17 +15,24 @@ import (
 
 // gateTable is every feature gate, with its default, of each Flux
 // controller version the embedded release bundles deploy, read from the
-// controllers' own internal/features (hack/gengates). A version whose Go
-// module the proxy does not serve is recorded "unavailable".
+// controllers' own internal/features at the version's git tag or Go module
+// (hack/gengates). A version neither could be read for is recorded
+// "unavailable".
 //
 //go:embed gatedefaults.txt
 var gateTable string
 
 // ControllerGates are the feature gates a controller version supports.
 type ControllerGates struct {
-	// Known is false when the version's gates could not be read (its module
-	// is not served, or the version is not one the bundles deploy).
+	// Known is false when the version's gates could not be read (neither
+	// its tag nor its module could be, or the version is not one the
+	// bundles deploy).
 	Known bool
+	// AnyName is true for a version that parses --feature-gates but never
+	// declares its supported features (fluxcd/pkg/runtime/features
+	// SupportedFeatures is never called, source-watcher v2.0.x): it
+	// neither refuses nor reads any name, and Defaults is empty.
+	AnyName bool
 	// Defaults maps each supported gate to its default.
 	Defaults map[string]bool
 }
@@ -47,6 +54,9 @@ var parsedGates = sync.OnceValue(func() map[string]ControllerGates {
 			continue
 		case "none":
 			out[key] = ControllerGates{Known: true, Defaults: map[string]bool{}}
+			continue
+		case "unchecked":
+			out[key] = ControllerGates{Known: true, AnyName: true, Defaults: map[string]bool{}}
 			continue
 		}
 		g := ControllerGates{Known: true, Defaults: map[string]bool{}}
@@ -98,6 +108,12 @@ func featureGates(final []appsv1.Deployment) gate.Check {
 			unknown = append(unknown, fmt.Sprintf("%s %s (%s)", d.Name, orNone(version), strings.Join(names, ", ")))
 			continue
 		}
+		if g.AnyName {
+			for _, n := range names {
+				set = append(set, fmt.Sprintf("%s %s: %s=%t (this version accepts any gate name and reads none)", d.Name, version, n, f.FeatureGates[n]))
+			}
+			continue
+		}
 		for _, n := range names {
 			def, ok := g.Defaults[n]
 			if !ok {
@@ -118,13 +134,13 @@ func featureGates(final []appsv1.Deployment) gate.Check {
 		c.Message = strings.Join(bad, "; ") + "; fix the gate's name in the overlay that sets it (the controller's internal/features lists its gates)"
 	case len(unknown) > 0:
 		c.Verdict = gate.Skip
-		c.Message = "the feature gates of " + strings.Join(unknown, "; ") + " are not recorded in this build (hack/gengates could not read that controller version's module), so their names are not checked"
+		c.Message = "the feature gates of " + strings.Join(unknown, "; ") + " are not recorded in this build (hack/gengates could read neither that controller version's git tag nor its module), so their names are not checked"
 	case len(set) == 0:
 		c.Verdict = gate.Pass
 		c.Message = "no --feature-gates set: every controller runs its version's defaults"
 	default:
 		c.Verdict = gate.Pass
-		c.Message = fmt.Sprintf("%d feature gate setting(s), each one its controller version supports", len(set))
+		c.Message = fmt.Sprintf("%d feature gate setting(s), each one its controller version accepts", len(set))
 	}
 	return c
 }

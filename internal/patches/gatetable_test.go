@@ -39,15 +39,29 @@ func TestFeatureGates(t *testing.T) {
 			`kustomize-controller v1.6.0 does not support feature gate "ExternalArtifact"`},
 		{"a value the flag refuses", []appsv1.Deployment{dep("helm-controller", hc, "--feature-gates=DetectDrift")}, gate.Fail,
 			`Deployment/flux-system/helm-controller container manager: arg "--feature-gates=DetectDrift"`},
-		{"a version not recorded", []appsv1.Deployment{dep("kustomize-controller", "fluxcd/kustomize-controller:v1.4.0", "--feature-gates=StrictPostBuildSubstitutions=true")}, gate.Skip,
-			"kustomize-controller v1.4.0 (StrictPostBuildSubstitutions) are not recorded"},
+		// kustomize-controller v1.4.0 (Flux v2.4.0) is recorded, read at its
+		// git tag: internal/features/features.go has the gate, opt-in.
+		{"the seed's release", []appsv1.Deployment{dep("kustomize-controller", "fluxcd/kustomize-controller:v1.4.0", "--feature-gates=StrictPostBuildSubstitutions=true")}, gate.Pass,
+			"kustomize-controller v1.4.0: StrictPostBuildSubstitutions=true (default false)"},
+		// kustomize-controller v1.2.2 internal/features/features.go has no
+		// StrictPostBuildSubstitutions (its comment: opt-in from v1.3).
+		{"a gate older than the version", []appsv1.Deployment{dep("kustomize-controller", "fluxcd/kustomize-controller:v1.2.2", "--feature-gates=StrictPostBuildSubstitutions=true")}, gate.Fail,
+			`kustomize-controller v1.2.2 does not support feature gate "StrictPostBuildSubstitutions"`},
+		// source-watcher v2.0.1 cmd/main.go binds --feature-gates and never
+		// calls SupportedFeatures: it refuses no name.
+		{"a version that takes any name", []appsv1.Deployment{dep("source-watcher", "fluxcd/source-watcher:v2.0.1", "--feature-gates=Anything=true")}, gate.Pass,
+			"source-watcher v2.0.1: Anything=true (this version accepts any gate name and reads none)"},
+		// No bundle deploys kustomize-controller v1.1.0 (Flux v2.1).
+		{"a version not recorded", []appsv1.Deployment{dep("kustomize-controller", "fluxcd/kustomize-controller:v1.1.0", "--feature-gates=StrictPostBuildSubstitutions=true")}, gate.Skip,
+			"kustomize-controller v1.1.0 (StrictPostBuildSubstitutions) are not recorded"},
 		{"an untagged image", []appsv1.Deployment{dep("kustomize-controller", "registry.lan/kc@sha256:"+strings.Repeat("a", 64), "--feature-gates=StrictPostBuildSubstitutions=true")}, gate.Skip,
 			"kustomize-controller (none)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := featureGates(tc.deps)
-			if c.Verdict != tc.want || !strings.Contains(c.Message, tc.msg) {
-				t.Fatalf("%s: %s\nwant %s containing %q", c.Verdict, c.Message, tc.want, tc.msg)
+			got := c.Message + "\n" + strings.Join(c.Evidence, "\n")
+			if c.Verdict != tc.want || !strings.Contains(got, tc.msg) {
+				t.Fatalf("%s: %s\nwant %s containing %q", c.Verdict, got, tc.want, tc.msg)
 			}
 		})
 	}
