@@ -115,6 +115,22 @@ func TestReportReadable(t *testing.T) {
 			},
 		},
 		{
+			// An envs: source: the KEY= line of the env file.
+			name: "configMapGenerator envs source", fixture: "generator", exit: gate.ExitFailed,
+			edits: []mutation{{"apps/monitoring/app.env", "${DOMAIN}", "${DOMAN}"}},
+			check: func(t *testing.T, r *Result, text string) {
+				for _, f := range r.Findings {
+					if f.Detector == Undefined && strings.Contains(f.Message, "${DOMAN}") {
+						if f.File != "apps/monitoring/app.env" || f.Line != 1 {
+							t.Fatalf("finding %+v: want apps/monitoring/app.env:1", f)
+						}
+						return
+					}
+				}
+				t.Fatalf("no [undefined] ${DOMAN}: %+v", r.Findings)
+			},
+		},
+		{
 			// Two template defaults of one component, taken by four
 			// Kustomizations (alpha sets one of them): one advisory naming
 			// the component, each default and how many take it. JSON keeps
