@@ -72,3 +72,38 @@ func TestCheckCLI(t *testing.T) {
 		t.Fatalf("sarif:\n%s", s)
 	}
 }
+
+// The text report of check: by default a line per gate and the findings
+// grouped; --verbose every check with its evidence; -q as before; -q and
+// --verbose together are a usage error.
+func TestCheckTextReport(t *testing.T) {
+	const clean = "../../testdata/check/clean"
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		code      int
+		want, not []string
+	}{
+		{"default", nil, 0, []string{"PASS  static/before  check.substitution: ", "check: PASS"}, []string{"PASS  static/before  check.substitution/", "        Kustomization flux-system/"}},
+		{"verbose", []string{"--verbose"}, 0, []string{"PASS  static/before  check.substitution/", "        Kustomization flux-system/"}, nil},
+		{"quiet", []string{"-q"}, 0, []string{"check: PASS"}, []string{"PASS  static/before"}},
+		{"quiet and verbose", []string{"-q", "--verbose"}, 2, []string{"--quiet and --verbose are exclusive"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, append([]string{"check", "--repo", clean, "--env", "dev"}, tc.args...)...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d:\n%s", r.code, tc.code, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(r.stderr, w) {
+					t.Errorf("stderr has %q:\n%s", w, r.stderr)
+				}
+			}
+		})
+	}
+}

@@ -62,6 +62,7 @@ repository's controller overlays, and proves with gates that they landed.
 	out := &a.s.Output
 	pf.StringVarP(&out.Format, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout)")
 	pf.BoolVarP(&out.Quiet, "quiet", "q", false, "text output: no progress, and only the checks that did not pass and the summary line")
+	pf.BoolVar(&out.Verbose, "verbose", false, "text output: every check, passes included, with all its evidence (default: a summary line per gate and the findings grouped by cause)")
 	pf.Var(input.NewOutputFile(&out.ReportJSON), "report-json", "also write the JSON report to this file")
 	pf.Var(input.NewOutputFile(&out.JUnit), "junit", "also write the report as JUnit XML to this file")
 	a.s.Cluster.AddFlags(pf)
@@ -89,6 +90,9 @@ func (a *app) prepare(cmd *cobra.Command) error {
 	format := func() error {
 		if f := a.s.Output.Format; f != "text" && f != "json" {
 			return &session.UsageError{Err: fmt.Errorf("--output %q: want text or json", f)}
+		}
+		if a.s.Output.Quiet && a.s.Output.Verbose {
+			return &session.UsageError{Err: fmt.Errorf("--quiet and --verbose are exclusive: pick one")}
 		}
 		return nil
 	}

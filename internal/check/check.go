@@ -156,7 +156,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !o.NoCompare {
 		r.Others, compareNotes = loadOthers(o, env)
 	}
-	ch := &checker{policy: o.Policy}
+	ch := &checker{policy: o.Policy, env: env}
 	if o.Policy != nil {
 		compareNotes = append(compareNotes, "policy: "+PolicyFile+" (docs/policy.md)")
 	}
@@ -292,10 +292,22 @@ type finding struct {
 	name string
 	// policy says how the policy changed the verdict ("" unchanged).
 	policy string
+	// search is the text that finds every line of the defect in its
+	// object (an expression); count is how many times it occurs there.
+	search string
+	count  int
+	lines  []int
+	// subject, cause, item and causeFix group findings in the text report
+	// (gate.Finding): the Kustomization affected, the defect several share,
+	// what tells them apart, and the one fix of them all.
+	subject, cause, item, causeFix string
 }
 
 func (f finding) String() string {
 	s := fmt.Sprintf("%s: [%s] %s", f.loc, f.det, f.what)
+	if f.count > 1 || len(f.lines) > 1 {
+		s += fmt.Sprintf(" (%d occurrence(s)%s)", max(f.count, 1), linesText(f.lines))
+	}
 	if f.fix != "" {
 		s += " — fix: " + f.fix
 	}
@@ -303,6 +315,17 @@ func (f finding) String() string {
 		s += " — " + f.policy
 	}
 	return s
+}
+
+func linesText(lines []int) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	s := make([]string, len(lines))
+	for i, l := range lines {
+		s[i] = fmt.Sprint(l)
+	}
+	return " on line(s) " + strings.Join(s, ", ")
 }
 
 // Finding is one located defect.
@@ -314,40 +337,106 @@ type Finding struct {
 	Verdict gate.Verdict `json:"verdict"`
 	File    string       `json:"file,omitempty"`
 	Line    int          `json:"line,omitempty"`
-	Message string       `json:"message"`
-	Fix     string       `json:"fix,omitempty"`
+	// Lines are every line of File where the defect is written in its
+	// object, when more than one; Count is how many times it occurs there.
+	Lines   []int  `json:"lines,omitempty"`
+	Count   int    `json:"count,omitempty"`
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"`
 	// Policy says how the repository's policy changed it: "allowed by …
 	// (reason)" (Verdict pass) or "required by policy: …".
 	Policy string `json:"policy,omitempty"`
+	// Kustomization is the one the defect affects (namespace/name), when
+	// it affects one.
+	Kustomization string `json:"kustomization,omitempty"`
 }
 
 // checker gathers the findings of one run.
 type checker struct {
 	findings []Finding
 	policy   *Policy
+	// env locates every line of a repeated defect (nil: the first only).
+	env *fluxrepo.Env
+}
+
+// merge makes the same defect found several times in one object (the
+// same variable on several lines) one finding with its count and lines.
+func (ch *checker) merge(all []finding) []finding {
+	var out []finding
+	idx := map[string]int{}
+	for _, f := range all {
+		key := strings.Join([]string{string(f.det), fmt.Sprint(f.warn), f.loc.String(), f.what, f.fix, f.subject}, "\x00")
+		if i, ok := idx[key]; ok {
+			out[i].count += max(f.count, 1)
+			continue
+		}
+		f.count = max(f.count, 1)
+		idx[key] = len(out)
+		out = append(out, f)
+	}
+	for i := range out {
+		f := &out[i]
+		if f.search != "" && f.loc.File != "" && ch.env != nil && f.lines == nil {
+			f.lines = ch.env.Lines(f.loc.File, f.loc.Line, f.search)
+			// Written on more lines than the parser counted (literal
+			// findings are listed once per expression).
+			f.count = max(f.count, len(f.lines))
+		}
+		if len(f.lines) < 2 {
+			f.lines = nil
+		}
+	}
+	return out
+}
+
+// about is verdict for the checks of one Kustomization: its findings name
+// it, so the text report can group them across Kustomizations.
+func (ch *checker) about(k *fluxrepo.Kustomization, def gate.Def, all []finding, passMsg string, ev ...string) gate.Check {
+	for i := range all {
+		if all[i].subject == "" {
+			all[i].subject = k.Ref()
+		}
+	}
+	return ch.verdict(def, all, passMsg, ev...)
+}
+
+// record keeps f as a Finding of def, and as the check's gate.Finding.
+func (ch *checker) record(def gate.Def, f finding, v gate.Verdict, policy string, gfs *[]gate.Finding) {
+	count := f.count
+	if count < 2 {
+		count = 0
+	}
+	ch.findings = append(ch.findings, Finding{Gate: def.ID, Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Lines: f.lines, Count: count,
+		Message: f.what, Fix: f.fix, Policy: policy, Kustomization: f.subject})
+	*gfs = append(*gfs, gate.Finding{Detector: string(f.det), Verdict: v, File: f.loc.File, Line: f.loc.Line, Lines: f.lines, Count: count,
+		Message: f.what, Fix: f.fix, Policy: policy, Subject: f.subject, Cause: f.cause, Item: f.item, CauseFix: f.causeFix})
 }
 
 // verdict turns findings into one check of def.
 func (ch *checker) verdict(def gate.Def, all []finding, passMsg string, ev ...string) gate.Check {
+	all = ch.merge(all)
+	var gfs []gate.Finding
 	// The policy's word first: an allowed finding is reported, not counted.
 	var fs []finding
 	for _, f := range all {
 		if why := ch.policy.apply(&f); why != "" {
 			ev = append(ev, why+": "+f.String())
-			ch.findings = append(ch.findings, Finding{Gate: def.ID, Detector: f.det, Verdict: gate.Pass, File: f.loc.File, Line: f.loc.Line, Message: f.what, Fix: f.fix, Policy: why})
+			ch.record(def, f, gate.Pass, why, &gfs)
 			continue
 		}
 		fs = append(fs, f)
 	}
 	if len(fs) == 0 {
-		return def.Pass(passMsg, ev...)
+		c := def.Pass(passMsg, ev...)
+		c.Findings = gfs
+		return c
 	}
 	for _, f := range fs {
 		v := gate.Fail
 		if f.warn {
 			v = gate.Warn
 		}
-		ch.findings = append(ch.findings, Finding{Gate: def.ID, Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Message: f.what, Fix: f.fix, Policy: f.policy})
+		ch.record(def, f, v, f.policy, &gfs)
 	}
 	fails := slices.DeleteFunc(slices.Clone(fs), func(f finding) bool { return f.warn })
 	// The message names the first finding; the evidence lists them all
@@ -359,16 +448,20 @@ func (ch *checker) verdict(def gate.Def, all []finding, passMsg string, ev ...st
 		}
 	}
 	lines = append(lines, ev...)
+	var c gate.Check
 	if len(fails) > 0 {
 		msg := fails[0].String()
 		if len(fs) > 1 {
 			msg = fmt.Sprintf("%d defect(s); first: %s", len(fs), msg)
 		}
-		return def.Fail(msg, lines...)
+		c = def.Fail(msg, lines...)
+	} else {
+		msg := fs[0].String()
+		if len(fs) > 1 {
+			msg = fmt.Sprintf("%d warning(s); first: %s", len(fs), msg)
+		}
+		c = def.Warn(msg, lines...)
 	}
-	msg := fs[0].String()
-	if len(fs) > 1 {
-		msg = fmt.Sprintf("%d warning(s); first: %s", len(fs), msg)
-	}
-	return def.Warn(msg, lines...)
+	c.Findings = gfs
+	return c
 }

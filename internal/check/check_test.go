@@ -66,7 +66,7 @@ func text(c gate.Check) string { return c.Message + "\n" + strings.Join(c.Eviden
 
 func dump(rep *gate.Report) string {
 	var b strings.Builder
-	_ = gate.WriteText(&b, rep)
+	_ = gate.WriteVerbose(&b, rep)
 	return b.String()
 }
 

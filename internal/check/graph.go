@@ -6,6 +6,12 @@ import (
 	"slices"
 	"strings"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/resource"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/resid"
+
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -282,23 +288,24 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 				ev = append(ev, fmt.Sprintf("%s is applied by %s; %s waits for it: %s", key, d.AppliedBy, k.Ref(), joinIDs(via)))
 				continue
 			}
+			cause, causeFix := raceCause(env, k, d, applier)
 			if o.on(RaceDep) && d.Watched {
 				// kustomize-controller v1.9.5 watches substituteFrom objects
 				// matching --watch-configs-label-selector and reconciles
 				// their readers when one changes (kustomization_manager.go):
 				// the window is one reconcile, failed in strict mode.
-				fs = append(fs, finding{det: RaceDep, warn: true, loc: k.Location,
+				fs = append(fs, finding{det: RaceDep, warn: true, loc: k.Location, cause: cause + " (watched: one reconcile late)", item: key, causeFix: causeFix,
 					what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it; it is watched (reconcile.fluxcd.io/watch: Enabled), so a knob added in one commit fails (strict) or renders empty for one reconcile, until %s applies it and the watch reconciles %s again", k.Ref(), key, d.Location, d.AppliedBy, d.AppliedBy, k.Ref()),
 					fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s) to close the window", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)})
 				continue
 			}
 			if o.on(RaceDep) {
-				fs = append(fs, finding{det: RaceDep, loc: k.Location,
+				fs = append(fs, finding{det: RaceDep, loc: k.Location, cause: cause, item: key, causeFix: causeFix,
 					what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it through same-source dependsOn: a knob added in one commit renders as missing (or empty) until %s applies it", k.Ref(), key, d.Location, d.AppliedBy, d.AppliedBy),
 					fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s)", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)})
 			}
 		}
-		out = append(out, ch.verdict(Race.Each(k.Ref()), fs, fmt.Sprintf("Kustomization %s waits for whoever applies what it substitutes from", k.Ref()), ev...))
+		out = append(out, ch.about(k, Race.Each(k.Ref()), fs, fmt.Sprintf("Kustomization %s waits for whoever applies what it substitutes from", k.Ref()), ev...))
 	}
 	if len(out) == 0 {
 		out = append(out, Race.Pass("no Kustomization substitutes from an object the environment renders"))
@@ -401,4 +408,71 @@ func checkPrune(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
 		out = append(out, PruneHazard.Pass("no prune: true Kustomization is the sole declarer of a shared Namespace"))
 	}
 	return out
+}
+
+// raceCause is the defect a [race] finding shares with its siblings, and
+// its one fix when there is one. The homelab shape (DESIGN.md §10): a
+// parent Kustomization applies the children and a settings object, and
+// one of its spec.patches sets every child's substituteFrom — without
+// dependsOn on the parent. Every child reached by that patch is one
+// defect, and the fix is that patch: kustomize-controller passes
+// spec.patches to kustomize as the generated kustomization's patches
+// (fluxcd/pkg/kustomize Generator), and kustomize applies each to the
+// objects its target selects (sigs.k8s.io/kustomize/api resmap Select:
+// name, namespace, GVK as regular expressions, label and annotation
+// selectors) — read in kustomize api v0.21.2, the one this module builds
+// with, as kustomize-controller v1.9.5 does.
+func raceCause(env *fluxrepo.Env, k *fluxrepo.Kustomization, d *fluxrepo.Data, applier fluxgraph.NodeID) (cause, fix string) {
+	cause = fmt.Sprintf("substitute from %s, applied by Kustomization %s, without depending on it", d.Key(), d.AppliedBy)
+	p := env.Kustomization(applier.Namespace, applier.Name)
+	if p == nil || k.AppliedBy != p.Ref() || p.Spec.Wait {
+		// A parent with wait: true health-checks its children: a child
+		// depending on it would deadlock, so no patch fixes it.
+		return cause, ""
+	}
+	i, loc := reachingPatch(env, p, k, d.Name)
+	if i < 0 {
+		return cause, ""
+	}
+	cause = fmt.Sprintf("substitute from %s %s, set by spec.patches[%d] of Kustomization %s (%s), which applies it, without depending on %s", d.Kind, d.Name, i, p.Ref(), loc, p.Ref())
+	fix = fmt.Sprintf("one patch for them all: add dependsOn: [{name: %s, namespace: %s}] to spec.patches[%d] of Kustomization %s (%s), the patch that sets their substituteFrom; it reaches every Kustomization named (keep wait: false on %s)",
+		p.Name, p.Namespace, i, p.Ref(), loc, p.Ref())
+	return cause, fix
+}
+
+// reachingPatch is the index and location of the patch of parent p's
+// spec.patches whose target selects child k and that sets a substituteFrom
+// naming name (-1 when none).
+func reachingPatch(env *fluxrepo.Env, p, k *fluxrepo.Kustomization, name string) (int, fluxrepo.Location) {
+	var child *resource.Resource
+	for _, r := range p.Resources {
+		if r.GetKind() == kustomizev1.KustomizationKind && r.GetName() == k.Name && (r.GetNamespace() == k.Namespace || r.GetNamespace() == "") {
+			child = r
+			break
+		}
+	}
+	if child == nil {
+		return -1, fluxrepo.Location{}
+	}
+	m := resmap.New()
+	if err := m.Append(child); err != nil {
+		return -1, fluxrepo.Location{}
+	}
+	for i, pt := range p.Spec.Patches {
+		if pt.Target == nil || !strings.Contains(pt.Patch, "substituteFrom") || !strings.Contains(pt.Patch, name) {
+			continue
+		}
+		t := pt.Target
+		sel, err := m.Select(kustypes.Selector{ResId: resid.ResId{Gvk: resid.Gvk{Group: t.Group, Version: t.Version, Kind: t.Kind}, Name: t.Name, Namespace: t.Namespace},
+			LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector})
+		if err != nil || len(sel) == 0 {
+			continue
+		}
+		loc := p.Location
+		if ls := env.Lines(p.Location.File, p.Location.Line, "substituteFrom"); len(ls) > 0 {
+			loc.Line = ls[0]
+		}
+		return i, loc
+	}
+	return -1, fluxrepo.Location{}
 }

@@ -54,11 +54,26 @@ type sarifLocation struct {
 }
 
 type sarifResult struct {
-	RuleID     string            `json:"ruleId"`
-	Level      string            `json:"level"`
-	Message    sarifMessage      `json:"message"`
-	Locations  []sarifLocation   `json:"locations,omitempty"`
-	Properties map[string]string `json:"properties,omitempty"`
+	RuleID    string          `json:"ruleId"`
+	Level     string          `json:"level"`
+	Message   sarifMessage    `json:"message"`
+	Locations []sarifLocation `json:"locations,omitempty"`
+	// RelatedLocations are the other lines of the same defect in its
+	// object; OccurrenceCount how many times it occurs there.
+	RelatedLocations []sarifLocation   `json:"relatedLocations,omitempty"`
+	OccurrenceCount  int               `json:"occurrenceCount,omitempty"`
+	Properties       map[string]string `json:"properties,omitempty"`
+}
+
+func sarifAt(file string, line int) sarifLocation {
+	var loc sarifLocation
+	loc.PhysicalLocation.ArtifactLocation.URI = file
+	if line > 0 {
+		loc.PhysicalLocation.Region = &struct {
+			StartLine int `json:"startLine"`
+		}{line}
+	}
+	return loc
 }
 
 // WriteSARIF writes the findings (and the checks that could not run, as
@@ -88,16 +103,17 @@ func WriteSARIF(w io.Writer, r *Result) error {
 		if f.Policy != "" {
 			props["policy"] = f.Policy
 		}
-		res := sarifResult{RuleID: string(f.Detector), Level: level, Message: sarifMessage{msg}, Properties: props}
+		if f.Kustomization != "" {
+			props["kustomization"] = f.Kustomization
+		}
+		res := sarifResult{RuleID: string(f.Detector), Level: level, Message: sarifMessage{msg}, Properties: props, OccurrenceCount: f.Count}
 		if f.File != "" {
-			var loc sarifLocation
-			loc.PhysicalLocation.ArtifactLocation.URI = f.File
-			if f.Line > 0 {
-				loc.PhysicalLocation.Region = &struct {
-					StartLine int `json:"startLine"`
-				}{f.Line}
+			res.Locations = []sarifLocation{sarifAt(f.File, f.Line)}
+			for _, l := range f.Lines {
+				if l != f.Line {
+					res.RelatedLocations = append(res.RelatedLocations, sarifAt(f.File, l))
+				}
 			}
-			res.Locations = []sarifLocation{loc}
 		}
 		results = append(results, res)
 	}

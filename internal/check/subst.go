@@ -2,9 +2,11 @@ package check
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -103,13 +105,13 @@ func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env
 				continue
 			}
 			for _, e := range expressions(string(y)) {
-				fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search),
+				fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search), search: e.search, cause: e.show + " ships literally: nothing substitutes it",
 					what: fmt.Sprintf("%s in %s: Kustomization %s has no postBuild, so it ships literally", e.show, objName(r), k.Ref()),
 					fix:  fmt.Sprintf("add spec.postBuild.substituteFrom to Kustomization %s, or escape it as $%s", k.Ref(), e.show)})
 			}
 		}
 	}
-	return ch.verdict(def, fs, fmt.Sprintf("Kustomization %s does not substitute and ships no ${…} (%d objects)", k.Ref(), len(k.Resources)))
+	return ch.about(k, def, fs, fmt.Sprintf("Kustomization %s does not substitute and ships no ${…} (%d objects)", k.Ref(), len(k.Resources)))
 }
 
 // substitution is one Kustomization's substitution pass: what the
@@ -189,7 +191,7 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 	if len(s.controllerErrs) > 0 {
 		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, strict): "+slices.Sorted(maps.Keys(s.controllerErrs))[0])
 	}
-	return ch.verdict(def, s.fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), s.substituted), ev...), names, refs, assumed
+	return ch.about(k, def, s.fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), s.substituted), ev...), names, refs, assumed
 }
 
 // substituteVars is what the controller would load for k: substituteFrom in
@@ -270,7 +272,7 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 		s.fs = append(s.fs, schemaCheck(ctx, s.schema, o, env, k, r, r, false)...)
 		if o.on(Literal) {
 			for _, e := range expressions(text) {
-				s.fs = append(s.fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search),
+				s.fs = append(s.fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search), search: e.search, cause: e.show + " ships literally: nothing substitutes it",
 					what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, s.objName(r), k.Ref(), s.from),
 					fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show})
 			}
@@ -281,7 +283,7 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	nodes, bad := funcNodes(text, tree, perr)
 	if o.on(ParseError) {
 		for _, b := range bad {
-			s.fs = append(s.fs, finding{det: ParseError, loc: locate(env, k, r, b.text),
+			s.fs = append(s.fs, finding{det: ParseError, loc: locate(env, k, r, b.text), search: b.text, cause: b.text + ": the substitution parser rejects it",
 				what: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", b.text, s.objName(r), b.err, k.Ref()),
 				fix:  "escape it as $" + b.text + " if it is meant literally"})
 		}
@@ -324,7 +326,7 @@ func (s *substitution) typed(r, out *resource.Resource, nodes []*parse.FuncNode)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, obj); err != nil {
 		expr := "${" + nodes[0].Param
-		s.fs = append(s.fs, finding{det: TypeChange, loc: locate(s.env, s.k, r, expr),
+		s.fs = append(s.fs, finding{det: TypeChange, loc: locate(s.env, s.k, r, expr), search: expr,
 			what: fmt.Sprintf("%s after substitution is not a valid %s (%v): a substituted value that reads as a number or boolean lost its string type — quotes around ${…} in the file do not survive the controller's build — so the API server refuses it and kustomize-controller fails the whole Kustomization %s", s.objName(r), gvk.Kind, err, s.k.Ref()),
 			fix:  "wrap the variable in a double-quote variable, as kustomize-controller's docs say (post build substitution of numbers and booleans): ${quote}${VAR}${quote} with quote: '\"' in postBuild.substitute"})
 	}
@@ -358,27 +360,35 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 		// variable, and envsubst replaces it now (the seed's dead OIDC
 		// guard: if [ -z "${X:-}" ] became if [ -z "" ]).
 		if o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr),
-				what: fmt.Sprintf("%s…} in a script of %s: %s is not defined in this environment (%s), so post-build substitution replaces it with its default before the shell ever runs; the script's own check of %s is dead", expr, s.objName(r), n.Param, from, n.Param),
-				fix:  fmt.Sprintf("escape it as $%s…} so the shell sees it", expr)})
+			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr), search: expr,
+				cause: expr + "…} in a script: replaced with its default before the shell runs",
+				what:  fmt.Sprintf("%s…} in a script of %s: %s is not defined in this environment (%s), so post-build substitution replaces it with its default before the shell ever runs; the script's own check of %s is dead", expr, s.objName(r), n.Param, from, n.Param),
+				fix:   fmt.Sprintf("escape it as $%s…} so the shell sees it", expr)})
 		}
 	case isDefaultOp(n.Name) && n.Name == ":?":
 		if o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr),
-				what: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), and envsubst renders the message as the value: a non-empty wrong value, not an error", expr, s.objName(r), n.Param, from),
-				fix:  fmt.Sprintf("define %s in %s (strict mode fails ${%s} when it is missing)", n.Param, from, n.Param)})
+			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr), search: expr,
+				cause: expr + "…} renders its message as the value where " + n.Param + " is not defined",
+				what:  fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), and envsubst renders the message as the value: a non-empty wrong value, not an error", expr, s.objName(r), n.Param, from),
+				fix:   fmt.Sprintf("define %s in %s (strict mode fails ${%s} when it is missing)", n.Param, from, n.Param)})
 		}
 	case isDefaultOp(n.Name):
 		// A template default in a plain field value: an advisory naming
 		// what renders.
 		if o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, warn: true, loc: locate(env, k, r, expr),
-				what: fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, s.objName(r), n.Param, k.Ref(), from, defaultText(n)),
-				fix:  fmt.Sprintf("nothing if the default is meant; else define %s in %s", n.Param, from)})
+			loc := locate(env, k, r, expr)
+			// Said once per place of writing (a component's defaults are
+			// taken by every Kustomization using it): the variables, their
+			// defaults, how many Kustomizations take them.
+			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, warn: true, loc: loc, search: expr,
+				cause: "template defaults written in " + writtenIn(env, loc.File), item: fmt.Sprintf("%s…} renders %s", expr, defaultText(n)),
+				causeFix: "nothing if the defaults are meant; else define the variable in the postBuild (substitute or substituteFrom) of the Kustomizations named",
+				what:     fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, s.objName(r), n.Param, k.Ref(), from, defaultText(n)),
+				fix:      fmt.Sprintf("nothing if the default is meant; else define %s in %s", n.Param, from)})
 		}
 	default:
 		if !s.defined(n.Param) && o.on(Undefined) {
-			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr),
+			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr), search: expr + "}", cause: "${" + n.Param + "} is not defined",
 				what: fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, s.objName(r), from, k.Ref()),
 				fix:  fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
 		}
@@ -610,10 +620,14 @@ func objName(r *resource.Resource) string {
 	return r.GetKind() + "/" + r.GetName()
 }
 
-// locate is the file and line of text in the files k's build read,
-// preferring the file declaring r.
+// locate is the file and line of text in the files k's build read: the
+// source file of a generated ConfigMap or Secret (a configMapGenerator's
+// files, envs or literals), else preferring the file declaring r.
 func locate(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, text string) fluxrepo.Location {
 	files := k.Files
+	if l := generatorSource(env, k, r, text); l.File != "" {
+		return l
+	}
 	decl := env.Locate(files, r.GetKind(), r.GetNamespace(), r.GetName())
 	if l := env.FindLine(files, decl.File, text); l.File != "" {
 		return l
@@ -622,4 +636,72 @@ func locate(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, 
 		return decl
 	}
 	return k.Location
+}
+
+// generatorSource is where text of a ConfigMap or Secret's data is written
+// when a kustomize generator made it: kustomize keys a files: source by
+// its file name (or the key given as key=path), and an envs: or literals:
+// source by the variable, written KEY=value. No such source: no location.
+func generatorSource(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, text string) fluxrepo.Location {
+	if r.GetKind() != "ConfigMap" && r.GetKind() != "Secret" {
+		return fluxrepo.Location{}
+	}
+	obj, err := r.Map()
+	if err != nil {
+		return fluxrepo.Location{}
+	}
+	var keys []string
+	for _, field := range []string{"data", "stringData", "binaryData"} {
+		m, _ := obj[field].(map[string]any)
+		for key, raw := range m {
+			v, _ := raw.(string)
+			if (field == "data" && r.GetKind() == "Secret") || field == "binaryData" {
+				if b, err := base64.StdEncoding.DecodeString(v); err == nil {
+					v = string(b)
+				}
+			}
+			if strings.Contains(v, text) {
+				keys = append(keys, key)
+			}
+		}
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		// files: the source file named like the key.
+		for _, f := range k.Files {
+			if path.Base(f) == key {
+				if l := env.FindLine([]string{f}, "", text); l.File != "" {
+					return l
+				}
+			}
+		}
+		// envs: and literals: KEY=value, on the line of the variable.
+		for _, f := range k.Files {
+			for i, line := range env.FileLines(f) {
+				t := strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "-"))
+				t = strings.Trim(t, `"'`)
+				if strings.HasPrefix(t, key+"=") && strings.Contains(line, text) {
+					return fluxrepo.Location{File: f, Line: i + 1}
+				}
+			}
+		}
+	}
+	return fluxrepo.Location{}
+}
+
+// writtenIn names the directory of file for the template-default advisory:
+// a kustomize Component's directory is said to be one.
+func writtenIn(env *fluxrepo.Env, file string) string {
+	if file == "" {
+		return "(file unknown)"
+	}
+	dir := path.Dir(file)
+	for _, name := range []string{"kustomization.yaml", "kustomization.yml"} {
+		for _, l := range env.FileLines(path.Join(dir, name)) {
+			if strings.TrimSpace(l) == "kind: Component" {
+				return dir + " (a kustomize Component)"
+			}
+		}
+	}
+	return dir
 }

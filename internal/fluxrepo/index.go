@@ -37,7 +37,9 @@ func (ix *fileIndex) load() {
 			if err != nil || d.IsDir() || !d.Type().IsRegular() {
 				return nil
 			}
-			if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
+			ext := filepath.Ext(p)
+			yamlFile := ext == ".yaml" || ext == ".yml"
+			if !yamlFile && !generatorSource(d) {
 				return nil
 			}
 			b, err := os.ReadFile(p)
@@ -46,6 +48,15 @@ func (ix *fileIndex) load() {
 			}
 			rel, _ := filepath.Rel(ix.root, p)
 			rel = filepath.ToSlash(rel)
+			if !yamlFile {
+				// A file a configMapGenerator or secretGenerator may read
+				// (a dashboard, an env file): its lines, to locate a ${…}
+				// where it is written.
+				if bytes.Contains(b, []byte("${")) {
+					ix.lines[rel] = strings.Split(string(b), "\n")
+				}
+				return nil
+			}
 			ix.lines[rel] = strings.Split(string(b), "\n")
 			dec := yaml.NewDecoder(bytes.NewReader(b))
 			for {

@@ -8,9 +8,29 @@ import (
 	"strings"
 )
 
-// WriteText writes the human report: one line per check, evidence indented,
-// then a summary line with the exit code.
-func WriteText(w io.Writer, r *Report) error { return writeText(w, r, r) }
+// WriteText writes the human report a person reads: findings, not passes.
+// One summary line per gate (a family of per-object gates, e.g.
+// check.substitution/<ns>/<name>, is one gate with its counts), then under
+// it every member that did not pass with its evidence, and the findings
+// grouped: one block per detector and cause, naming how many Kustomizations
+// it affects and the first few, with one fix. WriteVerbose has every check
+// with its evidence.
+func WriteText(w io.Writer, r *Report) error {
+	var b strings.Builder
+	for _, msg := range r.Warnings {
+		fmt.Fprintf(&b, "WARNING: %s\n", msg)
+	}
+	for _, fam := range families(r.Checks) {
+		fam.write(&b)
+	}
+	writeEnd(&b, r, r)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteVerbose writes every check, one line each, with its evidence, then
+// the summary line with the exit code.
+func WriteVerbose(w io.Writer, r *Report) error { return writeText(w, r, r) }
 
 // writeText writes r's checks and the summary line of whole, whose counts
 // are the run's even when r shows an excerpt.
@@ -25,17 +45,113 @@ func writeText(w io.Writer, r, whole *Report) error {
 			fmt.Fprintf(&b, "        %s\n", e)
 		}
 	}
+	writeEnd(&b, r, whole)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeEnd writes r's error and the summary line of whole.
+func writeEnd(b *strings.Builder, r, whole *Report) {
 	if r.Error != "" {
-		fmt.Fprintf(&b, "error: %s\n", r.Error)
+		fmt.Fprintf(b, "error: %s\n", r.Error)
 	}
 	counts := map[Verdict]int{}
 	for _, c := range whole.Checks {
 		counts[c.Verdict]++
 	}
-	fmt.Fprintf(&b, "%s: %s (%d pass, %d fail, %d warn, %d skip; exit %d)\n",
+	fmt.Fprintf(b, "%s: %s (%d pass, %d fail, %d warn, %d skip; exit %d)\n",
 		whole.Command, strings.ToUpper(string(whole.Verdict())), counts[Pass], counts[Fail], counts[Warn], counts[Skip], whole.ExitCode())
-	_, err := io.WriteString(w, b.String())
-	return err
+}
+
+// family is the checks of one gate: a single check, or the members of a
+// per-object family (IDs sharing what precedes the first "/").
+type family struct {
+	id     string
+	checks []Check
+}
+
+func families(cs []Check) []*family {
+	var out []*family
+	idx := map[string]*family{}
+	for _, c := range cs {
+		id, _, _ := strings.Cut(c.ID, "/")
+		f := idx[id]
+		if f == nil {
+			f = &family{id: id}
+			idx[id] = f
+			out = append(out, f)
+		}
+		f.checks = append(f.checks, c)
+	}
+	return out
+}
+
+// write writes the family's summary line, its members that did not pass
+// (those without findings with their evidence) and its findings' blocks.
+func (f *family) write(b *strings.Builder) {
+	var p PhaseResult
+	required, findings := 0, 0
+	for _, c := range f.checks {
+		switch c.Verdict {
+		case Pass:
+			p.Pass++
+		case Fail:
+			p.Fail++
+		case Warn:
+			p.Warn++
+		case Skip:
+			p.Skip++
+			if !c.Optional {
+				required++
+			}
+		default:
+			p.Fail++ // an unknown verdict is never success (ExitCode)
+		}
+		for _, x := range c.Findings {
+			if x.Verdict != Pass {
+				findings++
+			}
+		}
+	}
+	v := summarise(p, required)
+	first := f.checks[0]
+	single := len(f.checks) == 1 && first.ID == f.id
+	msg := first.Message
+	if !single || findings > 0 {
+		var n []string
+		for _, x := range []struct {
+			n int
+			v Verdict
+		}{{p.Pass, Pass}, {p.Fail, Fail}, {p.Warn, Warn}, {p.Skip, Skip}} {
+			if x.n > 0 {
+				n = append(n, fmt.Sprintf("%d %s", x.n, x.v))
+			}
+		}
+		msg = strings.Join(n, ", ")
+		if findings > 0 {
+			msg += fmt.Sprintf(" (%d finding(s))", findings)
+		}
+		if first.Title != "" {
+			msg += " — " + first.Title
+		}
+	}
+	fmt.Fprintf(b, "%-4s  %s/%s  %s: %s\n", strings.ToUpper(string(v)), first.Phase, first.Stage, f.id, msg)
+	for _, c := range f.checks {
+		if c.Verdict == Pass || len(c.Findings) > 0 {
+			continue
+		}
+		ind := "        "
+		if !single {
+			fmt.Fprintf(b, "      %-4s  %s: %s\n", strings.ToUpper(string(c.Verdict)), c.ID, c.Message)
+			ind = "            "
+		}
+		for _, e := range c.Evidence {
+			fmt.Fprintf(b, "%s%s\n", ind, e)
+		}
+	}
+	for _, g := range groupFindings(f.checks) {
+		g.write(b)
+	}
 }
 
 // WriteSummary is the quiet report: warnings, every check that did not pass

@@ -54,6 +54,9 @@ type Check struct {
 	Message string `json:"message"`
 	// Evidence is what was read, and from where.
 	Evidence []string `json:"evidence,omitempty"`
+	// Findings are the located defects behind the verdict, when the gate
+	// has them (check's detectors); the text report groups them.
+	Findings []Finding `json:"findings,omitempty"`
 }
 
 // ObjectChange is what happens, or happened, to one object.
@@ -132,6 +135,9 @@ func (r *Report) Rewrite(f func(string) string) {
 		c.Title, c.Message = f(c.Title), f(c.Message)
 		for j := range c.Evidence {
 			c.Evidence[j] = f(c.Evidence[j])
+		}
+		for j := range c.Findings {
+			c.Findings[j].rewrite(f)
 		}
 	}
 	for k, v := range r.Facts {

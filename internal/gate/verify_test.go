@@ -141,3 +141,57 @@ func TestPhaseHeadingCountsOptionalSkips(t *testing.T) {
 		}
 	}
 }
+
+// TestTextGroupsFindings: the default text report is a summary line per
+// gate (a family of per-object checks is one gate), the evidence of what
+// did not pass, and one block per detector and cause; passes' evidence
+// and every finding are in WriteVerbose.
+func TestTextGroupsFindings(t *testing.T) {
+	fam := Def{ID: "s.race", Phase: "static", Stage: Before, Prefix: true, Title: "depends on its applier"}
+	one := Def{ID: "s.render", Phase: "static", Stage: Before}
+	r := NewReport("check")
+	r.Add(one.Pass("builds", "evidence of a pass"))
+	for _, k := range []string{"ns/a", "ns/b", "ns/c", "ns/d", "ns/e"} {
+		c := fam.Each(k).Fail("child "+k+" races", "evidence "+k)
+		c.Findings = []Finding{{Detector: "race", Verdict: Fail, File: k + ".yaml", Line: 1, Message: "child " + k + " races", Fix: "fix " + k,
+			Subject: k, Cause: "substitute from settings without depending on parent", CauseFix: "one patch in the parent"}}
+		r.Add(c)
+	}
+	r.Add(fam.Each("ns/f").Pass("waits"), fam.Each("ns/g").Skip("not built", "why g"))
+	var b bytes.Buffer
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	want := `PASS  static/before  s.render: builds
+FAIL  static/before  s.race: 1 pass, 5 fail, 1 skip (5 finding(s)) — depends on its applier
+      SKIP  s.race/ns/g: not built
+            why g
+      FAIL  [race] substitute from settings without depending on parent — 5 Kustomization(s): ns/a, ns/b, ns/c and 2 more
+            at ns/a.yaml:1 (and 4 other place(s); --verbose lists each)
+            fix: one patch in the parent
+check: FAIL (2 pass, 5 fail, 0 warn, 1 skip; exit 1)
+`
+	if text != want {
+		t.Fatalf("text report:\n%s\nwant:\n%s", text, want)
+	}
+	b.Reset()
+	if err := WriteVerbose(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"evidence of a pass", "FAIL  static/before  s.race/ns/e: child ns/e races", "        evidence ns/e", "PASS  static/before  s.race/ns/f: waits"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("verbose report lacks %q:\n%s", w, b.String())
+		}
+	}
+	// One finding alone: its location, message, occurrences and fix.
+	r = NewReport("check")
+	c := one.Fail("x")
+	c.Findings = []Finding{{Detector: "undefined", Verdict: Fail, File: "d.json", Line: 5, Lines: []int{5, 6, 7}, Count: 3, Message: "${X} is not defined", Fix: "define X"}}
+	r.Add(c)
+	b.Reset()
+	_ = WriteText(&b, r)
+	if !strings.Contains(b.String(), "      FAIL  [undefined] d.json:5: ${X} is not defined\n            3 occurrence(s) on line(s) 5, 6, 7\n            fix: define X\n") {
+		t.Fatalf("text report:\n%s", b.String())
+	}
+}

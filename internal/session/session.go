@@ -39,6 +39,9 @@ type Output struct {
 	ReportJSON string
 	JUnit      string
 	Quiet      bool
+	// Verbose writes every check with its evidence (gate.WriteVerbose)
+	// instead of the findings grouped by cause.
+	Verbose bool
 }
 
 // Session is what one command run shares. The exported fields are set by
@@ -259,8 +262,11 @@ func (s *Session) Finish(r *gate.Report) error {
 		}
 	} else {
 		write := gate.WriteText
-		if s.Output.Quiet {
+		switch {
+		case s.Output.Quiet:
 			write = gate.WriteSummary
+		case s.Output.Verbose:
+			write = gate.WriteVerbose
 		}
 		if err := write(s.ErrOut, r); err != nil {
 			errs = append(errs, err.Error())
