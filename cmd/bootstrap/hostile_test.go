@@ -431,7 +431,9 @@ func TestHostileMemory(t *testing.T) {
 		{"check: a billion laughs in a file no Kustomization builds", []string{"check", "--repo", bombAside, "--env", "dev"}, nil, 2,
 			[]string{"docs/example.yaml:11: its aliases expand"}},
 	} {
-		if n := allocated(func() { runHostile(t, []hostileCase{tc}) }); n > limit {
+		n := allocated(func() { runHostile(t, []hostileCase{tc}) })
+		t.Logf("%s: allocated %d KiB", tc.name, n>>10)
+		if n > limit {
 			t.Errorf("%s: allocated %d MiB, more than %d MiB", tc.name, n>>20, limit>>20)
 		}
 	}
