@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -283,4 +285,156 @@ func TestHostileRepository(t *testing.T) {
 		{"age-key verify: spec.path escapes", []string{"age-key", "verify", "--repo", repo, "--env", "dev"}, nil, 2,
 			[]string{`spec.path "./../../../../etc" leaves the repository`}},
 	})
+}
+
+// rootedRepo writes a repository whose clusters/dev renders its own root
+// (the GitRepository and Kustomization flux-system) and holds a
+// FluxInstance whose spec.sync names the same path, plus extra files.
+func rootedRepo(t *testing.T, extra map[string]string) string {
+	t.Helper()
+	repo := t.TempDir()
+	writeTestFile(t, filepath.Join(repo, "clusters/dev/sync.yaml"), `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 10m
+  url: https://git.example.invalid/homelab.git
+  ref:
+    branch: main
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./clusters/dev
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+`)
+	writeTestFile(t, filepath.Join(repo, "bootstrap/flux-instance.yaml"), `apiVersion: fluxcd.controlplane.io/v1
+kind: FluxInstance
+metadata:
+  name: flux
+  namespace: flux-system
+spec:
+  distribution:
+    version: "2.9.x"
+    registry: ghcr.io/fluxcd
+  sync:
+    kind: GitRepository
+    url: https://git.example.invalid/homelab.git
+    ref: refs/heads/main
+    path: clusters/dev
+`)
+	for name, content := range extra {
+		writeTestFile(t, filepath.Join(repo, name), content)
+	}
+	return repo
+}
+
+// TestHostileFluxInstance: a --flux-instance that declares no root — a
+// missing file, a directory, a symlink, a file of another kind — and one
+// given where the root directory renders the root itself (the flag would
+// have no effect), are exit 2 naming the file and the fix, for every
+// command that takes the flag, before the cluster is contacted (there is
+// none: a request would fail with another message).
+func TestHostileFluxInstance(t *testing.T) {
+	repo := rootedRepo(t, nil)
+	if err := os.Symlink("flux-instance.yaml", filepath.Join(repo, "bootstrap/link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	fix := "or drop --flux-instance"
+	bad := []struct {
+		name, file string
+		want       []string
+	}{
+		{"a missing file", "bootstrap/nope.yaml", []string{"--flux-instance bootstrap/nope.yaml: no such file in the repository", fix}},
+		{"a directory", "bootstrap", []string{"--flux-instance bootstrap is a directory", fix}},
+		{"a symlink", "bootstrap/link.yaml", []string{"--flux-instance bootstrap/link.yaml is a symlink", "commit the file itself"}},
+		{"a file of another kind", "clusters/dev/sync.yaml", []string{"--flux-instance clusters/dev/sync.yaml: no FluxInstance spec.sync in that file", fix}},
+		{"a FluxInstance where the root is rendered", "bootstrap/flux-instance.yaml", []string{"--flux-instance bootstrap/flux-instance.yaml has no effect: clusters/dev renders the root itself (Kustomization flux-system/flux-system)", "drop --flux-instance"}},
+	}
+	var cases []hostileCase
+	for _, b := range bad {
+		for _, cmd := range [][]string{
+			{"check"},
+			{"status"},
+			{"sync", "--kubeconfig", "/nonexistent/kubeconfig"},
+			{"up", "--kubeconfig", "/nonexistent/kubeconfig"},
+		} {
+			cases = append(cases, hostileCase{cmd[0] + ": " + b.name, append(cmd, "--repo", repo, "--env", "dev", "--flux-instance", b.file), nil, 2, b.want})
+		}
+	}
+	runHostile(t, cases)
+	// The control: without the flag the repository checks (its root is
+	// rendered), so the refusals above are the flag's.
+	if r := runCLI(t, "check", "--repo", repo, "--env", "dev", "-q"); r.code != 0 {
+		t.Fatalf("check without --flux-instance: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// allocated is the memory f allocates (runtime.MemStats.TotalAlloc: every
+// byte, however short-lived, so a bound on it bounds the peak).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// laughs is a "billion laughs" YAML alias bomb under key at indent: level
+// i is ten aliases of level i-1, so decoding it visits more than 10^9 nodes.
+func laughs(key, indent string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s%s:\n%s  l0: &l0 [lol]\n", indent, key, indent)
+	for i := 1; i <= 9; i++ {
+		fmt.Fprintf(&b, "%s  l%d: &l%d [%s]\n", indent, i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d, ", i-1), 10), ", "))
+	}
+	return b.String()
+}
+
+// TestHostileMemory: a policy file past its limit (22 MB of valid YAML,
+// which once took 930 MB to decode) and a YAML alias bomb in a
+// HelmRelease's values, in .bootstrap.yaml and in a file no Kustomization
+// builds are exit 2 at once, naming the file, the line and the limit, and
+// allocate a small fraction of what expanding them would (which crashed
+// the check: kustomize expands every alias in memory).
+func TestHostileMemory(t *testing.T) {
+	var policy strings.Builder
+	policy.WriteString("version: 1\nprerequisites:\n  declared:\n")
+	for policy.Len() < 22<<20 {
+		policy.WriteString("    - {kind: ConfigMap, namespace: flux-system, name: cluster-vars, keys: [A, B, C, D], createdBy: a script at bootstrap}\n")
+	}
+	bigPolicy := rootedRepo(t, map[string]string{".bootstrap.yaml": policy.String()})
+	release := "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: app\n  namespace: default\nspec:\n  interval: 10m\n  chart:\n    spec:\n      chart: app\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n"
+	bombValues := rootedRepo(t, map[string]string{"clusters/dev/app.yaml": release + laughs("values", "  ")})
+	bombPolicy := rootedRepo(t, map[string]string{".bootstrap.yaml": "version: 1\n" + laughs("x-anchors", "")})
+	bombAside := rootedRepo(t, map[string]string{"docs/example.yaml": laughs("values", "")})
+	const limit = 256 << 20
+	for _, tc := range []hostileCase{
+		{"check: a 22 MB .bootstrap.yaml", []string{"check", "--repo", bigPolicy, "--env", "dev"}, nil, 2,
+			[]string{".bootstrap.yaml is 2", "more than the 1048576-byte limit", "at most 1 MiB", "the check policy, docs/policy.md"}},
+		{"check: a billion laughs in a HelmRelease's values", []string{"check", "--repo", bombValues, "--env", "dev"}, nil, 2,
+			[]string{"clusters/dev/app.yaml:24: its aliases expand the document to 3,580,24", "excessive aliasing", "kustomize, here and in kustomize-controller, would expand every alias in memory", "write the values out"}},
+		{"sync: a billion laughs in a HelmRelease's values", []string{"sync", "--repo", bombValues, "--env", "dev", "--kubeconfig", "/nonexistent/kubeconfig"}, nil, 2,
+			[]string{"clusters/dev/app.yaml:24: its aliases expand"}},
+		{"check: a billion laughs in .bootstrap.yaml", []string{"check", "--repo", bombPolicy, "--env", "dev"}, nil, 2,
+			[]string{".bootstrap.yaml:12: its aliases expand", "excessive aliasing", "write the policy out without aliases"}},
+		{"check: a billion laughs in a file no Kustomization builds", []string{"check", "--repo", bombAside, "--env", "dev"}, nil, 2,
+			[]string{"docs/example.yaml:11: its aliases expand"}},
+	} {
+		n := allocated(func() { runHostile(t, []hostileCase{tc}) })
+		t.Logf("%s: allocated %d KiB", tc.name, n>>10)
+		if n > limit {
+			t.Errorf("%s: allocated %d MiB, more than %d MiB", tc.name, n>>20, limit>>20)
+		}
+	}
 }

@@ -126,6 +126,13 @@ func TestGeneratedRepo(t *testing.T) {
 func genHomelab(tb testing.TB, apps, helm int) string {
 	tb.Helper()
 	dir := tb.TempDir()
+	genHomelabIn(tb, dir, apps, helm)
+	return dir
+}
+
+// genHomelabIn is genHomelab into dir.
+func genHomelabIn(tb testing.TB, dir string, apps, helm int) {
+	tb.Helper()
 	write := writer(tb, dir)
 	write("clusters/bench/flux-system/gotk-sync.yaml", benchSync)
 	write("clusters/bench/vars.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n  namespace: flux-system\n  labels: {reconcile.fluxcd.io/watch: Enabled}\ndata:\n  SECRET_DOMAIN: bench.example.invalid\n  TIMEZONE: Etc/UTC\n")
@@ -188,15 +195,34 @@ spec:
 		}
 	}
 	write("apps/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"+nsList.String())
-	return dir
+}
+
+// The homelab-shaped benchmark's size: 160 Kustomizations (the apps, the
+// root flux-system and cluster-apps), 110 of the apps HelmReleases — the
+// size of the largest public homelab repositories (DESIGN.md §8).
+const benchApps, benchHelm = 158, 110
+
+// TestWriteHomelabShape writes BenchmarkCheckHomelabShape's repository
+// into $BOOTSTRAP_BENCH_REPO, for measuring the whole command (its peak
+// RSS): bootstrap check --repo $BOOTSTRAP_BENCH_REPO --path clusters/bench
+// (docs/benchmarks.md). Skipped without the variable.
+func TestWriteHomelabShape(t *testing.T) {
+	dir := os.Getenv("BOOTSTRAP_BENCH_REPO")
+	if dir == "" {
+		t.Skip("set BOOTSTRAP_BENCH_REPO to a new directory to write the repository there")
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		t.Fatalf("%s is not empty", dir)
+	}
+	genHomelabIn(t, dir, benchApps, benchHelm)
 }
 
 // BenchmarkCheckHomelabShape: check of a repository the size of the
-// large homelab ones (150 app Kustomizations, 100 HelmReleases, a shared
+// large homelab ones (160 Kustomizations, 110 HelmReleases, a shared
 // component), side by side with every path built by the controller's own
 // fluxkustomize.Build one by one (upstream). docs/benchmarks.md.
 func BenchmarkCheckHomelabShape(b *testing.B) {
-	repo := genHomelab(b, 150, 100)
+	repo := genHomelab(b, benchApps, benchHelm)
 	for _, mode := range []struct {
 		name     string
 		upstream bool
@@ -217,7 +243,7 @@ func BenchmarkCheckHomelabShape(b *testing.B) {
 				}
 				rep := gate.NewReport("check")
 				rep.Add(r.Checks...)
-				if rep.ExitCode() != gate.ExitOK || len(r.Env.Kustomizations) != 152 || len(r.Env.HelmReleases) != 100 {
+				if rep.ExitCode() != gate.ExitOK || len(r.Env.Kustomizations) != benchApps+2 || len(r.Env.HelmReleases) != benchHelm {
 					var s strings.Builder
 					_ = gate.WriteText(&s, rep)
 					b.Fatalf("exit %d, %d Kustomizations, %d HelmReleases\n%s", rep.ExitCode(), len(r.Env.Kustomizations), len(r.Env.HelmReleases), s.String()[:min(4000, s.Len())])

@@ -224,6 +224,9 @@ func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []strin
 		}
 		oo := o.Options
 		oo.Path = p
+		// --flux-instance names this environment's declaration; a sibling
+		// finds its own.
+		oo.FluxInstance = ""
 		other, err := fluxrepo.Load(oo)
 		switch {
 		case err != nil && explicit:

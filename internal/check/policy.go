@@ -22,6 +22,9 @@ import (
 // reported, as "allowed (reason)" or "required by policy (reason)".
 const PolicyFile = ".bootstrap.yaml"
 
+// MaxPolicyBytes bounds PolicyFile (input.MaxConfig, as a --config file).
+const MaxPolicyBytes = input.MaxConfig
+
 // Policy is the schema of PolicyFile (version 1).
 type Policy struct {
 	Version          int              `json:"version"`
@@ -89,12 +92,17 @@ func LoadPolicy(repo string) (*Policy, error) {
 		return nil, err
 	}
 	defer rd.Close()
-	b, err := rd.ReadFile(PolicyFile)
+	// Bounded like every input, and small: a policy is a few lines, and
+	// decoding YAML takes tens of times its size in memory.
+	b, err := rd.ReadFileMax(PolicyFile, MaxPolicyBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, gate.InputErrorf("%w (the check policy, docs/policy.md)", err)
+	}
+	if line, why := input.AliasBomb(b); why != "" {
+		return nil, gate.InputErrorf("%s: %s: write the policy out without aliases (docs/policy.md)", fluxrepo.Location{File: PolicyFile, Line: line}, why)
 	}
 	p := &Policy{file: PolicyFile}
 	if err := sigsyaml.UnmarshalStrict(b, p); err != nil {

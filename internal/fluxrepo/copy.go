@@ -10,6 +10,9 @@ import (
 
 	"github.com/fluxcd/pkg/sourceignore"
 	"github.com/fluxcd/pkg/sourceignore/gitignore"
+
+	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/input"
 )
 
 // ignoreFilter is source-controller's artifact filter for dir: the
@@ -85,12 +88,17 @@ func copyRepo(src, dst string, max int64) (notes []string, err error) {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700); err != nil {
 			return err
 		}
-		n, err := copyFile(p, filepath.Join(dst, rel), max)
+		b, err := copyFile(p, filepath.Join(dst, rel), max)
 		if err != nil {
 			return err
 		}
-		if n > max {
+		if b == nil {
 			notes = append(notes, fmt.Sprintf("%s: larger than %d bytes, left out", filepath.ToSlash(rel), max))
+			return nil
+		}
+		// Refused before anything expands it (see input.AliasBomb).
+		if line, why := input.AliasBomb(b); why != "" {
+			return gate.InputErrorf("%s: %s; kustomize, here and in kustomize-controller, would expand every alias in memory: write the values out, or alias less", Location{File: filepath.ToSlash(rel), Line: line}, why)
 		}
 		return nil
 	})
@@ -122,37 +130,40 @@ func applySpecIgnore(dir string, specIgnore string) error {
 	return err
 }
 
-// copyFile copies at most max bytes; it returns max+1 (and writes nothing)
-// when the file is larger.
-func copyFile(src, dst string, max int64) (int64, error) {
+// copyFile copies at most max bytes and returns them; it returns nil (and
+// writes nothing) when the file is larger.
+func copyFile(src, dst string, max int64) ([]byte, error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer in.Close()
 	st, err := in.Stat()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return 0, fmt.Errorf("%s: not a regular file", src)
+		return nil, fmt.Errorf("%s: not a regular file", src)
 	}
 	if st.Size() > max {
-		return max + 1, nil
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(in, max+1))
+	if err != nil || int64(len(b)) > max {
+		return nil, err // an error, or grown while being read
+	}
+	if b == nil {
+		b = []byte{}
 	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n, err := io.Copy(out, io.LimitReader(in, max+1))
+	_, err = out.Write(b)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && n > max {
-		// Grew while being read.
-		err = os.Remove(dst)
-	}
-	return n, err
+	return b, err
 }
 
 // isLocal says whether rel (slash-separated, relative) stays inside its root.

@@ -52,7 +52,45 @@ func checkInput(o Options) (repo, root string, err error) {
 	if err := checkKustomizationFile(repo, o.Repo, root); err != nil {
 		return "", "", err
 	}
+	if err := checkFluxInstanceFile(repo, o.FluxInstance); err != nil {
+		return "", "", err
+	}
 	return repo, root, nil
+}
+
+// fluxInstanceFix is what every refusal of --flux-instance ends with.
+const fluxInstanceFix = "name the file of the repository (relative to --repo) holding the FluxInstance, or the flux-instance chart values, whose spec.sync declares the root — or drop --flux-instance"
+
+// checkFluxInstanceFile holds --flux-instance to the input rules before
+// anything of the repository is copied: a regular file inside the
+// repository, not a symlink (the artifact leaves links out, so the file
+// would not be there for the Flux Operator either), bounded.
+func checkFluxInstanceFile(repo, f string) error {
+	if f == "" {
+		return nil
+	}
+	rel := cleanPath(f)
+	if !isLocal(rel) || rel == "." {
+		return gate.InputErrorf("--flux-instance %s: not a file inside the repository: %s", f, fluxInstanceFix)
+	}
+	fi, err := os.Lstat(filepath.Join(repo, filepath.FromSlash(rel)))
+	switch {
+	case err != nil:
+		return gate.InputErrorf("--flux-instance %s: no such file in the repository %s: %s", f, repo, fluxInstanceFix)
+	case fi.IsDir():
+		return gate.InputErrorf("--flux-instance %s is a directory: %s", f, fluxInstanceFix)
+	case fi.Mode()&os.ModeSymlink != 0:
+		return gate.InputErrorf("--flux-instance %s is a symlink: source-controller leaves symlinks out of the artifact; commit the file itself, or %s", f, fluxInstanceFix)
+	}
+	rd, err := input.OpenDir(repo, "--repo "+repo)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	if err := rd.Check(rel); err != nil {
+		return gate.InputErrorf("--flux-instance %s: %w", f, err)
+	}
+	return nil
 }
 
 // siblings lists the environments next to a missing one, for the message.

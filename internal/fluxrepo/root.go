@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -240,6 +242,27 @@ func (ix *fileIndex) syncDeclarations() []declaredSync {
 		}
 	}
 	return out
+}
+
+// checkFluxInstance refuses a --flux-instance file of the repository that
+// declares no root: left out of the artifact, or holding no spec.sync
+// with a path (another kind of object, a FluxInstance without spec.sync).
+// checkInput has already refused a missing file, a directory or a link.
+func (l *loader) checkFluxInstance() error {
+	f := l.env.Options.FluxInstance
+	if f == "" {
+		return nil
+	}
+	rel := cleanPath(f)
+	if _, err := os.Stat(filepath.Join(l.tmp, filepath.FromSlash(rel))); err != nil {
+		return gate.InputErrorf("--flux-instance %s is left out of the source artifact (by a .sourceignore rule or the default exclusions, or larger than %d bytes), so the Flux Operator would not read it either: %s", f, l.env.Options.MaxFileBytes, fluxInstanceFix)
+	}
+	for _, d := range l.env.index.syncDeclarations() {
+		if d.loc.File == rel {
+			return nil
+		}
+	}
+	return gate.InputErrorf("--flux-instance %s: no FluxInstance spec.sync in that file (nor a flux-instance chart HelmRelease's values.instance.sync, nor chart values' instance.sync, with a path): %s", f, fluxInstanceFix)
 }
 
 // findSync is the declaration whose spec.sync.path is root, preferring a

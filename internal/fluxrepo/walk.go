@@ -30,6 +30,9 @@ import (
 // declare, in the order they are found.
 func (l *loader) run(root string) error {
 	e := l.env
+	if err := l.checkFluxInstance(); err != nil {
+		return err
+	}
 	res, files, appliedBy, err := l.buildRoot(root)
 	if err != nil {
 		return err
@@ -38,9 +41,13 @@ func (l *loader) run(root string) error {
 	e.Origin = Origin{Layout: LayoutRepository}
 	// No root in the render: one declared outside it (a FluxInstance's
 	// spec.sync, the flags) applies the root directory.
+	// Where the render holds it, the flags would have no effect: refused,
+	// not ignored.
 	if slices.ContainsFunc(res, l.isRoot) && e.Options.Sync != nil {
-		// The flags would have no effect: refused, not ignored.
 		return gate.InputErrorf("--source-url declares the root, but %s renders it (Kustomization %s/%s): drop --source-kind, --source-url and --source-ref", root, e.Options.Namespace, e.Options.RootName)
+	}
+	if slices.ContainsFunc(res, l.isRoot) && e.Options.FluxInstance != "" {
+		return gate.InputErrorf("--flux-instance %s has no effect: %s renders the root itself (Kustomization %s/%s), so no FluxInstance spec.sync declares it: drop --flux-instance", e.Options.FluxInstance, root, e.Options.Namespace, e.Options.RootName)
 	}
 	if !slices.ContainsFunc(res, l.isRoot) {
 		if err := l.declaredRoot(root); err != nil {

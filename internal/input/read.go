@@ -45,10 +45,6 @@ func kind(m fs.FileMode) string {
 	return "mode " + m.Type().String()
 }
 
-// readBounded reads r, failing past MaxFileSize (a file that grows while
-// it is read, or one whose size the kernel does not report).
-func readBounded(r io.Reader) ([]byte, error) { return ReadLimited(r, MaxFileSize) }
-
 // ReadLimited reads at most max bytes of r, and fails when there is more:
 // the one bounded read every input goes through (stdin included).
 func ReadLimited(r io.Reader, max int64) ([]byte, error) {
@@ -181,6 +177,10 @@ func (d *Dir) Path() string { return d.path }
 
 // vet stats name inside the directory and refuses what may not be read.
 func (d *Dir) vet(name string, dirOK bool) (fs.FileInfo, error) {
+	return d.vetMax(name, dirOK, MaxFileSize)
+}
+
+func (d *Dir) vetMax(name string, dirOK bool, max int64) (fs.FileInfo, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
@@ -199,9 +199,9 @@ func (d *Dir) vet(name string, dirOK bool) (fs.FileInfo, error) {
 	if fi.IsDir() && dirOK {
 		return fi, nil
 	}
-	if why := refuse(fi); why != "" {
-		return nil, gate.InputErrorf("%s: %s %s: an input file must be a regular file of at most %d MiB inside %s",
-			d.label, name, why, MaxFileSize>>20, d.path)
+	if why := refuseMax(fi, max); why != "" {
+		return nil, gate.InputErrorf("%s: %s %s: an input file must be a regular file of at most %s inside %s",
+			d.label, name, why, size(max), d.path)
 	}
 	return fi, nil
 }
@@ -234,8 +234,12 @@ func (d *Dir) ReadDir(name string) ([]fs.DirEntry, error) {
 
 // ReadFile implements fs.ReadFileFS: a regular file inside the directory,
 // at most MaxFileSize bytes.
-func (d *Dir) ReadFile(name string) ([]byte, error) {
-	if _, err := d.vet(name, false); err != nil {
+func (d *Dir) ReadFile(name string) ([]byte, error) { return d.ReadFileMax(name, MaxFileSize) }
+
+// ReadFileMax is ReadFile with a smaller limit (a policy file: MaxConfig),
+// refused before it is read when larger.
+func (d *Dir) ReadFileMax(name string, max int64) ([]byte, error) {
+	if _, err := d.vetMax(name, false, max); err != nil {
 		return nil, err
 	}
 	f, err := d.root.Open(name)
@@ -243,10 +247,10 @@ func (d *Dir) ReadFile(name string) ([]byte, error) {
 		return nil, gate.InputErrorf("%s: %s: %w", d.label, name, cause(err))
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || refuse(fi) != "" {
+	if fi, err := f.Stat(); err != nil || refuseMax(fi, max) != "" {
 		return nil, gate.InputErrorf("%s: %s changed while it was read: run again", d.label, name)
 	}
-	data, err := readBounded(f)
+	data, err := ReadLimited(f, max)
 	if err != nil {
 		return nil, gate.InputErrorf("%s: %s: %w", d.label, name, err)
 	}
