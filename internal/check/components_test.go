@@ -28,6 +28,16 @@ import (
 func TestComponents(t *testing.T) {
 	const layout = "components"
 	edgeGPU := edit{"clusters/edge/gpu.yaml", "", "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: gpu\n  namespace: flux-system\nspec:\n  interval: 1h\n  dependsOn:\n    - name: flux-system\n  path: ./kubernetes/gpu\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-settings\n"}
+	// A second release in the Component, which the first depends on by
+	// its ${APP} name (helm-controller v1.6.4 checkDependencies reads it
+	// in the dependent's namespace, after substitution).
+	withDB := func(dep string) []edit {
+		return []edit{
+			{"kubernetes/components/chart/kustomization.yaml", "  - ./helmrelease.yaml\n", "  - ./helmrelease.yaml\n  - ./db.yaml\n"},
+			{"kubernetes/components/chart/db.yaml", "", "---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: ${APP}-db\nspec:\n  interval: 1h\n  chartRef:\n    kind: OCIRepository\n    name: ${APP}-anubis\n"},
+			{"kubernetes/components/chart/helmrelease.yaml", "  interval: 1h\n", "  interval: 1h\n  dependsOn:\n    - name: " + dep + "\n"},
+		}
+	}
 	for _, tc := range []struct {
 		name, path string
 		edits      []edit
@@ -72,6 +82,11 @@ func TestComponents(t *testing.T) {
 			exit: gate.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: gate.Warn,
 			want:     []string{"[knob-env] knob GPU_NODE of ConfigMap/flux-system/cluster-settings is defined in clusters/main (clusters/main/cluster-settings.yaml:9) but not in clusters/edge"},
 			findings: map[Detector]int{KnobEnv: 1, DefaultOp: 1}},
+		{name: "a dependsOn named by ${APP}", path: "clusters/main", edits: withDB("${APP}-db"), exit: gate.ExitOK,
+			id: "check.graph", verdict: gate.Pass, want: []string{"4 HelmRelease(s), each dependsOn a rendered HelmRelease"}},
+		{name: "a dependsOn named by ${APP} that nothing renders", path: "clusters/main", edits: withDB("${APP}-dbx"), exit: gate.ExitFailed,
+			id: "check.graph", verdict: gate.Fail, want: []string{"[dangling] HelmRelease default/echo-anubis depends on default/echo-dbx, which the environment does not render"},
+			findings: map[Detector]int{Dangling: 2}},
 		// Prune ownership under the substituted name: the Namespace
 		// ${GPU_NS:=kube-system} is kube-system on this cluster.
 		{name: "a prune: true Kustomization the only declarer of a namespace named by a variable", path: "clusters/main",
