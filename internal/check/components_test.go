@@ -66,8 +66,9 @@ func TestComponents(t *testing.T) {
 		{name: "a knob no reader of any copy uses", path: "clusters/main",
 			edits: []edit{{"kubernetes/apps/media/jelly/app/config.yaml", "${LOG_LEVEL}", "debug"}},
 			exit:  gate.ExitOK, id: "check.knobs/ConfigMap/default/app-settings", verdict: gate.Warn,
-			want:     []string{"[knob-unused] knob LOG_LEVEL of kubernetes/components/settings/settings.yaml (2 copies"},
-			findings: map[Detector]int{KnobUnused: 2}},
+			// Still one advisory for the file, naming both.
+			want:     []string{"[knob-unused] 2 knobs of kubernetes/components/settings/settings.yaml (2 copies: ConfigMap/default/app-settings, ConfigMap/media/app-settings) are referenced by none of the Kustomizations substituting from it (default/echo, media/jelly): BACKUP_BUCKET, LOG_LEVEL"},
+			findings: map[Detector]int{KnobUnused: 1}},
 		{name: "edge as committed", path: "clusters/edge", exit: gate.ExitOK,
 			id: "check.graph", verdict: gate.Pass, want: []string{"each chart source rendered"}, findings: map[Detector]int{KnobUnused: 1, KnobEnv: 0}},
 		{name: "a knob the other cluster lacks, where it never renders the reader", path: "clusters/main", exit: gate.ExitOK,

@@ -296,12 +296,22 @@ func unusedKnobs(env *fluxrepo.Env, u usage, readersOf func(string) (users, unre
 		if len(copies) > 1 {
 			what = fmt.Sprintf("%s (%d copies: %s)", d.Location.File, len(copies), listSome(copies, 3))
 		}
+		var none []string
 		for _, k := range slices.Sorted(maps.Keys(defined)) {
 			if !slices.ContainsFunc(users, func(by string) bool { return u.names[by][k] }) {
-				j.found[owner] = append(j.found[owner], finding{det: KnobUnused, warn: true, loc: keyLine(env, d, k),
-					what: fmt.Sprintf("knob %s of %s is referenced by none of the Kustomizations substituting from it (%s)", k, what, listSome(slices.Compact(slices.Sorted(slices.Values(users))), 5)),
-					fix:  "remove it, or use it as ${" + k + "}"})
+				none = append(none, k)
 			}
+		}
+		// One advisory per source, naming every unused key, at the first.
+		switch {
+		case len(none) == 1:
+			j.found[owner] = []finding{{det: KnobUnused, warn: true, loc: keyLine(env, d, none[0]),
+				what: fmt.Sprintf("knob %s of %s is referenced by none of the Kustomizations substituting from it (%s)", none[0], what, listSome(slices.Compact(slices.Sorted(slices.Values(users))), 5)),
+				fix:  "remove it, or use it as ${" + none[0] + "}"}}
+		case len(none) > 1:
+			j.found[owner] = []finding{{det: KnobUnused, warn: true, loc: keyLine(env, d, none[0]),
+				what: fmt.Sprintf("%d knobs of %s are referenced by none of the Kustomizations substituting from it (%s): %s", len(none), what, listSome(slices.Compact(slices.Sorted(slices.Values(users))), 5), strings.Join(none, ", ")),
+				fix:  "remove them, or use them as ${NAME}"}}
 		}
 	}
 	return j

@@ -354,8 +354,13 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 			l.ingestSource(r, raw, ns, files, appliedBy)
 		case fluxobj.IsSource(r.GetApiVersion(), kind):
 			// Indexed by the name the cluster gets (a component's
-			// ${APP}-chart), as a HelmRelease's chartRef names it.
-			l.ingestSource(l.substituted(appliedBy, r), r.GetName(), ns, files, appliedBy)
+			// ${APP}-chart), as a HelmRelease's chartRef names it; only
+			// the name is kept, so only a name with a variable needs it.
+			sub := r
+			if strings.Contains(r.GetName(), "${") {
+				sub = l.substituted(appliedBy, r)
+			}
+			l.ingestSource(sub, r.GetName(), ns, files, appliedBy)
 		case kind == artifactgen.Kind && fluxobj.InGroup(r.GetApiVersion(), artifactgen.Group):
 			if err := l.ingestGenerator(r, ns, files, appliedBy); err != nil {
 				return nil, err
