@@ -354,6 +354,11 @@ func checkPrune(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
 		}
 		add(k.Spec.TargetNamespace)
 		for _, r := range k.Resources {
+			// Owned under the name the cluster gets: a component's
+			// ${NAMESPACE} as k substitutes it.
+			if strings.Contains(r.GetName(), "${") || strings.Contains(r.GetNamespace(), "${") {
+				r = env.Applied(k, r)
+			}
 			if r.GetKind() == "Namespace" && r.GetApiVersion() == "v1" {
 				if !slices.Contains(declarers[r.GetName()], k) {
 					declarers[r.GetName()] = append(declarers[r.GetName()], k)

@@ -77,7 +77,9 @@ func TestHomelabIncidents(t *testing.T) {
 			[3]string{"clusters/dev/cluster-vars.yaml", "  domain:", "  podCIDR: 10.42.0.0/16\n  domain:"},
 			[3]string{"infrastructure/cni/agent.yaml", "${k8sServiceHost}", "${k8sServiceHost} ${podCIDR}"})
 		dev, prod := check(t, repo, "dev"), check(t, repo, "prod")
-		if c := find(dev, "check.knobs/ConfigMap/flux-system/cluster-vars"); c.Verdict != gate.Fail || !strings.Contains(text(c), "knob podCIDR of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod") {
+		// dev's comparison is an advisory (issue #38 item 5); the defect
+		// is prod's own [undefined], which its controller reports.
+		if c := find(dev, "check.knobs/ConfigMap/flux-system/cluster-vars"); c.Verdict != gate.Warn || !strings.Contains(text(c), "knob podCIDR of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod") {
 			t.Fatalf("dev: %s: %s", c.Verdict, text(c))
 		}
 		if c := find(prod, "check.substitution/flux-system/cni"); c.Verdict != gate.Fail || !strings.Contains(text(c), "[undefined] ${podCIDR}") {

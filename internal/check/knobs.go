@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/envsubst/parse"
+
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 )
@@ -37,6 +40,13 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		}
 		ob.optional = ob.optional && r.optional
 	}
+	unused := unusedKnobs(env, u, func(key string) ([]string, []string) {
+		if ob := objs[key]; ob != nil {
+			return ob.users, ob.unread
+		}
+		return nil, nil
+	}, slices.Sorted(maps.Keys(objs)))
+	readers := map[*fluxrepo.Env]map[string]map[string]bool{}
 	var out []gate.Check
 	for _, key := range slices.Sorted(maps.Keys(objs)) {
 		ob := objs[key]
@@ -79,49 +89,22 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		}
 		var fs []finding
 		keys := slices.Sorted(maps.Keys(d.Values))
+		var ev []string
 		if o.on(KnobEnv) {
-			for _, p := range slices.Sorted(maps.Keys(others)) {
-				od := others[p].Data[key]
-				if od == nil {
-					continue // the other environment's own check reports it
-				}
-				for _, k := range keys {
-					if _, ok := od.Values[k]; !ok {
-						fs = append(fs, finding{det: KnobEnv, loc: keyLine(env, d, k),
-							what: fmt.Sprintf("knob %s of %s is defined in %s but not in %s (%s)", k, key, env.Options.Path, p, od.Location),
-							fix:  fmt.Sprintf("define %s in %s too (or remove it here): a shared path using it fails or takes a default there", k, od.Location.File)})
-					}
-				}
-				for _, k := range slices.Sorted(maps.Keys(od.Values)) {
-					if _, ok := d.Values[k]; !ok {
-						fs = append(fs, finding{det: KnobEnv, loc: d.Location,
-							what: fmt.Sprintf("knob %s of %s is defined in %s (%s) but not in %s", k, key, p, keyLine(others[p], od, k), env.Options.Path),
-							fix:  fmt.Sprintf("define %s in %s too (or remove it there)", k, d.Location.File)})
-					}
-				}
-			}
+			var envEv []string
+			fs, envEv = knobEnv(env, others, key, d, ob.users, u, readers)
+			ev = append(ev, envEv...)
 		}
-		if o.on(KnobUnused) && len(ob.unread) == 0 {
-			for _, k := range keys {
-				used := false
-				for _, by := range ob.users {
-					used = used || u.names[by][k]
-				}
-				if !used {
-					fs = append(fs, finding{det: KnobUnused, warn: true, loc: keyLine(env, d, k),
-						what: fmt.Sprintf("knob %s of %s is referenced by none of the Kustomizations substituting from it (%s)", k, key, users),
-						fix:  "remove it, or use it as ${" + k + "}"})
-				}
-			}
+		if o.on(KnobUnused) {
+			f, groupEv := unused.judge(key)
+			fs = append(fs, f...)
+			ev = append(ev, groupEv...)
 		}
-		ev := []string{fmt.Sprintf("%s (%s, applied by %s): %d knob(s) %s; substituted from by %s", key, d.Location, orRoot(d.AppliedBy), len(keys), strings.Join(keys, ", "), users)}
-		if len(ob.unread) > 0 {
-			ev = append(ev, "unused knobs not judged: the paths of "+strings.Join(ob.unread, ", ")+" were not built, so the names they use are unknown")
-		}
+		ev = append([]string{fmt.Sprintf("%s (%s, applied by %s): %d knob(s) %s; substituted from by %s", key, d.Location, orRoot(d.AppliedBy), len(keys), strings.Join(keys, ", "), users)}, ev...)
 		if d.Encrypted {
 			ev = append(ev, "SOPS-encrypted: its keys count as defined; values are not read")
 		}
-		out = append(out, ch.verdict(def, fs, fmt.Sprintf("%s is rendered, its %d knob(s) agree across %d other environment(s) and are used", key, len(keys), len(others)), ev...))
+		out = append(out, ch.verdict(def, fs, fmt.Sprintf("%s is rendered, its %d knob(s) agree across %d other environment(s) where both read them, and are used", key, len(keys), len(others)), ev...))
 	}
 	if len(out) == 0 {
 		out = append(out, Knobs.Pass("no Kustomization substitutes from a ConfigMap or Secret"))
@@ -149,4 +132,213 @@ func orRoot(appliedBy string) string {
 		return "no Kustomization (only the root directory renders it)"
 	}
 	return "Kustomization " + appliedBy
+}
+
+// knobEnv compares the keys of d (key, read by users here) with the same
+// object in the other environments: an advisory, no controller's verdict
+// (each environment's own substitution check reports what its controller
+// would say of a name it lacks). A key is compared only with an
+// environment where a Kustomization substituting from the object uses it
+// too: a cluster of another role that never renders the readers of a knob
+// need not define it.
+func knobEnv(env *fluxrepo.Env, others map[string]*fluxrepo.Env, key string, d *fluxrepo.Data, users []string, u usage, readers map[*fluxrepo.Env]map[string]map[string]bool) ([]finding, []string) {
+	here := map[string][]string{} // knob -> readers here using it
+	for _, by := range users {
+		for n := range u.names[by] {
+			here[n] = append(here[n], by)
+		}
+	}
+	var fs []finding
+	var ev []string
+	for _, p := range slices.Sorted(maps.Keys(others)) {
+		od := others[p].Data[key]
+		if od == nil {
+			continue // the other environment's own check reports it
+		}
+		there := knobReaders(others[p], key, readers)
+		var skipped []string
+		for _, k := range slices.Sorted(maps.Keys(d.Values)) {
+			if _, ok := od.Values[k]; ok || od.Open {
+				continue
+			}
+			if len(here[k]) == 0 || len(there[k]) == 0 {
+				skipped = append(skipped, k)
+				continue
+			}
+			fs = append(fs, finding{det: KnobEnv, warn: true, loc: keyLine(env, d, k),
+				what: fmt.Sprintf("knob %s of %s is defined in %s but not in %s (%s), where Kustomization %s reads ${%s} too: there it takes its default or is undefined (that environment's check says which)", k, key, env.Options.Path, p, od.Location, strings.Join(there[k], ", "), k),
+				fix:  fmt.Sprintf("define %s in %s too if %s should get a value of its own", k, od.Location.File, p)})
+		}
+		for _, k := range slices.Sorted(maps.Keys(od.Values)) {
+			if d.Defines(k) {
+				continue
+			}
+			if len(here[k]) == 0 || len(there[k]) == 0 {
+				skipped = append(skipped, k)
+				continue
+			}
+			fs = append(fs, finding{det: KnobEnv, warn: true, loc: d.Location,
+				what: fmt.Sprintf("knob %s of %s is defined in %s (%s) but not in %s, where Kustomization %s reads ${%s} too: here it takes its default or is undefined (check.substitution says which)", k, key, p, keyLine(others[p], od, k), env.Options.Path, strings.Join(here[k], ", "), k),
+				fix:  fmt.Sprintf("define %s in %s too if %s should get a value of its own", k, d.Location.File, env.Options.Path)})
+		}
+		if len(skipped) > 0 {
+			slices.Sort(skipped)
+			ev = append(ev, fmt.Sprintf("not compared with %s: %s (defined in one environment only, and no Kustomization of the other substituting from %s uses it)", p, strings.Join(slices.Compact(skipped), ", "), key))
+		}
+	}
+	return fs, ev
+}
+
+// knobReaders is, for one environment, the names each built Kustomization
+// substituting from key uses, by name: name -> reader refs. Cached per
+// environment and key in cache.
+func knobReaders(env *fluxrepo.Env, key string, cache map[*fluxrepo.Env]map[string]map[string]bool) map[string][]string {
+	if cache[env] == nil {
+		cache[env] = map[string]map[string]bool{}
+	}
+	out := map[string][]string{}
+	for _, k := range env.Kustomizations {
+		if !k.Built || !k.Substitutes() || !slices.ContainsFunc(k.Spec.PostBuild.SubstituteFrom, func(r kustomizev1.SubstituteReference) bool {
+			return fluxrepo.DataKey(r.Kind, k.Namespace, r.Name) == key
+		}) {
+			continue
+		}
+		names := cache[env][k.Ref()]
+		if names == nil {
+			names = usedNames(k)
+			cache[env][k.Ref()] = names
+		}
+		for n := range names {
+			out[n] = append(out[n], k.Ref())
+		}
+	}
+	return out
+}
+
+// usedNames are the variables k's objects use in any ${…} form, as the
+// substitution pass records them (substitution.expression).
+func usedNames(k *fluxrepo.Kustomization) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range k.Resources {
+		if fluxrepo.SubstitutionDisabled(r) {
+			continue
+		}
+		y, err := r.AsYAML()
+		if err != nil || !strings.Contains(string(y), "${") {
+			continue
+		}
+		tree, perr := parse.Parse(string(y))
+		nodes, _ := funcNodes(string(y), tree, perr)
+		for _, n := range nodes {
+			out[n.Param] = true
+		}
+	}
+	return out
+}
+
+// unusedJudge judges unused knobs per source: the copies of one source
+// file (a component's shared settings ConfigMap applied into many
+// namespaces, each substituted from by that namespace's Kustomizations)
+// are judged together, and reported once, on the first copy's check.
+type unusedJudge struct {
+	env *fluxrepo.Env
+	// group: object key -> the keys of the copies of its source (itself
+	// included, sorted); found: owner key -> its findings.
+	group map[string][]string
+	found map[string][]finding
+	notes map[string][]string
+}
+
+// unusedKnobs judges every object of keys (sorted) read by the
+// Kustomizations readersOf names (users, and those whose paths were not
+// built).
+func unusedKnobs(env *fluxrepo.Env, u usage, readersOf func(string) (users, unread []string), keys []string) *unusedJudge {
+	j := &unusedJudge{env: env, group: map[string][]string{}, found: map[string][]finding{}, notes: map[string][]string{}}
+	bySource := map[string][]string{}
+	var order []string
+	for _, key := range keys {
+		d := env.Data[key]
+		if d == nil {
+			continue
+		}
+		// One source: the same kind and name declared at the same place
+		// (a copy per namespace).
+		src := key
+		if d.Location.File != "" {
+			src = d.Kind + "/" + d.Name + "@" + d.Location.String()
+		}
+		if bySource[src] == nil {
+			order = append(order, src)
+		}
+		bySource[src] = append(bySource[src], key)
+	}
+	for _, src := range order {
+		copies := bySource[src]
+		for _, key := range copies {
+			j.group[key] = copies
+		}
+		owner := copies[0]
+		var users, unread []string
+		defined := map[string]bool{}
+		for _, key := range copies {
+			us, un := readersOf(key)
+			users, unread = append(users, us...), append(unread, un...)
+			for k := range env.Data[key].Values {
+				defined[k] = true
+			}
+		}
+		if len(unread) > 0 {
+			j.notes[owner] = append(j.notes[owner], "unused knobs not judged: the paths of "+strings.Join(unread, ", ")+" were not built, so the names they use are unknown")
+			continue
+		}
+		d := env.Data[owner]
+		what := owner
+		if len(copies) > 1 {
+			what = fmt.Sprintf("%s (%d copies: %s)", d.Location.File, len(copies), listSome(copies, 3))
+		}
+		var none []string
+		for _, k := range slices.Sorted(maps.Keys(defined)) {
+			if !slices.ContainsFunc(users, func(by string) bool { return u.names[by][k] }) {
+				none = append(none, k)
+			}
+		}
+		// One advisory per source, naming every unused key, at the first.
+		switch {
+		case len(none) == 1:
+			j.found[owner] = []finding{{det: KnobUnused, warn: true, loc: keyLine(env, d, none[0]),
+				what: fmt.Sprintf("knob %s of %s is referenced by none of the Kustomizations substituting from it (%s)", none[0], what, listSome(slices.Compact(slices.Sorted(slices.Values(users))), 5)),
+				fix:  "remove it, or use it as ${" + none[0] + "}"}}
+		case len(none) > 1:
+			j.found[owner] = []finding{{det: KnobUnused, warn: true, loc: keyLine(env, d, none[0]),
+				what: fmt.Sprintf("%d knobs of %s are referenced by none of the Kustomizations substituting from it (%s): %s", len(none), what, listSome(slices.Compact(slices.Sorted(slices.Values(users))), 5), strings.Join(none, ", ")),
+				fix:  "remove them, or use them as ${NAME}"}}
+		}
+	}
+	return j
+}
+
+// judge is the findings reported on key's check, and its evidence.
+func (j *unusedJudge) judge(key string) ([]finding, []string) {
+	copies := j.group[key]
+	if len(copies) == 0 {
+		return nil, nil
+	}
+	owner := copies[0]
+	var ev []string
+	if len(copies) > 1 {
+		ev = append(ev, fmt.Sprintf("one of %d copies of %s (%s): unused knobs are judged across the readers of every copy, and reported once, on check.knobs/%s", len(copies), j.env.Data[key].Location, listSome(copies, 3), owner))
+	}
+	ev = append(ev, j.notes[owner]...)
+	if key != owner {
+		return nil, ev
+	}
+	return j.found[owner], ev
+}
+
+// listSome joins the first n of items, saying how many more there are.
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }

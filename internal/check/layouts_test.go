@@ -113,10 +113,18 @@ func TestLayouts(t *testing.T) {
 			id: "check.graph", verdict: gate.Pass, want: []string{"root flux-system/flux-system (declared by the FluxInstance spec.sync at clusters/prod/flux-system/flux-instance.yaml:18"}},
 		{name: "fleet staging as committed", layout: "fleet", path: "clusters/staging", exit: gate.ExitOK,
 			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Pass, want: []string{"agree across 1 other environment(s)"}},
+		// An advisory (issue #38 item 5), and only where both
+		// environments read the knob: the shared apps/ path does.
 		{name: "fleet: a knob in one environment only", layout: "fleet", path: "clusters/prod",
-			edits: []edit{{"clusters/prod/cluster-vars.yaml", "  cluster_env: prod\n", "  cluster_env: prod\n  replicas: \"3\"\n"}},
-			exit:  gate.ExitFailed, id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Fail,
-			want: []string{"[knob-env] knob replicas of ConfigMap/flux-system/cluster-vars is defined in clusters/prod but not in clusters/staging"}},
+			edits: []edit{{"clusters/prod/cluster-vars.yaml", "  cluster_env: prod\n", "  cluster_env: prod\n  web_size: large\n"},
+				{"apps/web.yaml", "  url: https://web.${ingress_domain}\n", "  url: https://web.${ingress_domain}\n  size: ${web_size:=small}\n"}},
+			exit: gate.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Warn,
+			want: []string{"[knob-env] knob web_size of ConfigMap/flux-system/cluster-vars is defined in clusters/prod but not in clusters/staging"}},
+		{name: "fleet: a knob in one environment that the other never reads", layout: "fleet", path: "clusters/prod",
+			edits: []edit{{"clusters/prod/cluster-vars.yaml", "  cluster_env: prod\n", "  cluster_env: prod\n  web_size: large\n"}},
+			// Unused here too: that advisory only, no [knob-env].
+			exit: gate.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Warn,
+			want: []string{"[knob-unused] knob web_size", "not compared with clusters/staging: web_size"}},
 		{name: "fleet: a typo in a knob", layout: "fleet", path: "clusters/prod",
 			edits: []edit{{"apps/web.yaml", "${ingress_domain}", "${ingress_domian}"}},
 			exit:  gate.ExitFailed, id: "check.substitution/flux-system/apps", verdict: gate.Fail,

@@ -7,10 +7,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/fluxcd/pkg/envsubst/parse"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -20,8 +22,50 @@ type fileIndex struct {
 	root string
 	once sync.Once
 	// decl: kind/name -> declarations
-	decl  map[string][]decl
-	lines map[string][]string
+	decl map[string][]decl
+	// templates: kind -> the declared names written with variables, in
+	// the order the files were walked.
+	templates map[string][]template
+	lines     map[string][]string
+}
+
+// template is a declared name with ${…} in it, and what it matches once
+// substituted.
+type template struct {
+	name string
+	re   *regexp.Regexp
+}
+
+// templateRE matches the names template can substitute to: its text
+// literally, each expansion (as fluxcd/pkg/envsubst parses it) any text.
+// Nil when the parser rejects it.
+func templateRE(template string) *regexp.Regexp {
+	tree, err := parse.Parse(template)
+	if err != nil {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	var add func(parse.Node)
+	add = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			for _, c := range n.Nodes {
+				add(c)
+			}
+		case *parse.TextNode:
+			b.WriteString(regexp.QuoteMeta(n.Value))
+		default:
+			b.WriteString(".*")
+		}
+	}
+	add(tree.Root)
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil
+	}
+	return re
 }
 
 type decl struct {
@@ -32,6 +76,7 @@ type decl struct {
 func (ix *fileIndex) load() {
 	ix.once.Do(func() {
 		ix.decl = map[string][]decl{}
+		ix.templates = map[string][]template{}
 		ix.lines = map[string][]string{}
 		_ = filepath.WalkDir(ix.root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !d.Type().IsRegular() {
@@ -80,6 +125,11 @@ func (ix *fileIndex) load() {
 				line := m.Line
 				if k := keyNode(m, "kind"); k != nil {
 					line = min(line, k.Line)
+				}
+				if _, seen := ix.decl[kind+"/"+name]; !seen && strings.Contains(name, "${") {
+					if re := templateRE(name); re != nil {
+						ix.templates[kind] = append(ix.templates[kind], template{name: name, re: re})
+					}
 				}
 				ix.decl[kind+"/"+name] = append(ix.decl[kind+"/"+name], decl{namespace: scalar(md, "namespace"), loc: Location{File: rel, Line: line}})
 			}
@@ -148,6 +198,21 @@ func (ix *fileIndex) locate(files []string, kind, namespace, name string) Locati
 		for _, d := range cands {
 			if in(d.loc.File) && want(d) {
 				return d.loc
+			}
+		}
+	}
+	// A name written with variables (a component's ${APP}-db) is found
+	// under the name its applier substitutes: the declarations of that
+	// kind whose name is a template the name instantiates.
+	if !strings.Contains(name, "${") {
+		for _, t := range ix.templates[kind] {
+			if !t.re.MatchString(name) {
+				continue
+			}
+			for _, d := range ix.decl[kind+"/"+t.name] {
+				if in(d.loc.File) && (d.namespace == "" || d.namespace == namespace || strings.Contains(d.namespace, "${")) {
+					return d.loc
+				}
 			}
 		}
 	}

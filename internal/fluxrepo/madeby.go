@@ -30,10 +30,14 @@ func madeSecret(r *resource.Resource, ns string) *Data {
 	if err != nil {
 		return nil
 	}
+	// No copies: kyaml's numbers are int, which the Nested* deep copies
+	// refuse (a substituted value may read as a number).
+	field := func(fields ...string) any { v, _, _ := unstructured.NestedFieldNoCopy(m, fields...); return v }
 	keysOf := func(fields ...string) []string {
-		v, _, _ := unstructured.NestedMap(m, fields...)
+		v, _ := field(fields...).(map[string]any)
 		return slices.Collect(maps.Keys(v))
 	}
+	list := func(fields ...string) []any { v, _ := field(fields...).([]any); return v }
 	var d *Data
 	switch {
 	case r.GetKind() == "ExternalSecret" && group == "external-secrets.io":
@@ -42,7 +46,7 @@ func madeSecret(r *resource.Resource, ns string) *Data {
 			name = r.GetName()
 		}
 		d = &Data{Kind: "Secret", Namespace: ns, Name: name, MadeBy: "ExternalSecret " + ns + "/" + r.GetName(), Values: map[string]string{}}
-		data, _, _ := unstructured.NestedSlice(m, "spec", "data")
+		data := list("spec", "data")
 		for _, item := range data {
 			if im, ok := item.(map[string]any); ok {
 				if k, ok := im["secretKey"].(string); ok && k != "" {
@@ -55,8 +59,7 @@ func madeSecret(r *resource.Resource, ns string) *Data {
 		}
 		labels, _, _ := unstructured.NestedStringMap(m, "spec", "target", "template", "metadata", "labels")
 		d.Watched = watched(labels)
-		from, _, _ := unstructured.NestedSlice(m, "spec", "dataFrom")
-		tf, _, _ := unstructured.NestedSlice(m, "spec", "target", "template", "templateFrom")
+		from, tf := list("spec", "dataFrom"), list("spec", "target", "template", "templateFrom")
 		d.Open = len(from) > 0 || len(tf) > 0
 	case r.GetKind() == "SealedSecret" && group == "bitnami.com":
 		name, _, _ := unstructured.NestedString(m, "spec", "template", "metadata", "name")

@@ -335,7 +335,14 @@ func (l *loader) specIgnore(res []*resource.Resource) *string {
 func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy string) ([]*Kustomization, error) {
 	var out []*Kustomization
 	for _, r := range res {
-		ns := fluxobj.NamespaceOr(r.GetNamespace(), l.env.Options.Namespace)
+		// The name the cluster gets: a namespace written as a variable is
+		// the one the applier substitutes (kustomize-controller v1.9.4
+		// build: every object, metadata included, before apply).
+		nsOf := r
+		if strings.Contains(r.GetNamespace(), "${") {
+			nsOf = l.substituted(appliedBy, r)
+		}
+		ns := fluxobj.NamespaceOr(nsOf.GetNamespace(), l.env.Options.Namespace)
 		kind := r.GetKind()
 		switch {
 		case isKustomization(r):
@@ -347,12 +354,20 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 				out = append(out, k)
 			}
 		case kind == sourcev1.GitRepositoryKind && fluxobj.IsSource(r.GetApiVersion(), kind):
-			if err := l.ingestGitRepository(r, ns, files, appliedBy); err != nil {
+			raw, r := r.GetName(), l.substituted(appliedBy, r)
+			if err := l.ingestGitRepository(r, raw, ns, files, appliedBy); err != nil {
 				return nil, err
 			}
-			l.ingestSource(r, ns, files, appliedBy)
+			l.ingestSource(r, raw, ns, files, appliedBy)
 		case fluxobj.IsSource(r.GetApiVersion(), kind):
-			l.ingestSource(r, ns, files, appliedBy)
+			// Indexed by the name the cluster gets (a component's
+			// ${APP}-chart), as a HelmRelease's chartRef names it; only
+			// the name is kept, so only a name with a variable needs it.
+			sub := r
+			if strings.Contains(r.GetName(), "${") {
+				sub = l.substituted(appliedBy, r)
+			}
+			l.ingestSource(sub, r.GetName(), ns, files, appliedBy)
 		case kind == artifactgen.Kind && fluxobj.InGroup(r.GetApiVersion(), artifactgen.Group):
 			if err := l.ingestGenerator(r, ns, files, appliedBy); err != nil {
 				return nil, err
@@ -362,11 +377,11 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 				return nil, err
 			}
 		case (kind == "ConfigMap" || kind == "Secret") && r.GetApiVersion() == "v1":
-			l.ingestData(r, ns, files, appliedBy, dataOf(r, ns))
-		default:
-			if d := madeSecret(r, ns); d != nil {
-				l.ingestData(r, ns, files, appliedBy, d)
-			}
+			// As applied: a ${APP}-settings copy is the object its readers
+			// name in substituteFrom after their own substitution.
+			l.ingestData(r.GetName(), ns, files, appliedBy, dataOf(l.substituted(appliedBy, r), ns))
+		case madeSecret(r, ns) != nil:
+			l.ingestData(r.GetName(), ns, files, appliedBy, madeSecret(l.substituted(appliedBy, r), ns))
 		}
 	}
 	return out, nil
@@ -403,18 +418,19 @@ func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []st
 
 // ingestGitRepository records the GitRepository r (in namespace ns) unless
 // an earlier build rendered it already.
-func (l *loader) ingestGitRepository(r *resource.Resource, ns string, files []string, appliedBy string) error {
+// r is substituted by its applier; raw is its name as written.
+func (l *loader) ingestGitRepository(r *resource.Resource, raw, ns string, files []string, appliedBy string) error {
 	e := l.env
 	g := &sourcev1.GitRepository{}
 	if err := fromResource(r, g); err != nil {
-		return gate.InputErrorf("GitRepository %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+		return gate.InputErrorf("GitRepository %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, raw), err)
 	}
 	g.Namespace = ns
 	if l.seen["G/"+ns+"/"+g.Name] {
 		return nil
 	}
 	l.seen["G/"+ns+"/"+g.Name] = true
-	e.GitRepositories = append(e.GitRepositories, &GitRepository{GitRepository: g, Location: e.Locate(files, r.GetKind(), ns, g.Name), AppliedBy: appliedBy})
+	e.GitRepositories = append(e.GitRepositories, &GitRepository{GitRepository: g, Location: e.Locate(files, r.GetKind(), ns, raw), AppliedBy: appliedBy})
 	return nil
 }
 
@@ -445,9 +461,10 @@ func (l *loader) ingestHelmRelease(r *resource.Resource, ns string, files []stri
 	return nil
 }
 
-// ingestSource records the source object r (any kind of the source API),
-// the first rendering only.
-func (l *loader) ingestSource(r *resource.Resource, ns string, files []string, appliedBy string) {
+// ingestSource records the source object r (any kind of the source API,
+// substituted by its applier; raw is its name as written), the first
+// rendering only.
+func (l *loader) ingestSource(r *resource.Resource, raw, ns string, files []string, appliedBy string) {
 	e := l.env
 	ref := fluxobj.Ref{Kind: r.GetKind(), Namespace: ns, Name: r.GetName()}
 	key := "S/" + ref.String()
@@ -460,16 +477,20 @@ func (l *loader) ingestSource(r *resource.Resource, ns string, files []string, a
 		return
 	}
 	l.seen[key] = true
-	e.Sources = append(e.Sources, &Source{Ref: ref, Location: e.Locate(files, r.GetKind(), ns, ref.Name), AppliedBy: appliedBy})
+	e.Sources = append(e.Sources, &Source{Ref: ref, Location: e.Locate(files, r.GetKind(), ns, raw), AppliedBy: appliedBy})
 }
 
 // ingestData records d, the ConfigMap or Secret r renders (r itself, or
-// the Secret r makes at runtime), in namespace ns; the first rendering is
-// used.
-func (l *loader) ingestData(r *resource.Resource, ns string, files []string, appliedBy string, d *Data) {
+// the Secret r makes at runtime; raw is r's name as written, which locates
+// it), in namespace ns; the first rendering is used.
+func (l *loader) ingestData(raw, ns string, files []string, appliedBy string, d *Data) {
 	e := l.env
 	d.AppliedBy = appliedBy
-	d.Location = e.Locate(files, r.GetKind(), ns, r.GetName())
+	kind := d.Kind
+	if d.MadeBy != "" {
+		kind, _, _ = strings.Cut(d.MadeBy, " ")
+	}
+	d.Location = e.Locate(files, kind, ns, raw)
 	old, ok := e.Data[d.Key()]
 	if !ok {
 		e.Data[d.Key()] = d
@@ -503,7 +524,10 @@ func dataOf(r *resource.Resource, ns string) *Data {
 	d := &Data{Kind: r.GetKind(), Namespace: ns, Name: r.GetName(), Values: map[string]string{}, Watched: watched(r.GetLabels())}
 	_, d.Encrypted = m["sops"]
 	for _, field := range []string{"data", "stringData"} {
-		vals, _, _ := unstructured.NestedMap(m, field)
+		// No copy: a substituted value may have become a YAML number,
+		// which NestedMap's deep copy refuses (kyaml's int).
+		raw, _, _ := unstructured.NestedFieldNoCopy(m, field)
+		vals, _ := raw.(map[string]any)
 		for k, v := range vals {
 			s := fmt.Sprint(v)
 			switch {
@@ -602,25 +626,32 @@ func substituteValues(r *resource.Resource) error {
 	return nil
 }
 
-// substituted is r as the Kustomization appliedBy will apply it: when that
-// Kustomization substitutes (postBuild) and r holds a ${…}, with the
-// controller's own substitution (fluxcd/pkg/kustomize.SubstituteVariables,
-// not strict) over the data the environment renders, so a name like
-// ${APP}-db is the name the cluster gets. r itself when nothing applies
-// or the substitution fails (the check reports that).
+// substituted is r as the Kustomization appliedBy (namespace/name) will
+// apply it (Env.Applied); r itself when no Kustomization applies it.
 func (l *loader) substituted(appliedBy string, r *resource.Resource) *resource.Resource {
 	ns, name, ok := strings.Cut(appliedBy, "/")
 	if !ok {
 		return r
 	}
-	parent := l.env.Kustomization(ns, name)
-	if parent == nil || !parent.Substitutes() {
+	return l.env.Applied(l.env.Kustomization(ns, name), r)
+}
+
+// Applied is r as Kustomization k applies it: when k substitutes
+// (postBuild) and r holds a ${…}, with the controller's own substitution
+// (fluxcd/pkg/kustomize.SubstituteVariables, not strict) over the data the
+// environment renders, so a name like ${APP}-db is the name the cluster
+// gets (kustomize-controller v1.9.4, kustomization_controller.go build:
+// every built object, metadata included, before apply). r itself when k is
+// nil, does not substitute, or the substitution fails (the check reports
+// that). Treat the result as read-only.
+func (e *Env) Applied(k *Kustomization, r *resource.Resource) *resource.Resource {
+	if k == nil || !k.Substitutes() {
 		return r
 	}
 	if y, err := r.AsYAML(); err != nil || !strings.Contains(string(y), "${") {
 		return r
 	}
-	pk := parent.DeepCopy()
+	pk := k.DeepCopy()
 	for i := range pk.Spec.PostBuild.SubstituteFrom {
 		pk.Spec.PostBuild.SubstituteFrom[i].Optional = true // a missing one is the check's finding
 	}
@@ -628,7 +659,7 @@ func (l *loader) substituted(appliedBy string, r *resource.Resource) *resource.R
 	if err != nil {
 		return r
 	}
-	out, err := fluxkustomize.SubstituteVariables(context.Background(), DataClient{Env: l.env}, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
+	out, err := fluxkustomize.SubstituteVariables(context.Background(), DataClient{Env: e}, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
 		fluxkustomize.SubstituteWithAlways(pk.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways))
 	if err != nil || out == nil {
 		return r
