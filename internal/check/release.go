@@ -27,6 +27,9 @@ var Release = gate.Def{ID: "check.flux-release", Phase: PhaseName, Stage: gate.B
 type strictness struct {
 	on  bool
 	why string // e.g. "kustomize-controller v1.4.0 defaults it off"
+	// unread: the repository's customization of the controllers could
+	// not be rendered, so the release's default was taken (a warning).
+	unread error
 }
 
 // mode names it for messages.
@@ -91,22 +94,29 @@ func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictnes
 	}
 	custom := ro.Inline != nil || ro.Repository
 	var deps []appsv1.Deployment
+	var unread error
 	if custom {
 		out, err := render.Run(ctx, ro)
-		if err != nil {
-			return strictness{}, fmt.Errorf("render Flux %s with the repository's customization of the controllers (%s): %w", version, ro.OverlaysName, err)
+		if err == nil {
+			deps = out.Overlay.Final
+		} else {
+			// The sync and controllers phases refuse it; the offline
+			// check judges by the release's default and says so.
+			unread = fmt.Errorf("the repository's customization of the controllers (%s) does not render over Flux %s: %w", ro.OverlaysName, version, err)
+			custom = false
 		}
-		deps = out.Overlay.Final
-	} else {
-		r, err := components.Render(ctx, ro.Components)
+	}
+	if !custom {
+		// The release's kustomize-controller as released: no render needed.
+		b, err := components.EmbeddedBundle(version)
 		if err != nil {
 			return strictness{}, err
 		}
-		res, err := patches.Apply(r.YAML, &patches.Overlay{Name: "(none)"})
+		d, err := b.Deployment("kustomize-controller")
 		if err != nil {
 			return strictness{}, err
 		}
-		deps = res.Final
+		deps = []appsv1.Deployment{*d}
 	}
 	for i := range deps {
 		d := &deps[i]
@@ -119,7 +129,7 @@ func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictnes
 			return strictness{}, gate.InputErrorf("kustomize-controller of Flux %s as %s customizes it: %v; fix the --feature-gates value", version, ro.OverlaysName, err)
 		}
 		g := patches.EffectiveGate("kustomize-controller", kv, f, patches.StrictSubstitution)
-		s := strictness{on: g.Value}
+		s := strictness{on: g.Value, unread: unread}
 		switch {
 		case g.Explicit:
 			s.why = fmt.Sprintf("%s=%t set by %s (kustomize-controller %s)", patches.StrictSubstitution, g.Value, ro.OverlaysName, kv)
@@ -141,6 +151,9 @@ func releaseCheck(j *judged, env *fluxrepo.Env) gate.Check {
 		ev = append(ev, fmt.Sprintf("a FluxInstance manages the cluster (%s): the notification CRDs are validated as the Flux Operator installs them (FluxInstance, ResourceSet, ResourceSetInputProvider added to Alert and Receiver kinds)", *j.rel.Operator))
 	}
 	ev = append(ev, j.rel.Notes...)
+	if j.strict.unread != nil {
+		return Release.Warn(fmt.Sprintf("%s; %v, so StrictPostBuildSubstitutions is taken at kustomize-controller's default", j.rel, j.strict.unread), ev...)
+	}
 	if j.rel.Old {
 		n := 0
 		for _, k := range env.Kustomizations {
