@@ -88,9 +88,11 @@ func TestFluxRelease(t *testing.T) {
 	failOpen := "it renders empty: fail open on this release — kustomize-controller v1.3.0 (Flux v2.3.0) defaults StrictPostBuildSubstitutions to false"
 	for _, tc := range []struct {
 		name, repo string
-		edits      []edit
-		flux       string // --flux-version
-		exit       int
+		// layout: a testdata/layouts repository instead, checked at path.
+		layout, path string
+		edits        []edit
+		flux         string // --flux-version
+		exit         int
 		// want: texts of the gate id's check with that verdict; not: texts
 		// no check may carry.
 		checks []want
@@ -113,6 +115,13 @@ func TestFluxRelease(t *testing.T) {
 			checks: []want{
 				has("check.flux-release", gate.Pass, "Flux v2.9.5 (--flux-version)", `--flux-version overrides FluxInstance spec.distribution.version "2.3.x"`),
 				has("check.substitution/flux-system/apps", gate.Fail, "[schema] HelmRepository/podinfo/podinfo is refused by the API server"),
+			}},
+		{name: "flux-instance chart values declaring the root", layout: "operator", path: "kubernetes/flux/cluster", exit: gate.ExitOK,
+			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "version: 2.9.x", "version: 2.7.x"}},
+			checks: []want{
+				has("check.flux-release", gate.Pass, `Flux v2.7.5, declared by FluxInstance spec.distribution.version "2.7.x" at kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:14`,
+					"a FluxInstance manages the cluster (kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:18)",
+					"(Flux v2.7.5) defaults StrictPostBuildSubstitutions to false"),
 			}},
 		{name: "FluxInstance: no operator, the Alert on FluxInstance is refused", repo: "header", exit: gate.ExitFailed,
 			edits: []edit{{"clusters/dev/alerts.yaml", "", alertOnFluxInstance}},
@@ -183,8 +192,13 @@ func TestFluxRelease(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			repo := copyRelease(t, tc.repo, tc.edits...)
-			r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/dev"}, NoCompare: true, FluxVersion: tc.flux})
+			repo, path := "", "clusters/dev"
+			if tc.layout != "" {
+				repo, path = copyLayout(t, tc.layout, tc.edits...), tc.path
+			} else {
+				repo = copyRelease(t, tc.repo, tc.edits...)
+			}
+			r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: path}, NoCompare: true, FluxVersion: tc.flux})
 			if err != nil {
 				t.Fatal(err)
 			}
