@@ -26,8 +26,17 @@ func newCheckCommand(a *app) *cobra.Command {
 		Short: "Check an environment of the GitOps repository offline: substitution, knobs, graph, prune hazards",
 		Long: `Builds the environment's root (clusters/<env>) and every Flux Kustomization it declares,
 transitively, exactly as kustomize-controller builds them, and runs the controller's own
-post-build substitution (strict) on every object against the ConfigMaps and Secrets the
+post-build substitution on every object against the ConfigMaps and Secrets the
 environment renders (ExternalSecrets and SealedSecrets count, with the keys they declare).
+
+The environment is judged by the Flux release it deploys: --flux-version (or --versions-file)
+when given, else the release the repository declares (a FluxInstance spec.distribution version
+range or operator artifact, flux bootstrap's gotk-components.yaml header, a flux2 remote base,
+an OCIRepository of flux-manifests or a GitRepository of flux2 with a tag), else the pinned
+default. Its CRDs validate the Flux objects (as the Flux Operator installs them where a
+FluxInstance manages the cluster), and its kustomize-controller's StrictPostBuildSubstitutions
+(with the repository's own controller patches) decides whether an undefined ${VAR} fails the
+Kustomization or renders empty. The report's check.flux-release says which release, from where.
 
 The root is found as the cluster will have it: rendered by the root directory (this tool's
 sync.yaml, flux bootstrap's flux-system/gotk-sync.yaml), or declared by a FluxInstance
@@ -56,7 +65,7 @@ build), 3 incomplete (something could not be checked, e.g. a path with a remote 
 	fl.Var(input.NewName(&o.RootName, DefaultFluxNamespace, "root Kustomization"), "root", "name of the root Kustomization")
 	root.add(fl)
 	addCompareFlags(fl, &o.Compare, &o.NoCompare, "")
-	fl.StringVar(&o.FluxVersion, "flux-version", a.pins.FluxVersion, "the Flux release whose CRDs validate the environment's Flux objects (embedded: "+strings.Join(a.pins.EmbeddedFluxVersions, ", ")+")")
+	fl.StringVar(&o.FluxVersion, "flux-version", "", "the Flux release whose CRDs and controller defaults judge the environment (embedded: "+strings.Join(a.pins.EmbeddedFluxVersions, ", ")+"); default: the release the repository declares, else "+a.pins.FluxVersion)
 	fl.Var(input.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd
 }
@@ -76,9 +85,25 @@ func (a *app) check(cmd *cobra.Command, o check.Options, rf repoFlags, root root
 		return a.s.Fail(cmd.Context(), run.Report, err)
 	}
 	o.FluxInstance = root.fluxInstance
+	if o.FluxVersion != "" {
+		o.FluxVersionFrom = a.flagOrigin("flux-version")
+	}
 	run.Report.Facts["path"] = o.Path
 	phase := &check.Phase{Options: o}
 	return a.s.ExecuteThen(cmd.Context(), run, func() error { return writeSARIF(sarif, phase.Result) }, phase)
+}
+
+// flagOrigin says where a flag's value came from: the command line, or
+// what applyEnvironment noted (--versions-file, BOOTSTRAP_…).
+func (a *app) flagOrigin(name string) string {
+	for _, n := range a.s.Notes {
+		if rest, ok := strings.CutPrefix(n, "--"+name+" "); ok {
+			if _, from, ok := strings.Cut(rest, "(from "); ok {
+				return strings.TrimSuffix(from, ")")
+			}
+		}
+	}
+	return "--" + name
 }
 
 // writeSARIF writes the findings to --sarif (when given and the check ran).

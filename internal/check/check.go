@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
+	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
@@ -46,7 +47,7 @@ var (
 
 // Gates lists every gate of the phase.
 func Gates() []gate.Def {
-	return []gate.Def{Render, Substitution, Knobs, Graph, CEL, Race, PruneHazard}
+	return []gate.Def{Render, Release, Substitution, Knobs, Graph, CEL, Race, PruneHazard}
 }
 
 // Detector names one defect class; Options.Disable turns it off (the tests
@@ -106,9 +107,18 @@ type Options struct {
 	// Policy is the repository's PolicyFile, already loaded; nil: Run
 	// loads it (none in the repository: the defaults).
 	Policy *Policy
-	// FluxVersion is the Flux release whose CRDs validate the Flux
-	// objects (embedded in the binary); "" is the pinned one.
+	// FluxVersion is the Flux release whose CRDs and controller defaults
+	// judge the environment (embedded in the binary), given explicitly;
+	// "" is the release the repository declares, else the pinned one
+	// (fluxrelease.Resolve).
 	FluxVersion string
+	// FluxVersionFrom says where an explicit FluxVersion came from, for
+	// the report (e.g. "--flux-version", "FLUX_VERSION in versions.env").
+	FluxVersionFrom string
+
+	// strict is kustomize-controller's substitution mode on the release
+	// (set by Run).
+	strict strictness
 }
 
 func (o Options) on(d Detector) bool { return !o.Disable[d] }
@@ -120,6 +130,8 @@ type Result struct {
 	// located defect (for SARIF and other tools).
 	Findings []Finding
 	Env      *fluxrepo.Env
+	// Release is the Flux release the environment was judged by.
+	Release fluxrelease.Release
 	// Others are the environments compared with, by root path.
 	Others map[string]*fluxrepo.Env
 }
@@ -128,8 +140,7 @@ type Result struct {
 // (gate.InputError) when the environment cannot be built.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	// The flag first, before the repository is read.
-	sv, err := schemaValidator(o)
-	if err != nil {
+	if err := Preflight(o); err != nil {
 		return nil, err
 	}
 	if o.Policy == nil {
@@ -151,7 +162,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	r := &Result{Env: env, Others: map[string]*fluxrepo.Env{}}
+	j, err := resolveRelease(ctx, o, env)
+	if err != nil {
+		return nil, err
+	}
+	sv := j.schema
+	o.strict = j.strict
+	r := &Result{Env: env, Release: j.rel, Others: map[string]*fluxrepo.Env{}}
 	var compareNotes []string
 	if !o.NoCompare {
 		r.Others, compareNotes = loadOthers(o, env)
@@ -160,7 +177,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Policy != nil {
 		compareNotes = append(compareNotes, "policy: "+PolicyFile+" (docs/policy.md)")
 	}
-	r.Checks = append(r.Checks, renderCheck(env, r.Others, compareNotes))
+	r.Checks = append(r.Checks, renderCheck(env, r.Others, compareNotes), releaseCheck(j, env))
 	subs, refs := checkSubstitution(ch, ctx, o, env, sv)
 	r.Checks = append(r.Checks, subs...)
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
@@ -272,6 +289,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 		return []gate.Check{Render.Fail(err.Error())}, nil
 	}
 	p.Result = r
+	run.Report.Facts["fluxRelease"] = r.Release.String()
 	return r.Checks, nil
 }
 

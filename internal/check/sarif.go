@@ -11,7 +11,7 @@ import (
 
 // detectorText describes each detector for SARIF rules.
 var detectorText = map[Detector]string{
-	Undefined:     "undefined variable: strict post-build substitution fails the whole Kustomization",
+	Undefined:     "undefined variable: strict post-build substitution fails the whole Kustomization; without it, it renders empty (fail open)",
 	DefaultOp:     "default-operator expansion on an undefined name: a dead shell check in a script, a message rendered as a value, or (advisory) a template default",
 	ParseError:    "expansion the controller's parser rejects: the whole Kustomization fails",
 	Literal:       "${…} that nothing substitutes: the literal ships",

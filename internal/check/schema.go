@@ -15,25 +15,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/versions"
 )
-
-// schemaValidator is the validator of the Flux release the environment
-// runs (Options.FluxVersion, else the pinned one).
-func schemaValidator(o Options) (*crdschema.Validator, error) {
-	v := o.FluxVersion
-	if v == "" {
-		pins, err := versions.Load()
-		if err != nil {
-			return nil, err
-		}
-		v = pins.FluxVersion
-	}
-	if err := Preflight(Options{FluxVersion: v}); err != nil {
-		return nil, err
-	}
-	return crdschema.ForFlux(v)
-}
 
 // Preflight refuses, before anything is read, a FluxVersion whose CRDs
 // this build does not embed.

@@ -143,7 +143,8 @@ type substitution struct {
 	schema *crdschema.Validator
 }
 
-// substituteOne runs the controller's substitution (strict) on every object
+// substituteOne runs the controller's substitution (strict or not, as the
+// release's kustomize-controller runs it: Options.strict) on every object
 // of k and classifies what it finds with the controller's parser.
 func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def, sv *crdschema.Validator) (gate.Check, map[string]bool, []dataRef, map[string]bool) {
 	names := map[string]bool{}
@@ -181,7 +182,7 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 		s.object(ctx, r)
 	}
 	s.unexplained()
-	ev := []string{fmt.Sprintf("substitutes from %s; %d variable(s) defined; %d object(s) substituted, strict", from, len(vars), s.substituted)}
+	ev := []string{fmt.Sprintf("substitutes from %s; %d variable(s) defined; %d object(s) substituted, %s (%s)", from, len(vars), s.substituted, o.strict.mode(), o.strict.why)}
 	if len(assumed) > 0 {
 		ev = append(ev, fmt.Sprintf("defined by none of the rendered objects, so left to %s: %s", strings.Join(unknown, ", "), strings.Join(slices.Sorted(maps.Keys(assumed)), ", ")))
 	}
@@ -189,9 +190,9 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 		ev = append(ev, fmt.Sprintf("SOPS-encrypted, substituted by the controller after decryption, values not checked: %s", strings.Join(s.encrypted, ", ")))
 	}
 	if len(s.controllerErrs) > 0 {
-		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, strict): "+slices.Sorted(maps.Keys(s.controllerErrs))[0])
+		ev = append(ev, "kustomize-controller (fluxcd/pkg/kustomize.SubstituteVariables, "+o.strict.mode()+"): "+slices.Sorted(maps.Keys(s.controllerErrs))[0])
 	}
-	return ch.about(k, def, s.fs, fmt.Sprintf("Kustomization %s substitutes cleanly in strict mode (%d objects)", k.Ref(), s.substituted), ev...), names, refs, assumed
+	return ch.about(k, def, s.fs, fmt.Sprintf("Kustomization %s substitutes cleanly (%s, %d objects)", k.Ref(), o.strict.mode(), s.substituted), ev...), names, refs, assumed
 }
 
 // substituteVars is what the controller would load for k: substituteFrom in
@@ -291,9 +292,10 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	for _, n := range nodes {
 		s.expression(r, n)
 	}
-	// The controller's own code, strict, against the environment's data.
+	// The controller's own code, in the release's mode, against the
+	// environment's data.
 	out, err := fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
-		fluxkustomize.SubstituteWithStrict(true), fluxkustomize.SubstituteWithAlways(s.always))
+		fluxkustomize.SubstituteWithStrict(o.strict.on), fluxkustomize.SubstituteWithAlways(s.always))
 	if err != nil {
 		s.controllerErrs[fmt.Sprintf("post build failed for '%s': %v", s.objName(r), err)] = true
 		return
@@ -388,9 +390,15 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 		}
 	default:
 		if !s.defined(n.Param) && o.on(Undefined) {
-			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr), search: expr + "}", cause: "${" + n.Param + "} is not defined",
-				what: fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, s.objName(r), from, k.Ref()),
-				fix:  fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
+			// A defect either way: strict, the controller fails the
+			// Kustomization; not strict, it reports Ready and the object
+			// ships an empty value (the seed's fail-open incident).
+			what := fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, s.objName(r), from, k.Ref())
+			if !o.strict.on {
+				what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty: fail open on this release — %s, so Kustomization %s reports Ready and applies %s with an empty value", n.Param, s.objName(r), from, o.strict.why, k.Ref(), s.objName(r))
+			}
+			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
+				fix: fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
 		}
 	}
 }

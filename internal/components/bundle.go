@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/tar"
+	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -213,4 +214,27 @@ func (b *Bundle) CRDs() ([]apiextensionsv1.CustomResourceDefinition, error) {
 		}
 	}
 	return out, nil
+}
+
+// Deployment is the Deployment of a component of the bundle as released
+// (before manifestgen templates it), e.g. to read the controller version
+// from its image without rendering.
+func (b *Bundle) Deployment(component string) (*appsv1.Deployment, error) {
+	data, err := fs.ReadFile(b.fsys, component+".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Origin, err)
+	}
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var dep appsv1.Deployment
+		if err := d.Decode(&dep); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("%s %s.yaml: %w", b.Origin, component, err)
+		}
+		if dep.Kind == "Deployment" {
+			return &dep, nil
+		}
+	}
+	return nil, fmt.Errorf("%s %s.yaml: no Deployment", b.Origin, component)
 }

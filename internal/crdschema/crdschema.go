@@ -144,6 +144,78 @@ func ForFlux(fluxVersion string) (*Validator, error) {
 	return rel.v, rel.err
 }
 
+// ForFluxOperator is the Validator of an embedded Flux release's CRDs as the
+// Flux Operator installs them (OperatorCRDs), built once per process.
+func ForFluxOperator(fluxVersion string) (*Validator, error) {
+	r, _ := releases.LoadOrStore("operator/"+fluxVersion, &release{})
+	rel := r.(*release)
+	rel.once.Do(func() {
+		b, err := components.EmbeddedBundle(fluxVersion)
+		if err != nil {
+			rel.err = err
+			return
+		}
+		crds, err := b.CRDs()
+		if err != nil {
+			rel.err = err
+			return
+		}
+		rel.v, rel.err = New(OperatorCRDs(crds), "Flux "+fluxVersion+"'s CRDs as the Flux Operator installs them")
+	})
+	return rel.v, rel.err
+}
+
+// OperatorKinds are the Flux Operator's kinds it lets notification-controller
+// send events of and receive webhooks for.
+var OperatorKinds = []string{"FluxInstance", "ResourceSet", "ResourceSetInputProvider"}
+
+// operatorEnums are the enums the Flux Operator extends: the CRD, and the
+// path of the kind enum under spec.
+var operatorEnums = map[string][]string{
+	"alerts.notification.toolkit.fluxcd.io":    {"eventSources", "kind"},
+	"receivers.notification.toolkit.fluxcd.io": {"resources", "kind"},
+}
+
+// OperatorCRDs are crds as the Flux Operator installs them: OperatorKinds
+// appended to the enum of Alert spec.eventSources[].kind and of Receiver
+// spec.resources[].kind, in every version the CRD carries (the operator's
+// builder patches each version the release's CRD has). crds is not changed.
+func OperatorCRDs(crds []apiextensionsv1.CustomResourceDefinition) []apiextensionsv1.CustomResourceDefinition {
+	out := make([]apiextensionsv1.CustomResourceDefinition, len(crds))
+	for i := range crds {
+		out[i] = *crds[i].DeepCopy()
+		p, ok := operatorEnums[out[i].Name]
+		if !ok {
+			continue
+		}
+		for _, ver := range out[i].Spec.Versions {
+			if ver.Schema == nil || ver.Schema.OpenAPIV3Schema == nil {
+				continue
+			}
+			spec, ok := ver.Schema.OpenAPIV3Schema.Properties["spec"]
+			if !ok {
+				continue
+			}
+			list, ok := spec.Properties[p[0]]
+			if !ok || list.Items == nil || list.Items.Schema == nil {
+				continue
+			}
+			kind, ok := list.Items.Schema.Properties[p[1]]
+			if !ok || len(kind.Enum) == 0 {
+				continue
+			}
+			for _, k := range OperatorKinds {
+				kind.Enum = append(kind.Enum, apiextensionsv1.JSON{Raw: []byte(`"` + k + `"`)})
+			}
+			// The schema's maps hold values: write each level back.
+			list.Items.Schema.Properties[p[1]] = kind
+			spec.Properties[p[0]] = list
+			ver.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		}
+	}
+	return out
+}
+
 // Validate is the API server's create of u: the unknown fields pruned (and
 // reported), the schema defaults applied, then the object metadata, the
 // OpenAPI schema, embedded objects, list types and the x-kubernetes-

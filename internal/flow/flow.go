@@ -231,6 +231,7 @@ func (o Options) static(built *rootsync.Render, r *gate.Report) []pipeline.Phase
 		// installs (with --manifests the version only labels the objects:
 		// the pinned release's CRDs then).
 		co.FluxVersion = c.Render.Components.FluxVersion
+		co.FluxVersionFrom = "the release up installs"
 	}
 	return []pipeline.Phase{&check.Phase{Options: co}}
 }

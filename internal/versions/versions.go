@@ -25,6 +25,9 @@ type Pins struct {
 	BundleModuleSum     string
 	// MinKubernetes maps a Flux version to the oldest Kubernetes it supports.
 	MinKubernetes map[string]string
+	// OperatorMaxFlux maps a Flux Operator release to the newest Flux
+	// release it ships (FLUX_OPERATOR_MAX_FLUX).
+	OperatorMaxFlux map[string]string
 	// All is every key of versions.env.
 	All map[string]string
 }
@@ -57,6 +60,13 @@ func Parse(data []byte) (Pins, error) {
 		flux, kube, ok := strings.Cut(strings.TrimSpace(pair), ":")
 		if ok {
 			p.MinKubernetes[flux] = kube
+		}
+	}
+	p.OperatorMaxFlux = map[string]string{}
+	for _, pair := range strings.Split(env["FLUX_OPERATOR_MAX_FLUX"], ",") {
+		op, flux, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		if ok {
+			p.OperatorMaxFlux[op] = flux
 		}
 	}
 	var missing []string

@@ -1,0 +1,250 @@
+package check
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gate"
+)
+
+// copyRelease copies testdata/releases/name and applies edits (as
+// copyLayout).
+func copyRelease(t *testing.T, name string, edits ...edit) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("../../testdata/releases", name))); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range edits {
+		p := filepath.Join(dst, e.file)
+		if e.old == "" {
+			if err := os.WriteFile(p, []byte(e.new), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), e.old) {
+			t.Fatalf("%s: %v, or no %q", e.file, err, e.old)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), e.old, e.new, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// An Alert on the Flux Operator's kind, for the layouts without the operator.
+const alertOnFluxInstance = `apiVersion: notification.toolkit.fluxcd.io/v1beta3
+kind: Provider
+metadata:
+  name: chat
+  namespace: flux-system
+spec:
+  type: generic
+  address: https://chat.example.invalid/hook
+---
+apiVersion: notification.toolkit.fluxcd.io/v1beta3
+kind: Alert
+metadata:
+  name: flux-instance
+  namespace: flux-system
+spec:
+  providerRef:
+    name: chat
+  eventSources:
+    - kind: FluxInstance
+      name: flux
+`
+
+// TestFluxRelease: the release the repository declares judges it
+// (testdata/releases, one repository per declaration form of DESIGN §10).
+// Each holds a HelmRelease helm.toolkit.fluxcd.io/v2beta2 and a
+// HelmRepository source.toolkit.fluxcd.io/v1beta2, which the Flux 2.3 CRDs
+// serve and the 2.9 ones do not, and an undefined ${GREETING}.
+//
+// The rules, read in the controllers' code:
+//   - the Flux Operator resolves spec.distribution.version as a Masterminds
+//     semver constraint, the newest release of its data directory matching
+//     (controlplaneio-fluxcd/flux-operator v0.58.1, internal/builder/semver.go
+//     MatchVersion); flux-operator-manifests:vX ships the releases under
+//     config/data/flux/ at tag vX (versions.env FLUX_OPERATOR_MAX_FLUX);
+//   - StrictPostBuildSubstitutions defaults off in kustomize-controller
+//     before v1.9.0 (internal/features/features.go, v1.3.0 false, v1.9.0
+//     true; internal/patches gatedefaults.txt): fluxcd/pkg/kustomize
+//     SubstituteVariables with strict off renders an undefined ${VAR} empty
+//     and the Kustomization is Ready;
+//   - the Flux Operator appends FluxInstance, ResourceSet and
+//     ResourceSetInputProvider to Alert spec.eventSources[].kind and Receiver
+//     spec.resources[].kind in every version of the CRDs it installs
+//     (flux-operator v0.58.1, internal/builder/templates.go
+//     notificationPatchTmpl, applied by components.go when
+//     notification-controller is a component): crdschema.OperatorCRDs.
+func TestFluxRelease(t *testing.T) {
+	failOpen := "it renders empty: fail open on this release — kustomize-controller v1.3.0 (Flux v2.3.0) defaults StrictPostBuildSubstitutions to false"
+	for _, tc := range []struct {
+		name, repo string
+		// layout: a testdata/layouts repository instead, checked at path.
+		layout, path string
+		edits        []edit
+		flux         string // --flux-version
+		exit         int
+		// want: texts of the gate id's check with that verdict; not: texts
+		// no check may carry.
+		checks []want
+		not    []string
+	}{
+		{name: "FluxInstance version range", repo: "instance-version", exit: gate.ExitFailed,
+			checks: []want{
+				has("check.flux-release", gate.Pass, `Flux v2.3.0, declared by FluxInstance spec.distribution.version "2.3.x" at clusters/dev/flux-system/flux-instance.yaml:8`),
+				has("check.substitution/flux-system/apps", gate.Fail, "apps/greeting.yaml:8: [undefined] ${GREETING} in ConfigMap/podinfo/greeting is not defined", failOpen),
+				has("check.substitution/flux-system/flux-system", gate.Pass),
+			},
+			not: []string{"[schema]"}},
+		{name: "FluxInstance: the same objects on 2.9.x", repo: "instance-version", exit: gate.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", `"2.3.x"`, `"2.9.x"`}},
+			checks: []want{
+				has("check.flux-release", gate.Pass, `Flux v2.9.5, declared by FluxInstance spec.distribution.version "2.9.x"`),
+				has("check.substitution/flux-system/apps", gate.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.9.5's CRDs as the Flux Operator installs them)", "strict substitution fails the whole Kustomization flux-system/apps"),
+			}},
+		{name: "--flux-version overrides the declaration", repo: "instance-version", flux: "v2.9.5", exit: gate.ExitFailed,
+			checks: []want{
+				has("check.flux-release", gate.Pass, "Flux v2.9.5 (--flux-version)", `--flux-version overrides FluxInstance spec.distribution.version "2.3.x"`),
+				has("check.substitution/flux-system/apps", gate.Fail, "[schema] HelmRepository/podinfo/podinfo is refused by the API server"),
+			}},
+		{name: "flux-instance chart values declaring the root", layout: "operator", path: "kubernetes/flux/cluster", exit: gate.ExitOK,
+			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "version: 2.9.x", "version: 2.7.x"}},
+			checks: []want{
+				has("check.flux-release", gate.Pass, `Flux v2.7.5, declared by FluxInstance spec.distribution.version "2.7.x" at kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:14`,
+					"a FluxInstance manages the cluster (kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:18)",
+					"(Flux v2.7.5) defaults StrictPostBuildSubstitutions to false"),
+			}},
+		{name: "FluxInstance: no operator, the Alert on FluxInstance is refused", repo: "header", exit: gate.ExitFailed,
+			edits: []edit{{"clusters/dev/alerts.yaml", "", alertOnFluxInstance}},
+			checks: []want{
+				has("check.substitution/flux-system/flux-system", gate.Fail, `[schema] Alert/flux-system/flux-instance is refused by the API server (Flux v2.3.0's CRDs): spec.eventSources[0].kind: Unsupported value: "FluxInstance"`),
+			}},
+		{name: "operator artifact caps the range", repo: "instance-artifact", exit: gate.ExitFailed,
+			checks: []want{
+				has("check.flux-release", gate.Pass, `Flux v2.3.0, declared by FluxInstance spec.distribution.artifact (flux-operator-manifests:v0.9.0 ships Flux up to v2.3.0) "2.x" at clusters/dev/flux-system/flux-instance.yaml:8`),
+				has("check.substitution/flux-system/apps", gate.Fail, failOpen),
+			},
+			not: []string{"[schema]"}},
+		{name: "operator artifact of a 2.9 operator", repo: "instance-artifact", exit: gate.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", "manifests:v0.9.0", "manifests:v0.46.0"}},
+			checks: []want{
+				has("check.flux-release", gate.Pass, "Flux v2.8.5, declared by FluxInstance spec.distribution.artifact (flux-operator-manifests:v0.46.0 ships Flux up to v2.8.5)"),
+				has("check.substitution/flux-system/apps", gate.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.8.5's CRDs"),
+			}},
+		{name: "gotk-components.yaml header", repo: "header", exit: gate.ExitFailed,
+			checks: []want{
+				has("check.flux-release", gate.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header at clusters/dev/flux-system/gotk-components.yaml:3"),
+				has("check.substitution/flux-system/apps", gate.Fail, failOpen),
+			},
+			not: []string{"[schema]"}},
+		{name: "header: the repository's patch turns strict substitution on", repo: "header", exit: gate.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/kustomization.yaml", "value: --requeue-dependency=5s", "value: --feature-gates=StrictPostBuildSubstitutions=true"}},
+			checks: []want{
+				has("check.substitution/flux-system/apps", gate.Fail, "strict substitution fails the whole Kustomization flux-system/apps"),
+				has("check.flux-release", gate.Pass, "StrictPostBuildSubstitutions=true set by clusters/dev/flux-system (kustomize-controller v1.3.0)"),
+			}},
+		{name: "header of a 2.9 release", repo: "header", exit: gate.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/gotk-components.yaml", "v2.3.0", "v2.9.5"}},
+			checks: []want{
+				has("check.substitution/flux-system/apps", gate.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.9.5's CRDs)", "strict substitution fails"),
+			}},
+		{name: "a release not embedded: the nearest below it", repo: "header", exit: gate.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/gotk-components.yaml", "v2.3.0", "v2.3.1"}},
+			checks: []want{
+				has("check.flux-release", gate.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header \"v2.3.1\"", "judged by v2.3.0, the nearest embedded release below it"),
+			}},
+		{name: "kustomize remote base", repo: "remote-base", exit: gate.ExitFailed,
+			checks: []want{
+				has("check.flux-release", gate.Pass, "Flux v2.3.0, declared by the kustomize remote base github.com/fluxcd/flux2/manifests/install at infrastructure/flux/kustomization.yaml:4"),
+				has("check.substitution/flux-system/apps", gate.Fail, failOpen),
+			},
+			not: []string{"[schema]"}},
+		{name: "OCIRepository of flux-manifests", repo: "oci-manifests", exit: gate.ExitFailed,
+			checks: []want{
+				has("check.flux-release", gate.Pass, "Flux v2.3.0, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag at clusters/dev/flux.yaml:10"),
+				has("check.substitution/flux-system/apps", gate.Fail, failOpen),
+			},
+			not: []string{"[schema]"}},
+		{name: "OCIRepository of flux-manifests nothing applies is no declaration", repo: "oci-manifests", exit: gate.ExitFailed,
+			edits: []edit{{"clusters/dev/flux.yaml", "    name: flux-manifests\n", "    name: other\n"}},
+			checks: []want{
+				has("check.flux-release", gate.Pass, "Flux v2.9.5 (the default: the repository declares no release)"),
+			}},
+		{name: "GitRepository of flux2 at v0.x: older than embedded", repo: "git-flux2", exit: gate.ExitFailed,
+			checks: []want{
+				has("check.flux-release", gate.Skip, "Flux v0.41.2, declared by GitRepository https://github.com/fluxcd/flux2 ref.tag at clusters/dev/flux.yaml:10: older than the releases embedded in this build", "were not checked against a schema"),
+				has("check.substitution/flux-system/apps", gate.Fail, "it renders empty: fail open on this release — Flux v0.41.2's kustomize-controller substitutes without StrictPostBuildSubstitutions"),
+			},
+			not: []string{"[schema]"}},
+		{name: "GitRepository of flux2 at v0.x, the variable defined: skip, exit 3", repo: "git-flux2", exit: gate.ExitIncomplete,
+			edits: []edit{{"apps/greeting.yaml", "${GREETING}", "hello"}},
+			checks: []want{
+				has("check.flux-release", gate.Skip, "Flux v0.41.2"),
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo, path := "", "clusters/dev"
+			if tc.layout != "" {
+				repo, path = copyLayout(t, tc.layout, tc.edits...), tc.path
+			} else {
+				repo = copyRelease(t, tc.repo, tc.edits...)
+			}
+			r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: path}, NoCompare: true, FluxVersion: tc.flux})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := gate.NewReport("check")
+			rep.Add(r.Checks...)
+			if rep.ExitCode() != tc.exit {
+				t.Fatalf("exit %d, want %d:\n%s", rep.ExitCode(), tc.exit, dump(rep))
+			}
+			for _, w := range tc.checks {
+				w.in(t, rep)
+			}
+			for _, n := range tc.not {
+				for _, c := range rep.Checks {
+					if strings.Contains(text(c), n) {
+						t.Fatalf("%s carries %q:\n%s", c.ID, n, dump(rep))
+					}
+				}
+			}
+		})
+	}
+}
+
+// want is a check the report must hold: its id, verdict and texts.
+type want struct {
+	id      string
+	verdict gate.Verdict
+	texts   []string
+}
+
+func has(id string, v gate.Verdict, texts ...string) want { return want{id, v, texts} }
+
+func (w want) in(t *testing.T, rep *gate.Report) {
+	t.Helper()
+	for _, c := range rep.Checks {
+		if c.ID != w.id {
+			continue
+		}
+		for _, s := range w.texts {
+			if c.Verdict != w.verdict || !strings.Contains(text(c), s) {
+				t.Fatalf("want %s %s containing %q; got:\n%s", w.id, w.verdict, s, dump(rep))
+			}
+		}
+		if c.Verdict != w.verdict {
+			t.Fatalf("want %s %s; got:\n%s", w.id, w.verdict, dump(rep))
+		}
+		return
+	}
+	t.Fatalf("no %s:\n%s", w.id, dump(rep))
+}

@@ -1,0 +1,480 @@
+// Package fluxrelease finds the Flux release an environment deploys: the one
+// its controllers run, so the one whose CRDs and controller defaults judge
+// its objects. In order: an explicit choice (--flux-version, --versions-file),
+// then what the repository declares, then the tool's default.
+//
+// The forms a repository declares its release in (DESIGN §10):
+//   - a FluxInstance's spec.distribution.version (a semver range: the Flux
+//     Operator installs the newest release in it) and .artifact (a
+//     flux-operator-manifests tag: the releases that operator release ships),
+//     also as flux-instance chart values (instance.distribution);
+//   - flux bootstrap's gotk-components.yaml header "# Flux Version: v2.x.y";
+//   - a kustomize remote base github.com/fluxcd/flux2/manifests/install?ref=v…;
+//   - an OCIRepository of oci://ghcr.io/fluxcd/flux-manifests with ref.tag, or a
+//     GitRepository of https://github.com/fluxcd/flux2 with ref.tag, that a
+//     Kustomization of the environment applies.
+package fluxrelease
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/resource"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+)
+
+// Where a release was taken from.
+const (
+	FromFlag       = "flag"
+	FromRepository = "repository"
+	FromDefault    = "default"
+)
+
+// Release is the Flux release an environment is judged by, and why.
+type Release struct {
+	// Version is the embedded release judged by; "" when Old.
+	Version string `json:"version,omitempty"`
+	// Declared is the release (or range, or operator tag) as written.
+	Declared string `json:"declared,omitempty"`
+	// From is FromFlag, FromRepository or FromDefault.
+	From string `json:"from"`
+	// Form says how the repository declares it (FromRepository only).
+	Form     string            `json:"form,omitempty"`
+	Location fluxrepo.Location `json:"location,omitempty"`
+	// Old: the declared release is older than every embedded one (v0.x,
+	// before v2.2.3): this build has neither its CRDs nor its controllers.
+	Old bool `json:"old,omitempty"`
+	// Operator is where a FluxInstance manages the cluster (nil: none
+	// does): the Flux Operator then installs the CRDs with its changes.
+	Operator *fluxrepo.Location `json:"operator,omitempty"`
+	// Notes are what a person should know (other declarations, a release
+	// not embedded and the one taken instead).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// String is the release as a one-line fact.
+func (r Release) String() string {
+	switch r.From {
+	case FromFlag:
+		return fmt.Sprintf("Flux %s (%s)", r.Version, r.Declared)
+	case FromDefault:
+		return fmt.Sprintf("Flux %s (the default: the repository declares no release)", r.Version)
+	}
+	if r.Old {
+		return fmt.Sprintf("Flux %s, declared by %s at %s: older than the releases embedded in this build", r.Declared, r.Form, r.Location)
+	}
+	s := fmt.Sprintf("Flux %s, declared by %s", r.Version, r.Form)
+	if r.Declared != r.Version {
+		s += fmt.Sprintf(" %q", r.Declared)
+	}
+	return s + " at " + r.Location.String()
+}
+
+// Options are the choices and tables Resolve takes.
+type Options struct {
+	// Explicit is the release given on the command line (or through
+	// --versions-file, the environment); ExplicitFrom says how, for the fact.
+	Explicit, ExplicitFrom string
+	// Default is the tool's release (versions.env FLUX_VERSION).
+	Default string
+	// Embedded are the releases whose bundles this build carries.
+	Embedded []string
+	// OperatorMaxFlux maps a Flux Operator release to the newest Flux it
+	// ships (versions.env FLUX_OPERATOR_MAX_FLUX).
+	OperatorMaxFlux map[string]string
+}
+
+// declaration is one place the repository names its release.
+type declaration struct {
+	form     string
+	value    string // as written
+	loc      fluxrepo.Location
+	rangeOf  bool   // value is a semver range (FluxInstance version)
+	maxFlux  string // the newest release the operator artifact ships
+	artifact string // the operator tag
+}
+
+// Resolve finds the release env deploys.
+func Resolve(env *fluxrepo.Env, o Options) Release {
+	decls, op := declarations(env, o)
+	r := Release{Operator: op}
+	switch {
+	case o.Explicit != "":
+		r.Version, r.From, r.Declared = o.Explicit, FromFlag, o.ExplicitFrom
+		if r.Declared == "" {
+			r.Declared = "--flux-version"
+		}
+		if len(decls) > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s overrides %s %q at %s", r.Declared, decls[0].form, decls[0].value, decls[0].loc))
+		}
+		return r
+	case len(decls) == 0:
+		r.Version, r.From = o.Default, FromDefault
+		return r
+	}
+	d := decls[0]
+	r.From, r.Form, r.Declared, r.Location = FromRepository, d.form, d.value, d.loc
+	for _, other := range decls[1:] {
+		if other.value != d.value {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s is not the one judged by: %s at %s declares the release the cluster root deploys", other.form, other.value, other.loc, d.form, d.loc))
+		}
+	}
+	v, old, note := d.resolve(o)
+	switch {
+	case old:
+		r.Old = true
+	case v == "":
+		r.Version, r.From = o.Default, FromDefault
+		r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s: %s; judged by the default Flux %s", d.form, d.value, d.loc, note, o.Default))
+		return r
+	default:
+		r.Version = v
+		if note != "" {
+			r.Notes = append(r.Notes, note)
+		}
+	}
+	return r
+}
+
+// resolve is the embedded release a declaration stands for: the newest in
+// its range (and at most what its operator artifact ships), or the exact
+// release; old when it is older than every embedded one; "" and why when
+// none fits.
+func (d declaration) resolve(o Options) (version string, old bool, note string) {
+	embedded := sortedVersions(o.Embedded)
+	if len(embedded) == 0 {
+		return "", false, "no release is embedded in this build"
+	}
+	oldest := embedded[0]
+	var limit *semver.Version
+	if d.maxFlux != "" {
+		limit, _ = semver.NewVersion(d.maxFlux)
+	}
+	if d.rangeOf {
+		// The Flux Operator's own rule (flux-operator internal/builder
+		// semver.go MatchVersion): Masterminds semver constraint, newest
+		// release of the artifact's data directory matching it.
+		c, err := semver.NewConstraint(d.value)
+		if err != nil {
+			return "", false, fmt.Sprintf("not a semver range (%v)", err)
+		}
+		for _, v := range slices.Backward(embedded) {
+			if (limit == nil || !v.GreaterThan(limit)) && c.Check(v) {
+				return v.Original(), false, ""
+			}
+		}
+		// Nothing embedded matches: a range below them all is a release
+		// older than the embedded ones.
+		if lo := rangeFloor(d.value); lo != nil && lo.LessThan(oldest) {
+			return "", true, ""
+		}
+		if limit != nil && limit.LessThan(oldest) {
+			return "", true, ""
+		}
+		return "", false, "no embedded release matches it"
+	}
+	v, err := semver.NewVersion(d.value)
+	if err != nil {
+		return "", false, fmt.Sprintf("not a release version (%v)", err)
+	}
+	if v.LessThan(oldest) {
+		return "", true, ""
+	}
+	for _, e := range embedded {
+		if e.Equal(v) {
+			return e.Original(), false, ""
+		}
+	}
+	// A release this build does not carry: the newest embedded one of the
+	// same minor below it (same CRD versions), else the newest below it.
+	var best *semver.Version
+	for _, e := range embedded {
+		if !e.GreaterThan(v) && (best == nil || e.Minor() == v.Minor() || best.Minor() != v.Minor()) {
+			best = e
+		}
+	}
+	if best == nil {
+		return "", false, "no embedded release is at or below it"
+	}
+	return best.Original(), false, fmt.Sprintf("Flux %s (%s at %s) is not embedded in this build: judged by %s, the nearest embedded release below it", d.value, d.form, d.loc, best.Original())
+}
+
+var floorRe = regexp.MustCompile(`\d+(\.(\d+|[xX*]))?(\.(\d+|[xX*]))?`)
+
+// rangeFloor is the first version a range names, wildcards as 0 ("2.1.x"
+// is 2.1.0).
+func rangeFloor(r string) *semver.Version {
+	m := floorRe.FindString(r)
+	if m == "" {
+		return nil
+	}
+	m = strings.NewReplacer("x", "0", "X", "0", "*", "0").Replace(m)
+	v, err := semver.NewVersion(m)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+func sortedVersions(vs []string) []*semver.Version {
+	var out []*semver.Version
+	for _, s := range vs {
+		if v, err := semver.NewVersion(s); err == nil {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b *semver.Version) int { return a.Compare(b) })
+	return out
+}
+
+// The declaration forms, as the report names them.
+const (
+	FormInstanceVersion  = "FluxInstance spec.distribution.version"
+	FormInstanceArtifact = "FluxInstance spec.distribution.artifact"
+	FormHeader           = "flux bootstrap's gotk-components.yaml header"
+	FormRemoteBase       = "the kustomize remote base github.com/fluxcd/flux2/manifests/install"
+	FormOCIManifests     = "OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag"
+	FormGitFlux2         = "GitRepository https://github.com/fluxcd/flux2 ref.tag"
+)
+
+// OperatorManifests is the repository of the Flux Operator's release data
+// (a FluxInstance spec.distribution.artifact names a tag of it).
+const OperatorManifests = "ghcr.io/controlplaneio-fluxcd/flux-operator-manifests"
+
+var (
+	headerRe     = regexp.MustCompile(`^#\s*Flux Version:\s*(v?\d+\.\d+\.\d+\S*)`)
+	remoteBaseRe = regexp.MustCompile(`github\.com/fluxcd/flux2/+manifests/install/?\?ref=(v?\d+\.\d+\.\d+[^\s"'&]*)`)
+)
+
+// declarations lists every declaration of the environment, the one the
+// root depends on first: the FluxInstance (or chart values) declaring the
+// root, then what the root directory renders, then what its Kustomizations
+// render, then the files their builds read. op is where a FluxInstance
+// manages the cluster.
+func declarations(env *fluxrepo.Env, o Options) (out []declaration, op *fluxrepo.Location) {
+	seen := map[string]bool{}
+	add := func(ds ...declaration) {
+		for _, d := range ds {
+			if key := d.form + "@" + d.loc.String(); !seen[key] {
+				seen[key] = true
+				out = append(out, d)
+			}
+		}
+	}
+	if og := env.Origin; og.Layout == fluxrepo.LayoutFluxInstance {
+		loc := og.Location
+		op = &loc
+		add(instanceAt(env, og.Location, o)...)
+	}
+	type built struct {
+		files []string
+		res   []*resource.Resource
+	}
+	all := []built{{files: env.RootFiles, res: env.RootResources}}
+	for _, k := range env.Kustomizations {
+		if k.Built {
+			all = append(all, built{files: k.Files, res: k.Resources})
+		}
+	}
+	for _, b := range all {
+		for _, r := range b.res {
+			ds, manages := fromObject(env, b.files, r, o)
+			if manages && op == nil {
+				l := env.Locate(b.files, r.GetKind(), r.GetNamespace(), r.GetName())
+				op = &l
+			}
+			add(ds...)
+		}
+	}
+	// The files the builds read, and the kustomization files of paths
+	// that were not built (a remote base is never built offline).
+	files := slices.Clone(env.RootFiles)
+	for _, k := range env.Kustomizations {
+		files = append(files, k.Files...)
+		for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+			files = append(files, path.Join(k.Path, n))
+		}
+	}
+	slices.Sort(files)
+	for _, f := range slices.Compact(files) {
+		add(fromFile(env, f)...)
+	}
+	return out, op
+}
+
+// fromFile reads the declarations only a file's text carries.
+func fromFile(env *fluxrepo.Env, f string) []declaration {
+	var out []declaration
+	lines := env.Lines(f)
+	header := path.Base(f) == fluxrepo.ControllersFile
+	for i, l := range lines {
+		if header && i < 20 {
+			if m := headerRe.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+				out = append(out, declaration{form: FormHeader, value: m[1], loc: fluxrepo.Location{File: f, Line: i + 1}})
+			}
+		}
+		if m := remoteBaseRe.FindStringSubmatch(l); m != nil && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			out = append(out, declaration{form: FormRemoteBase, value: m[1], loc: fluxrepo.Location{File: f, Line: i + 1}})
+		}
+	}
+	return out
+}
+
+// fromObject reads the declarations of one rendered object, and whether
+// it is a FluxInstance managing the cluster (a FluxInstance, or
+// flux-instance chart values).
+func fromObject(env *fluxrepo.Env, files []string, r *resource.Resource, o Options) ([]declaration, bool) {
+	kind, api := r.GetKind(), r.GetApiVersion()
+	m, err := r.Map()
+	if err != nil {
+		return nil, false
+	}
+	locate := func(text string) fluxrepo.Location {
+		decl := env.Locate(files, kind, r.GetNamespace(), r.GetName())
+		if l := env.FindLine(files, decl.File, text); l.File != "" && (decl.File == "" || l.File == decl.File) {
+			return l
+		}
+		return decl
+	}
+	switch {
+	case kind == "FluxInstance" && strings.HasPrefix(api, "fluxcd.controlplane.io/"):
+		return distribution(mapAt(m, "spec", "distribution"), locate, o), true
+	case kind == fluxobj.HelmReleaseKind && fluxobj.InGroup(api, fluxobj.HelmGroup):
+		inst := mapAt(m, "spec", "values", "instance")
+		if inst == nil || (inst["distribution"] == nil && inst["sync"] == nil) {
+			return nil, false
+		}
+		return distribution(mapAt(inst, "distribution"), locate, o), true
+	case kind == "OCIRepository" && fluxobj.InGroup(api, fluxobj.SourceGroup):
+		url, _ := mapAt(m, "spec")["url"].(string)
+		tag, _ := mapAt(m, "spec", "ref")["tag"].(string)
+		if strings.TrimSuffix(url, "/") != "oci://ghcr.io/fluxcd/flux-manifests" || tag == "" || !applied(env, kind, r) {
+			return nil, false
+		}
+		return []declaration{{form: FormOCIManifests, value: tag, loc: locate(tag)}}, false
+	case kind == "GitRepository" && fluxobj.InGroup(api, fluxobj.SourceGroup):
+		url, _ := mapAt(m, "spec")["url"].(string)
+		tag, _ := mapAt(m, "spec", "ref")["tag"].(string)
+		url = strings.TrimSuffix(strings.TrimSuffix(url, "/"), ".git")
+		if url != "https://github.com/fluxcd/flux2" || tag == "" || !applied(env, kind, r) {
+			return nil, false
+		}
+		return []declaration{{form: FormGitFlux2, value: tag, loc: locate(tag)}}, false
+	}
+	return nil, false
+}
+
+// applied says whether a Kustomization of the environment applies the
+// source r (reads it: its spec.sourceRef names it).
+func applied(env *fluxrepo.Env, kind string, r *resource.Resource) bool {
+	for _, k := range env.Kustomizations {
+		ref := fluxobj.KustomizationSource(k.Kustomization)
+		if ref.Kind == kind && ref.Name == r.GetName() && ref.Namespace == fluxobj.NamespaceOr(r.GetNamespace(), ref.Namespace) {
+			return true
+		}
+	}
+	return false
+}
+
+// distribution reads a FluxInstance's spec.distribution (or the chart's
+// instance.distribution).
+func distribution(dist map[string]any, locate func(string) fluxrepo.Location, o Options) []declaration {
+	if dist == nil {
+		return nil
+	}
+	version, _ := dist["version"].(string)
+	artifact, _ := dist["artifact"].(string)
+	d := declaration{form: FormInstanceVersion, value: version, rangeOf: true}
+	if version == "" {
+		d.value = "*" // every release the artifact ships
+	}
+	if tag, ok := strings.CutPrefix(artifact, "oci://"+OperatorManifests+":"); ok {
+		d.artifact = tag
+		if max, ok := o.OperatorMaxFlux["v"+strings.TrimPrefix(tag, "v")]; ok {
+			d.maxFlux = max
+			d.form = fmt.Sprintf("%s (flux-operator-manifests:%s ships Flux up to %s)", FormInstanceArtifact, tag, max)
+		} else {
+			d.form = fmt.Sprintf("%s (flux-operator-manifests:%s is not in this build's table of operator releases: the version range alone decides)", FormInstanceArtifact, tag)
+		}
+	}
+	switch {
+	case version != "":
+		d.loc = locate(version)
+	case artifact != "":
+		d.loc = locate(artifact)
+	default:
+		return nil
+	}
+	return []declaration{d}
+}
+
+// instanceAt reads the distribution of the FluxInstance (or chart values)
+// whose spec.sync is at loc (the root's declaration, maybe a values file
+// no Kustomization renders).
+func instanceAt(env *fluxrepo.Env, loc fluxrepo.Location, o Options) []declaration {
+	lines := env.Lines(loc.File)
+	if lines == nil {
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader([]byte(strings.Join(lines, "\n"))))
+	var docs []*yaml.Node
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			break
+		}
+		if n.Kind == yaml.DocumentNode && len(n.Content) > 0 && n.Content[0].Kind == yaml.MappingNode {
+			docs = append(docs, n.Content[0])
+		}
+	}
+	// The document holding the line: the last one starting at or before it.
+	var doc *yaml.Node
+	for _, d := range docs {
+		if d.Line <= loc.Line {
+			doc = d
+		}
+	}
+	if doc == nil {
+		return nil
+	}
+	var m map[string]any
+	if err := doc.Decode(&m); err != nil {
+		return nil
+	}
+	var dist map[string]any
+	switch {
+	case m["kind"] == "FluxInstance":
+		dist = mapAt(m, "spec", "distribution")
+	case m["kind"] == fluxobj.HelmReleaseKind:
+		dist = mapAt(m, "spec", "values", "instance", "distribution")
+	default:
+		dist = mapAt(m, "instance", "distribution")
+	}
+	locate := func(text string) fluxrepo.Location {
+		for i := doc.Line - 1; i < len(lines); i++ {
+			if strings.Contains(lines[i], text) {
+				return fluxrepo.Location{File: loc.File, Line: i + 1}
+			}
+		}
+		return loc
+	}
+	return distribution(dist, locate, o)
+}
+
+func mapAt(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		if m == nil {
+			return nil
+		}
+		m, _ = m[k].(map[string]any)
+	}
+	return m
+}

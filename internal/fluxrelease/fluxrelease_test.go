@@ -1,0 +1,56 @@
+package fluxrelease
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/versions"
+)
+
+// TestResolve: how one declaration maps to an embedded release. A range is
+// the Flux Operator's rule (flux-operator v0.58.1 internal/builder/semver.go
+// MatchVersion: the newest release matching the Masterminds constraint),
+// capped by what an operator artifact ships; an exact release not embedded
+// is judged by the nearest embedded one below it of the same minor; below
+// every embedded release is Old.
+func TestResolve(t *testing.T) {
+	pins, err := versions.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Default: pins.FluxVersion, Embedded: pins.EmbeddedFluxVersions, OperatorMaxFlux: pins.OperatorMaxFlux}
+	for _, tc := range []struct {
+		d       declaration
+		version string
+		old     bool
+		note    string
+	}{
+		{d: declaration{value: "2.x", rangeOf: true}, version: "v2.9.5"},
+		{d: declaration{value: "2.7.x", rangeOf: true}, version: "v2.7.5"},
+		{d: declaration{value: ">=2.3.0 <2.5.0", rangeOf: true}, version: "v2.4.0"},
+		{d: declaration{value: "2.x", rangeOf: true, maxFlux: o.OperatorMaxFlux["v0.46.0"]}, version: "v2.8.5"},
+		{d: declaration{value: "*", rangeOf: true, maxFlux: o.OperatorMaxFlux["v0.59.0"]}, version: "v2.9.5"},
+		{d: declaration{value: "2.1.x", rangeOf: true}, old: true},
+		{d: declaration{value: "0.x", rangeOf: true}, old: true},
+		{d: declaration{value: "3.x", rangeOf: true}, note: "no embedded release matches it"},
+		{d: declaration{value: "two", rangeOf: true}, note: "not a semver range"},
+		{d: declaration{value: "v2.4.0"}, version: "v2.4.0"},
+		{d: declaration{value: "2.4.0"}, version: "v2.4.0"},
+		{d: declaration{value: "v2.8.4"}, version: "v2.8.3", note: "nearest embedded release below it"},
+		{d: declaration{value: "v2.10.0"}, version: "v2.9.5", note: "nearest embedded release below it"},
+		{d: declaration{value: "v0.41.2"}, old: true},
+		{d: declaration{value: "v2.2.0"}, old: true},
+		{d: declaration{value: "main"}, note: "not a release version"},
+	} {
+		v, old, note := tc.d.resolve(o)
+		if v != tc.version || old != tc.old || !strings.Contains(note, tc.note) || (tc.note == "" && note != "") {
+			t.Errorf("%+v: got %q old %t note %q; want %q old %t note %q", tc.d, v, old, note, tc.version, tc.old, tc.note)
+		}
+	}
+	// The table holds what the brief and the operator's tags say.
+	for op, flux := range map[string]string{"v0.46.0": "v2.8.5", "v0.59.0": "v2.9.5", "v0.9.0": "v2.3.0"} {
+		if o.OperatorMaxFlux[op] != flux {
+			t.Errorf("FLUX_OPERATOR_MAX_FLUX[%s] = %q, want %s", op, o.OperatorMaxFlux[op], flux)
+		}
+	}
+}
