@@ -62,6 +62,16 @@ func run(t *testing.T, repo string, disable ...Detector) *gate.Report {
 	return rep
 }
 
+// checkOf is the check id of rep (the zero Check when none).
+func checkOf(rep *gate.Report, id string) gate.Check {
+	for _, c := range rep.Checks {
+		if c.ID == id {
+			return c
+		}
+	}
+	return gate.Check{}
+}
+
 func text(c gate.Check) string { return c.Message + "\n" + strings.Join(c.Evidence, "\n") }
 
 func dump(rep *gate.Report) string {
@@ -454,8 +464,9 @@ func TestEncryptedObjectsNamed(t *testing.T) {
 }
 
 // TestSharedModelThatKeptGoing: up shares sync's model, which keeps going
-// past a path that does not build; the check still refuses it, as its own
-// Load would (exit 2 naming the file).
+// past a path that does not build; the check reports that path as the
+// [build] failure of its Kustomization, naming the file (issue 38 item 4:
+// it was an input error, exit 2, for the whole repository).
 func TestSharedModelThatKeptGoing(t *testing.T) {
 	repo := fixture(t)
 	if err := os.WriteFile(filepath.Join(repo, "apps", "kustomization.yaml"), []byte("resources:\n- web.yaml\n- missing.yaml\n"), 0o600); err != nil {
@@ -466,8 +477,15 @@ func TestSharedModelThatKeptGoing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), Options{Options: o, Env: env}); err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), "missing.yaml") {
-		t.Fatalf("err = %v, want the input error naming missing.yaml", err)
+	r, err := Run(context.Background(), Options{Options: o, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := gate.NewReport("check")
+	rep.Add(r.Checks...)
+	c := checkOf(rep, "check.render")
+	if rep.ExitCode() != gate.ExitFailed || c.Verdict != gate.Fail || !strings.Contains(text(c), "clusters/base/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path") || !strings.Contains(text(c), "missing.yaml") {
+		t.Fatalf("exit %d, want 1 with the [build] failure naming missing.yaml:\n%s", rep.ExitCode(), dump(rep))
 	}
 }
 

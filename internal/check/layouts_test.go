@@ -150,6 +150,37 @@ func TestLayouts(t *testing.T) {
 			exit:  gate.ExitFailed, id: "check.graph", verdict: gate.Fail,
 			want: []string{"[no-root] tenants/team-a renders no root Kustomization flux-system/flux-system", "but team-a/team-a-apps depend(s) on it"}},
 
+		// One Kustomization that does not build is one failure (issue 38):
+		// kustomize-controller v1.9.x (internal/controller/
+		// kustomization_controller.go, reconcile) marks a Kustomization
+		// whose build fails Ready=False, reason BuildFailed, and returns
+		// for that object only; the others are their own reconciles and
+		// are applied. broken-build commits two defects in two
+		// Kustomizations: both are reported, exit 1.
+		{name: "broken-build: a Component under resources: is the [build] failure of its Kustomization", layout: "broken-build", path: "clusters/prod", exit: gate.ExitFailed,
+			id: "check.render", verdict: gate.Fail,
+			want: []string{`clusters/prod/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path "./apps" failed:`, "expected kind != 'Component' for path 'components/team-labels'",
+				"fix: move the directory of the kind: Component kustomization from resources: to components:", "Kustomization flux-system/ingress (clusters/prod/ingress.yaml:1) path infrastructure/ingress: 1 object(s)"}},
+		{name: "broken-build: the other Kustomizations are still checked", layout: "broken-build", path: "clusters/prod", exit: gate.ExitFailed,
+			id: "check.substitution/flux-system/ingress", verdict: gate.Fail,
+			want: []string{"infrastructure/ingress/settings.yaml:8: [undefined] ${ingress_class} in ConfigMap/flux-system/ingress-settings is not defined"}},
+		{name: "broken-build: what the broken one would apply is unknown, not missing", layout: "broken-build", path: "clusters/prod", exit: gate.ExitFailed,
+			id: "check.graph", verdict: gate.Warn,
+			want: []string{"[dangling] Kustomization flux-system/monitoring depends on flux-system/databases, which no path that built renders; Kustomization flux-system/apps did not build and may render it"}},
+		{name: "broken-build: the Component under components:", layout: "broken-build", path: "clusters/prod",
+			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"}},
+			exit:  gate.ExitFailed, id: "check.render", verdict: gate.Pass, want: []string{"5 Kustomization(s), 5 built"}},
+		{name: "broken-build: both defects fixed", layout: "broken-build", path: "clusters/prod",
+			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"},
+				{"infrastructure/ingress/settings.yaml", "${ingress_class}", "nginx"}},
+			exit: gate.ExitOK, id: "check.graph", verdict: gate.Pass, want: []string{"5 Kustomization(s), no cycle, every dependsOn rendered"}},
+		{name: "broken-build: a path that is not a directory", layout: "broken-build", path: "clusters/prod",
+			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"},
+				{"infrastructure/ingress/settings.yaml", "${ingress_class}", "nginx"},
+				{"clusters/prod/monitoring.yaml", "path: ./monitoring", "path: ./monitor"}},
+			exit: gate.ExitFailed, id: "check.render", verdict: gate.Fail,
+			want: []string{`clusters/prod/monitoring.yaml:1: [build] Kustomization flux-system/monitoring: spec.path "./monitor" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`, "fix: point spec.path at a directory of the repository"}},
+
 		{name: "fleet prod as committed", layout: "fleet", path: "clusters/prod", exit: gate.ExitOK,
 			id: "check.graph", verdict: gate.Pass, want: []string{"root flux-system/flux-system (declared by the FluxInstance spec.sync at clusters/prod/flux-system/flux-instance.yaml:18"}},
 		{name: "fleet staging as committed", layout: "fleet", path: "clusters/staging", exit: gate.ExitOK,
