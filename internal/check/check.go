@@ -201,7 +201,7 @@ func renderCheck(ch *checker, o Options, env *fluxrepo.Env, others map[string]*f
 		case k.Built:
 			s += fmt.Sprintf(": %d object(s)", len(k.Resources))
 		case k.Err != nil:
-			s += ": does not build ([build])"
+			s += ": not built: its path does not build"
 		default:
 			s += ": not built: " + k.Note
 		}
@@ -240,8 +240,12 @@ func buildFinding(k *fluxrepo.Kustomization) finding {
 	case strings.Contains(msg, "is not a directory"):
 		fix = fmt.Sprintf("point spec.path at a directory of the repository (relative to its root), or add %s", k.Path)
 	}
+	consequence := "kustomize-controller fails it (BuildFailed) and applies nothing of it; the other Kustomizations are applied"
+	if strings.Contains(msg, "-controller fails it") || strings.Contains(msg, "source-watcher fails it") {
+		consequence = "the other Kustomizations are applied" // the loader named the controller's words
+	}
 	return finding{det: Build, loc: k.Location,
-		what: fmt.Sprintf("Kustomization %s: %s; kustomize-controller fails it (BuildFailed) and applies nothing of it, the other Kustomizations are applied — what it would apply is unknown here and not checked", k.Ref(), msg),
+		what: fmt.Sprintf("Kustomization %s: %s; %s — what it would apply is unknown here, not checked", k.Ref(), msg, consequence),
 		fix:  fix}
 }
 

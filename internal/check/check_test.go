@@ -297,6 +297,12 @@ func TestDefects(t *testing.T) {
 		{name: "an unknown field in a Flux object", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  intervl: 5m\n  chartRef:\n    kind: OCIRepository\n"}}, det: Schema,
 			id: "check.substitution/flux-system/apps", verdict: gate.Warn, alone: true,
 			want: "apps/releases.yaml:48: [schema] HelmRelease/web/web: field spec.intervl is not in Flux v2.9.5's CRDs, so the API server drops it"},
+		// kustomize-controller v1.9.x (kustomization_controller.go,
+		// reconcile) fails only the Kustomization whose build fails
+		// (BuildFailed); the others are applied: one [build] finding.
+		{name: "a path that is not a directory", ms: []mutation{{"clusters/base/apps.yaml", "  path: ./docs\n", "  path: ./doc\n"}}, det: Build,
+			id: "check.render", verdict: gate.Fail, alone: true, also: []string{"check.substitution/flux-system/docs"},
+			want: `clusters/base/apps.yaml:25: [build] Kustomization flux-system/docs: spec.path "./doc" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`},
 		{name: "prune hazard", ms: []mutation{{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n"}}, det: Prune,
 			id: "check.prune-hazard/flux-system/apps/kube-system", verdict: gate.Warn,
 			want: "apps/namespace.yaml:6: [prune-hazard] Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},

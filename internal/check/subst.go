@@ -54,7 +54,7 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 		if !k.Built {
 			why := k.Note
 			if k.Err != nil {
-				why = "its path does not build ([build] in " + Render.ID + ")"
+				why = "its path does not build (" + Render.ID + ")"
 			}
 			c := def.Skip(fmt.Sprintf("Kustomization %s (%s) was not checked: %s", k.Ref(), k.Location, why))
 			// Without postBuild nothing is substituted, so no substitution
