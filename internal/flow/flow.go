@@ -162,6 +162,12 @@ func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
 	} else if o.Sync != nil || o.AgeKey != nil {
 		return nil, errors.New("flow: the sync and age-key phases need an environment (Options.Env.Path)")
 	}
+	if built != nil && o.Sync != nil && built.Env.Origin.Layout == fluxrepo.LayoutBootstrap {
+		// The root is flux bootstrap's, with a URL git does not hold here:
+		// refused before the controllers phase touches the cluster.
+		return nil, gate.InputErrorf("%s: %s is flux bootstrap's placeholder: the root %s/%s and its GitRepository are written by flux bootstrap with the repository's URL, which the repository does not hold; declare the real source with --source-kind GitRepository --source-url URL [--source-ref refs/heads/main] (the GitRepository and the Kustomization applying ./%s are then created as flux bootstrap writes them), or run flux bootstrap",
+			o.Env.Path, built.Env.Origin.Location.File, built.Options.Namespace, built.Env.Options.RootName, o.Env.Path)
+	}
 	phases := o.static(built, r)
 	var ctrl *controllers.Phase
 	if o.Controllers != nil {
