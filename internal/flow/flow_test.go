@@ -97,6 +97,14 @@ func TestAssembleRefusesThePlaceholder(t *testing.T) {
 	if !gate.IsInput(err) || !strings.Contains(err.Error(), "clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder") || !strings.Contains(err.Error(), "--source-kind GitRepository --source-url URL") {
 		t.Fatalf("err = %v, want the input error naming the placeholder and the flags", err)
 	}
+	// A path with no root (a tenant path passes the offline check with a
+	// note): up refuses it before its controllers phase applies.
+	tenant := env
+	tenant.Path = "tenants/team-a"
+	_, err = Assemble(context.Background(), Options{Env: tenant, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test"))
+	if !gate.IsInput(err) || !strings.Contains(err.Error(), "tenants/team-a renders no root Kustomization flux-system/flux-system and nothing declares one: declare it with --source-kind GitRepository --source-url URL") {
+		t.Fatalf("tenant path: err = %v", err)
+	}
 	env.Sync = &fluxrepo.Sync{Kind: "GitRepository", URL: "https://git.example.invalid/fleet/fork.git", Ref: "refs/heads/main"}
 	if _, err := Assemble(context.Background(), Options{Env: env, Static: &Static{}, Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test")); err != nil {
 		t.Fatalf("with --source-kind GitRepository --source-url: %v", err)
