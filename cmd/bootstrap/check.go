@@ -41,7 +41,10 @@ Kustomization or renders empty. The report's check.flux-release says which relea
 The root is found as the cluster will have it: rendered by the root directory (this tool's
 sync.yaml, flux bootstrap's flux-system/gotk-sync.yaml), or declared by a FluxInstance
 (plain, or as flux-instance chart values) whose spec.sync.path is the path, or by
---source-url when it is made outside the repository. A directory without a
+--source-url when it is made outside the repository, or by flux bootstrap's placeholder (a
+flux-system/gotk-sync.yaml holding no object: the root flux bootstrap writes there, noted). A
+path with no root that no Kustomization depends on (a tenant path) is checked with a note. A
+directory without a
 kustomization.yaml, the root included, is generated as kustomize-controller generates it.
 A .bootstrap.yaml at the repository root (docs/policy.md) makes the check stricter or looser,
 each choice with a reason; what it changes is still reported. No cluster is needed. Reports undefined variables, default-operator
@@ -49,8 +52,10 @@ expansions, expansions the parser rejects, literals that ship unsubstituted, sub
 knobs that differ between environments or are unused, dependsOn cycles and dangling edges,
 unreachable nodes, a root with wait: true, the substitution race, and prune hazards.
 
-Exit codes: 0 no defect (warnings allowed), 1 a defect, 2 input error (the repository does not
-build), 3 incomplete (something could not be checked, e.g. a path with a remote base).`,
+Exit codes: 0 no defect (warnings allowed), 1 a defect (a Kustomization whose path does not
+build among them: the others are still checked), 2 input error (flags, the policy file, the root
+directory does not build), 3 incomplete (something could not be checked, e.g. a path with a
+remote base).`,
 		Example: `  bootstrap check --repo . --env dev
   bootstrap check --path kubernetes/flux/cluster   # root declared by a FluxInstance's spec.sync
   bootstrap check --path clusters/prod --source-kind OCIRepository --source-url oci://registry.example/fleet --source-ref latest

@@ -29,6 +29,9 @@ func TestCheckCLI(t *testing.T) {
 	}
 	undefined := mutated("apps/web.yaml", "${environment}", "${enviroment}")
 	remote := mutated("infrastructure/kustomization.yaml", "- crd-like.yaml", "- https://github.com/example/remote//base?ref=v1")
+	// The root directory itself not building stops everything (exit 2).
+	rootBroken := mutated("clusters/dev/kustomization.yaml", "  - sync.yaml\n", "  - sync.yaml\n  - not-there.yaml\n")
+	const layouts = "../../testdata/layouts/"
 	sarif := filepath.Join(t.TempDir(), "check.sarif")
 	// A repository that commits no root: the command line declares it.
 	rootless := t.TempDir()
@@ -51,6 +54,14 @@ func TestCheckCLI(t *testing.T) {
 		{"unknown environment", []string{"--repo", clean, "--env", "staging"}, 2, "clusters/staging: no such directory"},
 		{"a root declared with its source kind", []string{"--repo", rootless, "--env", "dev", "--source-kind", "OCIRepository", "--source-url", "oci://registry.example.invalid/fleet", "--source-ref", "latest"}, 0, "declared on the command line"},
 		{"a root declared where one is rendered", []string{"--repo", clean, "--env", "dev", "--source-url", "https://git.example.invalid/x.git"}, 2, "renders it (Kustomization flux-system/flux-system): drop --source-kind, --source-url and --source-ref"},
+		// Issue 38: one Kustomization that does not build is its [build]
+		// failure; the others are checked (the undefined variable of
+		// another one is reported too): exit 1, not 2.
+		{"a Component under resources: beside another defect", []string{"--repo", layouts + "broken-build", "--path", "clusters/prod"}, 1, `[build] Kustomization flux-system/apps: kustomize build of spec.path \"./apps\" failed`},
+		{"the other defect of that repository", []string{"--repo", layouts + "broken-build", "--path", "clusters/prod"}, 1, `[undefined] ${ingress_class}`},
+		{"the root directory does not build", []string{"--repo", rootBroken, "--env", "dev"}, 2, "not-there.yaml"},
+		{"flux bootstrap's placeholder", []string{"--repo", layouts + "placeholder", "--env", "staging"}, 0, "written by flux bootstrap into clusters/staging/flux-system/gotk-sync.yaml"},
+		{"a tenant path", []string{"--repo", layouts + "placeholder", "--path", "tenants/team-a"}, 0, "no root here: tenants/team-a"},
 		{"a root declared where a FluxInstance declares it", []string{"--repo", "../../testdata/layouts/operator", "--path", "kubernetes/flux/cluster", "--source-url", "https://git.example.invalid/x.git"}, 2, "already declares it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,7 +32,7 @@ var (
 	Render = gate.Def{ID: "check.render", Phase: PhaseName, Stage: gate.Before,
 		Title: "the environment builds as kustomize-controller builds it"}
 	Substitution = gate.Def{ID: "check.substitution", Phase: PhaseName, Stage: gate.Before, Prefix: true,
-		Title: "post-build substitution succeeds in strict mode and renders no default or literal by accident"}
+		Title: "post-build substitution succeeds as the release's kustomize-controller runs it and renders no default or literal by accident"}
 	Knobs = gate.Def{ID: "check.knobs", Phase: PhaseName, Stage: gate.Before, Prefix: true,
 		Title: "substituteFrom objects are rendered (or listed as prerequisites), agree across environments and are used"}
 	Graph = gate.Def{ID: "check.graph", Phase: PhaseName, Stage: gate.Before,
@@ -89,6 +89,11 @@ const (
 	// Schema: a Flux object the API server refuses (or whose field it
 	// drops) under the Flux release's CRDs, after substitution.
 	Schema Detector = "schema"
+	// Build: a Kustomization whose path does not build (kustomize's error,
+	// a path that is not a directory, an artifact not made):
+	// kustomize-controller fails that Kustomization (BuildFailed) and
+	// reconciles the others.
+	Build Detector = "build"
 )
 
 // Options select the environment and what it is compared with.
@@ -150,17 +155,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		o.Policy = p
 	}
+	// A Kustomization whose path does not build is that Kustomization's
+	// failure ([build]), as kustomize-controller fails only it: the model
+	// keeps going past it. The root directory must build (an input error).
+	o.KeepGoing = true
 	env := o.Env
 	if env == nil {
 		var err error
 		if env, err = fluxrepo.Load(o.Options); err != nil {
 			return nil, err
 		}
-	}
-	// A model loaded to keep going past a path that does not build: the
-	// check refuses it as its own Load would.
-	if err := env.Err(); err != nil {
-		return nil, err
 	}
 	j, err := resolveRelease(ctx, o, env)
 	if err != nil {
@@ -177,7 +181,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Policy != nil {
 		compareNotes = append(compareNotes, "policy: "+PolicyFile+" (docs/policy.md)")
 	}
-	r.Checks = append(r.Checks, renderCheck(env, r.Others, compareNotes), releaseCheck(j, env))
+	r.Checks = append(r.Checks, renderCheck(ch, o, env, r.Others, compareNotes), releaseCheck(j, env))
 	subs, refs := checkSubstitution(ch, ctx, o, env, sv)
 	r.Checks = append(r.Checks, subs...)
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
@@ -190,7 +194,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r, nil
 }
 
-func renderCheck(env *fluxrepo.Env, others map[string]*fluxrepo.Env, notes []string) gate.Check {
+// renderCheck is check.render: the root directory built (else Run's input
+// error), and every Kustomization path that does not build is a [build]
+// finding of that Kustomization.
+func renderCheck(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fluxrepo.Env, notes []string) gate.Check {
+	var fs []finding
+	for _, k := range env.Kustomizations {
+		if k.Err != nil && o.on(Build) {
+			fs = append(fs, buildFinding(k))
+		}
+	}
 	built, objects := 0, 0
 	for _, k := range env.Kustomizations {
 		if k.Built {
@@ -201,9 +214,12 @@ func renderCheck(env *fluxrepo.Env, others map[string]*fluxrepo.Env, notes []str
 	ev := []string{fmt.Sprintf("repository %s, root directory %s (files: %s)", env.Repo, env.Options.Path, strings.Join(env.RootFiles, ", "))}
 	for _, k := range env.Kustomizations {
 		s := fmt.Sprintf("Kustomization %s (%s) path %s", k.Ref(), k.Location, k.Path)
-		if k.Built {
+		switch {
+		case k.Built:
 			s += fmt.Sprintf(": %d object(s)", len(k.Resources))
-		} else {
+		case k.Err != nil:
+			s += ": not built: its path does not build"
+		default:
 			s += ": not built: " + k.Note
 		}
 		ev = append(ev, s)
@@ -213,9 +229,41 @@ func renderCheck(env *fluxrepo.Env, others map[string]*fluxrepo.Env, notes []str
 	}
 	ev = append(ev, notes...)
 	for _, n := range env.Notes {
-		ev = append(ev, "note: "+n)
+		if !slices.ContainsFunc(env.Kustomizations, func(k *fluxrepo.Kustomization) bool { return k.Err != nil && k.Note == n }) {
+			ev = append(ev, "note: "+n) // a [build] finding says it already
+		}
 	}
-	return Render.Pass(fmt.Sprintf("%s builds: %d Kustomization(s), %d built, %d object(s) in their paths", env.Options.Path, len(env.Kustomizations), built, objects), ev...)
+	return ch.verdict(Render, fs, fmt.Sprintf("%s builds: %d Kustomization(s), %d built, %d object(s) in their paths", env.Options.Path, len(env.Kustomizations), built, objects), ev...)
+}
+
+// buildFinding is the [build] finding of Kustomization k, whose path did
+// not build (k.Err: the loader's message, kustomize's words in it).
+// kustomize-controller v1.9.x (internal/controller/kustomization_controller.go,
+// reconcile) marks that Kustomization Ready=False with reason BuildFailed
+// and applies nothing of it; every other Kustomization is its own
+// reconcile and goes on.
+func buildFinding(k *fluxrepo.Kustomization) finding {
+	// The loader's message begins with the Kustomization and its location,
+	// which the finding carries already.
+	msg := strings.TrimPrefix(k.Err.Error(), fmt.Sprintf("Kustomization %s (%s)", k.Ref(), k.Location))
+	msg = strings.TrimSpace(strings.TrimPrefix(msg, ":"))
+	fix := fmt.Sprintf("make spec.path %q build (kustomize build %s)", k.Spec.Path, k.Path)
+	switch {
+	case strings.Contains(msg, "expected kind != 'Component'"):
+		// kustomize (api v0.21, internal/target/kusttarget.go
+		// accumulateDirectory) accepts a kind: Component directory only
+		// under components:.
+		fix = "move the directory of the kind: Component kustomization from resources: to components: in the kustomization.yaml listing it (kustomize accepts a Component only under components:)"
+	case strings.Contains(msg, "is not a directory"):
+		fix = fmt.Sprintf("point spec.path at a directory of the repository (relative to its root), or add %s", k.Path)
+	}
+	consequence := "kustomize-controller fails it (BuildFailed) and applies nothing of it; the other Kustomizations are applied"
+	if strings.Contains(msg, "-controller fails it") || strings.Contains(msg, "source-watcher fails it") {
+		consequence = "the other Kustomizations are applied" // the loader named the controller's words
+	}
+	return finding{det: Build, loc: k.Location,
+		what: fmt.Sprintf("Kustomization %s: %s; %s — what it would apply is unknown here, not checked", k.Ref(), msg, consequence),
+		fix:  fix}
 }
 
 // loadOthers loads the environments to compare knobs with.

@@ -62,6 +62,16 @@ func run(t *testing.T, repo string, disable ...Detector) *gate.Report {
 	return rep
 }
 
+// checkOf is the check id of rep (the zero Check when none).
+func checkOf(rep *gate.Report, id string) gate.Check {
+	for _, c := range rep.Checks {
+		if c.ID == id {
+			return c
+		}
+	}
+	return gate.Check{}
+}
+
 func text(c gate.Check) string { return c.Message + "\n" + strings.Join(c.Evidence, "\n") }
 
 func dump(rep *gate.Report) string {
@@ -289,6 +299,12 @@ func TestDefects(t *testing.T) {
 		{name: "an unknown field in a Flux object", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  intervl: 5m\n  chartRef:\n    kind: OCIRepository\n"}}, det: Schema,
 			id: "check.substitution/flux-system/apps", verdict: gate.Warn, alone: true,
 			want: "apps/releases.yaml:48: [schema] HelmRelease/web/web: field spec.intervl is not in Flux v2.9.5's CRDs, so the API server drops it"},
+		// kustomize-controller v1.9.x (kustomization_controller.go,
+		// reconcile) fails only the Kustomization whose build fails
+		// (BuildFailed); the others are applied: one [build] finding.
+		{name: "a path that is not a directory", ms: []mutation{{"clusters/base/apps.yaml", "  path: ./docs\n", "  path: ./doc\n"}}, det: Build,
+			id: "check.render", verdict: gate.Fail, alone: true, also: []string{"check.substitution/flux-system/docs"},
+			want: `clusters/base/apps.yaml:25: [build] Kustomization flux-system/docs: spec.path "./doc" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`},
 		{name: "prune hazard", ms: []mutation{{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n"}}, det: Prune,
 			id: "check.prune-hazard/flux-system/apps/kube-system", verdict: gate.Warn,
 			want: "apps/namespace.yaml:6: [prune-hazard] Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},
@@ -456,8 +472,9 @@ func TestEncryptedObjectsNamed(t *testing.T) {
 }
 
 // TestSharedModelThatKeptGoing: up shares sync's model, which keeps going
-// past a path that does not build; the check still refuses it, as its own
-// Load would (exit 2 naming the file).
+// past a path that does not build; the check reports that path as the
+// [build] failure of its Kustomization, naming the file (issue 38 item 4:
+// it was an input error, exit 2, for the whole repository).
 func TestSharedModelThatKeptGoing(t *testing.T) {
 	repo := fixture(t)
 	if err := os.WriteFile(filepath.Join(repo, "apps", "kustomization.yaml"), []byte("resources:\n- web.yaml\n- missing.yaml\n"), 0o600); err != nil {
@@ -468,8 +485,15 @@ func TestSharedModelThatKeptGoing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), Options{Options: o, Env: env}); err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), "missing.yaml") {
-		t.Fatalf("err = %v, want the input error naming missing.yaml", err)
+	r, err := Run(context.Background(), Options{Options: o, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := gate.NewReport("check")
+	rep.Add(r.Checks...)
+	c := checkOf(rep, "check.render")
+	if rep.ExitCode() != gate.ExitFailed || c.Verdict != gate.Fail || !strings.Contains(text(c), "clusters/base/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path") || !strings.Contains(text(c), "missing.yaml") {
+		t.Fatalf("exit %d, want 1 with the [build] failure naming missing.yaml:\n%s", rep.ExitCode(), dump(rep))
 	}
 }
 

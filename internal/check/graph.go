@@ -29,14 +29,21 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 	root, path := env.Root, env.Options.Path
 	rootRef := env.Options.Namespace + "/" + env.Options.RootName
 	kustFile := path + "/kustomization.yaml"
+	// noRootNote: no root here and nothing here waits for one — a path
+	// whose root is made elsewhere (a tenant path, a fleet's ResourceSet).
+	noRootNote := ""
 	if root == nil {
-		if o.on(NoRoot) {
+		waiting := dependsOnRoot(env)
+		switch {
+		case len(waiting) == 0:
+			noRootNote = fmt.Sprintf("no root here: %s renders no Kustomization %s, nothing declares one, and no Kustomization here depends on it — checked as a path whose root is made elsewhere (a tenant path, a fleet's ResourceSet); to check it as a root applies it, declare that root with --source-url URL (bootstrap up/sync --source-kind GitRepository --source-url URL create the GitRepository and the Kustomization %s applying ./%s)", path, rootRef, rootRef, path)
+		case o.on(NoRoot):
 			loc := fluxrepo.Location{File: path}
 			if slices.Contains(env.RootFiles, kustFile) {
 				loc.File = kustFile
 			}
 			fs = append(fs, finding{det: NoRoot, loc: loc,
-				what: fmt.Sprintf("%s renders no root Kustomization %s and no FluxInstance spec.sync (or flux-instance values instance.sync) has path %s: every Kustomization depending on it waits forever, and nothing applies %s after bootstrap", path, rootRef, path, path),
+				what: fmt.Sprintf("%s renders no root Kustomization %s and no FluxInstance spec.sync (or flux-instance values instance.sync) has path %s, but %s depend(s) on it: they wait forever, and nothing applies %s after bootstrap", path, rootRef, path, strings.Join(waiting, ", "), path),
 				fix:  fmt.Sprintf("add the root to %s (Kustomization %s with spec.path ./%s and its source, as flux bootstrap's flux-system/gotk-sync.yaml), or declare it: a FluxInstance with spec.sync.path %s, or --source-url URL (--source-kind, --source-ref) when it is made outside the repository", path, rootRef, path, path)})
 		}
 	} else {
@@ -56,6 +63,7 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 				fix:  "set wait: false on the root (it is then Ready on apply)"})
 		}
 	}
+	unbuilt := failedBuilds(env)
 	// fluxgraph's verdicts; the root is the environment's (above), and
 	// "ordered after the root" is converge's relation, not check's.
 	for _, p := range g.Problems() {
@@ -64,6 +72,13 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 			fs = append(fs, finding{det: Cycle, loc: nodeLocation(env, p.CycleNodes...),
 				what: fmt.Sprintf("dependsOn %v: none of these %ss can ever become Ready", p.Cycle, p.CycleNodes[0].KindName()),
 				fix:  "remove one dependsOn edge of the cycle"})
+		case p.Kind == fluxgraph.DanglingEdge && o.on(Dangling) && unbuilt != "":
+			// What a path that did not build would apply is unknown: the
+			// target may be there. Said, not failed ([build] fails it).
+			e := p.Edge
+			fs = append(fs, finding{det: Dangling, warn: true, loc: env.FindLine(nodeFiles(env, e.From), "", "name: "+e.To.Name),
+				what: fmt.Sprintf("%s %s depends on %s, which no path that built renders; %s did not build and may render it: judged once it builds", e.From.KindName(), e.From.Key(), e.To.Key(), unbuilt),
+				fix:  fmt.Sprintf("fix the [build] failure first; then render %s %s or remove the dependsOn entry", e.To.KindName(), e.To.Key())})
 		case p.Kind == fluxgraph.DanglingEdge && o.on(Dangling):
 			e := p.Edge
 			fs = append(fs, finding{det: Dangling, loc: env.FindLine(nodeFiles(env, e.From), "", "name: "+e.To.Name),
@@ -77,6 +92,10 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 		case p.Kind == fluxgraph.InvalidChartSource && o.on(ChartSource):
 			fs = append(fs, finding{det: ChartSource, loc: nodeLocation(env, p.Node),
 				what: p.Err.Error(), fix: "set exactly one of spec.chart and spec.chartRef (chartRef kind OCIRepository, HelmChart or ExternalArtifact)"})
+		case p.Kind == fluxgraph.ChartSourceNotRendered && o.on(ChartSource) && unbuilt != "":
+			fs = append(fs, finding{det: ChartSource, warn: true, loc: nodeLocation(env, p.Node),
+				what: fmt.Sprintf("HelmRelease %s reads its chart from %s, which no path that built renders; %s did not build and may render it: judged once it builds", p.Node.Key(), p.Source, unbuilt),
+				fix:  fmt.Sprintf("fix the [build] failure first; then render %s or fix the reference", p.Source)})
 		case p.Kind == fluxgraph.ChartSourceNotRendered && o.on(ChartSource):
 			fs = append(fs, finding{det: ChartSource, loc: nodeLocation(env, p.Node),
 				what: fmt.Sprintf("HelmRelease %s reads its chart from %s, which the environment does not render: helm-controller reports it not found and never installs", p.Node.Key(), p.Source),
@@ -100,7 +119,41 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) g
 			}
 		}
 	}
+	if noRootNote != "" {
+		return ch.verdict(Graph, fs, fmt.Sprintf("%d Kustomization(s), no cycle, every dependsOn rendered", len(env.Kustomizations))+helmSummary(env)+"; "+noRootNote)
+	}
 	return ch.verdict(Graph, fs, fmt.Sprintf("root %s (%s) applies %s; %d Kustomization(s), no cycle, every dependsOn rendered, every node reachable from the root", rootRef, env.Origin, path, len(env.Kustomizations))+helmSummary(env))
+}
+
+// failedBuilds names the Kustomizations whose path did not build ([build]),
+// "" when every path built: what they would apply is unknown.
+func failedBuilds(env *fluxrepo.Env) string {
+	var out []string
+	for _, k := range env.Kustomizations {
+		if k.Err != nil {
+			out = append(out, k.Ref())
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "Kustomization " + strings.Join(out, ", ")
+}
+
+// dependsOnRoot lists the Kustomizations whose dependsOn names the root
+// (Options.Namespace/RootName; an entry's namespace defaults to the
+// dependent's, as kustomize-controller reads it).
+func dependsOnRoot(env *fluxrepo.Env) []string {
+	var out []string
+	for _, k := range env.Kustomizations {
+		for _, d := range k.Spec.DependsOn {
+			if d.Name == env.Options.RootName && fluxobj.NamespaceOr(d.Namespace, k.Namespace) == env.Options.Namespace {
+				out = append(out, k.Ref())
+				break
+			}
+		}
+	}
+	return out
 }
 
 // waitOrder finds Kustomizations that health-check a HelmRelease (wait:

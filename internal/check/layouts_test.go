@@ -103,11 +103,83 @@ func TestLayouts(t *testing.T) {
 			edits: []edit{{"kubernetes/apps/default/echo/app/helmrelease.yaml", `"$${ECHO_DEBUG:-}"`, `"${ECHO_DEBUG:-}"`}},
 			exit:  gate.ExitFailed, id: "check.substitution/default/echo", verdict: gate.Fail,
 			want: []string{"kubernetes/apps/default/echo/app/helmrelease.yaml:27: [default-op] ${ECHO_DEBUG:-…} in a script of HelmRelease/default/echo", "escape it as $${ECHO_DEBUG:-…}"}},
-		{name: "operator: no declaration of the root", layout: "operator", path: "kubernetes/flux/cluster",
+		// Issue 38: a path with no root that nothing here depends on is
+		// checked as a path whose root is made elsewhere (a note), and
+		// [no-root] fails only where a Kustomization waits for the root.
+		{name: "operator: no declaration of the root, nothing depends on it", layout: "operator", path: "kubernetes/flux/cluster",
 			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "path: kubernetes/flux/cluster", "path: kubernetes/flux/other"},
 				{"bootstrap/helmfile.d/values-flux-instance.yaml", "", ""}},
+			exit: gate.ExitOK, id: "check.graph", verdict: gate.Pass,
+			want: []string{"no root here: kubernetes/flux/cluster renders no Kustomization flux-system/flux-system, nothing declares one, and no Kustomization here depends on it", "declare that root with --source-url URL"}},
+		{name: "operator: no declaration of the root, a Kustomization depends on it", layout: "operator", path: "kubernetes/flux/cluster",
+			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "path: kubernetes/flux/cluster", "path: kubernetes/flux/other"},
+				{"bootstrap/helmfile.d/values-flux-instance.yaml", "", ""},
+				{"kubernetes/flux/cluster/ks.yaml", "  interval: 1h\n", "  interval: 1h\n  dependsOn:\n    - name: flux-system\n"}},
 			exit: gate.ExitFailed, id: "check.graph", verdict: gate.Fail,
-			want: []string{"[no-root] kubernetes/flux/cluster renders no root Kustomization flux-system/flux-system and no FluxInstance spec.sync"}},
+			want: []string{"[no-root] kubernetes/flux/cluster renders no root Kustomization flux-system/flux-system and no FluxInstance spec.sync", "but flux-system/cluster-apps depend(s) on it"}},
+
+		// flux bootstrap's placeholder (issue 38): gotk-sync.yaml committed
+		// with no object declares the root flux bootstrap writes there
+		// (flux2 pkg/manifestgen/sync.Generate): checked as it applies the
+		// path, its dependents satisfied, one note with the --source-url hint.
+		{name: "placeholder staging as committed", layout: "placeholder", path: "clusters/staging", exit: gate.ExitOK,
+			id: "check.graph", verdict: gate.Pass,
+			want: []string{"root flux-system/flux-system (written by flux bootstrap into clusters/staging/flux-system/gotk-sync.yaml, a placeholder here: checked as flux bootstrap writes it) applies clusters/staging; 3 Kustomization(s)"}},
+		{name: "placeholder: the note says how to declare the real source", layout: "placeholder", path: "clusters/staging", exit: gate.ExitOK,
+			id: "check.render", verdict: gate.Pass,
+			want: []string{"note: clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder", "declare it with --source-url URL (check), or --source-kind GitRepository --source-url URL on bootstrap up/sync", "Kustomization flux-system/flux-system (clusters/staging/flux-system/gotk-sync.yaml) path clusters/staging: 2 object(s)"}},
+		{name: "placeholder production as committed, compared with staging", layout: "placeholder", path: "clusters/production", exit: gate.ExitOK,
+			id: "check.render", verdict: gate.Pass, want: []string{"compared with environment clusters/staging"}},
+		{name: "placeholder: a gotk-sync.yaml holding an object is no placeholder", layout: "placeholder", path: "clusters/staging",
+			edits: []edit{{"clusters/staging/flux-system/gotk-sync.yaml", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: not-the-root\n  namespace: flux-system\n"}},
+			exit:  gate.ExitFailed, id: "check.graph", verdict: gate.Fail,
+			want: []string{"[no-root] clusters/staging renders no root Kustomization flux-system/flux-system", "but flux-system/infrastructure depend(s) on it"}},
+		{name: "placeholder: not read by the build", layout: "placeholder", path: "clusters/staging",
+			edits: []edit{{"clusters/staging/flux-system/kustomization.yaml", "  - gotk-sync.yaml\n", ""}},
+			exit:  gate.ExitFailed, id: "check.graph", verdict: gate.Fail,
+			want: []string{"[no-root] clusters/staging renders no root Kustomization flux-system/flux-system"}},
+		{name: "placeholder: a real dangling edge still fails", layout: "placeholder", path: "clusters/staging",
+			edits: []edit{{"clusters/staging/apps.yaml", "    - name: infrastructure\n", "    - name: infrastructure\n    - name: databases\n"}},
+			exit:  gate.ExitFailed, id: "check.graph", verdict: gate.Fail,
+			want: []string{"[dangling] Kustomization flux-system/apps depends on flux-system/databases, which the environment does not render"}},
+		{name: "tenant path with no root", layout: "placeholder", path: "tenants/team-a", exit: gate.ExitOK,
+			id: "check.graph", verdict: gate.Pass,
+			want: []string{"no root here: tenants/team-a renders no Kustomization flux-system/flux-system", "a tenant path, a fleet's ResourceSet", "--source-kind GitRepository --source-url URL create the GitRepository and the Kustomization flux-system/flux-system applying ./tenants/team-a"}},
+		{name: "tenant path depending on a root nothing declares", layout: "placeholder", path: "tenants/team-a",
+			edits: []edit{{"tenants/team-a/apps.yaml", "  interval: 10m\n", "  interval: 10m\n  dependsOn:\n    - name: flux-system\n      namespace: flux-system\n"}},
+			exit:  gate.ExitFailed, id: "check.graph", verdict: gate.Fail,
+			want: []string{"[no-root] tenants/team-a renders no root Kustomization flux-system/flux-system", "but team-a/team-a-apps depend(s) on it"}},
+
+		// One Kustomization that does not build is one failure (issue 38):
+		// kustomize-controller v1.9.x (internal/controller/
+		// kustomization_controller.go, reconcile) marks a Kustomization
+		// whose build fails Ready=False, reason BuildFailed, and returns
+		// for that object only; the others are their own reconciles and
+		// are applied. broken-build commits two defects in two
+		// Kustomizations: both are reported, exit 1.
+		{name: "broken-build: a Component under resources: is the [build] failure of its Kustomization", layout: "broken-build", path: "clusters/prod", exit: gate.ExitFailed,
+			id: "check.render", verdict: gate.Fail,
+			want: []string{`clusters/prod/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path "./apps" failed:`, "expected kind != 'Component' for path 'components/team-labels'",
+				"fix: move the directory of the kind: Component kustomization from resources: to components:", "Kustomization flux-system/ingress (clusters/prod/ingress.yaml:1) path infrastructure/ingress: 1 object(s)"}},
+		{name: "broken-build: the other Kustomizations are still checked", layout: "broken-build", path: "clusters/prod", exit: gate.ExitFailed,
+			id: "check.substitution/flux-system/ingress", verdict: gate.Fail,
+			want: []string{"infrastructure/ingress/settings.yaml:8: [undefined] ${ingress_class} in ConfigMap/flux-system/ingress-settings is not defined"}},
+		{name: "broken-build: what the broken one would apply is unknown, not missing", layout: "broken-build", path: "clusters/prod", exit: gate.ExitFailed,
+			id: "check.graph", verdict: gate.Warn,
+			want: []string{"[dangling] Kustomization flux-system/monitoring depends on flux-system/databases, which no path that built renders; Kustomization flux-system/apps did not build and may render it"}},
+		{name: "broken-build: the Component under components:", layout: "broken-build", path: "clusters/prod",
+			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"}},
+			exit:  gate.ExitFailed, id: "check.render", verdict: gate.Pass, want: []string{"5 Kustomization(s), 5 built"}},
+		{name: "broken-build: both defects fixed", layout: "broken-build", path: "clusters/prod",
+			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"},
+				{"infrastructure/ingress/settings.yaml", "${ingress_class}", "nginx"}},
+			exit: gate.ExitOK, id: "check.graph", verdict: gate.Pass, want: []string{"5 Kustomization(s), no cycle, every dependsOn rendered"}},
+		{name: "broken-build: a path that is not a directory", layout: "broken-build", path: "clusters/prod",
+			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"},
+				{"infrastructure/ingress/settings.yaml", "${ingress_class}", "nginx"},
+				{"clusters/prod/monitoring.yaml", "path: ./monitoring", "path: ./monitor"}},
+			exit: gate.ExitFailed, id: "check.render", verdict: gate.Fail,
+			want: []string{`clusters/prod/monitoring.yaml:1: [build] Kustomization flux-system/monitoring: spec.path "./monitor" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`, "fix: point spec.path at a directory of the repository"}},
 
 		{name: "fleet prod as committed", layout: "fleet", path: "clusters/prod", exit: gate.ExitOK,
 			id: "check.graph", verdict: gate.Pass, want: []string{"root flux-system/flux-system (declared by the FluxInstance spec.sync at clusters/prod/flux-system/flux-instance.yaml:18"}},
@@ -201,14 +273,20 @@ func TestLayoutInputErrors(t *testing.T) {
 }
 
 // TestArtifactGeneratorFails: an artifact source-watcher cannot make (a
-// copy matching nothing: "no files match pattern") is an input error
-// naming the Kustomization, the generator and source-watcher's words, as
-// any path that does not build.
+// copy matching nothing: "no files match pattern") is the [build] failure
+// of the Kustomization reading it, naming the generator and
+// source-watcher's words, as any path that does not build (issue 38: no
+// longer an input error for the whole repository).
 func TestArtifactGeneratorFails(t *testing.T) {
 	repo := copyLayout(t, "monorepo", edit{"clusters/prod/generators.yaml", "@repo/infrastructure/controllers/**", "@repo/infrastructure/controler/**"})
-	_, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/prod"}})
-	want := `Kustomization flux-system/infra-controllers (clusters/prod/infrastructure.yaml:1) reads ExternalArtifact/flux-system/infra-controllers, which ArtifactGenerator flux-system/platform (clusters/prod/generators.yaml:2) does not make: source-watcher fails it with "infra-controllers build failed: failed to apply copy operations: failed to apply copy operation from '@repo/infrastructure/controler/**' to '@artifact/': no files match pattern 'infrastructure/controler/**' in source 'repo'"`
-	if !gate.IsInput(err) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %v, want an input error containing %q", err, want)
+	r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/prod"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := gate.NewReport("check")
+	rep.Add(r.Checks...)
+	want := `clusters/prod/infrastructure.yaml:1: [build] Kustomization flux-system/infra-controllers: reads ExternalArtifact/flux-system/infra-controllers, which ArtifactGenerator flux-system/platform (clusters/prod/generators.yaml:2) does not make: source-watcher fails it with "infra-controllers build failed: failed to apply copy operations: failed to apply copy operation from '@repo/infrastructure/controler/**' to '@artifact/': no files match pattern 'infrastructure/controler/**' in source 'repo'"`
+	if c := checkOf(rep, "check.render"); rep.ExitCode() != gate.ExitFailed || c.Verdict != gate.Fail || !strings.Contains(text(c), want) {
+		t.Fatalf("exit %d, want 1 and check.render containing %q:\n%s", rep.ExitCode(), want, dump(rep))
 	}
 }

@@ -31,6 +31,7 @@ var detectorText = map[Detector]string{
 	TypeChange:    "built-in object invalid after substitution (a value whose YAML type changed): the API server refuses it",
 	BadCEL:        "readyExpr or healthCheckExprs the controller cannot compile: the object stalls",
 	Schema:        "Flux object the API server refuses (or whose field it drops) under the Flux release's CRDs",
+	Build:         "Kustomization whose path does not build: kustomize-controller fails it (BuildFailed) and applies the others",
 }
 
 type sarifMessage struct {

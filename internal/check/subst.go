@@ -54,7 +54,11 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 	for _, k := range env.Kustomizations {
 		def := Substitution.Each(k.Ref())
 		if !k.Built {
-			c := def.Skip(fmt.Sprintf("Kustomization %s (%s) was not checked: %s", k.Ref(), k.Location, k.Note))
+			why := k.Note
+			if k.Err != nil {
+				why = "its path does not build (" + Render.ID + ")"
+			}
+			c := def.Skip(fmt.Sprintf("Kustomization %s (%s) was not checked: %s", k.Ref(), k.Location, why))
 			// Without postBuild nothing is substituted, so no substitution
 			// hazard can hide there: the skip is reported, not blocking. A
 			// substituting one that could not be read leaves the run

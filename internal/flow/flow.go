@@ -162,6 +162,19 @@ func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
 	} else if o.Sync != nil || o.AgeKey != nil {
 		return nil, errors.New("flow: the sync and age-key phases need an environment (Options.Env.Path)")
 	}
+	if built != nil && o.Sync != nil && built.Env.Origin.Layout == fluxrepo.LayoutBootstrap {
+		// The root is flux bootstrap's, with a URL git does not hold here:
+		// refused before the controllers phase touches the cluster.
+		return nil, gate.InputErrorf("%s: %s is flux bootstrap's placeholder: the root %s/%s and its GitRepository are written by flux bootstrap with the repository's URL, which the repository does not hold; declare the real source with --source-kind GitRepository --source-url URL [--source-ref refs/heads/main] (the GitRepository and the Kustomization applying ./%s are then created as flux bootstrap writes them), or run flux bootstrap",
+			o.Env.Path, built.Env.Origin.Location.File, built.Options.Namespace, built.Env.Options.RootName, o.Env.Path)
+	}
+	if built != nil && o.Sync != nil && o.Controllers != nil && built.Root == nil {
+		// Nothing renders or declares the root (a tenant path passes the
+		// offline check with a note): sync.root would refuse it only after
+		// the controllers phase applied.
+		return nil, gate.InputErrorf("%s renders no root Kustomization %s/%s and nothing declares one: declare it with --source-kind GitRepository --source-url URL [--source-ref refs/heads/main], or commit it (a sync.yaml listed in %s/kustomization.yaml)",
+			o.Env.Path, built.Options.Namespace, built.Options.RootName, o.Env.Path)
+	}
 	phases := o.static(built, r)
 	var ctrl *controllers.Phase
 	if o.Controllers != nil {

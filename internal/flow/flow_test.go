@@ -11,6 +11,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
@@ -82,6 +83,31 @@ func TestAssembleRefusesBeforeTheCluster(t *testing.T) {
 	}
 	if _, err := Assemble(context.Background(), Options{Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test")); err == nil {
 		t.Error("a sync without an environment was assembled")
+	}
+}
+
+// TestAssembleRefusesThePlaceholder: flux bootstrap's placeholder
+// (testdata/layouts/placeholder) declares a root whose URL git does not
+// hold: up and sync refuse it before the first request (the controllers
+// phase would otherwise apply first), naming the flags that declare the
+// real source; with them it assembles.
+func TestAssembleRefusesThePlaceholder(t *testing.T) {
+	env := rootsync.Options{Repo: "../../testdata/layouts/placeholder", Path: "clusters/staging", Namespace: "flux-system", RootName: "flux-system"}
+	_, err := Assemble(context.Background(), Options{Env: env, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test"))
+	if !gate.IsInput(err) || !strings.Contains(err.Error(), "clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder") || !strings.Contains(err.Error(), "--source-kind GitRepository --source-url URL") {
+		t.Fatalf("err = %v, want the input error naming the placeholder and the flags", err)
+	}
+	// A path with no root (a tenant path passes the offline check with a
+	// note): up refuses it before its controllers phase applies.
+	tenant := env
+	tenant.Path = "tenants/team-a"
+	_, err = Assemble(context.Background(), Options{Env: tenant, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test"))
+	if !gate.IsInput(err) || !strings.Contains(err.Error(), "tenants/team-a renders no root Kustomization flux-system/flux-system and nothing declares one: declare it with --source-kind GitRepository --source-url URL") {
+		t.Fatalf("tenant path: err = %v", err)
+	}
+	env.Sync = &fluxrepo.Sync{Kind: "GitRepository", URL: "https://git.example.invalid/fleet/fork.git", Ref: "refs/heads/main"}
+	if _, err := Assemble(context.Background(), Options{Env: env, Static: &Static{}, Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test")); err != nil {
+		t.Fatalf("with --source-kind GitRepository --source-url: %v", err)
 	}
 }
 

@@ -313,7 +313,7 @@ func declarations(env *fluxrepo.Env, o Options) (out []declaration, op *fluxrepo
 // fromFile reads the declarations only a file's text carries.
 func fromFile(env *fluxrepo.Env, f string) []declaration {
 	var out []declaration
-	lines := env.Lines(f)
+	lines := env.FileLines(f)
 	header := path.Base(f) == fluxrepo.ControllersFile
 	for i, l := range lines {
 		if header && i < 20 {
@@ -420,7 +420,7 @@ func distribution(dist map[string]any, locate func(string) fluxrepo.Location, o 
 // whose spec.sync is at loc (the root's declaration, maybe a values file
 // no Kustomization renders).
 func instanceAt(env *fluxrepo.Env, loc fluxrepo.Location, o Options) []declaration {
-	lines := env.Lines(loc.File)
+	lines := env.FileLines(loc.File)
 	if lines == nil {
 		return nil
 	}

@@ -71,7 +71,8 @@ type Options struct {
 	// Note and goes on, instead of failing Load: for the phases that only
 	// need the root to build (sync applies the root; the controller fails
 	// that Kustomization later). The root directory must build regardless.
-	// The offline check does not keep going: Env.Err is its input error.
+	// The offline check keeps going too: each Kustomization.Err is its
+	// [build] finding, as kustomize-controller fails only that one.
 	KeepGoing bool
 }
 

@@ -286,14 +286,3 @@ func containsUnescaped(line, text string) bool {
 		off = i + 1
 	}
 }
-
-// Lines are the lines of a YAML file of the repository copy (relative,
-// slash-separated; nil when the copy has no such file): for what the
-// objects do not carry, such as flux bootstrap's header comment.
-func (e *Env) Lines(rel string) []string {
-	if e.index == nil {
-		return nil
-	}
-	e.index.load()
-	return e.index.lines[rel]
-}

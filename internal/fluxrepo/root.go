@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
 	"os"
@@ -35,7 +36,17 @@ const (
 	LayoutFluxInstance = "FluxInstance"
 	// LayoutCommandLine: the root is given by flags (Options.Sync).
 	LayoutCommandLine = "command line"
+	// LayoutBootstrap: the root directory holds flux bootstrap's
+	// placeholder (flux-system/gotk-sync.yaml with no object): the root is
+	// the one flux bootstrap writes there, with the URL of the repository
+	// it bootstraps, which the repository does not hold.
+	LayoutBootstrap = "flux bootstrap"
 )
+
+// SyncFile is the file flux bootstrap writes the root and its
+// GitRepository to, under <path>/<namespace>/ (flux2
+// pkg/manifestgen/sync.MakeDefaultOptions' ManifestFile).
+const SyncFile = "gotk-sync.yaml"
 
 // Sync declares a root that is not in the repository: the source and the
 // Kustomization the Flux Operator creates from a FluxInstance's spec.sync,
@@ -116,6 +127,8 @@ func (o Origin) String() string {
 		return fmt.Sprintf("declared by the FluxInstance spec.sync at %s (the Flux Operator creates the source and the Kustomization)", o.Location)
 	case LayoutCommandLine:
 		return "declared on the command line (--source-url)"
+	case LayoutBootstrap:
+		return fmt.Sprintf("written by flux bootstrap into %s, a placeholder here: checked as flux bootstrap writes it", o.Location.File)
 	}
 	return "rendered by the root directory"
 }
@@ -330,7 +343,7 @@ func (l *loader) declaredRoot(root string) error {
 		}
 		e.Origin = Origin{Layout: LayoutFluxInstance, Location: d.loc, Sync: s, Patches: d.patches, PatchesLocation: d.patchesLoc, PatchesField: d.patchesField}
 	default:
-		return nil
+		return l.bootstrapRoot(root)
 	}
 	if s.Path == "" {
 		s.Path = "./" + root
@@ -343,6 +356,54 @@ func (l *loader) declaredRoot(root string) error {
 	e.Sources = append(e.Sources, src)
 	l.seen["S/"+src.Ref.String()] = true
 	return nil
+}
+
+// bootstrapRoot declares the root flux bootstrap will write when the root
+// directory's build read its placeholder: <root>/<namespace>/gotk-sync.yaml
+// holding no object (the official examples commit it with a comment that
+// flux bootstrap generates it). The root is the one flux2's
+// pkg/manifestgen/sync.Generate writes there (flux bootstrap git/github/…,
+// cmd/flux/bootstrap_git.go: name and namespace the --namespace, branch
+// main, interval 1m): GitRepository <ns>/<ns> (ref.branch main,
+// secretRef <ns>) and Kustomization <ns>/<ns> (interval 10m, path
+// ./<root>, prune true, sourceRef that GitRepository). Its URL is the
+// repository flux bootstrap is given, unknown here. No placeholder leaves
+// Env.Root nil.
+func (l *loader) bootstrapRoot(root string) error {
+	e := l.env
+	ns := e.Options.Namespace
+	file := path.Join(root, ns, SyncFile)
+	if !slices.Contains(e.RootFiles, file) || !holdsNoObject(e.index.lines[file]) {
+		return nil
+	}
+	s := &Sync{Kind: sourcev1.GitRepositoryKind, Ref: "refs/heads/main", Path: "./" + root, Name: ns, Interval: "1m0s", PullSecret: ns}
+	loc := Location{File: file}
+	e.Origin = Origin{Layout: LayoutBootstrap, Location: loc, Sync: s}
+	k := synthesize(s, ns)
+	e.Options.RootName = k.Name
+	e.Root = &Kustomization{Kustomization: k, Location: loc, Path: root}
+	l.seen["K/"+e.Root.Ref()] = true
+	src := &Source{Ref: fluxobj.Ref{Kind: s.Kind, Namespace: ns, Name: k.Name}, Location: loc}
+	e.Sources = append(e.Sources, src)
+	l.seen["S/"+src.Ref.String()] = true
+	e.Notes = append(e.Notes, fmt.Sprintf("%s is flux bootstrap's placeholder: checked as the root flux bootstrap writes there applies %s (Kustomization %s, path ./%s, prune: true, reading GitRepository %s, branch main); its URL is the repository bootstrapped: declare it with --source-url URL (check), or --source-kind GitRepository --source-url URL on bootstrap up/sync, which create that GitRepository and Kustomization in the cluster",
+		file, root, e.Root.Ref(), root, src.Ref.Namespace+"/"+src.Ref.Name))
+	return nil
+}
+
+// holdsNoObject says a YAML file's documents are all empty (comments only).
+func holdsNoObject(lines []string) bool {
+	dec := yaml.NewDecoder(strings.NewReader(strings.Join(lines, "\n")))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if err != nil {
+			return errors.Is(err, io.EOF)
+		}
+		if len(n.Content) > 0 && n.Content[0].Tag != "!!null" {
+			return false
+		}
+	}
 }
 
 // synthesize builds the root Kustomization of a declared sync.

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
@@ -191,5 +192,46 @@ func TestDeclaredRootRefusesSourceBranch(t *testing.T) {
 	_, err := p.Before(context.Background(), &pipeline.Run{Report: gate.NewReport("sync")})
 	if !gate.IsInput(err) || !strings.Contains(err.Error(), "--source-branch bring-up") || !strings.Contains(err.Error(), "ref refs/heads/main") || connected {
 		t.Errorf("err %v (connected %t), want an input error naming the flag and the declared ref, before any request", err, connected)
+	}
+}
+
+// TestPlaceholderNeedsTheRealSource: flux bootstrap's placeholder
+// (testdata/layouts/placeholder: gotk-sync.yaml committed with no object)
+// declares a root whose URL is the bootstrapped repository's, which git
+// does not hold: sync refuses it before it connects, naming the flags
+// that declare the real source; with them the root is the command line's
+// and sync creates the GitRepository and the Kustomization applying the
+// path, as flux bootstrap writes them (flux2 pkg/manifestgen/sync.Generate).
+func TestPlaceholderNeedsTheRealSource(t *testing.T) {
+	o := Options{Repo: "../../testdata/layouts/placeholder", Path: "clusters/staging", Namespace: "flux-system", RootName: "flux-system"}
+	p := NewPhase(RunOptions{Build: o}, func() (*apply.Cluster, error) {
+		t.Fatal("sync connected to the cluster on flux bootstrap's placeholder")
+		return nil, errors.New("unreachable")
+	})
+	checks, err := p.Before(context.Background(), &pipeline.Run{Report: gate.NewReport("sync")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := find(t, checks, GateRoot.ID)
+	if !gate.Blocks(checks...) || c.Verdict != gate.Fail || !strings.Contains(c.Message, "clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder") ||
+		!strings.Contains(c.Message, "--source-kind GitRepository --source-url URL") {
+		t.Fatalf("%s %s", c.Verdict, c.Message)
+	}
+
+	o.Sync = &fluxrepo.Sync{Kind: "GitRepository", URL: "https://git.example.invalid/fleet/fork.git", Ref: "refs/heads/main"}
+	r, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Declared == nil || r.Declared.Layout != fluxrepo.LayoutCommandLine || len(r.Objects) < 2 || r.Objects[0].GetKind() != "GitRepository" {
+		t.Fatalf("declared %+v, objects %v", r.Declared, names(r.Objects))
+	}
+	if url, _, _ := unstructured.NestedString(r.Objects[0].Object, "spec", "url"); url != o.Sync.URL || r.Root.Spec.Path != "./clusters/staging" || !r.Root.Spec.Prune {
+		t.Fatalf("source url %q, root spec %+v", url, r.Root.Spec)
+	}
+	for _, c := range Static(r) {
+		if c.Verdict != gate.Pass {
+			t.Errorf("%s: %s %s", c.ID, c.Verdict, c.Message)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/patches"
 )
@@ -60,6 +61,17 @@ func Static(r *Render) []gate.Check {
 		root.Evidence = []string{fmt.Sprintf("Kustomizations in the render: %s", orNone(names))}
 		wait.Verdict, wait.Message = gate.Skip, "no root Kustomization to check"
 		src.Verdict, src.Message = gate.Skip, "no root Kustomization, so no source reference to check"
+		out = append(out, root, wait, src)
+	} else if r.Env != nil && r.Env.Origin.Layout == fluxrepo.LayoutBootstrap {
+		og := r.Env.Origin
+		// flux bootstrap's placeholder: the root and its GitRepository are
+		// written at bootstrap with the URL of the repository, which git
+		// does not hold here; nothing to apply them from.
+		root.Verdict = gate.Fail
+		root.Message = fmt.Sprintf("%s is flux bootstrap's placeholder: the root %s and its GitRepository are written by flux bootstrap with the repository's URL, which %s does not hold; declare the real source: --source-kind GitRepository --source-url URL [--source-ref refs/heads/main] (sync then creates GitRepository %s and Kustomization %s applying ./%s), or run flux bootstrap",
+			og.Location.File, rootID, o.Path, rootID, rootID, strings.TrimPrefix(o.Path, "./"))
+		wait.Verdict, wait.Message = gate.Skip, "no root to apply: flux bootstrap's placeholder"
+		src.Verdict, src.Message = gate.Skip, "no source to apply: flux bootstrap's placeholder"
 		out = append(out, root, wait, src)
 	} else {
 		root.Verdict = gate.Pass
