@@ -124,7 +124,7 @@ func TestLayouts(t *testing.T) {
 		// path, its dependents satisfied, one note with the --source-url hint.
 		{name: "placeholder staging as committed", layout: "placeholder", path: "clusters/staging", exit: gate.ExitOK,
 			id: "check.graph", verdict: gate.Pass,
-			want: []string{"root flux-system/flux-system (written by flux bootstrap into clusters/staging/flux-system/gotk-sync.yaml, a placeholder here: checked as flux bootstrap writes it) applies clusters/staging; 3 Kustomization(s)"}},
+			want: []string{"root flux-system/flux-system (written by flux bootstrap into clusters/staging/flux-system/gotk-sync.yaml, a placeholder here: checked as flux bootstrap writes it; declare its real source with --source-url URL, or let bootstrap up/sync --source-kind GitRepository --source-url URL write it) applies clusters/staging; 3 Kustomization(s)"}},
 		{name: "placeholder: the note says how to declare the real source", layout: "placeholder", path: "clusters/staging", exit: gate.ExitOK,
 			id: "check.render", verdict: gate.Pass,
 			want: []string{"note: clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder", "declare it with --source-url URL (check), or --source-kind GitRepository --source-url URL on bootstrap up/sync", "Kustomization flux-system/flux-system (clusters/staging/flux-system/gotk-sync.yaml) path clusters/staging: 2 object(s)"}},

@@ -128,7 +128,7 @@ func (o Origin) String() string {
 	case LayoutCommandLine:
 		return "declared on the command line (--source-url)"
 	case LayoutBootstrap:
-		return fmt.Sprintf("written by flux bootstrap into %s, a placeholder here: checked as flux bootstrap writes it", o.Location.File)
+		return fmt.Sprintf("written by flux bootstrap into %s, a placeholder here: checked as flux bootstrap writes it; declare its real source with --source-url URL, or let bootstrap up/sync --source-kind GitRepository --source-url URL write it", o.Location.File)
 	}
 	return "rendered by the root directory"
 }
