@@ -5,7 +5,7 @@ include versions.env
 GO  ?= go
 BIN ?= bin/bootstrap
 
-.PHONY: all build generate test unit bench fmt vet demo clean docs man
+.PHONY: all build generate test unit bench fmt vet demo clean docs man dist dist-check
 
 all: build
 
@@ -23,8 +23,9 @@ unit: generate
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
-## test: everything CI runs: unit tests, then the end-to-end suite on the sandbox
+## test: everything CI runs: unit tests, the reproducible-release check, then the end-to-end suite on the sandbox
 test: unit
+	$(MAKE) dist-check
 	$(MAKE) e2e
 
 ## bench: render benchmarks (time, allocations, peak RSS)
@@ -39,11 +40,19 @@ docs: generate
 man: generate
 	$(GO) run ./cmd/bootstrap docgen --man-dir bin/man
 
+## dist: release archives in dist/ — linux and darwin × amd64 and arm64, reproducible (-trimpath, CGO_ENABLED=0, no build timestamps), SHA256SUMS, provenance (go version -m); VERSION=… overrides git describe
+dist: generate
+	bash hack/dist.sh dist
+
+## dist-check: two builds of this commit (one platform) give byte-identical archives; DIST_CHECK_COLD=1 rebuilds the second from an empty build cache
+dist-check: generate
+	bash hack/dist-check.sh
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
 
 -include hack/sandbox/sandbox.mk
 

@@ -69,7 +69,7 @@ repository's controller overlays, and proves with gates that they landed.
 	pf.StringVar(&a.versionsFile, "versions-file", "", "take the Flux version from FLUX_VERSION in this KEY=VALUE file (e.g. the repository's own versions.env) unless --flux-version is given")
 	pf.BoolVar(&a.s.BreakLock, "break-lock", false, "take the cluster lock even though another run holds it (when that run died; its holder is named in the refusal)")
 
-	root.AddCommand(newRenderCommand(a), newControllersCommand(a), newVersionCommand(a))
+	root.AddCommand(newRenderCommand(a), newControllersCommand(a), newVersionsCommand(a), newVersionCommand(a))
 	root.AddCommand(newAgeKeyCommand(a), newSyncCommand(a), newCutoverCommand(a), newUpCommand(a))
 	root.AddCommand(newCheckCommand(a), newConvergeCommand(a), newServeCommand(a))
 	root.AddCommand(newStatusCommand(a))

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The one script the CI action (action.yml) runs: install a pinned release of
+# bootstrap with its checksum verified (unless a binary is given), run
+# `bootstrap check` on the repository, and leave a SARIF file for code
+# scanning and a JUnit file for test reporting. CI of this repository runs
+# it against fixtures (cmd/bootstrap/ci_test.go), with an installed binary.
+#
+# Inputs, as environment variables (not BOOTSTRAP_*: those are the tool's
+# own flags):
+#   CHECK_BIN        an installed bootstrap to use; no download when set
+#   CHECK_VERSION    the release to install (e.g. v0.4.0) when CHECK_BIN is unset
+#   CHECK_SHA256     that release archive's sha256 (from its SHA256SUMS): required to install
+#   CHECK_URL        the archive's URL (default: the GitHub release asset of CHECK_VERSION
+#                    for this runner's OS and architecture)
+#   CHECK_REPO       the GitOps repository (default .)
+#   CHECK_ENV        the environment (clusters/NAME), or
+#   CHECK_PATH       the environment's directory inside CHECK_REPO
+#   CHECK_ARGS       more check flags, split on spaces (e.g. "--flux-version v2.8.3 --no-compare")
+#   CHECK_SARIF      the SARIF file to write (default bootstrap.sarif)
+#   CHECK_JUNIT      the JUnit file to write (default bootstrap-junit.xml)
+#   CHECK_INSTALL_DIR where to install (default $RUNNER_TEMP or a temporary directory)
+#
+# Exit code: check's (0 pass, 1 a gate failed, 2 input error, 3 a required
+# check could not run), or 2 when installing fails. The SARIF and JUnit files
+# are written whatever the verdict; the script says so when they are missing.
+set -euo pipefail
+
+repo_url=https://github.com/homelab-ops/bootstrap
+
+die() {
+	echo "bootstrap-ci: $*" >&2
+	exit 2
+}
+
+install() {
+	local version=${CHECK_VERSION:-} sum=${CHECK_SHA256:-}
+	[[ -n $version ]] || die "set CHECK_BIN to an installed bootstrap, or CHECK_VERSION and CHECK_SHA256 to install a release"
+	[[ $sum =~ ^[0-9a-f]{64}$ ]] || die "CHECK_SHA256 must be the 64 hex digits of the $version archive's sha256 (its line in the release's SHA256SUMS); got '${sum}'"
+	local os arch
+	os=$(uname -s | tr '[:upper:]' '[:lower:]')
+	case $(uname -m) in
+	x86_64 | amd64) arch=amd64 ;;
+	aarch64 | arm64) arch=arm64 ;;
+	*) die "no release for architecture $(uname -m): build from source (make build) and set CHECK_BIN" ;;
+	esac
+	local name=bootstrap_${version}_${os}_${arch}
+	local url=${CHECK_URL:-$repo_url/releases/download/$version/$name.tar.gz}
+	local dir=${CHECK_INSTALL_DIR:-${RUNNER_TEMP:-$(mktemp -d)}}/bootstrap-$version
+	mkdir -p "$dir"
+	echo "bootstrap-ci: installing $name from $url" >&2
+	curl -fsSL --retry 3 -o "$dir/$name.tar.gz" "$url" || die "download of $url failed"
+	# The pinned sum, not one fetched from the same place as the archive.
+	(cd "$dir" && echo "$sum  $name.tar.gz" | sha256sum -c --strict -) >&2 ||
+		die "$name.tar.gz does not have the pinned sha256 $sum: refusing it"
+	tar -xzf "$dir/$name.tar.gz" -C "$dir" || die "cannot unpack $name.tar.gz"
+	CHECK_BIN=$dir/$name/bootstrap
+}
+
+if [[ -z ${CHECK_BIN:-} ]]; then
+	install
+fi
+[[ -x $CHECK_BIN ]] || die "CHECK_BIN=$CHECK_BIN is not an executable file"
+
+sarif=${CHECK_SARIF:-bootstrap.sarif}
+junit=${CHECK_JUNIT:-bootstrap-junit.xml}
+args=(check --repo "${CHECK_REPO:-.}" --sarif "$sarif" --junit "$junit")
+if [[ -n ${CHECK_ENV:-} ]]; then
+	args+=(--env "$CHECK_ENV")
+fi
+if [[ -n ${CHECK_PATH:-} ]]; then
+	args+=(--path "$CHECK_PATH")
+fi
+if [[ -n ${CHECK_ARGS:-} ]]; then
+	read -r -a extra <<<"$CHECK_ARGS"
+	args+=("${extra[@]}")
+fi
+
+"$CHECK_BIN" version >&2 || true
+set +e
+"$CHECK_BIN" "${args[@]}"
+code=$?
+set -e
+for f in "$sarif" "$junit"; do
+	[[ -s $f ]] || echo "bootstrap-ci: $f was not written (exit $code: see the report above)" >&2
+done
+if [[ -n ${GITHUB_OUTPUT:-} ]]; then
+	{
+		echo "exit-code=$code"
+		echo "sarif=$sarif"
+		echo "junit=$junit"
+	} >>"$GITHUB_OUTPUT"
+fi
+case $code in
+0) echo "bootstrap-ci: check passed" >&2 ;;
+1) echo "bootstrap-ci: check failed: a gate failed (findings in $sarif)" >&2 ;;
+2) echo "bootstrap-ci: check refused its input (usage or input error)" >&2 ;;
+3) echo "bootstrap-ci: check incomplete: a required check could not run (skip) — not a pass" >&2 ;;
+esac
+exit "$code"
