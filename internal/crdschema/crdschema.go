@@ -126,28 +126,23 @@ type release struct {
 // ForFlux is the Validator of an embedded Flux release's CRDs, built once
 // per process.
 func ForFlux(fluxVersion string) (*Validator, error) {
-	r, _ := releases.LoadOrStore(fluxVersion, &release{})
-	rel := r.(*release)
-	rel.once.Do(func() {
-		b, err := components.EmbeddedBundle(fluxVersion)
-		if err != nil {
-			rel.err = err
-			return
-		}
-		crds, err := b.CRDs()
-		if err != nil {
-			rel.err = err
-			return
-		}
-		rel.v, rel.err = New(crds, "Flux "+fluxVersion+"'s CRDs")
+	return forRelease(fluxVersion, fluxVersion, func(crds []apiextensionsv1.CustomResourceDefinition) (*Validator, error) {
+		return New(crds, "Flux "+fluxVersion+"'s CRDs")
 	})
-	return rel.v, rel.err
 }
 
 // ForFluxOperator is the Validator of an embedded Flux release's CRDs as the
 // Flux Operator installs them (OperatorCRDs), built once per process.
 func ForFluxOperator(fluxVersion string) (*Validator, error) {
-	r, _ := releases.LoadOrStore("operator/"+fluxVersion, &release{})
+	return forRelease("operator/"+fluxVersion, fluxVersion, func(crds []apiextensionsv1.CustomResourceDefinition) (*Validator, error) {
+		return New(OperatorCRDs(crds), "Flux "+fluxVersion+"'s CRDs as the Flux Operator installs them")
+	})
+}
+
+// forRelease builds, once per key, the Validator of an embedded release's
+// CRDs with build.
+func forRelease(key, fluxVersion string, build func([]apiextensionsv1.CustomResourceDefinition) (*Validator, error)) (*Validator, error) {
+	r, _ := releases.LoadOrStore(key, &release{})
 	rel := r.(*release)
 	rel.once.Do(func() {
 		b, err := components.EmbeddedBundle(fluxVersion)
@@ -160,7 +155,7 @@ func ForFluxOperator(fluxVersion string) (*Validator, error) {
 			rel.err = err
 			return
 		}
-		rel.v, rel.err = New(OperatorCRDs(crds), "Flux "+fluxVersion+"'s CRDs as the Flux Operator installs them")
+		rel.v, rel.err = build(crds)
 	})
 	return rel.v, rel.err
 }
