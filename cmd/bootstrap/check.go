@@ -9,9 +9,9 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/session"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 func newCheckCommand(a *app) *cobra.Command {
@@ -117,7 +117,7 @@ func writeSARIF(path string, res *check.Result) error {
 		return nil
 	}
 	if err := session.WriteFile(path, func(w io.Writer) error { return check.WriteSARIF(w, res) }); err != nil {
-		return gate.InputErrorf("--sarif: %w", err)
+		return verify.InputErrorf("--sarif: %w", err)
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func (r *rootFlags) add(fl *pflag.FlagSet) {
 func (r *rootFlags) sync() (*fluxrepo.Sync, error) {
 	if r.url == "" {
 		if r.kind != "" || r.ref != "" {
-			return nil, gate.InputErrorf("--source-kind and --source-ref declare a root with --source-url: add --source-url URL")
+			return nil, verify.InputErrorf("--source-kind and --source-ref declare a root with --source-url: add --source-url URL")
 		}
 		return nil, nil
 	}

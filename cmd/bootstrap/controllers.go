@@ -10,9 +10,9 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/render"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 func newControllersCommand(a *app) *cobra.Command {
@@ -44,7 +44,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			a.s.CountRequests()
 			a.s.Installs("controllers", o.Render.Components.Namespace, dryRun)
 			// The plan is printed before the apply's progress lines.
-			run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, dryRun) }
+			run.OnPlan = func(plan []verify.ObjectChange) { a.writePlan(plan, dryRun) }
 			return a.s.Execute(cmd.Context(), run, controllers.NewPhase(o, a.s.Connect))
 		},
 	}
@@ -78,7 +78,7 @@ func useRepository(ro *render.Options, rf *repoFlags) error {
 
 // writePlan prints the plan at a glance: counts, then every object that
 // changes, with restarts and take-overs called out.
-func (a *app) writePlan(plan []gate.ObjectChange, dryRun bool) {
+func (a *app) writePlan(plan []verify.ObjectChange, dryRun bool) {
 	var b strings.Builder
 	writePlan(&b, plan, dryRun)
 	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
@@ -87,7 +87,7 @@ func (a *app) writePlan(plan []gate.ObjectChange, dryRun bool) {
 }
 
 // writePlan prints a plan to w.
-func writePlan(w io.Writer, plan []gate.ObjectChange, dryRun bool) {
+func writePlan(w io.Writer, plan []verify.ObjectChange, dryRun bool) {
 	counts := map[string]int{}
 	var restarts []string
 	for _, p := range plan {

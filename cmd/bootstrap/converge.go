@@ -6,9 +6,9 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/flow"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 func newConvergeCommand(a *app) *cobra.Command {
@@ -69,7 +69,7 @@ func convergeOptions(o *converge.Options, root, repo, env, path string) error {
 	rootNS, rootName := input.SplitRef(root, o.Namespace)
 	o.Root = converge.NodeID{Namespace: rootNS, Name: rootName}
 	if rootNS == "" || rootName == "" {
-		return gate.InputErrorf("--root %q: want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system", root)
+		return verify.InputErrorf("--root %q: want NAME or NAMESPACE/NAME, e.g. flux-system/flux-system", root)
 	}
 	repo, path, err := optionalEnv(repo, env, path, "the graph is the live cluster's")
 	if err != nil || path == "" {
@@ -120,7 +120,7 @@ func (f *convergeFlags) validate(fl *pflag.FlagSet) error {
 	}
 	for _, n := range walkFlags {
 		if input.Given(fl, n) {
-			return gate.InputErrorf("--%s is the converge phase's and needs it: drop --converge=false", n)
+			return verify.InputErrorf("--%s is the converge phase's and needs it: drop --converge=false", n)
 		}
 	}
 	return nil

@@ -7,9 +7,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/versions"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // scriptAliases are the homelab script's environment variables, honoured
@@ -66,11 +66,11 @@ func (a *app) applyEnvironment(cmd *cobra.Command) error {
 	if a.versionsFile != "" {
 		env, err := versions.ReadFile(a.versionsFile)
 		if err != nil {
-			return gate.InputErrorf("--versions-file: %w", err)
+			return verify.InputErrorf("--versions-file: %w", err)
 		}
 		v, ok := fluxVersion(env["FLUX_VERSION"])
 		if !ok {
-			return gate.InputErrorf("--versions-file %s has no FLUX_VERSION=… line", a.versionsFile)
+			return verify.InputErrorf("--versions-file %s has no FLUX_VERSION=… line", a.versionsFile)
 		}
 		if err := set(input.Set, "flux-version", v, "FLUX_VERSION in "+a.versionsFile); err != nil {
 			return err

@@ -4,8 +4,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // DefaultFluxNamespace is where Flux, its root Kustomization and the age-key
@@ -37,11 +37,11 @@ func (f *repoFlags) add(fl *pflag.FlagSet) {
 func (f *repoFlags) resolve() (string, error) {
 	switch {
 	case f.env != "" && f.path != "":
-		return "", gate.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME")
+		return "", verify.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME")
 	case f.env != "":
 		return "clusters/" + f.env, nil
 	case f.path == "":
-		return "", gate.InputErrorf("which environment? pass --env NAME (clusters/NAME) or --path")
+		return "", verify.InputErrorf("which environment? pass --env NAME (clusters/NAME) or --path")
 	}
 	return f.path, nil
 }
@@ -53,11 +53,11 @@ func (f *repoFlags) resolve() (string, error) {
 func optionalEnv(repo, env, path, without string) (string, string, error) {
 	switch {
 	case env != "" && path != "":
-		return "", "", gate.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME")
+		return "", "", verify.InputErrorf("--env and --path are exclusive: --env NAME means --path clusters/NAME")
 	case env != "":
 		path = "clusters/" + env
 	case repo != "" && path == "":
-		return "", "", gate.InputErrorf("--repo needs --env NAME or --path: which environment? (without all three %s)", without)
+		return "", "", verify.InputErrorf("--repo needs --env NAME or --path: which environment? (without all three %s)", without)
 	}
 	if path != "" && repo == "" {
 		repo = "."

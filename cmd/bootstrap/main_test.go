@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 type result struct {
@@ -159,7 +159,7 @@ func TestJSONOutput(t *testing.T) {
 
 func TestWritePlan(t *testing.T) {
 	var b bytes.Buffer
-	writePlan(&b, []gate.ObjectChange{
+	writePlan(&b, []verify.ObjectChange{
 		{Object: "Namespace/flux-system", Action: "unchanged"},
 		{Object: "Deployment/flux-system/kustomize-controller", Action: "configured", Restarts: true, TakenOverFrom: []string{"kubectl-client-side-apply"}},
 		{Object: "Deployment/flux-system/image-reflector-controller", Action: "created"},

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/session"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // gateTablesPage is the hand-written manual whose "fails when" tables say,
@@ -52,7 +52,7 @@ func TestDocsListEveryGate(t *testing.T) {
 
 // TestGateIDsUnique fails when two gates of different phases share an ID.
 func TestGateIDsUnique(t *testing.T) {
-	owner := map[string]gate.Def{}
+	owner := map[string]verify.Def{}
 	for _, p := range everyPhase() {
 		for _, d := range p.Gates() {
 			if o, ok := owner[d.ID]; ok && o.Phase != d.Phase {

@@ -13,10 +13,11 @@ import (
 
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/internal/components"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/render"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
 	"github.com/homelab-ops/bootstrap/internal/versions"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // renderFlags are the flags of every command that renders the components.
@@ -58,7 +59,7 @@ func (f *renderFlags) options() (render.Options, error) {
 		return o, err
 	}
 	if f.plain && input.Given(f.fl, "plain") && input.Given(f.fl, "overlays") {
-		return o, gate.InputErrorf("--overlays has no effect with --plain, which skips the overlays: drop one of them")
+		return o, verify.InputErrorf("--overlays has no effect with --plain, which skips the overlays: drop one of them")
 	}
 	if f.overlays == "" {
 		sub, err := fs.Sub(bootstrap.Overlays, "overlays")
@@ -68,9 +69,9 @@ func (f *renderFlags) options() (render.Options, error) {
 		o.Overlays, o.OverlaysName = sub, "overlays (built in)"
 		return o, nil
 	}
-	d, err := input.OpenDir(f.overlays, "--overlays "+f.overlays)
+	d, err := safeio.OpenDir(f.overlays, "--overlays "+f.overlays)
 	if err != nil {
-		return o, gate.InputErrorf("%w; point it at a directory holding kustomization.yaml", err)
+		return o, verify.InputErrorf("%w; point it at a directory holding kustomization.yaml", err)
 	}
 	o.Overlays, o.OverlaysName, o.OverlaysGiven = d, f.overlays, true
 	return o, nil
@@ -84,16 +85,16 @@ const manifestFile = "gotk-components.yaml"
 func checkOutputDir(dir, format string) error {
 	if dir == "" {
 		if format == "json" {
-			return gate.InputErrorf("-o json prints the report on stdout, so the manifests need a place of their own: pass --output-dir DIR (they go to DIR/%s)", manifestFile)
+			return verify.InputErrorf("-o json prints the report on stdout, so the manifests need a place of their own: pass --output-dir DIR (they go to DIR/%s)", manifestFile)
 		}
 		return nil
 	}
 	fi, err := os.Stat(dir)
 	switch {
 	case err == nil && !fi.IsDir():
-		return gate.InputErrorf("--output-dir %s is not a directory: pass a directory (it gets %s; a missing one is created)", dir, manifestFile)
+		return verify.InputErrorf("--output-dir %s is not a directory: pass a directory (it gets %s; a missing one is created)", dir, manifestFile)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return gate.InputErrorf("--output-dir %s: %w", dir, err)
+		return verify.InputErrorf("--output-dir %s: %w", dir, err)
 	}
 	return nil
 }
@@ -129,8 +130,8 @@ func newRenderCommand(a *app) *cobra.Command {
 // writeManifests writes the render to --output-dir, or to stdout in text
 // mode. Fail closed: a render whose overlays did not prove out is not
 // written, so a pipe into an apply cannot ship it.
-func (a *app) writeManifests(r *gate.Report, phase *render.Phase, outDir string) error {
-	if r.ExitCode() == gate.ExitFailed {
+func (a *app) writeManifests(r *verify.Report, phase *render.Phase, outDir string) error {
+	if r.ExitCode() == verify.ExitFailed {
 		return nil
 	}
 	yaml := phase.Output.YAML

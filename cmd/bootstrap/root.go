@@ -9,11 +9,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/homelab-ops/bootstrap/internal/flow"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/internal/versions"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // app is the wiring every command shares: the streams, the environment,
@@ -85,7 +85,7 @@ repository's controller overlays, and proves with gates that they landed.
 func (a *app) prepare(cmd *cobra.Command) error {
 	cmd.SetContext(a.s.Bind(cmd.Context()))
 	fail := func(err error) error {
-		return a.s.Fail(cmd.Context(), gate.NewReport(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")), err)
+		return a.s.Fail(cmd.Context(), verify.NewReport(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")), err)
 	}
 	format := func() error {
 		if f := a.s.Output.Format; f != "text" && f != "json" {

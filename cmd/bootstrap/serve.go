@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/flow"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/serve"
 	"github.com/homelab-ops/bootstrap/internal/session"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // serveAuto is --serve without a value: the address this machine reaches
@@ -51,15 +51,15 @@ func (f *serveFlags) add(fl *pflag.FlagSet) {
 func (f *serveFlags) validate(fl *pflag.FlagSet, srcURL string) error {
 	switch {
 	case f.addr == "" && input.Given(fl, "serve-for"):
-		return gate.InputErrorf("--serve-for needs --serve")
+		return verify.InputErrorf("--serve-for needs --serve")
 	case !f.whenReady && input.Given(fl, "cutover-timeout"):
-		return gate.InputErrorf("--cutover-timeout needs --cutover-when-ready")
+		return verify.InputErrorf("--cutover-timeout needs --cutover-when-ready")
 	case f.addr != "" && srcURL != "":
-		return gate.InputErrorf("--serve and --source-url are exclusive: --serve makes this machine the temporary source, --source-url names another")
+		return verify.InputErrorf("--serve and --source-url are exclusive: --serve makes this machine the temporary source, --source-url names another")
 	case f.addr == "" && (f.url != ""):
-		return gate.InputErrorf("--serve-url needs --serve")
+		return verify.InputErrorf("--serve-url needs --serve")
 	case f.whenReady && f.cutoverWait <= 0:
-		return gate.InputErrorf("--cutover-timeout %s: must be positive, e.g. 15m", f.cutoverWait)
+		return verify.InputErrorf("--cutover-timeout %s: must be positive, e.g. 15m", f.cutoverWait)
 	}
 	if f.addr == "" {
 		return nil
@@ -106,7 +106,7 @@ func (a *app) serveDir() (string, error) {
 	}
 	dirs, err := serve.DefaultDirs(a.getenv)
 	if err != nil {
-		return "", gate.InputErrorf("%w", err)
+		return "", verify.InputErrorf("%w", err)
 	}
 	return dirs.For(cfg.Host), nil
 }
@@ -163,7 +163,7 @@ func newServeStatusCommand(a *app) *cobra.Command {
 				return err
 			}
 			if !running {
-				return &session.ExitError{Code: gate.ExitFailed}
+				return &session.ExitError{Code: verify.ExitFailed}
 			}
 			return nil
 		},

@@ -15,13 +15,13 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/flow"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/status"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // statusFlags are status's own flags (the render flags come from
@@ -95,7 +95,7 @@ report each time (-o json: one document per evaluation), until interrupted.`,
 
 // statusPhases builds the read-only phases: controllers, age-key (with an
 // environment), sync, converge, and the read-only proof.
-func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r *gate.Report) ([]pipeline.Phase, error) {
+func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r *verify.Report) ([]pipeline.Phase, error) {
 	ro, err := f.options()
 	if err != nil {
 		return nil, err
@@ -148,14 +148,14 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 func statusRender(fl *pflag.FlagSet, sf statusFlags, repo, path string, root converge.NodeID, ro *render.Options) (*rootsync.Render, error) {
 	live := path == ""
 	if live && input.Given(fl, "secret-name") {
-		return nil, gate.InputErrorf("--secret-name needs --env or --path: the age-key Secret is checked against the environment's SOPS files")
+		return nil, verify.InputErrorf("--secret-name needs --env or --path: the age-key Secret is checked against the environment's SOPS files")
 	}
 	declared, err := sf.declared.sync()
 	if err != nil {
 		return nil, err
 	}
 	if live && (declared != nil || sf.declared.fluxInstance != "") {
-		return nil, gate.InputErrorf("--source-url and --flux-instance declare the root of an environment: add --env or --path")
+		return nil, verify.InputErrorf("--source-url and --flux-instance declare the root of an environment: add --env or --path")
 	}
 	if live {
 		return nil, nil
@@ -185,7 +185,7 @@ func readOnlyAgeKey(connect func() (*apply.Cluster, error)) agekey.Connect {
 func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) error {
 	ctx := cmd.Context()
 	// Input errors stop before anything is watched.
-	if _, err := a.statusPhases(cmd, f, sf, gate.NewReport("status")); err != nil {
+	if _, err := a.statusPhases(cmd, f, sf, verify.NewReport("status")); err != nil {
 		return a.s.Fail(cmd.Context(), a.s.NewRun("status", false).Report, err)
 	}
 	cl, err := a.s.ReadOnlyConnect(kube.NewRequests())()
@@ -201,7 +201,7 @@ func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) er
 	eval := a.statusEval(cmd, f, sf, &n, &last)
 	// A cluster that does not answer is not watched: one evaluation, which
 	// reports cluster.reachable as plain status does, and its exit code.
-	if reach, _ := cl.Reachable(controllers.GateReachable); reach.Verdict != gate.Pass {
+	if reach, _ := cl.Reachable(controllers.GateReachable); reach.Verdict != verify.Pass {
 		eval("")
 		return last
 	}

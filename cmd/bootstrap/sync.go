@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/flow"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // syncCmd holds sync's flags: one struct for the command.
@@ -70,7 +70,7 @@ cluster reaches the URL git declares at the served revision, and cuts over.`,
 func (c *syncCmd) run(a *app, cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	run := a.s.NewRun("sync", c.dryRun)
-	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, c.dryRun) }
+	run.OnPlan = func(plan []verify.ObjectChange) { a.writePlan(plan, c.dryRun) }
 	o, err := c.options(a, cmd.Flags())
 	var plan *flow.Plan
 	if err == nil {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // syncFlags are the flags up and sync share, defined once: the offline
@@ -56,13 +56,13 @@ func (f *syncFlags) validate(fl *pflag.FlagSet, env rootsync.Options) error {
 		return f.validateDeclared(fl, env)
 	}
 	if f.srcURL == "" && (f.srcBranch != "" || f.srcSecret != "") {
-		return gate.InputErrorf("--source-branch and --source-secret need --source-url")
+		return verify.InputErrorf("--source-branch and --source-secret need --source-url")
 	}
 	if f.serve.whenReady && input.Given(fl, "cutover-when-ready") && f.srcURL == "" && f.serve.addr == "" {
-		return gate.InputErrorf("--cutover-when-ready needs a temporary source to cut over from: add --serve (this machine serves the checkout) or --source-url URL")
+		return verify.InputErrorf("--cutover-when-ready needs a temporary source to cut over from: add --serve (this machine serves the checkout) or --source-url URL")
 	}
 	if !f.withCheck && (input.Given(fl, "compare") || input.Given(fl, "no-compare")) {
-		return gate.InputErrorf("--compare and --no-compare are phase static's and need it: drop --check=false")
+		return verify.InputErrorf("--compare and --no-compare are phase static's and need it: drop --check=false")
 	}
 	return errors.Join(rootsync.ValidateSync(rootsync.RunOptions{Build: env}, f.srcURL, f.srcSecret), f.serve.validate(fl, f.srcURL))
 }
@@ -71,10 +71,10 @@ func (f *syncFlags) validate(fl *pflag.FlagSet, env rootsync.Options) error {
 // is the one the Kustomization keeps, so nothing temporary goes with it.
 func (f *syncFlags) validateDeclared(fl *pflag.FlagSet, env rootsync.Options) error {
 	if f.srcURL == "" {
-		return gate.InputErrorf("--source-kind and --source-ref declare the root with --source-url URL: add --source-url")
+		return verify.InputErrorf("--source-kind and --source-ref declare the root with --source-url URL: add --source-url")
 	}
 	if f.srcBranch != "" || f.srcSecret != "" || f.serve.addr != "" || (f.serve.whenReady && input.Given(fl, "cutover-when-ready")) {
-		return gate.InputErrorf("--source-kind declares the root on the command line: its --source-url is the root's own source, which no commit declares to cut over to; drop --source-branch, --source-secret, --serve and --cutover-when-ready (or commit the root and use them for a temporary source)")
+		return verify.InputErrorf("--source-kind declares the root on the command line: its --source-url is the root's own source, which no commit declares to cut over to; drop --source-branch, --source-secret, --serve and --cutover-when-ready (or commit the root and use them for a temporary source)")
 	}
 	_, err := f.declared()
 	return errors.Join(err, input.ValidNamespace("--namespace", env.Namespace))

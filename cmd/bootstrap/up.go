@@ -9,9 +9,9 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/flow"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // upFlags are up's flags: one struct for the command.
@@ -95,7 +95,7 @@ func (u *upFlags) run(a *app, cmd *cobra.Command) error {
 	}
 	a.s.CountRequests()
 	a.s.Installs("up", o.Env.Namespace, u.dryRun)
-	run.OnPlan = func(plan []gate.ObjectChange) { a.writePlan(plan, u.dryRun) }
+	run.OnPlan = func(plan []verify.ObjectChange) { a.writePlan(plan, u.dryRun) }
 	return a.s.Execute(ctx, run, plan.Phases...)
 }
 
@@ -128,7 +128,7 @@ func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
 		DryRun: u.dryRun, Timeout: u.timeout, Force: u.force, Cluster: a.opener()}
 	hasKey := u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != ""
 	if !hasKey && (input.Given(fl, "rotate") || input.Given(fl, "secret-name")) {
-		return flow.Options{}, gate.InputErrorf("--rotate and --secret-name are phase age-key's and need a key: add --age-key-file FILE (or -), or set $SOPS_AGE_KEY or $SOPS_AGE_KEY_FILE")
+		return flow.Options{}, verify.InputErrorf("--rotate and --secret-name are phase age-key's and need a key: add --age-key-file FILE (or -), or set $SOPS_AGE_KEY or $SOPS_AGE_KEY_FILE")
 	}
 	if hasKey {
 		o.AgeKey = &flow.AgeKey{Input: agekey.Input{Flag: u.keyFile, Stdin: a.streams.In, Getenv: a.getenv}, SecretName: u.secretName, Rotate: u.rotate}

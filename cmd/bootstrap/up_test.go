@@ -16,8 +16,8 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/flow"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 func TestUpInputErrors(t *testing.T) {
@@ -94,18 +94,18 @@ func TestUpForceReachesAgeKey(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args []string
-		want gate.Verdict
+		want verify.Verdict
 	}{
-		{nil, gate.Skip},
-		{[]string{"--force"}, gate.Warn},
+		{nil, verify.Skip},
+		{[]string{"--force"}, verify.Warn},
 	} {
 		o := upOptions(t, append([]string{"--repo", "../../testdata/homelab", "--env", "dev", "--age-key-file", keyFile}, tc.args...)...)
-		run := &pipeline.Run{Report: gate.NewReport("up")}
+		run := &pipeline.Run{Report: verify.NewReport("up")}
 		plan, err := flow.Assemble(context.Background(), o, run.Report)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var scope gate.Verdict
+		var scope verify.Verdict
 		for _, p := range plan.Phases {
 			if p.Name() != agekey.Phase {
 				continue

@@ -16,7 +16,7 @@ import (
 	. "github.com/homelab-ops/bootstrap/internal/agekey"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 const marker = "AGE-SECRET-KEY-"
@@ -41,12 +41,12 @@ func hygiene(t *testing.T, what, s string) {
 }
 
 // reportHygiene writes r in every format and scans each.
-func reportHygiene(t *testing.T, r *gate.Report) {
+func reportHygiene(t *testing.T, r *verify.Report) {
 	t.Helper()
 	for name, w := range map[string]func(*bytes.Buffer) error{
-		"text":  func(b *bytes.Buffer) error { return gate.WriteText(b, r) },
-		"json":  func(b *bytes.Buffer) error { return gate.WriteJSON(b, r) },
-		"junit": func(b *bytes.Buffer) error { return gate.WriteJUnit(b, r) },
+		"text":  func(b *bytes.Buffer) error { return verify.WriteText(b, r) },
+		"json":  func(b *bytes.Buffer) error { return verify.WriteJSON(b, r) },
+		"junit": func(b *bytes.Buffer) error { return verify.WriteJUnit(b, r) },
 	} {
 		var b bytes.Buffer
 		if err := w(&b); err != nil {
@@ -117,7 +117,7 @@ func TestParseRefusals(t *testing.T) {
 			if err == nil {
 				t.Fatal("parsed; want a refusal")
 			}
-			if !gate.IsInput(err) {
+			if !verify.IsInput(err) {
 				t.Errorf("error is not an input error (exit 2): %v", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "test-input") {
@@ -185,7 +185,7 @@ func TestReadSources(t *testing.T) {
 	if err != nil || !ids.Has(k.recipient) {
 		t.Fatalf("file: %v", err)
 	}
-	if c := IdentityChecks(ids); len(c) != 2 || c[1].Verdict != gate.Pass {
+	if c := IdentityChecks(ids); len(c) != 2 || c[1].Verdict != verify.Pass {
 		t.Errorf("mode 0600: %+v", c)
 	}
 	ids, err = Read(Input{Flag: open})
@@ -193,7 +193,7 @@ func TestReadSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := IdentityChecks(ids)
-	if c[1].Verdict != gate.Warn || !strings.Contains(c[1].Message, "chmod 600") {
+	if c[1].Verdict != verify.Warn || !strings.Contains(c[1].Message, "chmod 600") {
 		t.Errorf("mode 0644 should warn with the fix: %+v", c[1])
 	}
 	ids, err = Read(Input{Getenv: env(map[string]string{EnvKey: k.file, EnvKeyFile: "/nonexistent"})})
@@ -214,7 +214,7 @@ func TestReadSources(t *testing.T) {
 		"missing envfile": {Getenv: env(map[string]string{EnvKeyFile: filepath.Join(dir, "nope")})},
 	} {
 		_, err := Read(in)
-		if err == nil || !gate.IsInput(err) {
+		if err == nil || !verify.IsInput(err) {
 			t.Errorf("%s: want an input error, got %v", name, err)
 			continue
 		}
@@ -258,15 +258,15 @@ func scan(t *testing.T, repo, env string) *Scope {
 	return s
 }
 
-func verdicts(cs []gate.Check) map[string]gate.Verdict {
-	m := map[string]gate.Verdict{}
+func verdicts(cs []verify.Check) map[string]verify.Verdict {
+	m := map[string]verify.Verdict{}
 	for _, c := range cs {
 		m[c.ID] = c.Verdict
 	}
 	return m
 }
 
-func find(t *testing.T, cs []gate.Check, id string) gate.Check {
+func find(t *testing.T, cs []verify.Check, id string) verify.Check {
 	t.Helper()
 	for _, c := range cs {
 		if c.ID == id {
@@ -274,7 +274,7 @@ func find(t *testing.T, cs []gate.Check, id string) gate.Check {
 		}
 	}
 	t.Fatalf("no check %s in %v", id, verdicts(cs))
-	return gate.Check{}
+	return verify.Check{}
 }
 
 func TestTwoEnvironments(t *testing.T) {
@@ -292,22 +292,22 @@ func TestTwoEnvironments(t *testing.T) {
 	}
 
 	t.Run("right key", func(t *testing.T) {
-		cs, n := RepositoryChecks(parse(t, f.dev.file), dev, gate.Before, false)
-		want := map[string]gate.Verdict{"age-key.scope": gate.Pass, "age-key.recipient/" + file: gate.Pass, "age-key.decrypt/" + file: gate.Pass, "age-key.sops-config": gate.Pass}
+		cs, n := RepositoryChecks(parse(t, f.dev.file), dev, verify.Before, false)
+		want := map[string]verify.Verdict{"age-key.scope": verify.Pass, "age-key.recipient/" + file: verify.Pass, "age-key.decrypt/" + file: verify.Pass, "age-key.sops-config": verify.Pass}
 		if got := verdicts(cs); n != 1 || !equal(got, want) {
 			t.Errorf("decrypted %d, verdicts %v", n, got)
 		}
 		reportHygiene(t, report(cs))
 		// The same scope proves again: the install's after-gate reuses it.
-		if _, n := RepositoryChecks(parse(t, f.dev.file), dev, gate.After, false); n != 1 {
+		if _, n := RepositoryChecks(parse(t, f.dev.file), dev, verify.After, false); n != 1 {
 			t.Errorf("second test-decrypt of the same scope decrypted %d", n)
 		}
 	})
 	t.Run("another environment's key", func(t *testing.T) {
-		cs, n := RepositoryChecks(parse(t, f.prod.file), dev, gate.Before, false)
+		cs, n := RepositoryChecks(parse(t, f.prod.file), dev, verify.Before, false)
 		rc := find(t, cs, "age-key.recipient/"+file)
 		dc := find(t, cs, "age-key.decrypt/"+file)
-		if n != 0 || rc.Verdict != gate.Fail || dc.Verdict != gate.Fail {
+		if n != 0 || rc.Verdict != verify.Fail || dc.Verdict != verify.Fail {
 			t.Fatalf("want recipient and decrypt to fail: %v", verdicts(cs))
 		}
 		for _, s := range []string{file, f.dev.recipient, f.prod.recipient, "sops updatekeys"} {
@@ -318,29 +318,29 @@ func TestTwoEnvironments(t *testing.T) {
 		if !strings.Contains(dc.Message, "does not decrypt") {
 			t.Errorf("decrypt message: %q", dc.Message)
 		}
-		if c := find(t, cs, "age-key.sops-config"); c.Verdict != gate.Warn {
+		if c := find(t, cs, "age-key.sops-config"); c.Verdict != verify.Warn {
 			t.Errorf(".sops.yaml rule lacks the key: want warn, got %v", c)
 		}
 		r := report(cs)
-		if r.ExitCode() != gate.ExitFailed {
+		if r.ExitCode() != verify.ExitFailed {
 			t.Errorf("exit %d", r.ExitCode())
 		}
 		reportHygiene(t, r)
 	})
 	t.Run("--force turns failures into warnings", func(t *testing.T) {
-		cs, _ := RepositoryChecks(parse(t, f.prod.file), dev, gate.Before, true)
-		if r := report(cs); r.ExitCode() != gate.ExitOK {
+		cs, _ := RepositoryChecks(parse(t, f.prod.file), dev, verify.Before, true)
+		if r := report(cs); r.ExitCode() != verify.ExitOK {
 			t.Errorf("exit %d: %v", r.ExitCode(), verdicts(cs))
 		}
-		if c := find(t, cs, "age-key.decrypt/"+file); c.Verdict != gate.Warn || !strings.Contains(c.Message, "--force") {
+		if c := find(t, cs, "age-key.decrypt/"+file); c.Verdict != verify.Warn || !strings.Contains(c.Message, "--force") {
 			t.Errorf("%+v", c)
 		}
 	})
 	t.Run("both keys in one file decrypt both environments", func(t *testing.T) {
 		both := parse(t, f.dev.file, f.prod.file)
 		for env, path := range map[string]string{"clusters/dev": file, "clusters/prod": prodFile} {
-			cs, n := RepositoryChecks(both, scan(t, f.repo, env), gate.Before, false)
-			if n != 1 || find(t, cs, "age-key.decrypt/"+path).Verdict != gate.Pass {
+			cs, n := RepositoryChecks(both, scan(t, f.repo, env), verify.Before, false)
+			if n != 1 || find(t, cs, "age-key.decrypt/"+path).Verdict != verify.Pass {
 				t.Errorf("%s: %v", env, verdicts(cs))
 			}
 		}
@@ -355,15 +355,15 @@ func TestFileEncryptedToSomeoneElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, map[string]string{"stranger.sops.yaml": enc})
-	cs, n := RepositoryChecks(parse(t, f.dev.file), scan(t, f.repo, "clusters/dev"), gate.Before, false)
+	cs, n := RepositoryChecks(parse(t, f.dev.file), scan(t, f.repo, "clusters/dev"), verify.Before, false)
 	if n != 1 {
 		t.Errorf("decrypted %d, want 1 of 2", n)
 	}
-	if find(t, cs, "age-key.decrypt/apps/dev/secret.sops.yaml").Verdict != gate.Pass {
+	if find(t, cs, "age-key.decrypt/apps/dev/secret.sops.yaml").Verdict != verify.Pass {
 		t.Error("own file should decrypt")
 	}
 	rc := find(t, cs, "age-key.recipient/apps/dev/stranger.sops.yaml")
-	if rc.Verdict != gate.Fail || !strings.Contains(rc.Message, other.recipient) {
+	if rc.Verdict != verify.Fail || !strings.Contains(rc.Message, other.recipient) {
 		t.Errorf("stranger's file: %+v", rc)
 	}
 }
@@ -376,16 +376,16 @@ func TestScopeNothingToProve(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := scan(t, repo, "clusters/dev")
-	cs, _ := RepositoryChecks(parse(t, k.file), s, gate.Before, false)
+	cs, _ := RepositoryChecks(parse(t, k.file), s, verify.Before, false)
 	c := find(t, cs, "age-key.scope")
-	if c.Verdict != gate.Skip || report(cs).ExitCode() != gate.ExitIncomplete {
+	if c.Verdict != verify.Skip || report(cs).ExitCode() != verify.ExitIncomplete {
 		t.Errorf("no file decrypted with sops-age: want skip/exit 3, got %+v", c)
 	}
 	if !strings.Contains(strings.Join(c.Evidence, "\n"), "decrypts with Secret other-secret") {
 		t.Errorf("evidence should name the other Secret: %v", c.Evidence)
 	}
-	cs, _ = RepositoryChecks(parse(t, k.file), s, gate.Before, true)
-	if c := find(t, cs, "age-key.scope"); c.Verdict != gate.Warn {
+	cs, _ = RepositoryChecks(parse(t, k.file), s, verify.Before, true)
+	if c := find(t, cs, "age-key.scope"); c.Verdict != verify.Warn {
 		t.Errorf("--force: %+v", c)
 	}
 }
@@ -398,7 +398,7 @@ func TestScanInputErrors(t *testing.T) {
 		"missing repo":  {filepath.Join(f.repo, "nope"), "clusters/dev"},
 	} {
 		_, err := Scan(args[0], args[1], DefaultNamespace, DefaultSecretName, nil)
-		if err == nil || !gate.IsInput(err) {
+		if err == nil || !verify.IsInput(err) {
 			t.Errorf("%s: want an input error, got %v", name, err)
 		}
 	}
@@ -424,8 +424,8 @@ func TestTamperedFileFailsMAC(t *testing.T) {
 	if err := os.WriteFile(p, []byte(strings.Join(out, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cs, n := RepositoryChecks(parse(t, f.dev.file), scan(t, f.repo, "clusters/dev"), gate.Before, false)
-	if n != 0 || find(t, cs, "age-key.decrypt/apps/dev/secret.sops.yaml").Verdict != gate.Fail {
+	cs, n := RepositoryChecks(parse(t, f.dev.file), scan(t, f.repo, "clusters/dev"), verify.Before, false)
+	if n != 0 || find(t, cs, "age-key.decrypt/apps/dev/secret.sops.yaml").Verdict != verify.Fail {
 		t.Errorf("tampered MAC should fail: %v", verdicts(cs))
 	}
 }
@@ -436,7 +436,7 @@ func TestKeyServiceIgnoresEnvironment(t *testing.T) {
 	// The right key in the environment must not rescue a wrong identity:
 	// the test-decrypt uses only what it was given.
 	t.Setenv(EnvKey, strings.TrimSpace(lines(f.dev.file)[2]))
-	cs, n := RepositoryChecks(parse(t, f.prod.file), scan(t, f.repo, "clusters/dev"), gate.Before, false)
+	cs, n := RepositoryChecks(parse(t, f.prod.file), scan(t, f.repo, "clusters/dev"), verify.Before, false)
 	if n != 0 {
 		t.Errorf("decrypted with a key from the environment: %v", verdicts(cs))
 	}
@@ -449,26 +449,26 @@ func TestInstallRefusesBeforeConnecting(t *testing.T) {
 		t.Fatal("connected to the cluster although a gate failed")
 		return
 	}
-	r := gate.NewReport("age-key")
+	r := verify.NewReport("age-key")
 	err := Install(context.Background(), r, Input{Flag: "-", Stdin: strings.NewReader(f.prod.file)}, Options{Repo: f.repo, Path: "clusters/dev"}, connect)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := find(t, r.Checks, "age-key.secret-applied")
-	if c.Verdict != gate.Skip || !strings.Contains(c.Message, "nothing was changed") || r.Changed {
+	if c.Verdict != verify.Skip || !strings.Contains(c.Message, "nothing was changed") || r.Changed {
 		t.Errorf("%+v", c)
 	}
-	if r.ExitCode() != gate.ExitFailed {
+	if r.ExitCode() != verify.ExitFailed {
 		t.Errorf("exit %d", r.ExitCode())
 	}
 	reportHygiene(t, r)
 
-	err = Install(context.Background(), gate.NewReport("age-key"), Input{Flag: "-", Stdin: strings.NewReader(f.dev.recipient)}, Options{Repo: f.repo, Path: "clusters/dev"}, connect)
-	if !gate.IsInput(err) {
+	err = Install(context.Background(), verify.NewReport("age-key"), Input{Flag: "-", Stdin: strings.NewReader(f.dev.recipient)}, Options{Repo: f.repo, Path: "clusters/dev"}, connect)
+	if !verify.IsInput(err) {
 		t.Errorf("public key: want an input error, got %v", err)
 	}
-	err = Install(context.Background(), gate.NewReport("age-key"), Input{Flag: "-", Stdin: strings.NewReader(f.dev.file)}, Options{Repo: f.repo}, connect)
-	if !gate.IsInput(err) || !strings.Contains(err.Error(), "--path") {
+	err = Install(context.Background(), verify.NewReport("age-key"), Input{Flag: "-", Stdin: strings.NewReader(f.dev.file)}, Options{Repo: f.repo}, connect)
+	if !verify.IsInput(err) || !strings.Contains(err.Error(), "--path") {
 		t.Errorf("no --path: %v", err)
 	}
 }
@@ -477,20 +477,20 @@ func TestRedact(t *testing.T) {
 	k := newKey(t)
 	s := "oops: " + lines(k.file)[2] + " and " + strings.ToLower(lines(k.file)[2])
 	hygiene(t, "redacted", Redact(s))
-	r := gate.NewReport("x")
-	r.Add(gate.Check{ID: "a", Phase: Phase, Verdict: gate.Fail, Message: s, Evidence: []string{s}})
+	r := verify.NewReport("x")
+	r.Add(verify.Check{ID: "a", Phase: Phase, Verdict: verify.Fail, Message: s, Evidence: []string{s}})
 	r.Error, r.Facts["k"] = s, s
 	RedactReport(r)
 	reportHygiene(t, r)
 }
 
-func report(cs []gate.Check) *gate.Report {
-	r := gate.NewReport("test")
+func report(cs []verify.Check) *verify.Report {
+	r := verify.NewReport("test")
 	r.Add(cs...)
 	return r
 }
 
-func equal(a, b map[string]gate.Verdict) bool {
+func equal(a, b map[string]verify.Verdict) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -526,9 +526,9 @@ func TestScopeWarnsOnUnbuiltDecryptingKustomization(t *testing.T) {
 		}
 	}
 	s := scan(t, f.repo, "clusters/dev")
-	cs, n := RepositoryChecks(parse(t, f.dev.file), s, gate.Before, false)
+	cs, n := RepositoryChecks(parse(t, f.dev.file), s, verify.Before, false)
 	c := find(t, cs, "age-key.scope")
-	if n != 1 || c.Verdict != gate.Warn || !strings.Contains(c.Message, "flux-system/broken") || !strings.Contains(c.Message, "not proven") {
+	if n != 1 || c.Verdict != verify.Warn || !strings.Contains(c.Message, "flux-system/broken") || !strings.Contains(c.Message, "not proven") {
 		t.Fatalf("scope: %s %q (decrypted %d)", c.Verdict, c.Message, n)
 	}
 }
@@ -566,16 +566,16 @@ func TestFallbackScope(t *testing.T) {
 			if len(s.Files) != tc.files || len(s.Uses()) != tc.files {
 				t.Fatalf("files %+v, uses %+v, want %d", s.Files, s.Uses(), tc.files)
 			}
-			cs, n := RepositoryChecks(parse(t, dev.file), s, gate.Before, false)
+			cs, n := RepositoryChecks(parse(t, dev.file), s, verify.Before, false)
 			got := verdicts(cs)
 			if tc.files == 1 {
-				want := map[string]gate.Verdict{"age-key.scope": gate.Pass, "age-key.recipient/" + file: gate.Pass, "age-key.decrypt/" + file: gate.Pass, "age-key.sops-config": gate.Pass}
+				want := map[string]verify.Verdict{"age-key.scope": verify.Pass, "age-key.recipient/" + file: verify.Pass, "age-key.decrypt/" + file: verify.Pass, "age-key.sops-config": verify.Pass}
 				if n != 1 || !equal(got, want) {
 					t.Errorf("decrypted %d, verdicts %v", n, got)
 				}
 				return
 			}
-			if got["age-key.scope"] != gate.Skip {
+			if got["age-key.scope"] != verify.Skip {
 				t.Errorf("scope %v, want skip: nothing proves the key", got["age-key.scope"])
 			}
 			if !strings.Contains(strings.Join(s.Notes, "\n"), tc.note) {
@@ -593,13 +593,13 @@ func TestScopeWarnsWithoutTheFallback(t *testing.T) {
 	isolate(t)
 	f := newFixture(t, nil)
 	s := scan(t, f.repo, "clusters/dev")
-	cs, _ := RepositoryChecks(parse(t, f.dev.file), s, gate.Before, false)
-	if c := find(t, cs, GateScope.ID); c.Verdict != gate.Pass {
+	cs, _ := RepositoryChecks(parse(t, f.dev.file), s, verify.Before, false)
+	if c := find(t, cs, GateScope.ID); c.Verdict != verify.Pass {
 		t.Fatalf("precondition: %s %s", c.Verdict, c.Message)
 	}
 	s.NoFallback = []string{"flux-system/global"}
-	cs, _ = RepositoryChecks(parse(t, f.dev.file), s, gate.Before, false)
-	if c := find(t, cs, GateScope.ID); c.Verdict != gate.Warn || !strings.Contains(c.Message, "flux-system/global decrypt with provider sops and no secretRef") {
+	cs, _ = RepositoryChecks(parse(t, f.dev.file), s, verify.Before, false)
+	if c := find(t, cs, GateScope.ID); c.Verdict != verify.Warn || !strings.Contains(c.Message, "flux-system/global decrypt with provider sops and no secretRef") {
 		t.Errorf("%s %s, want a warning naming the Kustomization", c.Verdict, c.Message)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/getsops/sops/v3/config"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Phase is this phase's name in reports.
@@ -22,16 +22,16 @@ const Phase = "age-key"
 // (with the given key) and after it (with the installed Secret): At picks
 // the stage.
 var (
-	GateIdentity          = gate.Def{ID: "age-key.identity", Phase: Phase, Stage: gate.Before, Title: "age identity parses"}
-	GateIdentityFileMode  = gate.Def{ID: "age-key.identity-file-mode", Phase: Phase, Stage: gate.Before, Title: "key file is private to its owner"}
-	GateScope             = gate.Def{ID: "age-key.scope", Phase: Phase, Stage: gate.Before, Title: "the environment's SOPS files are found"}
-	GateRecipient         = gate.Def{ID: "age-key.recipient", Phase: Phase, Stage: gate.Before, Title: "the key is a recipient of each SOPS file", Prefix: true}
-	GateDecrypt           = gate.Def{ID: "age-key.decrypt", Phase: Phase, Stage: gate.Before, Title: "each SOPS file decrypts in-process", Prefix: true}
-	GateSopsConfig        = gate.Def{ID: "age-key.sops-config", Phase: Phase, Stage: gate.Before, Title: ".sops.yaml creation rules include the key"}
-	GateRotation          = gate.Def{ID: "age-key.rotation", Phase: Phase, Stage: gate.Before, Title: "an existing key is replaced only with --rotate"}
-	GateSecretApplied     = gate.Def{ID: "age-key.secret-applied", Phase: Phase, Stage: gate.After, Title: "the Secret is applied"}
-	GateSecret            = gate.Def{ID: "age-key.secret", Phase: Phase, Stage: gate.After, Title: "the Secret exists and holds age identities"}
-	GateInstalledDecrypts = gate.Def{ID: "age-key.installed-decrypts", Phase: Phase, Stage: gate.After, Title: "the installed Secret decrypts the environment"}
+	GateIdentity          = verify.Def{ID: "age-key.identity", Phase: Phase, Stage: verify.Before, Title: "age identity parses"}
+	GateIdentityFileMode  = verify.Def{ID: "age-key.identity-file-mode", Phase: Phase, Stage: verify.Before, Title: "key file is private to its owner"}
+	GateScope             = verify.Def{ID: "age-key.scope", Phase: Phase, Stage: verify.Before, Title: "the environment's SOPS files are found"}
+	GateRecipient         = verify.Def{ID: "age-key.recipient", Phase: Phase, Stage: verify.Before, Title: "the key is a recipient of each SOPS file", Prefix: true}
+	GateDecrypt           = verify.Def{ID: "age-key.decrypt", Phase: Phase, Stage: verify.Before, Title: "each SOPS file decrypts in-process", Prefix: true}
+	GateSopsConfig        = verify.Def{ID: "age-key.sops-config", Phase: Phase, Stage: verify.Before, Title: ".sops.yaml creation rules include the key"}
+	GateRotation          = verify.Def{ID: "age-key.rotation", Phase: Phase, Stage: verify.Before, Title: "an existing key is replaced only with --rotate"}
+	GateSecretApplied     = verify.Def{ID: "age-key.secret-applied", Phase: Phase, Stage: verify.After, Title: "the Secret is applied"}
+	GateSecret            = verify.Def{ID: "age-key.secret", Phase: Phase, Stage: verify.After, Title: "the Secret exists and holds age identities"}
+	GateInstalledDecrypts = verify.Def{ID: "age-key.installed-decrypts", Phase: Phase, Stage: verify.After, Title: "the installed Secret decrypts the environment"}
 )
 
 // Defaults of the Secret kustomize-controller reads.
@@ -45,17 +45,17 @@ const (
 
 // IdentityChecks describe the parsed input: which identities (by public
 // key), from where, and whether the key file is private to its owner.
-func IdentityChecks(ids *Identities) []gate.Check {
+func IdentityChecks(ids *Identities) []verify.Check {
 	var ev []string
 	ev = append(ev, "source: "+ids.Source)
 	for _, k := range ids.Keys {
 		ev = append(ev, fmt.Sprintf("%s identity, recipient %s", k.Type, k.Recipient))
 	}
-	cs := []gate.Check{GateIdentity.Pass(fmt.Sprintf("%d age identit%s from %s", len(ids.Keys), plural(len(ids.Keys), "y", "ies"), ids.Source), ev...)}
+	cs := []verify.Check{GateIdentity.Pass(fmt.Sprintf("%d age identit%s from %s", len(ids.Keys), plural(len(ids.Keys), "y", "ies"), ids.Source), ev...)}
 	if ids.FromFile {
 		c := GateIdentityFileMode.Pass(fmt.Sprintf("%s has mode %04o", ids.Source, ids.Mode), fmt.Sprintf("mode %04o", ids.Mode))
 		if ids.Mode&0o044 != 0 {
-			c.Verdict = gate.Warn
+			c.Verdict = verify.Warn
 			c.Message = fmt.Sprintf("%s is readable by group or others (mode %04o): chmod 600 %s", ids.Source, ids.Mode, ids.Source)
 		}
 		cs = append(cs, c)
@@ -66,7 +66,7 @@ func IdentityChecks(ids *Identities) []gate.Check {
 // RepositoryChecks match ids against the files of s and test-decrypt them.
 // With force, a key that decrypts nothing is a warning instead of a
 // failure. decrypted counts the files the key decrypts.
-func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (checks []gate.Check, decrypted int) {
+func RepositoryChecks(ids *Identities, s *Scope, stage verify.Stage, force bool) (checks []verify.Check, decrypted int) {
 	target := s.Namespace + "/" + s.SecretName
 	uses := s.Uses()
 	scope := GateScope.At(stage).New()
@@ -86,12 +86,12 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 	scope.Evidence = append(scope.Evidence, s.Notes...)
 	switch {
 	case len(s.Files) > 0 && len(s.Unchecked) > 0:
-		scope.Verdict = gate.Warn
+		scope.Verdict = verify.Warn
 		scope.Message = fmt.Sprintf("%d SOPS file%s decrypted with Secret %s found under %s, but %d Kustomization%s did not build, so what they hold is not proven: %s",
 			len(s.Files), plural(len(s.Files), "", "s"), target, s.Env, len(s.Unchecked), plural(len(s.Unchecked), "", "s"), s.Unchecked[0])
 		scope.Evidence = append(scope.Evidence, s.Unchecked...)
 	case len(s.Files) > 0:
-		scope.Verdict = gate.Pass
+		scope.Verdict = verify.Pass
 		scope.Message = fmt.Sprintf("%d SOPS file%s decrypted with Secret %s by %d Kustomization%s under %s", len(s.Files), plural(len(s.Files), "", "s"), target, len(uses), plural(len(uses), "", "s"), s.Env)
 	default:
 		scope.Evidence = append(scope.Evidence, s.Unchecked...)
@@ -99,13 +99,13 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 		if len(uses) > 0 {
 			why = fmt.Sprintf("the %d Kustomization%s under %s that decrypt with Secret %s hold no SOPS-encrypted file", len(uses), plural(len(uses), "", "s"), s.Env, target)
 		}
-		scope.Verdict, scope.Message = gate.Skip, why+": nothing proves the key decrypts this environment; check --repo/--path, or pass --force to install it anyway"
+		scope.Verdict, scope.Message = verify.Skip, why+": nothing proves the key decrypts this environment; check --repo/--path, or pass --force to install it anyway"
 		if force {
-			scope.Verdict, scope.Message = gate.Warn, why+"; installed anyway (--force)"
+			scope.Verdict, scope.Message = verify.Warn, why+"; installed anyway (--force)"
 		}
 	}
-	if len(s.NoFallback) > 0 && scope.Verdict == gate.Pass {
-		scope.Verdict = gate.Warn
+	if len(s.NoFallback) > 0 && scope.Verdict == verify.Pass {
+		scope.Verdict = verify.Warn
 		scope.Message += fmt.Sprintf("; but Kustomization(s) %s decrypt with provider sops and no secretRef, and kustomize-controller runs without --sops-age-secret: their files would not decrypt", strings.Join(s.NoFallback, ", "))
 	}
 	checks = append(checks, scope)
@@ -119,8 +119,8 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 		}
 		rc.Evidence = append(rc.Evidence, "key recipients: "+strings.Join(ids.Recipients(), ", "))
 		if f.LoadErr != nil {
-			rc.Verdict, rc.Message = gate.Fail, fmt.Sprintf("%s: sops cannot read its metadata (%v): re-encrypt it with sops", f.Path, f.LoadErr)
-			dc.Verdict, dc.Message = gate.Fail, fmt.Sprintf("%s: not decryptable: sops cannot read it", f.Path)
+			rc.Verdict, rc.Message = verify.Fail, fmt.Sprintf("%s: sops cannot read its metadata (%v): re-encrypt it with sops", f.Path, f.LoadErr)
+			dc.Verdict, dc.Message = verify.Fail, fmt.Sprintf("%s: not decryptable: sops cannot read it", f.Path)
 			checks = append(checks, soften(rc, force), soften(dc, force))
 			continue
 		}
@@ -131,14 +131,14 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 			}
 		}
 		if len(match) > 0 {
-			rc.Verdict, rc.Message = gate.Pass, fmt.Sprintf("%s is encrypted to %s", f.Path, strings.Join(match, ", "))
+			rc.Verdict, rc.Message = verify.Pass, fmt.Sprintf("%s is encrypted to %s", f.Path, strings.Join(match, ", "))
 		} else {
-			rc.Verdict = gate.Fail
+			rc.Verdict = verify.Fail
 			rc.Message = fmt.Sprintf("%s is encrypted to someone else (%s), not to this key (%s): use the environment's key, or add %s to the file's .sops.yaml rule and run `sops updatekeys %s` with a key that can decrypt it",
 				f.Path, orNone(f.Recipients), strings.Join(ids.Recipients(), ", "), ids.Recipients()[0], f.Path)
 		}
 		if err := ids.testDecrypt(f.data, f.format); err != nil {
-			dc.Verdict = gate.Fail
+			dc.Verdict = verify.Fail
 			why := oneLine(err.Error())
 			if strings.Contains(why, "did not match any of the recipients") {
 				why = "none of its identities matches a recipient of the file (sops could not decrypt the data key)"
@@ -146,7 +146,7 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 			dc.Message = fmt.Sprintf("%s does not decrypt with this key: %s", f.Path, why)
 		} else {
 			decrypted++
-			dc.Verdict, dc.Message = gate.Pass, fmt.Sprintf("%s decrypts with this key and its MAC verifies", f.Path)
+			dc.Verdict, dc.Message = verify.Pass, fmt.Sprintf("%s decrypts with this key and its MAC verifies", f.Path)
 		}
 		dc.Evidence = []string{"decrypted in memory with sops " + sopsVersion() + "; the plaintext was discarded"}
 		checks = append(checks, soften(rc, force), soften(dc, force))
@@ -158,9 +158,9 @@ func RepositoryChecks(ids *Identities, s *Scope, stage gate.Stage, force bool) (
 }
 
 // soften turns a failure into a warning under --force, saying so.
-func soften(c gate.Check, force bool) gate.Check {
-	if force && c.Verdict == gate.Fail {
-		c.Verdict = gate.Warn
+func soften(c verify.Check, force bool) verify.Check {
+	if force && c.Verdict == verify.Fail {
+		c.Verdict = verify.Warn
 		c.Message += " (--force: installed anyway)"
 	}
 	return c
@@ -168,17 +168,17 @@ func soften(c gate.Check, force bool) gate.Check {
 
 // sopsConfigCheck reads .sops.yaml's creation rules for each file: a rule
 // that does not list the key means the next `sops` edit locks it out.
-func sopsConfigCheck(ids *Identities, s *Scope, stage gate.Stage) gate.Check {
+func sopsConfigCheck(ids *Identities, s *Scope, stage verify.Stage) verify.Check {
 	c := GateSopsConfig.At(stage).New()
 	confPath := filepath.Join(s.Repo, ".sops.yaml")
 	if _, err := os.Stat(confPath); errors.Is(err, fs.ErrNotExist) {
-		c.Verdict = gate.Warn
+		c.Verdict = verify.Warn
 		c.Message = "no .sops.yaml at the repository root: sops cannot choose recipients when a file is re-encrypted; add creation_rules with age: " + ids.Recipients()[0]
 		return c
 	}
 	abs, err := filepath.Abs(s.Repo)
 	if err != nil {
-		c.Verdict, c.Message = gate.Warn, fmt.Sprintf("cannot resolve %s: %v", s.Repo, err)
+		c.Verdict, c.Message = verify.Warn, fmt.Sprintf("cannot resolve %s: %v", s.Repo, err)
 		return c
 	}
 	var problems []string
@@ -209,11 +209,11 @@ func sopsConfigCheck(ids *Identities, s *Scope, stage gate.Stage) gate.Check {
 		}
 	}
 	if len(problems) > 0 {
-		c.Verdict = gate.Warn
+		c.Verdict = verify.Warn
 		c.Message = fmt.Sprintf(".sops.yaml does not give this key (%s) to every file, so the next `sops` edit would lock it out: %s; add the recipient to those rules", ids.Recipients()[0], strings.Join(problems, "; "))
 		return c
 	}
-	c.Verdict, c.Message = gate.Pass, fmt.Sprintf("every file's .sops.yaml rule lists this key (%d file%s)", len(s.Files), plural(len(s.Files), "", "s"))
+	c.Verdict, c.Message = verify.Pass, fmt.Sprintf("every file's .sops.yaml rule lists this key (%d file%s)", len(s.Files), plural(len(s.Files), "", "s"))
 	return c
 }
 

@@ -23,8 +23,8 @@ import (
 
 	"filippo.io/age"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // secretKeyHRP starts every native age identity (the Bech32 human-readable
@@ -144,13 +144,13 @@ func Parse(data []byte, source string) (*Identities, error) {
 	ids := &Identities{Source: source}
 	text := string(data)
 	if strings.TrimSpace(text) == "" {
-		return nil, gate.InputErrorf("age identity from %s is empty: pass the identity file age-keygen wrote (its private key line, under the `# public key:` comment)", source)
+		return nil, verify.InputErrorf("age identity from %s is empty: pass the identity file age-keygen wrote (its private key line, under the `# public key:` comment)", source)
 	}
 	if !utf8.ValidString(text) {
-		return nil, gate.InputErrorf("age identity from %s is not text (not valid UTF-8): pass the identity file age-keygen wrote, not an encrypted or binary file", source)
+		return nil, verify.InputErrorf("age identity from %s is not text (not valid UTF-8): pass the identity file age-keygen wrote, not an encrypted or binary file", source)
 	}
 	if strings.HasPrefix(strings.TrimSpace(text), "-----BEGIN AGE ENCRYPTED FILE-----") || strings.HasPrefix(text, "age-encryption.org/") {
-		return nil, gate.InputErrorf("age identity from %s is an age-encrypted file (a passphrase-protected identity): decrypt it first and pipe the plain identity to --age-key-file -", source)
+		return nil, verify.InputErrorf("age identity from %s is an age-encrypted file (a passphrase-protected identity): decrypt it first and pipe the plain identity to --age-key-file -", source)
 	}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 0, 4096), maxKeyInput)
@@ -163,15 +163,15 @@ func Parse(data []byte, source string) (*Identities, error) {
 		}
 		id, err := parseLine(line)
 		if err != nil {
-			return nil, gate.InputErrorf("age identity from %s, line %d: %v", source, n, err)
+			return nil, verify.InputErrorf("age identity from %s, line %d: %v", source, n, err)
 		}
 		ids.Keys = append(ids.Keys, id)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, gate.InputErrorf("age identity from %s: a line is too long to be an age identity: pass the identity file age-keygen wrote", source)
+		return nil, verify.InputErrorf("age identity from %s: a line is too long to be an age identity: pass the identity file age-keygen wrote", source)
 	}
 	if len(ids.Keys) == 0 {
-		return nil, gate.InputErrorf("age identity from %s holds only comments or blank lines: pass the identity file age-keygen wrote (its private key line, under the `# public key:` comment)", source)
+		return nil, verify.InputErrorf("age identity from %s holds only comments or blank lines: pass the identity file age-keygen wrote (its private key line, under the `# public key:` comment)", source)
 	}
 	return ids, nil
 }
@@ -237,11 +237,11 @@ func Read(in Input) (*Identities, error) {
 	switch {
 	case in.Flag == "-":
 		if in.Stdin == nil {
-			return nil, gate.InputErrorf("--age-key-file -: no standard input to read the identity from")
+			return nil, verify.InputErrorf("--age-key-file -: no standard input to read the identity from")
 		}
 		data, err := readLimited(in.Stdin)
 		if err != nil {
-			return nil, gate.InputErrorf("--age-key-file -: read stdin: %v", err)
+			return nil, verify.InputErrorf("--age-key-file -: read stdin: %v", err)
 		}
 		return Parse(data, "stdin")
 	case in.Flag != "":
@@ -252,29 +252,29 @@ func Read(in Input) (*Identities, error) {
 		p := getenv(EnvKeyFile)
 		return readFile(p, "$"+EnvKeyFile+" ("+p+")")
 	}
-	return nil, gate.InputErrorf("no age identity given: pass --age-key-file PATH, or --age-key-file - with the key on stdin, or set %s or %s (never the key itself as a flag)", EnvKeyFile, EnvKey)
+	return nil, verify.InputErrorf("no age identity given: pass --age-key-file PATH, or --age-key-file - with the key on stdin, or set %s or %s (never the key itself as a flag)", EnvKeyFile, EnvKey)
 }
 
 func readFile(path, label string) (*Identities, error) {
 	// A device, a pipe or a directory is refused before it is opened.
-	if err := input.CheckFileMax(path, label, maxKeyInput); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := safeio.CheckFileMax(path, label, maxKeyInput); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, gate.InputErrorf("%s: %v: pass the path of the age identity file", label, errNoContent(err))
+		return nil, verify.InputErrorf("%s: %v: pass the path of the age identity file", label, errNoContent(err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, gate.InputErrorf("%s: %v", label, errNoContent(err))
+		return nil, verify.InputErrorf("%s: %v", label, errNoContent(err))
 	}
 	if st.IsDir() {
-		return nil, gate.InputErrorf("%s is a directory: pass the age identity file itself", label)
+		return nil, verify.InputErrorf("%s is a directory: pass the age identity file itself", label)
 	}
 	data, err := readLimited(f)
 	if err != nil {
-		return nil, gate.InputErrorf("%s: %v", label, err)
+		return nil, verify.InputErrorf("%s: %v", label, err)
 	}
 	ids, err := Parse(data, path)
 	if err != nil {
@@ -295,7 +295,7 @@ func errNoContent(err error) error {
 }
 
 func readLimited(r io.Reader) ([]byte, error) {
-	data, err := input.ReadLimited(r, maxKeyInput)
+	data, err := safeio.ReadLimited(r, maxKeyInput)
 	if err != nil {
 		return nil, fmt.Errorf("%v: that is not an age identity file", err)
 	}
@@ -313,4 +313,4 @@ func Redact(s string) string {
 }
 
 // RedactReport applies Redact to every text of a report.
-func RedactReport(r *gate.Report) { r.Rewrite(Redact) }
+func RedactReport(r *verify.Report) { r.Rewrite(Redact) }

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	. "github.com/homelab-ops/bootstrap/internal/agekey"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // The fake client is no API server (its server-side apply always reports
@@ -57,7 +57,7 @@ func TestRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		rc := find(t, cs, "age-key.rotation")
-		if rc.Verdict != gate.Fail || changed || !strings.Contains(rc.Message, "--rotate") || !strings.Contains(rc.Message, oldK.recipient) {
+		if rc.Verdict != verify.Fail || changed || !strings.Contains(rc.Message, "--rotate") || !strings.Contains(rc.Message, oldK.recipient) {
 			t.Fatalf("%+v changed=%t", rc, changed)
 		}
 		if got := string(live(t, c).Data["identity.agekey"]); got != oldK.file || len(live(t, c).Data) != 1 {
@@ -68,7 +68,7 @@ func TestRotation(t *testing.T) {
 	t.Run("unparseable Secret needs --rotate too", func(t *testing.T) {
 		c, rm := fakeCluster(t, existing(map[string]string{"age.agekey": oldK.recipient}))
 		cs, _, _ := InstallSecret(context.Background(), c, rm, parse(t, newK.file), opts)
-		if rc := find(t, cs, "age-key.rotation"); rc.Verdict != gate.Fail || !strings.Contains(rc.Message, "cannot parse") {
+		if rc := find(t, cs, "age-key.rotation"); rc.Verdict != verify.Fail || !strings.Contains(rc.Message, "cannot parse") {
 			t.Fatalf("%+v", rc)
 		}
 	})
@@ -80,7 +80,7 @@ func TestRotation(t *testing.T) {
 		if err != nil || !changed {
 			t.Fatalf("changed=%t err=%v", changed, err)
 		}
-		if rc := find(t, cs, "age-key.rotation"); rc.Verdict != gate.Pass || !strings.Contains(rc.Message, oldK.recipient) {
+		if rc := find(t, cs, "age-key.rotation"); rc.Verdict != verify.Pass || !strings.Contains(rc.Message, oldK.recipient) {
 			t.Errorf("%+v", rc)
 		}
 		s := live(t, c)
@@ -92,7 +92,7 @@ func TestRotation(t *testing.T) {
 	t.Run("same key: no rotation needed", func(t *testing.T) {
 		c, rm := fakeCluster(t, existing(map[string]string{DataKey: string(parse(t, oldK.file).SecretData())}))
 		cs, _, err := InstallSecret(context.Background(), c, rm, parse(t, oldK.file), opts)
-		if err != nil || find(t, cs, "age-key.rotation").Verdict != gate.Pass {
+		if err != nil || find(t, cs, "age-key.rotation").Verdict != verify.Pass {
 			t.Fatalf("%v %v", cs, err)
 		}
 	})
@@ -105,49 +105,49 @@ func TestInstallAndVerifyFlow(t *testing.T) {
 	connect := func() (client.Client, *ssa.ResourceManager, error) { return c, rm, nil }
 	o := Options{Repo: f.repo, Path: "clusters/dev"}
 
-	r := gate.NewReport("age-key verify")
+	r := verify.NewReport("age-key verify")
 	if err := Verify(context.Background(), r, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if ck := find(t, r.Checks, "age-key.secret"); ck.Verdict != gate.Fail || !strings.Contains(ck.Message, "not found") {
+	if ck := find(t, r.Checks, "age-key.secret"); ck.Verdict != verify.Fail || !strings.Contains(ck.Message, "not found") {
 		t.Fatalf("verify before install: %+v", ck)
 	}
 
-	r = gate.NewReport("age-key")
+	r = verify.NewReport("age-key")
 	if err := Install(context.Background(), r, Input{Flag: "-", Stdin: strings.NewReader(f.dev.file)}, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode() != gate.ExitOK || !r.Changed || find(t, r.Checks, "age-key.installed-decrypts").Verdict != gate.Pass {
+	if r.ExitCode() != verify.ExitOK || !r.Changed || find(t, r.Checks, "age-key.installed-decrypts").Verdict != verify.Pass {
 		t.Fatalf("install: exit %d %v", r.ExitCode(), verdicts(r.Checks))
 	}
 	reportHygiene(t, r)
 
-	r = gate.NewReport("age-key verify")
+	r = verify.NewReport("age-key verify")
 	if err := Verify(context.Background(), r, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode() != gate.ExitOK || find(t, r.Checks, "age-key.decrypt/apps/dev/secret.sops.yaml").Verdict != gate.Pass {
+	if r.ExitCode() != verify.ExitOK || find(t, r.Checks, "age-key.decrypt/apps/dev/secret.sops.yaml").Verdict != verify.Pass {
 		t.Fatalf("verify: %v", verdicts(r.Checks))
 	}
 	// Negative: the same Secret does not cover prod.
-	r = gate.NewReport("age-key verify")
+	r = verify.NewReport("age-key verify")
 	o.Path = "clusters/prod"
 	if err := Verify(context.Background(), r, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode() != gate.ExitFailed || find(t, r.Checks, "age-key.recipient/apps/prod/secret.sops.yaml").Verdict != gate.Fail {
+	if r.ExitCode() != verify.ExitFailed || find(t, r.Checks, "age-key.recipient/apps/prod/secret.sops.yaml").Verdict != verify.Fail {
 		t.Fatalf("verify prod with dev's key: %v", verdicts(r.Checks))
 	}
 	reportHygiene(t, r)
 }
 
 // Install runs the install phase alone into r (what `bootstrap age-key` does).
-func Install(ctx context.Context, r *gate.Report, in Input, o Options, connect Connect) error {
+func Install(ctx context.Context, r *verify.Report, in Input, o Options, connect Connect) error {
 	return pipeline.Execute(ctx, &pipeline.Run{Report: r}, NewInstallPhase(in, o, connect))
 }
 
 // Verify runs the verify phase alone into r (what `bootstrap age-key verify` does).
-func Verify(ctx context.Context, r *gate.Report, o Options, connect Connect) error {
+func Verify(ctx context.Context, r *verify.Report, o Options, connect Connect) error {
 	return pipeline.Execute(ctx, &pipeline.Run{Report: r}, NewVerifyPhase(o, connect))
 }
 
@@ -159,15 +159,15 @@ func TestVerifyIfNeeded(t *testing.T) {
 	for _, c := range []struct {
 		name, repo string
 		ifNeeded   bool
-		want       gate.Verdict
+		want       verify.Verdict
 	}{
-		{"status, nothing decrypts", filepath.Join("..", "..", "testdata", "helm"), true, gate.Pass},
-		{"verify, nothing decrypts", filepath.Join("..", "..", "testdata", "helm"), false, gate.Fail},
-		{"status, SOPS files", f.repo, true, gate.Fail},
+		{"status, nothing decrypts", filepath.Join("..", "..", "testdata", "helm"), true, verify.Pass},
+		{"verify, nothing decrypts", filepath.Join("..", "..", "testdata", "helm"), false, verify.Fail},
+		{"status, SOPS files", f.repo, true, verify.Fail},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cl, rm := fakeCluster(t)
-			r := gate.NewReport("status")
+			r := verify.NewReport("status")
 			o := Options{Repo: c.repo, Path: "clusters/dev", IfNeeded: c.ifNeeded}
 			if err := Verify(context.Background(), r, o, func() (client.Client, *ssa.ResourceManager, error) { return cl, rm, nil }); err != nil {
 				t.Fatal(err)

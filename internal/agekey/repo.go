@@ -11,7 +11,7 @@ import (
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
 )
 
 // Kustomization is the part of a Flux Kustomization this phase reads.
@@ -142,7 +142,7 @@ func ScopeOf(e *fluxrepo.Env, secretName string, fb *Fallback) (*Scope, error) {
 		}
 	}
 
-	rd, err := input.OpenDir(repo, "--repo "+repo)
+	rd, err := safeio.OpenDir(repo, "--repo "+repo)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func ScopeOf(e *fluxrepo.Env, secretName string, fb *Fallback) (*Scope, error) {
 // checkSopsConfig holds .sops.yaml, which sops reads itself later, to the
 // input rule (inside the repository, regular, bounded).
 func checkSopsConfig(repo string) error {
-	rd, err := input.OpenDir(repo, "--repo "+repo)
+	rd, err := safeio.OpenDir(repo, "--repo "+repo)
 	if err != nil {
 		return nil // the model says what is wrong with the repository
 	}
@@ -205,7 +205,7 @@ func checkSopsConfig(repo string) error {
 
 // addEncrypted records rel (a file a Kustomization's build read) when it is
 // SOPS-encrypted; it is read again from the repository itself, bounded.
-func addEncrypted(rd *input.Dir, rel string, k Kustomization, files map[string]*File) error {
+func addEncrypted(rd *safeio.Dir, rel string, k Kustomization, files map[string]*File) error {
 	if f, ok := files[rel]; ok {
 		f.By = append(f.By, k.Ref())
 		return nil

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Options of both subcommands.
@@ -142,16 +142,16 @@ type InstallPhase struct {
 func (p *InstallPhase) Name() string { return Phase }
 
 // Gates implements pipeline.Phase.
-func (p *InstallPhase) Gates() []gate.Def {
-	return []gate.Def{GateIdentity, GateIdentityFileMode, GateScope, GateRecipient, GateDecrypt, GateSopsConfig,
+func (p *InstallPhase) Gates() []verify.Def {
+	return []verify.Def{GateIdentity, GateIdentityFileMode, GateScope, GateRecipient, GateDecrypt, GateSopsConfig,
 		GateRotation, GateSecretApplied, GateSecret, GateInstalledDecrypts}
 }
 
 // Before reads the identity and proves it on the repository, offline.
-func (p *InstallPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+func (p *InstallPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, error) {
 	o := p.o
 	if o.Path == "" {
-		return nil, gate.InputErrorf("--path is required: the environment whose files the key must decrypt, e.g. --env dev or --path clusters/dev")
+		return nil, verify.InputErrorf("--path is required: the environment whose files the key must decrypt, e.g. --env dev or --path clusters/dev")
 	}
 	ids, err := Read(p.in)
 	if err != nil {
@@ -166,13 +166,13 @@ func (p *InstallPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Ch
 	r.Facts["secret"] = o.Namespace + "/" + o.SecretName
 	r.Facts["recipients"] = strings.Join(ids.Recipients(), ",")
 	checks := IdentityChecks(ids)
-	repo, decrypted := RepositoryChecks(ids, scope, gate.Before, o.Force)
+	repo, decrypted := RepositoryChecks(ids, scope, verify.Before, o.Force)
 	checks = append(checks, repo...)
 	r.Facts["decrypted"] = fmt.Sprintf("%d/%d", decrypted, len(scope.Files))
-	if gate.Blocks(checks...) {
+	if verify.Blocks(checks...) {
 		blocked := 0
 		for _, c := range checks {
-			if gate.Blocks(c) {
+			if verify.Blocks(c) {
 				blocked++
 			}
 		}
@@ -198,28 +198,28 @@ func (p *InstallPhase) Do(ctx context.Context, run *pipeline.Run) error {
 }
 
 // After reads the live Secret back and proves it decrypts what the input did.
-func (p *InstallPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
+func (p *InstallPhase) After(ctx context.Context, _ *pipeline.Run) []verify.Check {
 	ck, live := ReadSecret(ctx, p.c, p.o.Namespace, p.o.SecretName, p.ids)
 	if live == nil {
-		return []gate.Check{ck}
+		return []verify.Check{ck}
 	}
 	scope := p.scope
-	after, n := RepositoryChecks(live, scope, gate.After, p.o.Force)
+	after, n := RepositoryChecks(live, scope, verify.After, p.o.Force)
 	sum := GateInstalledDecrypts.Pass(fmt.Sprintf("the installed Secret decrypts %d/%d SOPS file%s under %s", n, len(scope.Files), plural(len(scope.Files), "", "s"), scope.Env))
 	for _, a := range after {
-		if a.Verdict == gate.Fail || a.Verdict == gate.Skip {
+		if a.Verdict == verify.Fail || a.Verdict == verify.Skip {
 			sum.Verdict = a.Verdict
 			sum.Message = "the installed Secret: " + a.Message
 			break
 		}
 	}
-	if sum.Verdict == gate.Pass && n < len(scope.Files) {
-		sum.Verdict = gate.Warn // only under --force
+	if sum.Verdict == verify.Pass && n < len(scope.Files) {
+		sum.Verdict = verify.Warn // only under --force
 	}
 	if len(scope.Files) == 0 {
-		sum.Verdict, sum.Message = gate.Warn, "the installed Secret parses; there is no SOPS file to prove it on (--force)"
+		sum.Verdict, sum.Message = verify.Warn, "the installed Secret parses; there is no SOPS file to prove it on (--force)"
 	}
-	return []gate.Check{ck, sum}
+	return []verify.Check{ck, sum}
 }
 
 // NewVerifyPhase is `age-key verify`: only the after-gates, on the live Secret.
@@ -239,14 +239,14 @@ type VerifyPhase struct {
 func (p *VerifyPhase) Name() string { return Phase }
 
 // Gates implements pipeline.Phase.
-func (p *VerifyPhase) Gates() []gate.Def {
-	return []gate.Def{GateSecret, GateScope.At(gate.After), GateRecipient.At(gate.After), GateDecrypt.At(gate.After), GateSopsConfig.At(gate.After)}
+func (p *VerifyPhase) Gates() []verify.Def {
+	return []verify.Def{GateSecret, GateScope.At(verify.After), GateRecipient.At(verify.After), GateDecrypt.At(verify.After), GateSopsConfig.At(verify.After)}
 }
 
 // Before scans the repository.
-func (p *VerifyPhase) Before(ctx context.Context, _ *pipeline.Run) ([]gate.Check, error) {
+func (p *VerifyPhase) Before(ctx context.Context, _ *pipeline.Run) ([]verify.Check, error) {
 	if p.o.Path == "" {
-		return nil, gate.InputErrorf("--path is required: the environment whose files the Secret must decrypt, e.g. --env dev or --path clusters/dev")
+		return nil, verify.InputErrorf("--path is required: the environment whose files the Secret must decrypt, e.g. --env dev or --path clusters/dev")
 	}
 	scope, err := p.o.scan(ctx, liveFallbackOver(p.client, p.o.Namespace))
 	p.scope = scope
@@ -260,19 +260,19 @@ func (p *VerifyPhase) Do(context.Context, *pipeline.Run) error {
 }
 
 // After reads the Secret and proves it on the repository.
-func (p *VerifyPhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+func (p *VerifyPhase) After(ctx context.Context, run *pipeline.Run) []verify.Check {
 	r := run.Report
 	r.Facts["secret"] = p.o.Namespace + "/" + p.o.SecretName
 	ck, live := ReadSecret(ctx, p.c, p.o.Namespace, p.o.SecretName, nil)
 	if live == nil {
-		if sc := p.scope; p.o.IfNeeded && ck.Verdict == gate.Fail && sc != nil && len(sc.Files) == 0 && len(sc.Uses()) == 0 && len(sc.Unchecked) == 0 {
-			ck.Verdict = gate.Pass
+		if sc := p.scope; p.o.IfNeeded && ck.Verdict == verify.Fail && sc != nil && len(sc.Files) == 0 && len(sc.Uses()) == 0 && len(sc.Unchecked) == 0 {
+			ck.Verdict = verify.Pass
 			ck.Message = fmt.Sprintf("Secret %s/%s is not installed, and %s needs none: no SOPS file, no Kustomization decrypts with it", p.o.Namespace, p.o.SecretName, sc.Env)
 		}
-		return []gate.Check{ck}
+		return []verify.Check{ck}
 	}
 	r.Facts["recipients"] = strings.Join(live.Recipients(), ",")
-	checks, n := RepositoryChecks(live, p.scope, gate.After, false)
+	checks, n := RepositoryChecks(live, p.scope, verify.After, false)
 	r.Facts["decrypted"] = fmt.Sprintf("%d/%d", n, len(p.scope.Files))
-	return append([]gate.Check{ck}, checks...)
+	return append([]verify.Check{ck}, checks...)
 }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // SecretObject is the Secret kustomize-controller imports the identities
@@ -81,7 +81,7 @@ type InstallOptions struct {
 // InstallSecret applies the Secret with server-side apply, refusing to replace
 // different identities without Rotate, then reads it back. changed is true
 // when the cluster was modified.
-func InstallSecret(ctx context.Context, c client.Client, rm *ssa.ResourceManager, ids *Identities, o InstallOptions) (checks []gate.Check, changed bool, err error) {
+func InstallSecret(ctx context.Context, c client.Client, rm *ssa.ResourceManager, ids *Identities, o InstallOptions) (checks []verify.Check, changed bool, err error) {
 	ref := o.Namespace + "/" + o.Name
 	var live corev1.Secret
 	getErr := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &live)
@@ -100,18 +100,18 @@ func InstallSecret(ctx context.Context, c client.Client, rm *ssa.ResourceManager
 		}
 		switch {
 		case perr == nil && old.SameKeys(ids):
-			rot.Verdict, rot.Message = gate.Pass, fmt.Sprintf("Secret %s already holds these identities (%s)", ref, strings.Join(ids.Recipients(), ", "))
+			rot.Verdict, rot.Message = verify.Pass, fmt.Sprintf("Secret %s already holds these identities (%s)", ref, strings.Join(ids.Recipients(), ", "))
 			stale = nil
 		case !o.Rotate:
 			what := "different age identities (" + safeRecipients(old) + ")"
 			if perr != nil {
 				what = "data this tool cannot parse as age identities"
 			}
-			rot.Verdict = gate.Fail
+			rot.Verdict = verify.Fail
 			rot.Message = fmt.Sprintf("Secret %s already holds %s; replacing it changes the key every Kustomization decrypts with: pass --rotate to replace it with %s", ref, what, strings.Join(ids.Recipients(), ", "))
 			return append(checks, rot), false, nil
 		default:
-			rot.Verdict = gate.Pass
+			rot.Verdict = verify.Pass
 			rot.Message = fmt.Sprintf("--rotate: Secret %s's identities (%s) are replaced with %s", ref, safeRecipients(old), strings.Join(ids.Recipients(), ", "))
 		}
 		checks = append(checks, rot)
@@ -155,21 +155,21 @@ func safeRecipients(ids *Identities) string {
 
 // ReadSecret reads the Secret back and checks that it parses; want, when
 // set, must be exactly its identities. ids is nil when the check did not pass.
-func ReadSecret(ctx context.Context, c client.Reader, namespace, name string, want *Identities) (gate.Check, *Identities) {
+func ReadSecret(ctx context.Context, c client.Reader, namespace, name string, want *Identities) (verify.Check, *Identities) {
 	ref := namespace + "/" + name
 	ck := GateSecret.New()
 	var s corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			ck.Verdict, ck.Message = gate.Fail, fmt.Sprintf("Secret %s not found: install it with `bootstrap age-key --age-key-file - --path clusters/<env>` (key on stdin)", ref)
+			ck.Verdict, ck.Message = verify.Fail, fmt.Sprintf("Secret %s not found: install it with `bootstrap age-key --age-key-file - --path clusters/<env>` (key on stdin)", ref)
 			return ck, nil
 		}
-		ck.Verdict, ck.Message = gate.Skip, fmt.Sprintf("could not read Secret %s: %v", ref, err)
+		ck.Verdict, ck.Message = verify.Skip, fmt.Sprintf("could not read Secret %s: %v", ref, err)
 		return ck, nil
 	}
 	ids, keys, err := SecretIdentities(&s)
 	if err != nil {
-		ck.Verdict, ck.Message = gate.Fail, err.Error()
+		ck.Verdict, ck.Message = verify.Fail, err.Error()
 		return ck, nil
 	}
 	ck.Evidence = append(ck.Evidence, "data keys: "+strings.Join(keys, ", "), "resourceVersion "+s.ResourceVersion)
@@ -177,9 +177,9 @@ func ReadSecret(ctx context.Context, c client.Reader, namespace, name string, wa
 		ck.Evidence = append(ck.Evidence, fmt.Sprintf("%s identity, recipient %s", k.Type, k.Recipient))
 	}
 	if want != nil && !want.SameKeys(ids) {
-		ck.Verdict, ck.Message = gate.Fail, fmt.Sprintf("Secret %s holds %s, not the installed %s: something else writes it", ref, safeRecipients(ids), strings.Join(want.Recipients(), ", "))
+		ck.Verdict, ck.Message = verify.Fail, fmt.Sprintf("Secret %s holds %s, not the installed %s: something else writes it", ref, safeRecipients(ids), strings.Join(want.Recipients(), ", "))
 		return ck, nil
 	}
-	ck.Verdict, ck.Message = gate.Pass, fmt.Sprintf("Secret %s holds %d age identit%s in %s", ref, len(ids.Keys), plural(len(ids.Keys), "y", "ies"), strings.Join(keys, ", "))
+	ck.Verdict, ck.Message = verify.Pass, fmt.Sprintf("Secret %s holds %d age identit%s in %s", ref, len(ids.Keys), plural(len(ids.Keys), "y", "ies"), strings.Join(keys, ", "))
 	return ck, ids
 }

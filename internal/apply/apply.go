@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/wait"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Cluster is what the phase talks to.
@@ -41,7 +41,7 @@ type Cluster struct {
 // Reachable is the one reachability check every phase that talks to the
 // cluster starts with (gate cluster.reachable of its phase): the API
 // server's version, or a failure naming the address and what to check.
-func (c *Cluster) Reachable(d gate.Def) (gate.Check, string) {
+func (c *Cluster) Reachable(d verify.Def) (verify.Check, string) {
 	info, err := c.Clientset.Discovery().ServerVersion()
 	if err != nil {
 		return d.Fail(fmt.Sprintf("cannot reach the API server at %s: %v; check --kubeconfig/--context and the network", c.Host, err)), ""

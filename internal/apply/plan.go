@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // PlanOptions tune Plan.
@@ -33,7 +33,7 @@ type PlanOptions struct {
 // do to each object, which workloads would restart, and which objects
 // another field manager owns now. An object the live read shows absent is
 // planned as created without a dry run.
-func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, po PlanOptions) ([]gate.ObjectChange, error) {
+func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, po PlanOptions) ([]verify.ObjectChange, error) {
 	nsExists := map[string]bool{}
 	for _, ns := range po.NewNamespaces {
 		nsExists[ns] = false
@@ -56,7 +56,7 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, p
 	mgr := kube.ResourceManager(live.Reader())
 	// Each object is planned on its own: a bounded number at once, so a
 	// re-run's wall time is a few round trips, not one per object.
-	out := make([]gate.ObjectChange, len(objs))
+	out := make([]verify.ObjectChange, len(objs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(planConcurrency)
 	for i, o := range objs {
@@ -82,8 +82,8 @@ func Plan(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, p
 const planConcurrency = 8
 
 // planOne plans one object; nsExists false plans it created unread.
-func planOne(ctx context.Context, lv *Live, mgr *ssa.ResourceManager, o *unstructured.Unstructured, migrating []Dropped, nsExists bool) (gate.ObjectChange, error) {
-	oc := gate.ObjectChange{Object: ID(o)}
+func planOne(ctx context.Context, lv *Live, mgr *ssa.ResourceManager, o *unstructured.Unstructured, migrating []Dropped, nsExists bool) (verify.ObjectChange, error) {
+	oc := verify.ObjectChange{Object: ID(o)}
 	if !nsExists {
 		// Nothing to dry-run against: the namespace comes first.
 		oc.Action = string(ssa.CreatedAction)
@@ -116,4 +116,4 @@ func planOne(ctx context.Context, lv *Live, mgr *ssa.ResourceManager, o *unstruc
 }
 
 // Changed reports whether a plan or outcome changes anything.
-func Changed(changes []gate.ObjectChange) bool { return gate.Changed(changes) }
+func Changed(changes []verify.ObjectChange) bool { return verify.Changed(changes) }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // installKinds are the kinds a Flux install consists of. The namespace is
@@ -100,23 +100,23 @@ func customResources(ctx context.Context, cl *Cluster, name string) (int, error)
 }
 
 // PlanStale adds the prune to a plan.
-func PlanStale(plan []gate.ObjectChange, s *Stale) []gate.ObjectChange {
+func PlanStale(plan []verify.ObjectChange, s *Stale) []verify.ObjectChange {
 	for _, o := range s.Delete {
-		plan = append(plan, gate.ObjectChange{Object: ID(o), Action: string(ssa.DeletedAction)})
+		plan = append(plan, verify.ObjectChange{Object: ID(o), Action: string(ssa.DeletedAction)})
 	}
 	return plan
 }
 
 // Prune deletes the stale objects with ssa and returns what happened.
-func Prune(ctx context.Context, cl *Cluster, s *Stale) ([]gate.ObjectChange, error) {
+func Prune(ctx context.Context, cl *Cluster, s *Stale) ([]verify.ObjectChange, error) {
 	if len(s.Delete) == 0 {
 		return nil, nil
 	}
 	cs, err := cl.Manager.DeleteAll(ctx, s.Delete, ssa.DefaultDeleteOptions())
-	var out []gate.ObjectChange
+	var out []verify.ObjectChange
 	if cs != nil {
 		for _, e := range cs.Entries {
-			out = append(out, gate.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)})
+			out = append(out, verify.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)})
 		}
 	}
 	if err != nil {

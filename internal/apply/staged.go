@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/wait"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Apply server-side applies the objects the plan changes (created,
@@ -25,14 +25,14 @@ import (
 // happened to each; objects the plan's dry run found unchanged are reported
 // unchanged without a second dry run, so a no-op re-run costs no apply, and
 // objects the plan found absent cost one request each (see create).
-func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, plan []gate.ObjectChange, timeout time.Duration) ([]gate.ObjectChange, error) {
+func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, plan []verify.ObjectChange, timeout time.Duration) ([]verify.ObjectChange, error) {
 	opts := applyOptions()
 	opts.WaitTimeout = timeout
 	var todo []*unstructured.Unstructured
-	var out []gate.ObjectChange
+	var out []verify.ObjectChange
 	absent := map[string]bool{}
 	for _, o := range objs {
-		i := slices.IndexFunc(plan, func(p gate.ObjectChange) bool { return p.Object == ID(o) })
+		i := slices.IndexFunc(plan, func(p verify.ObjectChange) bool { return p.Object == ID(o) })
 		if i >= 0 && plan[i].Action == string(ssa.UnchangedAction) && len(plan[i].TakenOverFrom) == 0 {
 			out = append(out, plan[i])
 			continue
@@ -48,8 +48,8 @@ func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, 
 	cs, err := stagedApply(ctx, cl, todo, absent, opts, timeout)
 	if cs != nil {
 		for _, e := range cs.Entries {
-			oc := gate.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)}
-			if i := slices.IndexFunc(plan, func(p gate.ObjectChange) bool { return p.Object == oc.Object }); i >= 0 {
+			oc := verify.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)}
+			if i := slices.IndexFunc(plan, func(p verify.ObjectChange) bool { return p.Object == oc.Object }); i >= 0 {
 				oc.Restarts = plan[i].Restarts && e.Action == ssa.ConfiguredAction
 				oc.TakenOverFrom = plan[i].TakenOverFrom
 			}

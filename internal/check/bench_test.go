@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // writer writes files under dir, making their directories.
@@ -81,11 +81,11 @@ func BenchmarkCheck(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep := gate.NewReport("check")
+		rep := verify.NewReport("check")
 		rep.Add(r.Checks...)
-		if rep.ExitCode() != gate.ExitOK || len(r.Env.Kustomizations) != 501 {
+		if rep.ExitCode() != verify.ExitOK || len(r.Env.Kustomizations) != 501 {
 			var s strings.Builder
-			_ = gate.WriteText(&s, rep)
+			_ = verify.WriteText(&s, rep)
 			b.Fatalf("exit %d, %d Kustomizations\n%s", rep.ExitCode(), len(r.Env.Kustomizations), s.String()[:min(4000, s.Len())])
 		}
 	}
@@ -241,11 +241,11 @@ func BenchmarkCheckHomelabShape(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				rep := gate.NewReport("check")
+				rep := verify.NewReport("check")
 				rep.Add(r.Checks...)
-				if rep.ExitCode() != gate.ExitOK || len(r.Env.Kustomizations) != benchApps+2 || len(r.Env.HelmReleases) != benchHelm {
+				if rep.ExitCode() != verify.ExitOK || len(r.Env.Kustomizations) != benchApps+2 || len(r.Env.HelmReleases) != benchHelm {
 					var s strings.Builder
-					_ = gate.WriteText(&s, rep)
+					_ = verify.WriteText(&s, rep)
 					b.Fatalf("exit %d, %d Kustomizations, %d HelmReleases\n%s", rep.ExitCode(), len(r.Env.Kustomizations), len(r.Env.HelmReleases), s.String()[:min(4000, s.Len())])
 				}
 			}
@@ -263,13 +263,13 @@ func TestGeneratedHomelab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := gate.NewReport("check")
+	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
-	if rep.ExitCode() != gate.ExitOK || len(r.Env.Kustomizations) != 14 || len(r.Env.HelmReleases) != 8 {
+	if rep.ExitCode() != verify.ExitOK || len(r.Env.Kustomizations) != 14 || len(r.Env.HelmReleases) != 8 {
 		t.Fatalf("exit %d, %d Kustomizations, %d HelmReleases:\n%s", rep.ExitCode(), len(r.Env.Kustomizations), len(r.Env.HelmReleases), dump(rep))
 	}
 	for _, f := range r.Findings {
-		if f.Detector != DefaultOp || f.Verdict != gate.Warn || !strings.Contains(f.Message, `CAPACITY is not defined`) {
+		if f.Detector != DefaultOp || f.Verdict != verify.Warn || !strings.Contains(f.Message, `CAPACITY is not defined`) {
 			t.Fatalf("unexpected finding: %+v", f)
 		}
 	}

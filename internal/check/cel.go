@@ -7,7 +7,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // checkCEL is check.cel: every CEL expression of the environment's Flux
@@ -20,7 +20,7 @@ import (
 //   - a Kustomization's healthCheckExprs: fluxcd/pkg/runtime/cel's
 //     NewStatusReader, which kustomize-controller calls first in every
 //     reconcile and stalls on with InvalidCELExpression.
-func checkCEL(ch *checker, o Options, env *fluxrepo.Env) gate.Check {
+func checkCEL(ch *checker, o Options, env *fluxrepo.Env) verify.Check {
 	var fs []finding
 	n := 0
 	readyExpr := func(kind, ref string, loc fluxrepo.Location, dep, expr string) {

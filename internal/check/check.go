@@ -20,8 +20,8 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // PhaseName is the phase of every gate here.
@@ -29,25 +29,25 @@ const PhaseName = "static"
 
 // The gates, declared once.
 var (
-	Render = gate.Def{ID: "check.render", Phase: PhaseName, Stage: gate.Before,
+	Render = verify.Def{ID: "check.render", Phase: PhaseName, Stage: verify.Before,
 		Title: "the environment builds as kustomize-controller builds it"}
-	Substitution = gate.Def{ID: "check.substitution", Phase: PhaseName, Stage: gate.Before, Prefix: true,
+	Substitution = verify.Def{ID: "check.substitution", Phase: PhaseName, Stage: verify.Before, Prefix: true,
 		Title: "post-build substitution succeeds as the release's kustomize-controller runs it and renders no default or literal by accident"}
-	Knobs = gate.Def{ID: "check.knobs", Phase: PhaseName, Stage: gate.Before, Prefix: true,
+	Knobs = verify.Def{ID: "check.knobs", Phase: PhaseName, Stage: verify.Before, Prefix: true,
 		Title: "substituteFrom objects are rendered (or listed as prerequisites), agree across environments and are used"}
-	Graph = gate.Def{ID: "check.graph", Phase: PhaseName, Stage: gate.Before,
+	Graph = verify.Def{ID: "check.graph", Phase: PhaseName, Stage: verify.Before,
 		Title: "the Kustomization graph has a root, no cycle, no dangling or unreachable node"}
-	Race = gate.Def{ID: "check.race", Phase: PhaseName, Stage: gate.Before, Prefix: true,
+	Race = verify.Def{ID: "check.race", Phase: PhaseName, Stage: verify.Before, Prefix: true,
 		Title: "a Kustomization depends on whoever applies what it substitutes from"}
-	CEL = gate.Def{ID: "check.cel", Phase: PhaseName, Stage: gate.Before,
+	CEL = verify.Def{ID: "check.cel", Phase: PhaseName, Stage: verify.Before,
 		Title: "every CEL expression (readyExpr, healthCheckExprs) compiles in its controller's environment"}
-	PruneHazard = gate.Def{ID: "check.prune-hazard", Phase: PhaseName, Stage: gate.Before, Prefix: true,
+	PruneHazard = verify.Def{ID: "check.prune-hazard", Phase: PhaseName, Stage: verify.Before, Prefix: true,
 		Title: "no prune: true Kustomization is the only declarer of a shared Namespace"}
 )
 
 // Gates lists every gate of the phase.
-func Gates() []gate.Def {
-	return []gate.Def{Render, Release, Substitution, Knobs, Graph, CEL, Race, PruneHazard}
+func Gates() []verify.Def {
+	return []verify.Def{Render, Release, Substitution, Knobs, Graph, CEL, Race, PruneHazard}
 }
 
 // Detector names one defect class; Options.Disable turns it off (the tests
@@ -130,7 +130,7 @@ func (o Options) on(d Detector) bool { return !o.Disable[d] }
 
 // Result is what Run found: the checks, and the models it read.
 type Result struct {
-	Checks []gate.Check
+	Checks []verify.Check
 	// Findings are the defects behind the checks that did not pass, one per
 	// located defect (for SARIF and other tools).
 	Findings []Finding
@@ -142,7 +142,7 @@ type Result struct {
 }
 
 // Run loads the environment and checks it. The error is an input error
-// (gate.InputError) when the environment cannot be built.
+// (verify.InputError) when the environment cannot be built.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	// The flag first, before the repository is read.
 	if err := Preflight(o); err != nil {
@@ -197,7 +197,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // renderCheck is check.render: the root directory built (else Run's input
 // error), and every Kustomization path that does not build is a [build]
 // finding of that Kustomization.
-func renderCheck(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fluxrepo.Env, notes []string) gate.Check {
+func renderCheck(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fluxrepo.Env, notes []string) verify.Check {
 	var fs []finding
 	for _, k := range env.Kustomizations {
 		if k.Err != nil && o.on(Build) {
@@ -323,18 +323,18 @@ type Phase struct {
 func (p *Phase) Name() string { return PhaseName }
 
 // Gates lists the gates.
-func (p *Phase) Gates() []gate.Def { return Gates() }
+func (p *Phase) Gates() []verify.Def { return Gates() }
 
 // Before runs the checks. A repository that does not build is an input
 // error (exit 2), not a gate.
-func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, error) {
 	run.Progressf("static: checking %s in %s", p.Options.Path, p.Options.Repo)
 	r, err := Run(ctx, p.Options)
 	if err != nil {
-		if gate.IsInput(err) {
+		if verify.IsInput(err) {
 			return nil, err
 		}
-		return []gate.Check{Render.Fail(err.Error())}, nil
+		return []verify.Check{Render.Fail(err.Error())}, nil
 	}
 	p.Result = r
 	run.Report.Facts["fluxRelease"] = r.Release.String()
@@ -345,7 +345,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 func (p *Phase) Do(context.Context, *pipeline.Run) error { return nil }
 
 // After does nothing.
-func (p *Phase) After(context.Context, *pipeline.Run) []gate.Check { return nil }
+func (p *Phase) After(context.Context, *pipeline.Run) []verify.Check { return nil }
 
 var _ pipeline.Phase = (*Phase)(nil)
 
@@ -367,7 +367,7 @@ type finding struct {
 	count  int
 	lines  []int
 	// subject, cause, item and causeFix group findings in the text report
-	// (gate.Finding): the Kustomization affected, the defect several share,
+	// (verify.Finding): the Kustomization affected, the defect several share,
 	// what tells them apart, and the one fix of them all.
 	subject, cause, item, causeFix string
 }
@@ -403,9 +403,9 @@ type Finding struct {
 	Gate     string   `json:"gate"`
 	Detector Detector `json:"detector"`
 	// Verdict is fail or warn.
-	Verdict gate.Verdict `json:"verdict"`
-	File    string       `json:"file,omitempty"`
-	Line    int          `json:"line,omitempty"`
+	Verdict verify.Verdict `json:"verdict"`
+	File    string         `json:"file,omitempty"`
+	Line    int            `json:"line,omitempty"`
 	// Lines are every line of File where the defect is written in its
 	// object, when more than one; Count is how many times it occurs there.
 	Lines   []int  `json:"lines,omitempty"`
@@ -460,7 +460,7 @@ func (ch *checker) merge(all []finding) []finding {
 
 // about is verdict for the checks of one Kustomization: its findings name
 // it, so the text report can group them across Kustomizations.
-func (ch *checker) about(k *fluxrepo.Kustomization, def gate.Def, all []finding, passMsg string, ev ...string) gate.Check {
+func (ch *checker) about(k *fluxrepo.Kustomization, def verify.Def, all []finding, passMsg string, ev ...string) verify.Check {
 	for i := range all {
 		if all[i].subject == "" {
 			all[i].subject = k.Ref()
@@ -469,28 +469,28 @@ func (ch *checker) about(k *fluxrepo.Kustomization, def gate.Def, all []finding,
 	return ch.verdict(def, all, passMsg, ev...)
 }
 
-// record keeps f as a Finding of def, and as the check's gate.Finding.
-func (ch *checker) record(def gate.Def, f finding, v gate.Verdict, policy string, gfs *[]gate.Finding) {
+// record keeps f as a Finding of def, and as the check's verify.Finding.
+func (ch *checker) record(def verify.Def, f finding, v verify.Verdict, policy string, gfs *[]verify.Finding) {
 	count := f.count
 	if count < 2 {
 		count = 0
 	}
 	ch.findings = append(ch.findings, Finding{Gate: def.ID, Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Lines: f.lines, Count: count,
 		Message: f.what, Fix: f.fix, Policy: policy, Kustomization: f.subject})
-	*gfs = append(*gfs, gate.Finding{Detector: string(f.det), Verdict: v, File: f.loc.File, Line: f.loc.Line, Lines: f.lines, Count: count,
+	*gfs = append(*gfs, verify.Finding{Detector: string(f.det), Verdict: v, File: f.loc.File, Line: f.loc.Line, Lines: f.lines, Count: count,
 		Message: f.what, Fix: f.fix, Policy: policy, Subject: f.subject, Cause: f.cause, Item: f.item, CauseFix: f.causeFix})
 }
 
 // verdict turns findings into one check of def.
-func (ch *checker) verdict(def gate.Def, all []finding, passMsg string, ev ...string) gate.Check {
+func (ch *checker) verdict(def verify.Def, all []finding, passMsg string, ev ...string) verify.Check {
 	all = ch.merge(all)
-	var gfs []gate.Finding
+	var gfs []verify.Finding
 	// The policy's word first: an allowed finding is reported, not counted.
 	var fs []finding
 	for _, f := range all {
 		if why := ch.policy.apply(&f); why != "" {
 			ev = append(ev, why+": "+f.String())
-			ch.record(def, f, gate.Pass, why, &gfs)
+			ch.record(def, f, verify.Pass, why, &gfs)
 			continue
 		}
 		fs = append(fs, f)
@@ -501,9 +501,9 @@ func (ch *checker) verdict(def gate.Def, all []finding, passMsg string, ev ...st
 		return c
 	}
 	for _, f := range fs {
-		v := gate.Fail
+		v := verify.Fail
 		if f.warn {
-			v = gate.Warn
+			v = verify.Warn
 		}
 		ch.record(def, f, v, f.policy, &gfs)
 	}
@@ -517,7 +517,7 @@ func (ch *checker) verdict(def gate.Def, all []finding, passMsg string, ev ...st
 		}
 	}
 	lines = append(lines, ev...)
-	var c gate.Check
+	var c verify.Check
 	if len(fails) > 0 {
 		msg := fails[0].String()
 		if len(fs) > 1 {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 const clean = "../../testdata/check/clean"
@@ -47,7 +47,7 @@ func fixture(t *testing.T, ms ...mutation) string {
 	return dst
 }
 
-func run(t *testing.T, repo string, disable ...Detector) *gate.Report {
+func run(t *testing.T, repo string, disable ...Detector) *verify.Report {
 	t.Helper()
 	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/dev"}, Disable: map[Detector]bool{}}
 	for _, d := range disable {
@@ -57,36 +57,36 @@ func run(t *testing.T, repo string, disable ...Detector) *gate.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := gate.NewReport("check")
+	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
 	return rep
 }
 
 // checkOf is the check id of rep (the zero Check when none).
-func checkOf(rep *gate.Report, id string) gate.Check {
+func checkOf(rep *verify.Report, id string) verify.Check {
 	for _, c := range rep.Checks {
 		if c.ID == id {
 			return c
 		}
 	}
-	return gate.Check{}
+	return verify.Check{}
 }
 
-func text(c gate.Check) string { return c.Message + "\n" + strings.Join(c.Evidence, "\n") }
+func text(c verify.Check) string { return c.Message + "\n" + strings.Join(c.Evidence, "\n") }
 
-func dump(rep *gate.Report) string {
+func dump(rep *verify.Report) string {
 	var b strings.Builder
-	_ = gate.WriteVerbose(&b, rep)
+	_ = verify.WriteVerbose(&b, rep)
 	return b.String()
 }
 
 func TestCleanPasses(t *testing.T) {
 	rep := run(t, fixture(t))
-	if rep.ExitCode() != gate.ExitOK || rep.Verdict() != gate.Pass {
+	if rep.ExitCode() != verify.ExitOK || rep.Verdict() != verify.Pass {
 		t.Fatalf("clean fixture:\n%s", dump(rep))
 	}
 	// Every gate of the phase reported.
-	if missing := gate.Missing(Gates(), rep.Checks, "x"); len(missing) > 0 {
+	if missing := verify.Missing(Gates(), rep.Checks, "x"); len(missing) > 0 {
 		t.Fatalf("gates not reported: %v", missing)
 	}
 }
@@ -100,7 +100,7 @@ var wantEnvAdd = mutation{"apps/web.yaml", "", "  extra: \"$${ARR[0]} $${undefin
 // or in a script.
 func TestDefinedDefaultsPass(t *testing.T) {
 	rep := run(t, fixture(t, mutation{"apps/web.yaml", "", "  extra: \"${domain:=dev.example.invalid} ${domain:?domain must be set} ${domain:-x} ${domain:+set}\"\n  check.sh: \"#!/bin/sh\\necho ${domain:-none}\\n\"\n"}))
-	if rep.ExitCode() != gate.ExitOK || rep.Verdict() != gate.Pass {
+	if rep.ExitCode() != verify.ExitOK || rep.Verdict() != verify.Pass {
 		t.Fatalf("defaults on a defined name are flagged:\n%s", dump(rep))
 	}
 }
@@ -108,7 +108,7 @@ func TestDefinedDefaultsPass(t *testing.T) {
 func TestEscapedFormsPass(t *testing.T) {
 	rep := run(t, fixture(t, wantEnvAdd,
 		mutation{"infrastructure/cni.yaml", "    echo", "    # $${COMMENTED:-x} $${ARR[1]}\n    echo"}))
-	if rep.ExitCode() != gate.ExitOK || rep.Verdict() != gate.Pass {
+	if rep.ExitCode() != verify.ExitOK || rep.Verdict() != verify.Pass {
 		t.Fatalf("escaped forms are flagged:\n%s", dump(rep))
 	}
 }
@@ -137,7 +137,7 @@ func TestDefects(t *testing.T) {
 		ms      []mutation
 		det     Detector
 		id      string
-		verdict gate.Verdict
+		verdict verify.Verdict
 		want    string   // in the gate's message or evidence
 		also    []string // other gates this defect legitimately trips
 		// alone: the detector's finding is the only one in its gate, so
@@ -147,109 +147,109 @@ func TestDefects(t *testing.T) {
 		alsoFails bool
 	}{
 		{name: "undefined", ms: []mutation{webExtra("${undefinedKnob}")}, det: Undefined,
-			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
 			want: "apps/web.yaml:10: [undefined] ${undefinedKnob} in ConfigMap/web/web is not defined"},
 		// Default-operator forms are judged by where they stand (issue
 		// #29): on a defined name never; on an undefined one a template
 		// default is an advisory, a script's shell variable and a :?
 		// message rendered as the value are defects.
 		{name: "default on undefined", ms: []mutation{webExtra("${missingKnob:-fallback}")}, det: DefaultOp,
-			id: "check.substitution/flux-system/apps", verdict: gate.Warn, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Warn, alone: true,
 			want: `apps/web.yaml:10: [default-op] ${missingKnob:-…} in ConfigMap/web/web: missingKnob is not defined for Kustomization flux-system/apps`},
 		{name: "alternate on undefined", ms: []mutation{webExtra("${missingKnob:+set}")}, det: DefaultOp,
-			id: "check.substitution/flux-system/apps", verdict: gate.Warn, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Warn, alone: true,
 			want: "[default-op] ${missingKnob:+…}"},
 		{name: "error operator on undefined", ms: []mutation{webExtra("${missingKnob:?must be set}")}, det: DefaultOp,
-			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
 			want: "[default-op] ${missingKnob:?…} in ConfigMap/web/web: missingKnob is not defined in this environment"},
 		{name: "shell default in a script", ms: []mutation{{"apps/web.yaml", "", "  check.sh: \"#!/bin/sh\\nif [ -z \\\"${OIDC_SECRET:-}\\\" ]; then exit 1; fi\\n\"\n"}}, det: DefaultOp,
-			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
 			want: "[default-op] ${OIDC_SECRET:-…} in a script of ConfigMap/web/web: OIDC_SECRET is not defined in this environment"},
 		{name: "array subscript", ms: []mutation{webExtra("${ARR[0]}")}, det: ParseError,
-			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
 			want: "apps/web.yaml:10: [parse-error] ${ARR[0]} in ConfigMap/web/web: the substitution parser rejects it (missing closing brace)"},
 		// Measured with fluxcd/pkg/envsubst v1.7.1 (kustomize-controller
 		// v1.9.5): the colon-less forms other than = do not parse.
 		{name: "colon-less default", ms: []mutation{webExtra("${domain-x}")}, det: ParseError,
-			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
 			want: "[parse-error] ${domain-x}"},
 		{name: "block scalar comment line", ms: []mutation{{"infrastructure/cni.yaml", "# the API host is ${k8sServiceHost}", "# the API host is ${undefinedInComment}"}}, det: Undefined,
-			id: "check.substitution/flux-system/infra", verdict: gate.Fail, alone: true,
+			id: "check.substitution/flux-system/infra", verdict: verify.Fail, alone: true,
 			want: "infrastructure/cni.yaml:11: [undefined] ${undefinedInComment} in ConfigMap/kube-system/cni-config"},
 		{name: "literal without postBuild", ms: []mutation{{"docs/readme.yaml", "plain text, no variables", "see https://${domain}"}}, det: Literal,
-			id: "check.substitution/flux-system/docs", verdict: gate.Warn, alone: true,
+			id: "check.substitution/flux-system/docs", verdict: verify.Warn, alone: true,
 			want: "docs/readme.yaml:7: [literal] ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs has no postBuild, so it ships literally"},
 		{name: "literal with postBuild but no variables", ms: []mutation{
 			{"docs/readme.yaml", "plain text, no variables", "see https://${domain}"},
 			{"clusters/base/apps.yaml", "  dependsOn:\n    - name: apps\n", "  dependsOn:\n    - name: apps\n  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: docs-vars\n        optional: true\n"}}, det: Literal,
-			id: "check.substitution/flux-system/docs", verdict: gate.Warn, alone: true,
+			id: "check.substitution/flux-system/docs", verdict: verify.Warn, alone: true,
 			want: "docs/readme.yaml:7: [literal] ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs substitutes from nothing (no variables), so nothing is substituted and it ships literally"},
 		// An advisory (issue #38 item 5): no controller compares
 		// environments; prod's own check reports its undefined ${newKnob}.
 		{name: "knob in one environment", ms: []mutation{{"clusters/dev/cluster-vars.yaml", "", "  newKnob: x\n"}, webExtra("${newKnob}")}, det: KnobEnv,
-			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Warn, alone: true,
+			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Warn, alone: true,
 			want: "clusters/dev/cluster-vars.yaml:10: [knob-env] knob newKnob of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod"},
 		{name: "substituteFrom object nobody renders", ms: []mutation{{"clusters/base/apps.yaml", "      - kind: Secret\n        name: app-secrets\n", "      - kind: Secret\n        name: app-secrets\n      - kind: ConfigMap\n        name: ghost-vars\n"}}, det: Prerequisite,
-			id: "check.knobs/ConfigMap/flux-system/ghost-vars", verdict: gate.Warn, alone: true,
+			id: "check.knobs/ConfigMap/flux-system/ghost-vars", verdict: verify.Warn, alone: true,
 			want: "clusters/base/apps.yaml:25: [prerequisite] prerequisite ConfigMap/flux-system/ghost-vars (no key the repository shows used) is substituted from by flux-system/apps and no Kustomization of clusters/dev renders it"},
 		{name: "unused knob", ms: []mutation{{"clusters/dev/cluster-vars.yaml", "", "  unusedKnob: x\n"}, {"clusters/prod/cluster-vars.yaml", "", "  unusedKnob: x\n"}}, det: KnobUnused,
-			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: gate.Warn, alone: true,
+			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Warn, alone: true,
 			want: "clusters/dev/cluster-vars.yaml:10: [knob-unused] knob unusedKnob of ConfigMap/flux-system/cluster-vars is referenced by none"},
 		{name: "cycle", ms: []mutation{{"clusters/base/infrastructure.yaml", "    - name: flux-system\n", "    - name: flux-system\n    - name: docs\n"}}, det: Cycle,
-			id: "check.graph", verdict: gate.Fail, alone: true,
+			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "[cycle] dependsOn circular dependency detected: flux-system/infra -> flux-system/docs -> flux-system/apps -> flux-system/infra"},
 		{name: "dangling dependsOn", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n    - name: ghost\n"}}, det: Dangling,
-			id: "check.graph", verdict: gate.Fail, alone: true,
+			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "clusters/base/apps.yaml:16: [dangling] Kustomization flux-system/apps depends on flux-system/ghost"},
 		// HelmReleases, with helm-controller's rules (v1.6.4): dependsOn
 		// names HelmReleases only, its namespace defaults to the
 		// dependent's (checkDependencies); exactly one of chart/chartRef
 		// (isValidChartRef); the chart source must exist (getSource).
 		{name: "dangling HelmRelease dependsOn", ms: []mutation{{"apps/releases.yaml", "    - name: web-db\n", "    - name: web-db\n    - name: ghost\n"}}, det: Dangling,
-			id: "check.graph", verdict: gate.Fail, alone: true,
+			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "apps/releases.yaml:53: [dangling] HelmRelease web/web depends on web/ghost, which the environment does not render"},
 		{name: "HelmRelease cycle", ms: []mutation{{"apps/releases.yaml", "  interval: 10m\n  chart:\n", "  interval: 10m\n  dependsOn:\n    - name: web\n  chart:\n"}}, det: Cycle,
-			id: "check.graph", verdict: gate.Fail, alone: true,
+			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "apps/releases.yaml:26: [cycle] dependsOn circular dependency detected: web/web-db -> web/web -> web/web-db: none of these HelmReleases can ever become Ready"},
 		{name: "HelmRelease depends on a Kustomization", ms: []mutation{{"apps/releases.yaml", "    - name: web-db\n", "    - name: web-db\n    - name: apps\n      namespace: flux-system\n"}}, det: HelmDependsOn,
-			id: "check.graph", verdict: gate.Fail, alone: true,
+			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "apps/releases.yaml:53: [helm-depends-on] HelmRelease web/web depends on flux-system/apps, which is a Kustomization"},
 		// A Kustomization's health check (wait: true) waits for a release
 		// whose dependency another Kustomization applies (kustomize-
 		// controller v1.9.5 checkHealth holds a worker; helm-controller
 		// v1.6.4 checkDependencies keeps the release DependencyNotReady).
 		{name: "health check waits on a release its dependent applies", ms: []mutation{{"infrastructure/cni.yaml", "", waitOrderRelease}}, det: WaitOrder,
-			id: "check.graph", verdict: gate.Fail, alone: true, also: []string{"check.prune-hazard/flux-system/apps/web"},
+			id: "check.graph", verdict: verify.Fail, alone: true, also: []string{"check.prune-hazard/flux-system/apps/web"},
 			want: "[wait-order] Kustomization flux-system/infra health-checks HelmReleases that need releases Kustomization flux-system/apps applies (web/web-ui needs web/web-db), and flux-system/apps waits for flux-system/infra: a deadlock"},
 		{name: "health check waits on a release of an unordered Kustomization", ms: []mutation{
 			{"clusters/base/apps.yaml", "  path: ./docs\n  prune: true\n", "  path: ./docs\n  prune: true\n  wait: true\n"},
 			{"clusters/base/apps.yaml", "  dependsOn:\n    - name: apps\n", "  dependsOn:\n    - name: infra\n"},
 			{"docs/readme.yaml", "", waitOrderRelease}}, det: WaitOrder,
-			id: "check.graph", verdict: gate.Warn, alone: true, also: []string{"check.prune-hazard/flux-system/apps/web"},
+			id: "check.graph", verdict: verify.Warn, alone: true, also: []string{"check.prune-hazard/flux-system/apps/web"},
 			want: "[wait-order] Kustomization flux-system/docs health-checks HelmReleases that need releases Kustomization flux-system/apps applies (web/web-ui needs web/web-db), without depending on flux-system/apps: it holds one of kustomize-controller's --concurrent workers"},
 		{name: "chartRef source not rendered", ms: []mutation{{"apps/releases.yaml", "    name: web-chart\n  dependsOn", "    name: app-chart\n  dependsOn"}}, det: ChartSource,
-			id: "check.graph", verdict: gate.Fail, alone: true,
+			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "apps/releases.yaml:41: [chart-source] HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which the environment does not render"},
 		{name: "chart template source not rendered", ms: []mutation{{"apps/releases.yaml", "        name: charts\n", "        name: other-charts\n"}}, det: ChartSource,
-			id: "check.graph", verdict: gate.Fail, alone: true,
+			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "[chart-source] HelmRelease web/web-db reads its chart from HelmRepository/web/other-charts"},
 		{name: "chart and chartRef both set", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n", "  chart:\n    spec:\n      chart: app\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n  chartRef:\n"}}, det: ChartSource,
 			// The CRD's own rule refuses it too, before the controller sees it.
-			id: "check.graph", verdict: gate.Fail, alone: true, also: []string{"check.substitution/flux-system/apps"},
+			id: "check.graph", verdict: verify.Fail, alone: true, also: []string{"check.substitution/flux-system/apps"},
 			want: "[chart-source] HelmRelease web/web: spec.chart and spec.chartRef are mutually exclusive"},
 		// CEL compiled as the controllers compile it: readyExpr with
 		// variables self and dep and a bool result (evalReadyExpr,
 		// kustomize-controller v1.9.5 and helm-controller v1.6.4),
 		// healthCheckExprs with fluxcd/pkg/runtime/cel.NewStatusReader.
 		{name: "readyExpr that does not compile", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n      readyExpr: dep.status.conditions.filter(c, c.type == 'Ready'\n"}}, det: BadCEL,
-			id: "check.cel", verdict: gate.Fail, alone: true,
+			id: "check.cel", verdict: verify.Fail, alone: true,
 			want: "[cel] Kustomization flux-system/apps: dependsOn infra readyExpr does not compile"},
 		{name: "readyExpr that is not a bool", ms: []mutation{{"apps/releases.yaml", "    - name: web-db\n", "    - name: web-db\n      readyExpr: dep.metadata.name\n"}}, det: BadCEL,
-			id: "check.cel", verdict: gate.Fail, alone: true,
+			id: "check.cel", verdict: verify.Fail, alone: true,
 			want: "[cel] HelmRelease web/web: dependsOn web-db readyExpr does not compile"},
 		{name: "healthCheckExprs without current", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n  healthCheckExprs:\n    - apiVersion: example.com/v1\n      kind: Thing\n      failed: status.phase == 'Failed'\n"}}, det: BadCEL,
 			// The CRD requires current too: the API server refuses it first.
-			id: "check.cel", verdict: gate.Fail, alone: true, also: []string{"check.substitution/flux-system/flux-system"},
+			id: "check.cel", verdict: verify.Fail, alone: true, also: []string{"check.substitution/flux-system/flux-system"},
 			want: "[cel] Kustomization flux-system/apps: healthCheckExprs: failed to create custom status evaluator for healthchecks[0]: expression Current not specified"},
 		// kustomize-controller v1.9.5 substitutes the YAML of each built
 		// object and decodes it again: a quoted "${replicas}" is written
@@ -259,19 +259,19 @@ func TestDefects(t *testing.T) {
 		{name: "a substituted number where a string is wanted", ms: []mutation{
 			{"clusters/dev/cluster-vars.yaml", "", "  replicas: \"3\"\n"}, {"clusters/prod/cluster-vars.yaml", "", "  replicas: \"3\"\n"},
 			{"apps/web.yaml", "", "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sizes\n  namespace: web\ndata:\n  replicas: \"${replicas}\"\n"}}, det: TypeChange,
-			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
 			want: "apps/web.yaml:17: [type] ConfigMap/web/sizes after substitution is not a valid ConfigMap"},
 		{name: "root applies another directory", ms: []mutation{{"clusters/dev/sync.yaml", "path: ./clusters/dev", "path: ./clusters/base"}}, det: Unreachable,
-			id: "check.graph", verdict: gate.Fail, alone: true,
+			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "[unreachable] the root Kustomization flux-system/flux-system applies ./clusters/base, not the environment's directory clusters/dev"},
 		{name: "root waits", ms: []mutation{{"clusters/dev/sync.yaml", "wait: false", "wait: true"}}, det: RootWait,
-			id: "check.graph", verdict: gate.Fail, alone: true,
+			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "clusters/dev/sync.yaml:10: [root-wait] the root Kustomization flux-system/flux-system has wait: true"},
 		{name: "no root", ms: []mutation{{"clusters/dev/kustomization.yaml", "  - sync.yaml\n", ""}}, det: NoRoot,
-			id: "check.graph", verdict: gate.Fail,
+			id: "check.graph", verdict: verify.Fail,
 			want: "clusters/dev/kustomization.yaml: [no-root] clusters/dev renders no root Kustomization flux-system/flux-system"},
 		{name: "substitution race", ms: []mutation{{"clusters/base/infrastructure.yaml", "  dependsOn:\n    - name: flux-system\n", ""}}, det: RaceDep,
-			id: "check.race/flux-system/infra", verdict: gate.Fail, alone: true, also: []string{"check.race/flux-system/apps"},
+			id: "check.race/flux-system/infra", verdict: verify.Fail, alone: true, also: []string{"check.race/flux-system/apps"},
 			want: "clusters/base/infrastructure.yaml:1: [race] Kustomization flux-system/infra substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system, without depending on it"},
 		// kustomize-controller v1.9.5 watches substituteFrom objects
 		// labelled reconcile.fluxcd.io/watch: Enabled (main.go's
@@ -280,33 +280,33 @@ func TestDefects(t *testing.T) {
 		{name: "substitution race on a watched object", ms: []mutation{
 			{"clusters/base/infrastructure.yaml", "  dependsOn:\n    - name: flux-system\n", ""},
 			{"clusters/dev/cluster-vars.yaml", "  namespace: flux-system\n", "  namespace: flux-system\n  labels:\n    reconcile.fluxcd.io/watch: Enabled\n"}}, det: RaceDep,
-			id: "check.race/flux-system/infra", verdict: gate.Warn, alone: true, also: []string{"check.race/flux-system/apps"}, alsoFails: true,
+			id: "check.race/flux-system/infra", verdict: verify.Warn, alone: true, also: []string{"check.race/flux-system/apps"}, alsoFails: true,
 			want: "[race] Kustomization flux-system/infra substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system, without depending on it; it is watched"},
 		// Flux objects validated after substitution against the release's
 		// CRDs, as the API server does on create (crdschema): an enum
 		// value the schema does not allow refuses the object, and with it
 		// the whole Kustomization's apply.
 		{name: "a Flux field outside its enum", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  driftDetection:\n    mode: enable\n  chartRef:\n    kind: OCIRepository\n"}}, det: Schema,
-			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
 			want: "apps/releases.yaml:49: [schema] HelmRelease/web/web is refused by the API server (Flux v2.9.5's CRDs): spec.driftDetection.mode: Unsupported value: \"enable\""},
 		// The issue's class: a knob that reads as a number, substituted
 		// into a field the CRD types as a string.
 		{name: "a substituted number where a Flux field wants a string", ms: []mutation{
 			{"clusters/dev/cluster-vars.yaml", "", "  helmTimeout: \"300\"\n"}, {"clusters/prod/cluster-vars.yaml", "", "  helmTimeout: \"300\"\n"},
 			{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  timeout: ${helmTimeout}\n  chartRef:\n    kind: OCIRepository\n"}}, det: Schema,
-			id: "check.substitution/flux-system/apps", verdict: gate.Fail, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
 			want: "spec.timeout: Invalid value: \"integer\": spec.timeout in body must be of type string"},
 		{name: "an unknown field in a Flux object", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  intervl: 5m\n  chartRef:\n    kind: OCIRepository\n"}}, det: Schema,
-			id: "check.substitution/flux-system/apps", verdict: gate.Warn, alone: true,
+			id: "check.substitution/flux-system/apps", verdict: verify.Warn, alone: true,
 			want: "apps/releases.yaml:48: [schema] HelmRelease/web/web: field spec.intervl is not in Flux v2.9.5's CRDs, so the API server drops it"},
 		// kustomize-controller v1.9.x (kustomization_controller.go,
 		// reconcile) fails only the Kustomization whose build fails
 		// (BuildFailed); the others are applied: one [build] finding.
 		{name: "a path that is not a directory", ms: []mutation{{"clusters/base/apps.yaml", "  path: ./docs\n", "  path: ./doc\n"}}, det: Build,
-			id: "check.render", verdict: gate.Fail, alone: true, also: []string{"check.substitution/flux-system/docs"},
+			id: "check.render", verdict: verify.Fail, alone: true, also: []string{"check.substitution/flux-system/docs"},
 			want: `clusters/base/apps.yaml:25: [build] Kustomization flux-system/docs: spec.path "./doc" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`},
 		{name: "prune hazard", ms: []mutation{{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n"}}, det: Prune,
-			id: "check.prune-hazard/flux-system/apps/kube-system", verdict: gate.Warn,
+			id: "check.prune-hazard/flux-system/apps/kube-system", verdict: verify.Warn,
 			want: "apps/namespace.yaml:6: [prune-hazard] Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,7 +315,7 @@ func TestDefects(t *testing.T) {
 			}
 			repo := fixture(t, tc.ms...)
 			rep := run(t, repo)
-			var got *gate.Check
+			var got *verify.Check
 			for i, c := range rep.Checks {
 				if c.ID == tc.id {
 					got = &rep.Checks[i]
@@ -326,13 +326,13 @@ func TestDefects(t *testing.T) {
 			}
 			// Exactly that defect: no other gate trips.
 			for _, c := range rep.Checks {
-				if c.Verdict != gate.Pass && c.ID != tc.id && !slices.Contains(tc.also, c.ID) {
+				if c.Verdict != verify.Pass && c.ID != tc.id && !slices.Contains(tc.also, c.ID) {
 					t.Errorf("%s also trips %s: %s", tc.name, c.ID, text(c))
 				}
 			}
-			wantExit := gate.ExitFailed
-			if tc.verdict == gate.Warn && !tc.alsoFails {
-				wantExit = gate.ExitOK
+			wantExit := verify.ExitFailed
+			if tc.verdict == verify.Warn && !tc.alsoFails {
+				wantExit = verify.ExitOK
 			}
 			if rep.ExitCode() != wantExit {
 				t.Errorf("exit %d, want %d", rep.ExitCode(), wantExit)
@@ -344,11 +344,11 @@ func TestDefects(t *testing.T) {
 				if strings.Contains(text(c), tag) {
 					t.Errorf("detector %s disabled, still reported: %s", tc.det, text(c))
 				}
-				if c.ID == tc.id && tc.alone && c.Verdict != gate.Pass {
+				if c.ID == tc.id && tc.alone && c.Verdict != verify.Pass {
 					t.Errorf("detector %s disabled, %s is still %s: %s", tc.det, c.ID, c.Verdict, text(c))
 				}
 			}
-			if tc.alone && len(tc.also) == 0 && off.ExitCode() != gate.ExitOK {
+			if tc.alone && len(tc.also) == 0 && off.ExitCode() != verify.ExitOK {
 				t.Errorf("detector %s disabled: exit %d, want 0:\n%s", tc.det, off.ExitCode(), dump(off))
 			}
 		})
@@ -359,7 +359,7 @@ func TestOptionalAndProtectedPass(t *testing.T) {
 	rep := run(t, fixture(t,
 		mutation{"clusters/base/apps.yaml", "      - kind: Secret\n        name: app-secrets\n", "      - kind: Secret\n        name: app-secrets\n      - kind: ConfigMap\n        name: ghost-vars\n        optional: true\n"},
 		mutation{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"}))
-	if rep.ExitCode() != gate.ExitOK || rep.Verdict() != gate.Pass {
+	if rep.ExitCode() != verify.ExitOK || rep.Verdict() != verify.Pass {
 		t.Fatalf("optional substituteFrom / protected namespace flagged:\n%s", dump(rep))
 	}
 }
@@ -368,11 +368,11 @@ func TestNotCheckableSkips(t *testing.T) {
 	// A Kustomization of another source that substitutes: its substitution
 	// cannot be checked offline, so the run is incomplete (exit 3).
 	rep := run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps\n  postBuild:\n    substitute:\n      x: y"}))
-	if rep.ExitCode() != gate.ExitIncomplete {
+	if rep.ExitCode() != verify.ExitIncomplete {
 		t.Fatalf("exit %d, want 3:\n%s", rep.ExitCode(), dump(rep))
 	}
 	for _, c := range rep.Checks {
-		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != gate.Skip || c.Optional || !strings.Contains(c.Message, "reads GitRepository/flux-system/other")) {
+		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != verify.Skip || c.Optional || !strings.Contains(c.Message, "reads GitRepository/flux-system/other")) {
 			t.Fatalf("docs: %s %s (optional %v)", c.Verdict, c.Message, c.Optional)
 		}
 	}
@@ -382,21 +382,21 @@ func TestNotCheckableSkips(t *testing.T) {
 	found := false
 	for _, c := range rep.Checks {
 		if c.ID == "check.substitution/flux-system/docs" {
-			found = c.Verdict == gate.Skip && c.Optional
+			found = c.Verdict == verify.Skip && c.Optional
 		}
 	}
-	if !found || rep.ExitCode() == gate.ExitIncomplete {
+	if !found || rep.ExitCode() == verify.ExitIncomplete {
 		t.Fatalf("a non-substituting Kustomization of another source: want an optional skip, exit not 3 (exit %d):\n%s", rep.ExitCode(), dump(rep))
 	}
 	// One reading an ExternalArtifact (an ArtifactGenerator's output, most
 	// often over this very repository) is a part of the environment left
 	// unread: exit 3, never a silent 0, even without postBuild.
 	rep = run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    kind: GitRepository\n    name: flux-system\n  dependsOn:\n    - name: apps", "    kind: ExternalArtifact\n    name: docs\n  dependsOn:\n    - name: apps"}))
-	if rep.ExitCode() != gate.ExitIncomplete {
+	if rep.ExitCode() != verify.ExitIncomplete {
 		t.Fatalf("ExternalArtifact: exit %d, want 3:\n%s", rep.ExitCode(), dump(rep))
 	}
 	for _, c := range rep.Checks {
-		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != gate.Skip || c.Optional || !strings.Contains(c.Message, "an ExternalArtifact no ArtifactGenerator of the environment makes")) {
+		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != verify.Skip || c.Optional || !strings.Contains(c.Message, "an ExternalArtifact no ArtifactGenerator of the environment makes")) {
 			t.Fatalf("docs: %s %s (optional %v)", c.Verdict, c.Message, c.Optional)
 		}
 	}
@@ -412,7 +412,7 @@ func TestUnusedNotJudgedWhenAReaderIsUnread(t *testing.T) {
 		mutation{"clusters/base/infrastructure.yaml", "    name: flux-system\n  dependsOn", "    name: other\n  dependsOn"}))
 	for _, c := range rep.Checks {
 		if c.ID == "check.knobs/ConfigMap/flux-system/cluster-vars" {
-			if c.Verdict != gate.Pass || !strings.Contains(text(c), "unused knobs not judged: the paths of flux-system/infra were not built") {
+			if c.Verdict != verify.Pass || !strings.Contains(text(c), "unused knobs not judged: the paths of flux-system/infra were not built") {
 				t.Fatalf("%s: %s", c.Verdict, text(c))
 			}
 			return
@@ -422,21 +422,21 @@ func TestUnusedNotJudgedWhenAReaderIsUnread(t *testing.T) {
 }
 
 func TestPhaseInputError(t *testing.T) {
-	rep := gate.NewReport("check")
+	rep := verify.NewReport("check")
 	p := &Phase{Options: Options{Options: fluxrepo.Options{Repo: clean, Path: "clusters/nope"}}}
 	err := pipeline.Execute(context.Background(), &pipeline.Run{Report: rep}, p)
-	if !gate.IsInput(err) || !strings.Contains(err.Error(), "clusters/nope: no such directory") {
+	if !verify.IsInput(err) || !strings.Contains(err.Error(), "clusters/nope: no such directory") {
 		t.Fatalf("want an input error naming the path, got %v", err)
 	}
 }
 
 func TestPhaseInPipeline(t *testing.T) {
-	rep := gate.NewReport("check")
+	rep := verify.NewReport("check")
 	p := &Phase{Options: Options{Options: fluxrepo.Options{Repo: fixture(t, mutation{"clusters/dev/sync.yaml", "wait: false", "wait: true"}), Path: "clusters/dev"}}}
 	if err := pipeline.Execute(context.Background(), &pipeline.Run{Report: rep}, p); err != nil {
 		t.Fatal(err)
 	}
-	if rep.ExitCode() != gate.ExitFailed || p.Result == nil {
+	if rep.ExitCode() != verify.ExitFailed || p.Result == nil {
 		t.Fatalf("exit %d:\n%s", rep.ExitCode(), dump(rep))
 	}
 }
@@ -449,7 +449,7 @@ func TestInvalidVariableName(t *testing.T) {
 		mutation{"clusters/prod/cluster-vars.yaml", "", "  bad-key: x\n"}))
 	want := "[parse-error] kustomize-controller's substitution fails Kustomization flux-system/infra: post build failed for 'ConfigMap/kube-system/cni-config': envsubst error: 'bad-key' var name is invalid"
 	for _, c := range rep.Checks {
-		if c.ID == "check.substitution/flux-system/infra" && c.Verdict == gate.Fail && strings.Contains(text(c), want) {
+		if c.ID == "check.substitution/flux-system/infra" && c.Verdict == verify.Fail && strings.Contains(text(c), want) {
 			return
 		}
 	}
@@ -462,7 +462,7 @@ func TestEncryptedObjectsNamed(t *testing.T) {
 	rep := run(t, fixture(t, mutation{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: web\nstringData:\n  password: ENC[AES256_GCM,data:eA==,iv:aXY=,tag:dGFn,type:str]\nsops:\n  version: 3.9.0\n"}))
 	for _, c := range rep.Checks {
 		if c.ID == "check.substitution/flux-system/apps" {
-			if c.Verdict != gate.Pass || !strings.Contains(text(c), "values not checked: Secret/web/db") {
+			if c.Verdict != verify.Pass || !strings.Contains(text(c), "values not checked: Secret/web/db") {
 				t.Fatalf("%s: %s", c.Verdict, text(c))
 			}
 			return
@@ -489,10 +489,10 @@ func TestSharedModelThatKeptGoing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := gate.NewReport("check")
+	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
 	c := checkOf(rep, "check.render")
-	if rep.ExitCode() != gate.ExitFailed || c.Verdict != gate.Fail || !strings.Contains(text(c), "clusters/base/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path") || !strings.Contains(text(c), "missing.yaml") {
+	if rep.ExitCode() != verify.ExitFailed || c.Verdict != verify.Fail || !strings.Contains(text(c), "clusters/base/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path") || !strings.Contains(text(c), "missing.yaml") {
 		t.Fatalf("exit %d, want 1 with the [build] failure naming missing.yaml:\n%s", rep.ExitCode(), dump(rep))
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // sharedNamespaces are Namespaces no single Kustomization should own.
@@ -24,7 +24,7 @@ var sharedNamespaces = []string{"kube-system", fluxobj.DefaultNamespace, "defaul
 // checkGraph is check.graph: the root, cycles, dangling dependsOn, and
 // every Kustomization applied by the root (fluxgraph's relation: the chain
 // of Kustomizations whose builds render it reaches the root).
-func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) gate.Check {
+func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) verify.Check {
 	var fs []finding
 	root, path := env.Root, env.Options.Path
 	rootRef := env.Options.Namespace + "/" + env.Options.RootName
@@ -314,8 +314,8 @@ func nodeFiles(env *fluxrepo.Env, id fluxgraph.NodeID) []string {
 // object another Kustomization applies must depend on it, directly or
 // through dependencies reading the same source (dependsOn is
 // revision-gated only within one source).
-func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []gate.Check {
-	var out []gate.Check
+func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []verify.Check {
+	var out []verify.Check
 	for _, k := range env.Kustomizations {
 		if !k.Substitutes() || len(k.Spec.PostBuild.SubstituteFrom) == 0 {
 			continue
@@ -388,7 +388,7 @@ func joinIDs(ids []fluxgraph.NodeID) string {
 // checkPrune is check.prune-hazard/<ns>/<name>/<namespace>: a prune: true
 // Kustomization that is the only declarer of a shared Namespace turns a move
 // of that file into "delete namespace".
-func checkPrune(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
+func checkPrune(ch *checker, o Options, env *fluxrepo.Env) []verify.Check {
 	declarers := map[string][]*fluxrepo.Kustomization{}
 	deployers := map[string]map[string]bool{}
 	protected := map[string]bool{}
@@ -424,7 +424,7 @@ func checkPrune(ch *checker, o Options, env *fluxrepo.Env) []gate.Check {
 			add(r.GetNamespace())
 		}
 	}
-	var out []gate.Check
+	var out []verify.Check
 	for _, ns := range slices.Sorted(maps.Keys(declarers)) {
 		ks := declarers[ns]
 		if len(ks) != 1 {

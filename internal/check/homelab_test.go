@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // The incidents of DESIGN.md §2, replayed on the homelab fixture.
@@ -30,26 +30,26 @@ func TestHomelabIncidents(t *testing.T) {
 		}
 		return dst
 	}
-	check := func(t *testing.T, repo, env string) *gate.Report {
+	check := func(t *testing.T, repo, env string) *verify.Report {
 		r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/" + env}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep := gate.NewReport("check")
+		rep := verify.NewReport("check")
 		rep.Add(r.Checks...)
 		return rep
 	}
-	find := func(rep *gate.Report, id string) gate.Check {
+	find := func(rep *verify.Report, id string) verify.Check {
 		for _, c := range rep.Checks {
 			if c.ID == id {
 				return c
 			}
 		}
-		return gate.Check{}
+		return verify.Check{}
 	}
 	t.Run("as committed", func(t *testing.T) {
 		for _, env := range []string{"dev", "prod"} {
-			if rep := check(t, homelab(t), env); rep.ExitCode() != gate.ExitOK {
+			if rep := check(t, homelab(t), env); rep.ExitCode() != verify.ExitOK {
 				t.Fatalf("%s:\n%s", env, dump(rep))
 			}
 		}
@@ -60,14 +60,14 @@ func TestHomelabIncidents(t *testing.T) {
 			[3]string{"clusters/base/platform.yaml", "    - name: flux-system\n    - name: cni\n", "    - name: cni\n"},
 			[3]string{"clusters/base/infrastructure.yaml", "  dependsOn:\n    - name: flux-system\n", ""})
 		c := find(check(t, repo, "dev"), "check.race/flux-system/platform")
-		if c.Verdict != gate.Fail || !strings.Contains(text(c), "[race] Kustomization flux-system/platform substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system") {
+		if c.Verdict != verify.Fail || !strings.Contains(text(c), "[race] Kustomization flux-system/platform substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system") {
 			t.Fatalf("%s: %s", c.Verdict, text(c))
 		}
 	})
 	t.Run("prod without its sync.yaml", func(t *testing.T) {
 		repo := homelab(t, [3]string{"clusters/prod/kustomization.yaml", "  - sync.yaml\n", ""})
 		c := find(check(t, repo, "prod"), "check.graph")
-		if c.Verdict != gate.Fail || !strings.Contains(text(c), "[no-root] clusters/prod renders no root Kustomization flux-system/flux-system") ||
+		if c.Verdict != verify.Fail || !strings.Contains(text(c), "[no-root] clusters/prod renders no root Kustomization flux-system/flux-system") ||
 			!strings.Contains(text(c), "[dangling] Kustomization flux-system/cni depends on flux-system/flux-system") {
 			t.Fatalf("%s: %s", c.Verdict, text(c))
 		}
@@ -79,10 +79,10 @@ func TestHomelabIncidents(t *testing.T) {
 		dev, prod := check(t, repo, "dev"), check(t, repo, "prod")
 		// dev's comparison is an advisory (issue #38 item 5); the defect
 		// is prod's own [undefined], which its controller reports.
-		if c := find(dev, "check.knobs/ConfigMap/flux-system/cluster-vars"); c.Verdict != gate.Warn || !strings.Contains(text(c), "knob podCIDR of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod") {
+		if c := find(dev, "check.knobs/ConfigMap/flux-system/cluster-vars"); c.Verdict != verify.Warn || !strings.Contains(text(c), "knob podCIDR of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod") {
 			t.Fatalf("dev: %s: %s", c.Verdict, text(c))
 		}
-		if c := find(prod, "check.substitution/flux-system/cni"); c.Verdict != gate.Fail || !strings.Contains(text(c), "[undefined] ${podCIDR}") {
+		if c := find(prod, "check.substitution/flux-system/cni"); c.Verdict != verify.Fail || !strings.Contains(text(c), "[undefined] ${podCIDR}") {
 			t.Fatalf("prod: %s: %s", c.Verdict, text(c))
 		}
 	})

@@ -10,12 +10,12 @@ import (
 	"github.com/fluxcd/pkg/envsubst/parse"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // checkKnobs is one check.knobs/<Kind>/<ns>/<name> per object some
 // Kustomization substitutes from.
-func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fluxrepo.Env, u usage) []gate.Check {
+func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fluxrepo.Env, u usage) []verify.Check {
 	type obj struct {
 		users    []string
 		first    *fluxrepo.Kustomization
@@ -47,7 +47,7 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		return nil, nil
 	}, slices.Sorted(maps.Keys(objs)))
 	readers := map[*fluxrepo.Env]map[string]map[string]bool{}
-	var out []gate.Check
+	var out []verify.Check
 	for _, key := range slices.Sorted(maps.Keys(objs)) {
 		ob := objs[key]
 		def := Knobs.Each(key)

@@ -12,8 +12,9 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // PolicyFile is the repository's check policy, at the repository root
@@ -87,7 +88,7 @@ var advisoryDetectors = []Detector{DefaultOp, Literal, KnobEnv, KnobUnused, Prer
 // none), held to its schema: unknown fields, values and missing reasons are
 // input errors naming the file, the line and the fix.
 func LoadPolicy(repo string) (*Policy, error) {
-	rd, err := input.OpenDir(repo, "--repo "+repo)
+	rd, err := safeio.OpenDir(repo, "--repo "+repo)
 	if err != nil {
 		return nil, err
 	}
@@ -99,14 +100,14 @@ func LoadPolicy(repo string) (*Policy, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, gate.InputErrorf("%w (the check policy, docs/policy.md)", err)
+		return nil, verify.InputErrorf("%w (the check policy, docs/policy.md)", err)
 	}
-	if line, why := input.AliasBomb(b); why != "" {
-		return nil, gate.InputErrorf("%s: %s: write the policy out without aliases (docs/policy.md)", fluxrepo.Location{File: PolicyFile, Line: line}, why)
+	if line, why := safeio.AliasBomb(b); why != "" {
+		return nil, verify.InputErrorf("%s: %s: write the policy out without aliases (docs/policy.md)", fluxrepo.Location{File: PolicyFile, Line: line}, why)
 	}
 	p := &Policy{file: PolicyFile}
 	if err := sigsyaml.UnmarshalStrict(b, p); err != nil {
-		return nil, gate.InputErrorf("%s: %v: see docs/policy.md for the fields", PolicyFile, err)
+		return nil, verify.InputErrorf("%s: %v: see docs/policy.md for the fields", PolicyFile, err)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err == nil && len(doc.Content) > 0 {
@@ -117,7 +118,7 @@ func LoadPolicy(repo string) (*Policy, error) {
 
 func (p *Policy) validate() error {
 	bad := func(at, format string, a ...any) error {
-		return gate.InputErrorf("%s: %s", p.where(strings.Split(at, ".")...), fmt.Sprintf(format, a...))
+		return verify.InputErrorf("%s: %s", p.where(strings.Split(at, ".")...), fmt.Sprintf(format, a...))
 	}
 	if p.Version != 1 {
 		return bad("version", "version %d: this tool reads version: 1", p.Version)

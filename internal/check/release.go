@@ -10,16 +10,16 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/versions"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Release is the gate stating the Flux release the environment is judged
 // by: a fact (pass), or a skip when the release is older than every
 // embedded one (its CRDs cannot validate the Flux objects).
-var Release = gate.Def{ID: "check.flux-release", Phase: PhaseName, Stage: gate.Before,
+var Release = verify.Def{ID: "check.flux-release", Phase: PhaseName, Stage: verify.Before,
 	Title: "the Flux release the repository deploys is known, and its CRDs validate the Flux objects"}
 
 // strictness is kustomize-controller's effective StrictPostBuildSubstitutions
@@ -126,7 +126,7 @@ func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictnes
 		kv := patches.ImageVersion(patches.ManagerImage(d))
 		f, err := patches.ManagerFlags(d)
 		if err != nil {
-			return strictness{}, gate.InputErrorf("kustomize-controller of Flux %s as %s customizes it: %v; fix the --feature-gates value", version, ro.OverlaysName, err)
+			return strictness{}, verify.InputErrorf("kustomize-controller of Flux %s as %s customizes it: %v; fix the --feature-gates value", version, ro.OverlaysName, err)
 		}
 		g := patches.EffectiveGate("kustomize-controller", kv, f, patches.StrictSubstitution)
 		s := strictness{on: g.Value, unread: unread}
@@ -145,7 +145,7 @@ func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictnes
 
 // releaseCheck states the release as a fact. An Old release is a skip:
 // the Flux objects were not schema-checked.
-func releaseCheck(j *judged, env *fluxrepo.Env) gate.Check {
+func releaseCheck(j *judged, env *fluxrepo.Env) verify.Check {
 	ev := []string{"post-build substitution: " + j.strict.why}
 	if j.rel.Operator != nil {
 		ev = append(ev, fmt.Sprintf("a FluxInstance manages the cluster (%s): the notification CRDs are validated as the Flux Operator installs them (FluxInstance, ResourceSet, ResourceSetInputProvider added to Alert and Receiver kinds)", *j.rel.Operator))

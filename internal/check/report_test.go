@@ -9,21 +9,21 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // checkText runs the check on repo's clusters/dev and returns the result,
 // its report and the default text report.
-func checkText(t *testing.T, repo string) (*Result, *gate.Report, string) {
+func checkText(t *testing.T, repo string) (*Result, *verify.Report, string) {
 	t.Helper()
 	r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/dev"}, NoCompare: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := gate.NewReport("check")
+	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
 	var b strings.Builder
-	if err := gate.WriteText(&b, rep); err != nil {
+	if err := verify.WriteText(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	return r, rep, b.String()
@@ -75,7 +75,7 @@ func TestReportReadable(t *testing.T) {
 			// times: one finding with its count, at the dashboard's lines —
 			// not in alerts.yaml, the one ConfigMap a YAML file declares
 			// (which carries the same variable, unsubstituted on purpose).
-			name: "configMapGenerator source", fixture: "generator", exit: gate.ExitFailed,
+			name: "configMapGenerator source", fixture: "generator", exit: verify.ExitFailed,
 			check: func(t *testing.T, r *Result, text string) {
 				var und []Finding
 				for _, f := range r.Findings {
@@ -106,7 +106,7 @@ func TestReportReadable(t *testing.T) {
 			},
 		},
 		{
-			name: "configMapGenerator source, variable defined", fixture: "generator", exit: gate.ExitOK,
+			name: "configMapGenerator source, variable defined", fixture: "generator", exit: verify.ExitOK,
 			edits: []mutation{{"clusters/dev/vars.yaml", "  DOMAIN: example.invalid\n", "  DOMAIN: example.invalid\n  DS_PROMETHEUS: prometheus\n"}},
 			check: func(t *testing.T, r *Result, text string) {
 				if len(r.Findings) != 0 {
@@ -116,7 +116,7 @@ func TestReportReadable(t *testing.T) {
 		},
 		{
 			// An envs: source: the KEY= line of the env file.
-			name: "configMapGenerator envs source", fixture: "generator", exit: gate.ExitFailed,
+			name: "configMapGenerator envs source", fixture: "generator", exit: verify.ExitFailed,
 			edits: []mutation{{"apps/monitoring/app.env", "${DOMAIN}", "${DOMAN}"}},
 			check: func(t *testing.T, r *Result, text string) {
 				for _, f := range r.Findings {
@@ -135,13 +135,13 @@ func TestReportReadable(t *testing.T) {
 			// Kustomizations (alpha sets one of them): one advisory naming
 			// the component, each default and how many take it. JSON keeps
 			// one finding per Kustomization and variable.
-			name: "component template defaults", fixture: "component", exit: gate.ExitOK,
+			name: "component template defaults", fixture: "component", exit: verify.ExitOK,
 			check: func(t *testing.T, r *Result, text string) {
 				n := 0
 				for _, f := range r.Findings {
 					if f.Detector == DefaultOp {
 						n++
-						if f.File != "components/volsync/pvc.yaml" || f.Verdict != gate.Warn {
+						if f.File != "components/volsync/pvc.yaml" || f.Verdict != verify.Warn {
 							t.Errorf("finding %+v: want a warning at components/volsync/pvc.yaml", f)
 						}
 					}
@@ -168,7 +168,7 @@ func TestReportReadable(t *testing.T) {
 			// namespace's settings, which the parent applies, and no child
 			// depends on it: four [race] findings, one block, one fix —
 			// the parent's patch.
-			name: "parent patches the children", fixture: "race", exit: gate.ExitFailed,
+			name: "parent patches the children", fixture: "race", exit: verify.ExitFailed,
 			check: func(t *testing.T, r *Result, text string) {
 				var subjects []string
 				for _, f := range r.Findings {
@@ -192,7 +192,7 @@ func TestReportReadable(t *testing.T) {
 		},
 		{
 			// The fix the block gives, applied: no race left.
-			name: "parent patches the children, fixed", fixture: "race", exit: gate.ExitOK,
+			name: "parent patches the children, fixed", fixture: "race", exit: verify.ExitOK,
 			edits: []mutation{{"clusters/dev/cluster-apps.yaml", "        spec:\n", "        spec:\n          dependsOn:\n            - name: cluster-apps\n              namespace: flux-system\n"}},
 			check: func(t *testing.T, r *Result, text string) {
 				for _, f := range r.Findings {
@@ -206,7 +206,7 @@ func TestReportReadable(t *testing.T) {
 			// The same children without the parent's patch reaching them
 			// (each declares its own substituteFrom): no one patch fixes
 			// them, so the block keeps each child's own fix.
-			name: "children substitute on their own", fixture: "race", exit: gate.ExitFailed,
+			name: "children substitute on their own", fixture: "race", exit: verify.ExitFailed,
 			edits: []mutation{
 				{"clusters/dev/cluster-apps.yaml", "  patches:", "  x-patches:"},
 				{"apps/media/media-a/ks.yaml", "    namespace: flux-system\n", "    namespace: flux-system\n  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-settings\n"},
@@ -223,7 +223,7 @@ func TestReportReadable(t *testing.T) {
 			r, rep, text := checkText(t, copyFixture(t, tc.fixture, tc.edits...))
 			if rep.ExitCode() != tc.exit {
 				var v strings.Builder
-				_ = gate.WriteVerbose(&v, rep)
+				_ = verify.WriteVerbose(&v, rep)
 				t.Fatalf("exit %d, want %d:\n%s", rep.ExitCode(), tc.exit, v.String())
 			}
 			tc.check(t, r, text)
@@ -239,26 +239,26 @@ func TestReportReadable(t *testing.T) {
 func TestReportFitsOnAScreen(t *testing.T) {
 	repo := genHomelab(t, 150, 100)
 	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench"}, NoCompare: true}
-	report := func() (*Result, *gate.Report, string) {
+	report := func() (*Result, *verify.Report, string) {
 		r, err := Run(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep := gate.NewReport("check")
+		rep := verify.NewReport("check")
 		rep.Add(r.Checks...)
 		var b strings.Builder
-		_ = gate.WriteText(&b, rep)
+		_ = verify.WriteText(&b, rep)
 		return r, rep, b.String()
 	}
 	r, rep, text := report()
 	lines := strings.Count(text, "\n")
-	if rep.ExitCode() != gate.ExitOK || lines > 40 {
+	if rep.ExitCode() != verify.ExitOK || lines > 40 {
 		t.Fatalf("exit %d, %d lines (want ≤ 40):\n%s", rep.ExitCode(), lines, text)
 	}
 	// The component default the odd apps leave unset: 75 findings in JSON
 	// and SARIF, one advisory in the text.
 	var json strings.Builder
-	if err := gate.WriteJSON(&json, rep); err != nil {
+	if err := verify.WriteJSON(&json, rep); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(json.String(), `"detector": "default-op"`); n != 75 || len(r.Findings) != 75 {
@@ -285,7 +285,7 @@ func TestReportFitsOnAScreen(t *testing.T) {
 		}
 	}
 	lines = strings.Count(text, "\n")
-	if rep.ExitCode() != gate.ExitFailed || und != 150 || lines > 40 {
+	if rep.ExitCode() != verify.ExitFailed || und != 150 || lines > 40 {
 		t.Fatalf("exit %d, %d [undefined] findings (want 150), %d lines:\n%s", rep.ExitCode(), und, lines, text)
 	}
 	if b := blocks(text, Undefined); len(b) != 1 || !strings.Contains(b[0], "${TIMEZON} is not defined — 150 Kustomization(s): flux-system/app-000, flux-system/app-001, flux-system/app-002 and 147 more") ||
@@ -294,7 +294,7 @@ func TestReportFitsOnAScreen(t *testing.T) {
 	}
 	// --verbose keeps every check with its evidence.
 	var v strings.Builder
-	_ = gate.WriteVerbose(&v, rep)
+	_ = verify.WriteVerbose(&v, rep)
 	if n := strings.Count(v.String(), "[undefined] ${TIMEZON}"); n < 150 {
 		t.Fatalf("verbose report names the typo %d times, want every Kustomization's", n)
 	}

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detectorText describes each detector for SARIF rules.
@@ -91,9 +91,9 @@ func WriteSARIF(w io.Writer, r *Result) error {
 	for _, f := range r.Findings {
 		level := "error"
 		switch f.Verdict {
-		case gate.Warn:
+		case verify.Warn:
 			level = "warning"
-		case gate.Pass:
+		case verify.Pass:
 			level = "none" // allowed by the repository's policy: listed, not raised
 		}
 		msg := f.Message
@@ -119,7 +119,7 @@ func WriteSARIF(w io.Writer, r *Result) error {
 		results = append(results, res)
 	}
 	for _, c := range r.Checks {
-		if c.Verdict == gate.Skip {
+		if c.Verdict == verify.Skip {
 			results = append(results, sarifResult{RuleID: "not-checked", Level: "note", Message: sarifMessage{c.Message}, Properties: map[string]string{"gate": c.ID}})
 		}
 	}

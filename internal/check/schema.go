@@ -14,7 +14,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Preflight refuses, before anything is read, a FluxVersion whose CRDs
@@ -28,7 +28,7 @@ func Preflight(o Options) error {
 		return err
 	}
 	if !slices.Contains(embedded, o.FluxVersion) {
-		return gate.InputErrorf("--flux-version %s: not embedded in this build, so its CRDs cannot validate the Flux objects; pick one of %s", o.FluxVersion, strings.Join(embedded, ", "))
+		return verify.InputErrorf("--flux-version %s: not embedded in this build, so its CRDs cannot validate the Flux objects; pick one of %s", o.FluxVersion, strings.Join(embedded, ", "))
 	}
 	return nil
 }

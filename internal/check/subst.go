@@ -24,7 +24,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // dataRef is one substituteFrom reference, resolved in the environment.
@@ -48,9 +48,9 @@ type usage struct {
 }
 
 // checkSubstitution is one check.substitution/<ns>/<name> per Kustomization.
-func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, sv *crdschema.Validator) ([]gate.Check, usage) {
+func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, sv *crdschema.Validator) ([]verify.Check, usage) {
 	u := usage{names: map[string]map[string]bool{}, assumed: map[string]map[string]bool{}}
-	var out []gate.Check
+	var out []verify.Check
 	for _, k := range env.Kustomizations {
 		def := Substitution.Each(k.Ref())
 		if !k.Built {
@@ -93,7 +93,7 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 
 // literalCheck: a Kustomization without postBuild ships ${…} literally,
 // and its Flux objects as built.
-func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def, sv *crdschema.Validator) gate.Check {
+func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def verify.Def, sv *crdschema.Validator) verify.Check {
 	var fs []finding
 	for _, r := range k.Resources {
 		fs = append(fs, schemaCheck(ctx, sv, o, env, k, r, r, false)...)
@@ -150,7 +150,7 @@ type substitution struct {
 // substituteOne runs the controller's substitution (strict or not, as the
 // release's kustomize-controller runs it: Options.strict) on every object
 // of k and classifies what it finds with the controller's parser.
-func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def gate.Def, sv *crdschema.Validator) (gate.Check, map[string]bool, []dataRef, map[string]bool) {
+func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def verify.Def, sv *crdschema.Validator) (verify.Check, map[string]bool, []dataRef, map[string]bool) {
 	names := map[string]bool{}
 	kc, vars, from, refs, unknown := substituteVars(env, o.Policy, k)
 	always := kc.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways

@@ -20,8 +20,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 //go:generate go run ./internal/genbundles -out bundles
@@ -49,7 +49,7 @@ func EmbeddedBundle(version string) (*Bundle, error) {
 		return nil, err
 	}
 	if !slices.Contains(available, version) {
-		return nil, gate.InputErrorf("Flux %s is not embedded in this build (embedded: %s); pick one of those with --flux-version, or pass --manifests DIR|TARBALL with that release's manifests",
+		return nil, verify.InputErrorf("Flux %s is not embedded in this build (embedded: %s); pick one of those with --flux-version, or pass --manifests DIR|TARBALL with that release's manifests",
 			version, strings.Join(available, ", "))
 	}
 	sub, err := fs.Sub(embedded, path.Join("bundles", version))
@@ -87,19 +87,19 @@ func LoadBundle(p string) (*Bundle, func(), error) {
 	label := "--manifests " + p
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, noop, gate.InputErrorf("%s: %w", label, err)
+		return nil, noop, verify.InputErrorf("%s: %w", label, err)
 	}
 	if fi.IsDir() {
-		d, err := input.OpenDir(p, label)
+		d, err := safeio.OpenDir(p, label)
 		if err != nil {
 			return nil, noop, err
 		}
 		b, err := newBundle(d, "directory "+p)
 		return b, func() { _ = d.Close() }, err
 	}
-	f, err := input.Open(p, label)
+	f, err := safeio.Open(p, label)
 	if err != nil {
-		return nil, noop, gate.InputErrorf("%w: pass a Flux release's manifests.tar.gz or a directory of its files", err)
+		return nil, noop, verify.InputErrorf("%w: pass a Flux release's manifests.tar.gz or a directory of its files", err)
 	}
 	defer f.Close()
 	dir, err := os.MkdirTemp("", "bootstrap-manifests-")
@@ -109,9 +109,9 @@ func LoadBundle(p string) (*Bundle, func(), error) {
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	if err := tar.Untar(f, dir, tar.WithMaxUntarSize(64<<20)); err != nil {
 		cleanup()
-		return nil, noop, gate.InputErrorf("--manifests %s is neither a directory nor a readable manifests.tar.gz: %w", p, err)
+		return nil, noop, verify.InputErrorf("--manifests %s is neither a directory nor a readable manifests.tar.gz: %w", p, err)
 	}
-	d, err := input.OpenDir(dir, label)
+	d, err := safeio.OpenDir(dir, label)
 	if err != nil {
 		cleanup()
 		return nil, noop, err
@@ -159,7 +159,7 @@ func newBundle(fsys fs.FS, origin string) (*Bundle, error) {
 		if len(b.Components) == 0 {
 			missing = append(missing, "<component>.yaml")
 		}
-		return nil, gate.InputErrorf("%s is not a Flux release bundle: missing %s; expected the contents of a Flux release's manifests.tar.gz (<component>.yaml for each controller, rbac.yaml, policies.yaml)",
+		return nil, verify.InputErrorf("%s is not a Flux release bundle: missing %s; expected the contents of a Flux release's manifests.tar.gz (<component>.yaml for each controller, rbac.yaml, policies.yaml)",
 			origin, strings.Join(missing, ", "))
 	}
 	slices.Sort(b.Components)
@@ -179,7 +179,7 @@ func (b *Bundle) copyTo(dir string) error {
 		}
 		data, err := fs.ReadFile(b.fsys, e.Name())
 		if err != nil {
-			if gate.IsInput(err) {
+			if verify.IsInput(err) {
 				return err
 			}
 			return fmt.Errorf("read %s from %s: %w", e.Name(), b.Origin, err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/fluxcd/pkg/tar"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // writeBundleDir copies an embedded bundle to a directory, as a user's
@@ -83,7 +83,7 @@ func TestManifestsNotABundle(t *testing.T) {
 		o := DefaultOptions("v2.9.5")
 		o.Manifests = p
 		_, err := Render(context.Background(), o)
-		if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), want) {
+		if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("--manifests %s: got %v, want an input error saying %q", p, err, want)
 		}
 	}

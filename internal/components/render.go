@@ -12,7 +12,7 @@ import (
 	"github.com/fluxcd/flux2/v2/pkg/manifestgen"
 	"github.com/fluxcd/flux2/v2/pkg/manifestgen/install"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Options mirror `flux install`'s flags.
@@ -66,7 +66,7 @@ type Rendered struct {
 // embedded bundle (no --manifests), the version and the components.
 func Preflight(o Options) error {
 	if !slices.Contains(LogLevels, o.LogLevel) {
-		return gate.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
+		return verify.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
 	}
 	if o.Manifests != "" {
 		return nil // the bundle is a file: read when the render runs
@@ -90,7 +90,7 @@ func selected(b *Bundle, o Options) ([]string, error) {
 		}
 	}
 	if len(components) == 0 {
-		return nil, gate.InputErrorf("--components: no components selected; available in %s: %s", b.Origin, strings.Join(b.Components, ", "))
+		return nil, verify.InputErrorf("--components: no components selected; available in %s: %s", b.Origin, strings.Join(b.Components, ", "))
 	}
 	var unknown []string
 	for _, c := range components {
@@ -99,7 +99,7 @@ func selected(b *Bundle, o Options) ([]string, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, gate.InputErrorf("--components/--components-extra: unknown component %s; available in %s: %s",
+		return nil, verify.InputErrorf("--components/--components-extra: unknown component %s; available in %s: %s",
 			strings.Join(unknown, ", "), b.Origin, strings.Join(b.Components, ", "))
 	}
 	return components, nil
@@ -113,7 +113,7 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 		return nil, err
 	}
 	if !slices.Contains(LogLevels, o.LogLevel) {
-		return nil, gate.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
+		return nil, verify.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
 	}
 	var (
 		b   *Bundle
@@ -143,7 +143,7 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 	}
 	defer os.RemoveAll(base)
 	if err := b.copyTo(base); err != nil {
-		if gate.IsInput(err) {
+		if verify.IsInput(err) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("render: copy %s: %w", b.Origin, err)

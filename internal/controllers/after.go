@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 const revisionAnnotation = "deployment.kubernetes.io/revision"
@@ -22,7 +22,7 @@ const revisionAnnotation = "deployment.kubernetes.io/revision"
 // After proves the apply landed: the live Deployments carry the effective
 // flags computed at render, and every rollout finished with no pod of an
 // older template left.
-func After(ctx context.Context, cl *apply.Cluster, rendered []appsv1.Deployment) []gate.Check {
+func After(ctx context.Context, cl *apply.Cluster, rendered []appsv1.Deployment) []verify.Check {
 	flags, roll := GateFlagsLive.New(), GateRollout.New()
 	var flagGaps, rollGaps []string
 	views := map[string]*namespaceView{}
@@ -51,22 +51,22 @@ func After(ctx context.Context, cl *apply.Cluster, rendered []appsv1.Deployment)
 		roll.Evidence = append(roll.Evidence, ev)
 	}
 	if len(flagGaps) > 0 {
-		flags.Verdict = gate.Fail
+		flags.Verdict = verify.Fail
 		flags.Message = fmt.Sprintf("%d live container(s) differ from the render: something else changed them or the apply did not land; re-run, and look for another manager of these Deployments", len(flagGaps))
 		flags.Evidence = append(flagGaps, flags.Evidence...)
 	} else {
-		flags.Verdict = gate.Pass
+		flags.Verdict = verify.Pass
 		flags.Message = fmt.Sprintf("the effective flags of %d Deployment(s) on the cluster equal the render", len(rendered))
 	}
 	if len(rollGaps) > 0 {
-		roll.Verdict = gate.Fail
+		roll.Verdict = verify.Fail
 		roll.Message = fmt.Sprintf("%d rollout(s) not finished: pods of an older template still run or the new ReplicaSet is not available", len(rollGaps))
 		roll.Evidence = append(rollGaps, roll.Evidence...)
 	} else {
-		roll.Verdict = gate.Pass
+		roll.Verdict = verify.Pass
 		roll.Message = fmt.Sprintf("%d Deployment(s) run only pods of their current template, all available", len(rendered))
 	}
-	return []gate.Check{flags, roll}
+	return []verify.Check{flags, roll}
 }
 
 func compareFlags(name string, want corev1.Container, live []corev1.Container) (gaps, evidence []string) {

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // BeforeOptions tune the before gates.
@@ -36,26 +36,26 @@ type BeforeOptions struct {
 // returned bool says the Flux namespace does not exist (read by the
 // namespace gate; false when it could not be read); the string names the
 // FluxInstance the controllers are left to (YieldToOperator), "" otherwise.
-func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) ([]gate.Check, bool, string) {
+func Before(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions) ([]verify.Check, bool, string) {
 	reach, gitVersion := cl.Reachable(GateReachable)
-	if reach.Verdict != gate.Pass {
-		return []gate.Check{reach}, false, ""
+	if reach.Verdict != verify.Pass {
+		return []verify.Check{reach}, false, ""
 	}
-	out := []gate.Check{reach}
+	out := []verify.Check{reach}
 
 	ver := GateVersion.New()
 	switch {
 	case o.MinKubernetes == "":
-		ver.Verdict = gate.Skip
+		ver.Verdict = verify.Skip
 		ver.Message = fmt.Sprintf("no minimum Kubernetes version recorded for Flux %s in versions.env (FLUX_MIN_KUBERNETES)", o.FluxVersion)
 	case !semver.IsValid(gitVersion):
-		ver.Verdict = gate.Skip
+		ver.Verdict = verify.Skip
 		ver.Message = fmt.Sprintf("server version %q is not semver; cannot compare with %s", gitVersion, o.MinKubernetes)
 	case semver.Compare(semver.Canonical(gitVersion), o.MinKubernetes) < 0:
-		ver.Verdict = gate.Fail
+		ver.Verdict = verify.Fail
 		ver.Message = fmt.Sprintf("Kubernetes %s is older than %s, the minimum for Flux %s; upgrade the cluster or pick an older --flux-version", gitVersion, o.MinKubernetes, o.FluxVersion)
 	default:
-		ver.Verdict = gate.Pass
+		ver.Verdict = verify.Pass
 		ver.Message = fmt.Sprintf("Kubernetes %s ≥ %s (Flux %s)", gitVersion, o.MinKubernetes, o.FluxVersion)
 	}
 	ns, absent := namespace(ctx, cl, o.Namespace)
@@ -70,7 +70,7 @@ var applyVerbs = []string{"get", "create", "patch"}
 
 // permissions asks the API server, with SelfSubjectAccessReviews, whether
 // this identity may do what the apply needs, and lists every gap.
-func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured) gate.Check {
+func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured) verify.Check {
 	c := GatePermissions.New()
 	type attr struct{ group, resource, ns, verb string }
 	var attrs []attr
@@ -78,7 +78,7 @@ func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Un
 		gvk := o.GroupVersionKind()
 		m, err := cl.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			c.Verdict = gate.Fail
+			c.Verdict = verify.Fail
 			c.Message = fmt.Sprintf("the API server does not serve %s (for %s): %v", gvk, apply.ID(o), err)
 			return c
 		}
@@ -95,7 +95,7 @@ func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Un
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "*", Group: "*", Resource: "*"},
 	}}
 	if res, err := cl.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, all, metav1.CreateOptions{}); err == nil && res.Status.Allowed {
-		c.Verdict, c.Message = gate.Pass, "every permission the apply needs is granted"
+		c.Verdict, c.Message = verify.Pass, "every permission the apply needs is granted"
 		c.Evidence = []string{fmt.Sprintf("one SelfSubjectAccessReview: verb * on resource * of group *, cluster-wide, allowed (covers verbs %s on the %d object(s))", strings.Join(applyVerbs, ","), len(objs))}
 		return c
 	}
@@ -117,7 +117,7 @@ func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Un
 		})
 	}
 	if err := g.Wait(); err != nil {
-		c.Verdict = gate.Skip
+		c.Verdict = verify.Skip
 		c.Message = fmt.Sprintf("could not ask the API server about permissions: %v", err)
 		return c
 	}
@@ -137,31 +137,31 @@ func permissions(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Un
 	}
 	c.Evidence = []string{fmt.Sprintf("%d SelfSubjectAccessReviews for verbs %s on %d object(s)", len(attrs), strings.Join(applyVerbs, ","), len(objs))}
 	if len(missing) > 0 {
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("this identity lacks %d permission(s) the apply needs; grant them (e.g. bind cluster-admin for the bootstrap) and re-run", len(missing))
 		c.Evidence = append(c.Evidence, missing...)
 		return c
 	}
-	c.Verdict, c.Message = gate.Pass, "every permission the apply needs is granted"
+	c.Verdict, c.Message = verify.Pass, "every permission the apply needs is granted"
 	return c
 }
 
 // namespace is the namespace gate; the bool says the namespace does not exist.
-func namespace(ctx context.Context, cl *apply.Cluster, name string) (gate.Check, bool) {
+func namespace(ctx context.Context, cl *apply.Cluster, name string) (verify.Check, bool) {
 	c := GateNamespace.New()
 	var ns corev1.Namespace
 	err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, &ns)
 	switch {
 	case apierrors.IsNotFound(err):
-		c.Verdict, c.Message = gate.Pass, fmt.Sprintf("namespace %s does not exist yet; it will be created", name)
+		c.Verdict, c.Message = verify.Pass, fmt.Sprintf("namespace %s does not exist yet; it will be created", name)
 		return c, true
 	case err != nil:
-		c.Verdict, c.Message = gate.Skip, fmt.Sprintf("could not read namespace %s: %v", name, err)
+		c.Verdict, c.Message = verify.Skip, fmt.Sprintf("could not read namespace %s: %v", name, err)
 	case ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating:
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("namespace %s is Terminating (since %s); wait for the deletion to finish or remove its finalizers, then re-run", name, ns.DeletionTimestamp)
 	default:
-		c.Verdict, c.Message = gate.Pass, fmt.Sprintf("namespace %s is Active", name)
+		c.Verdict, c.Message = verify.Pass, fmt.Sprintf("namespace %s is Active", name)
 	}
 	return c, false
 }
@@ -206,7 +206,7 @@ func ManagerLabels() []string {
 
 // ownership is the ownership gate: the live Deployments, read with one
 // list (none when the namespace is absent), must carry no manager label.
-func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions, nsAbsent bool) (gate.Check, string) {
+func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, o BeforeOptions, nsAbsent bool) (verify.Check, string) {
 	c := GateOwnership.New()
 	var deployments []*unstructured.Unstructured
 	for _, o := range objs {
@@ -237,18 +237,18 @@ func ownership(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unst
 	}
 	switch {
 	case len(owned) == 0:
-		c.Verdict, c.Message = gate.Pass, "no Flux Kustomization or Flux operator manages these controllers"
+		c.Verdict, c.Message = verify.Pass, "no Flux Kustomization or Flux operator manages these controllers"
 	case o.YieldToOperator && byOperatorOnly && !o.Force:
-		c.Verdict = gate.Warn
+		c.Verdict = verify.Warn
 		c.Message = fmt.Sprintf("the Flux Operator manages these controllers (FluxInstance %s): up leaves them to it and applies nothing of phase controllers; change them through the FluxInstance's spec", instance)
 		c.Evidence = owned
 		return c, instance
 	case o.Force:
-		c.Verdict = gate.Warn
+		c.Verdict = verify.Warn
 		c.Message = "--force: applying over a Flux that is managed by Flux itself or the Flux operator; it may revert this change"
 		c.Evidence = owned
 	default:
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = "these controllers are managed by Flux itself or the Flux operator, which would revert this apply; change them through that owner, or pass --force"
 		c.Evidence = owned
 	}

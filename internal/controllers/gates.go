@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Phase is this package's phase name in reports.
@@ -17,7 +17,7 @@ const PhaseName = "controllers"
 
 // StoredVersionsCheck is the before gate: an upgrade that drops a stored
 // version stops, with the fix, unless migrate is set.
-func StoredVersionsCheck(dropped []apply.Dropped, migrate bool) gate.Check {
+func StoredVersionsCheck(dropped []apply.Dropped, migrate bool) verify.Check {
 	c := GateStoredVersions.New()
 	var ev []string
 	for _, d := range dropped {
@@ -26,13 +26,13 @@ func StoredVersionsCheck(dropped []apply.Dropped, migrate bool) gate.Check {
 	}
 	switch {
 	case len(dropped) == 0:
-		c.Verdict, c.Message = gate.Pass, "no stored version of any installed Flux CRD is dropped by this render"
+		c.Verdict, c.Message = verify.Pass, "no stored version of any installed Flux CRD is dropped by this render"
 	case migrate:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("%d CRD(s) drop a stored version; --migrate-crds rewrites their objects in the new storage version before the apply", len(dropped))
 		c.Evidence = ev
 	default:
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("%d CRD(s) would drop a version their objects are stored in, which the API server refuses; "+
 			"re-run with --migrate-crds (serves both versions for the move, rewrites every object in the new storage version, updates status.storedVersions), "+
 			"or upgrade through an intermediate Flux release and run `flux migrate`", len(dropped))
@@ -43,18 +43,18 @@ func StoredVersionsCheck(dropped []apply.Dropped, migrate bool) gate.Check {
 
 // PruneCheck reports the prune: a warning for every CRD kept because
 // custom resources still use it.
-func PruneCheck(s *apply.Stale, dryRun bool) gate.Check {
+func PruneCheck(s *apply.Stale, dryRun bool) verify.Check {
 	c, verb := GatePrune.New(), "pruned"
 	if dryRun {
-		c, verb = GatePrune.At(gate.Before).New(), "would prune"
+		c, verb = GatePrune.At(verify.Before).New(), "would prune"
 	}
-	c.Verdict = gate.Pass
+	c.Verdict = verify.Pass
 	for _, o := range s.Delete {
 		c.Evidence = append(c.Evidence, verb+" "+apply.ID(o))
 	}
 	c.Message = fmt.Sprintf("%s %d object(s) of an earlier install that this render no longer has", verb, len(s.Delete))
 	if len(s.Kept) > 0 {
-		c.Verdict = gate.Warn
+		c.Verdict = verify.Warn
 		c.Message += fmt.Sprintf("; kept %d CRD(s) that still have custom resources: delete those resources, or pass --prune-crds to delete them with their CRDs", len(s.Kept))
 		c.Evidence = append(c.Evidence, s.Kept...)
 	}

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Unit tests of the gate logic against fake clients; the end-to-end suite
@@ -56,13 +56,13 @@ func deploymentObj(name string) *unstructured.Unstructured {
 	}}
 }
 
-func verdictOf(cs []gate.Check, id string) gate.Check {
+func verdictOf(cs []verify.Check, id string) verify.Check {
 	for _, c := range cs {
 		if c.ID == id {
 			return c
 		}
 	}
-	return gate.Check{Verdict: "missing"}
+	return verify.Check{Verdict: "missing"}
 }
 
 func TestBeforeGates(t *testing.T) {
@@ -79,18 +79,18 @@ func TestBeforeGates(t *testing.T) {
 		objs    []client.Object
 		force   bool
 		id      string
-		verdict gate.Verdict
+		verdict verify.Verdict
 		message string
 	}{
-		{"version ok", "v1.36.3", nil, nil, false, GateVersion.ID, gate.Pass, "≥ v1.33.0"},
-		{"version too old", "v1.31.2", nil, nil, false, GateVersion.ID, gate.Fail, "older than v1.33.0"},
-		{"permissions ok", "v1.36.3", nil, nil, false, GatePermissions.ID, gate.Pass, "every permission"},
-		{"permission missing", "v1.36.3", map[string]bool{"create deployments": true}, nil, false, GatePermissions.ID, gate.Fail, "lacks 1 permission"},
-		{"namespace absent", "v1.36.3", nil, nil, false, GateNamespace.ID, gate.Pass, "will be created"},
-		{"namespace terminating", "v1.36.3", nil, []client.Object{terminating}, false, GateNamespace.ID, gate.Fail, "is Terminating"},
-		{"not owned", "v1.36.3", nil, nil, false, GateOwnership.ID, gate.Pass, "no Flux Kustomization"},
-		{"owned by a Kustomization", "v1.36.3", nil, []client.Object{active, owned}, false, GateOwnership.ID, gate.Fail, "or pass --force"},
-		{"owned, --force", "v1.36.3", nil, []client.Object{active, owned}, true, GateOwnership.ID, gate.Warn, "--force"},
+		{"version ok", "v1.36.3", nil, nil, false, GateVersion.ID, verify.Pass, "≥ v1.33.0"},
+		{"version too old", "v1.31.2", nil, nil, false, GateVersion.ID, verify.Fail, "older than v1.33.0"},
+		{"permissions ok", "v1.36.3", nil, nil, false, GatePermissions.ID, verify.Pass, "every permission"},
+		{"permission missing", "v1.36.3", map[string]bool{"create deployments": true}, nil, false, GatePermissions.ID, verify.Fail, "lacks 1 permission"},
+		{"namespace absent", "v1.36.3", nil, nil, false, GateNamespace.ID, verify.Pass, "will be created"},
+		{"namespace terminating", "v1.36.3", nil, []client.Object{terminating}, false, GateNamespace.ID, verify.Fail, "is Terminating"},
+		{"not owned", "v1.36.3", nil, nil, false, GateOwnership.ID, verify.Pass, "no Flux Kustomization"},
+		{"owned by a Kustomization", "v1.36.3", nil, []client.Object{active, owned}, false, GateOwnership.ID, verify.Fail, "or pass --force"},
+		{"owned, --force", "v1.36.3", nil, []client.Object{active, owned}, true, GateOwnership.ID, verify.Warn, "--force"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,13 +112,13 @@ func TestBeforeGates(t *testing.T) {
 
 func TestStoredVersionsCheck(t *testing.T) {
 	d := []apply.Dropped{{CRD: &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "ocirepositories.source.toolkit.fluxcd.io"}}}, Versions: []string{"v1beta2"}, Storage: "v1"}}
-	if c := StoredVersionsCheck(nil, false); c.Verdict != gate.Pass {
+	if c := StoredVersionsCheck(nil, false); c.Verdict != verify.Pass {
 		t.Errorf("nothing dropped: %s", c.Verdict)
 	}
-	if c := StoredVersionsCheck(d, false); c.Verdict != gate.Fail || !strings.Contains(c.Message, "--migrate-crds") || !strings.Contains(c.Evidence[0], "stores v1beta2") {
+	if c := StoredVersionsCheck(d, false); c.Verdict != verify.Fail || !strings.Contains(c.Message, "--migrate-crds") || !strings.Contains(c.Evidence[0], "stores v1beta2") {
 		t.Errorf("dropped without --migrate-crds: %s %q %v", c.Verdict, c.Message, c.Evidence)
 	}
-	if c := StoredVersionsCheck(d, true); c.Verdict != gate.Pass {
+	if c := StoredVersionsCheck(d, true); c.Verdict != verify.Pass {
 		t.Errorf("dropped with --migrate-crds: %s", c.Verdict)
 	}
 }
@@ -157,21 +157,21 @@ func TestAfterGates(t *testing.T) {
 		name        string
 		live        *appsv1.Deployment
 		extra       func(d *appsv1.Deployment) []client.Object
-		flags, roll gate.Verdict
+		flags, roll verify.Verdict
 		message     string
 	}{
 		{"landed and rolled out", liveDeployment(strict, "2", 1), func(d *appsv1.Deployment) []client.Object {
 			return []client.Object{replicaSet("rs-old", "1", "old", d, 0), replicaSet("rs-new", "2", "new", d, 1), pod("p-new", "new")}
-		}, gate.Pass, gate.Pass, ""},
+		}, verify.Pass, verify.Pass, ""},
 		{"live args differ", liveDeployment([]string{"--log-level=info", "--feature-gates=StrictPostBuildSubstitutions=false"}, "2", 1), func(d *appsv1.Deployment) []client.Object {
 			return []client.Object{replicaSet("rs-new", "2", "new", d, 1), pod("p-new", "new")}
-		}, gate.Fail, gate.Pass, "live args"},
+		}, verify.Fail, verify.Pass, "live args"},
 		{"old pod remains", liveDeployment(strict, "2", 1), func(d *appsv1.Deployment) []client.Object {
 			return []client.Object{replicaSet("rs-new", "2", "new", d, 1), pod("p-new", "new"), pod("p-old", "old")}
-		}, gate.Pass, gate.Fail, "pods of an older template remain: [p-old]"},
+		}, verify.Pass, verify.Fail, "pods of an older template remain: [p-old]"},
 		{"new ReplicaSet not available", liveDeployment(strict, "2", 0), func(d *appsv1.Deployment) []client.Object {
 			return []client.Object{replicaSet("rs-new", "2", "new", d, 0)}
-		}, gate.Pass, gate.Fail, "0/1 available"},
+		}, verify.Pass, verify.Fail, "0/1 available"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,25 +9,25 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/wait"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Gates of the controllers phase (the render's own gates come from package
 // patches and run first, before any request).
 var (
-	GateReachable      = gate.Def{ID: "cluster.reachable", Phase: PhaseName, Stage: gate.Before, Title: "API server reachable"}
-	GateVersion        = gate.Def{ID: "cluster.version", Phase: PhaseName, Stage: gate.Before, Title: "Kubernetes version supported by Flux"}
-	GatePermissions    = gate.Def{ID: "cluster.permissions", Phase: PhaseName, Stage: gate.Before, Title: "allowed to apply every object"}
-	GateNamespace      = gate.Def{ID: "cluster.namespace", Phase: PhaseName, Stage: gate.Before, Title: "Flux namespace usable"}
-	GateOwnership      = gate.Def{ID: "controllers.ownership", Phase: PhaseName, Stage: gate.Before, Title: "Flux not managed by something else"}
-	GateStoredVersions = gate.Def{ID: "controllers.crd-stored-versions", Phase: PhaseName, Stage: gate.Before, Title: "CRD stored versions kept or migrated"}
-	GatePrune          = gate.Def{ID: "controllers.prune", Phase: PhaseName, Stage: gate.After, Title: "leftovers of an earlier install pruned"}
-	GateFlagsLive      = gate.Def{ID: "controllers.flags-live", Phase: PhaseName, Stage: gate.After, Title: "live Deployments carry the rendered flags"}
-	GateRollout        = gate.Def{ID: "controllers.rollout", Phase: PhaseName, Stage: gate.After, Title: "rollouts finished"}
+	GateReachable      = verify.Def{ID: "cluster.reachable", Phase: PhaseName, Stage: verify.Before, Title: "API server reachable"}
+	GateVersion        = verify.Def{ID: "cluster.version", Phase: PhaseName, Stage: verify.Before, Title: "Kubernetes version supported by Flux"}
+	GatePermissions    = verify.Def{ID: "cluster.permissions", Phase: PhaseName, Stage: verify.Before, Title: "allowed to apply every object"}
+	GateNamespace      = verify.Def{ID: "cluster.namespace", Phase: PhaseName, Stage: verify.Before, Title: "Flux namespace usable"}
+	GateOwnership      = verify.Def{ID: "controllers.ownership", Phase: PhaseName, Stage: verify.Before, Title: "Flux not managed by something else"}
+	GateStoredVersions = verify.Def{ID: "controllers.crd-stored-versions", Phase: PhaseName, Stage: verify.Before, Title: "CRD stored versions kept or migrated"}
+	GatePrune          = verify.Def{ID: "controllers.prune", Phase: PhaseName, Stage: verify.After, Title: "leftovers of an earlier install pruned"}
+	GateFlagsLive      = verify.Def{ID: "controllers.flags-live", Phase: PhaseName, Stage: verify.After, Title: "live Deployments carry the rendered flags"}
+	GateRollout        = verify.Def{ID: "controllers.rollout", Phase: PhaseName, Stage: verify.After, Title: "rollouts finished"}
 )
 
 // Options of the controllers phase.
@@ -68,7 +68,7 @@ type Phase struct {
 	cl      *apply.Cluster
 	dropped []apply.Dropped
 	stale   *apply.Stale
-	plan    []gate.ObjectChange
+	plan    []verify.ObjectChange
 	// newNamespaces: the Flux namespace when the before-gates found it
 	// absent (nothing of the render is in it when the plan runs).
 	newNamespaces []string
@@ -85,7 +85,7 @@ func (p *Phase) Operator() string { return p.operator }
 func (p *Phase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
-func (p *Phase) Gates() []gate.Def {
+func (p *Phase) Gates() []verify.Def {
 	return append(patches.Gates(),
 		GateReachable, GateVersion, GatePermissions, GateNamespace, GateOwnership, GateStoredVersions,
 		GatePrune, GateFlagsLive, GateRollout)
@@ -104,9 +104,9 @@ func (p *Phase) Rendered() []appsv1.Deployment {
 }
 
 // Before renders and proves the overlays, then checks the cluster.
-func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, error) {
 	checks, err := p.render.Before(ctx, run)
-	if err != nil || gate.Blocks(checks...) {
+	if err != nil || verify.Blocks(checks...) {
 		return checks, err
 	}
 	out := p.render.Output
@@ -128,7 +128,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 	if nsAbsent {
 		p.newNamespaces = []string{c.Namespace}
 	}
-	if gate.Blocks(checks...) {
+	if verify.Blocks(checks...) {
 		return checks, nil
 	}
 	if p.dropped, err = apply.StoredVersions(ctx, p.cl, p.objs); err != nil {
@@ -145,7 +145,7 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 	}
 	r := run.Report
 	// The plan and the search for leftovers only read: side by side.
-	var plan []gate.ObjectChange
+	var plan []verify.ObjectChange
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		plan, err = apply.Plan(gctx, p.cl, p.objs, apply.PlanOptions{Migrating: p.dropped, NewNamespaces: p.newNamespaces})
@@ -188,7 +188,7 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 }
 
 // After waits for the rollouts and proves the live Deployments.
-func (p *Phase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+func (p *Phase) After(ctx context.Context, run *pipeline.Run) []verify.Check {
 	if p.operator != "" {
 		return nil // nothing applied: the operator's controllers are its to prove
 	}
@@ -200,13 +200,13 @@ func (p *Phase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
 	}
 	run.Progressf("waiting for %d Deployment(s) to roll out (timeout %s)", len(workloads), p.opts.Timeout)
 	if err := wait.Rollouts(ctx, p.cl.Clients(), workloads, p.opts.Timeout, run.Progress); err != nil {
-		return []gate.Check{GateRollout.Fail(err.Error()), GateFlagsLive.Skip("the rollouts did not finish")}
+		return []verify.Check{GateRollout.Fail(err.Error()), GateFlagsLive.Skip("the rollouts did not finish")}
 	}
 	return After(ctx, p.cl, p.out.Overlay.Final)
 }
 
 // replaceObjects updates the plan's entries with what happened to them.
-func replaceObjects(plan, done []gate.ObjectChange) []gate.ObjectChange {
+func replaceObjects(plan, done []verify.ObjectChange) []verify.ObjectChange {
 	for _, d := range done {
 		found := false
 		for i := range plan {

@@ -14,15 +14,15 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/components"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/render"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // GateDrift is status's summary of step 1: what an apply of the render
 // would do, named as the plan names it, found by reading only (no dry run).
-var GateDrift = gate.Def{ID: "controllers.drift", Phase: PhaseName, Stage: gate.After, Title: "the cluster holds the render (no drift)"}
+var GateDrift = verify.Def{ID: "controllers.drift", Phase: PhaseName, Stage: verify.After, Title: "the cluster holds the render (no drift)"}
 
 // Labels the render puts on every Flux Deployment.
 const (
@@ -65,23 +65,23 @@ func NewStatusPhase(o StatusOptions, connect func() (*apply.Cluster, error)) *St
 func (p *StatusPhase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
-func (p *StatusPhase) Gates() []gate.Def {
+func (p *StatusPhase) Gates() []verify.Def {
 	return append(patches.Gates(), GateReachable, GateDrift, GateFlagsLive, GateRollout)
 }
 
 // Before connects (one GET of the version), picks the live version and
 // components when asked, and renders.
-func (p *StatusPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+func (p *StatusPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, error) {
 	cl, err := p.connect()
 	if err != nil {
 		return nil, err
 	}
 	p.cl = cl
 	reach, _ := cl.Reachable(GateReachable)
-	if reach.Verdict != gate.Pass {
-		reach.Verdict = gate.Skip
+	if reach.Verdict != verify.Pass {
+		reach.Verdict = verify.Skip
 		reach.Message += ": nothing on the cluster could be checked"
-		return []gate.Check{reach}, nil
+		return []verify.Check{reach}, nil
 	}
 	ro := p.o.Render
 	if p.o.LiveVersion || p.o.LiveComponents {
@@ -89,7 +89,7 @@ func (p *StatusPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Che
 		version, names, err := liveFlux(ctx, cl, c.Namespace)
 		switch {
 		case err != nil:
-			return []gate.Check{reach}, fmt.Errorf("list the Flux Deployments in %s: %w", c.Namespace, err)
+			return []verify.Check{reach}, fmt.Errorf("list the Flux Deployments in %s: %w", c.Namespace, err)
 		case len(names) == 0:
 			run.Report.Facts["controllers.live"] = "no Flux Deployment (label " + partOfLabel + "=flux) in " + c.Namespace
 		default:
@@ -118,8 +118,8 @@ func (p *StatusPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Che
 	}
 	rp := render.NewPhase(ro)
 	checks, err := rp.Before(ctx, run)
-	checks = append([]gate.Check{reach}, checks...)
-	if err != nil || gate.Blocks(checks...) {
+	checks = append([]verify.Check{reach}, checks...)
+	if err != nil || verify.Blocks(checks...) {
 		return checks, err
 	}
 	p.out = rp.Output
@@ -165,7 +165,7 @@ func (p *StatusPhase) Do(context.Context, *pipeline.Run) error { return nil }
 // After reads the cluster: the rendered objects (one list per kind), the
 // flags and rollouts (After, the same gates step 1 proves with), and the
 // drift as plan lines.
-func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
+func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []verify.Check {
 	live := apply.ReadLive(ctx, p.cl.Client, p.objs, nil)
 	var lines, unread []string
 	instance, deployments, byOperator := "", 0, 0
@@ -209,12 +209,12 @@ func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
 		// to this tool's render: drift from the render is not a defect, and
 		// the flags are the instance's. The rollouts still are the
 		// cluster's health.
-		drift.Verdict = gate.Warn
+		drift.Verdict = verify.Warn
 		drift.Message = fmt.Sprintf("the Flux Operator manages the controllers (FluxInstance %s): they follow its spec, not this tool's render, so drift from the render of Flux %s is not judged", instance, p.out.Facts["fluxVersion"])
 		drift.Evidence = lines
 		flags := GateFlagsLive.New()
-		flags.Verdict, flags.Message = gate.Warn, "not compared: the Flux Operator (FluxInstance "+instance+") sets the controllers' flags"
-		out := []gate.Check{drift, flags}
+		flags.Verdict, flags.Message = verify.Warn, "not compared: the Flux Operator (FluxInstance "+instance+") sets the controllers' flags"
+		out := []verify.Check{drift, flags}
 		for _, c := range After(ctx, p.cl, p.out.Overlay.Final) {
 			if c.ID != GateFlagsLive.ID {
 				out = append(out, c)
@@ -224,19 +224,19 @@ func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
 	}
 	switch {
 	case len(lines) > 0:
-		drift.Verdict = gate.Fail
+		drift.Verdict = verify.Fail
 		drift.Message = fmt.Sprintf("%d object(s) differ from the render of Flux %s with %s: %s; `bootstrap controllers` would put them back (run it with --dry-run to see its plan)",
 			len(lines), p.out.Facts["fluxVersion"], p.out.Facts["overlays"], strings.Join(strings.Fields(lines[0]), " "))
 		drift.Evidence = append(lines, unread...)
 	case len(unread) > 0:
-		drift.Verdict = gate.Skip
+		drift.Verdict = verify.Skip
 		drift.Message = fmt.Sprintf("%d rendered object(s) could not be read: %s", len(unread), unread[0])
 		drift.Evidence = unread
 	default:
-		drift.Verdict = gate.Pass
+		drift.Verdict = verify.Pass
 		drift.Message = fmt.Sprintf("all %d object(s) of the render of Flux %s with %s exist; the Deployments' flags and images equal the render", len(p.objs), p.out.Facts["fluxVersion"], p.out.Facts["overlays"])
 	}
-	return append([]gate.Check{drift}, After(ctx, p.cl, p.out.Overlay.Final)...)
+	return append([]verify.Check{drift}, After(ctx, p.cl, p.out.Overlay.Final)...)
 }
 
 func fromUnstructured(u *unstructured.Unstructured, d *appsv1.Deployment) error {

@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/render"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // TestStatusDrift: the read-only phase names the drift as the plan would:
@@ -32,15 +32,15 @@ func TestStatusDrift(t *testing.T) {
 	tests := []struct {
 		name    string
 		live    *appsv1.Deployment
-		verdict gate.Verdict
+		verdict verify.Verdict
 		want    string
 	}{
-		{"no drift", liveDeployment(strict, "2", 1), gate.Pass, "all 1 object(s)"},
-		{"strict flag removed", liveDeployment([]string{"--log-level=info"}, "2", 1), gate.Fail, "configured Deployment/flux-system/kustomize-controller (pod template changes: restarts)"},
-		{"Deployment deleted", nil, gate.Fail, "created Deployment/flux-system/kustomize-controller"},
+		{"no drift", liveDeployment(strict, "2", 1), verify.Pass, "all 1 object(s)"},
+		{"strict flag removed", liveDeployment([]string{"--log-level=info"}, "2", 1), verify.Fail, "configured Deployment/flux-system/kustomize-controller (pod template changes: restarts)"},
+		{"Deployment deleted", nil, verify.Fail, "created Deployment/flux-system/kustomize-controller"},
 		// The operator reconciles them to its FluxInstance: drift from this
 		// tool's render is not judged, the rollout still is.
-		{"managed by the Flux Operator", operatorManaged(liveDeployment([]string{"--log-level=info"}, "2", 1)), gate.Warn, "the Flux Operator manages the controllers (FluxInstance flux-system/flux)"},
+		{"managed by the Flux Operator", operatorManaged(liveDeployment([]string{"--log-level=info"}, "2", 1)), verify.Warn, "the Flux Operator manages the controllers (FluxInstance flux-system/flux)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +51,7 @@ func TestStatusDrift(t *testing.T) {
 			cl := fakeCluster(t, "v1.36.3", nil, objs...)
 			p := &StatusPhase{cl: cl, objs: []*unstructured.Unstructured{obj},
 				out: &render.Output{Overlay: &patches.Result{Final: []appsv1.Deployment{*rendered}}, Facts: map[string]string{"fluxVersion": "v2.9.5", "overlays": "overlays (built in)"}}}
-			checks := p.After(context.Background(), &pipeline.Run{Report: gate.NewReport("status")})
+			checks := p.After(context.Background(), &pipeline.Run{Report: verify.NewReport("status")})
 			d := verdictOf(checks, GateDrift.ID)
 			if d.Verdict != tt.verdict || !strings.Contains(d.Message, tt.want) {
 				t.Fatalf("drift: %s %q, want %s containing %q (evidence %v)", d.Verdict, d.Message, tt.verdict, tt.want, d.Evidence)
@@ -59,7 +59,7 @@ func TestStatusDrift(t *testing.T) {
 			if f := verdictOf(checks, GateFlagsLive.ID); f.Verdict != tt.verdict {
 				t.Errorf("flags-live: %s %q, want %s", f.Verdict, f.Message, tt.verdict)
 			}
-			if r := verdictOf(checks, GateRollout.ID); tt.live != nil && r.Verdict != gate.Pass {
+			if r := verdictOf(checks, GateRollout.ID); tt.live != nil && r.Verdict != verify.Pass {
 				t.Errorf("rollout: %s %q, want pass", r.Verdict, r.Message)
 			}
 		})

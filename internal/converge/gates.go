@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // PhaseName is this phase's name in reports.
@@ -14,17 +14,17 @@ const PhaseName = "converge"
 var (
 	// GateReachable: the API server answers (converge would otherwise wait
 	// out --timeout on a cluster that is not there).
-	GateReachable = gate.Def{ID: "converge.reachable", Phase: PhaseName, Stage: gate.Before, Title: "API server reachable"}
+	GateReachable = verify.Def{ID: "converge.reachable", Phase: PhaseName, Stage: verify.Before, Title: "API server reachable"}
 	// GateGraph: the dependsOn graph is acyclic, every target exists, every
 	// node is ordered after the root (fluxgraph: a dependsOn chain from it
 	// reaches the root).
-	GateGraph = gate.Def{ID: "converge.graph", Phase: PhaseName, Stage: gate.Before, Title: "the dependsOn graph can converge"}
+	GateGraph = verify.Def{ID: "converge.graph", Phase: PhaseName, Stage: verify.Before, Title: "the dependsOn graph can converge"}
 	// GateNode is the family converge.node/<namespace>/<name>: one per node.
-	GateNode = gate.Def{ID: "converge.node", Phase: PhaseName, Stage: gate.After, Title: "Kustomization Ready at its source's revision", Prefix: true}
+	GateNode = verify.Def{ID: "converge.node", Phase: PhaseName, Stage: verify.After, Title: "Kustomization Ready at its source's revision", Prefix: true}
 )
 
 // GraphCheck is the converge.graph gate for g.
-func GraphCheck(g *fluxgraph.Graph, from string) gate.Check {
+func GraphCheck(g *fluxgraph.Graph, from string) verify.Check {
 	if p := problems(g); len(p) > 0 {
 		msg := p[0]
 		if len(p) > 1 {

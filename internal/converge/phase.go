@@ -16,9 +16,9 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/reconcile"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Phase is step 4 as a pipeline phase: before-gate converge.graph, the walk
@@ -47,28 +47,28 @@ var _ pipeline.Phase = (*Phase)(nil)
 func (p *Phase) Name() string { return PhaseName }
 
 // Gates are converge.graph and the converge.node family.
-func (p *Phase) Gates() []gate.Def { return []gate.Def{GateReachable, GateGraph, GateNode} }
+func (p *Phase) Gates() []verify.Def { return []verify.Def{GateReachable, GateGraph, GateNode} }
 
 // Graph is the graph Before built (nil before).
 func (p *Phase) Graph() *fluxgraph.Graph { return p.g }
 
 // Before builds the graph (from the repository, or the live cluster) and
 // gates it.
-func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, error) {
 	cl, err := p.connect()
 	if err != nil {
 		return nil, err
 	}
 	p.cl = cl
 	// A cluster that does not answer is said at once, not after --timeout.
-	if reach, _ := cl.Reachable(GateReachable); reach.Verdict != gate.Pass {
-		return []gate.Check{reach}, nil
+	if reach, _ := cl.Reachable(GateReachable); reach.Verdict != verify.Pass {
+		return []verify.Check{reach}, nil
 	}
 	ks, from := p.o.Declared, p.o.From
 	if ks == nil {
 		var list kustomizev1.KustomizationList
 		if err := p.cl.Client.List(ctx, &list, client.InNamespace(p.o.Namespace)); err != nil {
-			return []gate.Check{GateGraph.Skip(fmt.Sprintf("cannot list the live Kustomizations (%v): check the kubeconfig and that Flux's CRDs are installed (bootstrap controllers)", err))}, nil
+			return []verify.Check{GateGraph.Skip(fmt.Sprintf("cannot list the live Kustomizations (%v): check the kubeconfig and that Flux's CRDs are installed (bootstrap controllers)", err))}, nil
 		}
 		for i := range list.Items {
 			ks = append(ks, &list.Items[i])
@@ -86,7 +86,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 	}
 	hrs, err := p.helmReleases(ctx, ks)
 	if err != nil {
-		return []gate.Check{GateGraph.Skip(err.Error())}, nil
+		return []verify.Check{GateGraph.Skip(err.Error())}, nil
 	}
 	p.g = fluxgraph.NewWithHelmReleases(ks, hrs, p.o.Root, p.o.Namespace)
 	live := p.o.Declared == nil && p.o.Select == nil
@@ -106,9 +106,9 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 		p.g = fluxgraph.NewWithHelmReleases(keep, appliedBy(hrs, keep, p.o.Namespace), p.o.Root, p.o.Namespace)
 		c := GraphCheck(p.g, from)
 		c.Evidence = append(c.Evidence, fmt.Sprintf("not walked: %s (live Kustomizations the root %s does not lead to through dependsOn)", strings.Join(left, ", "), p.o.Root))
-		return []gate.Check{c}, nil
+		return []verify.Check{c}, nil
 	}
-	return []gate.Check{GraphCheck(p.g, from)}, nil
+	return []verify.Check{GraphCheck(p.g, from)}, nil
 }
 
 // helmReleases are the HelmReleases the walk proves with ks: the declared
@@ -272,11 +272,11 @@ func (p *Phase) nudge(ctx context.Context, n Nudge) error {
 // After is one converge.node/<ns>/<name> gate per node: pass when it
 // converged, fail for the node that stopped it (with its evidence), skip
 // for the nodes blocked by another ("blocked by <name>").
-func (p *Phase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+func (p *Phase) After(ctx context.Context, run *pipeline.Run) []verify.Check {
 	if p.tr == nil {
 		return nil
 	}
-	var out []gate.Check
+	var out []verify.Check
 	for _, id := range p.g.InOrder() {
 		out = append(out, p.nodeCheck(ctx, id, true))
 	}

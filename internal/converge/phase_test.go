@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // fakeController plays kustomize-controller for the phase test: it handles
@@ -110,10 +110,10 @@ type noWatchList struct{ client.WithWatch }
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
-func runPhase(t *testing.T, ctx context.Context, cl *apply.Cluster, o Options) (*gate.Report, []string) {
+func runPhase(t *testing.T, ctx context.Context, cl *apply.Cluster, o Options) (*verify.Report, []string) {
 	var mu sync.Mutex
 	var lines []string
-	r := gate.NewReport("converge")
+	r := verify.NewReport("converge")
 	run := &pipeline.Run{Report: r, Progress: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() }}
 	o.Declared = []*kustomizev1.Kustomization{ks("flux-system"), ks("a", "flux-system"), ks("b", "a")}
 	if err := pipeline.Execute(ctx, run, NewPhase(func() (*apply.Cluster, error) { return cl, nil }, o)); err != nil {
@@ -132,9 +132,9 @@ func TestPhaseNudgesThroughWatches(t *testing.T) {
 	o := DefaultOptions()
 	o.Timeout = 10 * time.Second
 	r, lines := runPhase(t, ctx, cl, o)
-	if r.ExitCode() != gate.ExitOK || r.Facts["converge.nudges"] != "2" {
+	if r.ExitCode() != verify.ExitOK || r.Facts["converge.nudges"] != "2" {
 		var b strings.Builder
-		_ = gate.WriteText(&b, r)
+		_ = verify.WriteText(&b, r)
 		t.Fatalf("exit %d, nudges %s\n%s\n%s", r.ExitCode(), r.Facts["converge.nudges"], b.String(), strings.Join(lines, "\n"))
 	}
 	if r.Changed || !strings.Contains(r.Facts["converge.critical-path"], "flux-system/flux-system → flux-system/a → flux-system/b") {
@@ -151,8 +151,8 @@ func TestPhaseWithoutNudgeTimesOut(t *testing.T) {
 	t0 := time.Now()
 	r, lines := runPhase(t, ctx, cl, o)
 	a, b := find(r, "converge.node/flux-system/a"), find(r, "converge.node/flux-system/b")
-	if r.ExitCode() != gate.ExitFailed || a.Verdict != gate.Fail || !strings.Contains(a.Message, "not converged within 1s: blocked") ||
-		b.Verdict != gate.Skip || !strings.Contains(b.Message, "blocked by flux-system/a") || time.Since(t0) > 5*time.Second {
+	if r.ExitCode() != verify.ExitFailed || a.Verdict != verify.Fail || !strings.Contains(a.Message, "not converged within 1s: blocked") ||
+		b.Verdict != verify.Skip || !strings.Contains(b.Message, "blocked by flux-system/a") || time.Since(t0) > 5*time.Second {
 		t.Fatalf("a: %+v\nb: %+v\n%s", a, b, strings.Join(lines, "\n"))
 	}
 }
@@ -166,19 +166,19 @@ func TestPhaseFailingNodeGivesUpWithinBudget(t *testing.T) {
 	t0 := time.Now()
 	r, lines := runPhase(t, ctx, cl, o)
 	a, b := find(r, "converge.node/flux-system/a"), find(r, "converge.node/flux-system/b")
-	if a.Verdict != gate.Fail || !strings.Contains(a.Message, "variable not set (strict mode)") || !strings.Contains(strings.Join(a.Evidence, "\n"), "Ready=False BuildFailed") ||
-		b.Verdict != gate.Skip || !strings.Contains(b.Message, "blocked by flux-system/a") || time.Since(t0) > 5*time.Second {
+	if a.Verdict != verify.Fail || !strings.Contains(a.Message, "variable not set (strict mode)") || !strings.Contains(strings.Join(a.Evidence, "\n"), "Ready=False BuildFailed") ||
+		b.Verdict != verify.Skip || !strings.Contains(b.Message, "blocked by flux-system/a") || time.Since(t0) > 5*time.Second {
 		t.Fatalf("after %s\na: %+v\nb: %+v\n%s", time.Since(t0), a, b, strings.Join(lines, "\n"))
 	}
 }
 
-func find(r *gate.Report, id string) gate.Check {
+func find(r *verify.Report, id string) verify.Check {
 	for _, c := range r.Checks {
 		if c.ID == id {
 			return c
 		}
 	}
-	return gate.Check{ID: id, Verdict: "missing"}
+	return verify.Check{ID: id, Verdict: "missing"}
 }
 
 // flakyPatches fails the first n nudges with err (as an API server that is
@@ -225,14 +225,14 @@ func TestPhaseRetriesTransientNudge(t *testing.T) {
 			r, lines := runPhase(t, ctx, cl, o)
 			warned := strings.Contains(strings.Join(r.Warnings, "\n"), "nudge of flux-system/a failed")
 			var b strings.Builder
-			_ = gate.WriteText(&b, r)
+			_ = verify.WriteText(&b, r)
 			if c.wantOK {
-				if r.ExitCode() != gate.ExitOK || r.Facts["converge.nudges"] != "2" || len(r.Warnings) > 0 || left.Load() >= 0 {
+				if r.ExitCode() != verify.ExitOK || r.Facts["converge.nudges"] != "2" || len(r.Warnings) > 0 || left.Load() >= 0 {
 					t.Fatalf("exit %d, nudges %s, refusals left %d, warnings %q\n%s\n%s", r.ExitCode(), r.Facts["converge.nudges"], left.Load(), r.Warnings, b.String(), strings.Join(lines, "\n"))
 				}
 				return
 			}
-			if r.ExitCode() != gate.ExitFailed || !warned || left.Load() != 2 {
+			if r.ExitCode() != verify.ExitFailed || !warned || left.Load() != 2 {
 				t.Fatalf("exit %d, warned %t, refusals left %d (want 2: tried once)\n%s\n%s", r.ExitCode(), warned, left.Load(), b.String(), strings.Join(lines, "\n"))
 			}
 		})

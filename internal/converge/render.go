@@ -8,12 +8,12 @@ import (
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // NodeVerdict is a node's gate verdict and a short label (state, duration).
 type NodeVerdict struct {
-	Verdict gate.Verdict
+	Verdict verify.Verdict
 	Label   string
 }
 
@@ -60,7 +60,7 @@ func GraphFormatOK(path string) bool {
 	return false
 }
 
-var verdictColor = map[gate.Verdict]string{gate.Pass: "#c8e6c9", gate.Fail: "#ffcdd2", gate.Skip: "#e0e0e0", gate.Warn: "#fff9c4"}
+var verdictColor = map[verify.Verdict]string{verify.Pass: "#c8e6c9", verify.Fail: "#ffcdd2", verify.Skip: "#e0e0e0", verify.Warn: "#fff9c4"}
 
 // WriteMermaid writes a Mermaid flowchart: an arrow from each dependency to
 // its dependent, a dotted one from a HelmRelease's applier to it, each node
@@ -87,7 +87,7 @@ func WriteMermaid(w io.Writer, g *fluxgraph.Graph, v map[NodeID]NodeVerdict) err
 			fmt.Fprintf(&b, "  %s -. applies .-> %s\n", idx[by], idx[id])
 		}
 	}
-	for _, vd := range []gate.Verdict{gate.Pass, gate.Fail, gate.Skip, gate.Warn} {
+	for _, vd := range []verify.Verdict{verify.Pass, verify.Fail, verify.Skip, verify.Warn} {
 		fmt.Fprintf(&b, "  classDef %s fill:%s\n", vd, verdictColor[vd])
 	}
 	fmt.Fprintf(&b, "  classDef unknown fill:#ffffff\n")
@@ -121,7 +121,7 @@ func WriteDOT(w io.Writer, g *fluxgraph.Graph, v map[NodeID]NodeVerdict) error {
 	return err
 }
 
-func verdictOr(v gate.Verdict) string {
+func verdictOr(v verify.Verdict) string {
 	if v == "" {
 		return "unknown"
 	}

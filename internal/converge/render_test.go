@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 func TestWriteGraphFile(t *testing.T) {
 	g := chain()
-	v := map[NodeID]NodeVerdict{root: {gate.Pass, "converged 1.0s"}, id("a"): {gate.Fail, "failing"}, id("b"): {gate.Skip, "blocked"}}
+	v := map[NodeID]NodeVerdict{root: {verify.Pass, "converged 1.0s"}, id("a"): {verify.Fail, "failing"}, id("b"): {verify.Skip, "blocked"}}
 	dir := t.TempDir()
 	for file, want := range map[string][]string{
 		"g.md":  {"```mermaid", "flowchart LR", `n0["flux-system/flux-system<br/>pass converged 1.0s"]:::pass`, "n1 --> n2", "classDef fail"},

@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // summary is the walk's outcome in one line.
@@ -85,7 +85,7 @@ func timelineText(tl Timeline) string {
 	return s
 }
 
-func (p *Phase) nodeCheck(ctx context.Context, id NodeID, events bool) gate.Check {
+func (p *Phase) nodeCheck(ctx context.Context, id NodeID, events bool) verify.Check {
 	d := GateNode.Each(id.String())
 	st := p.tr.Status(id)
 	src := p.snap.source(p.g.Nodes[id].Source)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // StatusPhase is the converge phase read once, for `bootstrap status`: the
@@ -112,18 +112,18 @@ func (p *StatusPhase) read(ctx context.Context) (Snapshot, error) {
 // nodes fail with their evidence; a node waiting on another names the root
 // cause and warns (the root cause carries the failure); progressing and
 // stale nodes warn, since no wait was made.
-func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []gate.Check {
+func (p *StatusPhase) After(ctx context.Context, _ *pipeline.Run) []verify.Check {
 	if p.tr == nil {
 		return nil
 	}
-	var out []gate.Check
+	var out []verify.Check
 	for _, id := range p.g.InOrder() {
 		out = append(out, p.statusCheck(ctx, id))
 	}
 	return out
 }
 
-func (p *StatusPhase) statusCheck(ctx context.Context, id NodeID) gate.Check {
+func (p *StatusPhase) statusCheck(ctx context.Context, id NodeID) verify.Check {
 	d := GateNode.Each(id.String())
 	st := p.tr.Status(id)
 	src := p.snap.source(p.g.Nodes[id].Source)

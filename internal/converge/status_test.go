@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // TestStatusPhase: the live graph read once: every node classified as the
@@ -64,25 +64,25 @@ func TestStatusPhase(t *testing.T) {
 			},
 		}).Build()
 	cl := &apply.Cluster{Client: c, Clientset: k8sfake.NewClientset()}
-	r := gate.NewReport("status")
+	r := verify.NewReport("status")
 	o := DefaultOptions()
 	err = pipeline.Execute(context.Background(), &pipeline.Run{Report: r, KeepGoing: true}, NewStatusPhase(func() (*apply.Cluster, error) { return cl, nil }, o))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]struct {
-		v   gate.Verdict
+		v   verify.Verdict
 		msg string
 	}{
-		"converge.graph":                        {gate.Pass, "6 Kustomization(s)"},
-		"converge.node/flux-system/flux-system": {gate.Pass, "converged: Ready at " + rev1},
-		"converge.node/flux-system/infra":       {gate.Pass, "converged"},
-		"converge.node/flux-system/apps":        {gate.Fail, "failing: BuildFailed: variable not set (strict mode)"},
-		"converge.node/flux-system/web":         {gate.Warn, "blocked: waits on flux-system/apps, the root cause (failing"},
-		"converge.node/flux-system/waiting":     {gate.Warn, "blocked: dependency 'infra' is not ready (read once, not waited for)"},
-		"converge.node/flux-system/paused":      {gate.Fail, "suspended: resume it"},
+		"converge.graph":                        {verify.Pass, "6 Kustomization(s)"},
+		"converge.node/flux-system/flux-system": {verify.Pass, "converged: Ready at " + rev1},
+		"converge.node/flux-system/infra":       {verify.Pass, "converged"},
+		"converge.node/flux-system/apps":        {verify.Fail, "failing: BuildFailed: variable not set (strict mode)"},
+		"converge.node/flux-system/web":         {verify.Warn, "blocked: waits on flux-system/apps, the root cause (failing"},
+		"converge.node/flux-system/waiting":     {verify.Warn, "blocked: dependency 'infra' is not ready (read once, not waited for)"},
+		"converge.node/flux-system/paused":      {verify.Fail, "suspended: resume it"},
 	}
-	got := map[string]gate.Check{}
+	got := map[string]verify.Check{}
 	for _, ch := range r.Checks {
 		got[ch.ID] = ch
 	}
@@ -98,7 +98,7 @@ func TestStatusPhase(t *testing.T) {
 	if writes != 0 {
 		t.Errorf("%d write(s) to the cluster: status must not write (no nudge)", writes)
 	}
-	if r.ExitCode() != gate.ExitFailed || r.Facts["converge.converged"] != "2" {
+	if r.ExitCode() != verify.ExitFailed || r.Facts["converge.converged"] != "2" {
 		t.Errorf("exit %d, converged %s", r.ExitCode(), r.Facts["converge.converged"])
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Walk is the converge walk inside another phase's step — sync's root,
@@ -19,10 +19,10 @@ import (
 // and the walk's facts (converge.nudges, converge.critical-path …).
 // Progress lines go to progress. A selection has no root (o.Root is
 // ignored): the caller proves a set of Kustomizations, not an environment.
-func Walk(ctx context.Context, cl *apply.Cluster, o Options, progress func(string)) ([]gate.Check, map[string]string, error) {
+func Walk(ctx context.Context, cl *apply.Cluster, o Options, progress func(string)) ([]verify.Check, map[string]string, error) {
 	p := NewPhase(func() (*apply.Cluster, error) { return cl, nil }, o)
 	p.o.Root = NodeID{}
-	run := &pipeline.Run{Report: gate.NewReport(PhaseName), Progress: progress, Now: time.Now}
+	run := &pipeline.Run{Report: verify.NewReport(PhaseName), Progress: progress, Now: time.Now}
 	checks, err := p.Before(ctx, run)
 	if err != nil || len(Unconverged(checks)) > 0 {
 		return checks, run.Report.Facts, err
@@ -34,10 +34,10 @@ func Walk(ctx context.Context, cl *apply.Cluster, o Options, progress func(strin
 }
 
 // Unconverged are the checks of a Walk that did not pass (warnings pass).
-func Unconverged(checks []gate.Check) []gate.Check {
-	var out []gate.Check
+func Unconverged(checks []verify.Check) []verify.Check {
+	var out []verify.Check
 	for _, c := range checks {
-		if c.Verdict != gate.Pass && c.Verdict != gate.Warn {
+		if c.Verdict != verify.Pass && c.Verdict != verify.Warn {
 			out = append(out, c)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // TestWalkSelected: Walk, as cutover and sync use it, walks exactly the
@@ -20,10 +20,10 @@ func TestWalkSelected(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		nudge bool
-		want  map[string]gate.Verdict
+		want  map[string]verify.Verdict
 	}{
-		{"nudged", true, map[string]gate.Verdict{root: gate.Pass, "converge.node/flux-system/a": gate.Pass, "converge.node/flux-system/b": gate.Pass}},
-		{"not nudged", false, map[string]gate.Verdict{root: gate.Pass, "converge.node/flux-system/a": gate.Fail, "converge.node/flux-system/b": gate.Skip}},
+		{"nudged", true, map[string]verify.Verdict{root: verify.Pass, "converge.node/flux-system/a": verify.Pass, "converge.node/flux-system/b": verify.Pass}},
+		{"not nudged", false, map[string]verify.Verdict{root: verify.Pass, "converge.node/flux-system/a": verify.Fail, "converge.node/flux-system/b": verify.Skip}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl, ctx, stop := phaseWorld(t, nil)
@@ -36,7 +36,7 @@ func TestWalkSelected(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := map[string]gate.Verdict{}
+			got := map[string]verify.Verdict{}
 			for _, c := range checks {
 				if strings.HasPrefix(c.ID, GateNode.ID+"/") {
 					got[c.ID] = c.Verdict

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/wait"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // watches are Do's informers: on Kustomizations and on each source kind
@@ -101,12 +101,12 @@ func (p *Phase) sourceKinds() ([]fluxobj.SourceKind, error) {
 		if id.IsHelmRelease() {
 			var ok bool
 			if sk, ok = fluxobj.Source(s.Kind); !ok {
-				return nil, gate.InputErrorf("%s: chart source kind %s has no artifact", id, s.Kind)
+				return nil, verify.InputErrorf("%s: chart source kind %s has no artifact", id, s.Kind)
 			}
 		} else {
 			var err error
 			if sk, err = fluxobj.KustomizationSourceKind(s.Kind); err != nil {
-				return nil, gate.InputErrorf("%s: %v", s, err)
+				return nil, verify.InputErrorf("%s: %v", s, err)
 			}
 		}
 		seen[s.Kind] = true

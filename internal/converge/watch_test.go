@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // TestWatchLibraryInformers: a cluster with a REST config gets
@@ -59,7 +59,7 @@ func TestWatchLibraryInformers(t *testing.T) {
 			o.Timeout = time.Second
 			o.Declared = []*kustomizev1.Kustomization{ks("flux-system"), ks("a", "flux-system")}
 			p := NewPhase(func() (*apply.Cluster, error) { return tc.cl, nil }, o)
-			run := &pipeline.Run{Report: gate.NewReport(PhaseName), Progress: func(string) {}, Now: time.Now}
+			run := &pipeline.Run{Report: verify.NewReport(PhaseName), Progress: func(string) {}, Now: time.Now}
 			if _, err := p.Before(ctx, run); err != nil {
 				t.Fatal(err)
 			}

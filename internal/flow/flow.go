@@ -23,10 +23,10 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/serve"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Options select the phases of a run and carry what they share. A nil
@@ -152,7 +152,7 @@ func (p *Plan) Close() {
 // and its address bound — and returns the phases in the one order:
 // static, controllers, age-key, sync, cutover, converge, cutover when
 // ready. A phase left out on purpose is noted in r.
-func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
+func Assemble(ctx context.Context, o Options, r *verify.Report) (*Plan, error) {
 	var built *rootsync.Render
 	if o.Env.Path != "" {
 		var err error
@@ -165,14 +165,14 @@ func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
 	if built != nil && o.Sync != nil && built.Env.Origin.Layout == fluxrepo.LayoutBootstrap {
 		// The root is flux bootstrap's, with a URL git does not hold here:
 		// refused before the controllers phase touches the cluster.
-		return nil, gate.InputErrorf("%s: %s is flux bootstrap's placeholder: the root %s/%s and its GitRepository are written by flux bootstrap with the repository's URL, which the repository does not hold; declare the real source with --source-kind GitRepository --source-url URL [--source-ref refs/heads/main] (the GitRepository and the Kustomization applying ./%s are then created as flux bootstrap writes them), or run flux bootstrap",
+		return nil, verify.InputErrorf("%s: %s is flux bootstrap's placeholder: the root %s/%s and its GitRepository are written by flux bootstrap with the repository's URL, which the repository does not hold; declare the real source with --source-kind GitRepository --source-url URL [--source-ref refs/heads/main] (the GitRepository and the Kustomization applying ./%s are then created as flux bootstrap writes them), or run flux bootstrap",
 			o.Env.Path, built.Env.Origin.Location.File, built.Options.Namespace, built.Env.Options.RootName, o.Env.Path)
 	}
 	if built != nil && o.Sync != nil && o.Controllers != nil && built.Root == nil {
 		// Nothing renders or declares the root (a tenant path passes the
 		// offline check with a note): sync.root would refuse it only after
 		// the controllers phase applied.
-		return nil, gate.InputErrorf("%s renders no root Kustomization %s/%s and nothing declares one: declare it with --source-kind GitRepository --source-url URL [--source-ref refs/heads/main], or commit it (a sync.yaml listed in %s/kustomization.yaml)",
+		return nil, verify.InputErrorf("%s renders no root Kustomization %s/%s and nothing declares one: declare it with --source-kind GitRepository --source-url URL [--source-ref refs/heads/main], or commit it (a sync.yaml listed in %s/kustomization.yaml)",
 			o.Env.Path, built.Options.Namespace, built.Options.RootName, o.Env.Path)
 	}
 	phases := o.static(built, r)
@@ -227,7 +227,7 @@ func Assemble(ctx context.Context, o Options, r *gate.Report) (*Plan, error) {
 
 // static is phase static over the environment built, or nothing when it
 // was switched off (which the report says) or none is built.
-func (o Options) static(built *rootsync.Render, r *gate.Report) []pipeline.Phase {
+func (o Options) static(built *rootsync.Render, r *verify.Report) []pipeline.Phase {
 	if built == nil {
 		return nil
 	}
@@ -310,12 +310,12 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 		return nil, nil
 	}
 	if built.Source == nil {
-		return nil, gate.InputErrorf("--serve: %s renders no GitRepository for the root to read", built.Options.Path)
+		return nil, verify.InputErrorf("--serve: %s renders no GitRepository for the root to read", built.Options.Path)
 	}
 	src := built.Source
 	branch, _, _ := unstructured.NestedString(src.Object, "spec", "ref", "branch")
 	if branch == "" {
-		return nil, gate.InputErrorf("--serve serves the branch the root's GitRepository %s/%s declares, and it declares none (spec.ref.branch): declare the branch in git", src.GetNamespace(), src.GetName())
+		return nil, verify.InputErrorf("--serve serves the branch the root's GitRepository %s/%s declares, and it declares none (spec.ref.branch): declare the branch in git", src.GetNamespace(), src.GetName())
 	}
 	cfg, err := o.Cluster.Config()
 	if err != nil {
@@ -324,7 +324,7 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 	s := o.Sync.Serve
 	dirs, err := serve.DefaultDirs(s.Getenv)
 	if err != nil {
-		return nil, gate.InputErrorf("%w", err)
+		return nil, verify.InputErrorf("%w", err)
 	}
 	exe, err := os.Executable()
 	if err != nil {

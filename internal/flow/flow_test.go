@@ -12,8 +12,8 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // homelab is the fixture repository's dev environment.
@@ -56,7 +56,7 @@ func TestAssembleOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.Timeout, tc.o.Cluster = time.Minute, noCluster(t)
-			r := gate.NewReport("test")
+			r := verify.NewReport("test")
 			p, err := Assemble(context.Background(), tc.o, r)
 			if err != nil {
 				t.Fatal(err)
@@ -77,11 +77,11 @@ func TestAssembleOrder(t *testing.T) {
 func TestAssembleRefusesBeforeTheCluster(t *testing.T) {
 	bad := homelab
 	bad.Path = "clusters/nosuchenv"
-	_, err := Assemble(context.Background(), Options{Env: bad, Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test"))
-	if !gate.IsInput(err) || !strings.Contains(err.Error(), "clusters/nosuchenv") {
+	_, err := Assemble(context.Background(), Options{Env: bad, Sync: &Sync{}, Cluster: noCluster(t)}, verify.NewReport("test"))
+	if !verify.IsInput(err) || !strings.Contains(err.Error(), "clusters/nosuchenv") {
 		t.Errorf("an environment that does not build: %v, want an input error naming it", err)
 	}
-	if _, err := Assemble(context.Background(), Options{Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test")); err == nil {
+	if _, err := Assemble(context.Background(), Options{Sync: &Sync{}, Cluster: noCluster(t)}, verify.NewReport("test")); err == nil {
 		t.Error("a sync without an environment was assembled")
 	}
 }
@@ -93,20 +93,20 @@ func TestAssembleRefusesBeforeTheCluster(t *testing.T) {
 // real source; with them it assembles.
 func TestAssembleRefusesThePlaceholder(t *testing.T) {
 	env := rootsync.Options{Repo: "../../testdata/layouts/placeholder", Path: "clusters/staging", Namespace: "flux-system", RootName: "flux-system"}
-	_, err := Assemble(context.Background(), Options{Env: env, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test"))
-	if !gate.IsInput(err) || !strings.Contains(err.Error(), "clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder") || !strings.Contains(err.Error(), "--source-kind GitRepository --source-url URL") {
+	_, err := Assemble(context.Background(), Options{Env: env, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{}, Cluster: noCluster(t)}, verify.NewReport("test"))
+	if !verify.IsInput(err) || !strings.Contains(err.Error(), "clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder") || !strings.Contains(err.Error(), "--source-kind GitRepository --source-url URL") {
 		t.Fatalf("err = %v, want the input error naming the placeholder and the flags", err)
 	}
 	// A path with no root (a tenant path passes the offline check with a
 	// note): up refuses it before its controllers phase applies.
 	tenant := env
 	tenant.Path = "tenants/team-a"
-	_, err = Assemble(context.Background(), Options{Env: tenant, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test"))
-	if !gate.IsInput(err) || !strings.Contains(err.Error(), "tenants/team-a renders no root Kustomization flux-system/flux-system and nothing declares one: declare it with --source-kind GitRepository --source-url URL") {
+	_, err = Assemble(context.Background(), Options{Env: tenant, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{}, Cluster: noCluster(t)}, verify.NewReport("test"))
+	if !verify.IsInput(err) || !strings.Contains(err.Error(), "tenants/team-a renders no root Kustomization flux-system/flux-system and nothing declares one: declare it with --source-kind GitRepository --source-url URL") {
 		t.Fatalf("tenant path: err = %v", err)
 	}
 	env.Sync = &fluxrepo.Sync{Kind: "GitRepository", URL: "https://git.example.invalid/fleet/fork.git", Ref: "refs/heads/main"}
-	if _, err := Assemble(context.Background(), Options{Env: env, Static: &Static{}, Sync: &Sync{}, Cluster: noCluster(t)}, gate.NewReport("test")); err != nil {
+	if _, err := Assemble(context.Background(), Options{Env: env, Static: &Static{}, Sync: &Sync{}, Cluster: noCluster(t)}, verify.NewReport("test")); err != nil {
 		t.Fatalf("with --source-kind GitRepository --source-url: %v", err)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/fluxcd/pkg/sourceignore"
 	"github.com/fluxcd/pkg/sourceignore/gitignore"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // ignoreFilter is source-controller's artifact filter for dir: the
@@ -96,9 +96,9 @@ func copyRepo(src, dst string, max int64) (notes []string, err error) {
 			notes = append(notes, fmt.Sprintf("%s: larger than %d bytes, left out", filepath.ToSlash(rel), max))
 			return nil
 		}
-		// Refused before anything expands it (see input.AliasBomb).
-		if line, why := input.AliasBomb(b); why != "" {
-			return gate.InputErrorf("%s: %s; kustomize, here and in kustomize-controller, would expand every alias in memory: write the values out, or alias less", Location{File: filepath.ToSlash(rel), Line: line}, why)
+		// Refused before anything expands it (see safeio.AliasBomb).
+		if line, why := safeio.AliasBomb(b); why != "" {
+			return verify.InputErrorf("%s: %s; kustomize, here and in kustomize-controller, would expand every alias in memory: write the values out, or alias less", Location{File: filepath.ToSlash(rel), Line: line}, why)
 		}
 		return nil
 	})

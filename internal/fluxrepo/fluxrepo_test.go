@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 const clean = "../../testdata/check/clean"
@@ -132,7 +132,7 @@ func TestLoadInputErrors(t *testing.T) {
 				tc.mutate(repo)
 			}
 			_, err := Load(Options{Repo: repo, Path: tc.path})
-			if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want an input error containing %q", err, tc.want)
 			}
 		})
@@ -357,7 +357,7 @@ func TestLoadKeepGoing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, strict := Load(Options{Repo: repo, Path: "clusters/dev"})
-	if strict == nil || !gate.IsInput(strict) || !strings.Contains(strict.Error(), "missing.yaml") {
+	if strict == nil || !verify.IsInput(strict) || !strings.Contains(strict.Error(), "missing.yaml") {
 		t.Fatalf("strict: err = %v, want an input error naming missing.yaml", strict)
 	}
 	if strings.Contains(strict.Error(), "fluxrepo-") {
@@ -510,7 +510,7 @@ func TestSubstituteNotString(t *testing.T) {
 	repo := copyTree(t, clean)
 	edit(t, repo, "clusters/base/apps.yaml", "    substitute:\n", "    substitute:\n      replicas: 3\n")
 	_, err := Load(Options{Repo: repo, Path: "clusters/dev"})
-	if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), `Kustomization flux-system/apps (clusters/base/apps.yaml:1): spec.postBuild.substitute.replicas is a number (3), not a string`) ||
+	if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), `Kustomization flux-system/apps (clusters/base/apps.yaml:1): spec.postBuild.substitute.replicas is a number (3), not a string`) ||
 		!strings.Contains(err.Error(), `quote it: replicas: "3"`) {
 		t.Fatalf("err = %v", err)
 	}

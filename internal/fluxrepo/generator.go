@@ -12,7 +12,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/artifactgen"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Generator is an ArtifactGenerator the environment renders: source-watcher
@@ -54,7 +54,7 @@ func (l *loader) ingestGenerator(r *resource.Resource, ns string, files []string
 	g := &swapi.ArtifactGenerator{}
 	loc := e.Locate(files, r.GetKind(), ns, raw)
 	if err := l.decode(r, g, "ArtifactGenerator "+ns+"/"+r.GetName(), loc); err != nil {
-		return gate.InputErrorf("ArtifactGenerator %s/%s (%s): %w", ns, r.GetName(), loc, err)
+		return verify.InputErrorf("ArtifactGenerator %s/%s (%s): %w", ns, r.GetName(), loc, err)
 	}
 	g.Namespace = ns
 	if l.seen["AG/"+ns+"/"+g.Name] {

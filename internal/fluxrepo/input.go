@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // withDefaults fills the options a caller left zero: the root
@@ -35,18 +35,18 @@ func (o Options) withDefaults() Options {
 func checkInput(o Options) (repo, root string, err error) {
 	repo, err = filepath.Abs(o.Repo)
 	if err != nil {
-		return "", "", gate.InputErrorf("--repo %s: %w", o.Repo, err)
+		return "", "", verify.InputErrorf("--repo %s: %w", o.Repo, err)
 	}
 	if st, err := os.Stat(repo); err != nil || !st.IsDir() {
-		return "", "", gate.InputErrorf("--repo %s: not a directory: pass the GitOps repository's checkout", o.Repo)
+		return "", "", verify.InputErrorf("--repo %s: not a directory: pass the GitOps repository's checkout", o.Repo)
 	}
 	root = cleanPath(o.Path)
 	if !isLocal(root) {
-		return "", "", gate.InputErrorf("--path %s: must be a directory inside --repo, e.g. clusters/dev", o.Path)
+		return "", "", verify.InputErrorf("--path %s: must be a directory inside --repo, e.g. clusters/dev", o.Path)
 	}
 	dir := filepath.Join(repo, filepath.FromSlash(root))
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return "", "", gate.InputErrorf("%s: no such directory in the repository %s: pass --env NAME for clusters/NAME, or --path%s", o.Path, repo,
+		return "", "", verify.InputErrorf("%s: no such directory in the repository %s: pass --env NAME for clusters/NAME, or --path%s", o.Path, repo,
 			siblings(filepath.Dir(dir)))
 	}
 	if err := checkKustomizationFile(repo, o.Repo, root); err != nil {
@@ -71,24 +71,24 @@ func checkFluxInstanceFile(repo, f string) error {
 	}
 	rel := cleanPath(f)
 	if !isLocal(rel) || rel == "." {
-		return gate.InputErrorf("--flux-instance %s: not a file inside the repository: %s", f, fluxInstanceFix)
+		return verify.InputErrorf("--flux-instance %s: not a file inside the repository: %s", f, fluxInstanceFix)
 	}
 	fi, err := os.Lstat(filepath.Join(repo, filepath.FromSlash(rel)))
 	switch {
 	case err != nil:
-		return gate.InputErrorf("--flux-instance %s: no such file in the repository %s: %s", f, repo, fluxInstanceFix)
+		return verify.InputErrorf("--flux-instance %s: no such file in the repository %s: %s", f, repo, fluxInstanceFix)
 	case fi.IsDir():
-		return gate.InputErrorf("--flux-instance %s is a directory: %s", f, fluxInstanceFix)
+		return verify.InputErrorf("--flux-instance %s is a directory: %s", f, fluxInstanceFix)
 	case fi.Mode()&os.ModeSymlink != 0:
-		return gate.InputErrorf("--flux-instance %s is a symlink: source-controller leaves symlinks out of the artifact; commit the file itself, or %s", f, fluxInstanceFix)
+		return verify.InputErrorf("--flux-instance %s is a symlink: source-controller leaves symlinks out of the artifact; commit the file itself, or %s", f, fluxInstanceFix)
 	}
-	rd, err := input.OpenDir(repo, "--repo "+repo)
+	rd, err := safeio.OpenDir(repo, "--repo "+repo)
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
 	if err := rd.Check(rel); err != nil {
-		return gate.InputErrorf("--flux-instance %s: %w", f, err)
+		return verify.InputErrorf("--flux-instance %s: %w", f, err)
 	}
 	return nil
 }
@@ -120,7 +120,7 @@ func checkKustomizationFile(repo, label, root string) error {
 		if _, err := os.Lstat(filepath.Join(repo, filepath.FromSlash(rel))); err != nil {
 			continue
 		}
-		rd, err := input.OpenDir(repo, "--repo "+label)
+		rd, err := safeio.OpenDir(repo, "--repo "+label)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 )
 
 // Load builds the environment o.Path of o.Repo and every Kustomization it
-// declares, transitively. Input errors (gate.InputError, exit 2): a missing
+// declares, transitively. Input errors (verify.InputError, exit 2): a missing
 // repository or path, no kustomization file at the root, a kustomize build
 // error, a spec.path that escapes the repository or does not exist — each
 // naming the Kustomization and path. Paths that cannot be built for other

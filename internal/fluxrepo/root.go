@@ -22,7 +22,7 @@ import (
 	kustypes "sigs.k8s.io/kustomize/api/types"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // The layouts a root can come from (Env.Origin.Layout).
@@ -145,14 +145,14 @@ func CheckSync(s *Sync, what string) error {
 		return err
 	}
 	if s.URL == "" {
-		return gate.InputErrorf("%s: no source URL: set spec.sync.url (or --source-url)", what)
+		return verify.InputErrorf("%s: no source URL: set spec.sync.url (or --source-url)", what)
 	}
 	u, err := url.Parse(s.URL)
 	if err != nil {
-		return gate.InputErrorf("%s: the source URL does not parse: %v", what, redact(err))
+		return verify.InputErrorf("%s: the source URL does not parse: %v", what, redact(err))
 	}
 	if _, ok := u.User.Password(); ok {
-		return gate.InputErrorf("%s: the source URL carries a password: put the credentials in the source's secretRef (spec.sync.pullSecret), not in the URL", what)
+		return verify.InputErrorf("%s: the source URL carries a password: put the credentials in the source's secretRef (spec.sync.pullSecret), not in the URL", what)
 	}
 	// The schemes each source accepts (source-controller v1.9.5's CRD
 	// validation): GitRepository http, https, ssh; OCIRepository oci; a
@@ -166,7 +166,7 @@ func CheckSync(s *Sync, what string) error {
 		want = []string{"http", "https", "ssh", "oci", ""}
 	}
 	if !slices.Contains(want, scheme) {
-		return gate.InputErrorf("%s: a %s URL must use %s", what, orAny(s.Kind), schemes(want))
+		return verify.InputErrorf("%s: a %s URL must use %s", what, orAny(s.Kind), schemes(want))
 	}
 	return nil
 }
@@ -175,7 +175,7 @@ func CheckSync(s *Sync, what string) error {
 // (empty: any).
 func CheckSyncKind(kind, what string) error {
 	if kind != "" && !slices.Contains(syncKinds, kind) {
-		return gate.InputErrorf("%s: source kind %q: must be one of %s", what, kind, strings.Join(syncKinds, ", "))
+		return verify.InputErrorf("%s: source kind %q: must be one of %s", what, kind, strings.Join(syncKinds, ", "))
 	}
 	return nil
 }
@@ -268,14 +268,14 @@ func (l *loader) checkFluxInstance() error {
 	}
 	rel := cleanPath(f)
 	if _, err := os.Stat(filepath.Join(l.tmp, filepath.FromSlash(rel))); err != nil {
-		return gate.InputErrorf("--flux-instance %s is left out of the source artifact (by a .sourceignore rule or the default exclusions, or larger than %d bytes), so the Flux Operator would not read it either: %s", f, l.env.Options.MaxFileBytes, fluxInstanceFix)
+		return verify.InputErrorf("--flux-instance %s is left out of the source artifact (by a .sourceignore rule or the default exclusions, or larger than %d bytes), so the Flux Operator would not read it either: %s", f, l.env.Options.MaxFileBytes, fluxInstanceFix)
 	}
 	for _, d := range l.env.index.syncDeclarations() {
 		if d.loc.File == rel {
 			return nil
 		}
 	}
-	return gate.InputErrorf("--flux-instance %s: no FluxInstance spec.sync in that file (nor a flux-instance chart HelmRelease's values.instance.sync, nor chart values' instance.sync, with a path): %s", f, fluxInstanceFix)
+	return verify.InputErrorf("--flux-instance %s: no FluxInstance spec.sync in that file (nor a flux-instance chart HelmRelease's values.instance.sync, nor chart values' instance.sync, with a path): %s", f, fluxInstanceFix)
 }
 
 // findSync is the declaration whose spec.sync.path is root, preferring a
@@ -290,7 +290,7 @@ func (l *loader) findSync(root string) (*declaredSync, error) {
 	if f := l.env.Options.FluxInstance; f != "" {
 		found = slices.DeleteFunc(found, func(d declaredSync) bool { return d.loc.File != cleanPath(f) })
 		if len(found) == 0 {
-			return nil, gate.InputErrorf("--flux-instance %s: no FluxInstance spec.sync (or flux-instance values instance.sync) with path %s there", f, root)
+			return nil, verify.InputErrorf("--flux-instance %s: no FluxInstance spec.sync (or flux-instance values instance.sync) with path %s there", f, root)
 		}
 	}
 	if len(found) == 0 {
@@ -318,7 +318,7 @@ func (l *loader) declaredRoot(root string) error {
 	ns, loc := o.Namespace, Location{}
 	switch d, err := l.findSync(root); {
 	case o.Sync != nil && d != nil:
-		return gate.InputErrorf("--source-url declares the root, but the FluxInstance spec.sync at %s already declares it for %s: drop --source-kind, --source-url and --source-ref", d.loc, root)
+		return verify.InputErrorf("--source-url declares the root, but the FluxInstance spec.sync at %s already declares it for %s: drop --source-kind, --source-url and --source-ref", d.loc, root)
 	case o.Sync != nil:
 		cp := *o.Sync
 		s = &cp
@@ -339,7 +339,7 @@ func (l *loader) declaredRoot(root string) error {
 			return err
 		}
 		if d.patchesErr != nil {
-			return gate.InputErrorf("%s: %s: %v; write each patch as {patch: …, target: {kind: …, name: …}}", d.patchesLoc, d.patchesField, d.patchesErr)
+			return verify.InputErrorf("%s: %s: %v; write each patch as {patch: …, target: {kind: …, name: …}}", d.patchesLoc, d.patchesField, d.patchesErr)
 		}
 		e.Origin = Origin{Layout: LayoutFluxInstance, Location: d.loc, Sync: s, Patches: d.patches, PatchesLocation: d.patchesLoc, PatchesField: d.patchesField}
 	default:

@@ -23,7 +23,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/artifactgen"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // run builds the root directory, then every Kustomization path the builds
@@ -44,10 +44,10 @@ func (l *loader) run(root string) error {
 	// Where the render holds it, the flags would have no effect: refused,
 	// not ignored.
 	if slices.ContainsFunc(res, l.isRoot) && e.Options.Sync != nil {
-		return gate.InputErrorf("--source-url declares the root, but %s renders it (Kustomization %s/%s): drop --source-kind, --source-url and --source-ref", root, e.Options.Namespace, e.Options.RootName)
+		return verify.InputErrorf("--source-url declares the root, but %s renders it (Kustomization %s/%s): drop --source-kind, --source-url and --source-ref", root, e.Options.Namespace, e.Options.RootName)
 	}
 	if slices.ContainsFunc(res, l.isRoot) && e.Options.FluxInstance != "" {
-		return gate.InputErrorf("--flux-instance %s has no effect: %s renders the root itself (Kustomization %s/%s), so no FluxInstance spec.sync declares it: drop --flux-instance", e.Options.FluxInstance, root, e.Options.Namespace, e.Options.RootName)
+		return verify.InputErrorf("--flux-instance %s has no effect: %s renders the root itself (Kustomization %s/%s), so no FluxInstance spec.sync declares it: drop --flux-instance", e.Options.FluxInstance, root, e.Options.Namespace, e.Options.RootName)
 	}
 	if !slices.ContainsFunc(res, l.isRoot) {
 		if err := l.declaredRoot(root); err != nil {
@@ -146,7 +146,7 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 	e, o := l.env, l.env.Options
 	res, files, err = l.build(root, nil)
 	if err != nil {
-		return nil, nil, "", gate.InputErrorf("kustomize build %s: %w%s", root, l.inRepo(err), leftOut(l.copyNotes))
+		return nil, nil, "", verify.InputErrorf("kustomize build %s: %w%s", root, l.inRepo(err), leftOut(l.copyNotes))
 	}
 	// The root Kustomization, if the root directory renders it, is built
 	// again with its own spec (patches, images, targetNamespace …) when it
@@ -155,7 +155,7 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 	for _, r := range res {
 		if l.isRoot(r) {
 			if rootObj, err = r.Map(); err != nil {
-				return nil, nil, "", gate.InputErrorf("%s: Kustomization %s: %w", root, o.RootName, err)
+				return nil, nil, "", verify.InputErrorf("%s: Kustomization %s: %w", root, o.RootName, err)
 			}
 		}
 	}
@@ -168,14 +168,14 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 		e.index.load()
 		e.Notes = append(e.Notes, "the root's GitRepository spec.ignore was applied to the copy")
 		if res, files, err = l.build(root, nil); err != nil {
-			return nil, nil, "", gate.InputErrorf("kustomize build %s (after the GitRepository's spec.ignore): %w", root, l.inRepo(err))
+			return nil, nil, "", verify.InputErrorf("kustomize build %s (after the GitRepository's spec.ignore): %w", root, l.inRepo(err))
 		}
 	}
 	if rootObj != nil {
 		p, _, _ := unstructured.NestedString(rootObj, "spec", "path")
 		if cleanPath(p) == root {
 			if res, files, err = l.build(root, rootObj); err != nil {
-				return nil, nil, "", gate.InputErrorf("kustomize build %s (with the spec of Kustomization %s/%s): %w", root, o.Namespace, o.RootName, l.inRepo(err))
+				return nil, nil, "", verify.InputErrorf("kustomize build %s (with the spec of Kustomization %s/%s): %w", root, o.Namespace, o.RootName, l.inRepo(err))
 			}
 			appliedBy = o.Namespace + "/" + o.RootName
 		}
@@ -211,7 +211,7 @@ func (l *loader) specPath(k *Kustomization, root string) (bool, error) {
 		l.notBuilt(k, fmt.Sprintf("spec.path %q uses a substitution variable: not built", k.Spec.Path))
 		return false, nil
 	case !isLocal(k.Path) && k.Path != ".":
-		return false, gate.InputErrorf("Kustomization %s (%s): spec.path %q leaves the %s (kustomize-controller would clamp it into the %s root): make it relative to the %s root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path, root, root, root)
+		return false, verify.InputErrorf("Kustomization %s (%s): spec.path %q leaves the %s (kustomize-controller would clamp it into the %s root): make it relative to the %s root, e.g. ./apps", k.Ref(), k.Location, k.Spec.Path, root, root, root)
 	}
 	return true, nil
 }
@@ -227,7 +227,7 @@ func (l *loader) buildPath(k *Kustomization, st *staged) ([]*Kustomization, erro
 	}
 	dir := filepath.Join(root, filepath.FromSlash(k.Path))
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): spec.path %q is not a directory of %s: kustomize-controller fails it with 'kustomization path not found'", k.Ref(), k.Location, k.Spec.Path, in))
+		return nil, l.childFailed(k, verify.InputErrorf("Kustomization %s (%s): spec.path %q is not a directory of %s: kustomize-controller fails it with 'kustomization path not found'", k.Ref(), k.Location, k.Spec.Path, in))
 	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(k.Kustomization)
 	if err != nil {
@@ -242,7 +242,7 @@ func (l *loader) buildPath(k *Kustomization, st *staged) ([]*Kustomization, erro
 			l.notBuilt(k, fmt.Sprintf("path %s has remote bases (%s): not built offline", k.Path, strings.Join(remote, ", ")))
 			return nil, nil
 		}
-		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q%s failed: %w%s", k.Ref(), k.Location, k.Spec.Path, where, l.inRepo(err), leftOut(l.copyNotes)))
+		return nil, l.childFailed(k, verify.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q%s failed: %w%s", k.Ref(), k.Location, k.Spec.Path, where, l.inRepo(err), leftOut(l.copyNotes)))
 	}
 	if st != nil {
 		files = l.repoFiles(st, files)
@@ -265,7 +265,7 @@ func (l *loader) buildFromArtifact(k *Kustomization) ([]*Kustomization, error) {
 	var nm *notMade
 	switch {
 	case errors.As(err, &nm) && nm.failed:
-		return nil, l.childFailed(k, gate.InputErrorf("Kustomization %s (%s) reads %s, which ArtifactGenerator %s (%s) does not make: %s; fix the generator's spec (kustomize-controller waits for the artifact until then)", k.Ref(), k.Location, src, nm.gen.Ref(), nm.gen.Location, nm.reason))
+		return nil, l.childFailed(k, verify.InputErrorf("Kustomization %s (%s) reads %s, which ArtifactGenerator %s (%s) does not make: %s; fix the generator's spec (kustomize-controller waits for the artifact until then)", k.Ref(), k.Location, src, nm.gen.Ref(), nm.gen.Location, nm.reason))
 	case errors.As(err, &nm):
 		l.notBuilt(k, fmt.Sprintf("reads %s, made by ArtifactGenerator %s (%s), but %s: not built, so its objects are not checked", src, nm.gen.Ref(), nm.gen.Location, nm.reason))
 		return nil, nil
@@ -395,11 +395,11 @@ func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []st
 	raw := r.GetName()
 	r = l.substituted(appliedBy, r)
 	if err := substituteValues(r); err != nil {
-		return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+		return nil, verify.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
 	}
 	loc := e.Locate(files, r.GetKind(), ns, raw)
 	if err := l.decode(r, k, "Kustomization "+ns+"/"+r.GetName(), loc); err != nil {
-		return nil, gate.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), loc, err)
+		return nil, verify.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), loc, err)
 	}
 	k.Namespace = ns
 	ref := ns + "/" + k.Name
@@ -423,7 +423,7 @@ func (l *loader) ingestGitRepository(r *resource.Resource, raw, ns string, files
 	e := l.env
 	g := &sourcev1.GitRepository{}
 	if err := fromResource(r, g); err != nil {
-		return gate.InputErrorf("GitRepository %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, raw), err)
+		return verify.InputErrorf("GitRepository %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, raw), err)
 	}
 	g.Namespace = ns
 	if l.seen["G/"+ns+"/"+g.Name] {
@@ -444,7 +444,7 @@ func (l *loader) ingestHelmRelease(r *resource.Resource, ns string, files []stri
 	r = l.substituted(appliedBy, r)
 	loc := e.Locate(files, r.GetKind(), ns, raw)
 	if err := l.decode(r, hr, "HelmRelease "+ns+"/"+r.GetName(), loc); err != nil {
-		return gate.InputErrorf("HelmRelease %s/%s (%s): %w", ns, r.GetName(), loc, err)
+		return verify.InputErrorf("HelmRelease %s/%s (%s): %w", ns, r.GetName(), loc, err)
 	}
 	hr.Namespace = ns
 	key := "H/" + ns + "/" + hr.Name

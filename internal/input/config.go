@@ -8,7 +8,8 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // sourceAnnotation marks a flag set from the environment: ambient, so not
@@ -20,14 +21,14 @@ const sourceAnnotation = "bootstrap.input/source"
 // input error naming from, the flag and the value, at once.
 func Set(fl *pflag.FlagSet, name, value, from string) error {
 	if err := fl.Set(name, value); err != nil {
-		return gate.InputErrorf("%s: --%s %q: %v", from, name, RedactURLs(value), err)
+		return verify.InputErrorf("%s: --%s %q: %v", from, name, RedactURLs(value), err)
 	}
 	f := fl.Lookup(name)
 	if v, ok := f.Value.(interface {
 		Err() error
 		Raw() string
 	}); ok && v.Err() != nil {
-		return gate.InputErrorf("%s: --%s %s: %v", from, name, v.Raw(), v.Err())
+		return verify.InputErrorf("%s: --%s %s: %v", from, name, v.Raw(), v.Err())
 	}
 	return nil
 }
@@ -61,13 +62,13 @@ func SetFromConfig(fl *pflag.FlagSet, path string) error {
 	if path == "" {
 		return nil
 	}
-	b, err := ReadFileMax(path, "--config "+path, MaxConfig)
+	b, err := safeio.ReadFileMax(path, "--config "+path, MaxConfig)
 	if err != nil {
 		return err
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal(b, &m); err != nil {
-		return gate.InputErrorf("--config %s: not a YAML map of flag names to values: %v", path, err)
+		return verify.InputErrorf("--config %s: not a YAML map of flag names to values: %v", path, err)
 	}
 	names := make([]string, 0, len(m))
 	for name := range m {
@@ -84,11 +85,11 @@ func SetFromConfig(fl *pflag.FlagSet, path string) error {
 
 func setConfigKey(fl *pflag.FlagSet, path, name string, v any) error {
 	if name == "config" {
-		return gate.InputErrorf("--config %s: %q cannot be set from a config file", path, name)
+		return verify.InputErrorf("--config %s: %q cannot be set from a config file", path, name)
 	}
 	flag := fl.Lookup(name)
 	if flag == nil {
-		return gate.InputErrorf("--config %s: unknown flag %q (the keys are the flag names, e.g. env, flux-version, components-extra)", path, name)
+		return verify.InputErrorf("--config %s: unknown flag %q (the keys are the flag names, e.g. env, flux-version, components-extra)", path, name)
 	}
 	if flag.Changed {
 		return nil // the command line (or the environment) wins
@@ -102,19 +103,19 @@ func setConfigKey(fl *pflag.FlagSet, path, name string, v any) error {
 	switch x := v.(type) {
 	case []any:
 		if !isList {
-			return gate.InputErrorf("--config %s: %s: a list, but --%s takes %s", path, name, name, want)
+			return verify.InputErrorf("--config %s: %s: a list, but --%s takes %s", path, name, name, want)
 		}
 		parts := make([]string, len(x))
 		for i, e := range x {
 			if !scalar(e) {
-				return gate.InputErrorf("--config %s: %s: item %d is not a plain value: --%s takes %s", path, name, i+1, name, want)
+				return verify.InputErrorf("--config %s: %s: item %d is not a plain value: --%s takes %s", path, name, i+1, name, want)
 			}
 			parts[i] = fmt.Sprint(e)
 		}
 		val = strings.Join(parts, ",")
 	default:
 		if !scalar(x) {
-			return gate.InputErrorf("--config %s: %s: not a plain value: --%s takes %s", path, name, name, want)
+			return verify.InputErrorf("--config %s: %s: not a plain value: --%s takes %s", path, name, name, want)
 		}
 		val = fmt.Sprint(x)
 	}

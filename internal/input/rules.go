@@ -9,7 +9,7 @@ import (
 	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // The rules below return what is wrong with a value and the fix, without
@@ -102,7 +102,7 @@ func valid(flag, shown string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return gate.InputErrorf("%s %q: %v", flag, shown, err)
+	return verify.InputErrorf("%s %q: %v", flag, shown, err)
 }
 
 // ValidNamespace checks a namespace given as flag.
@@ -162,4 +162,4 @@ func RedactURLs(s string) string {
 // warnings, each check's title, message and evidence, the facts and the
 // objects. It is the last line of defence before the report leaves the
 // process, for URLs read back from a cluster.
-func RedactReport(r *gate.Report) { r.Rewrite(RedactURLs) }
+func RedactReport(r *verify.Report) { r.Rewrite(RedactURLs) }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 func TestGitURL(t *testing.T) {
@@ -34,7 +34,7 @@ func TestGitURL(t *testing.T) {
 		if err == nil {
 			continue
 		}
-		if !gate.IsInput(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "pw@") || strings.Contains(err.Error(), "ghp_token") {
+		if !verify.IsInput(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "pw@") || strings.Contains(err.Error(), "ghp_token") {
 			t.Errorf("%q: %v; want an input error saying %q without the credential", tc.url, err, tc.want)
 		}
 	}
@@ -58,21 +58,21 @@ func TestRedactURLs(t *testing.T) {
 
 func TestRedactReport(t *testing.T) {
 	const u = "https://admin:pw-secret@git.lan/x.git"
-	r := gate.NewReport("cutover")
+	r := verify.NewReport("cutover")
 	r.Error = "read " + u
 	r.Warn("warning " + u)
-	r.Add(gate.Check{ID: "x", Title: u, Message: u, Evidence: []string{"temporary-url=" + u}})
+	r.Add(verify.Check{ID: "x", Title: u, Message: u, Evidence: []string{"temporary-url=" + u}})
 	r.Facts["temporarySource"] = u
-	r.Objects = []gate.ObjectChange{{Object: u}}
+	r.Objects = []verify.ObjectChange{{Object: u}}
 	RedactReport(r)
 	var b strings.Builder
-	if err := gate.WriteJSON(&b, r); err != nil {
+	if err := verify.WriteJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := gate.WriteJUnit(&b, r); err != nil {
+	if err := verify.WriteJUnit(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := gate.WriteText(&b, r); err != nil {
+	if err := verify.WriteText(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "pw-secret") || !strings.Contains(b.String(), "https://redacted@git.lan/x.git") {
@@ -94,7 +94,7 @@ func TestNamesAndDurations(t *testing.T) {
 		{"registry empty", ValidRegistry("--registry", ""), "must not be empty"},
 		{"toleration", ValidTolerationKeys("--toleration-keys", []string{"a b"}), "qualified name"},
 	} {
-		if tc.err == nil || !gate.IsInput(tc.err) || !strings.Contains(tc.err.Error(), tc.want) {
+		if tc.err == nil || !verify.IsInput(tc.err) || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an input error saying %q", tc.name, tc.err, tc.want)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // checked records the last value set and what is wrong with it.
@@ -46,7 +46,7 @@ func Check(fs *pflag.FlagSet) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return gate.InputErrorf("%s", strings.Join(errs, "; "))
+	return verify.InputErrorf("%s", strings.Join(errs, "; "))
 }
 
 // Raw is the value as given.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 func TestValues(t *testing.T) {
@@ -74,7 +74,7 @@ func TestValues(t *testing.T) {
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s %q: refused: %v", c.v.Type(), c.in, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--x") || !gate.IsInput(err)):
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--x") || !verify.IsInput(err)):
 			t.Errorf("%s %q: want an input error naming --x with %q, got %v", c.v.Type(), c.in, c.want, err)
 		}
 	}

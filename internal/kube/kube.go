@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
 )
 
 // FieldManager is the server-side apply field manager of every object this
@@ -72,7 +72,7 @@ func checkKubeconfigs(ca clientcmd.ConfigAccess) error {
 	}
 	explicit := ca.GetExplicitFile()
 	for _, p := range ca.GetLoadingPrecedence() {
-		err := input.CheckFile(p, "kubeconfig "+p)
+		err := safeio.CheckFile(p, "kubeconfig "+p)
 		if err == nil || (p != explicit && errors.Is(err, fs.ErrNotExist)) {
 			continue
 		}

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // PatchResult is what one patch did.
@@ -85,21 +85,21 @@ func Apply(components []byte, ov *Overlay) (*Result, error) {
 		res.CommittedFile = path.Join(ov.Name, ComponentsFile)
 		committed, err := rf.NewResMapFromBytes(ov.Committed)
 		if err != nil {
-			return nil, gate.InputErrorf("%s: %w", res.CommittedFile, err)
+			return nil, verify.InputErrorf("%s: %w", res.CommittedFile, err)
 		}
 		if res.Committed, err = deployments(committed); err != nil {
-			return nil, gate.InputErrorf("%s: %w", res.CommittedFile, err)
+			return nil, verify.InputErrorf("%s: %w", res.CommittedFile, err)
 		}
 		for _, o := range ov.others {
 			m, err := loadResources(mem, rf, o)
 			if err != nil {
-				return nil, gate.InputErrorf("%s: resource %s: %w", ov.Name, o, err)
+				return nil, verify.InputErrorf("%s: resource %s: %w", ov.Name, o, err)
 			}
 			for _, r := range m.Resources() {
 				others[r.OrgId()] = true
 			}
 			if err := cur.AppendAll(m); err != nil {
-				return nil, gate.InputErrorf("%s: resource %s: %w", ov.Name, o, err)
+				return nil, verify.InputErrorf("%s: resource %s: %w", ov.Name, o, err)
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // gateTable is every feature gate, with its default, of each Flux
@@ -77,7 +77,7 @@ func SupportedGates(controller, version string) ControllerGates {
 
 // GateFeatureGates proves every --feature-gates name the render passes to
 // a Flux controller is one that controller version supports.
-var GateFeatureGates = gate.Def{ID: "overlay.feature-gates", Phase: Phase, Stage: gate.Before, Title: "every feature gate set is one the controller supports", Optional: true}
+var GateFeatureGates = verify.Def{ID: "overlay.feature-gates", Phase: Phase, Stage: verify.Before, Title: "every feature gate set is one the controller supports", Optional: true}
 
 // featureGates checks the explicit --feature-gates of every rendered Flux
 // controller against its version's gates: an unsupported name makes the
@@ -85,7 +85,7 @@ var GateFeatureGates = gate.Def{ID: "overlay.feature-gates", Phase: Phase, Stage
 // SupportedFeatures: "feature-gate '%s' not supported"; main.go os.Exit(1)),
 // so the rollout would never finish. A version whose gates are not
 // recorded is a skip naming it; a render that sets no gate passes.
-func featureGates(final []appsv1.Deployment) gate.Check {
+func featureGates(final []appsv1.Deployment) verify.Check {
 	c := GateFeatureGates.New()
 	var bad, unknown, set []string
 	for i := range final {
@@ -130,16 +130,16 @@ func featureGates(final []appsv1.Deployment) gate.Check {
 	c.Evidence = set
 	switch {
 	case len(bad) > 0:
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = strings.Join(bad, "; ") + "; fix the gate's name in the overlay that sets it (the controller's internal/features lists its gates)"
 	case len(unknown) > 0:
-		c.Verdict = gate.Skip
+		c.Verdict = verify.Skip
 		c.Message = "the feature gates of " + strings.Join(unknown, "; ") + " are not recorded in this build (hack/gengates could read neither that controller version's git tag nor its module), so their names are not checked"
 	case len(set) == 0:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = "no --feature-gates set: every controller runs its version's defaults"
 	default:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("%d feature gate setting(s), each one its controller version accepts", len(set))
 	}
 	return c

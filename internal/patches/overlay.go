@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Overlay is a kustomization over the generated components. Two forms: one
@@ -55,7 +55,7 @@ type Overlay struct {
 func InlineOverlay(ps []types.Patch, where string) (*Overlay, error) {
 	for i, p := range ps {
 		if p.Path != "" || p.Patch == "" {
-			return nil, gate.InputErrorf("%s patches[%d]: needs an inline patch (patch:), not a path", where, i)
+			return nil, verify.InputErrorf("%s patches[%d]: needs an inline patch (patch:), not a path", where, i)
 		}
 	}
 	return &Overlay{Name: where, Patches: ps, inline: true}, nil
@@ -87,7 +87,7 @@ func LoadRepositoryOverlay(fsys fs.FS, name string) (*Overlay, error) {
 	ov := &Overlay{Name: name, fsys: fsys, Repository: true}
 	data, err := fs.ReadFile(fsys, ComponentsFile)
 	if err != nil {
-		return nil, gate.InputErrorf("read %s/%s: %w", name, ComponentsFile, err)
+		return nil, verify.InputErrorf("read %s/%s: %w", name, ComponentsFile, err)
 	}
 	ov.Committed = data
 	return loadOverlay(ov)
@@ -97,7 +97,7 @@ func loadOverlay(ov *Overlay) (*Overlay, error) {
 	fsys, name := ov.fsys, ov.Name
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
-		return nil, gate.InputErrorf("overlays %s: %w", name, err)
+		return nil, verify.InputErrorf("overlays %s: %w", name, err)
 	}
 	for _, e := range entries {
 		if slices.Contains(konfig.RecognizedKustomizationFileNames(), e.Name()) {
@@ -109,29 +109,29 @@ func loadOverlay(ov *Overlay) (*Overlay, error) {
 		if len(entries) == 0 || ov.Repository {
 			return ov, nil
 		}
-		return nil, gate.InputErrorf("overlays %s has files but no kustomization.yaml; add one listing `patches:`, or pass an empty directory for no patches", name)
+		return nil, verify.InputErrorf("overlays %s has files but no kustomization.yaml; add one listing `patches:`, or pass an empty directory for no patches", name)
 	}
 	where := name + "/" + ov.file
 	data, err := fs.ReadFile(fsys, ov.file)
-	if gate.IsInput(err) {
+	if verify.IsInput(err) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, gate.InputErrorf("read %s: %w", where, err)
+		return nil, verify.InputErrorf("read %s: %w", where, err)
 	}
 	var top map[string]any
 	if err := yaml.Unmarshal(data, &top); err != nil {
-		return nil, gate.InputErrorf("%s is not valid YAML: %w", where, err)
+		return nil, verify.InputErrorf("%s is not valid YAML: %w", where, err)
 	}
 	for k := range top {
 		if !slices.Contains(allowedKeys, k) {
-			return nil, gate.InputErrorf("%s: field %q is not supported in an overlay; only %s (the tool supplies the Flux components)",
+			return nil, verify.InputErrorf("%s: field %q is not supported in an overlay; only %s (the tool supplies the Flux components)",
 				where, k, strings.Join(allowedKeys, ", "))
 		}
 	}
 	var k types.Kustomization
 	if err := yaml.UnmarshalStrict(data, &k); err != nil {
-		return nil, gate.InputErrorf("%s: %w", where, err)
+		return nil, verify.InputErrorf("%s: %w", where, err)
 	}
 	if err := ov.resources(where, k); err != nil {
 		return nil, err
@@ -147,15 +147,15 @@ func loadOverlay(ov *Overlay) (*Overlay, error) {
 	}
 	k.Patches = append(k.Patches, k.PatchesJson6902...)
 	if len(k.Images) > 0 && !ov.Components {
-		return nil, gate.InputErrorf("%s: images: needs the documented form (resources: [%s]) so the kustomization itself is built", where, ComponentsFile)
+		return nil, verify.InputErrorf("%s: images: needs the documented form (resources: [%s]) so the kustomization itself is built", where, ComponentsFile)
 	}
 	for i, p := range k.Patches {
 		if (p.Path == "") == (p.Patch == "") {
-			return nil, gate.InputErrorf("%s: patches[%d] needs exactly one of path or patch", where, i)
+			return nil, verify.InputErrorf("%s: patches[%d] needs exactly one of path or patch", where, i)
 		}
 		if p.Path != "" {
 			if _, err := fs.Stat(fsys, p.Path); err != nil {
-				return nil, gate.InputErrorf("%s: patches[%d] path %s: %w", where, i, p.Path, errors.Unwrap(err))
+				return nil, verify.InputErrorf("%s: patches[%d] path %s: %w", where, i, p.Path, errors.Unwrap(err))
 			}
 		}
 	}
@@ -171,22 +171,22 @@ func (ov *Overlay) resources(where string, k types.Kustomization) error {
 		return nil
 	}
 	if !slices.Contains(k.Resources, ComponentsFile) && !slices.Contains(k.Resources, "./"+ComponentsFile) {
-		return gate.InputErrorf("%s: resources must include %s (the Flux components this tool renders); without it the overlay would apply something else", where, ComponentsFile)
+		return verify.InputErrorf("%s: resources must include %s (the Flux components this tool renders); without it the overlay would apply something else", where, ComponentsFile)
 	}
 	for _, r := range k.Resources {
 		clean := path.Clean(r)
 		switch {
 		case clean == ComponentsFile:
 			if _, err := fs.Stat(ov.fsys, ComponentsFile); err == nil && !ov.Repository {
-				return gate.InputErrorf("%s: %s exists in the overlay directory; remove it: the tool writes it from the render (an old export would be applied otherwise)", where, ComponentsFile)
+				return verify.InputErrorf("%s: %s exists in the overlay directory; remove it: the tool writes it from the render (an old export would be applied otherwise)", where, ComponentsFile)
 			}
 		case strings.Contains(r, "://") || strings.HasPrefix(r, "github.com/") || strings.Contains(r, "?ref="):
-			return gate.InputErrorf("%s: resource %s is remote; an overlay may only use files inside its directory", where, r)
+			return verify.InputErrorf("%s: resource %s is remote; an overlay may only use files inside its directory", where, r)
 		case !fs.ValidPath(clean):
-			return gate.InputErrorf("%s: resource %s is outside the overlay directory", where, r)
+			return verify.InputErrorf("%s: resource %s is outside the overlay directory", where, r)
 		default:
 			if _, err := fs.Stat(ov.fsys, clean); err != nil {
-				return gate.InputErrorf("%s: resource %s: %v", where, r, errors.Unwrap(err))
+				return verify.InputErrorf("%s: resource %s: %v", where, r, errors.Unwrap(err))
 			}
 			ov.others = append(ov.others, clean)
 		}

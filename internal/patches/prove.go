@@ -9,7 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Phase is the phase the render gates guard: they run before the controllers
@@ -18,23 +18,23 @@ const Phase = "controllers"
 
 // Gates of the render, checked before anything is applied.
 var (
-	GateComponents    = gate.Def{ID: "render.components", Phase: Phase, Stage: gate.Before, Title: "Flux components rendered"}
-	GatePlain         = gate.Def{ID: "overlay.plain", Phase: Phase, Stage: gate.Before, Title: "overlays applied"}
-	GatePatchLanded   = gate.Def{ID: "overlay.patch-landed", Phase: Phase, Stage: gate.Before, Title: "patch changed the render", Prefix: true}
-	GateArgsPreserved = gate.Def{ID: "overlay.args-preserved", Phase: Phase, Stage: gate.Before, Title: "generated container args kept"}
-	GateStrict        = gate.Def{ID: "controllers.strict-substitution", Phase: Phase, Stage: gate.Before, Title: "kustomize-controller fails on undefined ${VAR}"}
-	GateCommitted     = gate.Def{ID: "overlay.committed-components", Phase: Phase, Stage: gate.Before, Title: "the repository's gotk-components.yaml is this render"}
+	GateComponents    = verify.Def{ID: "render.components", Phase: Phase, Stage: verify.Before, Title: "Flux components rendered"}
+	GatePlain         = verify.Def{ID: "overlay.plain", Phase: Phase, Stage: verify.Before, Title: "overlays applied"}
+	GatePatchLanded   = verify.Def{ID: "overlay.patch-landed", Phase: Phase, Stage: verify.Before, Title: "patch changed the render", Prefix: true}
+	GateArgsPreserved = verify.Def{ID: "overlay.args-preserved", Phase: Phase, Stage: verify.Before, Title: "generated container args kept"}
+	GateStrict        = verify.Def{ID: "controllers.strict-substitution", Phase: Phase, Stage: verify.Before, Title: "kustomize-controller fails on undefined ${VAR}"}
+	GateCommitted     = verify.Def{ID: "overlay.committed-components", Phase: Phase, Stage: verify.Before, Title: "the repository's gotk-components.yaml is this render"}
 )
 
 // Gates lists the render's gates.
-func Gates() []gate.Def {
-	return []gate.Def{GateComponents, GatePlain, GatePatchLanded, GateArgsPreserved, GateStrict, GateFeatureGates, GateCommitted}
+func Gates() []verify.Def {
+	return []verify.Def{GateComponents, GatePlain, GatePatchLanded, GateArgsPreserved, GateStrict, GateFeatureGates, GateCommitted}
 }
 
 // Prove turns an overlay result into gate checks. plain says the overlays
 // were skipped on purpose (--plain): that is a warning, never a silent pass.
-func Prove(res *Result, plain bool) []gate.Check {
-	var out []gate.Check
+func Prove(res *Result, plain bool) []verify.Check {
+	var out []verify.Check
 	if plain {
 		out = append(out, GatePlain.Warn("--plain: the controller overlays were skipped on purpose; the controllers are rendered exactly as `flux install` renders them"))
 	}
@@ -52,7 +52,7 @@ func Prove(res *Result, plain bool) []gate.Check {
 // gotk-components.yaml with the render: the root applies the committed one
 // after every sync, so a controller whose image or args differ there would
 // be replaced by it, undoing what this run installs and proves.
-func committedComponents(res *Result) gate.Check {
+func committedComponents(res *Result) verify.Check {
 	c := GateCommitted.New()
 	var differ, missing, extra []string
 	for _, bd := range res.Base {
@@ -82,11 +82,11 @@ func committedComponents(res *Result) gate.Check {
 	c.Evidence = append(c.Evidence, differ...)
 	switch {
 	case len(differ) > 0:
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("%s differs from this render in %d container(s): the root applies the committed file after every sync and would replace the controllers this run proves; regenerate it (`bootstrap render --plain --output-dir %s` with this run's --flux-version and component flags) and commit it, or render what is committed",
 			res.CommittedFile, len(differ), path.Dir(res.CommittedFile))
 	case len(missing) > 0 || len(extra) > 0:
-		c.Verdict = gate.Warn
+		c.Verdict = verify.Warn
 		if len(missing) > 0 {
 			c.Evidence = append(c.Evidence, "rendered, not committed (the root leaves it as this run applies it): "+strings.Join(missing, ", "))
 		}
@@ -95,21 +95,21 @@ func committedComponents(res *Result) gate.Check {
 		}
 		c.Message = fmt.Sprintf("%s holds other controllers than this render (%d rendered only, %d committed only); the images and args they share agree", res.CommittedFile, len(missing), len(extra))
 	default:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("%s is this render: the %d Deployment(s) the root applies again after every sync have the rendered images and args", res.CommittedFile, len(res.Base))
 	}
 	return c
 }
 
-func patchLanded(i int, p PatchResult, base []appsv1.Deployment) gate.Check {
+func patchLanded(i int, p PatchResult, base []appsv1.Deployment) verify.Check {
 	c := GatePatchLanded.Each(fmt.Sprint(i + 1)).New()
 	c.Evidence = []string{"patch: " + p.Name, "target: " + p.Target}
 	switch {
 	case p.Err != nil:
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("%s → %s could not be applied: %v; fix the patch or its target", p.Name, p.Target, p.Err)
 	case len(p.Changed) == 0 && len(p.Sync) == 0:
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("%s → %s changed nothing: the target matches no object or the patch is a no-op; check the target against the rendered objects", p.Name, p.Target)
 		var names []string
 		for _, d := range base {
@@ -117,10 +117,10 @@ func patchLanded(i int, p PatchResult, base []appsv1.Deployment) gate.Check {
 		}
 		c.Evidence = append(c.Evidence, "rendered Deployments: "+strings.Join(names, ", "))
 	case len(p.Changed) == 0:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("%s → %s changed %s: not a controller; the sync applies it with the root", p.Name, p.Target, strings.Join(p.Sync, ", "))
 	default:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("%s → %s changed %s", p.Name, p.Target, strings.Join(p.Changed, ", "))
 		if len(p.Sync) > 0 {
 			c.Message += fmt.Sprintf(", and %s (the sync applies it with the root)", strings.Join(p.Sync, ", "))
@@ -132,9 +132,9 @@ func patchLanded(i int, p PatchResult, base []appsv1.Deployment) gate.Check {
 // argsPreserved fails when a generated arg disappeared: the trap of a
 // strategic-merge patch replacing the atomic args list. An arg whose flag is
 // still there with another value was overridden, not lost.
-func argsPreserved(base, final []appsv1.Deployment) gate.Check {
+func argsPreserved(base, final []appsv1.Deployment) verify.Check {
 	c := GateArgsPreserved.New()
-	c.Verdict = gate.Pass
+	c.Verdict = verify.Pass
 	var lost []string
 	for _, bd := range base {
 		fd := findDeployment(final, bd.Namespace, bd.Name)
@@ -164,7 +164,7 @@ func argsPreserved(base, final []appsv1.Deployment) gate.Check {
 		}
 	}
 	if len(lost) > 0 {
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("%d generated arg(s) lost: a strategic-merge patch replaces the whole args list; append with a JSON-6902 `add` to /spec/template/spec/containers/0/args/- instead", len(lost))
 		c.Evidence = append(lost, c.Evidence...)
 		return c
@@ -175,7 +175,7 @@ func argsPreserved(base, final []appsv1.Deployment) gate.Check {
 
 // strictInvariant checks that kustomize-controller's effective
 // StrictPostBuildSubstitutions is true.
-func strictInvariant(base, final []appsv1.Deployment, plain bool) gate.Check {
+func strictInvariant(base, final []appsv1.Deployment, plain bool) verify.Check {
 	c := GateStrict.New()
 	var fd *appsv1.Deployment
 	for i := range final {
@@ -184,14 +184,14 @@ func strictInvariant(base, final []appsv1.Deployment, plain bool) gate.Check {
 		}
 	}
 	if fd == nil {
-		c.Verdict = gate.Skip
+		c.Verdict = verify.Skip
 		c.Message = "kustomize-controller is not among the rendered components, so StrictPostBuildSubstitutions cannot be checked; add it to --components"
 		return c
 	}
 	fc := managerContainer(fd.Spec.Template.Spec.Containers)
 	flags, err := ParseArgs(fc.Args)
 	if err != nil {
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("Deployment/%s/%s container %s: %v; fix the --feature-gates value", fd.Namespace, fd.Name, fc.Name, err)
 		return c
 	}
@@ -218,25 +218,25 @@ func strictInvariant(base, final []appsv1.Deployment, plain bool) gate.Check {
 	}
 	switch {
 	case !g.Explicit && !g.DefaultKnown:
-		c.Verdict = gate.Skip
+		c.Verdict = verify.Skip
 		c.Message = fmt.Sprintf("image %s carries no version tag, so the default of %s is unknown and no arg sets it; set it explicitly in an overlay", fc.Image, StrictSubstitution)
 	case g.Value && g.Explicit && g.Default:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("%s=true: on by default in kustomize-controller %s; the setting by %s is redundant here", StrictSubstitution, version, who)
 	case g.Value && g.Explicit:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("%s=true only because of %s: kustomize-controller %s defaults it to %s", StrictSubstitution, who, orNone(version), def)
 	case g.Value:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("%s=true by default in kustomize-controller %s; no arg sets it", StrictSubstitution, version)
 	case plain:
-		c.Verdict = gate.Warn
+		c.Verdict = verify.Warn
 		c.Message = fmt.Sprintf("%s=false: --plain skipped the overlays and kustomize-controller %s defaults it off; an undefined ${VAR} will render as an empty string", StrictSubstitution, version)
 	case g.Explicit:
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("%s=false: turned off by %s (%s); remove the patch that disables it", StrictSubstitution, who, flags.GateArgs[len(flags.GateArgs)-1])
 	default:
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("%s=false: kustomize-controller %s defaults it off and no overlay sets it; apply the shipped overlays (or an --overlays dir that appends --feature-gates=%s=true)", StrictSubstitution, version, StrictSubstitution)
 	}
 	return c

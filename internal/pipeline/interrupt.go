@@ -7,7 +7,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // SignalError is the cause a command's context is cancelled with when a
@@ -110,8 +110,8 @@ func ExitCode(err error) int {
 		return ie.Code()
 	case errors.As(err, &se):
 		return se.Code
-	case gate.IsInput(err):
-		return gate.ExitInput
+	case verify.IsInput(err):
+		return verify.ExitInput
 	}
-	return gate.ExitFailed
+	return verify.ExitFailed
 }

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // interrupting is a phase that receives a signal while it applies: it
@@ -22,10 +22,10 @@ type interrupting struct {
 }
 
 func (p *interrupting) Do(ctx context.Context, run *Run) error {
-	run.Planned([]gate.ObjectChange{{Object: "Deployment/flux-system/a", Action: "configured"}, {Object: "Namespace/flux-system", Action: "unchanged"}})
+	run.Planned([]verify.ObjectChange{{Object: "Deployment/flux-system/a", Action: "configured"}, {Object: "Namespace/flux-system", Action: "unchanged"}})
 	p.cancel(Signal(p.sig))
 	if p.asGate {
-		run.Report.Add(gate.Def{ID: p.name + ".wait", Phase: p.name, Stage: gate.Before}.Fail("did not become Ready: " + ctx.Err().Error()))
+		run.Report.Add(verify.Def{ID: p.name + ".wait", Phase: p.name, Stage: verify.Before}.Fail("did not become Ready: " + ctx.Err().Error()))
 		return nil
 	}
 	return ctx.Err()
@@ -48,7 +48,7 @@ func TestInterrupted(t *testing.T) {
 			first := &fake{name: "render"}
 			second := &interrupting{fake: fake{name: "apply"}, cancel: cancel, sig: tc.sig, asGate: tc.asGate}
 			third := &fake{name: "prove"}
-			run := &Run{Report: gate.NewReport("test")}
+			run := &Run{Report: verify.NewReport("test")}
 			err := Execute(ctx, run, first, second, third)
 			var ie *Interrupted
 			if !errors.As(err, &ie) {
@@ -77,7 +77,7 @@ func TestInterrupted(t *testing.T) {
 	if SignalOf(ctx) != nil {
 		t.Error("a plain cancel taken for a signal")
 	}
-	if ExitCode(errors.New("x")) != 1 || ExitCode(gate.InputErrorf("x")) != 2 {
+	if ExitCode(errors.New("x")) != 1 || ExitCode(verify.InputErrorf("x")) != 2 {
 		t.Error("ExitCode of a failure or an input error")
 	}
 }

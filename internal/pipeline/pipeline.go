@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Phase is one step of a bring-up.
@@ -20,22 +20,22 @@ type Phase interface {
 	// Name is the phase's name in reports ("controllers", "sync" …).
 	Name() string
 	// Gates declares every gate the phase may report.
-	Gates() []gate.Def
+	Gates() []verify.Def
 	// Before checks what must hold before anything is changed. An error
 	// that is not a gate result (bad input, no cluster) stops the pipeline.
-	Before(ctx context.Context, run *Run) ([]gate.Check, error)
+	Before(ctx context.Context, run *Run) ([]verify.Check, error)
 	// Do does the phase's work: plan, then (unless a dry run) apply. Checks
 	// it makes on the way go to run.Report. An error that is not a gate
 	// result (input error, a broken connection) stops the pipeline.
 	Do(ctx context.Context, run *Run) error
 	// After proves the phase landed. Not called on a dry run.
-	After(ctx context.Context, run *Run) []gate.Check
+	After(ctx context.Context, run *Run) []verify.Check
 }
 
 // Run is what the phases share: the report they write into, whether this is
 // a dry run, and where progress goes.
 type Run struct {
-	Report *gate.Report
+	Report *verify.Report
 	DryRun bool
 	// Progress receives one line per step a person may want to follow.
 	Progress func(line string)
@@ -47,9 +47,9 @@ type Run struct {
 	// OnPhase and OnPhaseDone, when set, hear of each phase starting and
 	// ending (with its verdict; skip for a phase that did not run).
 	OnPhase     func(name string)
-	OnPhaseDone func(name string, verdict gate.Verdict, took time.Duration)
+	OnPhaseDone func(name string, verdict verify.Verdict, took time.Duration)
 	// OnPlan, when set, receives each phase's plan before it is applied.
-	OnPlan func(plan []gate.ObjectChange)
+	OnPlan func(plan []verify.ObjectChange)
 	// Now is the clock (tests set it).
 	Now func() time.Time
 	// KeepGoing runs every phase of a read-only run: a phase that reached
@@ -59,9 +59,9 @@ type Run struct {
 }
 
 // Planned records a phase's plan in the report and shows it.
-func (r *Run) Planned(plan []gate.ObjectChange) {
+func (r *Run) Planned(plan []verify.ObjectChange) {
 	r.Report.Objects = append(r.Report.Objects, plan...)
-	r.Report.Changed = r.Report.Changed || gate.Changed(plan)
+	r.Report.Changed = r.Report.Changed || verify.Changed(plan)
 	if r.OnPlan != nil {
 		r.OnPlan(plan)
 	}
@@ -93,9 +93,9 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 	for _, p := range phases {
 		name := p.Name()
 		if stopped != "" {
-			r.Add(gate.Missing(p.Gates(), phaseChecks(r, name), stopped)...)
+			r.Add(verify.Missing(p.Gates(), phaseChecks(r, name), stopped)...)
 			if run.OnPhaseDone != nil {
-				run.OnPhaseDone(name, gate.Skip, 0)
+				run.OnPhaseDone(name, verify.Skip, 0)
 			}
 			continue
 		}
@@ -118,23 +118,23 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 		if why != "" {
 			// Gates a complete phase did not report did not apply; these
 			// did not run, and say why.
-			for _, c := range gate.Missing(p.Gates(), mine, why) {
-				if afterOnly && c.Stage != gate.After {
+			for _, c := range verify.Missing(p.Gates(), mine, why) {
+				if afterOnly && c.Stage != verify.After {
 					continue // it ran its before-gates: the others did not apply
 				}
-				c.Optional = c.Optional || run.DryRun && err == nil && c.Stage == gate.After
+				c.Optional = c.Optional || run.DryRun && err == nil && c.Stage == verify.After
 				r.Add(c)
 			}
 		}
 		if run.OnPhaseDone != nil {
-			v := gate.Pass
+			v := verify.Pass
 			for _, pr := range r.Phases() {
 				if pr.Name == name {
 					v = pr.Verdict
 				}
 			}
 			if err != nil {
-				v = gate.Fail
+				v = verify.Fail
 			}
 			run.OnPhaseDone(name, v, run.Now().Sub(start))
 		}
@@ -146,7 +146,7 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 			stopped = why
 		case run.KeepGoing && stage == "after":
 			// Read-only: the next phase reads on regardless.
-		case gate.Blocks(phaseChecks(r, name)...):
+		case verify.Blocks(phaseChecks(r, name)...):
 			stopped = fmt.Sprintf("not run: phase %s did not pass", name)
 		}
 	}
@@ -162,7 +162,7 @@ func runPhase(ctx context.Context, run *Run, p Phase) (why string, afterOnly boo
 	if err != nil {
 		return "", false, "before", err
 	}
-	if gate.Blocks(before...) {
+	if verify.Blocks(before...) {
 		return "not run: a gate before phase " + p.Name() + " did not pass; nothing was changed", false, "before", nil
 	}
 	if !run.DryRun && !run.wrote && run.BeforeWrite != nil {
@@ -177,15 +177,15 @@ func runPhase(ctx context.Context, run *Run, p Phase) (why string, afterOnly boo
 	if run.DryRun {
 		return "dry run: nothing was applied, so there is nothing to prove", true, "do", nil
 	}
-	if gate.Blocks(phaseChecks(run.Report, p.Name())...) {
+	if verify.Blocks(phaseChecks(run.Report, p.Name())...) {
 		return "not run: phase " + p.Name() + " failed before it could be proven", true, "do", nil
 	}
 	run.Report.Add(p.After(ctx, run)...)
 	return "", false, "after", nil
 }
 
-func phaseChecks(r *gate.Report, phase string) []gate.Check {
-	var out []gate.Check
+func phaseChecks(r *verify.Report, phase string) []verify.Check {
+	var out []verify.Check
 	for _, c := range r.Checks {
 		if c.Phase == phase {
 			out = append(out, c)
@@ -199,7 +199,7 @@ func oneLine(err error) string {
 	if errors.As(err, &si) {
 		return si.Signal.Error()
 	}
-	var ie *gate.InputError
+	var ie *verify.InputError
 	if errors.As(err, &ie) {
 		return "input error"
 	}

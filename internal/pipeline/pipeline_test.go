@@ -6,34 +6,34 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // fake is a phase whose gates and outcomes a test sets.
 type fake struct {
 	name          string
-	before, after []gate.Check
+	before, after []verify.Check
 	doErr         error
 	did, proved   bool
 }
 
 func (f *fake) Name() string { return f.name }
-func (f *fake) Gates() []gate.Def {
-	return []gate.Def{
-		{ID: f.name + ".b", Phase: f.name, Stage: gate.Before, Title: "before"},
-		{ID: f.name + ".c", Phase: f.name, Stage: gate.Before, Title: "second before"},
-		{ID: f.name + ".a", Phase: f.name, Stage: gate.After, Title: "after"},
+func (f *fake) Gates() []verify.Def {
+	return []verify.Def{
+		{ID: f.name + ".b", Phase: f.name, Stage: verify.Before, Title: "before"},
+		{ID: f.name + ".c", Phase: f.name, Stage: verify.Before, Title: "second before"},
+		{ID: f.name + ".a", Phase: f.name, Stage: verify.After, Title: "after"},
 	}
 }
-func (f *fake) Before(context.Context, *Run) ([]gate.Check, error) { return f.before, nil }
-func (f *fake) Do(context.Context, *Run) error                     { f.did = true; return f.doErr }
-func (f *fake) After(context.Context, *Run) []gate.Check           { f.proved = true; return f.after }
+func (f *fake) Before(context.Context, *Run) ([]verify.Check, error) { return f.before, nil }
+func (f *fake) Do(context.Context, *Run) error                       { f.did = true; return f.doErr }
+func (f *fake) After(context.Context, *Run) []verify.Check           { f.proved = true; return f.after }
 
-func def(phase, id string, s gate.Stage) gate.Def {
-	return gate.Def{ID: phase + "." + id, Phase: phase, Stage: s}
+func def(phase, id string, s verify.Stage) verify.Def {
+	return verify.Def{ID: phase + "." + id, Phase: phase, Stage: s}
 }
 
-func verdicts(r *gate.Report) string {
+func verdicts(r *verify.Report) string {
 	var b strings.Builder
 	for _, c := range r.Checks {
 		b.WriteString(c.ID + "=" + string(c.Verdict) + " ")
@@ -43,8 +43,8 @@ func verdicts(r *gate.Report) string {
 
 func TestStopRule(t *testing.T) {
 	pass := func(p string) *fake {
-		return &fake{name: p, before: []gate.Check{def(p, "b", gate.Before).Pass("ok"), def(p, "c", gate.Before).Pass("ok")},
-			after: []gate.Check{def(p, "a", gate.After).Pass("ok")}}
+		return &fake{name: p, before: []verify.Check{def(p, "b", verify.Before).Pass("ok"), def(p, "c", verify.Before).Pass("ok")},
+			after: []verify.Check{def(p, "a", verify.After).Pass("ok")}}
 	}
 	tests := []struct {
 		name   string
@@ -59,19 +59,19 @@ func TestStopRule(t *testing.T) {
 		{"a failed before-gate stops its phase and every later one, listing what did not run",
 			func() []*fake {
 				one := pass("one")
-				one.before = []gate.Check{def("one", "b", gate.Before).Fail("broken")}
+				one.before = []verify.Check{def("one", "b", verify.Before).Fail("broken")}
 				return []*fake{one, pass("two")}
 			}, false, "one.b=fail one.c=skip one.a=skip two.b=skip two.c=skip two.a=skip", 1, false},
 		{"a skipped required before-gate stops too (incomplete, exit 3)",
 			func() []*fake {
 				one := pass("one")
-				one.before = []gate.Check{def("one", "b", gate.Before).Skip("could not read")}
+				one.before = []verify.Check{def("one", "b", verify.Before).Skip("could not read")}
 				return []*fake{one, pass("two")}
 			}, false, "one.b=skip one.c=skip one.a=skip two.b=skip two.c=skip two.a=skip", 3, false},
 		{"a failed after-gate stops the later phases",
 			func() []*fake {
 				one := pass("one")
-				one.after = []gate.Check{def("one", "a", gate.After).Fail("not live")}
+				one.after = []verify.Check{def("one", "a", verify.After).Fail("not live")}
 				return []*fake{one, pass("two")}
 			}, false, "one.b=pass one.c=pass one.a=fail two.b=skip two.c=skip two.a=skip", 1, false},
 		{"an error stops everything and is not a gate",
@@ -96,13 +96,13 @@ func TestStopRule(t *testing.T) {
 			for _, f := range fakes {
 				phases = append(phases, f)
 			}
-			run := &Run{Report: gate.NewReport("test"), DryRun: tt.dryRun}
+			run := &Run{Report: verify.NewReport("test"), DryRun: tt.dryRun}
 			err := Execute(context.Background(), run, phases...)
 			if (err != nil) != tt.err {
 				t.Fatalf("error %v, want error %v", err, tt.err)
 			}
 			if err != nil {
-				run.Report.Error, run.Report.ErrorCode = err.Error(), gate.ExitFailed
+				run.Report.Error, run.Report.ErrorCode = err.Error(), verify.ExitFailed
 			}
 			if got := verdicts(run.Report); got != tt.want {
 				t.Errorf("checks\n got %s\nwant %s", got, tt.want)
@@ -111,7 +111,7 @@ func TestStopRule(t *testing.T) {
 				t.Errorf("exit %d, want %d", code, tt.code)
 			}
 			for _, c := range run.Report.Checks {
-				if c.Verdict == gate.Skip && !strings.HasPrefix(c.Message, "not run") && !strings.HasPrefix(c.Message, "dry run") && c.Message != "could not read" {
+				if c.Verdict == verify.Skip && !strings.HasPrefix(c.Message, "not run") && !strings.HasPrefix(c.Message, "dry run") && c.Message != "could not read" {
 					t.Errorf("%s skipped without saying why: %q", c.ID, c.Message)
 				}
 			}
@@ -126,18 +126,18 @@ func TestStopRule(t *testing.T) {
 // does not stop the next phase, but a blocking before-gate still does.
 func TestKeepGoing(t *testing.T) {
 	mk := func(p string, afterFails, beforeFails bool) *fake {
-		f := &fake{name: p, before: []gate.Check{def(p, "b", gate.Before).Pass("ok"), def(p, "c", gate.Before).Pass("ok")},
-			after: []gate.Check{def(p, "a", gate.After).Pass("ok")}}
+		f := &fake{name: p, before: []verify.Check{def(p, "b", verify.Before).Pass("ok"), def(p, "c", verify.Before).Pass("ok")},
+			after: []verify.Check{def(p, "a", verify.After).Pass("ok")}}
 		if afterFails {
-			f.after = []gate.Check{def(p, "a", gate.After).Fail("drift")}
+			f.after = []verify.Check{def(p, "a", verify.After).Fail("drift")}
 		}
 		if beforeFails {
-			f.before = []gate.Check{def(p, "b", gate.Before).Fail("cannot")}
+			f.before = []verify.Check{def(p, "b", verify.Before).Fail("cannot")}
 		}
 		return f
 	}
 	for _, keep := range []bool{true, false} {
-		r := gate.NewReport("status")
+		r := verify.NewReport("status")
 		two := mk("two", false, false)
 		if err := Execute(context.Background(), &Run{Report: r, KeepGoing: keep}, mk("one", true, false), two); err != nil {
 			t.Fatal(err)
@@ -146,7 +146,7 @@ func TestKeepGoing(t *testing.T) {
 			t.Errorf("KeepGoing %t: phase two ran its after-gates: %t (%s)", keep, two.proved, verdicts(r))
 		}
 	}
-	r := gate.NewReport("status")
+	r := verify.NewReport("status")
 	two := mk("two", false, false)
 	if err := Execute(context.Background(), &Run{Report: r, KeepGoing: true}, mk("one", false, true), two); err != nil {
 		t.Fatal(err)

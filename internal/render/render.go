@@ -12,10 +12,10 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
-	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Options select what to render.
@@ -43,7 +43,7 @@ type Options struct {
 type Output struct {
 	// YAML is what step 1 applies.
 	YAML     []byte
-	Checks   []gate.Check
+	Checks   []verify.Check
 	Warnings []string
 	Facts    map[string]string
 	// Overlay holds the Deployments before and after the overlays, for the
@@ -117,9 +117,9 @@ func (o *Options) useInstance(og fluxrepo.Origin) error {
 	where := og.PatchesLocation.String() + " " + strings.TrimSuffix(og.PatchesField, ".patches")
 	switch {
 	case o.OverlaysGiven:
-		return gate.InputErrorf("--overlays %s: the FluxInstance at %s declares the controllers' customization (%s); drop --overlays and put the patches there", o.OverlaysName, og.Location, og.PatchesField)
+		return verify.InputErrorf("--overlays %s: the FluxInstance at %s declares the controllers' customization (%s); drop --overlays and put the patches there", o.OverlaysName, og.Location, og.PatchesField)
 	case o.Plain:
-		return gate.InputErrorf("--plain: the FluxInstance at %s declares the controllers' customization (%s); drop --plain", og.Location, og.PatchesField)
+		return verify.InputErrorf("--plain: the FluxInstance at %s declares the controllers' customization (%s); drop --plain", og.Location, og.PatchesField)
 	}
 	ov, err := patches.InlineOverlay(og.Patches, where)
 	if err != nil {
@@ -144,11 +144,11 @@ func NewPhase(o Options) *Phase { return &Phase{opts: o} }
 func (p *Phase) Name() string { return patches.Phase }
 
 // Gates implements pipeline.Phase.
-func (p *Phase) Gates() []gate.Def { return patches.Gates() }
+func (p *Phase) Gates() []verify.Def { return patches.Gates() }
 
 // Before renders and proves the overlays; warnings and facts go to the
 // report.
-func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, error) {
 	out, err := Run(ctx, p.opts)
 	if err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, er
 func (p *Phase) Do(context.Context, *pipeline.Run) error { return nil }
 
 // After implements pipeline.Phase: nothing to prove beyond Before.
-func (p *Phase) After(context.Context, *pipeline.Run) []gate.Check { return nil }
+func (p *Phase) After(context.Context, *pipeline.Run) []verify.Check { return nil }
 
 // UseRepository makes o render the controllers with the customization the
 // environment's repository keeps, when it keeps one (the `flux bootstrap`
@@ -186,12 +186,12 @@ func (o *Options) UseRepository(env *fluxrepo.Env) error {
 	kust := dir + "/kustomization.yaml"
 	switch {
 	case o.OverlaysGiven:
-		return gate.InputErrorf("--overlays %s: the repository keeps the controllers' customization in %s, which the root applies again after every sync and would undo --overlays; drop --overlays and put the patches in %s",
+		return verify.InputErrorf("--overlays %s: the repository keeps the controllers' customization in %s, which the root applies again after every sync and would undo --overlays; drop --overlays and put the patches in %s",
 			o.OverlaysName, dir, kust)
 	case o.Plain:
-		return gate.InputErrorf("--plain: the repository keeps the controllers' customization in %s, which the root applies after every sync; drop --plain (the controllers are rendered with %s's patches)", dir, kust)
+		return verify.InputErrorf("--plain: the repository keeps the controllers' customization in %s, which the root applies after every sync; drop --plain (the controllers are rendered with %s's patches)", dir, kust)
 	}
-	d, err := input.OpenDir(filepath.Join(env.Repo, filepath.FromSlash(dir)), dir)
+	d, err := safeio.OpenDir(filepath.Join(env.Repo, filepath.FromSlash(dir)), dir)
 	if err != nil {
 		return err
 	}

@@ -15,9 +15,9 @@ import (
 
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/internal/components"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/versions"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -45,15 +45,15 @@ func fixture(name string) (fs.FS, string) {
 	return os.DirFS(p), p
 }
 
-func verdicts(out *Output) map[string]gate.Verdict {
-	m := map[string]gate.Verdict{}
+func verdicts(out *Output) map[string]verify.Verdict {
+	m := map[string]verify.Verdict{}
 	for _, c := range out.Checks {
 		m[c.ID] = c.Verdict
 	}
 	return m
 }
 
-func check(t *testing.T, out *Output, id string) gate.Check {
+func check(t *testing.T, out *Output, id string) verify.Check {
 	t.Helper()
 	for _, c := range out.Checks {
 		if c.ID == id {
@@ -61,7 +61,7 @@ func check(t *testing.T, out *Output, id string) gate.Check {
 		}
 	}
 	t.Fatalf("no check %s in %v", id, verdicts(out))
-	return gate.Check{}
+	return verify.Check{}
 }
 
 // summary is the golden form of a render: our own text derived from it (the
@@ -130,9 +130,9 @@ func TestShippedOverlay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := gate.NewReport("render")
+			r := verify.NewReport("render")
 			r.Add(out.Checks...)
-			if r.ExitCode() != gate.ExitOK {
+			if r.ExitCode() != verify.ExitOK {
 				t.Fatalf("exit %d: %v", r.ExitCode(), verdicts(out))
 			}
 			if c := check(t, out, patches.GateStrict.ID); !strings.Contains(c.Message, tt.want) {
@@ -172,15 +172,15 @@ func TestGatesFail(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := check(t, out, tt.failing)
-			if c.Verdict != gate.Fail {
+			if c.Verdict != verify.Fail {
 				t.Fatalf("%s: verdict %s, want fail (%s)", tt.failing, c.Verdict, c.Message)
 			}
 			if !strings.Contains(c.Message, tt.message) {
 				t.Errorf("message %q does not say %q", c.Message, tt.message)
 			}
-			r := gate.NewReport("render")
+			r := verify.NewReport("render")
 			r.Add(out.Checks...)
-			if r.ExitCode() != gate.ExitFailed {
+			if r.ExitCode() != verify.ExitFailed {
 				t.Errorf("exit %d, want 1", r.ExitCode())
 			}
 		})
@@ -195,14 +195,14 @@ func TestEmptyOverlays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := check(t, out, patches.GateStrict.ID); c.Verdict != gate.Fail || !strings.Contains(c.Message, "defaults it off and no overlay sets it") {
+	if c := check(t, out, patches.GateStrict.ID); c.Verdict != verify.Fail || !strings.Contains(c.Message, "defaults it off and no overlay sets it") {
 		t.Errorf("v2.4.0 without overlays: %s %q, want fail", c.Verdict, c.Message)
 	}
 	out, err = Run(context.Background(), options(t, "v2.9.5", empty, "empty"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := check(t, out, patches.GateStrict.ID); c.Verdict != gate.Pass || !strings.Contains(c.Message, "by default") {
+	if c := check(t, out, patches.GateStrict.ID); c.Verdict != verify.Pass || !strings.Contains(c.Message, "by default") {
 		t.Errorf("v2.9.5 without overlays: %s %q, want pass by default", c.Verdict, c.Message)
 	}
 }
@@ -218,15 +218,15 @@ func TestPlain(t *testing.T) {
 		if bytes.Contains(out.YAML, []byte("StrictPostBuildSubstitutions")) {
 			t.Errorf("%s --plain: the overlay was applied anyway", version)
 		}
-		if c := check(t, out, patches.GatePlain.ID); c.Verdict != gate.Warn {
+		if c := check(t, out, patches.GatePlain.ID); c.Verdict != verify.Warn {
 			t.Errorf("%s --plain: %s verdict %s, want warn", version, patches.GatePlain.ID, c.Verdict)
 		}
 		if len(out.Warnings) == 0 {
 			t.Errorf("%s --plain: no run-wide warning", version)
 		}
-		r := gate.NewReport("render")
+		r := verify.NewReport("render")
 		r.Add(out.Checks...)
-		if r.ExitCode() != gate.ExitOK {
+		if r.ExitCode() != verify.ExitOK {
 			t.Errorf("%s --plain: exit %d, want 0", version, r.ExitCode())
 		}
 	}
@@ -254,7 +254,7 @@ func TestBadInput(t *testing.T) {
 			o := options(t, "v2.9.5", shipped(t), "overlays")
 			tt.mutate(&o)
 			_, err := Run(context.Background(), o)
-			if err == nil || !gate.IsInput(err) {
+			if err == nil || !verify.IsInput(err) {
 				t.Fatalf("want an input error, got %v", err)
 			}
 			if !strings.Contains(err.Error(), tt.want) {
@@ -285,14 +285,14 @@ func TestEveryEmbeddedRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			for id, verdict := range verdicts(out) {
-				if verdict != gate.Pass && !unrecordedGates(out, id, verdict) && !strictGateMissing(t, out, id, verdict) {
+				if verdict != verify.Pass && !unrecordedGates(out, id, verdict) && !strictGateMissing(t, out, id, verdict) {
 					t.Errorf("%s: %s is %s", v, id, verdict)
 				}
 			}
 			for _, d := range out.Overlay.Final {
 				g := patches.SupportedGates(d.Name, patches.ImageVersion(patches.ManagerImage(&d)))
 				if _, has := g.Defaults[patches.StrictSubstitution]; d.Name == "kustomize-controller" && g.Known && !has {
-					if got := verdicts(out)[patches.GateFeatureGates.ID]; got != gate.Fail {
+					if got := verdicts(out)[patches.GateFeatureGates.ID]; got != verify.Fail {
 						t.Errorf("%s: %s is %s; the shipped overlay sets a gate its kustomize-controller lacks", v, patches.GateFeatureGates.ID, got)
 					}
 				}
@@ -330,11 +330,11 @@ func TestDocumentedForm(t *testing.T) {
 				t.Fatal(err)
 			}
 			for id, v := range verdicts(out) {
-				if v != gate.Pass && !unrecordedGates(out, id, v) {
+				if v != verify.Pass && !unrecordedGates(out, id, v) {
 					t.Errorf("%s: %s", id, v)
 				}
 			}
-			if c := check(t, out, patches.GatePatchLanded.ID+"/1"); c.Verdict != gate.Pass {
+			if c := check(t, out, patches.GatePatchLanded.ID+"/1"); c.Verdict != verify.Pass {
 				t.Errorf("the patch was not proven: %s", c.Message)
 			}
 			if c := check(t, out, patches.GateStrict.ID); !strings.Contains(c.Message, "only because of the overlay") {
@@ -350,9 +350,9 @@ func TestDocumentedForm(t *testing.T) {
 // at all (Flux v2.2.3's v1.2.2: the gate is opt-in from v1.3, and main.go
 // os.Exit(1)s on the unknown name after features.SupportedFeatures), and
 // only there: the controller would not start.
-func strictGateMissing(t *testing.T, out *Output, id string, v gate.Verdict) bool {
+func strictGateMissing(t *testing.T, out *Output, id string, v verify.Verdict) bool {
 	t.Helper()
-	if id != patches.GateFeatureGates.ID || v != gate.Fail {
+	if id != patches.GateFeatureGates.ID || v != verify.Fail {
 		return false
 	}
 	for _, d := range out.Overlay.Final {
@@ -376,8 +376,8 @@ func strictGateMissing(t *testing.T, out *Output, id string, v gate.Verdict) boo
 // unrecordedGates: overlay.feature-gates may only skip (optional) where
 // the gate table has no record of the kustomize-controller version the
 // shipped overlay sets a gate on (its module is not served here).
-func unrecordedGates(out *Output, id string, v gate.Verdict) bool {
-	if id != patches.GateFeatureGates.ID || v != gate.Skip {
+func unrecordedGates(out *Output, id string, v verify.Verdict) bool {
+	if id != patches.GateFeatureGates.ID || v != verify.Skip {
 		return false
 	}
 	for _, d := range out.Overlay.Final {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // syncPatch customizes the root's GitRepository in the same kustomization:
@@ -68,25 +68,25 @@ func TestRepositoryCustomization(t *testing.T) {
 		name      string
 		committed string // Flux version of the committed gotk-components.yaml
 		edit      func(string) string
-		want      map[string]gate.Verdict
+		want      map[string]verify.Verdict
 		msg       map[string]string
 	}{
-		{"as committed, a sync patch beside", "v2.9.5", func(s string) string { return s + syncPatch }, map[string]gate.Verdict{
-			patches.GatePatchLanded.ID + "/1": gate.Pass, patches.GatePatchLanded.ID + "/2": gate.Pass,
-			patches.GateStrict.ID: gate.Pass, patches.GateCommitted.ID: gate.Pass, patches.GateArgsPreserved.ID: gate.Pass,
+		{"as committed, a sync patch beside", "v2.9.5", func(s string) string { return s + syncPatch }, map[string]verify.Verdict{
+			patches.GatePatchLanded.ID + "/1": verify.Pass, patches.GatePatchLanded.ID + "/2": verify.Pass,
+			patches.GateStrict.ID: verify.Pass, patches.GateCommitted.ID: verify.Pass, patches.GateArgsPreserved.ID: verify.Pass,
 		}, map[string]string{
 			patches.GatePatchLanded.ID + "/1": kust + " patches[0] (inline) → Deployment/kustomize-controller changed Deployment/flux-system/kustomize-controller",
 			patches.GatePatchLanded.ID + "/2": "changed GitRepository/flux-system/flux-system: not a controller; the sync applies it with the root",
 		}},
-		{"committed components of another release", "v2.4.0", same, map[string]gate.Verdict{patches.GateCommitted.ID: gate.Fail},
+		{"committed components of another release", "v2.4.0", same, map[string]verify.Verdict{patches.GateCommitted.ID: verify.Fail},
 			map[string]string{patches.GateCommitted.ID: "clusters/staging/flux-system/gotk-components.yaml differs from this render"}},
 		{"the strict gate dropped from the patch", "v2.9.5", func(s string) string {
 			return strings.Replace(s, "StrictPostBuildSubstitutions=true", "StrictPostBuildSubstitutions=false", 1)
-		}, map[string]gate.Verdict{patches.GateStrict.ID: gate.Fail, patches.GatePatchLanded.ID + "/1": gate.Pass}, nil},
+		}, map[string]verify.Verdict{patches.GateStrict.ID: verify.Fail, patches.GatePatchLanded.ID + "/1": verify.Pass}, nil},
 		{"a patch whose target is nothing", "v2.9.5", func(s string) string {
 			return strings.Replace(s, "name: kustomize-controller", "name: kustomize-controler", 1)
 		},
-			map[string]gate.Verdict{patches.GatePatchLanded.ID + "/1": gate.Fail}, nil},
+			map[string]verify.Verdict{patches.GatePatchLanded.ID + "/1": verify.Fail}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := bootstrapLayout(t, tt.committed, tt.edit)
@@ -136,7 +136,7 @@ func TestRepositoryCustomizationRefusesFlags(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.o.UseRepository(env)
-			if !gate.IsInput(err) || !strings.Contains(err.Error(), tt.want) {
+			if !verify.IsInput(err) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want an input error containing %q", err, tt.want)
 			}
 		})
@@ -182,13 +182,13 @@ func TestInstanceCustomization(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		edit    func(string) string
-		verdict gate.Verdict
+		verdict verify.Verdict
 		msg     string
 	}{
-		{"as written", func(s string) string { return s }, gate.Pass, hr + ":24 spec.values.instance.kustomize patches[0] (inline) → Deployment/kustomize-controller changed Deployment/flux-system/kustomize-controller"},
+		{"as written", func(s string) string { return s }, verify.Pass, hr + ":24 spec.values.instance.kustomize patches[0] (inline) → Deployment/kustomize-controller changed Deployment/flux-system/kustomize-controller"},
 		{"a target that matches nothing", func(s string) string {
 			return strings.Replace(s, "name: kustomize-controller", "name: kustomize-controler", 1)
-		}, gate.Fail, hr + ":24 spec.values.instance.kustomize patches[0]"},
+		}, verify.Fail, hr + ":24 spec.values.instance.kustomize patches[0]"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := Options{Components: components.DefaultOptions("v2.9.5")}
@@ -199,7 +199,7 @@ func TestInstanceCustomization(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var landed gate.Check
+			var landed verify.Check
 			for _, c := range out.Checks {
 				if c.ID == patches.GatePatchLanded.ID+"/1" {
 					landed = c
@@ -208,14 +208,14 @@ func TestInstanceCustomization(t *testing.T) {
 			if landed.Verdict != tt.verdict || !strings.Contains(landed.Message, tt.msg) {
 				t.Errorf("%s: %s %q, want %s containing %q", patches.GatePatchLanded.ID, landed.Verdict, landed.Message, tt.verdict, tt.msg)
 			}
-			if tt.verdict == gate.Pass && !strings.Contains(string(out.YAML), "--requeue-dependency=5s") {
+			if tt.verdict == verify.Pass && !strings.Contains(string(out.YAML), "--requeue-dependency=5s") {
 				t.Error("the render lacks the instance's --requeue-dependency=5s")
 			}
 		})
 	}
 	env := load(t, func(s string) string { return s })
 	for _, o := range []Options{{OverlaysGiven: true, OverlaysName: "my-overlays"}, {Plain: true}} {
-		if err := o.UseRepository(env); !gate.IsInput(err) || !strings.Contains(err.Error(), hr+":18") {
+		if err := o.UseRepository(env); !verify.IsInput(err) || !strings.Contains(err.Error(), hr+":18") {
 			t.Errorf("%+v: %v, want an input error naming the FluxInstance", o, err)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Phase is this package's phase name in reports.
@@ -78,7 +78,7 @@ func Build(o Options) (*Render, error) {
 
 	objs, err := env.RootObjects()
 	if err != nil {
-		return nil, gate.InputErrorf("%s: %w", o.Path, err)
+		return nil, verify.InputErrorf("%s: %w", o.Path, err)
 	}
 	r := &Render{Options: o, Objects: objs, Env: env}
 	if (env.Origin.Layout == fluxrepo.LayoutFluxInstance || env.Origin.Layout == fluxrepo.LayoutCommandLine) && env.Root != nil {

@@ -18,11 +18,11 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/serve"
 	"github.com/homelab-ops/bootstrap/internal/wait"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // CutoverPhase is the cutover phase's name in reports.
@@ -30,13 +30,13 @@ const CutoverPhase = "cutover"
 
 // Gates of the cutover phase.
 var (
-	GateCutoverSource  = gate.Def{ID: "cutover.source", Phase: CutoverPhase, Stage: gate.Before, Title: "the GitRepository is on a temporary source"}
-	GateDeclaredURL    = gate.Def{ID: "cutover.declared-url", Phase: CutoverPhase, Stage: gate.Before, Title: "the final URL is the one git declares"}
-	GateFinalReady     = gate.Def{ID: "cutover.final-ready", Phase: CutoverPhase, Stage: gate.After, Title: "the final source is Ready with an artifact"}
-	GateFinalRevision  = gate.Def{ID: "cutover.final-revision", Phase: CutoverPhase, Stage: gate.After, Title: "the final source is at the same or a newer revision"}
-	GateRollback       = gate.Def{ID: "cutover.rollback", Phase: CutoverPhase, Stage: gate.After, Title: "rolled back to the temporary source"}
-	GateHandedBack     = gate.Def{ID: "cutover.handed-back", Phase: CutoverPhase, Stage: gate.After, Title: "the GitRepository is back under git's control"}
-	GateConsumersReady = gate.Def{ID: "cutover.kustomizations-ready", Phase: CutoverPhase, Stage: gate.After, Title: "every Kustomization reading the source is Ready at its revision"}
+	GateCutoverSource  = verify.Def{ID: "cutover.source", Phase: CutoverPhase, Stage: verify.Before, Title: "the GitRepository is on a temporary source"}
+	GateDeclaredURL    = verify.Def{ID: "cutover.declared-url", Phase: CutoverPhase, Stage: verify.Before, Title: "the final URL is the one git declares"}
+	GateFinalReady     = verify.Def{ID: "cutover.final-ready", Phase: CutoverPhase, Stage: verify.After, Title: "the final source is Ready with an artifact"}
+	GateFinalRevision  = verify.Def{ID: "cutover.final-revision", Phase: CutoverPhase, Stage: verify.After, Title: "the final source is at the same or a newer revision"}
+	GateRollback       = verify.Def{ID: "cutover.rollback", Phase: CutoverPhase, Stage: verify.After, Title: "rolled back to the temporary source"}
+	GateHandedBack     = verify.Def{ID: "cutover.handed-back", Phase: CutoverPhase, Stage: verify.After, Title: "the GitRepository is back under git's control"}
+	GateConsumersReady = verify.Def{ID: "cutover.kustomizations-ready", Phase: CutoverPhase, Stage: verify.After, Title: "every Kustomization reading the source is Ready at its revision"}
 )
 
 // CutoverOptions drive Cutover.
@@ -92,7 +92,7 @@ func ours(live *unstructured.Unstructured) map[string]string {
 // and prove every Kustomization reading the source is Ready at the new
 // revision. When the final source is not Ready in time it switches back to
 // the temporary source and proves that is Ready again. Checks go to report.
-func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *gate.Report) error {
+func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *verify.Report) error {
 	if o.Progress == nil {
 		o.Progress = func(string) {}
 	}
@@ -124,7 +124,7 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *g
 type cutoverRun struct {
 	cl       *apply.Cluster
 	o        CutoverOptions
-	report   *gate.Report
+	report   *verify.Report
 	id       string // "GitRepository ns/name", for the messages
 	live     *unstructured.Unstructured
 	tmp      *Temporary
@@ -148,7 +148,7 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if live == nil {
-		sc.Verdict, sc.Message = gate.Fail, id+" not found: run `bootstrap sync` first"
+		sc.Verdict, sc.Message = verify.Fail, id+" not found: run `bootstrap sync` first"
 		report.Add(sc)
 		return false, nil
 	}
@@ -156,7 +156,7 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 	tmp, declared := TemporaryOf(live)
 	if tmp == nil {
 		if o.To == "" || o.To == liveURL {
-			sc.Verdict = gate.Pass
+			sc.Verdict = verify.Pass
 			sc.Message = fmt.Sprintf("%s is not on a temporary source: it reads %s as git declares; nothing to cut over", id, liveURL)
 			report.Add(sc)
 			// A cutover whose hand-over failed (or an older one that made
@@ -164,16 +164,16 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 			if owned := apply.OwnedBy(live, kube.FieldManager); len(owned) > 0 && !o.DryRun {
 				hb := GateHandedBack.New()
 				if _, err := apply.HandOver(ctx, c.cl.Client, []*unstructured.Unstructured{live}, nil); err != nil {
-					hb.Verdict, hb.Message = gate.Fail, fmt.Sprintf("%s still has fields owned by %s (%s) and handing them to kustomize-controller failed: %v", id, kube.FieldManager, strings.Join(owned, ", "), err)
+					hb.Verdict, hb.Message = verify.Fail, fmt.Sprintf("%s still has fields owned by %s (%s) and handing them to kustomize-controller failed: %v", id, kube.FieldManager, strings.Join(owned, ", "), err)
 				} else {
 					report.Changed = true
-					hb.Verdict, hb.Message = gate.Pass, fmt.Sprintf("%s: the fields %s still owned (%s) are now kustomize-controller's", id, kube.FieldManager, strings.Join(owned, ", "))
+					hb.Verdict, hb.Message = verify.Pass, fmt.Sprintf("%s: the fields %s still owned (%s) are now kustomize-controller's", id, kube.FieldManager, strings.Join(owned, ", "))
 				}
 				report.Add(hb)
 			}
 			return false, nil
 		}
-		sc.Verdict = gate.Fail
+		sc.Verdict = verify.Fail
 		sc.Message = fmt.Sprintf("%s is not on a temporary source (no %s annotation) and reads %s: change its URL in git, not with cutover", id, AnnSource, liveURL)
 		report.Add(sc)
 		return false, nil
@@ -183,7 +183,7 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 		final = declared.URL
 	}
 	if final == "" {
-		sc.Verdict = gate.Fail
+		sc.Verdict = verify.Fail
 		sc.Message = fmt.Sprintf("%s records no declared URL (%s): pass --to URL", id, AnnDeclaredURL)
 		report.Add(sc)
 		return false, nil
@@ -196,7 +196,7 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 	if before.Status.Artifact != nil {
 		c.tmpRev = before.Status.Artifact.Revision
 	}
-	sc.Verdict = gate.Pass
+	sc.Verdict = verify.Pass
 	sc.Message = fmt.Sprintf("%s on the temporary source %s since %s (revision %s); final source %s", id, tmp.URL, tmp.Since.Format(time.RFC3339), revOrNone(c.tmpRev), final)
 	sc.Evidence = []string{"temporary-url=" + tmp.URL, "declared-url=" + declared.URL}
 	report.Add(sc)
@@ -204,7 +204,7 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 	report.Facts["finalSource"] = final
 	if o.To != "" && declared.URL != "" && o.To != declared.URL {
 		w := GateDeclaredURL.New()
-		w.Verdict = gate.Warn
+		w.Verdict = verify.Warn
 		w.Message = fmt.Sprintf("--to %s differs from the URL git declares (%s): once handed back, the root re-applies git's URL; commit --to to git", o.To, declared.URL)
 		report.Add(w)
 	}
@@ -254,7 +254,7 @@ func (c *cutoverRun) switchToFinal(ctx context.Context) (string, bool, error) {
 	fr := GateFinalReady.New()
 	gr, err := c.waitSource(ctx, final)
 	if err != nil {
-		fr.Verdict = gate.Fail
+		fr.Verdict = verify.Fail
 		fr.Message = fmt.Sprintf("the final source %s did not become Ready: %v; switched back to the temporary source %s", final, err, c.tmp.URL)
 		report.Add(fr)
 		rctx := ctx
@@ -271,15 +271,15 @@ func (c *cutoverRun) switchToFinal(ctx context.Context) (string, bool, error) {
 		return "", false, nil
 	}
 	rev := gr.Status.Artifact.Revision
-	fr.Verdict = gate.Pass
+	fr.Verdict = verify.Pass
 	fr.Message = fmt.Sprintf("%s Ready from %s, artifact %s", id, final, rev)
 	report.Add(fr)
 	rv := GateFinalRevision.New()
 	switch {
 	case rev == c.tmpRev:
-		rv.Verdict, rv.Message = gate.Pass, "same revision as the temporary source: "+rev
+		rv.Verdict, rv.Message = verify.Pass, "same revision as the temporary source: "+rev
 	default:
-		rv.Verdict = gate.Warn
+		rv.Verdict = verify.Warn
 		rv.Message = fmt.Sprintf("the final source is at %s, the temporary one was at %s: the cluster cannot prove which is newer (an artifact carries no history); check that the final source holds every commit of the temporary one", rev, c.tmpRev)
 	}
 	report.Add(rv)
@@ -320,13 +320,13 @@ func (c *cutoverRun) handBack(ctx context.Context) error {
 		problems = append(problems, fmt.Sprintf("%s still has fields owned by %s (%s), which kustomize-controller would not remove when git does; run `bootstrap cutover` again to retry the hand-over", id, kube.FieldManager, strings.Join(m, ", ")))
 	}
 	if len(problems) > 0 {
-		hb.Verdict, hb.Message = gate.Fail, strings.Join(problems, "; ")
+		hb.Verdict, hb.Message = verify.Fail, strings.Join(problems, "; ")
 	} else {
-		hb.Verdict, hb.Message = gate.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, c.final)
+		hb.Verdict, hb.Message = verify.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, c.final)
 	}
 	// Switched, nothing reads the temporary source: its Secret goes either way.
 	if msg, err := deleteServeSecret(ctx, c.cl.Client, o.Namespace, c.tmp.Secret); err != nil {
-		hb.Verdict, hb.Message = gate.Fail, hb.Message+"; but "+err.Error()
+		hb.Verdict, hb.Message = verify.Fail, hb.Message+"; but "+err.Error()
 	} else if msg != "" {
 		hb.Message += "; " + msg
 	}
@@ -337,19 +337,19 @@ func (c *cutoverRun) handBack(ctx context.Context) error {
 // rollback re-applies the object as sync left it (temporary source,
 // annotations) and proves it Ready again.
 func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *unstructured.Unstructured, tmp *Temporary,
-	apply func(*unstructured.Unstructured) error, waitSource func(string) (*sourcev1.GitRepository, error)) gate.Check {
+	apply func(*unstructured.Unstructured) error, waitSource func(string) (*sourcev1.GitRepository, error)) verify.Check {
 	rb := GateRollback.New()
 	o.Progress("rolling back to " + tmp.URL)
 	url, _, _ := unstructured.NestedString(live.Object, "spec", "url")
 	secret, _, _ := unstructured.NestedString(live.Object, "spec", "secretRef", "name")
 	back := applyObject(live, url, "", secret, true, ours(live))
 	if err := apply(back); err != nil {
-		rb.Verdict, rb.Message = gate.Fail, "rollback failed: "+err.Error()
+		rb.Verdict, rb.Message = verify.Fail, "rollback failed: "+err.Error()
 		return rb
 	}
 	gr, err := waitSource(url)
 	if err != nil {
-		rb.Verdict, rb.Message = gate.Fail, fmt.Sprintf("rolled back to %s but it is not Ready: %v", url, err)
+		rb.Verdict, rb.Message = verify.Fail, fmt.Sprintf("rolled back to %s but it is not Ready: %v", url, err)
 		return rb
 	}
 	// The Kustomizations reading it are walked back to its revision, so
@@ -358,11 +358,11 @@ func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *un
 	names, failed, facts, err := walkConsumers(ctx, cl, o, rev)
 	switch {
 	case err != nil:
-		rb.Verdict, rb.Message = gate.Skip, fmt.Sprintf("rolled back to %s, Ready at %s, but the Kustomizations reading it could not be walked: %v", url, rev, err)
+		rb.Verdict, rb.Message = verify.Skip, fmt.Sprintf("rolled back to %s, Ready at %s, but the Kustomizations reading it could not be walked: %v", url, rev, err)
 	case len(failed) > 0:
-		rb.Verdict, rb.Message = gate.Fail, fmt.Sprintf("rolled back to %s, Ready at %s, but %d of %d Kustomization(s) are not Ready at it: %s", url, rev, len(failed), len(names), strings.Join(failed, "; "))
+		rb.Verdict, rb.Message = verify.Fail, fmt.Sprintf("rolled back to %s, Ready at %s, but %d of %d Kustomization(s) are not Ready at it: %s", url, rev, len(failed), len(names), strings.Join(failed, "; "))
 	default:
-		rb.Verdict = gate.Pass
+		rb.Verdict = verify.Pass
 		rb.Message = fmt.Sprintf("GitRepository %s/%s is back on the temporary source %s, Ready at %s, and %d Kustomization(s) reading it are Ready at it; the cluster is as before", o.Namespace, o.Name, url, rev, len(names))
 	}
 	rb.Evidence = append(names, walkEvidence(facts)...)
@@ -372,21 +372,21 @@ func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *un
 // consumersReady walks every Kustomization whose sourceRef is the
 // GitRepository until each is Ready having applied the source's current
 // revision (rev, the one the cutover proved, unless the source moved on).
-func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) gate.Check {
+func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) verify.Check {
 	c := GateConsumersReady.New()
 	names, failed, facts, err := walkConsumers(ctx, cl, o, rev)
 	if err != nil {
-		c.Verdict, c.Message = gate.Skip, "walk the Kustomizations reading the source: "+err.Error()
+		c.Verdict, c.Message = verify.Skip, "walk the Kustomizations reading the source: "+err.Error()
 		return c
 	}
 	rev = currentRevision(ctx, cl, o, rev)
 	c.Evidence = append(names, walkEvidence(facts)...)
 	if len(failed) > 0 {
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("%d of %d Kustomization(s) not Ready at %s: %s", len(failed), len(names), rev, strings.Join(failed, "; "))
 		return c
 	}
-	c.Verdict = gate.Pass
+	c.Verdict = verify.Pass
 	c.Message = fmt.Sprintf("%d Kustomization(s) Ready at %s", len(names), rev)
 	return c
 }
@@ -471,12 +471,12 @@ type CutoverPhaseRunner struct {
 func (p *CutoverPhaseRunner) Name() string { return CutoverPhase }
 
 // Gates implements pipeline.Phase.
-func (p *CutoverPhaseRunner) Gates() []gate.Def {
-	return []gate.Def{GateCutoverSource, GateDeclaredURL, GateFinalReady, GateFinalRevision, GateRollback, GateHandedBack, GateConsumersReady}
+func (p *CutoverPhaseRunner) Gates() []verify.Def {
+	return []verify.Def{GateCutoverSource, GateDeclaredURL, GateFinalReady, GateFinalRevision, GateRollback, GateHandedBack, GateConsumersReady}
 }
 
 // Before connects to the cluster.
-func (p *CutoverPhaseRunner) Before(context.Context, *pipeline.Run) ([]gate.Check, error) {
+func (p *CutoverPhaseRunner) Before(context.Context, *pipeline.Run) ([]verify.Check, error) {
 	var err error
 	p.cl, err = p.connect()
 	return nil, err
@@ -491,7 +491,7 @@ func (p *CutoverPhaseRunner) Do(ctx context.Context, run *pipeline.Run) error {
 }
 
 // After: Do already proved the outcome.
-func (p *CutoverPhaseRunner) After(context.Context, *pipeline.Run) []gate.Check { return nil }
+func (p *CutoverPhaseRunner) After(context.Context, *pipeline.Run) []verify.Check { return nil }
 
 // deleteServeSecret deletes the temporary source's credentials Secret once
 // nothing reads it, when --serve made it (labelled so); a Secret the

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // TestCutoverRetriesTheHandOver: a GitRepository back on git's URL whose
@@ -35,7 +35,7 @@ func TestCutoverRetriesTheHandOver(t *testing.T) {
 			Spec: sourcev1.GitRepositorySpec{URL: url},
 		}
 		c := fake.NewClientBuilder().WithScheme(scheme).WithReturnManagedFields().WithObjects(live).Build()
-		r := gate.NewReport("cutover")
+		r := verify.NewReport("cutover")
 		o := CutoverOptions{Namespace: "flux-system", Name: "flux-system", Timeout: time.Minute, DryRun: dry}
 		if err := Cutover(context.Background(), &apply.Cluster{Client: c}, o, r); err != nil {
 			t.Fatal(err)
@@ -45,7 +45,7 @@ func TestCutoverRetriesTheHandOver(t *testing.T) {
 			t.Fatal(err)
 		}
 		owned := apply.OwnedBy(&got, kube.FieldManager)
-		var hb *gate.Check
+		var hb *verify.Check
 		for i := range r.Checks {
 			if r.Checks[i].ID == GateHandedBack.ID {
 				hb = &r.Checks[i]
@@ -54,7 +54,7 @@ func TestCutoverRetriesTheHandOver(t *testing.T) {
 		switch {
 		case dry && (hb != nil || len(owned) == 0 || r.Changed):
 			t.Errorf("dry run: handed-back %v, still owned %v, changed %t; want nothing done", hb, owned, r.Changed)
-		case !dry && (hb == nil || hb.Verdict != gate.Pass || len(owned) > 0 || !r.Changed):
+		case !dry && (hb == nil || hb.Verdict != verify.Pass || len(owned) > 0 || !r.Changed):
 			t.Errorf("handed-back %v, still owned %v, changed %t; want a pass and kustomize-controller the only owner", hb, owned, r.Changed)
 		}
 	}

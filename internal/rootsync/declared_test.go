@@ -18,9 +18,9 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 const operatorLayout = "../../testdata/layouts/operator"
@@ -58,7 +58,7 @@ func TestBuildDeclaredRoot(t *testing.T) {
 		t.Errorf("root spec %+v", r.Root.Spec)
 	}
 	for _, c := range Static(r) {
-		if c.Verdict != gate.Pass {
+		if c.Verdict != verify.Pass {
 			t.Errorf("%s: %s %s", c.ID, c.Verdict, c.Message)
 		}
 		if c.ID == GateSource.ID && !strings.Contains(strings.Join(c.Evidence, " "), "kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml") {
@@ -92,14 +92,14 @@ func TestOperatorGate(t *testing.T) {
 		name      string
 		objs      []client.Object
 		temporary bool
-		verdict   gate.Verdict
+		verdict   verify.Verdict
 		instance  string
 		want      string
 	}{
-		{"no FluxInstance", nil, false, gate.Pass, "", "sync creates the root and its source"},
-		{"one elsewhere", []client.Object{instance("other")}, false, gate.Pass, "", "no FluxInstance in flux-system"},
-		{"one in the root's namespace", []client.Object{instance("flux-system")}, false, gate.Pass, "flux-system/flux", "sync applies nothing and proves them"},
-		{"one, and a temporary source", []client.Object{instance("flux-system")}, true, gate.Fail, "", "would undo a temporary source"},
+		{"no FluxInstance", nil, false, verify.Pass, "", "sync creates the root and its source"},
+		{"one elsewhere", []client.Object{instance("other")}, false, verify.Pass, "", "no FluxInstance in flux-system"},
+		{"one in the root's namespace", []client.Object{instance("flux-system")}, false, verify.Pass, "flux-system/flux", "sync applies nothing and proves them"},
+		{"one, and a temporary source", []client.Object{instance("flux-system")}, true, verify.Fail, "", "would undo a temporary source"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
@@ -149,22 +149,22 @@ func TestGateExternalArtifact(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		objs    []client.Object
-		verdict gate.Verdict
+		verdict verify.Verdict
 		want    string
 	}{
-		{"the default (opt-in)", []client.Object{deploy(image, "--log-level=info")}, gate.Fail, "runs with ExternalArtifact=false (its default)"},
-		{"turned off", []client.Object{deploy(image, "--feature-gates=ExternalArtifact=false")}, gate.Fail, "ExternalArtifact=false (set so)"},
-		{"turned on", []client.Object{deploy(image, "--feature-gates=StrictPostBuildSubstitutions=true", "--feature-gates=ExternalArtifact=true")}, gate.Pass, "runs with ExternalArtifact=true"},
+		{"the default (opt-in)", []client.Object{deploy(image, "--log-level=info")}, verify.Fail, "runs with ExternalArtifact=false (its default)"},
+		{"turned off", []client.Object{deploy(image, "--feature-gates=ExternalArtifact=false")}, verify.Fail, "ExternalArtifact=false (set so)"},
+		{"turned on", []client.Object{deploy(image, "--feature-gates=StrictPostBuildSubstitutions=true", "--feature-gates=ExternalArtifact=true")}, verify.Pass, "runs with ExternalArtifact=true"},
 		// kustomize-controller v1.6.0 has no such gate (internal/features
 		// at v1.6.0, gatedefaults.txt): setting it would stop the controller.
-		{"a version without the gate", []client.Object{deploy("ghcr.io/fluxcd/kustomize-controller:v1.6.0", "--feature-gates=ExternalArtifact=true")}, gate.Fail, "kustomize-controller v1.6.0 has no ExternalArtifact feature gate"},
-		{"no Deployment", nil, gate.Skip, "could not be read"},
-		{"an untagged image", []client.Object{deploy("ghcr.io/fluxcd/kustomize-controller@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")}, gate.Skip, "its ExternalArtifact default is too"},
+		{"a version without the gate", []client.Object{deploy("ghcr.io/fluxcd/kustomize-controller:v1.6.0", "--feature-gates=ExternalArtifact=true")}, verify.Fail, "kustomize-controller v1.6.0 has no ExternalArtifact feature gate"},
+		{"no Deployment", nil, verify.Skip, "could not be read"},
+		{"an untagged image", []client.Object{deploy("ghcr.io/fluxcd/kustomize-controller@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")}, verify.Skip, "its ExternalArtifact default is too"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
 			c := ExternalArtifactGate(context.Background(), cl, r)
-			if c.Verdict != tc.verdict || !strings.Contains(c.Message, tc.want) || (tc.verdict != gate.Skip && !strings.Contains(c.Message, "flux-system/apps")) {
+			if c.Verdict != tc.verdict || !strings.Contains(c.Message, tc.want) || (tc.verdict != verify.Skip && !strings.Contains(c.Message, "flux-system/apps")) {
 				t.Errorf("%s %s, want %s containing %q", c.Verdict, c.Message, tc.verdict, tc.want)
 			}
 		})
@@ -174,7 +174,7 @@ func TestGateExternalArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := ExternalArtifactGate(context.Background(), fake.NewClientBuilder().WithScheme(scheme).Build(), plain); c.Verdict != gate.Pass {
+	if c := ExternalArtifactGate(context.Background(), fake.NewClientBuilder().WithScheme(scheme).Build(), plain); c.Verdict != verify.Pass {
 		t.Errorf("no reader: %s %s", c.Verdict, c.Message)
 	}
 }
@@ -189,8 +189,8 @@ func TestDeclaredRootRefusesSourceBranch(t *testing.T) {
 		connected = true
 		return nil, errors.New("no cluster here")
 	})
-	_, err := p.Before(context.Background(), &pipeline.Run{Report: gate.NewReport("sync")})
-	if !gate.IsInput(err) || !strings.Contains(err.Error(), "--source-branch bring-up") || !strings.Contains(err.Error(), "ref refs/heads/main") || connected {
+	_, err := p.Before(context.Background(), &pipeline.Run{Report: verify.NewReport("sync")})
+	if !verify.IsInput(err) || !strings.Contains(err.Error(), "--source-branch bring-up") || !strings.Contains(err.Error(), "ref refs/heads/main") || connected {
 		t.Errorf("err %v (connected %t), want an input error naming the flag and the declared ref, before any request", err, connected)
 	}
 }
@@ -208,12 +208,12 @@ func TestPlaceholderNeedsTheRealSource(t *testing.T) {
 		t.Fatal("sync connected to the cluster on flux bootstrap's placeholder")
 		return nil, errors.New("unreachable")
 	})
-	checks, err := p.Before(context.Background(), &pipeline.Run{Report: gate.NewReport("sync")})
+	checks, err := p.Before(context.Background(), &pipeline.Run{Report: verify.NewReport("sync")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := find(t, checks, GateRoot.ID)
-	if !gate.Blocks(checks...) || c.Verdict != gate.Fail || !strings.Contains(c.Message, "clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder") ||
+	if !verify.Blocks(checks...) || c.Verdict != verify.Fail || !strings.Contains(c.Message, "clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder") ||
 		!strings.Contains(c.Message, "--source-kind GitRepository --source-url URL") {
 		t.Fatalf("%s %s", c.Verdict, c.Message)
 	}
@@ -230,7 +230,7 @@ func TestPlaceholderNeedsTheRealSource(t *testing.T) {
 		t.Fatalf("source url %q, root spec %+v", url, r.Root.Spec)
 	}
 	for _, c := range Static(r) {
-		if c.Verdict != gate.Pass {
+		if c.Verdict != verify.Pass {
 			t.Errorf("%s: %s %s", c.ID, c.Verdict, c.Message)
 		}
 	}

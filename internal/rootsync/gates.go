@@ -19,82 +19,82 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Gates of the sync phase.
 var (
-	GateRoot          = gate.Def{ID: "sync.root", Phase: Phase, Stage: gate.Before, Title: "the root Kustomization is in the render"}
-	GateRootWait      = gate.Def{ID: "sync.root-wait", Phase: Phase, Stage: gate.Before, Title: "the root Kustomization has wait: false"}
-	GateSource        = gate.Def{ID: "sync.source", Phase: Phase, Stage: gate.Before, Title: "the root's GitRepository is in the render"}
-	GateDependsOn     = gate.Def{ID: "sync.depends-on", Phase: Phase, Stage: gate.Before, Title: "every dependsOn target is in the render"}
-	GateDecryption    = gate.Def{ID: "sync.decryption-secret", Phase: Phase, Stage: gate.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
-	GatePrerequisite  = gate.Def{ID: "sync.prerequisite", Phase: Phase, Stage: gate.Before, Title: "every substituteFrom object made outside the repository exists with the keys used", Prefix: true}
-	GateExternal      = gate.Def{ID: "sync.external-artifact", Phase: Phase, Stage: gate.Before, Title: "kustomize-controller reads ExternalArtifact sources"}
-	GateOperator      = gate.Def{ID: "sync.flux-operator", Phase: Phase, Stage: gate.Before, Title: "who makes the declared root: sync, or the Flux Operator"}
-	GateTemporary     = gate.Def{ID: "sync.temporary-source", Phase: Phase, Stage: gate.Before, Title: "source of the GitRepository"}
-	GateApplied       = gate.Def{ID: "sync.applied", Phase: Phase, Stage: gate.After, Title: "the root was applied"}
-	GateSourceReady   = gate.Def{ID: "sync.source-ready", Phase: Phase, Stage: gate.After, Title: "the GitRepository is Ready with an artifact"}
-	GateRootApplied   = gate.Def{ID: "sync.root-applied", Phase: Phase, Stage: gate.After, Title: "the root Kustomization is Ready at the artifact's revision"}
-	GateTemporaryKept = gate.Def{ID: "sync.temporary-source-kept", Phase: Phase, Stage: gate.After, Title: "the temporary source survived the root's reconcile"}
+	GateRoot          = verify.Def{ID: "sync.root", Phase: Phase, Stage: verify.Before, Title: "the root Kustomization is in the render"}
+	GateRootWait      = verify.Def{ID: "sync.root-wait", Phase: Phase, Stage: verify.Before, Title: "the root Kustomization has wait: false"}
+	GateSource        = verify.Def{ID: "sync.source", Phase: Phase, Stage: verify.Before, Title: "the root's GitRepository is in the render"}
+	GateDependsOn     = verify.Def{ID: "sync.depends-on", Phase: Phase, Stage: verify.Before, Title: "every dependsOn target is in the render"}
+	GateDecryption    = verify.Def{ID: "sync.decryption-secret", Phase: Phase, Stage: verify.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
+	GatePrerequisite  = verify.Def{ID: "sync.prerequisite", Phase: Phase, Stage: verify.Before, Title: "every substituteFrom object made outside the repository exists with the keys used", Prefix: true}
+	GateExternal      = verify.Def{ID: "sync.external-artifact", Phase: Phase, Stage: verify.Before, Title: "kustomize-controller reads ExternalArtifact sources"}
+	GateOperator      = verify.Def{ID: "sync.flux-operator", Phase: Phase, Stage: verify.Before, Title: "who makes the declared root: sync, or the Flux Operator"}
+	GateTemporary     = verify.Def{ID: "sync.temporary-source", Phase: Phase, Stage: verify.Before, Title: "source of the GitRepository"}
+	GateApplied       = verify.Def{ID: "sync.applied", Phase: Phase, Stage: verify.After, Title: "the root was applied"}
+	GateSourceReady   = verify.Def{ID: "sync.source-ready", Phase: Phase, Stage: verify.After, Title: "the GitRepository is Ready with an artifact"}
+	GateRootApplied   = verify.Def{ID: "sync.root-applied", Phase: Phase, Stage: verify.After, Title: "the root Kustomization is Ready at the artifact's revision"}
+	GateTemporaryKept = verify.Def{ID: "sync.temporary-source-kept", Phase: Phase, Stage: verify.After, Title: "the temporary source survived the root's reconcile"}
 )
 
 // Static is the before-gates that need only the render: the root is there
 // with wait: false, every dependsOn target exists, the root's GitRepository
 // is in the render.
-func Static(r *Render) []gate.Check {
+func Static(r *Render) []verify.Check {
 	o := r.Options
 	rootID := o.Namespace + "/" + o.RootName
 	root := GateRoot.New()
 	wait := GateRootWait.New()
 	src := GateSource.New()
-	var out []gate.Check
+	var out []verify.Check
 	if r.Root == nil {
 		var names []string
 		for _, k := range r.Kustomizations {
 			names = append(names, k.Namespace+"/"+k.Name)
 		}
-		root.Verdict = gate.Fail
+		root.Verdict = verify.Fail
 		root.Message = fmt.Sprintf("%s renders no Kustomization %s: the environment needs its own sync.yaml declaring the root (path: ./%s) and listed in %s/kustomization.yaml",
 			o.Path, rootID, strings.TrimPrefix(o.Path, "./"), o.Path)
 		root.Evidence = []string{fmt.Sprintf("Kustomizations in the render: %s", orNone(names))}
-		wait.Verdict, wait.Message = gate.Skip, "no root Kustomization to check"
-		src.Verdict, src.Message = gate.Skip, "no root Kustomization, so no source reference to check"
+		wait.Verdict, wait.Message = verify.Skip, "no root Kustomization to check"
+		src.Verdict, src.Message = verify.Skip, "no root Kustomization, so no source reference to check"
 		out = append(out, root, wait, src)
 	} else if r.Env != nil && r.Env.Origin.Layout == fluxrepo.LayoutBootstrap {
 		og := r.Env.Origin
 		// flux bootstrap's placeholder: the root and its GitRepository are
 		// written at bootstrap with the URL of the repository, which git
 		// does not hold here; nothing to apply them from.
-		root.Verdict = gate.Fail
+		root.Verdict = verify.Fail
 		root.Message = fmt.Sprintf("%s is flux bootstrap's placeholder: the root %s and its GitRepository are written by flux bootstrap with the repository's URL, which %s does not hold; declare the real source: --source-kind GitRepository --source-url URL [--source-ref refs/heads/main] (sync then creates GitRepository %s and Kustomization %s applying ./%s), or run flux bootstrap",
 			og.Location.File, rootID, o.Path, rootID, rootID, strings.TrimPrefix(o.Path, "./"))
-		wait.Verdict, wait.Message = gate.Skip, "no root to apply: flux bootstrap's placeholder"
-		src.Verdict, src.Message = gate.Skip, "no source to apply: flux bootstrap's placeholder"
+		wait.Verdict, wait.Message = verify.Skip, "no root to apply: flux bootstrap's placeholder"
+		src.Verdict, src.Message = verify.Skip, "no source to apply: flux bootstrap's placeholder"
 		out = append(out, root, wait, src)
 	} else {
-		root.Verdict = gate.Pass
+		root.Verdict = verify.Pass
 		root.Message = fmt.Sprintf("Kustomization %s, path %s", rootID, r.Root.Spec.Path)
 		root.Evidence = []string{"declared in " + r.where(kustomizev1.KustomizationKind, o.Namespace, o.RootName)}
 		if r.Root.Spec.Wait {
-			wait.Verdict = gate.Fail
+			wait.Verdict = verify.Fail
 			wait.Message = fmt.Sprintf("the root Kustomization %s has wait: true (in %s): a root that health-checks its own children deadlocks every dependsOn: [%s] edge; set wait: false",
 				rootID, r.where(kustomizev1.KustomizationKind, o.Namespace, o.RootName), o.RootName)
 		} else {
-			wait.Verdict = gate.Pass
+			wait.Verdict = verify.Pass
 			wait.Message = "wait: false: the root is Ready on apply and never health-gates its children"
 		}
 		ref := r.Root.Spec.SourceRef
 		if r.Source == nil {
-			src.Verdict = gate.Fail
+			src.Verdict = verify.Fail
 			src.Message = fmt.Sprintf("the root %s reads %s %s, which %s does not render: declare it (clusters/base/flux-system) and list it in the kustomization", rootID, ref.Kind, ref.Name, o.Path)
 		} else if ref.Kind != sourcev1.GitRepositoryKind {
-			src.Verdict = gate.Fail
+			src.Verdict = verify.Fail
 			src.Message = fmt.Sprintf("the root %s reads a %s; sync supports a GitRepository source", rootID, ref.Kind)
 		} else {
 			url, _, _ := unstructuredString(r.Source.Object, "spec", "url")
-			src.Verdict = gate.Pass
+			src.Verdict = verify.Pass
 			src.Message = fmt.Sprintf("GitRepository %s/%s, url %s", r.Source.GetNamespace(), r.Source.GetName(), url)
 			src.Evidence = []string{"declared in " + r.where(sourcev1.GitRepositoryKind, fluxobj.KustomizationSource(r.Root).Namespace, ref.Name)}
 		}
@@ -109,7 +109,7 @@ func Static(r *Render) []gate.Check {
 // that a Kustomization's path renders, not the root directory, is not
 // missing: it exists once that Kustomization applied, and
 // kustomize-controller waits for it until then.
-func dependsOnGate(r *Render) gate.Check {
+func dependsOnGate(r *Render) verify.Check {
 	o := r.Options
 	g := fluxgraph.FromEnv(r.Env)
 	dep := GateDependsOn.New()
@@ -127,7 +127,7 @@ func dependsOnGate(r *Render) gate.Check {
 		}
 	}
 	if len(missing) > 0 {
-		dep.Verdict = gate.Fail
+		dep.Verdict = verify.Fail
 		dep.Message = missing[0]
 		if len(missing) > 1 {
 			dep.Message += fmt.Sprintf(" (and %d more)", len(missing)-1)
@@ -139,7 +139,7 @@ func dependsOnGate(r *Render) gate.Check {
 		}
 		dep.Evidence = missing
 	} else {
-		dep.Verdict = gate.Pass
+		dep.Verdict = verify.Pass
 		dep.Message = fmt.Sprintf("%d dependsOn edge(s) among %d Kustomization(s), all targets rendered", edges, len(r.Kustomizations))
 	}
 	return dep
@@ -147,7 +147,7 @@ func dependsOnGate(r *Render) gate.Check {
 
 // DecryptionSecrets checks that every decryption.secretRef of the render
 // exists in the cluster (step 2 installs it).
-func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []gate.Check {
+func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []verify.Check {
 	type ref struct{ ns, name string }
 	users := map[ref][]string{}
 	var order []ref
@@ -169,10 +169,10 @@ func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []gate.
 	}
 	if len(order) == 0 && len(fallback) == 0 {
 		c := GateDecryption.New()
-		c.Verdict, c.Message = gate.Pass, "no Kustomization of the render decrypts"
-		return []gate.Check{c}
+		c.Verdict, c.Message = verify.Pass, "no Kustomization of the render decrypts"
+		return []verify.Check{c}
 	}
-	var out []gate.Check
+	var out []verify.Check
 	if len(fallback) > 0 {
 		out = append(out, sopsAgeFallback(ctx, cl, r, fallback))
 	}
@@ -183,14 +183,14 @@ func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []gate.
 		err := cl.Get(ctx, client.ObjectKey{Namespace: rf.ns, Name: rf.name}, &s)
 		switch {
 		case err == nil:
-			c.Verdict = gate.Pass
+			c.Verdict = verify.Pass
 			c.Message = fmt.Sprintf("Secret %s/%s exists (used by %s)", rf.ns, rf.name, strings.Join(users[rf], ", "))
 		case apierrors.IsNotFound(err):
-			c.Verdict = gate.Fail
+			c.Verdict = verify.Fail
 			c.Message = fmt.Sprintf("Secret %s/%s not found; Kustomization(s) %s decrypt with it and would fail: install it first with `bootstrap age-key --path %s` (step 2)",
 				rf.ns, rf.name, strings.Join(users[rf], ", "), r.Options.Path)
 		default:
-			c.Verdict = gate.Skip
+			c.Verdict = verify.Skip
 			c.Message = fmt.Sprintf("could not read Secret %s/%s: %v", rf.ns, rf.name, err)
 		}
 		out = append(out, c)
@@ -205,17 +205,17 @@ func DecryptionSecrets(ctx context.Context, cl client.Client, r *Render) []gate.
 // controller fails its readers with "substitute from '<Kind>/<name>' error:
 // not found"; without a key, strict substitution fails them. Only key
 // names are read and reported, never values.
-func Prerequisites(ctx context.Context, cl client.Client, r *Render) []gate.Check {
+func Prerequisites(ctx context.Context, cl client.Client, r *Render) []verify.Check {
 	if r.Env == nil {
 		return nil
 	}
 	ps := r.Env.Prerequisites()
 	if len(ps) == 0 {
 		c := GatePrerequisite.New()
-		c.Verdict, c.Message = gate.Pass, "every substituteFrom object is rendered by the environment (or optional)"
-		return []gate.Check{c}
+		c.Verdict, c.Message = verify.Pass, "every substituteFrom object is rendered by the environment (or optional)"
+		return []verify.Check{c}
 	}
-	var out []gate.Check
+	var out []verify.Check
 	for _, p := range ps {
 		c := GatePrerequisite.Each(p.Key()).New()
 		readers := strings.Join(p.Readers, ", ")
@@ -234,18 +234,18 @@ func Prerequisites(ctx context.Context, cl client.Client, r *Render) []gate.Chec
 		missing := slices.DeleteFunc(slices.Clone(p.Keys), has)
 		switch {
 		case apierrors.IsNotFound(err):
-			c.Verdict = gate.Fail
+			c.Verdict = verify.Fail
 			c.Message = fmt.Sprintf("%s not found: it is made outside the repository and Kustomization(s) %s substitute from it; kustomize-controller would fail them with \"substitute from '%s/%s' error: not found\": create it (keys %s) before the sync",
 				p.Key(), readers, p.Kind, p.Name, orNone(p.Keys))
 		case err != nil:
-			c.Verdict = gate.Skip
+			c.Verdict = verify.Skip
 			c.Message = fmt.Sprintf("could not read %s: %v", p.Key(), err)
 		case len(missing) > 0:
-			c.Verdict = gate.Fail
+			c.Verdict = verify.Fail
 			c.Message = fmt.Sprintf("%s exists but lacks key(s) %s that Kustomization(s) %s use and nothing the environment renders defines: strict substitution fails them (variable not set); add the key(s) to it",
 				p.Key(), strings.Join(missing, ", "), readers)
 		default:
-			c.Verdict = gate.Pass
+			c.Verdict = verify.Pass
 			c.Message = fmt.Sprintf("%s exists with the key(s) its readers use (%s; read by %s)", p.Key(), orNone(p.Keys), readers)
 		}
 		out = append(out, c)
@@ -260,37 +260,37 @@ func Prerequisites(ctx context.Context, cl client.Client, r *Render) []gate.Chec
 // ImportKeys: without a secretRef the fallback Secret is used when the flag
 // is set; a Kustomization without a decryption stanza is not decrypted at
 // all, flag or not.
-func sopsAgeFallback(ctx context.Context, cl client.Client, r *Render, users []string) gate.Check {
+func sopsAgeFallback(ctx context.Context, cl client.Client, r *Render, users []string) verify.Check {
 	ns := r.Options.Namespace
 	c := GateDecryption.Each("sops-age-secret").New()
 	c.Title = "the --sops-age-secret fallback exists"
 	var dep appsv1.Deployment
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kustomize-controller"}, &dep); err != nil {
-		c.Verdict = gate.Skip
+		c.Verdict = verify.Skip
 		c.Message = fmt.Sprintf("Kustomization(s) %s decrypt with provider sops and no secretRef, so they need kustomize-controller's --sops-age-secret, and its Deployment %s/kustomize-controller could not be read: %v", strings.Join(users, ", "), ns, err)
 		return c
 	}
 	name, err := patches.SOPSAgeSecret(&dep)
 	if err != nil {
-		c.Verdict = gate.Skip
+		c.Verdict = verify.Skip
 		c.Message = fmt.Sprintf("Kustomization(s) %s decrypt with provider sops and no secretRef, and kustomize-controller's args could not be read: %v", strings.Join(users, ", "), err)
 		return c
 	}
 	if name == "" {
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("Kustomization(s) %s decrypt with provider sops and no secretRef, and kustomize-controller runs without --sops-age-secret: their SOPS files would fail to decrypt; set spec.decryption.secretRef.name (e.g. sops-age), or add --sops-age-secret=sops-age to kustomize-controller", strings.Join(users, ", "))
 		return c
 	}
 	var s corev1.Secret
 	switch err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); {
 	case err == nil:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("Secret %s/%s (kustomize-controller's --sops-age-secret) exists; Kustomization(s) %s decrypt with it", ns, name, strings.Join(users, ", "))
 	case apierrors.IsNotFound(err):
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("Secret %s/%s not found: kustomize-controller's --sops-age-secret names it and Kustomization(s) %s decrypt with it (provider sops, no secretRef): install it first with `bootstrap age-key --path %s --secret-name %s`", ns, name, strings.Join(users, ", "), r.Options.Path, name)
 	default:
-		c.Verdict = gate.Skip
+		c.Verdict = verify.Skip
 		c.Message = fmt.Sprintf("could not read Secret %s/%s: %v", ns, name, err)
 	}
 	return c
@@ -311,28 +311,28 @@ var fluxInstanceList = schema.GroupVersionKind{Group: "fluxcd.controlplane.io", 
 // and its source as the operator would. Where one is, the operator makes
 // them: sync applies nothing and proves what it made (it returns the
 // instance), and a temporary source (which the operator would undo) fails.
-func operatorGate(ctx context.Context, cl client.Client, r *Render, temporary bool) (gate.Check, string) {
+func operatorGate(ctx context.Context, cl client.Client, r *Render, temporary bool) (verify.Check, string) {
 	c := GateOperator.New()
 	ns := r.Root.Namespace
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(fluxInstanceList)
 	switch err := cl.List(ctx, l, client.InNamespace(ns)); {
 	case meta.IsNoMatchError(err) || (err == nil && len(l.Items) == 0):
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("no FluxInstance in %s: sync creates the root and its source as the Flux Operator would from %s", ns, r.Declared.Location)
 		return c, ""
 	case err != nil:
-		c.Verdict = gate.Skip
+		c.Verdict = verify.Skip
 		c.Message = fmt.Sprintf("could not list FluxInstances in %s: %v", ns, err)
 		return c, ""
 	}
 	instance := ns + "/" + l.Items[0].GetName()
 	if temporary {
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("the Flux Operator manages this cluster (FluxInstance %s): it makes the root's source from spec.sync and would undo a temporary source; drop --serve/--source-url, or change spec.sync", instance)
 		return c, ""
 	}
-	c.Verdict = gate.Pass
+	c.Verdict = verify.Pass
 	c.Message = fmt.Sprintf("the Flux Operator manages this cluster (FluxInstance %s): it makes the root %s/%s and its source from spec.sync; sync applies nothing and proves them at the source's revision", instance, ns, r.Root.Name)
 	return c, instance
 }
@@ -343,7 +343,7 @@ func operatorGate(ctx context.Context, cl client.Client, r *Render, temporary bo
 // (v1.9.5 kustomization_controller.go getSource: "can't access …,
 // ExternalArtifact feature gate is disabled"), and the gate is opt-in. Read
 // from the live Deployment's args and its version's default.
-func ExternalArtifactGate(ctx context.Context, cl client.Client, r *Render) gate.Check {
+func ExternalArtifactGate(ctx context.Context, cl client.Client, r *Render) verify.Check {
 	c := GateExternal.New()
 	var readers []string
 	for _, k := range r.Env.Kustomizations {
@@ -352,19 +352,19 @@ func ExternalArtifactGate(ctx context.Context, cl client.Client, r *Render) gate
 		}
 	}
 	if len(readers) == 0 {
-		c.Verdict, c.Message = gate.Pass, "no Kustomization reads an ExternalArtifact"
+		c.Verdict, c.Message = verify.Pass, "no Kustomization reads an ExternalArtifact"
 		return c
 	}
 	ns := r.Options.Namespace
 	var dep appsv1.Deployment
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kustomize-controller"}, &dep); err != nil {
-		c.Verdict = gate.Skip
+		c.Verdict = verify.Skip
 		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact, and Deployment %s/kustomize-controller could not be read to see its %s gate: %v", strings.Join(readers, ", "), ns, patches.ExternalArtifact, err)
 		return c
 	}
 	flags, err := patches.ManagerFlags(&dep)
 	if err != nil {
-		c.Verdict, c.Message = gate.Skip, fmt.Sprintf("Deployment %s/kustomize-controller: %v", ns, err)
+		c.Verdict, c.Message = verify.Skip, fmt.Sprintf("Deployment %s/kustomize-controller: %v", ns, err)
 		return c
 	}
 	image := patches.ManagerImage(&dep)
@@ -374,17 +374,17 @@ func ExternalArtifactGate(ctx context.Context, cl client.Client, r *Render) gate
 	switch {
 	case g.Unsupported:
 		// Set, the controller would not start (features.SupportedFeatures).
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact, and kustomize-controller %s has no %s feature gate (it refuses such a source, and exits at start-up if the gate is set): upgrade kustomize-controller to v1.7.0 or later (Flux v2.7) and set --feature-gates=%s=true",
 			strings.Join(readers, ", "), version, patches.ExternalArtifact, patches.ExternalArtifact)
 	case g.Value:
-		c.Verdict = gate.Pass
+		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("kustomize-controller %s runs with %s=true; Kustomization(s) %s read an ExternalArtifact", version, patches.ExternalArtifact, strings.Join(readers, ", "))
 	case !g.Explicit && !g.DefaultKnown:
-		c.Verdict = gate.Skip
+		c.Verdict = verify.Skip
 		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact; kustomize-controller's version (image %q) is unknown, so its %s default is too", strings.Join(readers, ", "), image, patches.ExternalArtifact)
 	default:
-		c.Verdict = gate.Fail
+		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact, and kustomize-controller %s runs with %s=false (%s): it refuses them (\"can't access ExternalArtifact/…, %s feature gate is disabled\"); add --feature-gates=%s=true to kustomize-controller (and run source-watcher, which makes the artifacts)",
 			strings.Join(readers, ", "), version, patches.ExternalArtifact, map[bool]string{true: "set so", false: "its default"}[g.Explicit], patches.ExternalArtifact, patches.ExternalArtifact)
 	}

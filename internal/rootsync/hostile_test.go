@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // TestCutoverFluxNotInstalled: a cluster that does not serve
@@ -40,9 +40,9 @@ func TestCutoverFluxNotInstalled(t *testing.T) {
 			return fmt.Errorf("failed to get restmapping: %w", discovery)
 		},
 	}).Build()
-	r := gate.NewReport("cutover")
+	r := verify.NewReport("cutover")
 	err = Cutover(context.Background(), &apply.Cluster{Client: c}, CutoverOptions{Namespace: "flux-system", Name: "flux-system", Timeout: time.Minute}, r)
-	if !errors.Is(err, ErrFluxNotInstalled) || gate.IsInput(err) || !strings.Contains(err.Error(), "Flux is not installed in this cluster: run `bootstrap controllers`") {
+	if !errors.Is(err, ErrFluxNotInstalled) || verify.IsInput(err) || !strings.Contains(err.Error(), "Flux is not installed in this cluster: run `bootstrap controllers`") {
 		t.Fatalf("err = %v, want ErrFluxNotInstalled (exit 1)", err)
 	}
 	for _, e := range []error{&meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "source.toolkit.fluxcd.io", Kind: "GitRepository"}},
@@ -76,7 +76,7 @@ func TestCutoverRedactsClusterURLs(t *testing.T) {
 		Spec: sourcev1.GitRepositorySpec{URL: tmpURL},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(live).Build()
-	r := gate.NewReport("cutover")
+	r := verify.NewReport("cutover")
 	r.DryRun = true
 	o := CutoverOptions{Namespace: "flux-system", Name: "flux-system", Timeout: time.Minute, DryRun: true,
 		To: "https://git.lan/other.git"}
@@ -84,15 +84,15 @@ func TestCutoverRedactsClusterURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var before strings.Builder
-	_ = gate.WriteJSON(&before, r)
+	_ = verify.WriteJSON(&before, r)
 	if !strings.Contains(before.String(), pw) {
 		t.Fatalf("the test does not exercise redaction: no credential in the raw report\n%s", before.String())
 	}
 	input.RedactReport(r)
 	var b strings.Builder
-	_ = gate.WriteJSON(&b, r)
-	_ = gate.WriteJUnit(&b, r)
-	_ = gate.WriteText(&b, r)
+	_ = verify.WriteJSON(&b, r)
+	_ = verify.WriteJUnit(&b, r)
+	_ = verify.WriteText(&b, r)
 	if strings.Contains(b.String(), pw) {
 		t.Errorf("a cluster-read credential survived redaction:\n%s", b.String())
 	}

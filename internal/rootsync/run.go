@@ -19,10 +19,10 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/serve"
 	"github.com/homelab-ops/bootstrap/internal/wait"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // RunOptions drive the sync phase.
@@ -72,8 +72,8 @@ type SyncPhase struct {
 func (p *SyncPhase) Name() string { return Phase }
 
 // Gates implements pipeline.Phase.
-func (p *SyncPhase) Gates() []gate.Def {
-	return []gate.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateOperator, GateDecryption, GatePrerequisite, GateExternal, GateTemporary,
+func (p *SyncPhase) Gates() []verify.Def {
+	return []verify.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateOperator, GateDecryption, GatePrerequisite, GateExternal, GateTemporary,
 		GateApplied, GateSourceReady, GateRootApplied, GateTemporaryKept}
 }
 
@@ -82,7 +82,7 @@ func (p *SyncPhase) Cluster() *apply.Cluster { return p.cl }
 
 // Before builds and gates the root offline, then checks the cluster: the
 // decryption Secrets exist, and which source the GitRepository will use.
-func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check, error) {
+func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, error) {
 	report := run.Report
 	report.Facts["path"] = p.o.Build.Path
 	r, err := p.o.Built, error(nil)
@@ -95,11 +95,11 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 	if r.Declared != nil && p.o.Source != nil && p.o.Source.Branch != "" {
 		// Nothing in git re-creates a declared source: the cutover would
 		// keep the temporary branch in place of the declared ref.
-		return nil, gate.InputErrorf("--source-branch %s: the root's source is declared by the FluxInstance spec.sync at %s (ref %s), which nothing in git applies again after the cutover; drop --source-branch (the temporary source serves the declared ref)",
+		return nil, verify.InputErrorf("--source-branch %s: the root's source is declared by the FluxInstance spec.sync at %s (ref %s), which nothing in git applies again after the cutover; drop --source-branch (the temporary source serves the declared ref)",
 			p.o.Source.Branch, r.Declared.Location, r.Declared.Sync.Ref)
 	}
 	checks := Static(r)
-	if gate.Blocks(checks...) {
+	if verify.Blocks(checks...) {
 		return checks, nil
 	}
 	if p.cl, err = p.connect(); err != nil {
@@ -110,7 +110,7 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 	if r.Declared != nil && r.Declared.Layout == fluxrepo.LayoutFluxInstance {
 		c, instance := operatorGate(ctx, cl.Client, r, p.o.Serve != nil || p.o.Source != nil)
 		checks = append(checks, c)
-		if gate.Blocks(c) {
+		if verify.Blocks(c) {
 			return checks, nil
 		}
 		p.operator = instance
@@ -140,7 +140,7 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 	case p.o.Serve != nil:
 		sv := p.o.Serve
 		tmp = &Temporary{URL: sv.URL, Secret: sv.SecretName(), Since: p.o.Now()}
-		tc.Verdict = gate.Pass
+		tc.Verdict = verify.Pass
 		tc.Message = fmt.Sprintf("%s on the temporary source this machine serves at %s (%s; git declares %s); kustomize-controller leaves it alone until `bootstrap cutover`", srcID, sv.URL, sv.Origin(), declared.URL)
 		if liveTmp != nil {
 			tc.Message += fmt.Sprintf("; replaces the temporary source %s set %s", liveTmp.URL, liveTmp.Since.Format(time.RFC3339))
@@ -152,19 +152,19 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]gate.Check
 		if liveTmp.Same(tmp) && !liveTmp.Since.IsZero() {
 			tmp.Since = liveTmp.Since
 		}
-		tc.Verdict = gate.Pass
+		tc.Verdict = verify.Pass
 		tc.Message = fmt.Sprintf("%s on the temporary source %s (git declares %s); kustomize-controller leaves it alone until `bootstrap cutover`", srcID, tmp.URL, declared.URL)
 		if liveTmp != nil && !liveTmp.Same(tmp) {
 			tc.Message += fmt.Sprintf("; replaces the temporary source %s set %s", liveTmp.URL, liveTmp.Since.Format(time.RFC3339))
 		}
 	case liveTmp != nil:
 		tmp = liveTmp
-		tc.Verdict = gate.Warn
+		tc.Verdict = verify.Warn
 		tc.Message = fmt.Sprintf("%s is on the temporary source %s since %s: kept (git declares %s); run `bootstrap cutover` to move to the final source, or pass --source-url to change it",
 			srcID, tmp.URL, tmp.Since.Format(time.RFC3339), declared.URL)
 		report.Warn(tc.Message)
 	default:
-		tc.Verdict = gate.Pass
+		tc.Verdict = verify.Pass
 		tc.Message = fmt.Sprintf("%s from git's declared url %s", srcID, declared.URL)
 	}
 	checks = append(checks, tc)
@@ -260,7 +260,7 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 }
 
 // After proves the source and the root reconciled.
-func (p *SyncPhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+func (p *SyncPhase) After(ctx context.Context, run *pipeline.Run) []verify.Check {
 	return After(ctx, p.cl, p.Render, p.tmp, p.o.Timeout, run.Progress, p.o.Serve)
 }
 
@@ -288,7 +288,7 @@ func sourceReady(g *sourcev1.GitRepository, token, wantURL, servedRev string) (b
 //
 // With sv (--serve) the artifact must be the served commit, and a source
 // that does not become Ready says what to check.
-func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress apply.Progress, sv *serve.Prepared) []gate.Check {
+func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress apply.Progress, sv *serve.Prepared) []verify.Check {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	src := r.Source
@@ -311,16 +311,16 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	})
 	rc := GateRootApplied.New()
 	if err != nil {
-		sc.Verdict, sc.Message = gate.Fail, fmt.Sprintf("GitRepository %s", err)
+		sc.Verdict, sc.Message = verify.Fail, fmt.Sprintf("GitRepository %s", err)
 		if sv != nil && sv.Started != nil {
 			sc.Message += fmt.Sprintf("; source-controller must reach %s from inside the cluster: check the firewall between the nodes and this machine (port %s), or pass --serve-url with an address the nodes reach; the temporary source keeps serving (pid %d, `bootstrap serve stop` ends it)",
 				sv.URL, portOf(sv.Started.Listen), sv.Started.PID)
 		}
-		rc.Verdict, rc.Message = gate.Skip, "no artifact to compare with"
-		return []gate.Check{sc, rc}
+		rc.Verdict, rc.Message = verify.Skip, "no artifact to compare with"
+		return []verify.Check{sc, rc}
 	}
 	rev := gr.Status.Artifact.Revision
-	sc.Verdict = gate.Pass
+	sc.Verdict = verify.Pass
 	sc.Message = fmt.Sprintf("GitRepository %s/%s Ready, artifact %s from %s", gr.Namespace, gr.Name, rev, gr.Spec.URL)
 	sc.Evidence = []string{"status.artifact.revision=" + rev, "spec.url=" + gr.Spec.URL}
 	root := r.Root
@@ -343,13 +343,13 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 		err = cl.Client.Get(wctx, client.ObjectKey{Namespace: root.Namespace, Name: root.Name}, &k)
 	}
 	if err != nil {
-		rc.Verdict, rc.Message = gate.Fail, fmt.Sprintf("Kustomization %s/%s: %v (want lastAppliedRevision %s)", root.Namespace, root.Name, err, rev)
-		return []gate.Check{sc, rc}
+		rc.Verdict, rc.Message = verify.Fail, fmt.Sprintf("Kustomization %s/%s: %v (want lastAppliedRevision %s)", root.Namespace, root.Name, err, rev)
+		return []verify.Check{sc, rc}
 	}
-	rc.Verdict = gate.Pass
+	rc.Verdict = verify.Pass
 	rc.Message = fmt.Sprintf("Kustomization %s/%s Ready, lastAppliedRevision %s", k.Namespace, k.Name, k.Status.LastAppliedRevision)
 	rc.Evidence = []string{"status.lastAppliedRevision=" + k.Status.LastAppliedRevision}
-	out := []gate.Check{sc, rc}
+	out := []verify.Check{sc, rc}
 	if tmp != nil {
 		// The root has now applied git's GitRepository: the override must
 		// have survived it.
@@ -361,12 +361,12 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 		}
 		switch {
 		case err != nil:
-			tc.Verdict, tc.Message = gate.Skip, err.Error()
+			tc.Verdict, tc.Message = verify.Skip, err.Error()
 		case live != nil && url == tmp.URL && live.GetAnnotations()[ReconcileAnnotation] == ReconcileDisabled:
-			tc.Verdict = gate.Pass
+			tc.Verdict = verify.Pass
 			tc.Message = fmt.Sprintf("spec.url is still %s after the root applied %s", url, rev)
 		default:
-			tc.Verdict = gate.Fail
+			tc.Verdict = verify.Fail
 			tc.Message = fmt.Sprintf("spec.url is %q after the root applied %s, not the temporary %s: the override was undone", url, rev, tmp.URL)
 		}
 		out = append(out, tc)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // holdEnv makes the test binary a stand-in serving process: it holds the
@@ -75,17 +75,19 @@ func writeServeState(t *testing.T, dir string, pid int) {
 // fails when the process holding the source cannot be stopped (here: the
 // state names another pid than the lock's holder).
 func TestServeStopped(t *testing.T) {
-	run := &pipeline.Run{Report: gate.NewReport("cutover"), Progress: func(string) {}}
-	check := func(dir string) gate.Check { return serveStopped(dir, run, 300*time.Millisecond, 300*time.Millisecond) }
+	run := &pipeline.Run{Report: verify.NewReport("cutover"), Progress: func(string) {}}
+	check := func(dir string) verify.Check {
+		return serveStopped(dir, run, 300*time.Millisecond, 300*time.Millisecond)
+	}
 
-	if c := check(t.TempDir()); c.Verdict != gate.Pass {
+	if c := check(t.TempDir()); c.Verdict != verify.Pass {
 		t.Fatalf("nothing serving: %s %q, want pass", c.Verdict, c.Message)
 	}
 
 	dir := t.TempDir()
 	holder := startProcess(t, dir)
 	writeServeState(t, dir, holder.Process.Pid)
-	if c := check(dir); c.Verdict != gate.Warn || !strings.Contains(c.Message, "did not stop by itself") {
+	if c := check(dir); c.Verdict != verify.Warn || !strings.Contains(c.Message, "did not stop by itself") {
 		t.Fatalf("a server that does not stop by itself: %s %q, want warn", c.Verdict, c.Message)
 	}
 
@@ -93,7 +95,7 @@ func TestServeStopped(t *testing.T) {
 	startProcess(t, dir)
 	other := startProcess(t, "")
 	writeServeState(t, dir, other.Process.Pid)
-	if c := check(dir); c.Verdict != gate.Fail || !strings.Contains(c.Message, "did not stop") {
+	if c := check(dir); c.Verdict != verify.Fail || !strings.Contains(c.Message, "did not stop") {
 		t.Fatalf("a server that cannot be stopped: %s %q, want fail", c.Verdict, c.Message)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 const fixture = "../../testdata/homelab"
@@ -61,7 +61,7 @@ func opts(repo, env string) Options {
 	return Options{Repo: repo, Path: "clusters/" + env, Namespace: "flux-system", RootName: "flux-system"}
 }
 
-func find(t *testing.T, cs []gate.Check, id string) gate.Check {
+func find(t *testing.T, cs []verify.Check, id string) verify.Check {
 	t.Helper()
 	for _, c := range cs {
 		if c.ID == id {
@@ -69,7 +69,7 @@ func find(t *testing.T, cs []gate.Check, id string) gate.Check {
 		}
 	}
 	t.Fatalf("no check %s in %+v", id, cs)
-	return gate.Check{}
+	return verify.Check{}
 }
 
 func TestBuildFixtureEnvironments(t *testing.T) {
@@ -89,7 +89,7 @@ func TestBuildFixtureEnvironments(t *testing.T) {
 				t.Errorf("%d Kustomizations, want 11", len(r.Kustomizations))
 			}
 			for _, c := range Static(r) {
-				if c.Verdict != gate.Pass {
+				if c.Verdict != verify.Pass {
 					t.Errorf("%s: %s %s", c.ID, c.Verdict, c.Message)
 				}
 			}
@@ -113,7 +113,7 @@ func TestGateRootWaitTrue(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := find(t, Static(r), GateRootWait.ID)
-	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "clusters/prod/sync.yaml") || !strings.Contains(c.Message, "set wait: false") {
+	if c.Verdict != verify.Fail || !strings.Contains(c.Message, "clusters/prod/sync.yaml") || !strings.Contains(c.Message, "set wait: false") {
 		t.Fatalf("root wait: true: %s %s", c.Verdict, c.Message)
 	}
 }
@@ -130,18 +130,18 @@ func TestGateProdWithoutSyncYAML(t *testing.T) {
 	}
 	cs := Static(r)
 	root := find(t, cs, GateRoot.ID)
-	if root.Verdict != gate.Fail || !strings.Contains(root.Message, "sync.yaml") {
+	if root.Verdict != verify.Fail || !strings.Contains(root.Message, "sync.yaml") {
 		t.Errorf("root gate: %s %s", root.Verdict, root.Message)
 	}
 	dep := find(t, cs, GateDependsOn.ID)
-	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "depends on flux-system/flux-system") ||
+	if dep.Verdict != verify.Fail || !strings.Contains(dep.Message, "depends on flux-system/flux-system") ||
 		!strings.Contains(dep.Message, "clusters/base/") || !strings.Contains(dep.Message, "sync.yaml") {
 		t.Errorf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
 	}
 	if len(dep.Evidence) != 3 { // cni, platform and monitoring-crds depend on the root
 		t.Errorf("evidence %q, want the 3 Kustomizations that depend on the root", dep.Evidence)
 	}
-	if find(t, cs, GateRootWait.ID).Verdict != gate.Skip {
+	if find(t, cs, GateRootWait.ID).Verdict != verify.Skip {
 		t.Error("root-wait should skip without a root")
 	}
 }
@@ -155,7 +155,7 @@ func TestGateDependsOnMissingTarget(t *testing.T) {
 	}
 	dep := find(t, Static(r), GateDependsOn.ID)
 	// The target is not the root: the fix is the edge, not sync.yaml.
-	if dep.Verdict != gate.Fail || !strings.Contains(dep.Message, "apps-web (in clusters/base/apps.yaml:22) depends on flux-system/apps-kore") ||
+	if dep.Verdict != verify.Fail || !strings.Contains(dep.Message, "apps-web (in clusters/base/apps.yaml:22) depends on flux-system/apps-kore") ||
 		!strings.Contains(dep.Message, "add the missing Kustomization or drop the edge") {
 		t.Fatalf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
 	}
@@ -187,7 +187,7 @@ func TestGateDependsOnTargetBelowRoot(t *testing.T) {
 				t.Fatal(err)
 			}
 			dep := find(t, Static(r), GateDependsOn.ID)
-			if got := dep.Verdict == gate.Pass; got != tc.pass || !tc.pass && !strings.Contains(dep.Message, "depends on flux-system/"+tc.target) {
+			if got := dep.Verdict == verify.Pass; got != tc.pass || !tc.pass && !strings.Contains(dep.Message, "depends on flux-system/"+tc.target) {
 				t.Fatalf("dependsOn gate: %s %s", dep.Verdict, dep.Message)
 			}
 		})
@@ -202,7 +202,7 @@ func TestGateSourceMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := find(t, Static(r), GateSource.ID)
-	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "GitRepository gitops") {
+	if c.Verdict != verify.Fail || !strings.Contains(c.Message, "GitRepository gitops") {
 		t.Fatalf("source gate: %s %s", c.Verdict, c.Message)
 	}
 }
@@ -212,7 +212,7 @@ func TestBuildInputErrors(t *testing.T) {
 		"no such env":  opts(fixture, "staging"),
 		"outside repo": {Repo: fixture, Path: "../..", Namespace: "flux-system", RootName: "flux-system"},
 	} {
-		if _, err := Build(o); err == nil || !gate.IsInput(err) {
+		if _, err := Build(o); err == nil || !verify.IsInput(err) {
 			t.Errorf("%s: want an input error, got %v", name, err)
 		}
 	}
@@ -230,11 +230,11 @@ func TestGateDecryptionSecret(t *testing.T) {
 	}
 	empty := fake.NewClientBuilder().WithScheme(scheme).Build()
 	c := find(t, DecryptionSecrets(ctx, empty, r), GateDecryption.ID+"/flux-system/sops-age")
-	if c.Verdict != gate.Fail || !strings.Contains(c.Message, "bootstrap age-key --path clusters/dev") || !strings.Contains(c.Message, "apps-secrets") {
+	if c.Verdict != verify.Fail || !strings.Contains(c.Message, "bootstrap age-key --path clusters/dev") || !strings.Contains(c.Message, "apps-secrets") {
 		t.Fatalf("missing sops-age: %s %s", c.Verdict, c.Message)
 	}
 	with := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "sops-age"}}).Build()
-	if c := find(t, DecryptionSecrets(ctx, with, r), GateDecryption.ID+"/flux-system/sops-age"); c.Verdict != gate.Pass {
+	if c := find(t, DecryptionSecrets(ctx, with, r), GateDecryption.ID+"/flux-system/sops-age"); c.Verdict != verify.Pass {
 		t.Fatalf("present sops-age: %s %s", c.Verdict, c.Message)
 	}
 }
@@ -255,7 +255,7 @@ func TestGatePrerequisite(t *testing.T) {
 	}
 	id := GatePrerequisite.ID + "/Secret/default/cluster-secrets"
 	empty := fake.NewClientBuilder().WithScheme(scheme).Build()
-	if c := find(t, Prerequisites(ctx, empty, r), id); c.Verdict != gate.Fail ||
+	if c := find(t, Prerequisites(ctx, empty, r), id); c.Verdict != verify.Fail ||
 		!strings.Contains(c.Message, "Secret/default/cluster-secrets not found: it is made outside the repository and Kustomization(s) default/echo substitute from it") ||
 		!strings.Contains(c.Message, "create it (keys SECRET_DOMAIN) before the sync") {
 		t.Fatalf("missing: %s %s", c.Verdict, c.Message)
@@ -264,15 +264,15 @@ func TestGatePrerequisite(t *testing.T) {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cluster-secrets"}, Data: data}
 	}
 	lacks := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret(map[string][]byte{"OTHER": []byte("s3cr3t-value")})).Build()
-	if c := find(t, Prerequisites(ctx, lacks, r), id); c.Verdict != gate.Fail || !strings.Contains(c.Message, "lacks key(s) SECRET_DOMAIN") || strings.Contains(c.Message, "s3cr3t") {
+	if c := find(t, Prerequisites(ctx, lacks, r), id); c.Verdict != verify.Fail || !strings.Contains(c.Message, "lacks key(s) SECRET_DOMAIN") || strings.Contains(c.Message, "s3cr3t") {
 		t.Fatalf("without the key: %s %s", c.Verdict, c.Message)
 	}
 	with := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret(map[string][]byte{"SECRET_DOMAIN": []byte("example.invalid")})).Build()
-	if c := find(t, Prerequisites(ctx, with, r), id); c.Verdict != gate.Pass || strings.Contains(c.Message, "example.invalid") {
+	if c := find(t, Prerequisites(ctx, with, r), id); c.Verdict != verify.Pass || strings.Contains(c.Message, "example.invalid") {
 		t.Fatalf("present: %s %s", c.Verdict, c.Message)
 	}
 	// The other one: read by cluster-apps, no key it must hold.
-	if c := find(t, Prerequisites(ctx, with, r), GatePrerequisite.ID+"/Secret/flux-system/cluster-secrets"); c.Verdict != gate.Fail || !strings.Contains(c.Message, "create it (keys none)") {
+	if c := find(t, Prerequisites(ctx, with, r), GatePrerequisite.ID+"/Secret/flux-system/cluster-secrets"); c.Verdict != verify.Fail || !strings.Contains(c.Message, "create it (keys none)") {
 		t.Fatalf("flux-system/cluster-secrets: %s %s", c.Verdict, c.Message)
 	}
 	// The homelab fixture renders every object it substitutes from.
@@ -280,7 +280,7 @@ func TestGatePrerequisite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := find(t, Prerequisites(ctx, empty, h), GatePrerequisite.ID); c.Verdict != gate.Pass {
+	if c := find(t, Prerequisites(ctx, empty, h), GatePrerequisite.ID); c.Verdict != verify.Pass {
 		t.Fatalf("homelab: %s %s", c.Verdict, c.Message)
 	}
 }
@@ -308,13 +308,13 @@ func TestGateSOPSAgeFallback(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		objs    []client.Object
-		verdict gate.Verdict
+		verdict verify.Verdict
 		want    string
 	}{
-		{"no Deployment", nil, gate.Skip, "could not be read"},
-		{"no flag", []client.Object{deploy("--watch-all-namespaces=true", "--log-level=info")}, gate.Fail, "runs without --sops-age-secret"},
-		{"flag, no Secret", []client.Object{deploy("--log-level=info", "--sops-age-secret=global-age")}, gate.Fail, "Secret flux-system/global-age not found"},
-		{"flag and Secret", []client.Object{deploy("--sops-age-secret=global-age"), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "global-age"}}}, gate.Pass, "kustomize-controller's --sops-age-secret) exists"},
+		{"no Deployment", nil, verify.Skip, "could not be read"},
+		{"no flag", []client.Object{deploy("--watch-all-namespaces=true", "--log-level=info")}, verify.Fail, "runs without --sops-age-secret"},
+		{"flag, no Secret", []client.Object{deploy("--log-level=info", "--sops-age-secret=global-age")}, verify.Fail, "Secret flux-system/global-age not found"},
+		{"flag and Secret", []client.Object{deploy("--sops-age-secret=global-age"), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "global-age"}}}, verify.Pass, "kustomize-controller's --sops-age-secret) exists"},
 	} {
 		cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
 		if c := find(t, DecryptionSecrets(ctx, cl, r), id); c.Verdict != tc.verdict || !strings.Contains(c.Message, tc.want) || !strings.Contains(c.Message, "apps-secrets") {

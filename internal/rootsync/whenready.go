@@ -12,17 +12,17 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/serve"
 	"github.com/homelab-ops/bootstrap/internal/wait"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Gates of --cutover-when-ready, besides cutover's own.
 var (
-	GateFinalReachable = gate.Def{ID: "cutover.final-reachable", Phase: CutoverPhase, Stage: gate.Before, Title: "source-controller reaches the final source from inside the cluster, at the temporary source's revision"}
-	GateServeStopped   = gate.Def{ID: "cutover.serve-stopped", Phase: CutoverPhase, Stage: gate.After, Title: "the source this machine served stopped once nothing read it"}
+	GateFinalReachable = verify.Def{ID: "cutover.final-reachable", Phase: CutoverPhase, Stage: verify.Before, Title: "source-controller reaches the final source from inside the cluster, at the temporary source's revision"}
+	GateServeStopped   = verify.Def{ID: "cutover.serve-stopped", Phase: CutoverPhase, Stage: verify.After, Title: "the source this machine served stopped once nothing read it"}
 )
 
 // ProbeSuffix names the probe GitRepository: <source>-final-probe.
@@ -61,12 +61,12 @@ type WhenReadyPhase struct {
 func (p *WhenReadyPhase) Name() string { return CutoverPhase }
 
 // Gates implements pipeline.Phase.
-func (p *WhenReadyPhase) Gates() []gate.Def {
-	return append([]gate.Def{GateFinalReachable}, append((&CutoverPhaseRunner{}).Gates(), GateServeStopped)...)
+func (p *WhenReadyPhase) Gates() []verify.Def {
+	return append([]verify.Def{GateFinalReachable}, append((&CutoverPhaseRunner{}).Gates(), GateServeStopped)...)
 }
 
 // Before connects.
-func (p *WhenReadyPhase) Before(context.Context, *pipeline.Run) ([]gate.Check, error) {
+func (p *WhenReadyPhase) Before(context.Context, *pipeline.Run) ([]verify.Check, error) {
 	var err error
 	p.cl, err = p.connect()
 	return nil, err
@@ -82,20 +82,20 @@ func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	}
 	rc := GateFinalReachable.New()
 	if live == nil {
-		rc.Verdict, rc.Message = gate.Fail, id+" not found: nothing to cut over"
+		rc.Verdict, rc.Message = verify.Fail, id+" not found: nothing to cut over"
 		report.Add(rc)
 		return nil
 	}
 	tmp, declared := TemporaryOf(live)
 	if tmp == nil {
 		url, _, _ := unstructured.NestedString(live.Object, "spec", "url")
-		rc.Verdict, rc.Message = gate.Pass, fmt.Sprintf("%s is not on a temporary source (it reads %s): nothing to cut over", id, url)
+		rc.Verdict, rc.Message = verify.Pass, fmt.Sprintf("%s is not on a temporary source (it reads %s): nothing to cut over", id, url)
 		report.Add(rc)
 		return nil
 	}
 	want, _, _ := unstructured.NestedString(live.Object, "status", "artifact", "revision")
 	if run.DryRun {
-		rc.Verdict, rc.Message = gate.Skip, fmt.Sprintf("dry run: would wait for %s to be Ready at %s from inside the cluster, then cut over", declared.URL, want)
+		rc.Verdict, rc.Message = verify.Skip, fmt.Sprintf("dry run: would wait for %s to be Ready at %s from inside the cluster, then cut over", declared.URL, want)
 		report.Add(rc)
 		return nil
 	}
@@ -149,13 +149,13 @@ func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		return ok && rev == want, desc
 	})
 	if err != nil {
-		rc.Verdict = gate.Fail
+		rc.Verdict = verify.Fail
 		rc.Message = fmt.Sprintf("the final source %s is not Ready at %s from inside the cluster within --cutover-timeout %s: %v; the cluster stays on the temporary source %s (still served); fix what the message names (DNS, credentials in Secret %q, the commit pushed), then run `bootstrap cutover`",
 			declared.URL, want, o.Wait, err, tmp.URL, declared.Secret)
 		report.Add(rc)
 		return nil
 	}
-	rc.Verdict = gate.Pass
+	rc.Verdict = verify.Pass
 	rc.Message = fmt.Sprintf("the probe %s/%s reads %s Ready at %s from inside the cluster", g.Namespace, g.Name, declared.URL, g.Status.Artifact.Revision)
 	report.Add(rc)
 	if err := Cutover(ctx, p.cl, CutoverOptions{Namespace: o.Namespace, Name: o.Name, Timeout: o.Timeout, Progress: run.Progress}, report); err != nil {
@@ -170,33 +170,33 @@ func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 // serveStopped proves the serving process ended by itself within selfStop
 // once the GitRepository read the final source (it watches it), stopping
 // it if not (SIGTERM, then SIGKILL, grace each).
-func serveStopped(dir string, run *pipeline.Run, selfStop, grace time.Duration) gate.Check {
+func serveStopped(dir string, run *pipeline.Run, selfStop, grace time.Duration) verify.Check {
 	c := GateServeStopped.New()
 	st, _ := serve.ReadState(dir)
 	if running, _ := serve.Running(dir); !running {
-		c.Verdict, c.Message = gate.Pass, "no serving process left"
+		c.Verdict, c.Message = verify.Pass, "no serving process left"
 		return c
 	}
 	run.Progressf("waiting for the serving process (pid %d) to see the cutover and stop", st.PID)
 	if serve.WaitStopped(dir, selfStop) {
-		c.Verdict, c.Message = gate.Pass, fmt.Sprintf("the serving process (pid %d) saw the GitRepository read the final source and stopped by itself", st.PID)
+		c.Verdict, c.Message = verify.Pass, fmt.Sprintf("the serving process (pid %d) saw the GitRepository read the final source and stopped by itself", st.PID)
 		return c
 	}
 	if _, err := serve.Stop(dir, grace); err != nil {
-		c.Verdict, c.Message = gate.Fail, fmt.Sprintf("the serving process (pid %d) did not stop: %v", st.PID, err)
+		c.Verdict, c.Message = verify.Fail, fmt.Sprintf("the serving process (pid %d) did not stop: %v", st.PID, err)
 		return c
 	}
-	c.Verdict, c.Message = gate.Warn, fmt.Sprintf("the serving process (pid %d) did not stop by itself within %s (its log: %s): stopped", st.PID, selfStop, st.Log)
+	c.Verdict, c.Message = verify.Warn, fmt.Sprintf("the serving process (pid %d) did not stop by itself within %s (its log: %s): stopped", st.PID, selfStop, st.Log)
 	return c
 }
 
 // After: Do proved the outcome.
-func (p *WhenReadyPhase) After(context.Context, *pipeline.Run) []gate.Check { return nil }
+func (p *WhenReadyPhase) After(context.Context, *pipeline.Run) []verify.Check { return nil }
 
-func handedBack(r *gate.Report) bool {
+func handedBack(r *verify.Report) bool {
 	for _, c := range r.Checks {
 		if c.ID == GateHandedBack.ID {
-			return c.Verdict == gate.Pass
+			return c.Verdict == verify.Pass
 		}
 	}
 	return false

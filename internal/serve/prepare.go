@@ -14,8 +14,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Options are a --serve run's inputs.
@@ -48,13 +48,13 @@ type Options struct {
 func (o Options) Validate() error {
 	var errs []error
 	if o.For <= 0 {
-		errs = append(errs, gate.InputErrorf("--serve-for %s: must be positive, e.g. 24h", o.For))
+		errs = append(errs, verify.InputErrorf("--serve-for %s: must be positive, e.g. 24h", o.For))
 	}
 	if o.URL != "" {
 		if err := input.ValidGitURL("--serve-url", o.URL); err != nil {
 			errs = append(errs, err)
 		} else if u, _ := url.Parse(o.URL); u.Scheme != "https" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-			errs = append(errs, gate.InputErrorf("--serve-url %s: want the base URL the nodes reach this machine at, https://HOST[:PORT] with no path (the repository is served at /%s.git)", o.URL, RepoName))
+			errs = append(errs, verify.InputErrorf("--serve-url %s: want the base URL the nodes reach this machine at, https://HOST[:PORT] with no path (the repository is served at /%s.git)", o.URL, RepoName))
 		}
 	}
 	if o.Addr != "" {
@@ -74,12 +74,12 @@ func splitAddr(addr string) (host string, port int, err error) {
 	if err != nil {
 		h, p = addr, "0"
 		if ip := net.ParseIP(addr); ip == nil && (addr == "" || addr[0] == '[' || addr[0] == ':') {
-			return "", 0, gate.InputErrorf("--serve %q: want HOST:PORT, :PORT or HOST, e.g. 192.168.1.10:8443", addr)
+			return "", 0, verify.InputErrorf("--serve %q: want HOST:PORT, :PORT or HOST, e.g. 192.168.1.10:8443", addr)
 		}
 	}
 	n, err := strconv.Atoi(p)
 	if err != nil || n < 0 || n > 65535 {
-		return "", 0, gate.InputErrorf("--serve %q: port %q is not a number from 0 to 65535", addr, p)
+		return "", 0, verify.InputErrorf("--serve %q: port %q is not a number from 0 to 65535", addr, p)
 	}
 	return h, n, nil
 }
@@ -111,7 +111,7 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	}
 	p := &Prepared{o: o, Dir: o.Dirs.For(o.APIServer)}
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
-		return nil, gate.InputErrorf("serve state %s: %w (set BOOTSTRAP_STATE_DIR)", p.Dir, err)
+		return nil, verify.InputErrorf("serve state %s: %w (set BOOTSTRAP_STATE_DIR)", p.Dir, err)
 	}
 	old, err := ReadState(p.Dir)
 	if err != nil {
@@ -126,7 +126,7 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	}
 	if host == "" {
 		if host, err = routeTo(o.APIServer); err != nil {
-			return nil, gate.InputErrorf("--serve: no local address routes to the API server %s (%v): pass --serve ADDR", o.APIServer, err)
+			return nil, verify.InputErrorf("--serve: no local address routes to the API server %s (%v): pass --serve ADDR", o.APIServer, err)
 		}
 	}
 	listen := net.JoinHostPort(host, strconv.Itoa(port))
@@ -142,7 +142,7 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	case err != nil && errors.Is(err, syscall.EADDRINUSE) && p.Replaces != nil && p.Replaces.Listen == listen:
 		// A dry run: the address is this cluster's running server's.
 	case err != nil:
-		return nil, gate.InputErrorf("--serve %s: cannot listen: %v: pick a free port (--serve HOST:PORT) or an address of this machine", listen, err)
+		return nil, verify.InputErrorf("--serve %s: cannot listen: %v: pick a free port (--serve HOST:PORT) or an address of this machine", listen, err)
 	default:
 		p.ln = ln.(*net.TCPListener)
 		listen = p.ln.Addr().String()

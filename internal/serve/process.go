@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
 )
 
 // Kube is the cluster access the serving process watches the GitRepository
@@ -157,7 +157,7 @@ func Probe(ctx context.Context, base string, c *Credentials, commit string) erro
 		return err
 	}
 	defer resp.Body.Close()
-	b, err := input.ReadLimited(resp.Body, 1<<20)
+	b, err := safeio.ReadLimited(resp.Body, 1<<20)
 	if err != nil {
 		return err
 	}

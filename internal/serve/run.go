@@ -15,8 +15,8 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
-	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
 	"github.com/homelab-ops/bootstrap/internal/wait"
 )
 
@@ -36,7 +36,7 @@ func Run(ctx context.Context, dir string, stdin io.Reader, ln net.Listener, logw
 		return fmt.Errorf("another server already serves from %s", dir)
 	}
 	defer l.release()
-	b, err := input.ReadLimited(stdin, 1<<20)
+	b, err := safeio.ReadLimited(stdin, 1<<20)
 	if err != nil {
 		return fmt.Errorf("read handoff: %w", err)
 	}

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 func needGit(t *testing.T) {
@@ -101,7 +101,7 @@ func TestSnapshotRefuses(t *testing.T) {
 			repo := checkout(t)
 			c.spoil(t, repo)
 			_, err := MakeSnapshot(ctx, repo, "main", t.TempDir())
-			if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), c.want) {
+			if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("want an input error naming %q, got %v", c.want, err)
 			}
 		})
@@ -287,7 +287,7 @@ func TestPrepareRefusesBadAddress(t *testing.T) {
 		if err == nil {
 			p.Close()
 		}
-		if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--serve %s --serve-url %q: want an input error with %q, got %v", c.addr, c.url, c.want, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Snapshot is the repository as served: a bare repository holding one
@@ -58,14 +58,14 @@ const RepoName = "gitops"
 // files or the branch and the fix.
 func MakeSnapshot(ctx context.Context, repo, branch, dir string) (*Snapshot, error) {
 	if _, err := exec.LookPath("git"); err != nil {
-		return nil, gate.InputErrorf("--serve needs git on PATH (install git): %v", err)
+		return nil, verify.InputErrorf("--serve needs git on PATH (install git): %v", err)
 	}
 	abs, err := filepath.Abs(repo)
 	if err != nil {
-		return nil, gate.InputErrorf("--repo %s: %w", repo, err)
+		return nil, verify.InputErrorf("--repo %s: %w", repo, err)
 	}
 	if abs, err = filepath.EvalSymlinks(abs); err != nil {
-		return nil, gate.InputErrorf("--repo %s: %w", repo, err)
+		return nil, verify.InputErrorf("--repo %s: %w", repo, err)
 	}
 	s := &Snapshot{Name: RepoName, Branch: branch, Bare: filepath.Join(dir, RepoName+".git")}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -100,10 +100,10 @@ func MakeSnapshot(ctx context.Context, repo, branch, dir string) (*Snapshot, err
 func fromCheckout(ctx context.Context, repo string, s *Snapshot) error {
 	head, err := git(ctx, repo, nil, "symbolic-ref", "--quiet", "--short", "HEAD")
 	if err != nil || head == "" {
-		return gate.InputErrorf("--serve: the checkout %s is not on a branch (detached HEAD); the root's GitRepository declares branch %s: run `git -C %s switch %s`", repo, s.Branch, repo, s.Branch)
+		return verify.InputErrorf("--serve: the checkout %s is not on a branch (detached HEAD); the root's GitRepository declares branch %s: run `git -C %s switch %s`", repo, s.Branch, repo, s.Branch)
 	}
 	if head != s.Branch {
-		return gate.InputErrorf("--serve: the checkout %s is on branch %s, but the root's GitRepository declares branch %s: run `git -C %s switch %s` (the cluster must get the branch it declares)", repo, head, s.Branch, repo, s.Branch)
+		return verify.InputErrorf("--serve: the checkout %s is on branch %s, but the root's GitRepository declares branch %s: run `git -C %s switch %s` (the cluster must get the branch it declares)", repo, head, s.Branch, repo, s.Branch)
 	}
 	status, err := git(ctx, repo, nil, "status", "--porcelain=v1", "--untracked-files=all")
 	if err != nil {
@@ -115,7 +115,7 @@ func fromCheckout(ctx context.Context, repo string, s *Snapshot) error {
 		if len(shown) > 10 {
 			shown = append(shown[:10:10], fmt.Sprintf("… and %d more", len(lines)-10))
 		}
-		return gate.InputErrorf("--serve: the checkout %s has changes that are not committed, so the files checked are not the files the cluster would get:\n  %s\ncommit them (or stash them), then run again", repo, strings.Join(shown, "\n  "))
+		return verify.InputErrorf("--serve: the checkout %s has changes that are not committed, so the files checked are not the files the cluster would get:\n  %s\ncommit them (or stash them), then run again", repo, strings.Join(shown, "\n  "))
 	}
 	if s.Commit, err = git(ctx, repo, nil, "rev-parse", "--verify", "HEAD^{commit}"); err != nil {
 		return err

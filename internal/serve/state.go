@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
 )
 
 // State is what a serving process records in its state directory, for
@@ -86,7 +86,7 @@ func ReadState(dir string) (*State, error) {
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	b, err := input.ReadFile(p, "serve state "+p)
+	b, err := safeio.ReadFile(p, "serve state "+p)
 	if err != nil {
 		return nil, fmt.Errorf("serve state: %w", err)
 	}

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // ExitCode is one row of the exit-code table.
@@ -27,10 +27,10 @@ type ExitCode struct {
 // command and the README's "Exit codes" table are made from it (a test
 // holds the README to it).
 var ExitCodes = []ExitCode{
-	{gate.ExitOK, "all gates passed", "every gate passed (warnings allowed)"},
-	{gate.ExitFailed, "a gate or phase failed", "a gate or a phase failed"},
-	{gate.ExitInput, "usage or input error", "usage or input error (bad flag value — see [Input rules](docs/input-rules.md) —, unknown version/component, malformed overlay, not a bundle, a file that is not a regular file inside its directory or is too large)"},
-	{gate.ExitIncomplete, "incomplete (a required gate could not be checked)", "incomplete: a required gate could not be checked (`skip`) — never a success"},
+	{verify.ExitOK, "all gates passed", "every gate passed (warnings allowed)"},
+	{verify.ExitFailed, "a gate or phase failed", "a gate or a phase failed"},
+	{verify.ExitInput, "usage or input error", "usage or input error (bad flag value — see [Input rules](docs/input-rules.md) —, unknown version/component, malformed overlay, not a bundle, a file that is not a regular file inside its directory or is too large)"},
+	{verify.ExitIncomplete, "incomplete (a required gate could not be checked)", "incomplete: a required gate could not be checked (`skip`) — never a success"},
 	{128 + int(syscall.SIGINT), "interrupted by SIGINT", "interrupted by SIGINT (Ctrl-C): the report says `interrupted by SIGINT`, the phase that was running, how far it got (its checks: nothing of it applied; its apply: part of its plan may be applied, re-run to finish; its proof: applied, re-run to prove) and the phases completed before it"},
 	{128 + int(syscall.SIGTERM), "interrupted by SIGTERM", "interrupted by SIGTERM, reported the same way"},
 }
@@ -69,7 +69,7 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
 // errOut (credentials redacted) first.
 func Code(ctx context.Context, err error, errOut io.Writer) int {
 	if err == nil {
-		return gate.ExitOK
+		return verify.ExitOK
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {
@@ -78,9 +78,9 @@ func Code(ctx context.Context, err error, errOut io.Writer) int {
 	fmt.Fprintln(errOut, "error:", input.RedactURLs(err.Error()))
 	var ue *UsageError
 	if errors.As(err, &ue) {
-		return gate.ExitInput
+		return verify.ExitInput
 	}
-	if s := pipeline.SignalOf(ctx); s != nil && !gate.IsInput(err) {
+	if s := pipeline.SignalOf(ctx); s != nil && !verify.IsInput(err) {
 		return s.Code
 	}
 	return pipeline.ExitCode(err)

@@ -22,12 +22,12 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/lock"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/progress"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // DefaultLockNamespace is where the lock lives when a command names none.
@@ -39,7 +39,7 @@ type Output struct {
 	ReportJSON string
 	JUnit      string
 	Quiet      bool
-	// Verbose writes every check with its evidence (gate.WriteVerbose)
+	// Verbose writes every check with its evidence (verify.WriteVerbose)
 	// instead of the findings grouped by cause.
 	Verbose bool
 }
@@ -108,7 +108,7 @@ func (s *Session) Installs(command, namespace string, dryRun bool) {
 func (s *Session) RestConfig() (*rest.Config, error) {
 	cfg, err := kube.Config(s.Cluster)
 	if err != nil {
-		return nil, gate.InputErrorf("%w", err)
+		return nil, verify.InputErrorf("%w", err)
 	}
 	if s.binding != nil {
 		s.binding.Wrap(cfg)
@@ -186,7 +186,7 @@ func (s *Session) acquire(ctx context.Context) error {
 }
 
 // release frees the cluster lock, noting a take-over in the report.
-func (s *Session) release(r *gate.Report) {
+func (s *Session) release(r *verify.Report) {
 	if s.lock == nil {
 		return
 	}
@@ -202,7 +202,7 @@ func (s *Session) release(r *gate.Report) {
 // NewRun starts a pipeline run whose progress lines go to stderr in text
 // mode (and nowhere in JSON mode, where stdout is the document).
 func (s *Session) NewRun(command string, dryRun bool) *pipeline.Run {
-	r := gate.NewReport(command)
+	r := verify.NewReport(command)
 	r.DryRun = dryRun
 	for i, n := range s.Notes {
 		r.Facts[fmt.Sprintf("environment.%d", i+1)] = n
@@ -211,7 +211,7 @@ func (s *Session) NewRun(command string, dryRun bool) *pipeline.Run {
 	s.printer = pr
 	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: func(line string) { pr.Line(input.RedactURLs(line)) }, BeforeWrite: s.acquire,
 		OnPhase:     pr.Start,
-		OnPhaseDone: func(name string, v gate.Verdict, took time.Duration) { pr.Done(name, string(v), took) },
+		OnPhaseDone: func(name string, v verify.Verdict, took time.Duration) { pr.Done(name, string(v), took) },
 	}
 }
 
@@ -250,23 +250,23 @@ func (s *Session) ExecuteThen(ctx context.Context, run *pipeline.Run, then func(
 }
 
 // Finish writes the report where asked and turns it into the exit code.
-func (s *Session) Finish(r *gate.Report) error {
+func (s *Session) Finish(r *verify.Report) error {
 	// Nothing that looks like key material leaves the process, whichever
 	// phase read it; nor a URL credential read back from a cluster.
 	agekey.RedactReport(r)
 	input.RedactReport(r)
 	var errs []string
 	if s.Output.Format == "json" {
-		if err := gate.WriteJSON(s.Out, r); err != nil {
+		if err := verify.WriteJSON(s.Out, r); err != nil {
 			errs = append(errs, err.Error())
 		}
 	} else {
-		write := gate.WriteText
+		write := verify.WriteText
 		switch {
 		case s.Output.Quiet:
-			write = gate.WriteSummary
+			write = verify.WriteSummary
 		case s.Output.Verbose:
-			write = gate.WriteVerbose
+			write = verify.WriteVerbose
 		}
 		if err := write(s.ErrOut, r); err != nil {
 			errs = append(errs, err.Error())
@@ -274,8 +274,8 @@ func (s *Session) Finish(r *gate.Report) error {
 	}
 	for _, f := range []struct {
 		path  string
-		write func(io.Writer, *gate.Report) error
-	}{{s.Output.ReportJSON, gate.WriteJSON}, {s.Output.JUnit, gate.WriteJUnit}} {
+		write func(io.Writer, *verify.Report) error
+	}{{s.Output.ReportJSON, verify.WriteJSON}, {s.Output.JUnit, verify.WriteJUnit}} {
 		if f.path == "" {
 			continue
 		}
@@ -285,9 +285,9 @@ func (s *Session) Finish(r *gate.Report) error {
 	}
 	if len(errs) > 0 {
 		fmt.Fprintln(s.ErrOut, "error: report:", strings.Join(errs, "; "))
-		return &ExitError{Code: gate.ExitInput}
+		return &ExitError{Code: verify.ExitInput}
 	}
-	if code := r.ExitCode(); code != gate.ExitOK {
+	if code := r.ExitCode(); code != verify.ExitOK {
 		return &ExitError{Code: code}
 	}
 	return nil
@@ -297,13 +297,13 @@ func (s *Session) Finish(r *gate.Report) error {
 // JUnit readers see it too, and exits with its code: 2 for an input error,
 // 1 otherwise; when a signal cancelled ctx (the command's), the error says
 // so and the exit code is the signal's.
-func (s *Session) Fail(ctx context.Context, r *gate.Report, err error) error {
+func (s *Session) Fail(ctx context.Context, r *verify.Report, err error) error {
 	var ie *pipeline.Interrupted
-	if sig := pipeline.SignalOf(ctx); sig != nil && !errors.As(err, &ie) && !gate.IsInput(err) {
+	if sig := pipeline.SignalOf(ctx); sig != nil && !errors.As(err, &ie) && !verify.IsInput(err) {
 		err = fmt.Errorf("%w: %v", sig, err)
 	}
 	r.Error = err.Error()
-	if code := pipeline.ExitCode(err); code != gate.ExitInput {
+	if code := pipeline.ExitCode(err); code != verify.ExitInput {
 		r.ErrorCode = code
 	}
 	return s.Finish(r)

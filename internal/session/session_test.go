@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // TestCode is the exit-code policy, row by row of ExitCodes.
@@ -33,11 +33,11 @@ func TestCode(t *testing.T) {
 		{"ok", bg, nil, 0, false},
 		{"reported", bg, &ExitError{Code: 3}, 3, false},
 		{"failed", bg, errors.New("boom"), 1, true},
-		{"input", bg, gate.InputErrorf("bad"), 2, true},
+		{"input", bg, verify.InputErrorf("bad"), 2, true},
 		{"usage", bg, &UsageError{Err: errors.New("unknown flag")}, 2, true},
 		{"SIGINT", sigint, errors.New("cancelled"), 130, true},
 		{"SIGTERM", sigterm, errors.New("cancelled"), 143, true},
-		{"input error under a signal stays 2", sigint, gate.InputErrorf("bad"), 2, true},
+		{"input error under a signal stays 2", sigint, verify.InputErrorf("bad"), 2, true},
 		{"credential redacted", bg, errors.New("get https://u:pw@git.lan/x"), 1, true},
 	} {
 		var b bytes.Buffer
@@ -55,7 +55,7 @@ func TestCode(t *testing.T) {
 		}
 		seen[c.Code] = true
 	}
-	for _, c := range []int{gate.ExitOK, gate.ExitFailed, gate.ExitInput, gate.ExitIncomplete, 130, 143} {
+	for _, c := range []int{verify.ExitOK, verify.ExitFailed, verify.ExitInput, verify.ExitIncomplete, 130, 143} {
 		if !seen[c] {
 			t.Errorf("ExitCodes lacks %d", c)
 		}
@@ -72,7 +72,7 @@ func TestFinishWritesEveryReport(t *testing.T) {
 	s.Output = Output{Format: "json", ReportJSON: filepath.Join(dir, "r.json"), JUnit: filepath.Join(dir, "r.xml")}
 	run := s.NewRun("test", false)
 	run.Report.Facts["url"] = "https://u:pw@git.lan/x"
-	err := s.Fail(context.Background(), run.Report, gate.InputErrorf("bad value"))
+	err := s.Fail(context.Background(), run.Report, verify.InputErrorf("bad value"))
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatalf("Fail: %v, want exit 2", err)
@@ -91,7 +91,7 @@ func TestFinishWritesEveryReport(t *testing.T) {
 		}
 	}
 	s.Output.JUnit = filepath.Join(dir, "missing", "r.xml")
-	if err := s.Finish(gate.NewReport("test")); !errors.As(err, &ee) || ee.Code != 2 {
+	if err := s.Finish(verify.NewReport("test")); !errors.As(err, &ee) || ee.Code != 2 {
 		t.Errorf("unwritable --junit: %v, want exit 2", err)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // PhaseName is the phase of status's own gate.
@@ -15,7 +15,7 @@ const PhaseName = "status"
 
 // GateReadOnly: every request status sent was a read. Optional: when an
 // earlier phase stopped the run, its own gates already say so.
-var GateReadOnly = gate.Def{ID: "status.read-only", Phase: PhaseName, Stage: gate.After, Title: "only reads were sent to the cluster", Optional: true}
+var GateReadOnly = verify.Def{ID: "status.read-only", Phase: PhaseName, Stage: verify.After, Title: "only reads were sent to the cluster", Optional: true}
 
 // ReadOnlyPhase reports what kube.ReadOnly recorded: the requests by verb,
 // and any write the transport refused (a bug: it fails).
@@ -30,23 +30,25 @@ func NewReadOnlyPhase(rec *kube.Requests) *ReadOnlyPhase { return &ReadOnlyPhase
 func (p *ReadOnlyPhase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
-func (p *ReadOnlyPhase) Gates() []gate.Def { return []gate.Def{GateReadOnly} }
+func (p *ReadOnlyPhase) Gates() []verify.Def { return []verify.Def{GateReadOnly} }
 
 // Before implements pipeline.Phase.
-func (p *ReadOnlyPhase) Before(context.Context, *pipeline.Run) ([]gate.Check, error) { return nil, nil }
+func (p *ReadOnlyPhase) Before(context.Context, *pipeline.Run) ([]verify.Check, error) {
+	return nil, nil
+}
 
 // Do implements pipeline.Phase.
 func (p *ReadOnlyPhase) Do(context.Context, *pipeline.Run) error { return nil }
 
 // After reports the requests.
-func (p *ReadOnlyPhase) After(_ context.Context, run *pipeline.Run) []gate.Check {
+func (p *ReadOnlyPhase) After(_ context.Context, run *pipeline.Run) []verify.Check {
 	run.Report.Facts["apiRequests"] = p.rec.String()
 	total := 0
 	for _, n := range p.rec.Verbs() {
 		total += n
 	}
 	if refused := p.rec.Refused(); len(refused) > 0 {
-		return []gate.Check{GateReadOnly.Fail(fmt.Sprintf("%d write(s) were attempted and refused in the process (a bug in status: report it): %s", len(refused), strings.Join(refused, ", ")), refused...)}
+		return []verify.Check{GateReadOnly.Fail(fmt.Sprintf("%d write(s) were attempted and refused in the process (a bug in status: report it): %s", len(refused), strings.Join(refused, ", ")), refused...)}
 	}
-	return []gate.Check{GateReadOnly.Pass(fmt.Sprintf("%d request(s), all reads (%s); nothing written, no lock taken", total, p.rec.String()))}
+	return []verify.Check{GateReadOnly.Pass(fmt.Sprintf("%d request(s), all reads (%s); nothing written, no lock taken", total, p.rec.String()))}
 }

@@ -23,17 +23,17 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // The sync phase's gates as status reports them: the root's source, read.
 var (
-	GateTemporary    = rootsync.GateTemporary.At(gate.After)
+	GateTemporary    = rootsync.GateTemporary.At(verify.After)
 	GateSourceReady  = rootsync.GateSourceReady
-	GateDecryption   = rootsync.GateDecryption.At(gate.After)
-	GatePrerequisite = rootsync.GatePrerequisite.At(gate.After)
+	GateDecryption   = rootsync.GateDecryption.At(verify.After)
+	GatePrerequisite = rootsync.GatePrerequisite.At(verify.After)
 )
 
 // SourceOptions locate the root and, with a repository, what git declares.
@@ -67,8 +67,8 @@ func NewSourcePhase(o SourceOptions, connect func() (*apply.Cluster, error)) *So
 func (p *SourcePhase) Name() string { return rootsync.Phase }
 
 // Gates implements pipeline.Phase.
-func (p *SourcePhase) Gates() []gate.Def {
-	gs := []gate.Def{GateTemporary, GateSourceReady}
+func (p *SourcePhase) Gates() []verify.Def {
+	gs := []verify.Def{GateTemporary, GateSourceReady}
 	if p.o.Render != nil {
 		gs = append(gs, GateDecryption, GatePrerequisite)
 	}
@@ -76,7 +76,7 @@ func (p *SourcePhase) Gates() []gate.Def {
 }
 
 // Before connects.
-func (p *SourcePhase) Before(context.Context, *pipeline.Run) ([]gate.Check, error) {
+func (p *SourcePhase) Before(context.Context, *pipeline.Run) ([]verify.Check, error) {
 	cl, err := p.connect()
 	p.cl = cl
 	return nil, err
@@ -87,33 +87,33 @@ func (p *SourcePhase) Do(context.Context, *pipeline.Run) error { return nil }
 
 // After reads the root, its source and (with a repository) the decryption
 // Secrets.
-func (p *SourcePhase) After(ctx context.Context, run *pipeline.Run) []gate.Check {
+func (p *SourcePhase) After(ctx context.Context, run *pipeline.Run) []verify.Check {
 	out := p.source(ctx, run)
 	if p.o.Render != nil {
 		live := rootsync.DecryptionSecrets(ctx, p.cl.Client, p.o.Render)
 		live = append(live, rootsync.Prerequisites(ctx, p.cl.Client, p.o.Render)...)
 		for _, c := range live {
-			c.Stage = gate.After
+			c.Stage = verify.After
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func (p *SourcePhase) source(ctx context.Context, run *pipeline.Run) []gate.Check {
+func (p *SourcePhase) source(ctx context.Context, run *pipeline.Run) []verify.Check {
 	root := p.o.Root
 	var k kustomizev1.Kustomization
 	err := p.cl.Client.Get(ctx, client.ObjectKey{Namespace: root.Namespace, Name: root.Name}, &k)
 	switch {
 	case apimeta.IsNoMatchError(err):
 		why := "Flux is not installed (the Kustomization API is not served): run `bootstrap up`"
-		return []gate.Check{GateTemporary.Fail(why), GateSourceReady.Fail(why)}
+		return []verify.Check{GateTemporary.Fail(why), GateSourceReady.Fail(why)}
 	case apierrors.IsNotFound(err):
 		why := fmt.Sprintf("the root Kustomization %s does not exist: run `bootstrap sync --env ENV` (or pass --root)", root)
-		return []gate.Check{GateTemporary.Fail(why), GateSourceReady.Fail(why)}
+		return []verify.Check{GateTemporary.Fail(why), GateSourceReady.Fail(why)}
 	case err != nil:
 		why := fmt.Sprintf("could not read the root Kustomization %s: %v", root, err)
-		return []gate.Check{GateTemporary.Skip(why), GateSourceReady.Skip(why)}
+		return []verify.Check{GateTemporary.Skip(why), GateSourceReady.Skip(why)}
 	}
 	ref := fluxobj.KustomizationSource(&k)
 	ns := ref.Namespace
@@ -121,7 +121,7 @@ func (p *SourcePhase) source(ctx context.Context, run *pipeline.Run) []gate.Chec
 	if ref.Kind != sourcev1.GitRepositoryKind {
 		// Only a GitRepository can be on a temporary source; readiness is
 		// converge's node gate for the root.
-		return []gate.Check{GateTemporary.Passf("the root %s reads %s: not a GitRepository, so never on a temporary source", root, srcID)}
+		return []verify.Check{GateTemporary.Passf("the root %s reads %s: not a GitRepository, so never on a temporary source", root, srcID)}
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind))
@@ -129,10 +129,10 @@ func (p *SourcePhase) source(ctx context.Context, run *pipeline.Run) []gate.Chec
 	switch {
 	case apierrors.IsNotFound(err):
 		why := fmt.Sprintf("the root %s reads %s, which does not exist: re-run `bootstrap sync`", root, srcID)
-		return []gate.Check{GateTemporary.Fail(why), GateSourceReady.Fail(why)}
+		return []verify.Check{GateTemporary.Fail(why), GateSourceReady.Fail(why)}
 	case err != nil:
 		why := fmt.Sprintf("could not read %s: %v", srcID, err)
-		return []gate.Check{GateTemporary.Skip(why), GateSourceReady.Skip(why)}
+		return []verify.Check{GateTemporary.Skip(why), GateSourceReady.Skip(why)}
 	}
 	url, _, _ := unstructured.NestedString(live.Object, "spec", "url")
 	run.Report.Facts["sourceURL"] = url
@@ -143,35 +143,35 @@ func (p *SourcePhase) source(ctx context.Context, run *pipeline.Run) []gate.Chec
 	}
 	switch {
 	case tmp != nil:
-		tc.Verdict = gate.Fail
+		tc.Verdict = verify.Fail
 		tc.Message = fmt.Sprintf("%s is still on the temporary source %s (since %s; git declares %s): kustomize-controller leaves it alone, so a push to the declared repository never reaches this cluster; run `bootstrap cutover` once %s is reachable",
 			srcID, tmp.URL, tmp.Since.UTC().Format(time.RFC3339), orNone(declared.URL), orNone(declared.URL))
 		tc.Evidence = []string{"annotation " + rootsync.AnnSource + "=" + rootsync.SourceTemporary, "spec.url=" + url}
 		run.Report.Facts["temporarySource"] = tmp.URL
 	case p.o.Render != nil && declared.URL != "" && url != declared.URL:
-		tc.Verdict = gate.Warn
+		tc.Verdict = verify.Warn
 		tc.Message = fmt.Sprintf("%s fetches %s, but git (%s) declares %s, and no temporary source is recorded: someone changed it by hand; the root's next reconcile puts git's back", srcID, url, p.o.Render.Options.Path, declared.URL)
 	default:
-		tc.Verdict = gate.Pass
+		tc.Verdict = verify.Pass
 		tc.Message = fmt.Sprintf("%s fetches its declared url %s (no temporary source)", srcID, url)
 	}
 	var gr sourcev1.GitRepository
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, &gr); err != nil {
-		return []gate.Check{tc, GateSourceReady.Skipf("could not read %s: %v", srcID, err)}
+		return []verify.Check{tc, GateSourceReady.Skipf("could not read %s: %v", srcID, err)}
 	}
 	// The same reading of a source that converge's predicate makes.
 	s := converge.SourceOf(ref, &gr)
 	sc := GateSourceReady.New()
 	sc.Evidence = []string{"spec.url=" + url, s.Desc}
 	if s.Ready && s.Revision != "" {
-		sc.Verdict = gate.Pass
+		sc.Verdict = verify.Pass
 		sc.Message = fmt.Sprintf("%s Ready, artifact %s from %s", srcID, s.Revision, url)
 		run.Report.Facts["sourceRevision"] = s.Revision
 	} else {
-		sc.Verdict = gate.Fail
+		sc.Verdict = verify.Fail
 		sc.Message = fmt.Sprintf("%s is not Ready with an artifact: %s; look at source-controller's log and the source's events", srcID, s.Desc)
 	}
-	return []gate.Check{tc, sc}
+	return []verify.Check{tc, sc}
 }
 
 func orNone(s string) string {

@@ -17,10 +17,10 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/converge"
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 const rev = "main@sha1:1111111111111111111111111111111111111111"
@@ -63,23 +63,23 @@ func TestSourcePhase(t *testing.T) {
 	tests := []struct {
 		name           string
 		objs           []client.Object
-		temp, ready    gate.Verdict
+		temp, ready    verify.Verdict
 		tempMsg, rdMsg string
 	}{
-		{"declared and Ready", []client.Object{root, gitRepo(t, false, true)}, gate.Pass, gate.Pass, "fetches its declared url https://git.example.invalid/homelab/gitops.git", "Ready, artifact " + rev},
-		{"left temporary", []client.Object{root, gitRepo(t, true, true)}, gate.Fail, gate.Pass, "GitRepository flux-system/flux-system is still on the temporary source https://mirror.lan/gitops.git (since 2026-01-02T03:04:05Z; git declares https://git.example.invalid/homelab/gitops.git)", "Ready"},
-		{"not Ready", []client.Object{root, gitRepo(t, false, false)}, gate.Pass, gate.Fail, "declared url", "not Ready with an artifact: no Ready condition yet"},
-		{"no root", nil, gate.Fail, gate.Fail, "the root Kustomization flux-system/flux-system does not exist", "does not exist"},
+		{"declared and Ready", []client.Object{root, gitRepo(t, false, true)}, verify.Pass, verify.Pass, "fetches its declared url https://git.example.invalid/homelab/gitops.git", "Ready, artifact " + rev},
+		{"left temporary", []client.Object{root, gitRepo(t, true, true)}, verify.Fail, verify.Pass, "GitRepository flux-system/flux-system is still on the temporary source https://mirror.lan/gitops.git (since 2026-01-02T03:04:05Z; git declares https://git.example.invalid/homelab/gitops.git)", "Ready"},
+		{"not Ready", []client.Object{root, gitRepo(t, false, false)}, verify.Pass, verify.Fail, "declared url", "not Ready with an artifact: no Ready condition yet"},
+		{"no root", nil, verify.Fail, verify.Fail, "the root Kustomization flux-system/flux-system does not exist", "does not exist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(s).WithObjects(tt.objs...).Build()
 			p := NewSourcePhase(SourceOptions{Root: converge.NodeID{Namespace: "flux-system", Name: "flux-system"}}, func() (*apply.Cluster, error) { return &apply.Cluster{Client: c}, nil })
-			r := gate.NewReport("status")
+			r := verify.NewReport("status")
 			if err := pipeline.Execute(context.Background(), &pipeline.Run{Report: r, KeepGoing: true}, p); err != nil {
 				t.Fatal(err)
 			}
-			got := map[string]gate.Check{}
+			got := map[string]verify.Check{}
 			for _, ch := range r.Checks {
 				got[ch.ID] = ch
 			}

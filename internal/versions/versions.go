@@ -9,7 +9,7 @@ import (
 	"github.com/joho/godotenv"
 
 	bootstrap "github.com/homelab-ops/bootstrap"
-	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/safeio"
 )
 
 // Pins are the versions this build of the tool was made with.
@@ -87,7 +87,7 @@ func Parse(data []byte) (Pins, error) {
 // The read is bounded and refuses anything but a regular file (a device
 // such as /dev/zero would otherwise be read until memory runs out).
 func ReadFile(path string) (map[string]string, error) {
-	b, err := input.ReadFile(path, path)
+	b, err := safeio.ReadFile(path, path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

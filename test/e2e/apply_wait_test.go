@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // crdFor is a namespaced CRD of group apply-wait.example.io; listKind
@@ -53,10 +53,10 @@ func TestApplyWaitsForEveryCRD(t *testing.T) {
 	}
 	// created plans objs as created without reading them (a plan cannot
 	// read an object whose CRD the same apply creates).
-	created := func(objs ...*unstructured.Unstructured) []gate.ObjectChange {
-		var out []gate.ObjectChange
+	created := func(objs ...*unstructured.Unstructured) []verify.ObjectChange {
+		var out []verify.ObjectChange
 		for _, o := range objs {
-			out = append(out, gate.ObjectChange{Object: apply.ID(o), Action: string(ssa.CreatedAction)})
+			out = append(out, verify.ObjectChange{Object: apply.ID(o), Action: string(ssa.CreatedAction)})
 		}
 		return out
 	}

@@ -13,8 +13,8 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // TestExternalArtifactGate: the real kustomize-controller v1.9.5, as the
@@ -47,7 +47,7 @@ func TestExternalArtifactGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := rootsync.ExternalArtifactGate(ctx, suite.client, r); c.Verdict != gate.Fail || !strings.Contains(c.Message, "runs with ExternalArtifact=false (its default)") {
+	if c := rootsync.ExternalArtifactGate(ctx, suite.client, r); c.Verdict != verify.Fail || !strings.Contains(c.Message, "runs with ExternalArtifact=false (its default)") {
 		t.Errorf("%s: %s %s, want the controller's refusal", c.ID, c.Verdict, c.Message)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
 	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // TestFeatureGatesAgreeWithTheControllers: overlay.feature-gates passes
@@ -45,7 +45,7 @@ func TestFeatureGatesAgreeWithTheControllers(t *testing.T) {
 			dep := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: tc.controller},
 				Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
 					{Name: "manager", Image: "ghcr.io/fluxcd/" + tc.controller + ":" + version, Args: []string{tc.arg}}}}}}}
-			var ours *gate.Check
+			var ours *verify.Check
 			for _, c := range patches.Prove(&patches.Result{Final: []appsv1.Deployment{dep}}, false) {
 				if c.ID == patches.GateFeatureGates.ID {
 					ours = &c
@@ -69,7 +69,7 @@ func TestFeatureGatesAgreeWithTheControllers(t *testing.T) {
 			if loaded != tc.accepted {
 				t.Fatalf("%s %s took %s: %t, the table says %t:\n%s", tc.controller, version, tc.arg, loaded, tc.accepted, out)
 			}
-			if (ours.Verdict == gate.Pass) != loaded {
+			if (ours.Verdict == verify.Pass) != loaded {
 				t.Errorf("overlay.feature-gates %s (%s), but %s %s %s it:\n%s", ours.Verdict, ours.Message, tc.controller, version, map[bool]string{true: "takes", false: "refuses"}[loaded], out)
 			}
 			t.Logf("%s %s: %s; overlay.feature-gates %s", tc.controller, version, map[bool]string{true: "starts", false: "refuses"}[loaded], ours.Verdict)

@@ -2,7 +2,7 @@
 // phase and stage they guard, a verdict and the evidence behind it, gathered
 // in a Report that decides the exit code and is written as text, JSON or
 // JUnit XML.
-package gate
+package verify
 
 import (
 	"errors"

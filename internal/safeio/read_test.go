@@ -1,4 +1,4 @@
-package input
+package safeio
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 func TestDirRefuses(t *testing.T) {
@@ -49,7 +49,7 @@ func TestDirRefuses(t *testing.T) {
 		"sub":               "is a directory",
 	} {
 		_, err := d.ReadFile(name)
-		if err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--overlays "+dir) {
+		if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--overlays "+dir) {
 			t.Errorf("ReadFile(%s) = %v; want an input error naming --overlays and saying %q", name, err, want)
 		}
 		if _, err := fs.ReadFile(d, name); err == nil {
@@ -63,7 +63,7 @@ func TestDirRefuses(t *testing.T) {
 		t.Errorf("OpenDir on a file: %v", err)
 	}
 	for p, want := range map[string]string{"/dev/zero": "a character device", filepath.Join(dir, "zero.yaml"): "a character device", filepath.Join(dir, "big.yaml"): "bytes, more than"} {
-		if _, err := ReadFile(p, "--manifests "+p); err == nil || !gate.IsInput(err) || !strings.Contains(err.Error(), want) {
+		if _, err := ReadFile(p, "--manifests "+p); err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("ReadFile(%s) = %v, want %q", p, err, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package input
+package safeio
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/homelab-ops/bootstrap/internal/gate"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // MaxFileSize bounds every file read from input. Flux's largest release
@@ -68,10 +68,10 @@ func CheckFile(p, label string) error { return CheckFileMax(p, label, MaxFileSiz
 func CheckFileMax(p, label string, max int64) error {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return gate.InputErrorf("%s: %w", label, cause(err))
+		return verify.InputErrorf("%s: %w", label, cause(err))
 	}
 	if why := refuseMax(fi, max); why != "" {
-		return gate.InputErrorf("%s %s: pass a regular file of at most %s", label, why, size(max))
+		return verify.InputErrorf("%s %s: pass a regular file of at most %s", label, why, size(max))
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func Open(p, label string) (io.ReadCloser, error) {
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, gate.InputErrorf("%s: %w", label, cause(err))
+		return nil, verify.InputErrorf("%s: %w", label, cause(err))
 	}
 	fi, err := f.Stat()
 	if err == nil && refuse(fi) != "" {
@@ -99,7 +99,7 @@ func Open(p, label string) (io.ReadCloser, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, gate.InputErrorf("%s: %w", label, err)
+		return nil, verify.InputErrorf("%s: %w", label, err)
 	}
 	return struct {
 		io.Reader
@@ -137,7 +137,7 @@ func ReadFileMax(p, label string, max int64) ([]byte, error) {
 	defer r.Close()
 	data, err := ReadLimited(r, max)
 	if err != nil {
-		return nil, gate.InputErrorf("%s: %w", label, err)
+		return nil, verify.InputErrorf("%s: %w", label, err)
 	}
 	return data, nil
 }
@@ -157,14 +157,14 @@ type Dir struct {
 func OpenDir(p, label string) (*Dir, error) {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, gate.InputErrorf("%s: %w", label, cause(err))
+		return nil, verify.InputErrorf("%s: %w", label, cause(err))
 	}
 	if !fi.IsDir() {
-		return nil, gate.InputErrorf("%s is not a directory", label)
+		return nil, verify.InputErrorf("%s is not a directory", label)
 	}
 	r, err := os.OpenRoot(p)
 	if err != nil {
-		return nil, gate.InputErrorf("%s: %w", label, cause(err))
+		return nil, verify.InputErrorf("%s: %w", label, cause(err))
 	}
 	return &Dir{root: r, fsys: r.FS(), path: p, label: label}, nil
 }
@@ -193,14 +193,14 @@ func (d *Dir) vetMax(name string, dirOK bool, max int64) (fs.FileInfo, error) {
 		if t, lerr := os.Readlink(filepath.Join(d.path, filepath.FromSlash(name))); lerr == nil {
 			target = " (a symlink to " + t + ")"
 		}
-		return nil, gate.InputErrorf("%s: %s%s points outside the directory or cannot be read (%v): copy the file into %s instead of linking it",
+		return nil, verify.InputErrorf("%s: %s%s points outside the directory or cannot be read (%v): copy the file into %s instead of linking it",
 			d.label, name, target, cause(err), d.path)
 	}
 	if fi.IsDir() && dirOK {
 		return fi, nil
 	}
 	if why := refuseMax(fi, max); why != "" {
-		return nil, gate.InputErrorf("%s: %s %s: an input file must be a regular file of at most %s inside %s",
+		return nil, verify.InputErrorf("%s: %s %s: an input file must be a regular file of at most %s inside %s",
 			d.label, name, why, size(max), d.path)
 	}
 	return fi, nil
@@ -244,15 +244,15 @@ func (d *Dir) ReadFileMax(name string, max int64) ([]byte, error) {
 	}
 	f, err := d.root.Open(name)
 	if err != nil {
-		return nil, gate.InputErrorf("%s: %s: %w", d.label, name, cause(err))
+		return nil, verify.InputErrorf("%s: %s: %w", d.label, name, cause(err))
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || refuseMax(fi, max) != "" {
-		return nil, gate.InputErrorf("%s: %s changed while it was read: run again", d.label, name)
+		return nil, verify.InputErrorf("%s: %s changed while it was read: run again", d.label, name)
 	}
 	data, err := ReadLimited(f, max)
 	if err != nil {
-		return nil, gate.InputErrorf("%s: %s: %w", d.label, name, err)
+		return nil, verify.InputErrorf("%s: %s: %w", d.label, name, err)
 	}
 	return data, nil
 }
