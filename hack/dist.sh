@@ -31,11 +31,19 @@ for tool in tar gzip sha256sum; do
 done
 tar --version | grep -q 'GNU tar' || { echo "dist: GNU tar is needed (--sort=name)" >&2; exit 1; }
 
+# Only a directory this script wrote (or none) is replaced: `hack/dist.sh internal` must not delete the sources.
+if [[ -e $out && ! -f $out/SHA256SUMS ]] && [[ -n $(ls -A "$out" 2>/dev/null) || ! -d $out ]]; then
+	echo "dist: $out exists and is not a dist directory (no SHA256SUMS): pick another output directory" >&2
+	exit 1
+fi
 rm -rf "$out"
 mkdir -p "$out"
 export CGO_ENABLED=0
-# A binary's bytes must not depend on the caller's GOFLAGS (e.g. -buildvcs=false).
-unset GOFLAGS
+# A binary's bytes must not depend on the caller's environment: GOFLAGS
+# (e.g. -buildvcs=false), the code-generation levels and experiments (recorded
+# in the build info too), or a toolchain switch.
+unset GOFLAGS GOAMD64 GOARM64 GOARM GOEXPERIMENT GOFIPS140
+export GOTOOLCHAIN=local
 for p in $platforms; do
 	goos=${p%/*} goarch=${p#*/}
 	name=bootstrap_${version}_${goos}_${goarch}

@@ -112,6 +112,7 @@ func TestCIScript(t *testing.T) {
 		env     map[string]string
 		code    int
 		stderr  string
+		absent  string // never in the output (a credential)
 		finding string // the SARIF result's "file:line"; "" for none
 		outputs bool   // SARIF and JUnit written
 	}{
@@ -121,6 +122,13 @@ func TestCIScript(t *testing.T) {
 			code: 1, stderr: "audience_name", finding: "apps/config.yaml:8", outputs: true},
 		{name: "extra args reach check", env: map[string]string{"CHECK_BIN": bin, "CHECK_REPO": fixtures + "/clean", "CHECK_ENV": "dev", "CHECK_ARGS": "--flux-version v9.9.9"},
 			code: 2, stderr: "v9.9.9"},
+		{name: "extra args on several lines all reach check", env: map[string]string{"CHECK_BIN": bin, "CHECK_REPO": fixtures + "/clean", "CHECK_ENV": "dev", "CHECK_ARGS": "--no-compare\n--flux-version v9.9.9\n"},
+			code: 2, stderr: "v9.9.9"},
+		{name: "a bare name is looked up on PATH", env: map[string]string{"CHECK_BIN": "bootstrap", "PATH": filepath.Dir(bin) + ":" + os.Getenv("PATH"), "CHECK_REPO": fixtures + "/clean", "CHECK_ENV": "dev"},
+			code: 0, stderr: "check passed", outputs: true},
+		{name: "a URL's credentials never reach the log", env: map[string]string{"CHECK_VERSION": version, "CHECK_SHA256": goodSum, "CHECK_URL": "https://ci:s3cret-token@127.0.0.1:1/x.tar.gz?sig=s3cret-sig",
+			"CHECK_REPO": fixtures + "/clean", "CHECK_ENV": "dev"},
+			code: 2, stderr: "download of https://***@127.0.0.1:1/x.tar.gz?*** failed", absent: "s3cret"},
 		{name: "installs the pinned archive and checks", env: map[string]string{"CHECK_VERSION": version, "CHECK_SHA256": goodSum, "CHECK_URL": "file://" + archive,
 			"CHECK_REPO": fixtures + "/undefined", "CHECK_ENV": "dev"},
 			code: 1, stderr: "OK", finding: "apps/config.yaml:8", outputs: true},
@@ -151,6 +159,9 @@ func TestCIScript(t *testing.T) {
 			}
 			if code != tt.code || !strings.Contains(string(out), tt.stderr) {
 				t.Fatalf("exit %d, want %d and %q in the output:\n%s", code, tt.code, tt.stderr, out)
+			}
+			if tt.absent != "" && strings.Contains(string(out), tt.absent) {
+				t.Fatalf("%q in the output:\n%s", tt.absent, out)
 			}
 			sarifFile, junitFile := filepath.Join(work, "bootstrap.sarif"), filepath.Join(work, "bootstrap-junit.xml")
 			if !tt.outputs {

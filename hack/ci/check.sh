@@ -15,7 +15,8 @@
 #   CHECK_REPO       the GitOps repository (default .)
 #   CHECK_ENV        the environment (clusters/NAME), or
 #   CHECK_PATH       the environment's directory inside CHECK_REPO
-#   CHECK_ARGS       more check flags, split on spaces (e.g. "--flux-version v2.8.3 --no-compare")
+#   CHECK_ARGS       more check flags, split on spaces and newlines (e.g. "--flux-version v2.8.3 --no-compare");
+#                    quotes are not honoured, so a value cannot contain a space
 #   CHECK_SARIF      the SARIF file to write (default bootstrap.sarif)
 #   CHECK_JUNIT      the JUnit file to write (default bootstrap-junit.xml)
 #   CHECK_INSTALL_DIR where to install (default $RUNNER_TEMP or a temporary directory)
@@ -30,6 +31,23 @@ repo_url=https://github.com/homelab-ops/bootstrap
 die() {
 	echo "bootstrap-ci: $*" >&2
 	exit 2
+}
+
+# redact URL prints URL with its userinfo and query hidden: a private
+# mirror's credentials or a presigned URL's token never reach the log.
+redact() {
+	sed -E 's#(://)[^/@]*@#\1***@#; s#\?.*#?***#' <<<"$1"
+}
+
+# sha256 FILE SUM: the pinned sum against the file, with GNU coreutils or macOS's shasum.
+sha256() {
+	if command -v sha256sum >/dev/null; then
+		echo "$2  $1" | sha256sum -c --strict -
+	elif command -v shasum >/dev/null; then
+		echo "$2  $1" | shasum -a 256 -c -
+	else
+		die "neither sha256sum nor shasum is installed: cannot verify the archive"
+	fi
 }
 
 install() {
@@ -47,10 +65,12 @@ install() {
 	local url=${CHECK_URL:-$repo_url/releases/download/$version/$name.tar.gz}
 	local dir=${CHECK_INSTALL_DIR:-${RUNNER_TEMP:-$(mktemp -d)}}/bootstrap-$version
 	mkdir -p "$dir"
-	echo "bootstrap-ci: installing $name from $url" >&2
-	curl -fsSL --retry 3 -o "$dir/$name.tar.gz" "$url" || die "download of $url failed"
+	local safe
+	safe=$(redact "$url")
+	echo "bootstrap-ci: installing $name from $safe" >&2
+	curl -fsSL --retry 3 -o "$dir/$name.tar.gz" "$url" || die "download of $safe failed"
 	# The pinned sum, not one fetched from the same place as the archive.
-	(cd "$dir" && echo "$sum  $name.tar.gz" | sha256sum -c --strict -) >&2 ||
+	(cd "$dir" && sha256 "$name.tar.gz" "$sum") >&2 ||
 		die "$name.tar.gz does not have the pinned sha256 $sum: refusing it"
 	tar -xzf "$dir/$name.tar.gz" -C "$dir" || die "cannot unpack $name.tar.gz"
 	CHECK_BIN=$dir/$name/bootstrap
@@ -58,6 +78,10 @@ install() {
 
 if [[ -z ${CHECK_BIN:-} ]]; then
 	install
+fi
+# A bare name (bin: bootstrap) is looked up on PATH.
+if [[ $CHECK_BIN != */* ]]; then
+	CHECK_BIN=$(command -v "$CHECK_BIN") || die "CHECK_BIN=${CHECK_BIN}: no such command on PATH"
 fi
 [[ -x $CHECK_BIN ]] || die "CHECK_BIN=$CHECK_BIN is not an executable file"
 
@@ -71,7 +95,8 @@ if [[ -n ${CHECK_PATH:-} ]]; then
 	args+=(--path "$CHECK_PATH")
 fi
 if [[ -n ${CHECK_ARGS:-} ]]; then
-	read -r -a extra <<<"$CHECK_ARGS"
+	# -d '': every line (an action input written as a YAML block), not the first only.
+	read -r -d '' -a extra <<<"$CHECK_ARGS" || true
 	args+=("${extra[@]}")
 fi
 

@@ -11,8 +11,13 @@
 # BOOTSTRAP_PRECOMMIT_BIN: use this binary instead of building one.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
+if [[ -n ${BOOTSTRAP_PRECOMMIT_BIN:-} && ! -x $BOOTSTRAP_PRECOMMIT_BIN ]]; then
+	echo "bootstrap hook: BOOTSTRAP_PRECOMMIT_BIN=$BOOTSTRAP_PRECOMMIT_BIN is not an executable file; unset it to build one" >&2
+	exit 2
+fi
 bin=${BOOTSTRAP_PRECOMMIT_BIN:-$here/bin/bootstrap}
 if [[ ! -x $bin ]]; then
+	command -v make >/dev/null || { echo "bootstrap hook: make is needed to build bootstrap once (or set BOOTSTRAP_PRECOMMIT_BIN to an installed bootstrap)" >&2; exit 2; }
 	command -v go >/dev/null || { echo "bootstrap hook: Go is needed to build bootstrap once (or set BOOTSTRAP_PRECOMMIT_BIN to an installed bootstrap)" >&2; exit 2; }
 	echo "bootstrap hook: building bootstrap once in $here (make build)" >&2
 	make -s -C "$here" build >&2 || { echo "bootstrap hook: the build failed (above); fix it or set BOOTSTRAP_PRECOMMIT_BIN" >&2; exit 2; }
