@@ -27,7 +27,7 @@ if [[ "${1:-}" == "--intro" ]]; then
 		echo "== make demo: the sandbox is already built; this run takes about a minute"
 	else
 		echo "== make demo: the first run on a fresh 2-core machine takes ≈ ${FIRST_RUN_MIN} min ($FIRST_RUN_MEASURED): build the tool, download and build the sandbox from source (a line per binary), then the demo; later runs skip the builds (seconds) and take about a minute in all"
-		bash hack/sandbox/build.sh --prefetch-start --demo
+		bash hack/sandbox/build.sh --prefetch-start --tool --demo
 	fi
 	exit 0
 fi

@@ -9,11 +9,11 @@
 #   hack/sandbox/build.sh NAME...          only those binaries (e.g. kubectl)
 #   hack/sandbox/build.sh --print          print the bin dir only (no build)
 #   hack/sandbox/build.sh --missing [--demo|NAME...]   print the binaries not built yet, one a line
-#   hack/sandbox/build.sh --prefetch-start [--demo|NAME...]
+#   hack/sandbox/build.sh --prefetch-start [--tool] [--demo|NAME...]
 #                                          download, in the background, every Go module the missing
-#                                          binaries need (and the tool's own), then return at once;
-#                                          `make demo` runs it before `make build`
-#   hack/sandbox/build.sh --prefetch [--demo|NAME...]   the same download, in the foreground
+#                                          binaries need (--tool: and the tool's own), then return at
+#                                          once; `make demo` runs it with --tool before `make build`
+#   hack/sandbox/build.sh --prefetch [--tool] [--demo|NAME...]   the same download, in the foreground
 #
 # A build starts the prefetch itself when none is running, so the network
 # (module downloads, several at a time) overlaps the compiles (CPU) instead of
@@ -35,7 +35,11 @@
 # Environment: BOOTSTRAP_SANDBOX_CACHE (default $HOME/.cache/bootstrap-sandbox);
 # BOOTSTRAP_SANDBOX_PREFETCH=off skips the prefetch.
 set -euo pipefail
-
+# The whole script is one block, read before it runs: a checkout or pull
+# during a long build must not change the lines bash has yet to read.
+# (SC2317: shellcheck takes the functions after an early exit for unreachable.)
+# shellcheck disable=SC2317
+{
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
@@ -62,12 +66,18 @@ fi
 all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok source-controller kustomize-controller helm-controller)
 mode=build
 want=()
+demo=""
+tool=""
 while (($#)); do
 	case "$1" in
 	--prefetch) mode=prefetch ;;
 	--prefetch-start) mode=prefetch-start ;;
 	--missing) mode=missing ;;
-	--demo) for b in "${all[@]}"; do [[ $b == kubectl ]] || want+=("$b"); done ;;
+	--tool) tool=1 ;;
+	--demo)
+		demo=1
+		for b in "${all[@]}"; do [[ $b == kubectl ]] || want+=("$b"); done
+		;;
 	--all) want+=("${all[@]}") ;;
 	-h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
 	-*) echo "build.sh: unknown flag $1; see hack/sandbox/build.sh --help" >&2; exit 2 ;;
@@ -238,9 +248,10 @@ prefetch() {
 	local id="${BOOTSTRAP_SANDBOX_PREFETCH_ID:-prefetch-$$}" t0 k8s=() pids=() b rc=0 p
 	t0=$(date +%s)
 	echo "running $id $t0" >"$pf_state.tmp" && mv "$pf_state.tmp" "$pf_state"
-	echo "prefetch: modules for: $(missing | tr '\n' ' ')(and the tool's own), GOMODCACHE $(go env GOMODCACHE)"
-	prefetch_group tool pf_tool &
-	pids+=($!)
+	local also=""
+	[[ -z "$tool" ]] || also="(and the tool's own) "
+	echo "prefetch: modules for: $(missing | tr '\n' ' ')${also}into GOMODCACHE $(go env GOMODCACHE)"
+	if [[ -n "$tool" ]]; then prefetch_group tool pf_tool & pids+=($!); fi
 	while read -r b; do
 		case "$b" in
 		etcd | kube-* | kubectl) k8s+=("$b") ;;
@@ -277,9 +288,14 @@ prefetch_start() {
 	fi
 	echo "running $id $(date +%s)" >"$pf_state.tmp" && mv "$pf_state.tmp" "$pf_state"
 	# 9>&-: the child must not inherit (and so hold) the build lock.
-	BOOTSTRAP_SANDBOX_PREFETCH_ID="$id" bash "$here/build.sh" --prefetch "${want[@]}" >"$pf_log" 2>&1 </dev/null 9>&- &
+	BOOTSTRAP_SANDBOX_PREFETCH_ID="$id" bash "$here/build.sh" --prefetch ${tool:+--tool} "${want[@]}" >"$pf_log" 2>&1 </dev/null 9>&- &
 	pf_id="$id"
-	echo "module prefetch: downloading the Go modules of $(missing | wc -l) sandbox binaries in the background, several at a time (log $pf_log)"
+	local m what also=""
+	m="$(missing | wc -l)"
+	what="the $m sandbox binaries to build"
+	((m > 1)) || what="the sandbox binary to build"
+	[[ -z "$tool" ]] || also=" and the tool's"
+	echo "module prefetch: downloading the Go modules of ${what}${also} in the background, several at a time (log $pf_log)"
 }
 
 # prefetch_note prints one line once the prefetch this run reports on has finished.
@@ -421,7 +437,9 @@ step helm-controller "Flux helm-controller $HELM_CONTROLLER_VERSION" build_flux 
 prefetch_note
 
 echo "sandbox build: $built built, $((total - built)) cached, $(since "$start_all"); size $(du -sh "$out" | cut -f1)"
-if ! wanted kubectl && [[ ! -x "$bin/kubectl" ]]; then
+if [[ -n "$demo" && ! -x "$bin/kubectl" ]]; then
 	echo "sandbox build: kubectl not built (only the e2e suite and the benchmarks use it; make e2e builds it, or hack/sandbox/build.sh kubectl)"
 fi
 echo "$bin"
+exit 0
+}
