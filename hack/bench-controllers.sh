@@ -22,9 +22,9 @@ pairs="${PAIRS:-3}"
 base="${VS:-kubectl}"
 [[ $base == kubectl || $base == upstream ]] || { echo "bench: VS=$base: want kubectl or upstream" >&2; exit 2; }
 bin="$(bash hack/sandbox/build.sh --print)"
-if [[ $base == kubectl && ! -x "$bin/kubectl" ]]; then # built by hack/sandbox/build.sh; kept for older caches
+if [[ $base == kubectl && ! -x "$bin/kubectl" ]]; then # make demo leaves kubectl unbuilt; build it as make e2e would
 	echo "bench: building kubectl into $bin (once)" >&2
-	(cd hack/sandbox/tools/kubernetes && GOTOOLCHAIN=local go build -ldflags "-s -w" -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl)
+	bash hack/sandbox/build.sh kubectl >&2
 fi
 command -v /usr/bin/time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
 make -s build >/dev/null

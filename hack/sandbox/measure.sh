@@ -5,6 +5,9 @@
 #
 #   hack/sandbox/measure.sh            all of it
 #   hack/sandbox/measure.sh --no-e2e   skip the suite
+#
+# The first `make demo` from a fresh clone with every cache empty (the figure
+# the README quotes) is hack/sandbox/measure-cold.sh's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -15,7 +15,7 @@ E2E_SHUFFLE   ?= on
 sandbox-deps:
 	bash hack/sandbox/install-deps.sh
 
-## sandbox-build: build missing sandbox binaries into the versioned cache (≈ 15 min cold on 2 cores, seconds when cached)
+## sandbox-build: build missing sandbox binaries (all nine, kubectl included) into the versioned cache, their modules downloaded in the background meanwhile (most of a cold first run, see docs/sandbox.md#measured-here; seconds when cached)
 sandbox-build:
 	bash hack/sandbox/build.sh
 

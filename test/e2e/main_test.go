@@ -133,7 +133,8 @@ func setup() (*env, error) {
 	if cfg.binDir, err = sandbox.FindBinDir(ctx, root); err != nil {
 		return nil, err
 	}
-	all := append(append([]string{}, sandbox.ControlPlaneBinaries...), runner.Runnable...)
+	// kubectl too: the stock-path comparisons run it, and `make demo` leaves it unbuilt.
+	all := append(append([]string{"kubectl"}, sandbox.ControlPlaneBinaries...), runner.Runnable...)
 	if sandbox.CheckBinaries(cfg.binDir, all...) != nil {
 		fmt.Fprintln(os.Stderr, "e2e: sandbox binaries missing; running hack/sandbox/build.sh (~10 min cold)")
 		cmd := exec.Command("bash", filepath.Join(root, "hack", "sandbox", "build.sh"))
