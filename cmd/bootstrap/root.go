@@ -38,7 +38,7 @@ func newApp(streams genericiooptions.IOStreams, getenv func(string) string) *app
 func run(ctx context.Context, args []string, streams genericiooptions.IOStreams, getenv func(string) string) int {
 	root := newRootCommand(streams, getenv)
 	root.SetArgs(args)
-	return session.Code(ctx, root.ExecuteContext(ctx), streams.ErrOut)
+	return session.Exit(ctx, root.ExecuteContext(ctx), streams.ErrOut)
 }
 
 func newRootCommand(streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
@@ -57,7 +57,7 @@ repository's controller overlays, and proves with gates that they landed.
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &session.UsageError{Err: err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &verify.InputError{Err: err} })
 	pf := root.PersistentFlags()
 	out := &a.s.Output
 	pf.StringVarP(&out.Format, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout)")
@@ -89,10 +89,10 @@ func (a *app) prepare(cmd *cobra.Command) error {
 	}
 	format := func() error {
 		if f := a.s.Output.Format; f != "text" && f != "json" {
-			return &session.UsageError{Err: fmt.Errorf("--output %q: want text or json", f)}
+			return &verify.InputError{Err: fmt.Errorf("--output %q: want text or json", f)}
 		}
 		if a.s.Output.Quiet && a.s.Output.Verbose {
-			return &session.UsageError{Err: fmt.Errorf("--quiet and --verbose are exclusive: pick one")}
+			return &verify.InputError{Err: fmt.Errorf("--quiet and --verbose are exclusive: pick one")}
 		}
 		return nil
 	}
