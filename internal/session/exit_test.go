@@ -62,3 +62,26 @@ func TestExitCodesDecidedHereOnly(t *testing.T) {
 		t.Error(b)
 	}
 }
+
+// TestSessionDoesNotImportAgekey: the report writer redacts age identities
+// with internal/redact's rule, not by importing the key handling.
+func TestSessionDoesNotImportAgekey(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if strings.HasSuffix(strings.Trim(imp.Path.Value, `"`), "/internal/agekey") {
+				t.Errorf("%s imports %s", name, imp.Path.Value)
+			}
+		}
+	}
+}

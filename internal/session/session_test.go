@@ -113,6 +113,7 @@ func TestFinishWritesEveryReport(t *testing.T) {
 	s.Output = Output{Format: "json", ReportJSON: filepath.Join(dir, "r.json"), JUnit: filepath.Join(dir, "r.xml")}
 	run := s.NewRun("test", false)
 	run.Report.Facts["url"] = "https://u:pw@git.lan/x"
+	run.Report.Facts["key"] = "AGE-SECRET-KEY-1QQQQZZZZ" // redacted without session importing agekey
 	err := s.Fail(context.Background(), run.Report, verify.InputErrorf("bad value"))
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 2 {
@@ -122,12 +123,12 @@ func TestFinishWritesEveryReport(t *testing.T) {
 		Error    string
 		ExitCode int
 	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Error != "bad value" || doc.ExitCode != 2 {
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Error != "bad value" || doc.ExitCode != 2 || strings.Contains(out.String(), "AGE-SECRET-KEY") {
 		t.Fatalf("stdout: %v %+v\n%s", err, doc, out.String())
 	}
 	for _, f := range []string{"r.json", "r.xml"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil || !strings.Contains(string(b), "bad value") || strings.Contains(string(b), "pw@") {
+		if err != nil || !strings.Contains(string(b), "bad value") || strings.Contains(string(b), "pw@") || strings.Contains(string(b), "AGE-SECRET-KEY") {
 			t.Errorf("%s: %v\n%s", f, err, b)
 		}
 	}
