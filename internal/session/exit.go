@@ -43,7 +43,7 @@ type ExitCode struct {
 var ExitCodes = []ExitCode{
 	{ExitOK, "all gates passed", "every gate passed (warnings allowed)"},
 	{ExitFailed, "a gate or phase failed", "a gate or a phase failed"},
-	{ExitInput, "usage or input error", "usage or input error (bad flag value — see [Input rules](docs/input-rules.md) —, unknown version/component, malformed overlay, not a bundle, a file that is not a regular file inside its directory or is too large)"},
+	{ExitInput, "usage or input error", "usage or input error (an unknown command or flag, an argument too many or missing, a bad flag value — see [Input rules](docs/input-rules.md) —, unknown version/component, malformed overlay, not a bundle, a file that is not a regular file inside its directory or is too large)"},
 	{ExitIncomplete, "incomplete (a required gate could not be checked)", "incomplete: a required gate could not be checked (`skip`) — never a success"},
 	{exitSignal(syscall.SIGINT), "interrupted by SIGINT", "interrupted by SIGINT (Ctrl-C): the report says `interrupted by SIGINT`, the phase that was running, how far it got (its checks: nothing of it applied; its apply: part of its plan may be applied, re-run to finish; its proof: applied, re-run to prove) and the phases completed before it"},
 	{exitSignal(syscall.SIGTERM), "interrupted by SIGTERM", "interrupted by SIGTERM, reported the same way"},
