@@ -15,6 +15,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/internal/status"
 )
 
@@ -114,12 +115,9 @@ func gatesPage() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", id, d.Phase, d.Stage, req, strings.ReplaceAll(d.Title, "|", `\|`))
 		}
 	}
-	b.WriteString("\nExit codes: " + exitCodes + "\n")
+	b.WriteString("\n" + session.ExitCodesHelp() + "\n") // the one table: session.ExitCodes
 	return b.String()
 }
-
-// exitCodes is the one statement of the exit codes.
-const exitCodes = "0 every gate passed (warnings allowed), 1 a gate or phase failed, 2 usage or input error, 3 incomplete (a required gate could not be checked), 130/143 interrupted (SIGINT/SIGTERM)."
 
 // environmentPage says which variables set what, in which order.
 func environmentPage() string {

@@ -64,7 +64,7 @@ func TestWithSignals(t *testing.T) {
 		t.Fatal("the signal did not cancel the context")
 	}
 	var s *pipeline.SignalError
-	if !errors.As(context.Cause(ctx), &s) || s.Code != 128+int(syscall.SIGUSR1) {
+	if !errors.As(context.Cause(ctx), &s) || session.Code(context.Background(), s, nil) != 128+int(syscall.SIGUSR1) {
 		t.Errorf("cause %v, want the signal", context.Cause(ctx))
 	}
 }

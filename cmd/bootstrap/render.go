@@ -131,7 +131,7 @@ func newRenderCommand(a *app) *cobra.Command {
 // mode. Fail closed: a render whose overlays did not prove out is not
 // written, so a pipe into an apply cannot ship it.
 func (a *app) writeManifests(r *verify.Report, phase *render.Phase, outDir string) error {
-	if r.ExitCode() == verify.ExitFailed {
+	if r.Verdict() == verify.Fail {
 		return nil
 	}
 	yaml := phase.Output.YAML

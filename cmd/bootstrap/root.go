@@ -26,6 +26,9 @@ type app struct {
 	s       *session.Session
 	// versionsFile is --versions-file.
 	versionsFile string
+	// started says the command's hooks began (prepare): an error before
+	// them is cobra refusing the command line (commandLineError).
+	started bool
 }
 
 func newApp(streams genericiooptions.IOStreams, getenv func(string) string) *app {
@@ -34,15 +37,32 @@ func newApp(streams genericiooptions.IOStreams, getenv func(string) string) *app
 	return a
 }
 
-// run executes the command line and returns the exit code.
+// run executes the command line and returns the exit code (session.Exit).
 func run(ctx context.Context, args []string, streams genericiooptions.IOStreams, getenv func(string) string) int {
-	root := newRootCommand(streams, getenv)
+	a := newApp(streams, getenv)
+	root := newRoot(a)
 	root.SetArgs(args)
-	return session.Code(ctx, root.ExecuteContext(ctx), streams.ErrOut)
+	return session.Exit(ctx, a.commandLineError(root.ExecuteContext(ctx)), streams.ErrOut)
+}
+
+// commandLineError types an error cobra returned before the command's
+// hooks ran as an input error: cobra refused the command line itself (an
+// unknown command, an argument too many or missing: cobra.NoArgs,
+// cobra.ExactArgs, its subcommand lookup), which it returns as plain
+// errors. Flag errors are typed already (SetFlagErrorFunc).
+func (a *app) commandLineError(err error) error {
+	if err == nil || a.started || verify.IsInput(err) {
+		return err
+	}
+	return &verify.InputError{Err: err}
 }
 
 func newRootCommand(streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
-	a := newApp(streams, getenv)
+	return newRoot(newApp(streams, getenv))
+}
+
+func newRoot(a *app) *cobra.Command {
+	streams := a.streams
 	root := &cobra.Command{
 		Use:   "bootstrap",
 		Short: "Bring Flux onto a cluster and prove its controllers run as customized",
@@ -57,7 +77,7 @@ repository's controller overlays, and proves with gates that they landed.
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &session.UsageError{Err: err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &verify.InputError{Err: err} })
 	pf := root.PersistentFlags()
 	out := &a.s.Output
 	pf.StringVarP(&out.Format, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout)")
@@ -83,16 +103,17 @@ repository's controller overlays, and proves with gates that they landed.
 // line is refused before --versions-file or --config is read; then the
 // environment and --config, through the same value types.
 func (a *app) prepare(cmd *cobra.Command) error {
+	a.started = true
 	cmd.SetContext(a.s.Bind(cmd.Context()))
 	fail := func(err error) error {
 		return a.s.Fail(cmd.Context(), verify.NewReport(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")), err)
 	}
 	format := func() error {
 		if f := a.s.Output.Format; f != "text" && f != "json" {
-			return &session.UsageError{Err: fmt.Errorf("--output %q: want text or json", f)}
+			return &verify.InputError{Err: fmt.Errorf("--output %q: want text or json", f)}
 		}
 		if a.s.Output.Quiet && a.s.Output.Verbose {
-			return &session.UsageError{Err: fmt.Errorf("--quiet and --verbose are exclusive: pick one")}
+			return &verify.InputError{Err: fmt.Errorf("--quiet and --verbose are exclusive: pick one")}
 		}
 		return nil
 	}

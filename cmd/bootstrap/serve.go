@@ -149,7 +149,7 @@ func newServeStatusCommand(a *app) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			dir, err := a.serveDir()
 			if err != nil {
-				return &session.UsageError{Err: err}
+				return &verify.InputError{Err: err}
 			}
 			st, err := serve.ReadState(dir)
 			if err != nil {
@@ -163,7 +163,7 @@ func newServeStatusCommand(a *app) *cobra.Command {
 				return err
 			}
 			if !running {
-				return &session.ExitError{Code: verify.ExitFailed}
+				return &session.ExitError{Code: session.ExitFailed}
 			}
 			return nil
 		},
@@ -180,7 +180,7 @@ URL: run 'bootstrap cutover' to move it to its final source, or 'bootstrap sync 
 		RunE: func(*cobra.Command, []string) error {
 			dir, err := a.serveDir()
 			if err != nil {
-				return &session.UsageError{Err: err}
+				return &verify.InputError{Err: err}
 			}
 			st, err := serve.Stop(dir, 5*time.Second)
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 	. "github.com/homelab-ops/bootstrap/internal/agekey"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -322,15 +323,15 @@ func TestTwoEnvironments(t *testing.T) {
 			t.Errorf(".sops.yaml rule lacks the key: want warn, got %v", c)
 		}
 		r := report(cs)
-		if r.ExitCode() != verify.ExitFailed {
-			t.Errorf("exit %d", r.ExitCode())
+		if session.ReportCode(r) != session.ExitFailed {
+			t.Errorf("exit %d", session.ReportCode(r))
 		}
 		reportHygiene(t, r)
 	})
 	t.Run("--force turns failures into warnings", func(t *testing.T) {
 		cs, _ := RepositoryChecks(parse(t, f.prod.file), dev, verify.Before, true)
-		if r := report(cs); r.ExitCode() != verify.ExitOK {
-			t.Errorf("exit %d: %v", r.ExitCode(), verdicts(cs))
+		if r := report(cs); session.ReportCode(r) != session.ExitOK {
+			t.Errorf("exit %d: %v", session.ReportCode(r), verdicts(cs))
 		}
 		if c := find(t, cs, "age-key.decrypt/"+file); c.Verdict != verify.Warn || !strings.Contains(c.Message, "--force") {
 			t.Errorf("%+v", c)
@@ -378,7 +379,7 @@ func TestScopeNothingToProve(t *testing.T) {
 	s := scan(t, repo, "clusters/dev")
 	cs, _ := RepositoryChecks(parse(t, k.file), s, verify.Before, false)
 	c := find(t, cs, "age-key.scope")
-	if c.Verdict != verify.Skip || report(cs).ExitCode() != verify.ExitIncomplete {
+	if c.Verdict != verify.Skip || session.ReportCode(report(cs)) != session.ExitIncomplete {
 		t.Errorf("no file decrypted with sops-age: want skip/exit 3, got %+v", c)
 	}
 	if !strings.Contains(strings.Join(c.Evidence, "\n"), "decrypts with Secret other-secret") {
@@ -458,8 +459,8 @@ func TestInstallRefusesBeforeConnecting(t *testing.T) {
 	if c.Verdict != verify.Skip || !strings.Contains(c.Message, "nothing was changed") || r.Changed {
 		t.Errorf("%+v", c)
 	}
-	if r.ExitCode() != verify.ExitFailed {
-		t.Errorf("exit %d", r.ExitCode())
+	if session.ReportCode(r) != session.ExitFailed {
+		t.Errorf("exit %d", session.ReportCode(r))
 	}
 	reportHygiene(t, r)
 

@@ -23,6 +23,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/homelab-ops/bootstrap/internal/redact"
 	"github.com/homelab-ops/bootstrap/internal/safeio"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -302,15 +303,11 @@ func readLimited(r io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-// secretPattern matches any age identity text, whatever its case.
-var secretPattern = regexp.MustCompile(`(?i)AGE-SECRET-KEY-[0-9A-Z-]*`)
-
-// Redact replaces anything that looks like an age identity. It is the last
-// line of defence before text leaves the process; the code above never
-// puts key material in messages in the first place.
-func Redact(s string) string {
-	return secretPattern.ReplaceAllString(s, "[redacted age identity]")
-}
+// Redact replaces anything that looks like an age identity
+// (redact.AgeIdentities, the rule the report writer applies too). It is
+// the last line of defence before text leaves the process; the code above
+// never puts key material in messages in the first place.
+func Redact(s string) string { return redact.AgeIdentities(s) }
 
 // RedactReport applies Redact to every text of a report.
 func RedactReport(r *verify.Report) { r.Rewrite(Redact) }

@@ -16,6 +16,7 @@ import (
 
 	. "github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -117,8 +118,8 @@ func TestInstallAndVerifyFlow(t *testing.T) {
 	if err := Install(context.Background(), r, Input{Flag: "-", Stdin: strings.NewReader(f.dev.file)}, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode() != verify.ExitOK || !r.Changed || find(t, r.Checks, "age-key.installed-decrypts").Verdict != verify.Pass {
-		t.Fatalf("install: exit %d %v", r.ExitCode(), verdicts(r.Checks))
+	if session.ReportCode(r) != session.ExitOK || !r.Changed || find(t, r.Checks, "age-key.installed-decrypts").Verdict != verify.Pass {
+		t.Fatalf("install: exit %d %v", session.ReportCode(r), verdicts(r.Checks))
 	}
 	reportHygiene(t, r)
 
@@ -126,7 +127,7 @@ func TestInstallAndVerifyFlow(t *testing.T) {
 	if err := Verify(context.Background(), r, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode() != verify.ExitOK || find(t, r.Checks, "age-key.decrypt/apps/dev/secret.sops.yaml").Verdict != verify.Pass {
+	if session.ReportCode(r) != session.ExitOK || find(t, r.Checks, "age-key.decrypt/apps/dev/secret.sops.yaml").Verdict != verify.Pass {
 		t.Fatalf("verify: %v", verdicts(r.Checks))
 	}
 	// Negative: the same Secret does not cover prod.
@@ -135,7 +136,7 @@ func TestInstallAndVerifyFlow(t *testing.T) {
 	if err := Verify(context.Background(), r, o, connect); err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode() != verify.ExitFailed || find(t, r.Checks, "age-key.recipient/apps/prod/secret.sops.yaml").Verdict != verify.Fail {
+	if session.ReportCode(r) != session.ExitFailed || find(t, r.Checks, "age-key.recipient/apps/prod/secret.sops.yaml").Verdict != verify.Fail {
 		t.Fatalf("verify prod with dev's key: %v", verdicts(r.Checks))
 	}
 	reportHygiene(t, r)

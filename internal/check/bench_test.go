@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -83,10 +84,10 @@ func BenchmarkCheck(b *testing.B) {
 		}
 		rep := verify.NewReport("check")
 		rep.Add(r.Checks...)
-		if rep.ExitCode() != verify.ExitOK || len(r.Env.Kustomizations) != 501 {
+		if session.ReportCode(rep) != session.ExitOK || len(r.Env.Kustomizations) != 501 {
 			var s strings.Builder
 			_ = verify.WriteText(&s, rep)
-			b.Fatalf("exit %d, %d Kustomizations\n%s", rep.ExitCode(), len(r.Env.Kustomizations), s.String()[:min(4000, s.Len())])
+			b.Fatalf("exit %d, %d Kustomizations\n%s", session.ReportCode(rep), len(r.Env.Kustomizations), s.String()[:min(4000, s.Len())])
 		}
 	}
 }
@@ -243,10 +244,10 @@ func BenchmarkCheckHomelabShape(b *testing.B) {
 				}
 				rep := verify.NewReport("check")
 				rep.Add(r.Checks...)
-				if rep.ExitCode() != verify.ExitOK || len(r.Env.Kustomizations) != benchApps+2 || len(r.Env.HelmReleases) != benchHelm {
+				if session.ReportCode(rep) != session.ExitOK || len(r.Env.Kustomizations) != benchApps+2 || len(r.Env.HelmReleases) != benchHelm {
 					var s strings.Builder
 					_ = verify.WriteText(&s, rep)
-					b.Fatalf("exit %d, %d Kustomizations, %d HelmReleases\n%s", rep.ExitCode(), len(r.Env.Kustomizations), len(r.Env.HelmReleases), s.String()[:min(4000, s.Len())])
+					b.Fatalf("exit %d, %d Kustomizations, %d HelmReleases\n%s", session.ReportCode(rep), len(r.Env.Kustomizations), len(r.Env.HelmReleases), s.String()[:min(4000, s.Len())])
 				}
 			}
 		})
@@ -265,8 +266,8 @@ func TestGeneratedHomelab(t *testing.T) {
 	}
 	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
-	if rep.ExitCode() != verify.ExitOK || len(r.Env.Kustomizations) != 14 || len(r.Env.HelmReleases) != 8 {
-		t.Fatalf("exit %d, %d Kustomizations, %d HelmReleases:\n%s", rep.ExitCode(), len(r.Env.Kustomizations), len(r.Env.HelmReleases), dump(rep))
+	if session.ReportCode(rep) != session.ExitOK || len(r.Env.Kustomizations) != 14 || len(r.Env.HelmReleases) != 8 {
+		t.Fatalf("exit %d, %d Kustomizations, %d HelmReleases:\n%s", session.ReportCode(rep), len(r.Env.Kustomizations), len(r.Env.HelmReleases), dump(rep))
 	}
 	for _, f := range r.Findings {
 		if f.Detector != DefaultOp || f.Verdict != verify.Warn || !strings.Contains(f.Message, `CAPACITY is not defined`) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -82,7 +83,7 @@ func dump(rep *verify.Report) string {
 
 func TestCleanPasses(t *testing.T) {
 	rep := run(t, fixture(t))
-	if rep.ExitCode() != verify.ExitOK || rep.Verdict() != verify.Pass {
+	if session.ReportCode(rep) != session.ExitOK || rep.Verdict() != verify.Pass {
 		t.Fatalf("clean fixture:\n%s", dump(rep))
 	}
 	// Every gate of the phase reported.
@@ -100,7 +101,7 @@ var wantEnvAdd = mutation{"apps/web.yaml", "", "  extra: \"$${ARR[0]} $${undefin
 // or in a script.
 func TestDefinedDefaultsPass(t *testing.T) {
 	rep := run(t, fixture(t, mutation{"apps/web.yaml", "", "  extra: \"${domain:=dev.example.invalid} ${domain:?domain must be set} ${domain:-x} ${domain:+set}\"\n  check.sh: \"#!/bin/sh\\necho ${domain:-none}\\n\"\n"}))
-	if rep.ExitCode() != verify.ExitOK || rep.Verdict() != verify.Pass {
+	if session.ReportCode(rep) != session.ExitOK || rep.Verdict() != verify.Pass {
 		t.Fatalf("defaults on a defined name are flagged:\n%s", dump(rep))
 	}
 }
@@ -108,7 +109,7 @@ func TestDefinedDefaultsPass(t *testing.T) {
 func TestEscapedFormsPass(t *testing.T) {
 	rep := run(t, fixture(t, wantEnvAdd,
 		mutation{"infrastructure/cni.yaml", "    echo", "    # $${COMMENTED:-x} $${ARR[1]}\n    echo"}))
-	if rep.ExitCode() != verify.ExitOK || rep.Verdict() != verify.Pass {
+	if session.ReportCode(rep) != session.ExitOK || rep.Verdict() != verify.Pass {
 		t.Fatalf("escaped forms are flagged:\n%s", dump(rep))
 	}
 }
@@ -330,12 +331,12 @@ func TestDefects(t *testing.T) {
 					t.Errorf("%s also trips %s: %s", tc.name, c.ID, text(c))
 				}
 			}
-			wantExit := verify.ExitFailed
+			wantExit := session.ExitFailed
 			if tc.verdict == verify.Warn && !tc.alsoFails {
-				wantExit = verify.ExitOK
+				wantExit = session.ExitOK
 			}
-			if rep.ExitCode() != wantExit {
-				t.Errorf("exit %d, want %d", rep.ExitCode(), wantExit)
+			if session.ReportCode(rep) != wantExit {
+				t.Errorf("exit %d, want %d", session.ReportCode(rep), wantExit)
 			}
 			// Load-bearing: with the detector off, the defect goes unseen.
 			off := run(t, repo, tc.det)
@@ -348,8 +349,8 @@ func TestDefects(t *testing.T) {
 					t.Errorf("detector %s disabled, %s is still %s: %s", tc.det, c.ID, c.Verdict, text(c))
 				}
 			}
-			if tc.alone && len(tc.also) == 0 && off.ExitCode() != verify.ExitOK {
-				t.Errorf("detector %s disabled: exit %d, want 0:\n%s", tc.det, off.ExitCode(), dump(off))
+			if tc.alone && len(tc.also) == 0 && session.ReportCode(off) != session.ExitOK {
+				t.Errorf("detector %s disabled: exit %d, want 0:\n%s", tc.det, session.ReportCode(off), dump(off))
 			}
 		})
 	}
@@ -359,7 +360,7 @@ func TestOptionalAndProtectedPass(t *testing.T) {
 	rep := run(t, fixture(t,
 		mutation{"clusters/base/apps.yaml", "      - kind: Secret\n        name: app-secrets\n", "      - kind: Secret\n        name: app-secrets\n      - kind: ConfigMap\n        name: ghost-vars\n        optional: true\n"},
 		mutation{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"}))
-	if rep.ExitCode() != verify.ExitOK || rep.Verdict() != verify.Pass {
+	if session.ReportCode(rep) != session.ExitOK || rep.Verdict() != verify.Pass {
 		t.Fatalf("optional substituteFrom / protected namespace flagged:\n%s", dump(rep))
 	}
 }
@@ -368,8 +369,8 @@ func TestNotCheckableSkips(t *testing.T) {
 	// A Kustomization of another source that substitutes: its substitution
 	// cannot be checked offline, so the run is incomplete (exit 3).
 	rep := run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps\n  postBuild:\n    substitute:\n      x: y"}))
-	if rep.ExitCode() != verify.ExitIncomplete {
-		t.Fatalf("exit %d, want 3:\n%s", rep.ExitCode(), dump(rep))
+	if session.ReportCode(rep) != session.ExitIncomplete {
+		t.Fatalf("exit %d, want 3:\n%s", session.ReportCode(rep), dump(rep))
 	}
 	for _, c := range rep.Checks {
 		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != verify.Skip || c.Optional || !strings.Contains(c.Message, "reads GitRepository/flux-system/other")) {
@@ -385,15 +386,15 @@ func TestNotCheckableSkips(t *testing.T) {
 			found = c.Verdict == verify.Skip && c.Optional
 		}
 	}
-	if !found || rep.ExitCode() == verify.ExitIncomplete {
-		t.Fatalf("a non-substituting Kustomization of another source: want an optional skip, exit not 3 (exit %d):\n%s", rep.ExitCode(), dump(rep))
+	if !found || session.ReportCode(rep) == session.ExitIncomplete {
+		t.Fatalf("a non-substituting Kustomization of another source: want an optional skip, exit not 3 (exit %d):\n%s", session.ReportCode(rep), dump(rep))
 	}
 	// One reading an ExternalArtifact (an ArtifactGenerator's output, most
 	// often over this very repository) is a part of the environment left
 	// unread: exit 3, never a silent 0, even without postBuild.
 	rep = run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    kind: GitRepository\n    name: flux-system\n  dependsOn:\n    - name: apps", "    kind: ExternalArtifact\n    name: docs\n  dependsOn:\n    - name: apps"}))
-	if rep.ExitCode() != verify.ExitIncomplete {
-		t.Fatalf("ExternalArtifact: exit %d, want 3:\n%s", rep.ExitCode(), dump(rep))
+	if session.ReportCode(rep) != session.ExitIncomplete {
+		t.Fatalf("ExternalArtifact: exit %d, want 3:\n%s", session.ReportCode(rep), dump(rep))
 	}
 	for _, c := range rep.Checks {
 		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != verify.Skip || c.Optional || !strings.Contains(c.Message, "an ExternalArtifact no ArtifactGenerator of the environment makes")) {
@@ -436,8 +437,8 @@ func TestPhaseInPipeline(t *testing.T) {
 	if err := pipeline.Execute(context.Background(), &pipeline.Run{Report: rep}, p); err != nil {
 		t.Fatal(err)
 	}
-	if rep.ExitCode() != verify.ExitFailed || p.Result == nil {
-		t.Fatalf("exit %d:\n%s", rep.ExitCode(), dump(rep))
+	if session.ReportCode(rep) != session.ExitFailed || p.Result == nil {
+		t.Fatalf("exit %d:\n%s", session.ReportCode(rep), dump(rep))
 	}
 }
 
@@ -492,8 +493,8 @@ func TestSharedModelThatKeptGoing(t *testing.T) {
 	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
 	c := checkOf(rep, "check.render")
-	if rep.ExitCode() != verify.ExitFailed || c.Verdict != verify.Fail || !strings.Contains(text(c), "clusters/base/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path") || !strings.Contains(text(c), "missing.yaml") {
-		t.Fatalf("exit %d, want 1 with the [build] failure naming missing.yaml:\n%s", rep.ExitCode(), dump(rep))
+	if session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !strings.Contains(text(c), "clusters/base/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path") || !strings.Contains(text(c), "missing.yaml") {
+		t.Fatalf("exit %d, want 1 with the [build] failure naming missing.yaml:\n%s", session.ReportCode(rep), dump(rep))
 	}
 }
 

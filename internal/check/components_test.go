@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -50,53 +51,53 @@ func TestComponents(t *testing.T) {
 		// findings: how many findings of each detector the run reports.
 		findings map[Detector]int
 	}{
-		{name: "main as committed: the ${APP} chart pair resolves", path: "clusters/main", exit: verify.ExitOK,
+		{name: "main as committed: the ${APP} chart pair resolves", path: "clusters/main", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"2 HelmRelease(s), each dependsOn a rendered HelmRelease, each chart source rendered"},
 			absent: []string{"[chart-source]"}},
-		{name: "main as committed: the shared settings judged once across their copies", path: "clusters/main", exit: verify.ExitOK,
+		{name: "main as committed: the shared settings judged once across their copies", path: "clusters/main", exit: session.ExitOK,
 			id: "check.knobs/ConfigMap/default/app-settings", verdict: verify.Warn,
 			want: []string{"kubernetes/components/settings/settings.yaml:12: [knob-unused] knob BACKUP_BUCKET of kubernetes/components/settings/settings.yaml (2 copies: ConfigMap/default/app-settings, ConfigMap/media/app-settings)"},
 			// LOG_LEVEL: only media's app uses it, default's copy is not
 			// unused for that.
 			absent:   []string{"knob LOG_LEVEL", "knob TZ", "knob APP_DOMAIN"},
 			findings: map[Detector]int{KnobUnused: 1, KnobEnv: 0}},
-		{name: "main as committed: the other copy points at the one report", path: "clusters/main", exit: verify.ExitOK,
+		{name: "main as committed: the other copy points at the one report", path: "clusters/main", exit: session.ExitOK,
 			id: "check.knobs/ConfigMap/media/app-settings", verdict: verify.Pass,
 			want: []string{"one of 2 copies of kubernetes/components/settings/settings.yaml:4", "reported once, on check.knobs/ConfigMap/default/app-settings"}},
 		{name: "a knob no reader of any copy uses", path: "clusters/main",
 			edits: []edit{{"kubernetes/apps/media/jelly/app/config.yaml", "${LOG_LEVEL}", "debug"}},
-			exit:  verify.ExitOK, id: "check.knobs/ConfigMap/default/app-settings", verdict: verify.Warn,
+			exit:  session.ExitOK, id: "check.knobs/ConfigMap/default/app-settings", verdict: verify.Warn,
 			// Still one advisory for the file, naming both.
 			want:     []string{"[knob-unused] 2 knobs of kubernetes/components/settings/settings.yaml (2 copies: ConfigMap/default/app-settings, ConfigMap/media/app-settings) are referenced by none of the Kustomizations substituting from it (default/echo, media/jelly): BACKUP_BUCKET, LOG_LEVEL"},
 			findings: map[Detector]int{KnobUnused: 1}},
-		{name: "edge as committed", path: "clusters/edge", exit: verify.ExitOK,
+		{name: "edge as committed", path: "clusters/edge", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"each chart source rendered"}, findings: map[Detector]int{KnobUnused: 1, KnobEnv: 0}},
-		{name: "a knob the other cluster lacks, where it never renders the reader", path: "clusters/main", exit: verify.ExitOK,
+		{name: "a knob the other cluster lacks, where it never renders the reader", path: "clusters/main", exit: session.ExitOK,
 			id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: verify.Pass,
 			want: []string{"not compared with clusters/edge: GPU_NODE"}, findings: map[Detector]int{KnobEnv: 0}},
 		{name: "a knob the other cluster lacks, where it renders the reader", path: "clusters/main", edits: []edit{edgeGPU},
-			exit: verify.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: verify.Warn,
+			exit: session.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: verify.Warn,
 			want:     []string{"clusters/main/cluster-settings.yaml:9: [knob-env] knob GPU_NODE of ConfigMap/flux-system/cluster-settings is defined in clusters/main but not in clusters/edge (clusters/edge/cluster-settings.yaml:4), where Kustomization flux-system/gpu reads ${GPU_NODE} too"},
 			findings: map[Detector]int{KnobEnv: 1}},
 		{name: "the same, seen from the cluster lacking it", path: "clusters/edge", edits: []edit{edgeGPU},
 			// edge renders the default: its substitution check says so.
-			exit: verify.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: verify.Warn,
+			exit: session.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: verify.Warn,
 			want:     []string{"[knob-env] knob GPU_NODE of ConfigMap/flux-system/cluster-settings is defined in clusters/main (clusters/main/cluster-settings.yaml:9) but not in clusters/edge"},
 			findings: map[Detector]int{KnobEnv: 1, DefaultOp: 1}},
-		{name: "a dependsOn named by ${APP}", path: "clusters/main", edits: withDB("${APP}-db"), exit: verify.ExitOK,
+		{name: "a dependsOn named by ${APP}", path: "clusters/main", edits: withDB("${APP}-db"), exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"4 HelmRelease(s), each dependsOn a rendered HelmRelease"}},
-		{name: "a dependsOn named by ${APP} that nothing renders", path: "clusters/main", edits: withDB("${APP}-dbx"), exit: verify.ExitFailed,
+		{name: "a dependsOn named by ${APP} that nothing renders", path: "clusters/main", edits: withDB("${APP}-dbx"), exit: session.ExitFailed,
 			id: "check.graph", verdict: verify.Fail, want: []string{"[dangling] HelmRelease default/echo-anubis depends on default/echo-dbx, which the environment does not render"},
 			findings: map[Detector]int{Dangling: 2}},
 		// Prune ownership under the substituted name: the Namespace
 		// ${GPU_NS:=kube-system} is kube-system on this cluster.
 		{name: "a prune: true Kustomization the only declarer of a namespace named by a variable", path: "clusters/main",
 			edits: []edit{{"kubernetes/gpu/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${GPU_NS:=kube-system}\n"}},
-			exit:  verify.ExitOK, id: "check.prune-hazard/flux-system/gpu/kube-system", verdict: verify.Warn,
+			exit:  session.ExitOK, id: "check.prune-hazard/flux-system/gpu/kube-system", verdict: verify.Warn,
 			want: []string{"kubernetes/gpu/namespace.yaml:2: [prune-hazard] Kustomization flux-system/gpu (prune: true) is the only declarer of Namespace kube-system"}},
 		{name: "a chartRef to a name that does not exist after substitution", path: "clusters/main",
 			edits: []edit{{"kubernetes/components/chart/helmrelease.yaml", "    kind: OCIRepository\n    name: ${APP}-anubis\n", "    kind: OCIRepository\n    name: ${APP}-chart\n"}},
-			exit:  verify.ExitFailed, id: "check.graph", verdict: verify.Fail,
+			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
 			want:     []string{"kubernetes/components/chart/helmrelease.yaml:2: [chart-source] HelmRelease default/echo-anubis reads its chart from OCIRepository/default/echo-chart, which the environment does not render"},
 			findings: map[Detector]int{ChartSource: 2}},
 	} {
@@ -108,8 +109,8 @@ func TestComponents(t *testing.T) {
 			}
 			rep := verify.NewReport("check")
 			rep.Add(r.Checks...)
-			if rep.ExitCode() != tc.exit {
-				t.Fatalf("exit %d, want %d:\n%s", rep.ExitCode(), tc.exit, dump(rep))
+			if session.ReportCode(rep) != tc.exit {
+				t.Fatalf("exit %d, want %d:\n%s", session.ReportCode(rep), tc.exit, dump(rep))
 			}
 			for det, n := range tc.findings {
 				got := 0

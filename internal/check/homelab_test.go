@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -49,7 +50,7 @@ func TestHomelabIncidents(t *testing.T) {
 	}
 	t.Run("as committed", func(t *testing.T) {
 		for _, env := range []string{"dev", "prod"} {
-			if rep := check(t, homelab(t), env); rep.ExitCode() != verify.ExitOK {
+			if rep := check(t, homelab(t), env); session.ReportCode(rep) != session.ExitOK {
 				t.Fatalf("%s:\n%s", env, dump(rep))
 			}
 		}

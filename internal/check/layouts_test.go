@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -72,36 +73,36 @@ func TestLayouts(t *testing.T) {
 		verdict verify.Verdict
 		want    []string
 	}{
-		{name: "bootstrap staging as committed", layout: "bootstrap", path: "clusters/staging", exit: verify.ExitOK,
+		{name: "bootstrap staging as committed", layout: "bootstrap", path: "clusters/staging", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"root flux-system/flux-system (rendered by the root directory) applies clusters/staging; 4 Kustomization(s)"}},
-		{name: "bootstrap production as committed", layout: "bootstrap", path: "clusters/production", exit: verify.ExitOK,
+		{name: "bootstrap production as committed", layout: "bootstrap", path: "clusters/production", exit: session.ExitOK,
 			id: "check.render", verdict: verify.Pass, want: []string{"compared with environment clusters/staging"}},
 		{name: "bootstrap: a HelmRelease dependsOn nothing renders", layout: "bootstrap", path: "clusters/staging",
 			edits: []edit{{"apps/base/podinfo/release.yaml", "  interval: 50m\n", "  interval: 50m\n  dependsOn:\n    - name: redis\n"}},
-			exit:  verify.ExitFailed, id: "check.graph", verdict: verify.Fail,
+			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
 			want: []string{"[dangling] HelmRelease podinfo/podinfo depends on podinfo/redis, which the environment does not render"}},
 		{name: "bootstrap: a knob nothing defines", layout: "bootstrap", path: "clusters/staging",
 			edits: []edit{{"clusters/staging/apps.yaml", "  wait: true\n", "  wait: true\n  postBuild:\n    substitute:\n      region: eu\n"},
 				{"apps/staging/podinfo-values.yaml", "podinfo.staging.example.invalid", "podinfo.${zone}.example.invalid"}},
-			exit: verify.ExitFailed, id: "check.substitution/flux-system/apps", verdict: verify.Fail,
+			exit: session.ExitFailed, id: "check.substitution/flux-system/apps", verdict: verify.Fail,
 			want: []string{"apps/staging/podinfo-values.yaml:10: [undefined] ${zone} in HelmRelease/podinfo/podinfo is not defined"}},
 
-		{name: "operator as committed", layout: "operator", path: "kubernetes/flux/cluster", exit: verify.ExitOK,
+		{name: "operator as committed", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
 			id: "check.knobs/Secret/default/cluster-secrets", verdict: verify.Warn,
 			want: []string{"[prerequisite] prerequisite Secret/default/cluster-secrets (keys SECRET_DOMAIN used) is substituted from by default/echo"}},
-		{name: "operator: the root comes from the flux-instance values", layout: "operator", path: "kubernetes/flux/cluster", exit: verify.ExitOK,
+		{name: "operator: the root comes from the flux-instance values", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass,
 			want: []string{"root flux-system/flux-system (declared by the FluxInstance spec.sync at kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:18"}},
-		{name: "operator: a component default overridden is no finding, one left is an advisory", layout: "operator", path: "kubernetes/flux/cluster", exit: verify.ExitOK,
+		{name: "operator: a component default overridden is no finding, one left is an advisory", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
 			id: "check.substitution/default/echo", verdict: verify.Warn,
 			// The component's ${APP} name is shown as the controller applies it.
 			want: []string{`kubernetes/components/volsync/pvc.yaml:11: [default-op] ${VOLSYNC_STORAGECLASS:=…} in PersistentVolumeClaim/default/echo:`, `so its default "ceph-block" renders here`}},
-		{name: "operator: the ExternalSecret's keys define the knobs", layout: "operator", path: "kubernetes/flux/cluster", exit: verify.ExitOK,
+		{name: "operator: the ExternalSecret's keys define the knobs", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
 			id: "check.knobs/Secret/default/echo-env", verdict: verify.Pass,
 			want: []string{"2 knob(s) ECHO_REALM, ECHO_TOKEN"}},
 		{name: "operator: a shell default in a container script", layout: "operator", path: "kubernetes/flux/cluster",
 			edits: []edit{{"kubernetes/apps/default/echo/app/helmrelease.yaml", `"$${ECHO_DEBUG:-}"`, `"${ECHO_DEBUG:-}"`}},
-			exit:  verify.ExitFailed, id: "check.substitution/default/echo", verdict: verify.Fail,
+			exit:  session.ExitFailed, id: "check.substitution/default/echo", verdict: verify.Fail,
 			want: []string{"kubernetes/apps/default/echo/app/helmrelease.yaml:27: [default-op] ${ECHO_DEBUG:-…} in a script of HelmRelease/default/echo", "escape it as $${ECHO_DEBUG:-…}"}},
 		// Issue 38: a path with no root that nothing here depends on is
 		// checked as a path whose root is made elsewhere (a note), and
@@ -109,45 +110,45 @@ func TestLayouts(t *testing.T) {
 		{name: "operator: no declaration of the root, nothing depends on it", layout: "operator", path: "kubernetes/flux/cluster",
 			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "path: kubernetes/flux/cluster", "path: kubernetes/flux/other"},
 				{"bootstrap/helmfile.d/values-flux-instance.yaml", "", ""}},
-			exit: verify.ExitOK, id: "check.graph", verdict: verify.Pass,
+			exit: session.ExitOK, id: "check.graph", verdict: verify.Pass,
 			want: []string{"no root here: kubernetes/flux/cluster renders no Kustomization flux-system/flux-system, nothing declares one, and no Kustomization here depends on it", "declare that root with --source-url URL"}},
 		{name: "operator: no declaration of the root, a Kustomization depends on it", layout: "operator", path: "kubernetes/flux/cluster",
 			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "path: kubernetes/flux/cluster", "path: kubernetes/flux/other"},
 				{"bootstrap/helmfile.d/values-flux-instance.yaml", "", ""},
 				{"kubernetes/flux/cluster/ks.yaml", "  interval: 1h\n", "  interval: 1h\n  dependsOn:\n    - name: flux-system\n"}},
-			exit: verify.ExitFailed, id: "check.graph", verdict: verify.Fail,
+			exit: session.ExitFailed, id: "check.graph", verdict: verify.Fail,
 			want: []string{"[no-root] kubernetes/flux/cluster renders no root Kustomization flux-system/flux-system and no FluxInstance spec.sync", "but flux-system/cluster-apps depend(s) on it"}},
 
 		// flux bootstrap's placeholder (issue 38): gotk-sync.yaml committed
 		// with no object declares the root flux bootstrap writes there
 		// (flux2 pkg/manifestgen/sync.Generate): checked as it applies the
 		// path, its dependents satisfied, one note with the --source-url hint.
-		{name: "placeholder staging as committed", layout: "placeholder", path: "clusters/staging", exit: verify.ExitOK,
+		{name: "placeholder staging as committed", layout: "placeholder", path: "clusters/staging", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass,
 			want: []string{"root flux-system/flux-system (written by flux bootstrap into clusters/staging/flux-system/gotk-sync.yaml, a placeholder here: checked as flux bootstrap writes it; declare its real source with --source-url URL, or let bootstrap up/sync --source-kind GitRepository --source-url URL write it) applies clusters/staging; 3 Kustomization(s)"}},
-		{name: "placeholder: the note says how to declare the real source", layout: "placeholder", path: "clusters/staging", exit: verify.ExitOK,
+		{name: "placeholder: the note says how to declare the real source", layout: "placeholder", path: "clusters/staging", exit: session.ExitOK,
 			id: "check.render", verdict: verify.Pass,
 			want: []string{"note: clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder", "declare it with --source-url URL (check), or --source-kind GitRepository --source-url URL on bootstrap up/sync", "Kustomization flux-system/flux-system (clusters/staging/flux-system/gotk-sync.yaml) path clusters/staging: 2 object(s)"}},
-		{name: "placeholder production as committed, compared with staging", layout: "placeholder", path: "clusters/production", exit: verify.ExitOK,
+		{name: "placeholder production as committed, compared with staging", layout: "placeholder", path: "clusters/production", exit: session.ExitOK,
 			id: "check.render", verdict: verify.Pass, want: []string{"compared with environment clusters/staging"}},
 		{name: "placeholder: a gotk-sync.yaml holding an object is no placeholder", layout: "placeholder", path: "clusters/staging",
 			edits: []edit{{"clusters/staging/flux-system/gotk-sync.yaml", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: not-the-root\n  namespace: flux-system\n"}},
-			exit:  verify.ExitFailed, id: "check.graph", verdict: verify.Fail,
+			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
 			want: []string{"[no-root] clusters/staging renders no root Kustomization flux-system/flux-system", "but flux-system/infrastructure depend(s) on it"}},
 		{name: "placeholder: not read by the build", layout: "placeholder", path: "clusters/staging",
 			edits: []edit{{"clusters/staging/flux-system/kustomization.yaml", "  - gotk-sync.yaml\n", ""}},
-			exit:  verify.ExitFailed, id: "check.graph", verdict: verify.Fail,
+			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
 			want: []string{"[no-root] clusters/staging renders no root Kustomization flux-system/flux-system"}},
 		{name: "placeholder: a real dangling edge still fails", layout: "placeholder", path: "clusters/staging",
 			edits: []edit{{"clusters/staging/apps.yaml", "    - name: infrastructure\n", "    - name: infrastructure\n    - name: databases\n"}},
-			exit:  verify.ExitFailed, id: "check.graph", verdict: verify.Fail,
+			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
 			want: []string{"[dangling] Kustomization flux-system/apps depends on flux-system/databases, which the environment does not render"}},
-		{name: "tenant path with no root", layout: "placeholder", path: "tenants/team-a", exit: verify.ExitOK,
+		{name: "tenant path with no root", layout: "placeholder", path: "tenants/team-a", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass,
 			want: []string{"no root here: tenants/team-a renders no Kustomization flux-system/flux-system", "a tenant path, a fleet's ResourceSet", "--source-kind GitRepository --source-url URL create the GitRepository and the Kustomization flux-system/flux-system applying ./tenants/team-a"}},
 		{name: "tenant path depending on a root nothing declares", layout: "placeholder", path: "tenants/team-a",
 			edits: []edit{{"tenants/team-a/apps.yaml", "  interval: 10m\n", "  interval: 10m\n  dependsOn:\n    - name: flux-system\n      namespace: flux-system\n"}},
-			exit:  verify.ExitFailed, id: "check.graph", verdict: verify.Fail,
+			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
 			want: []string{"[no-root] tenants/team-a renders no root Kustomization flux-system/flux-system", "but team-a/team-a-apps depend(s) on it"}},
 
 		// One Kustomization that does not build is one failure (issue 38):
@@ -157,69 +158,69 @@ func TestLayouts(t *testing.T) {
 		// for that object only; the others are their own reconciles and
 		// are applied. broken-build commits two defects in two
 		// Kustomizations: both are reported, exit 1.
-		{name: "broken-build: a Component under resources: is the [build] failure of its Kustomization", layout: "broken-build", path: "clusters/prod", exit: verify.ExitFailed,
+		{name: "broken-build: a Component under resources: is the [build] failure of its Kustomization", layout: "broken-build", path: "clusters/prod", exit: session.ExitFailed,
 			id: "check.render", verdict: verify.Fail,
 			want: []string{`clusters/prod/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path "./apps" failed:`, "expected kind != 'Component' for path 'components/team-labels'",
 				"fix: move the directory of the kind: Component kustomization from resources: to components:", "Kustomization flux-system/ingress (clusters/prod/ingress.yaml:1) path infrastructure/ingress: 1 object(s)"}},
-		{name: "broken-build: the other Kustomizations are still checked", layout: "broken-build", path: "clusters/prod", exit: verify.ExitFailed,
+		{name: "broken-build: the other Kustomizations are still checked", layout: "broken-build", path: "clusters/prod", exit: session.ExitFailed,
 			id: "check.substitution/flux-system/ingress", verdict: verify.Fail,
 			want: []string{"infrastructure/ingress/settings.yaml:8: [undefined] ${ingress_class} in ConfigMap/flux-system/ingress-settings is not defined"}},
-		{name: "broken-build: what the broken one would apply is unknown, not missing", layout: "broken-build", path: "clusters/prod", exit: verify.ExitFailed,
+		{name: "broken-build: what the broken one would apply is unknown, not missing", layout: "broken-build", path: "clusters/prod", exit: session.ExitFailed,
 			id: "check.graph", verdict: verify.Warn,
 			want: []string{"[dangling] Kustomization flux-system/monitoring depends on flux-system/databases, which no path that built renders; Kustomization flux-system/apps did not build and may render it"}},
 		{name: "broken-build: the Component under components:", layout: "broken-build", path: "clusters/prod",
 			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"}},
-			exit:  verify.ExitFailed, id: "check.render", verdict: verify.Pass, want: []string{"5 Kustomization(s), 5 built"}},
+			exit:  session.ExitFailed, id: "check.render", verdict: verify.Pass, want: []string{"5 Kustomization(s), 5 built"}},
 		{name: "broken-build: both defects fixed", layout: "broken-build", path: "clusters/prod",
 			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"},
 				{"infrastructure/ingress/settings.yaml", "${ingress_class}", "nginx"}},
-			exit: verify.ExitOK, id: "check.graph", verdict: verify.Pass, want: []string{"5 Kustomization(s), no cycle, every dependsOn rendered"}},
+			exit: session.ExitOK, id: "check.graph", verdict: verify.Pass, want: []string{"5 Kustomization(s), no cycle, every dependsOn rendered"}},
 		{name: "broken-build: a path that is not a directory", layout: "broken-build", path: "clusters/prod",
 			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"},
 				{"infrastructure/ingress/settings.yaml", "${ingress_class}", "nginx"},
 				{"clusters/prod/monitoring.yaml", "path: ./monitoring", "path: ./monitor"}},
-			exit: verify.ExitFailed, id: "check.render", verdict: verify.Fail,
+			exit: session.ExitFailed, id: "check.render", verdict: verify.Fail,
 			want: []string{`clusters/prod/monitoring.yaml:1: [build] Kustomization flux-system/monitoring: spec.path "./monitor" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`, "fix: point spec.path at a directory of the repository"}},
 
-		{name: "fleet prod as committed", layout: "fleet", path: "clusters/prod", exit: verify.ExitOK,
+		{name: "fleet prod as committed", layout: "fleet", path: "clusters/prod", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"root flux-system/flux-system (declared by the FluxInstance spec.sync at clusters/prod/flux-system/flux-instance.yaml:18"}},
-		{name: "fleet staging as committed", layout: "fleet", path: "clusters/staging", exit: verify.ExitOK,
+		{name: "fleet staging as committed", layout: "fleet", path: "clusters/staging", exit: session.ExitOK,
 			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Pass, want: []string{"agree across 1 other environment(s)"}},
 		// An advisory (issue #38 item 5), and only where both
 		// environments read the knob: the shared apps/ path does.
 		{name: "fleet: a knob in one environment only", layout: "fleet", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/cluster-vars.yaml", "  cluster_env: prod\n", "  cluster_env: prod\n  web_size: large\n"},
 				{"apps/web.yaml", "  url: https://web.${ingress_domain}\n", "  url: https://web.${ingress_domain}\n  size: ${web_size:=small}\n"}},
-			exit: verify.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Warn,
+			exit: session.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Warn,
 			want: []string{"[knob-env] knob web_size of ConfigMap/flux-system/cluster-vars is defined in clusters/prod but not in clusters/staging"}},
 		{name: "fleet: a knob in one environment that the other never reads", layout: "fleet", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/cluster-vars.yaml", "  cluster_env: prod\n", "  cluster_env: prod\n  web_size: large\n"}},
 			// Unused here too: that advisory only, no [knob-env].
-			exit: verify.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Warn,
+			exit: session.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Warn,
 			want: []string{"[knob-unused] knob web_size", "not compared with clusters/staging: web_size"}},
 		{name: "fleet: a typo in a knob", layout: "fleet", path: "clusters/prod",
 			edits: []edit{{"apps/web.yaml", "${ingress_domain}", "${ingress_domian}"}},
-			exit:  verify.ExitFailed, id: "check.substitution/flux-system/apps", verdict: verify.Fail,
+			exit:  session.ExitFailed, id: "check.substitution/flux-system/apps", verdict: verify.Fail,
 			want: []string{"apps/web.yaml:12: [undefined] ${ingress_domian} in ConfigMap/web/web is not defined"}},
 
-		{name: "monorepo as committed", layout: "monorepo", path: "clusters/prod", exit: verify.ExitOK,
+		{name: "monorepo as committed", layout: "monorepo", path: "clusters/prod", exit: session.ExitOK,
 			id: "check.render", verdict: verify.Pass, want: []string{"5 Kustomization(s), 5 built, 16 object(s)", "Kustomization flux-system/podinfo (clusters/prod/apps.yaml:16) path .: 1 object(s)"}},
 		{name: "monorepo: a knob typo in a pathPattern artifact, located in the repository", layout: "monorepo", path: "clusters/prod",
 			edits: []edit{{"apps/podinfo/deployment.yaml", "${podinfo_replicas}", "${podinfo_replica}"}},
-			exit:  verify.ExitFailed, id: "check.substitution/flux-system/podinfo", verdict: verify.Fail,
+			exit:  session.ExitFailed, id: "check.substitution/flux-system/podinfo", verdict: verify.Fail,
 			want: []string{"apps/podinfo/deployment.yaml:6: [undefined] ${podinfo_replica} in Deployment/apps/podinfo is not defined"}},
 		{name: "monorepo: an artifact copied from a source that is not this repository", layout: "monorepo", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/generators.yaml", "          exclude: [\"*.md\"]\n", "          exclude: [\"*.md\"]\n        - from: \"@chart/**\"\n          to: \"@artifact/chart/\"\n"},
 				{"clusters/prod/generators.yaml", "      name: flux-system\n  artifacts:", "      name: flux-system\n    - alias: chart\n      kind: OCIRepository\n      name: ingress-chart\n  artifacts:"}},
-			exit: verify.ExitIncomplete, id: "check.substitution/flux-system/infra-controllers", verdict: verify.Skip,
+			exit: session.ExitIncomplete, id: "check.substitution/flux-system/infra-controllers", verdict: verify.Skip,
 			want: []string{`made by ArtifactGenerator flux-system/platform (clusters/prod/generators.yaml:2), but its copy operations read source alias "chart", OCIRepository/flux-system/ingress-chart, which is not this repository`}},
 		{name: "monorepo: an ExternalArtifact no generator makes", layout: "monorepo", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/apps.yaml", "    name: redis\n", "    name: cache\n"}},
-			exit:  verify.ExitIncomplete, id: "check.substitution/flux-system/redis", verdict: verify.Skip,
+			exit:  session.ExitIncomplete, id: "check.substitution/flux-system/redis", verdict: verify.Skip,
 			want: []string{"reads ExternalArtifact/flux-system/cache, an ExternalArtifact no ArtifactGenerator of the environment makes"}},
 		{name: "monorepo: a generator the API server refuses", layout: "monorepo", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/generators.yaml", `originRevision: "@repo"`, `originRevision: "repo"`}},
-			exit:  verify.ExitFailed, id: "check.substitution/flux-system/flux-system", verdict: verify.Fail,
+			exit:  session.ExitFailed, id: "check.substitution/flux-system/flux-system", verdict: verify.Fail,
 			want: []string{`clusters/prod/generators.yaml:14: [schema] ArtifactGenerator/flux-system/platform is refused by the API server (Flux v2.9.5's CRDs): spec.artifacts[0].originRevision: Invalid value: "repo"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,8 +231,8 @@ func TestLayouts(t *testing.T) {
 			}
 			rep := verify.NewReport("check")
 			rep.Add(r.Checks...)
-			if rep.ExitCode() != tc.exit {
-				t.Fatalf("exit %d, want %d:\n%s", rep.ExitCode(), tc.exit, dump(rep))
+			if session.ReportCode(rep) != tc.exit {
+				t.Fatalf("exit %d, want %d:\n%s", session.ReportCode(rep), tc.exit, dump(rep))
 			}
 			for _, c := range rep.Checks {
 				if c.ID != tc.id {
@@ -286,7 +287,7 @@ func TestArtifactGeneratorFails(t *testing.T) {
 	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
 	want := `clusters/prod/infrastructure.yaml:1: [build] Kustomization flux-system/infra-controllers: reads ExternalArtifact/flux-system/infra-controllers, which ArtifactGenerator flux-system/platform (clusters/prod/generators.yaml:2) does not make: source-watcher fails it with "infra-controllers build failed: failed to apply copy operations: failed to apply copy operation from '@repo/infrastructure/controler/**' to '@artifact/': no files match pattern 'infrastructure/controler/**' in source 'repo'"`
-	if c := checkOf(rep, "check.render"); rep.ExitCode() != verify.ExitFailed || c.Verdict != verify.Fail || !strings.Contains(text(c), want) {
-		t.Fatalf("exit %d, want 1 and check.render containing %q:\n%s", rep.ExitCode(), want, dump(rep))
+	if c := checkOf(rep, "check.render"); session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !strings.Contains(text(c), want) {
+		t.Fatalf("exit %d, want 1 and check.render containing %q:\n%s", session.ReportCode(rep), want, dump(rep))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -28,33 +29,33 @@ func TestPolicy(t *testing.T) {
 	}{
 		{name: "stricter: every default on an undefined name fails (the seed's homelab)",
 			policy: "version: 1\ndefaultOperators:\n  onUndefined: fail\n",
-			exit:   verify.ExitFailed, id: "check.substitution/default/echo", verdict: verify.Fail,
+			exit:   session.ExitFailed, id: "check.substitution/default/echo", verdict: verify.Fail,
 			want:    []string{"[default-op] ${VOLSYNC_STORAGECLASS:=…}", "required by policy: .bootstrap.yaml:3 onUndefined: fail"},
 			finding: "required by policy"},
 		{name: "looser: names allowed with a reason",
 			policy: "version: 1\ndefaultOperators:\n  allow:\n    - names: [VOLSYNC_*]\n      reason: the volsync component's defaults are the house defaults\n",
-			exit:   verify.ExitOK, id: "check.substitution/default/echo", verdict: verify.Pass,
+			exit:   session.ExitOK, id: "check.substitution/default/echo", verdict: verify.Pass,
 			want:    []string{"allowed by .bootstrap.yaml:4 (the volsync component's defaults are the house defaults): kubernetes/components/volsync/pvc.yaml:11: [default-op] ${VOLSYNC_STORAGECLASS:=…}"},
 			finding: "allowed by .bootstrap.yaml:4"},
 		{name: "a declared prerequisite passes, with its keys",
 			policy: "version: 1\nprerequisites:\n  declared:\n    - {kind: Secret, namespace: default, name: cluster-secrets, keys: [SECRET_DOMAIN], createdBy: the Ansible bootstrap play}\n",
-			exit:   verify.ExitOK, id: "check.knobs/Secret/default/cluster-secrets", verdict: verify.Pass,
+			exit:   session.ExitOK, id: "check.knobs/Secret/default/cluster-secrets", verdict: verify.Pass,
 			want: []string{"Secret/default/cluster-secrets is a declared prerequisite: Secret/default/cluster-secrets (declared in .bootstrap.yaml:4, made by the Ansible bootstrap play); keys SECRET_DOMAIN"}},
 		{name: "a declared prerequisite's keys catch a typo",
 			policy: "version: 1\nprerequisites:\n  declared:\n    - {kind: Secret, namespace: default, name: cluster-secrets, keys: [SECRET_DOMAIN], createdBy: the Ansible bootstrap play}\n",
 			// echo-env's dataFrom could hold any key: closed here.
 			edits: []edit{{"kubernetes/apps/default/echo/app/helmrelease.yaml", "${SECRET_DOMAIN}", "${SECRET_DOMIAN}"},
 				{"kubernetes/apps/default/echo-config/app/externalsecret.yaml", "  dataFrom:\n    - extract:\n        key: echo\n", ""}},
-			exit: verify.ExitFailed, id: "check.substitution/default/echo", verdict: verify.Fail,
+			exit: session.ExitFailed, id: "check.substitution/default/echo", verdict: verify.Fail,
 			want: []string{"[undefined] ${SECRET_DOMIAN} in HelmRelease/default/echo is not defined"}},
 		{name: "undeclared prerequisites fail by policy",
 			policy: "version: 1\nprerequisites:\n  undeclared: fail\n",
-			exit:   verify.ExitFailed, id: "check.knobs/Secret/flux-system/cluster-secrets", verdict: verify.Fail,
+			exit:   session.ExitFailed, id: "check.knobs/Secret/flux-system/cluster-secrets", verdict: verify.Fail,
 			want:    []string{"[prerequisite] prerequisite Secret/flux-system/cluster-secrets", "required by policy: .bootstrap.yaml:3 undeclared: fail"},
 			finding: "required by policy"},
 		{name: "an advisory turned off is still listed",
 			policy: "version: 1\nadvisories:\n  disable:\n    - detector: prerequisite\n      reason: cluster-secrets is made by the bootstrap play\n",
-			exit:   verify.ExitOK, id: "check.knobs/Secret/flux-system/cluster-secrets", verdict: verify.Pass,
+			exit:   session.ExitOK, id: "check.knobs/Secret/flux-system/cluster-secrets", verdict: verify.Pass,
 			want:    []string{"allowed by .bootstrap.yaml:4 (advisory off: cluster-secrets is made by the bootstrap play): kubernetes/flux/cluster/ks.yaml:17: [prerequisite]"},
 			finding: "advisory off"},
 	} {
@@ -66,8 +67,8 @@ func TestPolicy(t *testing.T) {
 			}
 			rep := verify.NewReport("check")
 			rep.Add(r.Checks...)
-			if rep.ExitCode() != tc.exit {
-				t.Fatalf("exit %d, want %d:\n%s", rep.ExitCode(), tc.exit, dump(rep))
+			if session.ReportCode(rep) != tc.exit {
+				t.Fatalf("exit %d, want %d:\n%s", session.ReportCode(rep), tc.exit, dump(rep))
 			}
 			found := false
 			for _, c := range rep.Checks {

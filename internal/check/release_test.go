@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -98,94 +99,94 @@ func TestFluxRelease(t *testing.T) {
 		checks []want
 		not    []string
 	}{
-		{name: "FluxInstance version range", repo: "instance-version", exit: verify.ExitFailed,
+		{name: "FluxInstance version range", repo: "instance-version", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, `Flux v2.3.0, declared by FluxInstance spec.distribution.version "2.3.x" at clusters/dev/flux-system/flux-instance.yaml:8`),
 				has("check.substitution/flux-system/apps", verify.Fail, "apps/greeting.yaml:8: [undefined] ${GREETING} in ConfigMap/podinfo/greeting is not defined", failOpen),
 				has("check.substitution/flux-system/flux-system", verify.Pass),
 			},
 			not: []string{"[schema]"}},
-		{name: "FluxInstance: the same objects on 2.9.x", repo: "instance-version", exit: verify.ExitFailed,
+		{name: "FluxInstance: the same objects on 2.9.x", repo: "instance-version", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", `"2.3.x"`, `"2.9.x"`}},
 			checks: []want{
 				has("check.flux-release", verify.Pass, `Flux v2.9.5, declared by FluxInstance spec.distribution.version "2.9.x"`),
 				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.9.5's CRDs as the Flux Operator installs them)", "strict substitution fails the whole Kustomization flux-system/apps"),
 			}},
-		{name: "--flux-version overrides the declaration", repo: "instance-version", flux: "v2.9.5", exit: verify.ExitFailed,
+		{name: "--flux-version overrides the declaration", repo: "instance-version", flux: "v2.9.5", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.9.5 (--flux-version)", `--flux-version overrides FluxInstance spec.distribution.version "2.3.x"`),
 				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRepository/podinfo/podinfo is refused by the API server"),
 			}},
-		{name: "flux-instance chart values declaring the root", layout: "operator", path: "kubernetes/flux/cluster", exit: verify.ExitOK,
+		{name: "flux-instance chart values declaring the root", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
 			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "version: 2.9.x", "version: 2.7.x"}},
 			checks: []want{
 				has("check.flux-release", verify.Pass, `Flux v2.7.5, declared by FluxInstance spec.distribution.version "2.7.x" at kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:14`,
 					"a FluxInstance manages the cluster (kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:18)",
 					"(Flux v2.7.5) defaults StrictPostBuildSubstitutions to false"),
 			}},
-		{name: "FluxInstance: no operator, the Alert on FluxInstance is refused", repo: "header", exit: verify.ExitFailed,
+		{name: "FluxInstance: no operator, the Alert on FluxInstance is refused", repo: "header", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/alerts.yaml", "", alertOnFluxInstance}},
 			checks: []want{
 				has("check.substitution/flux-system/flux-system", verify.Fail, `[schema] Alert/flux-system/flux-instance is refused by the API server (Flux v2.3.0's CRDs): spec.eventSources[0].kind: Unsupported value: "FluxInstance"`),
 			}},
-		{name: "operator artifact caps the range", repo: "instance-artifact", exit: verify.ExitFailed,
+		{name: "operator artifact caps the range", repo: "instance-artifact", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, `Flux v2.3.0, declared by FluxInstance spec.distribution.artifact (flux-operator-manifests:v0.9.0 ships Flux up to v2.3.0) "2.x" at clusters/dev/flux-system/flux-instance.yaml:8`),
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
 			not: []string{"[schema]"}},
-		{name: "operator artifact of a 2.9 operator", repo: "instance-artifact", exit: verify.ExitFailed,
+		{name: "operator artifact of a 2.9 operator", repo: "instance-artifact", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", "manifests:v0.9.0", "manifests:v0.46.0"}},
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.8.5, declared by FluxInstance spec.distribution.artifact (flux-operator-manifests:v0.46.0 ships Flux up to v2.8.5)"),
 				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.8.5's CRDs"),
 			}},
-		{name: "gotk-components.yaml header", repo: "header", exit: verify.ExitFailed,
+		{name: "gotk-components.yaml header", repo: "header", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header at clusters/dev/flux-system/gotk-components.yaml:3"),
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
 			not: []string{"[schema]"}},
-		{name: "header: the repository's patch turns strict substitution on", repo: "header", exit: verify.ExitFailed,
+		{name: "header: the repository's patch turns strict substitution on", repo: "header", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/kustomization.yaml", "value: --requeue-dependency=5s", "value: --feature-gates=StrictPostBuildSubstitutions=true"}},
 			checks: []want{
 				has("check.substitution/flux-system/apps", verify.Fail, "strict substitution fails the whole Kustomization flux-system/apps"),
 				has("check.flux-release", verify.Pass, "StrictPostBuildSubstitutions=true set by clusters/dev/flux-system (kustomize-controller v1.3.0)"),
 			}},
-		{name: "header of a 2.9 release", repo: "header", exit: verify.ExitFailed,
+		{name: "header of a 2.9 release", repo: "header", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/gotk-components.yaml", "v2.3.0", "v2.9.5"}},
 			checks: []want{
 				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.9.5's CRDs)", "strict substitution fails"),
 			}},
-		{name: "a release not embedded: the nearest below it", repo: "header", exit: verify.ExitFailed,
+		{name: "a release not embedded: the nearest below it", repo: "header", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/gotk-components.yaml", "v2.3.0", "v2.3.1"}},
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header \"v2.3.1\"", "judged by v2.3.0, the nearest embedded release below it"),
 			}},
-		{name: "kustomize remote base", repo: "remote-base", exit: verify.ExitFailed,
+		{name: "kustomize remote base", repo: "remote-base", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by the kustomize remote base github.com/fluxcd/flux2/manifests/install at infrastructure/flux/kustomization.yaml:4"),
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
 			not: []string{"[schema]"}},
-		{name: "OCIRepository of flux-manifests", repo: "oci-manifests", exit: verify.ExitFailed,
+		{name: "OCIRepository of flux-manifests", repo: "oci-manifests", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag at clusters/dev/flux.yaml:10"),
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
 			not: []string{"[schema]"}},
-		{name: "OCIRepository of flux-manifests nothing applies is no declaration", repo: "oci-manifests", exit: verify.ExitFailed,
+		{name: "OCIRepository of flux-manifests nothing applies is no declaration", repo: "oci-manifests", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux.yaml", "    name: flux-manifests\n", "    name: other\n"}},
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.9.5 (the default: the repository declares no release)"),
 			}},
-		{name: "GitRepository of flux2 at v0.x: older than embedded", repo: "git-flux2", exit: verify.ExitFailed,
+		{name: "GitRepository of flux2 at v0.x: older than embedded", repo: "git-flux2", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Skip, "Flux v0.41.2, declared by GitRepository https://github.com/fluxcd/flux2 ref.tag at clusters/dev/flux.yaml:10: older than the releases embedded in this build", "were not checked against a schema"),
 				has("check.substitution/flux-system/apps", verify.Fail, "it renders empty: fail open on this release — Flux v0.41.2's kustomize-controller substitutes without StrictPostBuildSubstitutions"),
 			},
 			not: []string{"[schema]"}},
-		{name: "GitRepository of flux2 at v0.x, the variable defined: skip, exit 3", repo: "git-flux2", exit: verify.ExitIncomplete,
+		{name: "GitRepository of flux2 at v0.x, the variable defined: skip, exit 3", repo: "git-flux2", exit: session.ExitIncomplete,
 			edits: []edit{{"apps/greeting.yaml", "${GREETING}", "hello"}},
 			checks: []want{
 				has("check.flux-release", verify.Skip, "Flux v0.41.2"),
@@ -204,8 +205,8 @@ func TestFluxRelease(t *testing.T) {
 			}
 			rep := verify.NewReport("check")
 			rep.Add(r.Checks...)
-			if rep.ExitCode() != tc.exit {
-				t.Fatalf("exit %d, want %d:\n%s", rep.ExitCode(), tc.exit, dump(rep))
+			if session.ReportCode(rep) != tc.exit {
+				t.Fatalf("exit %d, want %d:\n%s", session.ReportCode(rep), tc.exit, dump(rep))
 			}
 			for _, w := range tc.checks {
 				w.in(t, rep)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -75,7 +76,7 @@ func TestReportReadable(t *testing.T) {
 			// times: one finding with its count, at the dashboard's lines —
 			// not in alerts.yaml, the one ConfigMap a YAML file declares
 			// (which carries the same variable, unsubstituted on purpose).
-			name: "configMapGenerator source", fixture: "generator", exit: verify.ExitFailed,
+			name: "configMapGenerator source", fixture: "generator", exit: session.ExitFailed,
 			check: func(t *testing.T, r *Result, text string) {
 				var und []Finding
 				for _, f := range r.Findings {
@@ -106,7 +107,7 @@ func TestReportReadable(t *testing.T) {
 			},
 		},
 		{
-			name: "configMapGenerator source, variable defined", fixture: "generator", exit: verify.ExitOK,
+			name: "configMapGenerator source, variable defined", fixture: "generator", exit: session.ExitOK,
 			edits: []mutation{{"clusters/dev/vars.yaml", "  DOMAIN: example.invalid\n", "  DOMAIN: example.invalid\n  DS_PROMETHEUS: prometheus\n"}},
 			check: func(t *testing.T, r *Result, text string) {
 				if len(r.Findings) != 0 {
@@ -116,7 +117,7 @@ func TestReportReadable(t *testing.T) {
 		},
 		{
 			// An envs: source: the KEY= line of the env file.
-			name: "configMapGenerator envs source", fixture: "generator", exit: verify.ExitFailed,
+			name: "configMapGenerator envs source", fixture: "generator", exit: session.ExitFailed,
 			edits: []mutation{{"apps/monitoring/app.env", "${DOMAIN}", "${DOMAN}"}},
 			check: func(t *testing.T, r *Result, text string) {
 				for _, f := range r.Findings {
@@ -135,7 +136,7 @@ func TestReportReadable(t *testing.T) {
 			// Kustomizations (alpha sets one of them): one advisory naming
 			// the component, each default and how many take it. JSON keeps
 			// one finding per Kustomization and variable.
-			name: "component template defaults", fixture: "component", exit: verify.ExitOK,
+			name: "component template defaults", fixture: "component", exit: session.ExitOK,
 			check: func(t *testing.T, r *Result, text string) {
 				n := 0
 				for _, f := range r.Findings {
@@ -168,7 +169,7 @@ func TestReportReadable(t *testing.T) {
 			// namespace's settings, which the parent applies, and no child
 			// depends on it: four [race] findings, one block, one fix —
 			// the parent's patch.
-			name: "parent patches the children", fixture: "race", exit: verify.ExitFailed,
+			name: "parent patches the children", fixture: "race", exit: session.ExitFailed,
 			check: func(t *testing.T, r *Result, text string) {
 				var subjects []string
 				for _, f := range r.Findings {
@@ -192,7 +193,7 @@ func TestReportReadable(t *testing.T) {
 		},
 		{
 			// The fix the block gives, applied: no race left.
-			name: "parent patches the children, fixed", fixture: "race", exit: verify.ExitOK,
+			name: "parent patches the children, fixed", fixture: "race", exit: session.ExitOK,
 			edits: []mutation{{"clusters/dev/cluster-apps.yaml", "        spec:\n", "        spec:\n          dependsOn:\n            - name: cluster-apps\n              namespace: flux-system\n"}},
 			check: func(t *testing.T, r *Result, text string) {
 				for _, f := range r.Findings {
@@ -206,7 +207,7 @@ func TestReportReadable(t *testing.T) {
 			// The same children without the parent's patch reaching them
 			// (each declares its own substituteFrom): no one patch fixes
 			// them, so the block keeps each child's own fix.
-			name: "children substitute on their own", fixture: "race", exit: verify.ExitFailed,
+			name: "children substitute on their own", fixture: "race", exit: session.ExitFailed,
 			edits: []mutation{
 				{"clusters/dev/cluster-apps.yaml", "  patches:", "  x-patches:"},
 				{"apps/media/media-a/ks.yaml", "    namespace: flux-system\n", "    namespace: flux-system\n  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-settings\n"},
@@ -221,10 +222,10 @@ func TestReportReadable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, rep, text := checkText(t, copyFixture(t, tc.fixture, tc.edits...))
-			if rep.ExitCode() != tc.exit {
+			if session.ReportCode(rep) != tc.exit {
 				var v strings.Builder
 				_ = verify.WriteVerbose(&v, rep)
-				t.Fatalf("exit %d, want %d:\n%s", rep.ExitCode(), tc.exit, v.String())
+				t.Fatalf("exit %d, want %d:\n%s", session.ReportCode(rep), tc.exit, v.String())
 			}
 			tc.check(t, r, text)
 		})
@@ -252,8 +253,8 @@ func TestReportFitsOnAScreen(t *testing.T) {
 	}
 	r, rep, text := report()
 	lines := strings.Count(text, "\n")
-	if rep.ExitCode() != verify.ExitOK || lines > 40 {
-		t.Fatalf("exit %d, %d lines (want ≤ 40):\n%s", rep.ExitCode(), lines, text)
+	if session.ReportCode(rep) != session.ExitOK || lines > 40 {
+		t.Fatalf("exit %d, %d lines (want ≤ 40):\n%s", session.ReportCode(rep), lines, text)
 	}
 	// The component default the odd apps leave unset: 75 findings in JSON
 	// and SARIF, one advisory in the text.
@@ -285,8 +286,8 @@ func TestReportFitsOnAScreen(t *testing.T) {
 		}
 	}
 	lines = strings.Count(text, "\n")
-	if rep.ExitCode() != verify.ExitFailed || und != 150 || lines > 40 {
-		t.Fatalf("exit %d, %d [undefined] findings (want 150), %d lines:\n%s", rep.ExitCode(), und, lines, text)
+	if session.ReportCode(rep) != session.ExitFailed || und != 150 || lines > 40 {
+		t.Fatalf("exit %d, %d [undefined] findings (want 150), %d lines:\n%s", session.ReportCode(rep), und, lines, text)
 	}
 	if b := blocks(text, Undefined); len(b) != 1 || !strings.Contains(b[0], "${TIMEZON} is not defined — 150 Kustomization(s): flux-system/app-000, flux-system/app-001, flux-system/app-002 and 147 more") ||
 		!strings.Contains(text, "at components/common/settings.yaml:7\n") {

@@ -28,6 +28,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -132,10 +133,10 @@ func TestPhaseNudgesThroughWatches(t *testing.T) {
 	o := DefaultOptions()
 	o.Timeout = 10 * time.Second
 	r, lines := runPhase(t, ctx, cl, o)
-	if r.ExitCode() != verify.ExitOK || r.Facts["converge.nudges"] != "2" {
+	if session.ReportCode(r) != session.ExitOK || r.Facts["converge.nudges"] != "2" {
 		var b strings.Builder
 		_ = verify.WriteText(&b, r)
-		t.Fatalf("exit %d, nudges %s\n%s\n%s", r.ExitCode(), r.Facts["converge.nudges"], b.String(), strings.Join(lines, "\n"))
+		t.Fatalf("exit %d, nudges %s\n%s\n%s", session.ReportCode(r), r.Facts["converge.nudges"], b.String(), strings.Join(lines, "\n"))
 	}
 	if r.Changed || !strings.Contains(r.Facts["converge.critical-path"], "flux-system/flux-system → flux-system/a → flux-system/b") {
 		t.Fatalf("changed %t, facts %v", r.Changed, r.Facts)
@@ -151,7 +152,7 @@ func TestPhaseWithoutNudgeTimesOut(t *testing.T) {
 	t0 := time.Now()
 	r, lines := runPhase(t, ctx, cl, o)
 	a, b := find(r, "converge.node/flux-system/a"), find(r, "converge.node/flux-system/b")
-	if r.ExitCode() != verify.ExitFailed || a.Verdict != verify.Fail || !strings.Contains(a.Message, "not converged within 1s: blocked") ||
+	if session.ReportCode(r) != session.ExitFailed || a.Verdict != verify.Fail || !strings.Contains(a.Message, "not converged within 1s: blocked") ||
 		b.Verdict != verify.Skip || !strings.Contains(b.Message, "blocked by flux-system/a") || time.Since(t0) > 5*time.Second {
 		t.Fatalf("a: %+v\nb: %+v\n%s", a, b, strings.Join(lines, "\n"))
 	}
@@ -227,13 +228,13 @@ func TestPhaseRetriesTransientNudge(t *testing.T) {
 			var b strings.Builder
 			_ = verify.WriteText(&b, r)
 			if c.wantOK {
-				if r.ExitCode() != verify.ExitOK || r.Facts["converge.nudges"] != "2" || len(r.Warnings) > 0 || left.Load() >= 0 {
-					t.Fatalf("exit %d, nudges %s, refusals left %d, warnings %q\n%s\n%s", r.ExitCode(), r.Facts["converge.nudges"], left.Load(), r.Warnings, b.String(), strings.Join(lines, "\n"))
+				if session.ReportCode(r) != session.ExitOK || r.Facts["converge.nudges"] != "2" || len(r.Warnings) > 0 || left.Load() >= 0 {
+					t.Fatalf("exit %d, nudges %s, refusals left %d, warnings %q\n%s\n%s", session.ReportCode(r), r.Facts["converge.nudges"], left.Load(), r.Warnings, b.String(), strings.Join(lines, "\n"))
 				}
 				return
 			}
-			if r.ExitCode() != verify.ExitFailed || !warned || left.Load() != 2 {
-				t.Fatalf("exit %d, warned %t, refusals left %d (want 2: tried once)\n%s\n%s", r.ExitCode(), warned, left.Load(), b.String(), strings.Join(lines, "\n"))
+			if session.ReportCode(r) != session.ExitFailed || !warned || left.Load() != 2 {
+				t.Fatalf("exit %d, warned %t, refusals left %d (want 2: tried once)\n%s\n%s", session.ReportCode(r), warned, left.Load(), b.String(), strings.Join(lines, "\n"))
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -98,7 +99,7 @@ func TestStatusPhase(t *testing.T) {
 	if writes != 0 {
 		t.Errorf("%d write(s) to the cluster: status must not write (no nudge)", writes)
 	}
-	if r.ExitCode() != verify.ExitFailed || r.Facts["converge.converged"] != "2" {
-		t.Errorf("exit %d, converged %s", r.ExitCode(), r.Facts["converge.converged"])
+	if session.ReportCode(r) != session.ExitFailed || r.Facts["converge.converged"] != "2" {
+		t.Errorf("exit %d, converged %s", session.ReportCode(r), r.Facts["converge.converged"])
 	}
 }

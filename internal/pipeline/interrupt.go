@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"os"
 	"syscall"
-
-	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // SignalError is the cause a command's context is cancelled with when a
-// signal arrives (main.go): which signal, and the exit code a shell
-// expects for it (128 + its number: 130 for SIGINT, 143 for SIGTERM).
+// signal arrives (main.go): which signal (the command's exit code follows
+// from it: session.Code).
 type SignalError struct {
-	Name string
-	Code int
+	Name   string
+	Signal syscall.Signal
 }
 
 func (e *SignalError) Error() string { return "interrupted by " + e.Name }
@@ -24,13 +22,13 @@ func (e *SignalError) Error() string { return "interrupted by " + e.Name }
 func Signal(sig os.Signal) *SignalError {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
-		return &SignalError{Name: sig.String(), Code: 128 + int(syscall.SIGINT)}
+		return &SignalError{Name: sig.String(), Signal: syscall.SIGINT}
 	}
 	name := map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[s]
 	if name == "" {
 		name = s.String()
 	}
-	return &SignalError{Name: name, Code: 128 + int(s)}
+	return &SignalError{Name: name, Signal: s}
 }
 
 // Interrupted is the error of a run whose context was cancelled by a
@@ -71,9 +69,6 @@ func (e *Interrupted) Error() string {
 	return fmt.Sprintf("%s: phase %s interrupted %s; %s", e.Signal.Error(), e.Phase, what, done)
 }
 
-// Code is the exit code for the signal.
-func (e *Interrupted) Code() int { return e.Signal.Code }
-
 // SignalOf returns the signal a context was cancelled by, nil when it was
 // not (a timeout, or still running).
 func SignalOf(ctx context.Context) *SignalError {
@@ -98,20 +93,4 @@ func interrupted(ctx context.Context, run *Run, phase, stage string, done []stri
 		}
 	}
 	return &Interrupted{Signal: s, Phase: phase, Stage: stage, Done: done, Planned: len(run.Report.Objects), Changes: n, DryRun: run.DryRun}
-}
-
-// ExitCode is the exit code of err: the signal's for an interrupt, 2 for
-// an input error, 1 otherwise.
-func ExitCode(err error) int {
-	var ie *Interrupted
-	var se *SignalError
-	switch {
-	case errors.As(err, &ie):
-		return ie.Code()
-	case errors.As(err, &se):
-		return se.Code
-	case verify.IsInput(err):
-		return verify.ExitInput
-	}
-	return verify.ExitFailed
 }

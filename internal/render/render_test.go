@@ -16,6 +16,7 @@ import (
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -132,8 +133,8 @@ func TestShippedOverlay(t *testing.T) {
 			}
 			r := verify.NewReport("render")
 			r.Add(out.Checks...)
-			if r.ExitCode() != verify.ExitOK {
-				t.Fatalf("exit %d: %v", r.ExitCode(), verdicts(out))
+			if session.ReportCode(r) != session.ExitOK {
+				t.Fatalf("exit %d: %v", session.ReportCode(r), verdicts(out))
 			}
 			if c := check(t, out, patches.GateStrict.ID); !strings.Contains(c.Message, tt.want) {
 				t.Errorf("strict gate message %q does not say %q", c.Message, tt.want)
@@ -180,8 +181,8 @@ func TestGatesFail(t *testing.T) {
 			}
 			r := verify.NewReport("render")
 			r.Add(out.Checks...)
-			if r.ExitCode() != verify.ExitFailed {
-				t.Errorf("exit %d, want 1", r.ExitCode())
+			if session.ReportCode(r) != session.ExitFailed {
+				t.Errorf("exit %d, want 1", session.ReportCode(r))
 			}
 		})
 	}
@@ -226,8 +227,8 @@ func TestPlain(t *testing.T) {
 		}
 		r := verify.NewReport("render")
 		r.Add(out.Checks...)
-		if r.ExitCode() != verify.ExitOK {
-			t.Errorf("%s --plain: exit %d, want 0", version, r.ExitCode())
+		if session.ReportCode(r) != session.ExitOK {
+			t.Errorf("%s --plain: exit %d, want 0", version, session.ReportCode(r))
 		}
 	}
 }

@@ -20,13 +20,13 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/lock"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/progress"
+	"github.com/homelab-ops/bootstrap/internal/redact"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -249,11 +249,19 @@ func (s *Session) ExecuteThen(ctx context.Context, run *pipeline.Run, then func(
 	return s.Finish(run.Report)
 }
 
-// Finish writes the report where asked and turns it into the exit code.
+// Finish writes the report where asked and turns it into the exit code
+// (Code of its verdicts).
 func (s *Session) Finish(r *verify.Report) error {
+	return s.finish(r, ReportCode(r))
+}
+
+// finish writes the report, carrying code, where asked and returns code as
+// an *ExitError (nil for 0).
+func (s *Session) finish(r *verify.Report, code int) error {
+	r.ExitCode = code
 	// Nothing that looks like key material leaves the process, whichever
 	// phase read it; nor a URL credential read back from a cluster.
-	agekey.RedactReport(r)
+	r.Rewrite(redact.AgeIdentities)
 	input.RedactReport(r)
 	var errs []string
 	if s.Output.Format == "json" {
@@ -285,28 +293,25 @@ func (s *Session) Finish(r *verify.Report) error {
 	}
 	if len(errs) > 0 {
 		fmt.Fprintln(s.ErrOut, "error: report:", strings.Join(errs, "; "))
-		return &ExitError{Code: verify.ExitInput}
+		return &ExitError{Code: ExitInput}
 	}
-	if code := r.ExitCode(); code != verify.ExitOK {
+	if code != ExitOK {
 		return &ExitError{Code: code}
 	}
 	return nil
 }
 
 // Fail records an error that stopped the run in the report, so JSON and
-// JUnit readers see it too, and exits with its code: 2 for an input error,
-// 1 otherwise; when a signal cancelled ctx (the command's), the error says
-// so and the exit code is the signal's.
+// JUnit readers see it too, and exits with its code (Code): 2 for an input
+// error, 1 otherwise; when a signal cancelled ctx (the command's), the
+// error says so and the exit code is the signal's.
 func (s *Session) Fail(ctx context.Context, r *verify.Report, err error) error {
 	var ie *pipeline.Interrupted
 	if sig := pipeline.SignalOf(ctx); sig != nil && !errors.As(err, &ie) && !verify.IsInput(err) {
 		err = fmt.Errorf("%w: %v", sig, err)
 	}
 	r.Error = err.Error()
-	if code := pipeline.ExitCode(err); code != verify.ExitInput {
-		r.ErrorCode = code
-	}
-	return s.Finish(r)
+	return s.finish(r, Code(ctx, err, nil))
 }
 
 // WriteFile creates path and writes it with w.

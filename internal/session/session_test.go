@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,9 @@ import (
 
 // TestCode is the exit-code policy, row by row of ExitCodes.
 func TestCode(t *testing.T) {
+	interrupted := func(sig syscall.Signal) error {
+		return fmt.Errorf("up: %w", &pipeline.Interrupted{Signal: pipeline.Signal(sig), Phase: "apply", Stage: "do"})
+	}
 	sigint, cancel := context.WithCancelCause(context.Background())
 	cancel(pipeline.Signal(syscall.SIGINT))
 	sigterm, cancel2 := context.WithCancelCause(context.Background())
@@ -34,14 +38,18 @@ func TestCode(t *testing.T) {
 		{"reported", bg, &ExitError{Code: 3}, 3, false},
 		{"failed", bg, errors.New("boom"), 1, true},
 		{"input", bg, verify.InputErrorf("bad"), 2, true},
-		{"usage", bg, &UsageError{Err: errors.New("unknown flag")}, 2, true},
+		{"usage", bg, &verify.InputError{Err: errors.New("unknown flag")}, 2, true},
+		{"input wrapped", bg, fmt.Errorf("render: %w", verify.InputErrorf("bad")), 2, true},
+		{"interrupted by SIGINT", bg, interrupted(syscall.SIGINT), 130, true},
+		{"interrupted by SIGTERM", bg, interrupted(syscall.SIGTERM), 143, true},
+		{"the signal itself", bg, pipeline.Signal(syscall.SIGTERM), 143, true},
 		{"SIGINT", sigint, errors.New("cancelled"), 130, true},
 		{"SIGTERM", sigterm, errors.New("cancelled"), 143, true},
 		{"input error under a signal stays 2", sigint, verify.InputErrorf("bad"), 2, true},
 		{"credential redacted", bg, errors.New("get https://u:pw@git.lan/x"), 1, true},
 	} {
 		var b bytes.Buffer
-		if got := Code(tc.ctx, tc.err, &b); got != tc.code {
+		if got := Exit(tc.ctx, tc.err, &b); got != tc.code {
 			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.code)
 		}
 		if (b.Len() > 0) != tc.printed || strings.Contains(b.String(), "pw@") {
@@ -55,10 +63,43 @@ func TestCode(t *testing.T) {
 		}
 		seen[c.Code] = true
 	}
-	for _, c := range []int{verify.ExitOK, verify.ExitFailed, verify.ExitInput, verify.ExitIncomplete, 130, 143} {
+	for _, c := range []int{ExitOK, ExitFailed, ExitInput, ExitIncomplete, 130, 143} {
 		if !seen[c] {
 			t.Errorf("ExitCodes lacks %d", c)
 		}
+	}
+}
+
+// TestCodeOfReport: a report that ran to its end exits by its verdicts
+// (pkg/verify's TestVerdict holds the same rows).
+func TestCodeOfReport(t *testing.T) {
+	tests := []struct {
+		name     string
+		verdicts []verify.Verdict
+		optional bool
+		inputErr string
+		want     int
+	}{
+		{"all pass", []verify.Verdict{verify.Pass, verify.Pass}, false, "", ExitOK},
+		{"warn is success", []verify.Verdict{verify.Pass, verify.Warn}, false, "", ExitOK},
+		{"fail wins", []verify.Verdict{verify.Skip, verify.Fail, verify.Pass}, false, "", ExitFailed},
+		{"required skip is incomplete", []verify.Verdict{verify.Pass, verify.Skip}, false, "", ExitIncomplete},
+		{"optional skip is fine", []verify.Verdict{verify.Pass, verify.Skip}, true, "", ExitOK},
+		{"unknown verdict is never success", []verify.Verdict{"maybe"}, false, "", ExitFailed},
+		{"input error", nil, false, "bad flag", ExitInput},
+		{"no checks", nil, false, "", ExitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := verify.NewReport("test")
+			r.Error = tt.inputErr
+			for i, v := range tt.verdicts {
+				r.Add(verify.Check{ID: string(rune('a' + i)), Phase: "p", Verdict: v, Optional: tt.optional && v == verify.Skip})
+			}
+			if got := ReportCode(r); got != tt.want {
+				t.Errorf("exit %d, want %d", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -72,6 +113,7 @@ func TestFinishWritesEveryReport(t *testing.T) {
 	s.Output = Output{Format: "json", ReportJSON: filepath.Join(dir, "r.json"), JUnit: filepath.Join(dir, "r.xml")}
 	run := s.NewRun("test", false)
 	run.Report.Facts["url"] = "https://u:pw@git.lan/x"
+	run.Report.Facts["key"] = "AGE-SECRET-KEY-1QQQQZZZZ" // redacted without session importing agekey
 	err := s.Fail(context.Background(), run.Report, verify.InputErrorf("bad value"))
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 2 {
@@ -81,12 +123,12 @@ func TestFinishWritesEveryReport(t *testing.T) {
 		Error    string
 		ExitCode int
 	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Error != "bad value" || doc.ExitCode != 2 {
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Error != "bad value" || doc.ExitCode != 2 || strings.Contains(out.String(), "AGE-SECRET-KEY") {
 		t.Fatalf("stdout: %v %+v\n%s", err, doc, out.String())
 	}
 	for _, f := range []string{"r.json", "r.xml"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil || !strings.Contains(string(b), "bad value") || strings.Contains(string(b), "pw@") {
+		if err != nil || !strings.Contains(string(b), "bad value") || strings.Contains(string(b), "pw@") || strings.Contains(string(b), "AGE-SECRET-KEY") {
 			t.Errorf("%s: %v\n%s", f, err, b)
 		}
 	}

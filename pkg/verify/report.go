@@ -60,7 +60,7 @@ func writeEnd(b *strings.Builder, r, whole *Report) {
 		counts[c.Verdict]++
 	}
 	fmt.Fprintf(b, "%s: %s (%d pass, %d fail, %d warn, %d skip; exit %d)\n",
-		whole.Command, strings.ToUpper(string(whole.Verdict())), counts[Pass], counts[Fail], counts[Warn], counts[Skip], whole.ExitCode())
+		whole.Command, strings.ToUpper(string(whole.Verdict())), counts[Pass], counts[Fail], counts[Warn], counts[Skip], whole.ExitCode)
 }
 
 // family is the checks of one gate: a single check, or the members of a
@@ -105,7 +105,7 @@ func (f *family) write(b *strings.Builder) {
 				required++
 			}
 		default:
-			p.Fail++ // an unknown verdict is never success (ExitCode)
+			p.Fail++ // an unknown verdict is never success (Report.Verdict)
 		}
 		for _, x := range c.Findings {
 			if x.Verdict != Pass {
@@ -178,7 +178,7 @@ type jsonReport struct {
 func WriteJSON(w io.Writer, r *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonReport{Report: r, Verdict: r.Verdict(), ExitCode: r.ExitCode(), Phases: r.Phases()})
+	return enc.Encode(jsonReport{Report: r, Verdict: r.Verdict(), ExitCode: r.ExitCode, Phases: r.Phases()})
 }
 
 type junitSuites struct {

@@ -1,7 +1,8 @@
 // Package verify is the gate model every phase uses: checks with an ID, the
 // phase and stage they guard, a verdict and the evidence behind it, gathered
-// in a Report that decides the exit code and is written as text, JSON or
-// JUnit XML.
+// in a Report whose overall verdict is written as text, JSON or JUnit XML.
+// What a verdict means for a process's exit code is the program's to
+// decide (Report.ExitCode carries its decision into the written report).
 package verify
 
 import (
@@ -28,14 +29,6 @@ type Stage string
 const (
 	Before Stage = "before"
 	After  Stage = "after"
-)
-
-// Exit codes, documented in the README.
-const (
-	ExitOK         = 0 // every gate passed (warnings allowed)
-	ExitFailed     = 1 // a gate or a phase failed
-	ExitInput      = 2 // usage or input error
-	ExitIncomplete = 3 // a required gate could not be checked
 )
 
 // Check is one gate's result.
@@ -101,11 +94,14 @@ type Report struct {
 	// Warnings are run-wide notices, e.g. that overlays were skipped.
 	Warnings []string `json:"warnings,omitempty"`
 	// Error is what stopped the run early when it was not a gate result:
-	// an input or usage error (exit 2), or a failure such as a lost
-	// connection (ErrorCode 1). It is never dressed up as a gate.
-	Error     string  `json:"error,omitempty"`
-	ErrorCode int     `json:"-"`
-	Checks    []Check `json:"checks"`
+	// an input the caller gave that was refused (an InputError), or a
+	// failure such as a lost connection. It is never dressed up as a gate.
+	Error string `json:"error,omitempty"`
+	// ExitCode is the exit code the program that ran the gates gives this
+	// report, set by it before the report is written (the bootstrap CLI
+	// sets it from its exit-code table); the writers carry it as it is.
+	ExitCode int     `json:"-"`
+	Checks   []Check `json:"checks"`
 	// Objects is the plan or the outcome of an apply, one entry per object.
 	Objects []ObjectChange `json:"objects,omitempty"`
 	// DryRun says nothing was changed; Changed then means "would change".
@@ -199,52 +195,41 @@ func summarise(p PhaseResult, requiredSkips int) Verdict {
 	return Pass
 }
 
-// Verdict is the run's overall verdict.
+// Verdict is the run's overall verdict: fail when the run stopped with an
+// Error, a check failed or has a verdict not in this vocabulary (a bug in
+// a gate, never counted as success); skip when a required (not Optional)
+// check could not be checked; warn when a check or the run warned; pass
+// otherwise.
 func (r *Report) Verdict() Verdict {
-	switch r.ExitCode() {
-	case ExitOK:
-		if len(r.Warnings) > 0 {
-			return Warn
-		}
-		for _, c := range r.Checks {
-			if c.Verdict == Warn {
-				return Warn
-			}
-		}
-		return Pass
-	case ExitIncomplete:
-		return Skip
-	}
-	return Fail
-}
-
-// ExitCode maps the report to the documented exit codes.
-func (r *Report) ExitCode() int {
 	if r.Error != "" {
-		if r.ErrorCode != 0 {
-			return r.ErrorCode
-		}
-		return ExitInput
+		return Fail
 	}
-	incomplete := false
+	incomplete, warned := false, len(r.Warnings) > 0
 	for _, c := range r.Checks {
-		switch {
-		case c.Verdict == Fail:
-			return ExitFailed
-		case c.Verdict == Skip && !c.Optional:
-			incomplete = true
-		case c.Verdict != Pass && c.Verdict != Warn && c.Verdict != Skip:
-			// An unknown verdict is a bug in a gate; never count it as success.
-			return ExitFailed
+		switch c.Verdict {
+		case Pass:
+		case Warn:
+			warned = true
+		case Skip:
+			incomplete = incomplete || !c.Optional
+		default: // Fail, or an unknown verdict
+			return Fail
 		}
 	}
-	if incomplete {
-		return ExitIncomplete
+	switch {
+	case incomplete:
+		return Skip
+	case warned:
+		return Warn
 	}
-	return ExitOK
+	return Pass
 }
 
-// InputError is a usage or input error: exit code 2.
+// InputError is a domain error: the caller's input was refused — a bad
+// option value, an unknown version or component, a malformed overlay, a
+// file that is not a regular file inside its directory or is too large.
+// Err says which input and what to do; errors.As finds an InputError
+// through %w wrapping, and Unwrap reaches Err.
 type InputError struct{ Err error }
 
 func (e *InputError) Error() string { return e.Err.Error() }

@@ -8,22 +8,24 @@ import (
 	"testing"
 )
 
-func TestExitCode(t *testing.T) {
+// TestVerdict: the run's overall verdict (what exit code it means is the
+// program's: internal/session's TestCodeOfReport holds the same rows).
+func TestVerdict(t *testing.T) {
 	tests := []struct {
 		name     string
 		verdicts []Verdict
 		optional bool
 		inputErr string
-		want     int
+		want     Verdict
 	}{
-		{"all pass", []Verdict{Pass, Pass}, false, "", ExitOK},
-		{"warn is success", []Verdict{Pass, Warn}, false, "", ExitOK},
-		{"fail wins", []Verdict{Skip, Fail, Pass}, false, "", ExitFailed},
-		{"required skip is incomplete", []Verdict{Pass, Skip}, false, "", ExitIncomplete},
-		{"optional skip is fine", []Verdict{Pass, Skip}, true, "", ExitOK},
-		{"unknown verdict is never success", []Verdict{"maybe"}, false, "", ExitFailed},
-		{"input error", nil, false, "bad flag", ExitInput},
-		{"no checks", nil, false, "", ExitOK},
+		{"all pass", []Verdict{Pass, Pass}, false, "", Pass},
+		{"warn is success", []Verdict{Pass, Warn}, false, "", Warn},
+		{"fail wins", []Verdict{Skip, Fail, Pass}, false, "", Fail},
+		{"required skip is incomplete", []Verdict{Pass, Skip}, false, "", Skip},
+		{"optional skip is fine", []Verdict{Pass, Skip}, true, "", Pass},
+		{"unknown verdict is never success", []Verdict{"maybe"}, false, "", Fail},
+		{"input error", nil, false, "bad flag", Fail},
+		{"no checks", nil, false, "", Pass},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -32,8 +34,8 @@ func TestExitCode(t *testing.T) {
 			for i, v := range tt.verdicts {
 				r.Add(Check{ID: string(rune('a' + i)), Phase: "p", Verdict: v, Optional: tt.optional && v == Skip})
 			}
-			if got := r.ExitCode(); got != tt.want {
-				t.Errorf("exit %d, want %d", got, tt.want)
+			if got := r.Verdict(); got != tt.want {
+				t.Errorf("verdict %s, want %s", got, tt.want)
 			}
 		})
 	}
@@ -85,6 +87,7 @@ func TestJUnit(t *testing.T) {
 
 func TestJSONAndText(t *testing.T) {
 	r := sample()
+	r.ExitCode = 1 // the program's decision, carried as it is
 	var buf bytes.Buffer
 	if err := WriteJSON(&buf, r); err != nil {
 		t.Fatal(err)
@@ -99,7 +102,7 @@ func TestJSONAndText(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Changed == nil || doc.ExitCode != ExitFailed || doc.Verdict != "fail" || len(doc.Warnings) != 1 {
+	if doc.Changed == nil || doc.ExitCode != 1 || doc.Verdict != "fail" || len(doc.Warnings) != 1 {
 		t.Errorf("JSON summary wrong: %s", buf.String())
 	}
 	if len(doc.Phases) != 2 || doc.Phases[0].Verdict != Warn || doc.Phases[1].Verdict != Fail {
@@ -158,6 +161,7 @@ func TestTextGroupsFindings(t *testing.T) {
 		r.Add(c)
 	}
 	r.Add(fam.Each("ns/f").Pass("waits"), fam.Each("ns/g").Skip("not built", "why g"))
+	r.ExitCode = 1 // the program's decision, carried as it is
 	var b bytes.Buffer
 	if err := WriteText(&b, r); err != nil {
 		t.Fatal(err)
