@@ -47,9 +47,9 @@ type Options struct {
 	// controller, rbac.yaml and policies.yaml at its root.
 	// bundles.Open returns an embedded one.
 	Bundle fs.FS
-	// Components are the controllers to install; ComponentsExtra are added
-	// to them (e.g. image-reflector-controller).
-	Components      []string
+	// Components are the controllers to install.
+	Components []string
+	// ComponentsExtra are added to them, e.g. image-reflector-controller.
 	ComponentsExtra []string
 	// Namespace is the namespace Flux is installed in.
 	Namespace string
@@ -190,9 +190,10 @@ type Gate struct {
 	Value bool
 	// Explicit is true when the controller's args set the gate.
 	Explicit bool
-	// Default is the controller version's default; DefaultKnown is false
-	// when the image carries no version tag or no default is recorded.
-	Default      bool
+	// Default is the controller version's default.
+	Default bool
+	// DefaultKnown is false when the image carries no version tag or no
+	// default is recorded.
 	DefaultKnown bool
 	// Unsupported is true when the version's gates are recorded and lack
 	// this one: the controller would exit at start-up were it set.
