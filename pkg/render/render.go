@@ -16,7 +16,8 @@
 //	b, _ := bundles.Open("v2.4.0")
 //	res, err := render.Render(ctx, render.DefaultOptions("v2.4.0", b))
 //
-// This is the render the bootstrap CLI's step 1 (`bootstrap render`) runs.
+// The bootstrap CLI's step 1 (`bootstrap render`) is built on the same internals:
+// the same bundle loading, patch application and proofs.
 package render
 
 import (
