@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/render"
@@ -49,12 +48,14 @@ func addRenderFlags(cmd *cobra.Command, f *renderFlags, pins versions.Pins) {
 	fl.BoolVar(&f.plain, "plain", false, "skip the overlays on purpose (reported as a warning in every report)")
 }
 
-// options resolves the flags into render options.
+// options resolves the flags into render options: which flags were given,
+// and their conflicts, are settled here; the render only learns which
+// customization to apply.
 func (f *renderFlags) options() (render.Options, error) {
 	// The values' own rules ran when they were set (internal/input); the
 	// version and components are checked against the embedded bundle here,
 	// before the first read or request.
-	o := render.Options{Components: f.components, Plain: f.plain}
+	o := render.Options{Components: f.components}
 	if err := components.Preflight(f.components); err != nil {
 		return o, err
 	}
@@ -62,18 +63,23 @@ func (f *renderFlags) options() (render.Options, error) {
 		return o, verify.InputErrorf("--overlays has no effect with --plain, which skips the overlays: drop one of them")
 	}
 	if f.overlays == "" {
-		sub, err := fs.Sub(bootstrap.Overlays, "overlays")
-		if err != nil {
-			return o, err
+		src, err := render.Builtin()
+		if f.plain {
+			src.Kind = render.SourceNone
 		}
-		o.Overlays, o.OverlaysName = sub, "overlays (built in)"
-		return o, nil
+		o.Overlays = src
+		return o, err
 	}
 	d, err := safeio.OpenDir(f.overlays, "--overlays "+f.overlays)
 	if err != nil {
 		return o, verify.InputErrorf("%w; point it at a directory holding kustomization.yaml", err)
 	}
-	o.Overlays, o.OverlaysName, o.OverlaysGiven = d, f.overlays, true
+	o.Overlays = render.Source{Kind: render.SourceDir, FS: d, Name: f.overlays}
+	if f.plain {
+		// --overlays and --plain, one of them from --config or the
+		// environment: --plain skips the overlays.
+		o.Overlays.Kind = render.SourceNone
+	}
 	return o, nil
 }
 

@@ -92,7 +92,7 @@ func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictnes
 	if err := ro.UseRepository(env); err != nil {
 		return strictness{}, err
 	}
-	custom := ro.Inline != nil || ro.Repository
+	custom := ro.Overlays.Kind == render.SourceInstance || ro.Overlays.Kind == render.SourceRepository
 	var deps []appsv1.Deployment
 	var unread error
 	if custom {
@@ -102,7 +102,7 @@ func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictnes
 		} else {
 			// The sync and controllers phases refuse it; the offline
 			// check judges by the release's default and says so.
-			unread = fmt.Errorf("the repository's customization of the controllers (%s) does not render over Flux %s: %w", ro.OverlaysName, version, err)
+			unread = fmt.Errorf("the repository's customization of the controllers (%s) does not render over Flux %s: %w", ro.Overlays.Name, version, err)
 			custom = false
 		}
 	}
@@ -126,13 +126,13 @@ func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictnes
 		kv := patches.ImageVersion(patches.ManagerImage(d))
 		f, err := patches.ManagerFlags(d)
 		if err != nil {
-			return strictness{}, verify.InputErrorf("kustomize-controller of Flux %s as %s customizes it: %v; fix the --feature-gates value", version, ro.OverlaysName, err)
+			return strictness{}, verify.InputErrorf("kustomize-controller of Flux %s as %s customizes it: %v; fix the --feature-gates value", version, ro.Overlays.Name, err)
 		}
 		g := patches.EffectiveGate("kustomize-controller", kv, f, patches.StrictSubstitution)
 		s := strictness{on: g.Value, unread: unread}
 		switch {
 		case g.Explicit:
-			s.why = fmt.Sprintf("%s=%t set by %s (kustomize-controller %s)", patches.StrictSubstitution, g.Value, ro.OverlaysName, kv)
+			s.why = fmt.Sprintf("%s=%t set by %s (kustomize-controller %s)", patches.StrictSubstitution, g.Value, ro.Overlays.Name, kv)
 		case g.DefaultKnown:
 			s.why = fmt.Sprintf("kustomize-controller %s (Flux %s) defaults %s to %t", kv, version, patches.StrictSubstitution, g.Default)
 		default:

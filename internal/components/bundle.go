@@ -5,7 +5,6 @@ package components
 
 import (
 	"bytes"
-	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -21,13 +20,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/safeio"
+	"github.com/homelab-ops/bootstrap/pkg/render/bundles"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
-
-//go:generate go run ./internal/genbundles -out bundles
-
-//go:embed bundles
-var embedded embed.FS
 
 // bundleShared are the files of a release bundle that are not components.
 var bundleShared = []string{"rbac.yaml", "policies.yaml"}
@@ -52,33 +47,29 @@ func EmbeddedBundle(version string) (*Bundle, error) {
 		return nil, verify.InputErrorf("Flux %s is not embedded in this build (embedded: %s); pick one of those with --flux-version, or pass --manifests DIR|TARBALL with that release's manifests",
 			version, strings.Join(available, ", "))
 	}
-	sub, err := fs.Sub(embedded, path.Join("bundles", version))
+	sub, err := bundles.Open(version)
 	if err != nil {
 		return nil, err
 	}
 	return newBundle(sub, "embedded Flux "+version+" release bundle")
 }
 
-// EmbeddedVersions lists the Flux versions whose bundles are embedded. A build
-// that skipped generation has none, and gets an error saying how to fix it.
-func EmbeddedVersions() ([]string, error) { return bundleVersions(embedded) }
+// EmbeddedVersions lists the Flux versions whose bundles are embedded
+// (pkg/render/bundles). A build that skipped generation has none, and gets
+// an error saying how to fix it.
+func EmbeddedVersions() ([]string, error) { return embeddedVersions(bundles.Versions()) }
 
-func bundleVersions(fsys fs.FS) ([]string, error) {
-	entries, err := fs.ReadDir(fsys, "bundles")
-	if err != nil {
-		return nil, err
+func embeddedVersions(versions []string, err error) ([]string, error) {
+	if errors.Is(err, bundles.ErrNotGenerated) {
+		return nil, errors.New("this binary was built without the embedded Flux bundles: run `make generate` (go generate ./pkg/render/bundles) and rebuild, or pass --manifests DIR|TARBALL")
 	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, e.Name())
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("this binary was built without the embedded Flux bundles: run `make generate` (go generate ./pkg/components) and rebuild, or pass --manifests DIR|TARBALL")
-	}
-	return out, nil
+	return versions, err
 }
+
+// NewBundle is the bundle whose files are at the root of fsys (the
+// contents of a Flux release's manifests.tar.gz); origin says where it came
+// from, for messages and evidence.
+func NewBundle(fsys fs.FS, origin string) (*Bundle, error) { return newBundle(fsys, origin) }
 
 // LoadBundle reads a bundle from a directory or a manifests.tar.gz. The
 // returned cleanup removes any temporary extraction.

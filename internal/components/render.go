@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"slices"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 
 	"github.com/fluxcd/flux2/v2/pkg/manifestgen"
 	"github.com/fluxcd/flux2/v2/pkg/manifestgen/install"
@@ -129,7 +130,17 @@ func Render(ctx context.Context, o Options) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
+	return RenderBundle(ctx, b, o)
+}
 
+// RenderBundle is Render from the bundle b; o.Manifests is not read.
+func RenderBundle(ctx context.Context, b *Bundle, o Options) (*Rendered, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !slices.Contains(LogLevels, o.LogLevel) {
+		return nil, verify.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
+	}
 	components, err := selected(b, o)
 	if err != nil {
 		return nil, err

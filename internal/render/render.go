@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/patches"
@@ -21,22 +22,55 @@ import (
 // Options select what to render.
 type Options struct {
 	Components components.Options
-	// Overlays is the overlay directory and its name for messages.
-	Overlays     fs.FS
-	OverlaysName string
-	// Plain skips the overlays on purpose.
-	Plain bool
-	// OverlaysGiven says the overlays were asked for (--overlays), not the
-	// built-in default.
-	OverlaysGiven bool
-	// Repository says Overlays is the customization the environment's
-	// repository keeps (the `flux bootstrap` layout's flux-system
-	// directory; patches.LoadRepositoryOverlay); OverlaysName is its
-	// directory in the repository.
-	Repository bool
+	// Overlays is the controllers' customization, read when the render
+	// runs; the zero value is the overlays this tool ships.
+	Overlays Source
+}
+
+// Source is where the controllers' customization comes from. Which flags
+// chose it, and their conflicts, are the command's business; the kinds
+// only say what the render applies and what UseRepository must refuse.
+type Source struct {
+	Kind SourceKind
+	// FS is the overlay directory (SourceBuiltin: nil for the shipped one;
+	// SourceDir; SourceRepository).
+	FS fs.FS
+	// Name names the customization in messages: the directory as given,
+	// the repository's directory, or the FluxInstance's field.
+	Name string
 	// Inline is the customization a FluxInstance declares (its
-	// spec.kustomize.patches); it replaces Overlays.
+	// spec.kustomize.patches; SourceInstance).
 	Inline *patches.Overlay
+}
+
+// SourceKind says what kind of customization a Source is.
+type SourceKind int
+
+// The kinds of customization.
+const (
+	// SourceBuiltin is the overlays this tool ships (overlays/).
+	SourceBuiltin SourceKind = iota
+	// SourceDir is an overlay directory the user chose instead (--overlays).
+	SourceDir
+	// SourceNone skips the overlays on purpose (--plain): a warning in
+	// every report.
+	SourceNone
+	// SourceRepository is the customization the environment's repository
+	// keeps (the `flux bootstrap` layout's flux-system directory;
+	// patches.LoadRepositoryOverlay); Name is its directory in the
+	// repository.
+	SourceRepository
+	// SourceInstance is the customization a FluxInstance declares.
+	SourceInstance
+)
+
+// builtinName names the shipped overlays in messages.
+const builtinName = "overlays (built in)"
+
+// Builtin is the Source of the overlays this tool ships.
+func Builtin() (Source, error) {
+	sub, err := fs.Sub(bootstrap.Overlays, "overlays")
+	return Source{Kind: SourceBuiltin, FS: sub, Name: builtinName}, err
 }
 
 // Output is a render and its proof.
@@ -60,22 +94,29 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	ov := &patches.Overlay{Name: "(none)"}
-	switch {
-	case o.Inline != nil:
-		ov = o.Inline
-	case o.Repository:
-		if ov, err = patches.LoadRepositoryOverlay(o.Overlays, o.OverlaysName); err != nil {
-			return nil, err
-		}
-	case !o.Plain:
-		if ov, err = patches.LoadOverlay(o.Overlays, o.OverlaysName); err != nil {
+	src := o.Overlays
+	if src.Kind == SourceBuiltin && src.FS == nil {
+		if src, err = Builtin(); err != nil {
 			return nil, err
 		}
 	}
+	ov := &patches.Overlay{Name: "(none)"}
+	switch src.Kind {
+	case SourceInstance:
+		ov = src.Inline
+	case SourceRepository:
+		if ov, err = patches.LoadRepositoryOverlay(src.FS, src.Name); err != nil {
+			return nil, err
+		}
+	case SourceBuiltin, SourceDir:
+		if ov, err = patches.LoadOverlay(src.FS, src.Name); err != nil {
+			return nil, err
+		}
+	}
+	plain := src.Kind == SourceNone
 	res, err := patches.Apply(r.YAML, ov)
 	if err != nil {
-		return nil, fmt.Errorf("apply overlays %s: %w", o.OverlaysName, err)
+		return nil, fmt.Errorf("apply overlays %s: %w", src.Name, err)
 	}
 	out := &Output{
 		YAML:    res.YAML,
@@ -87,25 +128,16 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 			"overlays":    ov.Name,
 		},
 	}
-	if o.Repository {
+	switch src.Kind {
+	case SourceRepository:
 		out.Facts["overlays"] = ov.Name + " (the repository's customization)"
-	}
-	if o.Inline != nil {
+	case SourceInstance:
 		out.Facts["overlays"] = ov.Name + " (the FluxInstance's customization)"
-	}
-	if o.Plain {
+	case SourceNone:
 		out.Warnings = append(out.Warnings, PlainWarning)
 		out.Facts["overlays"] = "skipped (--plain)"
 	}
-	var images []string
-	for _, d := range res.Final {
-		for _, c := range d.Spec.Template.Spec.Containers {
-			images = append(images, fmt.Sprintf("Deployment/%s/%s %s", d.Namespace, d.Name, c.Image))
-		}
-	}
-	out.Checks = append(out.Checks, patches.GateComponents.Pass(
-		fmt.Sprintf("Flux %s: %d Deployment(s) from the %s", r.FluxVersion, len(res.Final), r.Origin), images...))
-	out.Checks = append(out.Checks, patches.Prove(res, o.Plain)...)
+	out.Checks = patches.Proofs(r.FluxVersion, r.Origin, res, plain)
 	return out, nil
 }
 
@@ -115,17 +147,17 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 // --plain would install other controllers than the instance declares.
 func (o *Options) useInstance(og fluxrepo.Origin) error {
 	where := og.PatchesLocation.String() + " " + strings.TrimSuffix(og.PatchesField, ".patches")
-	switch {
-	case o.OverlaysGiven:
-		return verify.InputErrorf("--overlays %s: the FluxInstance at %s declares the controllers' customization (%s); drop --overlays and put the patches there", o.OverlaysName, og.Location, og.PatchesField)
-	case o.Plain:
+	switch o.Overlays.Kind {
+	case SourceDir:
+		return verify.InputErrorf("--overlays %s: the FluxInstance at %s declares the controllers' customization (%s); drop --overlays and put the patches there", o.Overlays.Name, og.Location, og.PatchesField)
+	case SourceNone:
 		return verify.InputErrorf("--plain: the FluxInstance at %s declares the controllers' customization (%s); drop --plain", og.Location, og.PatchesField)
 	}
 	ov, err := patches.InlineOverlay(og.Patches, where)
 	if err != nil {
 		return err
 	}
-	o.Inline, o.OverlaysName = ov, where
+	o.Overlays = Source{Kind: SourceInstance, Name: where, Inline: ov}
 	return nil
 }
 
@@ -184,17 +216,17 @@ func (o *Options) UseRepository(env *fluxrepo.Env) error {
 		return nil
 	}
 	kust := dir + "/kustomization.yaml"
-	switch {
-	case o.OverlaysGiven:
+	switch o.Overlays.Kind {
+	case SourceDir:
 		return verify.InputErrorf("--overlays %s: the repository keeps the controllers' customization in %s, which the root applies again after every sync and would undo --overlays; drop --overlays and put the patches in %s",
-			o.OverlaysName, dir, kust)
-	case o.Plain:
+			o.Overlays.Name, dir, kust)
+	case SourceNone:
 		return verify.InputErrorf("--plain: the repository keeps the controllers' customization in %s, which the root applies after every sync; drop --plain (the controllers are rendered with %s's patches)", dir, kust)
 	}
 	d, err := safeio.OpenDir(filepath.Join(env.Repo, filepath.FromSlash(dir)), dir)
 	if err != nil {
 		return err
 	}
-	o.Overlays, o.OverlaysName, o.Repository = d, dir, true
+	o.Overlays = Source{Kind: SourceRepository, FS: d, Name: dir}
 	return nil
 }

@@ -38,7 +38,7 @@ func shipped(t testing.TB) fs.FS {
 func options(t testing.TB, version string, overlays fs.FS, name string) Options {
 	o := components.DefaultOptions(version)
 	o.ComponentsExtra = homelabExtras
-	return Options{Components: o, Overlays: overlays, OverlaysName: name}
+	return Options{Components: o, Overlays: Source{Kind: SourceDir, FS: overlays, Name: name}}
 }
 
 func fixture(name string) (fs.FS, string) {
@@ -211,7 +211,7 @@ func TestEmptyOverlays(t *testing.T) {
 func TestPlain(t *testing.T) {
 	for _, version := range []string{"v2.4.0", "v2.9.5"} {
 		o := options(t, version, shipped(t), "overlays")
-		o.Plain = true
+		o.Overlays.Kind = SourceNone // --plain
 		out, err := Run(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -239,13 +239,13 @@ func TestBadInput(t *testing.T) {
 		mutate func(*Options)
 		want   string
 	}{
-		{"malformed overlay YAML", func(o *Options) { o.Overlays, o.OverlaysName = fixture("malformed") }, "is not valid YAML"},
-		{"overlay whose resources are not the components", func(o *Options) { o.Overlays, o.OverlaysName = fixture("unsupported-field") }, "resources must include gotk-components.yaml"},
-		{"documented form without the components", func(o *Options) { o.Overlays, o.OverlaysName = fixture("convention-no-components") }, "resources must include gotk-components.yaml"},
-		{"documented form with a remote resource", func(o *Options) { o.Overlays, o.OverlaysName = fixture("convention-remote") }, "is remote; an overlay may only use files inside its directory"},
-		{"documented form with a resource outside", func(o *Options) { o.Overlays, o.OverlaysName = fixture("convention-outside") }, "is outside the overlay directory"},
-		{"documented form with a stale export", func(o *Options) { o.Overlays, o.OverlaysName = fixture("convention-stale-export") }, "gotk-components.yaml exists in the overlay directory; remove it"},
-		{"overlay dir without kustomization", func(o *Options) { o.Overlays, o.OverlaysName = fixture("no-kustomization") }, "has files but no kustomization.yaml"},
+		{"malformed overlay YAML", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("malformed") }, "is not valid YAML"},
+		{"overlay whose resources are not the components", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("unsupported-field") }, "resources must include gotk-components.yaml"},
+		{"documented form without the components", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-no-components") }, "resources must include gotk-components.yaml"},
+		{"documented form with a remote resource", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-remote") }, "is remote; an overlay may only use files inside its directory"},
+		{"documented form with a resource outside", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-outside") }, "is outside the overlay directory"},
+		{"documented form with a stale export", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-stale-export") }, "gotk-components.yaml exists in the overlay directory; remove it"},
+		{"overlay dir without kustomization", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("no-kustomization") }, "has files but no kustomization.yaml"},
 		{"unknown component", func(o *Options) { o.Components.ComponentsExtra = []string{"image-reflektor-controller"} }, "unknown component image-reflektor-controller; available in embedded Flux v2.9.5 release bundle: helm-controller, image-automation-controller"},
 		{"unknown version", func(o *Options) { o.Components.FluxVersion = "v2.1.0" }, "Flux v2.1.0 is not embedded in this build (embedded: v2.2.3, v2.3.0"},
 		{"bad log level", func(o *Options) { o.Components.LogLevel = "verbose" }, `--log-level "verbose"`},

@@ -34,7 +34,7 @@ func bootstrapLayout(t *testing.T, version string, edit func(string) string) *fl
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "testdata", "layouts", "bootstrap"))); err != nil {
 		t.Fatal(err)
 	}
-	plain, err := Run(context.Background(), Options{Components: components.DefaultOptions(version), Plain: true})
+	plain, err := Run(context.Background(), Options{Components: components.DefaultOptions(version), Overlays: Source{Kind: SourceNone}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +94,8 @@ func TestRepositoryCustomization(t *testing.T) {
 			if err := o.UseRepository(env); err != nil {
 				t.Fatal(err)
 			}
-			if !o.Repository || o.OverlaysName != "clusters/staging/flux-system" {
-				t.Fatalf("overlays %q, repository %t", o.OverlaysName, o.Repository)
+			if o.Overlays.Kind != SourceRepository || o.Overlays.Name != "clusters/staging/flux-system" {
+				t.Fatalf("overlays %q, kind %d", o.Overlays.Name, o.Overlays.Kind)
 			}
 			out, err := Run(context.Background(), o)
 			if err != nil {
@@ -131,8 +131,8 @@ func TestRepositoryCustomizationRefusesFlags(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"--overlays", Options{OverlaysGiven: true, OverlaysName: "./mine"}, "--overlays ./mine: the repository keeps the controllers' customization in clusters/staging/flux-system"},
-		{"--plain", Options{Plain: true}, "--plain: the repository keeps the controllers' customization in clusters/staging/flux-system"},
+		{"--overlays", Options{Overlays: Source{Kind: SourceDir, Name: "./mine"}}, "--overlays ./mine: the repository keeps the controllers' customization in clusters/staging/flux-system"},
+		{"--plain", Options{Overlays: Source{Kind: SourceNone}}, "--plain: the repository keeps the controllers' customization in clusters/staging/flux-system"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.o.UseRepository(env)
@@ -146,9 +146,9 @@ func TestRepositoryCustomizationRefusesFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Plain: true}
-	if err := o.UseRepository(home); err != nil || o.Repository {
-		t.Fatalf("homelab: %v, repository %t", err, o.Repository)
+	o := Options{Overlays: Source{Kind: SourceNone}}
+	if err := o.UseRepository(home); err != nil || o.Overlays.Kind == SourceRepository {
+		t.Fatalf("homelab: %v, kind %d", err, o.Overlays.Kind)
 	}
 }
 
@@ -214,7 +214,7 @@ func TestInstanceCustomization(t *testing.T) {
 		})
 	}
 	env := load(t, func(s string) string { return s })
-	for _, o := range []Options{{OverlaysGiven: true, OverlaysName: "my-overlays"}, {Plain: true}} {
+	for _, o := range []Options{{Overlays: Source{Kind: SourceDir, Name: "my-overlays"}}, {Overlays: Source{Kind: SourceNone}}} {
 		if err := o.UseRepository(env); !verify.IsInput(err) || !strings.Contains(err.Error(), hr+":18") {
 			t.Errorf("%+v: %v, want an input error naming the FluxInstance", o, err)
 		}

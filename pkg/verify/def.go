@@ -9,9 +9,12 @@ import (
 // checks. Phases list their Defs so a report can name every gate that did not
 // run, and build checks from them with Pass, Fail, Warn and Skip.
 type Def struct {
-	ID    string
+	// ID is the gate's stable name, e.g. "overlay.args-preserved".
+	ID string
+	// Phase and Stage are where it runs.
 	Phase string
 	Stage Stage
+	// Title says what is checked, in a few words.
 	Title string
 	// Optional gates do not make a run incomplete when they skip.
 	Optional bool

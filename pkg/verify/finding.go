@@ -10,19 +10,24 @@ import (
 // findings of one cause (Detector, Verdict and Cause) into one block,
 // however many Kustomizations they affect; JSON keeps every one.
 type Finding struct {
-	Detector string  `json:"detector"`
-	Verdict  Verdict `json:"verdict"`
-	File     string  `json:"file,omitempty"`
-	Line     int     `json:"line,omitempty"`
+	// Detector names the class of defect, e.g. "undefined".
+	Detector string `json:"detector"`
+	// Verdict is the finding's own verdict (a policy may allow it: pass).
+	Verdict Verdict `json:"verdict"`
+	// File and Line locate it, relative to the repository.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
 	// Lines are every line of File where the defect is written, when it
 	// is written more than once.
 	Lines []int `json:"lines,omitempty"`
 	// Count is how many times the defect occurs in its object, when more
 	// than once.
-	Count   int    `json:"count,omitempty"`
+	Count int `json:"count,omitempty"`
+	// Message says what is wrong; Fix what to do about it.
 	Message string `json:"message"`
 	Fix     string `json:"fix,omitempty"`
-	Policy  string `json:"policy,omitempty"`
+	// Policy is the repository's rule that allowed or raised it, if any.
+	Policy string `json:"policy,omitempty"`
 	// Subject is the Kustomization (namespace/name) the defect affects.
 	Subject string `json:"subject,omitempty"`
 	// Cause names the defect several subjects share ("": the finding is

@@ -1,8 +1,3 @@
-// Package verify is the gate model every phase uses: checks with an ID, the
-// phase and stage they guard, a verdict and the evidence behind it, gathered
-// in a Report whose overall verdict is written as text, JSON or JUnit XML.
-// What a verdict means for a process's exit code is the program's to
-// decide (Report.ExitCode carries its decision into the written report).
 package verify
 
 import (
@@ -34,11 +29,14 @@ const (
 // Check is one gate's result.
 type Check struct {
 	// ID is stable across runs, e.g. "overlay.patch-landed/1".
-	ID    string `json:"id"`
+	ID string `json:"id"`
+	// Phase is the phase the check guards, e.g. "controllers".
 	Phase string `json:"phase"`
-	Stage Stage  `json:"stage"`
+	// Stage says whether it guards the phase's start or proves its end.
+	Stage Stage `json:"stage"`
 	// Title says what is checked, in a few words.
-	Title   string  `json:"title"`
+	Title string `json:"title"`
+	// Verdict is the outcome.
 	Verdict Verdict `json:"verdict"`
 	// Optional checks do not make a run incomplete when they skip.
 	Optional bool `json:"optional,omitempty"`
@@ -76,18 +74,22 @@ func Changed(changes []ObjectChange) bool {
 
 // PhaseResult summarises the checks of one phase.
 type PhaseResult struct {
+	// Name is the phase's.
 	Name string `json:"name"`
 	// Duration is how long the phase ran (empty when it did not).
-	Duration string  `json:"duration,omitempty"`
-	Verdict  Verdict `json:"verdict"`
-	Pass     int     `json:"pass"`
-	Fail     int     `json:"fail"`
-	Warn     int     `json:"warn"`
-	Skip     int     `json:"skip"`
+	Duration string `json:"duration,omitempty"`
+	// Verdict sums the phase's checks up.
+	Verdict Verdict `json:"verdict"`
+	// Pass, Fail, Warn and Skip count its checks of each verdict.
+	Pass int `json:"pass"`
+	Fail int `json:"fail"`
+	Warn int `json:"warn"`
+	Skip int `json:"skip"`
 }
 
 // Report gathers the checks of one run.
 type Report struct {
+	// Command is the command that ran, e.g. "render".
 	Command string `json:"command"`
 	// Changed reports whether the run changed anything outside the process.
 	Changed bool `json:"changed"`

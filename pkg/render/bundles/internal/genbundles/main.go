@@ -1,8 +1,8 @@
 // Command genbundles extracts the Flux release bundles listed in versions.env
-// from the pinned bundle module's zip into internal/components/bundles, after
+// from the pinned bundle module's zip into pkg/render/bundles/flux, after
 // checking the zip against the h1: sum pinned in versions.env.
 //
-// Run it through `go generate ./pkg/components` (or `make generate`).
+// Run it through `go generate ./pkg/render/bundles` (or `make generate`).
 package main
 
 import (
