@@ -9,10 +9,15 @@
 //     and dependsOn name another object, namespace and kind defaulted
 //     exactly as the controller defaults them, each rule one function with
 //     a table test citing the controller's code;
-//   - the "converged at revision" rule (ready.go): the generic clauses
-//     (observed generation, Ready=True at it, not Reconciling, not Stalled)
-//     from fluxcd/pkg/runtime/conditions, with this tool's revision clause
-//     on top;
+//   - the "converged at revision" rule (ready.go, converged.go): typed
+//     clause IDs (Clause), the generic clauses (observed generation,
+//     Ready=True at it, not Reconciling, not Stalled) from
+//     fluxcd/pkg/runtime/conditions, each kind's predicate with this tool's
+//     revision clause on top, and the one classifier of Kustomizations and
+//     HelmReleases (ClassifyKustomization, ClassifyHelmRelease: converged,
+//     progressing, stale, blocked, failing, terminal);
+//   - revision gating (revision.go): which dependsOn edges
+//     kustomize-controller gates on the dependency's applied revision;
 //   - the source kinds (kinds.go): kind → typed object, list and artifact.
 //
 // Every package that applies a Flux rule (fluxgraph, fluxrepo, converge,
