@@ -202,3 +202,19 @@ func TestNoFeaturesStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultOutIsTheEmbeddedTable: the file gengates writes by default is
+// the one internal/fluxobj embeds (//go:embed gatedefaults.txt), so a
+// regenerated table lands where the tool reads it.
+func TestDefaultOutIsTheEmbeddedTable(t *testing.T) {
+	if _, err := os.Stat(filepath.Join("..", "..", defaultOut)); err != nil {
+		t.Fatalf("-out default %s: %v", defaultOut, err)
+	}
+	src, err := os.ReadFile(filepath.Join("..", "..", filepath.Dir(defaultOut), "gatetable.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), "//go:embed "+filepath.Base(defaultOut)) {
+		t.Errorf("%s/gatetable.go does not embed %s", filepath.Dir(defaultOut), filepath.Base(defaultOut))
+	}
+}

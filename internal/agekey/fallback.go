@@ -9,8 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/patches"
 )
 
 // Fallback is kustomize-controller's --sops-age-secret as the cluster runs
@@ -37,7 +37,7 @@ var ErrReadLive = errors.New("read the live kustomize-controller")
 
 // FallbackOf reads the flag from a kustomize-controller Deployment.
 func FallbackOf(dep *appsv1.Deployment, from string) (*Fallback, error) {
-	name, err := patches.SOPSAgeSecret(dep)
+	name, err := fluxobj.SOPSAgeSecret(dep)
 	if err != nil {
 		return nil, err
 	}

@@ -313,7 +313,8 @@ func nodeFiles(env *fluxrepo.Env, id fluxgraph.NodeID) []string {
 // checkRace is check.race/<ns>/<name>: a Kustomization substituting from an
 // object another Kustomization applies must depend on it, directly or
 // through dependencies reading the same source (dependsOn is
-// revision-gated only within one source).
+// revision-gated only within one source: fluxobj.RevisionGated, which
+// fluxgraph's GatedPath follows).
 func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []verify.Check {
 	var out []verify.Check
 	for _, k := range env.Kustomizations {

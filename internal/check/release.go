@@ -8,9 +8,9 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
@@ -86,7 +86,7 @@ func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged,
 // repository's own customization of the controllers (a FluxInstance's
 // spec.kustomize.patches, flux bootstrap's flux-system/kustomization.yaml
 // patches; render.UseRepository), the gate resolved from its args, else
-// that controller version's default (patches.EffectiveGate).
+// that controller version's default (fluxobj.EffectiveGate).
 func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictness, error) {
 	ro := render.Options{Components: components.DefaultOptions(version)}
 	if err := ro.UseRepository(env); err != nil {
@@ -123,20 +123,20 @@ func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictnes
 		if d.Name != "kustomize-controller" {
 			continue
 		}
-		kv := patches.ImageVersion(patches.ManagerImage(d))
-		f, err := patches.ManagerFlags(d)
+		kv := fluxobj.ImageVersion(fluxobj.ManagerImage(d))
+		f, err := fluxobj.ManagerFlags(d)
 		if err != nil {
 			return strictness{}, verify.InputErrorf("kustomize-controller of Flux %s as %s customizes it: %v; fix the --feature-gates value", version, ro.Overlays.Name, err)
 		}
-		g := patches.EffectiveGate("kustomize-controller", kv, f, patches.StrictSubstitution)
+		g := fluxobj.EffectiveGate("kustomize-controller", kv, f, fluxobj.StrictSubstitution)
 		s := strictness{on: g.Value, unread: unread}
 		switch {
 		case g.Explicit:
-			s.why = fmt.Sprintf("%s=%t set by %s (kustomize-controller %s)", patches.StrictSubstitution, g.Value, ro.Overlays.Name, kv)
+			s.why = fmt.Sprintf("%s=%t set by %s (kustomize-controller %s)", fluxobj.StrictSubstitution, g.Value, ro.Overlays.Name, kv)
 		case g.DefaultKnown:
-			s.why = fmt.Sprintf("kustomize-controller %s (Flux %s) defaults %s to %t", kv, version, patches.StrictSubstitution, g.Default)
+			s.why = fmt.Sprintf("kustomize-controller %s (Flux %s) defaults %s to %t", kv, version, fluxobj.StrictSubstitution, g.Default)
 		default:
-			s.why = fmt.Sprintf("kustomize-controller %s (Flux %s): the default of %s is not recorded, taken as off", kv, version, patches.StrictSubstitution)
+			s.why = fmt.Sprintf("kustomize-controller %s (Flux %s): the default of %s is not recorded, taken as off", kv, version, fluxobj.StrictSubstitution)
 		}
 		return s, nil
 	}

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/patches"
 )
 
 // liveControllers is what the walk reads of the running controllers'
@@ -47,12 +46,12 @@ func (p *Phase) readControllers(ctx context.Context) liveControllers {
 			out.requeue = append(out.requeue, fmt.Sprintf("%s unknown (Deployment %s/%s not read: %v)", name, ns, name, err))
 			continue
 		}
-		f, err := patches.ManagerFlags(&dep)
+		f, err := fluxobj.ManagerFlags(&dep)
 		if err != nil {
 			out.requeue = append(out.requeue, fmt.Sprintf("%s unknown (%v)", name, err))
 			continue
 		}
-		switch d, explicit, err := patches.RequeueDependency(f); {
+		switch d, explicit, err := fluxobj.RequeueDependency(f); {
 		case err != nil:
 			out.requeue = append(out.requeue, fmt.Sprintf("%s unknown (%v)", name, err))
 		case explicit:
@@ -61,7 +60,7 @@ func (p *Phase) readControllers(ctx context.Context) liveControllers {
 			out.requeue = append(out.requeue, fmt.Sprintf("%s %s (default)", name, d))
 		}
 		if name == "helm-controller" {
-			out.additiveCEL = patches.EffectiveGate(name, patches.ImageVersion(patches.ManagerImage(&dep)), f, fluxobj.AdditiveCELDependencyCheck).Value
+			out.additiveCEL = fluxobj.EffectiveGate(name, fluxobj.ImageVersion(fluxobj.ManagerImage(&dep)), f, fluxobj.AdditiveCELDependencyCheck).Value
 		}
 	}
 	return out

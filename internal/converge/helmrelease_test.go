@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 )
 
 const (
@@ -134,19 +135,27 @@ func TestClassifyHelmRelease(t *testing.T) {
 	}
 }
 
+// hrObject is hr as the model's Object, nil when hr is (not created).
+func hrObject(hr *helmv2.HelmRelease) fluxobj.Object {
+	if hr == nil {
+		return nil
+	}
+	return hr
+}
+
 // TestHelmReleaseClausesLoadBearing: the predicate without any one clause
 // gets at least one case wrong.
 func TestHelmReleaseClausesLoadBearing(t *testing.T) {
 	for i, c := range helmClauses {
-		variant := append(append([]helmClause{}, helmClauses[:i]...), helmClauses[i+1:]...)
+		variant := append(append([]fluxobj.Rule{}, helmClauses[:i]...), helmClauses[i+1:]...)
 		var wrong []string
 		for _, tc := range helmCases() {
-			if ok, _ := holdsHelm(variant, tc.hr, tc.src); ok != (tc.want == Converged) {
+			if ok, _ := fluxobj.Holds(variant, hrObject(tc.hr), tc.src); ok != (tc.want == Converged) {
 				wrong = append(wrong, tc.name)
 			}
 		}
 		if len(wrong) == 0 {
-			t.Errorf("clause %q is not load-bearing", c.name)
+			t.Errorf("clause %q is not load-bearing", c.ID)
 		}
 	}
 }

@@ -21,7 +21,7 @@
 //     change in git ever reaches it (known only for the repository model);
 //     "ordered after the root" — a dependsOn chain from the Kustomization
 //     reaches the root, so it waits for the root (revision-gated within one
-//     source), which is what the converge walk follows;
+//     source: fluxobj.RevisionGated), which is what the converge walk follows;
 //   - the verdicts on the graph, typed (Problems): converge, check and
 //     sync word them from their fields.
 package fluxgraph
@@ -468,10 +468,10 @@ func (g *Graph) Upstream(id NodeID) []NodeID {
 }
 
 // GatedPath is a dependsOn path from from to to (both included) whose
-// every edge joins two Kustomizations reading the same source — the edges
-// kustomize-controller revision-gates: the dependent cannot apply a
-// revision its dependency has not applied. The shortest such path, nil
-// when there is none.
+// every edge is one kustomize-controller revision-gates
+// (fluxobj.RevisionGated: both Kustomizations read the same source): the
+// dependent cannot apply a revision its dependency has not applied. The
+// shortest such path, nil when there is none.
 func (g *Graph) GatedPath(from, to NodeID) []NodeID {
 	if _, ok := g.Nodes[from]; !ok {
 		return nil
@@ -493,7 +493,7 @@ func (g *Graph) GatedPath(from, to NodeID) []NodeID {
 		n := g.Nodes[cur]
 		for _, d := range n.DependsOn {
 			dn, ok := g.Nodes[d]
-			if _, seen := prev[d]; seen || !ok || dn.Source != n.Source {
+			if _, seen := prev[d]; seen || !ok || !fluxobj.RevisionGated(n.Source, dn.Source) {
 				continue
 			}
 			prev[d] = cur

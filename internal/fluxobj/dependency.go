@@ -22,7 +22,12 @@ const AdditiveCELDependencyCheck = "AdditiveCELDependencyCheck"
 // (DependencyNotReady, requeued after --requeue-dependency) and a chart
 // source not ready yet (SourceNotReady, woken by the source's watch).
 // helm-controller's reconcile in internal/controller/helmrelease_controller.go.
-var HelmReleaseWaitReasons = []string{helmv2.DependencyNotReadyReason, "SourceNotReady"}
+var HelmReleaseWaitReasons = []string{helmv2.DependencyNotReadyReason, SourceNotReadyReason}
+
+// SourceNotReadyReason is the Ready=False reason helm-controller gives a
+// HelmRelease whose chart source is not ready (its reconcile spells it out;
+// the API declares no constant for it).
+const SourceNotReadyReason = "SourceNotReady"
 
 // CompileReadyExpr compiles a dependsOn readyExpr with helm-controller's
 // CEL environment (evalReadyExpr: variables self and dep, a bool result);

@@ -18,9 +18,9 @@ type Object interface {
 	conditions.Getter
 }
 
-// Clause is one named clause of a readiness rule.
-type Clause struct {
-	Name  string
+// ReadyClause is one clause of the generic readiness rule.
+type ReadyClause struct {
+	ID    Clause
 	Holds func(Object) bool
 }
 
@@ -29,17 +29,17 @@ type Clause struct {
 // (not kstatus: it calls an object with no conditions Current):
 // status.observedGeneration is the generation (for kinds that record one),
 // Ready=True observed at that generation, not Reconciling, not Stalled.
-var ReadyClauses = []Clause{
-	{"observed its generation", func(o Object) bool {
+var ReadyClauses = []ReadyClause{
+	{ClauseObservedGeneration, func(o Object) bool {
 		g, ok := ObservedGeneration(o)
 		return !ok || g == o.GetGeneration()
 	}},
-	{"Ready=True at its generation", func(o Object) bool {
+	{ClauseReadyAtGeneration, func(o Object) bool {
 		c := conditions.Get(o, meta.ReadyCondition)
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == o.GetGeneration()
 	}},
-	{"not reconciling", func(o Object) bool { return !conditions.IsReconciling(o) }},
-	{"not stalled", func(o Object) bool { return !conditions.IsStalled(o) }},
+	{ClauseNotReconciling, func(o Object) bool { return !conditions.IsReconciling(o) }},
+	{ClauseNotStalled, func(o Object) bool { return !conditions.IsStalled(o) }},
 }
 
 // Ready says whether o is Ready at its generation (every ReadyClauses
@@ -54,8 +54,8 @@ func Ready(o Object) (bool, string) {
 	desc := fmt.Sprintf("Ready=%s %s (generation %d observed %d): %s", c.Status, c.Reason, gen, c.ObservedGeneration, c.Message)
 	for _, cl := range ReadyClauses {
 		if !cl.Holds(o) {
-			if cl.Name != "Ready=True at its generation" {
-				desc += "; not " + cl.Name
+			if cl.ID != ClauseReadyAtGeneration {
+				desc += "; not " + string(cl.ID)
 			}
 			return false, desc
 		}

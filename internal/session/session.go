@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/lock"
@@ -31,7 +32,7 @@ import (
 )
 
 // DefaultLockNamespace is where the lock lives when a command names none.
-const DefaultLockNamespace = "flux-system"
+const DefaultLockNamespace = fluxobj.DefaultNamespace
 
 // Output selects where the report goes (the persistent output flags).
 type Output struct {

@@ -1,4 +1,4 @@
-package patches
+package fluxobj
 
 import (
 	"fmt"
@@ -8,10 +8,13 @@ import (
 	"github.com/distribution/reference"
 	"golang.org/x/mod/semver"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	cliflag "k8s.io/component-base/cli/flag"
 )
 
-const featureGatesFlag = "feature-gates"
+// FeatureGatesFlag is every Flux controller's flag setting feature gates
+// (fluxcd/pkg/runtime/features FeatureGates.BindFlags).
+const FeatureGatesFlag = "feature-gates"
 
 // Flags are a container's effective command-line flags.
 type Flags struct {
@@ -45,11 +48,11 @@ func ParseArgs(args []string) (Flags, error) {
 				i++
 			}
 		}
-		if name == featureGatesFlag {
+		if name == FeatureGatesFlag {
 			if err := gates.Set(value); err != nil {
 				return f, fmt.Errorf("arg %q: %w", a, err)
 			}
-			f.GateArgs = append(f.GateArgs, "--"+featureGatesFlag+"="+value)
+			f.GateArgs = append(f.GateArgs, "--"+FeatureGatesFlag+"="+value)
 			continue
 		}
 		f.Values[name] = value
@@ -79,7 +82,7 @@ func GateDefaults() []GateDefault {
 		// internal/features (v1.9.5): opt-in from v1.7.
 		{Controller: "kustomize-controller", Gate: ExternalArtifact},
 		// internal/features (v1.6.4): opt-in from v1.4.0.
-		{Controller: "helm-controller", Gate: "AdditiveCELDependencyCheck"},
+		{Controller: "helm-controller", Gate: AdditiveCELDependencyCheck},
 	}
 }
 
@@ -146,13 +149,28 @@ func ImageVersion(image string) string {
 // ManagerFlags are the effective flags of a Flux controller Deployment's
 // manager container (the first container when none is named so).
 func ManagerFlags(dep *appsv1.Deployment) (Flags, error) {
-	return ParseArgs(managerContainer(dep.Spec.Template.Spec.Containers).Args)
+	return ParseArgs(ManagerContainer(dep.Spec.Template.Spec.Containers).Args)
 }
 
 // ManagerImage is the image of a Flux controller Deployment's manager
 // container (the first container when none is named so).
 func ManagerImage(dep *appsv1.Deployment) string {
-	return managerContainer(dep.Spec.Template.Spec.Containers).Image
+	return ManagerContainer(dep.Spec.Template.Spec.Containers).Image
+}
+
+// ManagerContainer is a Flux controller's container: "manager" in every
+// Flux controller Deployment, else the first (an empty one when there is
+// none).
+func ManagerContainer(cs []corev1.Container) corev1.Container {
+	for _, c := range cs {
+		if c.Name == "manager" {
+			return c
+		}
+	}
+	if len(cs) == 0 {
+		return corev1.Container{}
+	}
+	return cs[0]
 }
 
 // SOPSAgeFlag is kustomize-controller's flag naming the fallback age key.

@@ -1,4 +1,4 @@
-package patches
+package fluxobj
 
 import (
 	"testing"
