@@ -15,6 +15,7 @@ import (
 
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/internal/versions"
@@ -291,8 +292,8 @@ func TestEveryEmbeddedRelease(t *testing.T) {
 				}
 			}
 			for _, d := range out.Overlay.Final {
-				g := patches.SupportedGates(d.Name, patches.ImageVersion(patches.ManagerImage(&d)))
-				if _, has := g.Defaults[patches.StrictSubstitution]; d.Name == "kustomize-controller" && g.Known && !has {
+				g := fluxobj.SupportedGates(d.Name, fluxobj.ImageVersion(fluxobj.ManagerImage(&d)))
+				if _, has := g.Defaults[fluxobj.StrictSubstitution]; d.Name == "kustomize-controller" && g.Known && !has {
 					if got := verdicts(out)[patches.GateFeatureGates.ID]; got != verify.Fail {
 						t.Errorf("%s: %s is %s; the shipped overlay sets a gate its kustomize-controller lacks", v, patches.GateFeatureGates.ID, got)
 					}
@@ -360,12 +361,12 @@ func strictGateMissing(t *testing.T, out *Output, id string, v verify.Verdict) b
 		if d.Name != "kustomize-controller" {
 			continue
 		}
-		version := patches.ImageVersion(patches.ManagerImage(&d))
-		g := patches.SupportedGates(d.Name, version)
-		if _, has := g.Defaults[patches.StrictSubstitution]; !g.Known || has {
+		version := fluxobj.ImageVersion(fluxobj.ManagerImage(&d))
+		g := fluxobj.SupportedGates(d.Name, version)
+		if _, has := g.Defaults[fluxobj.StrictSubstitution]; !g.Known || has {
 			return false
 		}
-		want := fmt.Sprintf("kustomize-controller %s does not support feature gate %q", version, patches.StrictSubstitution)
+		want := fmt.Sprintf("kustomize-controller %s does not support feature gate %q", version, fluxobj.StrictSubstitution)
 		if c := check(t, out, id); !strings.Contains(c.Message, want) {
 			t.Errorf("%s: %s, want it to say %q", id, c.Message, want)
 		}
@@ -383,7 +384,7 @@ func unrecordedGates(out *Output, id string, v verify.Verdict) bool {
 	}
 	for _, d := range out.Overlay.Final {
 		if d.Name == "kustomize-controller" {
-			return !patches.SupportedGates(d.Name, patches.ImageVersion(patches.ManagerImage(&d))).Known
+			return !fluxobj.SupportedGates(d.Name, fluxobj.ImageVersion(fluxobj.ManagerImage(&d))).Known
 		}
 	}
 	return false

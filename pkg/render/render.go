@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 
 	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -113,7 +114,7 @@ type Result struct {
 // overlays.
 type deployment struct {
 	name, image string
-	flags       patches.Flags
+	flags       fluxobj.Flags
 	err         error
 }
 
@@ -172,8 +173,8 @@ func Render(ctx context.Context, o Options) (*Result, error) {
 		Checks: patches.Proofs(r.FluxVersion, r.Origin, res, false)}
 	for i := range res.Final {
 		d := &res.Final[i]
-		f, err := patches.ManagerFlags(d)
-		out.final = append(out.final, deployment{name: d.Name, image: patches.ManagerImage(d), flags: f, err: err})
+		f, err := fluxobj.ManagerFlags(d)
+		out.final = append(out.final, deployment{name: d.Name, image: fluxobj.ManagerImage(d), flags: f, err: err})
 	}
 	return out, nil
 }
@@ -218,8 +219,8 @@ func (r *Result) EffectiveGate(controller, gate string) (Gate, error) {
 		if d.err != nil {
 			return Gate{}, fmt.Errorf("%s: %w", controller, d.err)
 		}
-		v := patches.ImageVersion(d.image)
-		g := patches.EffectiveGate(controller, v, d.flags, gate)
+		v := fluxobj.ImageVersion(d.image)
+		g := fluxobj.EffectiveGate(controller, v, d.flags, gate)
 		return Gate{Value: g.Value, Explicit: g.Explicit, Default: g.Default, DefaultKnown: g.DefaultKnown, Unsupported: g.Unsupported, Version: v}, nil
 	}
 	return Gate{}, fmt.Errorf("%s is not among the rendered controllers %v", controller, r.Components)
