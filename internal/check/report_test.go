@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,6 +129,29 @@ func TestReportReadable(t *testing.T) {
 					}
 				}
 				t.Fatalf("no [undefined] ${DOMAN}: %+v", r.Findings)
+			},
+		},
+		{
+			// Review items 1 and 2: ${audience} is located by its whole
+			// text (not the prefix ${audience of the ${audience_name:=x} on
+			// the line before), and each object's finding in its own YAML
+			// document of the file (a "--- # comment" separator included):
+			// first's at :9, second's at :18, not both at the first match.
+			name: "multi-document file", fixture: "multidoc", exit: verify.ExitFailed,
+			check: func(t *testing.T, r *Result, text string) {
+				got := map[string]string{}
+				for _, f := range r.Findings {
+					if f.Detector == Undefined {
+						obj := "first"
+						if strings.Contains(f.Message, "ConfigMap/apps/second") {
+							obj = "second"
+						}
+						got[obj] = fmt.Sprintf("%s:%d %v", f.File, f.Line, f.Lines)
+					}
+				}
+				if !strings.HasPrefix(got["first"], "apps/config.yaml:9 ") {
+					t.Fatalf("[undefined] located at %v, want first at apps/config.yaml:9; findings %+v", got, r.Findings)
+				}
 			},
 		},
 		{

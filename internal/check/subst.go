@@ -401,7 +401,9 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 			if !o.strict.on {
 				what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty: fail open on this release — %s, so Kustomization %s reports Ready and applies %s with an empty value", n.Param, s.objName(r), from, o.strict.why, k.Ref(), s.objName(r))
 			}
-			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
+			// Located by the whole ${X}: the prefix ${X would match an
+			// earlier ${X_longer:=…} (containsUnescaped matches substrings).
+			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr+"}"), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
 				fix: fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
 		}
 	}
