@@ -149,8 +149,12 @@ func TestReportReadable(t *testing.T) {
 						got[obj] = fmt.Sprintf("%s:%d %v", f.File, f.Line, f.Lines)
 					}
 				}
-				if !strings.HasPrefix(got["first"], "apps/config.yaml:9 ") {
-					t.Fatalf("[undefined] located at %v, want first at apps/config.yaml:9; findings %+v", got, r.Findings)
+				if got["first"] != "apps/config.yaml:9 []" || got["second"] != "apps/config.yaml:18 []" {
+					t.Fatalf("[undefined] located at %v, want first at apps/config.yaml:9, second at :18, one line each; findings %+v", got, r.Findings)
+				}
+				// One block, the second object counted as another place.
+				if !strings.Contains(text, "at apps/config.yaml:9 (and 1 other place(s)") {
+					t.Fatalf("the text report does not count both places:\n%s", text)
 				}
 			},
 		},

@@ -643,7 +643,7 @@ func locate(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, 
 		return l
 	}
 	decl := env.Locate(files, r.GetKind(), r.GetNamespace(), r.GetName())
-	if l := env.FindLine(files, decl.File, text); l.File != "" {
+	if l := env.FindInObject(files, decl, text); l.File != "" {
 		return l
 	}
 	if decl.File != "" {

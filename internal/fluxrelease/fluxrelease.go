@@ -339,7 +339,7 @@ func fromObject(env *fluxrepo.Env, files []string, r *resource.Resource, o Optio
 	}
 	locate := func(text string) fluxrepo.Location {
 		decl := env.Locate(files, kind, r.GetNamespace(), r.GetName())
-		if l := env.FindLine(files, decl.File, text); l.File != "" && (decl.File == "" || l.File == decl.File) {
+		if l := env.FindInObject(files, decl, text); l.File != "" && (decl.File == "" || l.File == decl.File) {
 			return l
 		}
 		return decl
