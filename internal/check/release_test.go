@@ -140,6 +140,27 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Pass, "Flux v2.8.5, declared by FluxInstance spec.distribution.artifact (flux-operator-manifests:v0.46.0 ships Flux up to v2.8.5)"),
 				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.8.5's CRDs"),
 			}},
+		// Review item 3: a range only releases above what the artifact
+		// ships match. The Flux Operator matches the range among the
+		// artifact's releases only (flux-operator v0.58.1,
+		// internal/controller/fluxinstance_controller.go build →
+		// internal/builder/semver.go MatchVersionWithEmbedded: no match is
+		// the error "no match found for semver"), so it fails the
+		// FluxInstance: a FAIL, not a PASS on the default release.
+		{name: "operator artifact ships no release of the range: the operator fails it", repo: "instance-artifact", exit: verify.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", "manifests:v0.9.0", "manifests:v0.46.0"}, {"clusters/dev/flux-system/flux-instance.yaml", `"2.x"`, `"2.9.x"`}},
+			checks: []want{
+				has("check.flux-release", verify.Fail, `"2.9.x" at clusters/dev/flux-system/flux-instance.yaml:8`, "flux-operator-manifests:v0.46.0 ships Flux up to v2.8.5", "no match found for semver"),
+			},
+			not: []string{"declares no release", "no embedded release matches it"}},
+		// A declared range this build embeds no release of: judged by the
+		// default, said so, and a warning — not "declares no release".
+		{name: "FluxInstance range not embedded: the default, a warning", repo: "instance-version", exit: verify.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", `"2.3.x"`, `"2.10.x"`}},
+			checks: []want{
+				has("check.flux-release", verify.Warn, `Flux v2.9.5, the default: FluxInstance spec.distribution.version "2.10.x" declared at clusters/dev/flux-system/flux-instance.yaml:8 is not embedded in this build`),
+			},
+			not: []string{"declares no release"}},
 		{name: "gotk-components.yaml header", repo: "header", exit: verify.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header at clusters/dev/flux-system/gotk-components.yaml:3"),

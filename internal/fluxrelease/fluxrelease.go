@@ -58,6 +58,13 @@ type Release struct {
 	// Notes are what a person should know (other declarations, a release
 	// not embedded and the one taken instead).
 	Notes []string `json:"notes,omitempty"`
+	// Fallback: the repository declares a release (Declared, Form,
+	// Location) this build does not resolve; Version is the default.
+	Fallback bool `json:"fallback,omitempty"`
+	// Fails is the controller's verdict on a declaration it refuses (the
+	// Flux Operator finds no release of the range in its artifact); "":
+	// none.
+	Fails string `json:"fails,omitempty"`
 }
 
 // String is the release as a one-line fact.
@@ -70,6 +77,9 @@ func (r Release) String() string {
 	}
 	if r.Old {
 		return fmt.Sprintf("Flux %s, declared by %s at %s: older than the releases embedded in this build", r.Declared, r.Form, r.Location)
+	}
+	if r.Fallback {
+		return fmt.Sprintf("Flux %s, the default: %s %q declared at %s is not embedded in this build", r.Version, r.Form, r.Declared, r.Location)
 	}
 	s := fmt.Sprintf("Flux %s, declared by %s", r.Version, r.Form)
 	if r.Declared != r.Version {
@@ -132,7 +142,12 @@ func Resolve(env *fluxrepo.Env, o Options) Release {
 	case old:
 		r.Old = true
 	case v == "":
-		r.Version, r.From = o.Default, FromDefault
+		// Still the repository's declaration: the report says it was
+		// not resolved, and what the controller makes of it.
+		r.Version, r.Fallback = o.Default, true
+		if d.exceedsArtifact() {
+			r.Fails = note
+		}
 		r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s: %s; judged by the default Flux %s", d.form, d.value, d.loc, note, o.Default))
 		return r
 	default:
@@ -179,6 +194,9 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 		if limit != nil && limit.LessThan(oldest) {
 			return "", true, ""
 		}
+		if d.exceedsArtifact() {
+			return "", false, fmt.Sprintf("flux-operator-manifests:%s ships Flux up to %s and no release of it matches the range: the Flux Operator fails the FluxInstance (\"no match found for semver: %s\")", d.artifact, d.maxFlux, d.value)
+		}
 		return "", false, "no embedded release matches it"
 	}
 	v, err := semver.NewVersion(d.value)
@@ -205,6 +223,37 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 		return "", false, "no embedded release is at or below it"
 	}
 	return best.Original(), false, fmt.Sprintf("Flux %s (%s at %s) is not embedded in this build: judged by %s, the nearest embedded release below it", d.value, d.form, d.loc, best.Original())
+}
+
+// exceedsArtifact says whether d is a range whose operator artifact ships no
+// release of it: the range starts above the newest release the artifact
+// ships. The Flux Operator matches the range among the artifact's releases
+// only (flux-operator v0.58.1 internal/controller/fluxinstance_controller.go
+// build, internal/builder/semver.go MatchVersionWithEmbedded) and fails the
+// FluxInstance with "no match found for semver".
+func (d declaration) exceedsArtifact() bool {
+	if !d.rangeOf || d.maxFlux == "" {
+		return false
+	}
+	limit, err := semver.NewVersion(d.maxFlux)
+	if err != nil {
+		return false
+	}
+	c, err := semver.NewConstraint(d.value)
+	if err != nil {
+		return false
+	}
+	// Every release up to limit of limit's major: does one match?
+	for minor := int64(0); minor <= int64(limit.Minor()); minor++ {
+		for patch := int64(0); patch <= 20; patch++ {
+			v := semver.New(limit.Major(), uint64(minor), uint64(patch), "", "")
+			if !v.GreaterThan(limit) && c.Check(v) {
+				return false
+			}
+		}
+	}
+	lo := rangeFloor(d.value)
+	return lo != nil && lo.GreaterThan(limit)
 }
 
 var floorRe = regexp.MustCompile(`\d+(\.(\d+|[xX*]))?(\.(\d+|[xX*]))?`)

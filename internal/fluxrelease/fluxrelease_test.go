@@ -30,6 +30,9 @@ func TestResolve(t *testing.T) {
 		{d: declaration{value: ">=2.3.0 <2.5.0", rangeOf: true}, version: "v2.4.0"},
 		{d: declaration{value: "2.x", rangeOf: true, maxFlux: o.OperatorMaxFlux["v0.46.0"]}, version: "v2.8.5"},
 		{d: declaration{value: "*", rangeOf: true, maxFlux: o.OperatorMaxFlux["v0.59.0"]}, version: "v2.9.5"},
+		// Review item 3: the artifact ships no 2.9: the operator fails it.
+		{d: declaration{value: "2.9.x", rangeOf: true, maxFlux: o.OperatorMaxFlux["v0.46.0"], artifact: "v0.46.0"}, note: "flux-operator-manifests:v0.46.0 ships Flux up to v2.8.5"},
+		{d: declaration{value: "2.10.x", rangeOf: true, maxFlux: o.OperatorMaxFlux["v0.46.0"], artifact: "v0.46.0"}, note: "no match found for semver"},
 		{d: declaration{value: "2.1.x", rangeOf: true}, old: true},
 		{d: declaration{value: "0.x", rangeOf: true}, old: true},
 		{d: declaration{value: "3.x", rangeOf: true}, note: "no embedded release matches it"},
