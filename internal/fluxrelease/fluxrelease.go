@@ -213,9 +213,11 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 	}
 	// A release this build does not carry: the newest embedded one of the
 	// same minor below it (same CRD versions), else the newest below it.
+	// A minor is the same only within the same major (v3.2 is not v2.2).
+	same := func(e *semver.Version) bool { return e.Major() == v.Major() && e.Minor() == v.Minor() }
 	var best *semver.Version
 	for _, e := range embedded {
-		if !e.GreaterThan(v) && (best == nil || e.Minor() == v.Minor() || best.Minor() != v.Minor()) {
+		if !e.GreaterThan(v) && (best == nil || same(e) || !same(best)) {
 			best = e
 		}
 	}

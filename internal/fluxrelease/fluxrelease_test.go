@@ -41,6 +41,9 @@ func TestResolve(t *testing.T) {
 		{d: declaration{value: "2.4.0"}, version: "v2.4.0"},
 		{d: declaration{value: "v2.8.4"}, version: "v2.8.3", note: "nearest embedded release below it"},
 		{d: declaration{value: "v2.10.0"}, version: "v2.9.5", note: "nearest embedded release below it"},
+		// Review item 13: the same minor of another major is no kin:
+		// v3.2.0 is judged by the newest below it, v2.9.5, not v2.2.3.
+		{d: declaration{value: "v3.2.0"}, version: "v2.9.5", note: "nearest embedded release below it"},
 		{d: declaration{value: "v0.41.2"}, old: true},
 		{d: declaration{value: "v2.2.0"}, old: true},
 		{d: declaration{value: "main"}, note: "not a release version"},
