@@ -61,6 +61,33 @@ spec:
       name: flux
 `
 
+// flux2AtV230 declares Flux v2.3.0 by a GitRepository of flux2 that a
+// Kustomization applies.
+const flux2AtV230 = `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux2
+  namespace: flux-system
+spec:
+  interval: 1h
+  url: https://github.com/fluxcd/flux2
+  ref:
+    tag: v2.3.0
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: flux2
+  namespace: flux-system
+spec:
+  interval: 1h
+  path: ./manifests/install
+  prune: false
+  sourceRef:
+    kind: GitRepository
+    name: flux2
+`
+
 // TestFluxRelease: the release the repository declares judges it
 // (testdata/releases, one repository per declaration form of DESIGN §10).
 // Each holds a HelmRelease helm.toolkit.fluxcd.io/v2beta2 and a
@@ -195,6 +222,15 @@ func TestFluxRelease(t *testing.T) {
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
 			not: []string{"[schema]"}},
+		// Review item 16: the first declaration does not resolve (a tag
+		// that is no release): the next one that does judges, the first
+		// named in a note.
+		{name: "the first declaration that resolves judges", repo: "oci-manifests", exit: verify.ExitFailed,
+			edits: []edit{{"clusters/dev/flux.yaml", "tag: v2.3.0", "tag: latest"}, {"clusters/dev/flux2.yaml", "", flux2AtV230}},
+			checks: []want{
+				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by GitRepository https://github.com/fluxcd/flux2 ref.tag at clusters/dev/flux2.yaml:10",
+					`OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag "latest" at clusters/dev/flux.yaml:10: not a release version`),
+			}},
 		{name: "OCIRepository of flux-manifests nothing applies is no declaration", repo: "oci-manifests", exit: verify.ExitFailed,
 			edits: []edit{{"clusters/dev/flux.yaml", "    name: flux-manifests\n", "    name: other\n"}},
 			checks: []want{

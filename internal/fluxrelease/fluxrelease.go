@@ -130,10 +130,25 @@ func Resolve(env *fluxrepo.Env, o Options) Release {
 		r.Version, r.From = o.Default, FromDefault
 		return r
 	}
-	d := decls[0]
+	// The first declaration that resolves judges (a tag "latest" or an
+	// unsubstituted ${FLUX_VERSION} does not hide a later one); none does:
+	// the first, judged by the default. A range the operator fails stays
+	// the verdict: the operator acts on it whatever else is declared.
+	pick := 0
+	for i, c := range decls {
+		if v, old, _ := c.resolve(o); v != "" || old || c.exceedsArtifact() {
+			pick = i
+			break
+		}
+	}
+	d := decls[pick]
 	r.From, r.Form, r.Declared, r.Location = FromRepository, d.form, d.value, d.loc
-	for _, other := range decls[1:] {
-		if other.value != d.value {
+	for i, other := range decls {
+		switch {
+		case i < pick:
+			_, _, why := other.resolve(o)
+			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s: %s; judged by %s at %s instead", other.form, other.value, other.loc, why, d.form, d.loc))
+		case i > pick && other.value != d.value:
 			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s is not the one judged by: %s at %s declares the release the cluster root deploys", other.form, other.value, other.loc, d.form, d.loc))
 		}
 	}
