@@ -404,7 +404,8 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 			// Located by the whole ${X}: the prefix ${X would match an
 			// earlier ${X_longer:=…} (containsUnescaped matches substrings).
 			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr+"}"), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
-				fix: fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
+				causeFix: fmt.Sprintf("define %s in the postBuild (substitute or substituteFrom) of each Kustomization named, or escape it as $${%s} if it is meant literally", n.Param, n.Param),
+				fix:      fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
 		}
 	}
 }
