@@ -231,6 +231,22 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by GitRepository https://github.com/fluxcd/flux2 ref.tag at clusters/dev/flux2.yaml:10",
 					`OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag "latest" at clusters/dev/flux.yaml:10: not a release version`),
 			}},
+		// Review item 15: source-controller takes ref.digest, then
+		// ref.semver, before ref.tag (source-controller v1.9.x
+		// internal/controller/ocirepository_controller.go getArtifactRef;
+		// api/v1 OCIRepositoryRef: "takes precedence over"). A semver is
+		// a range; a digest pins a release not known offline: the
+		// default, a warning.
+		{name: "OCIRepository ref.semver wins over ref.tag", repo: "oci-manifests", exit: verify.ExitFailed,
+			edits: []edit{{"clusters/dev/flux.yaml", "    tag: v2.3.0\n", "    tag: v2.3.0\n    semver: \"2.9.x\"\n"}},
+			checks: []want{
+				has("check.flux-release", verify.Pass, `Flux v2.9.5, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.semver "2.9.x" at clusters/dev/flux.yaml:11`),
+			}},
+		{name: "OCIRepository ref.digest wins over ref.tag", repo: "oci-manifests", exit: verify.ExitFailed,
+			edits: []edit{{"clusters/dev/flux.yaml", "    tag: v2.3.0\n", "    tag: v2.3.0\n    digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n"}},
+			checks: []want{
+				has("check.flux-release", verify.Warn, "Flux v2.9.5, the default: OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.digest (it takes precedence over ref.tag; the release it pins is not known offline)"),
+			}},
 		{name: "OCIRepository of flux-manifests nothing applies is no declaration", repo: "oci-manifests", exit: verify.ExitFailed,
 			edits: []edit{{"clusters/dev/flux.yaml", "    name: flux-manifests\n", "    name: other\n"}},
 			checks: []want{

@@ -421,21 +421,47 @@ func fromObject(env *fluxrepo.Env, files []string, r *resource.Resource, o Optio
 		return distribution(mapAt(inst, "distribution"), locate, o), true
 	case kind == "OCIRepository" && fluxobj.InGroup(api, fluxobj.SourceGroup):
 		url, _ := mapAt(m, "spec")["url"].(string)
-		tag, _ := mapAt(m, "spec", "ref")["tag"].(string)
-		if strings.TrimSuffix(url, "/") != "oci://ghcr.io/fluxcd/flux-manifests" || tag == "" || !applied(env, kind, r) {
+		field, value := refOf(mapAt(m, "spec", "ref"), "digest", "semver", "tag")
+		if strings.TrimSuffix(url, "/") != "oci://ghcr.io/fluxcd/flux-manifests" || value == "" || !applied(env, kind, r) {
 			return nil, false
 		}
-		return []declaration{{form: FormOCIManifests, value: tag, loc: locate(tag)}}, false
+		return []declaration{refDeclaration(FormOCIManifests, field, value, locate(value))}, false
 	case kind == "GitRepository" && fluxobj.InGroup(api, fluxobj.SourceGroup):
 		url, _ := mapAt(m, "spec")["url"].(string)
-		tag, _ := mapAt(m, "spec", "ref")["tag"].(string)
+		field, value := refOf(mapAt(m, "spec", "ref"), "commit", "name", "semver", "tag")
 		url = strings.TrimSuffix(strings.TrimSuffix(url, "/"), ".git")
-		if url != "https://github.com/fluxcd/flux2" || tag == "" || !applied(env, kind, r) {
+		if url != "https://github.com/fluxcd/flux2" || value == "" || !applied(env, kind, r) {
 			return nil, false
 		}
-		return []declaration{{form: FormGitFlux2, value: tag, loc: locate(tag)}}, false
+		return []declaration{refDeclaration(FormGitFlux2, field, value, locate(value))}, false
 	}
 	return nil, false
+}
+
+// refOf is the first of fields (highest precedence first) set in a
+// source's spec.ref, and its value. source-controller checks out the
+// field of highest precedence: OCIRepository digest, semver, tag
+// (source-controller v1.9.x internal/controller/ocirepository_controller.go
+// getArtifactRef); GitRepository commit, name, semver, tag (api/v1
+// GitRepositoryRef, "takes precedence over").
+func refOf(ref map[string]any, fields ...string) (field, value string) {
+	for _, f := range fields {
+		if v, _ := ref[f].(string); v != "" {
+			return f, v
+		}
+	}
+	return "", ""
+}
+
+// refDeclaration is the declaration of a source's ref field: a semver is a
+// range, a tag a release; a digest, commit or name pins a release that is
+// not known offline (it resolves to none: the default, said so).
+func refDeclaration(tagForm, field, value string, loc fluxrepo.Location) declaration {
+	d := declaration{form: strings.TrimSuffix(tagForm, "tag") + field, value: value, loc: loc, rangeOf: field == "semver"}
+	if field != "tag" && field != "semver" {
+		d.form += " (it takes precedence over ref.tag; the release it pins is not known offline)"
+	}
+	return d
 }
 
 // applied says whether a Kustomization of the environment applies the
