@@ -10,9 +10,11 @@
 //     also as flux-instance chart values (instance.distribution);
 //   - flux bootstrap's gotk-components.yaml header "# Flux Version: v2.x.y";
 //   - a kustomize remote base github.com/fluxcd/flux2/manifests/install?ref=v…;
-//   - an OCIRepository of oci://ghcr.io/fluxcd/flux-manifests with ref.tag, or a
-//     GitRepository of https://github.com/fluxcd/flux2 with ref.tag, that a
-//     Kustomization of the environment applies.
+//   - an OCIRepository of oci://ghcr.io/fluxcd/flux-manifests, or a
+//     GitRepository of https://github.com/fluxcd/flux2, that a Kustomization
+//     of the environment applies: its ref field of highest precedence
+//     (ref.tag a release, ref.semver a range; a digest, commit or name pins
+//     a release not known offline).
 package fluxrelease
 
 import (
@@ -170,6 +172,14 @@ func Resolve(env *fluxrepo.Env, o Options) Release {
 		if note != "" {
 			r.Notes = append(r.Notes, note)
 		}
+		if d.rangeOf {
+			// flux-operator v0.54.0 on (v0.58.1
+			// internal/controller/fluxinstance_controller.go build →
+			// internal/builder/semver.go MatchVersionWithEmbedded) also
+			// keeps to the minors its own image embeds; which operator
+			// runs is not declared here.
+			r.Notes = append(r.Notes, fmt.Sprintf("the running Flux Operator matches the range only among the Flux minors its image embeds (flux-operator v0.54.0 and later): an operator older than Flux %s installs the newest minor it knows", v))
+		}
 	}
 	return r
 }
@@ -189,9 +199,12 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 		limit, _ = semver.NewVersion(d.maxFlux)
 	}
 	if d.rangeOf {
-		// The Flux Operator's own rule (flux-operator internal/builder
-		// semver.go MatchVersion): Masterminds semver constraint, newest
-		// release of the artifact's data directory matching it.
+		// The Flux Operator's own rule (flux-operator v0.58.1
+		// internal/controller/fluxinstance_controller.go build →
+		// internal/builder/semver.go MatchVersionWithEmbedded): Masterminds
+		// semver constraint, newest release of the artifact's data
+		// directory matching it (of a minor the running image embeds: a
+		// note, see Resolve).
 		c, err := semver.NewConstraint(d.value)
 		if err != nil {
 			return "", false, fmt.Sprintf("not a semver range (%v)", err)

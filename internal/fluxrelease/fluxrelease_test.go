@@ -8,8 +8,11 @@ import (
 )
 
 // TestResolve: how one declaration maps to an embedded release. A range is
-// the Flux Operator's rule (flux-operator v0.58.1 internal/builder/semver.go
-// MatchVersion: the newest release matching the Masterminds constraint),
+// the Flux Operator's rule (flux-operator v0.58.1
+// internal/controller/fluxinstance_controller.go build, calling
+// internal/builder/semver.go MatchVersionWithEmbedded since v0.54.0: the
+// newest release matching the Masterminds constraint, of a Flux minor the
+// running operator's image embeds — that cap is a note, the image unknown),
 // capped by what an operator artifact ships; an exact release not embedded
 // is judged by the nearest embedded one below it of the same minor; below
 // every embedded release is Old.
