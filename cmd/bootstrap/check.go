@@ -78,6 +78,11 @@ remote base).`,
 // check validates the flags, then runs phase static and writes --sarif.
 func (a *app) check(cmd *cobra.Command, o check.Options, rf repoFlags, root rootFlags, sarif string) error {
 	run := a.s.NewRun("check", false)
+	// Known before Preflight, so a refusal names where the release came
+	// from (FLUX_VERSION, --versions-file), not a flag never given.
+	if o.FluxVersion != "" {
+		o.FluxVersionFrom = a.flagOrigin("flux-version")
+	}
 	if err := check.Preflight(o); err != nil {
 		return a.s.Fail(cmd.Context(), run.Report, err)
 	}
@@ -90,9 +95,6 @@ func (a *app) check(cmd *cobra.Command, o check.Options, rf repoFlags, root root
 		return a.s.Fail(cmd.Context(), run.Report, err)
 	}
 	o.FluxInstance = root.fluxInstance
-	if o.FluxVersion != "" {
-		o.FluxVersionFrom = a.flagOrigin("flux-version")
-	}
 	run.Report.Facts["path"] = o.Path
 	phase := &check.Phase{Options: o}
 	return a.s.ExecuteThen(cmd.Context(), run, func() error { return writeSARIF(sarif, phase.Result) }, phase)

@@ -59,3 +59,26 @@ func TestEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckNamesTheVersionOrigin: a release not embedded, given by the
+// script's FLUX_VERSION, is refused naming that variable, not a
+// --flux-version never given (review item 10).
+func TestCheckNamesTheVersionOrigin(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"FLUX_VERSION", map[string]string{"FLUX_VERSION": "2.4.1"}, nil, "Flux v2.4.1 (from FLUX_VERSION (the bootstrap script's variable)): not embedded"},
+		{"--flux-version", nil, []string{"--flux-version", "v2.4.1"}, "Flux v2.4.1 (from --flux-version): not embedded"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"check", "--repo", "../../testdata/check/clean", "--path", "clusters/dev"}, tt.args...)
+			r := cli(t, "", tt.env, args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("exit %d, want 2 and %q:\n%s\n%s", r.code, tt.want, r.stdout, r.stderr)
+			}
+		})
+	}
+}

@@ -231,6 +231,12 @@ func TestDefects(t *testing.T) {
 		{name: "chartRef source not rendered", ms: []mutation{{"apps/releases.yaml", "    name: web-chart\n  dependsOn", "    name: app-chart\n  dependsOn"}}, det: ChartSource,
 			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "apps/releases.yaml:41: [chart-source] HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which the environment does not render"},
+		// Review item 19: the chart's source is not rendered, but a path
+		// did not build and may render it: a warning, judged once it
+		// builds.
+		{name: "chartRef source not rendered, a path unbuilt", ms: []mutation{{"apps/releases.yaml", "    name: web-chart\n  dependsOn", "    name: app-chart\n  dependsOn"}, {"clusters/base/apps.yaml", "  path: ./docs\n", "  path: ./doc\n"}}, det: ChartSource,
+			id: "check.graph", verdict: verify.Warn, alone: true, also: []string{"check.render", "check.substitution/flux-system/docs"}, alsoFails: true,
+			want: "[chart-source] HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which no path that built renders"},
 		{name: "chart template source not rendered", ms: []mutation{{"apps/releases.yaml", "        name: charts\n", "        name: other-charts\n"}}, det: ChartSource,
 			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "[chart-source] HelmRelease web/web-db reads its chart from HelmRepository/web/other-charts"},

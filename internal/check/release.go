@@ -151,6 +151,9 @@ func releaseCheck(j *judged, env *fluxrepo.Env) verify.Check {
 		ev = append(ev, fmt.Sprintf("a FluxInstance manages the cluster (%s): the notification CRDs are validated as the Flux Operator installs them (FluxInstance, ResourceSet, ResourceSetInputProvider added to Alert and Receiver kinds)", *j.rel.Operator))
 	}
 	ev = append(ev, j.rel.Notes...)
+	if j.rel.Fails != "" {
+		return Release.Fail(fmt.Sprintf("%s %q at %s: %s; the rest is judged by the default Flux %s — fix: name an operator artifact that ships the range, or a range its releases match", j.rel.Form, j.rel.Declared, j.rel.Location, j.rel.Fails, j.rel.Version), ev...)
+	}
 	if j.strict.unread != nil {
 		return Release.Warn(fmt.Sprintf("%s; %v, so StrictPostBuildSubstitutions is taken at kustomize-controller's default", j.rel, j.strict.unread), ev...)
 	}
@@ -164,6 +167,9 @@ func releaseCheck(j *judged, env *fluxrepo.Env) verify.Check {
 			}
 		}
 		return Release.Skip(fmt.Sprintf("%s: its CRDs are not in this build, so %d Flux object(s) were not checked against a schema; pass --flux-version with an embedded release to check them against that one", j.rel, n), ev...)
+	}
+	if j.rel.Fallback {
+		return Release.Warn(j.rel.String(), ev...)
 	}
 	return Release.Pass(j.rel.String(), ev...)
 }

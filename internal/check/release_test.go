@@ -62,6 +62,33 @@ spec:
       name: flux
 `
 
+// flux2AtV230 declares Flux v2.3.0 by a GitRepository of flux2 that a
+// Kustomization applies.
+const flux2AtV230 = `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux2
+  namespace: flux-system
+spec:
+  interval: 1h
+  url: https://github.com/fluxcd/flux2
+  ref:
+    tag: v2.3.0
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: flux2
+  namespace: flux-system
+spec:
+  interval: 1h
+  path: ./manifests/install
+  prune: false
+  sourceRef:
+    kind: GitRepository
+    name: flux2
+`
+
 // TestFluxRelease: the release the repository declares judges it
 // (testdata/releases, one repository per declaration form of DESIGN §10).
 // Each holds a HelmRelease helm.toolkit.fluxcd.io/v2beta2 and a
@@ -70,9 +97,10 @@ spec:
 //
 // The rules, read in the controllers' code:
 //   - the Flux Operator resolves spec.distribution.version as a Masterminds
-//     semver constraint, the newest release of its data directory matching
-//     (controlplaneio-fluxcd/flux-operator v0.58.1, internal/builder/semver.go
-//     MatchVersion); flux-operator-manifests:vX ships the releases under
+//     semver constraint, the newest release of its data directory matching,
+//     of a Flux minor its own image embeds (controlplaneio-fluxcd/flux-operator
+//     v0.58.1, internal/controller/fluxinstance_controller.go build →
+//     internal/builder/semver.go MatchVersionWithEmbedded, from v0.54.0); flux-operator-manifests:vX ships the releases under
 //     config/data/flux/ at tag vX (versions.env FLUX_OPERATOR_MAX_FLUX);
 //   - StrictPostBuildSubstitutions defaults off in kustomize-controller
 //     before v1.9.0 (internal/features/features.go, v1.3.0 false, v1.9.0
@@ -106,6 +134,16 @@ func TestFluxRelease(t *testing.T) {
 				has("check.substitution/flux-system/flux-system", verify.Pass),
 			},
 			not: []string{"[schema]"}},
+		// Review item 4: from flux-operator v0.54.0 the FluxInstance
+		// controller matches the range only among the Flux minors its own
+		// image embeds (internal/controller/fluxinstance_controller.go
+		// build → internal/builder/semver.go MatchVersionWithEmbedded, as
+		// of v0.58.1): the running operator may cap the minor, said in a
+		// note.
+		{name: "FluxInstance range: the running operator may cap it", repo: "instance-version", exit: session.ExitFailed,
+			checks: []want{
+				has("check.flux-release", verify.Pass, "the running Flux Operator matches the range only among the Flux minors its image embeds"),
+			}},
 		{name: "FluxInstance: the same objects on 2.9.x", repo: "instance-version", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", `"2.3.x"`, `"2.9.x"`}},
 			checks: []want{
@@ -141,6 +179,27 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Pass, "Flux v2.8.5, declared by FluxInstance spec.distribution.artifact (flux-operator-manifests:v0.46.0 ships Flux up to v2.8.5)"),
 				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.8.5's CRDs"),
 			}},
+		// Review item 3: a range only releases above what the artifact
+		// ships match. The Flux Operator matches the range among the
+		// artifact's releases only (flux-operator v0.58.1,
+		// internal/controller/fluxinstance_controller.go build →
+		// internal/builder/semver.go MatchVersionWithEmbedded: no match is
+		// the error "no match found for semver"), so it fails the
+		// FluxInstance: a FAIL, not a PASS on the default release.
+		{name: "operator artifact ships no release of the range: the operator fails it", repo: "instance-artifact", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", "manifests:v0.9.0", "manifests:v0.46.0"}, {"clusters/dev/flux-system/flux-instance.yaml", `"2.x"`, `"2.9.x"`}},
+			checks: []want{
+				has("check.flux-release", verify.Fail, `"2.9.x" at clusters/dev/flux-system/flux-instance.yaml:8`, "flux-operator-manifests:v0.46.0 ships Flux up to v2.8.5", "no match found for semver"),
+			},
+			not: []string{"declares no release", "no embedded release matches it"}},
+		// A declared range this build embeds no release of: judged by the
+		// default, said so, and a warning — not "declares no release".
+		{name: "FluxInstance range not embedded: the default, a warning", repo: "instance-version", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", `"2.3.x"`, `"2.10.x"`}},
+			checks: []want{
+				has("check.flux-release", verify.Warn, `Flux v2.9.5, the default: FluxInstance spec.distribution.version "2.10.x" declared at clusters/dev/flux-system/flux-instance.yaml:8 is not embedded in this build`),
+			},
+			not: []string{"declares no release"}},
 		{name: "gotk-components.yaml header", repo: "header", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header at clusters/dev/flux-system/gotk-components.yaml:3"),
@@ -175,6 +234,31 @@ func TestFluxRelease(t *testing.T) {
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
 			not: []string{"[schema]"}},
+		// Review item 16: the first declaration does not resolve (a tag
+		// that is no release): the next one that does judges, the first
+		// named in a note.
+		{name: "the first declaration that resolves judges", repo: "oci-manifests", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux.yaml", "tag: v2.3.0", "tag: latest"}, {"clusters/dev/flux2.yaml", "", flux2AtV230}},
+			checks: []want{
+				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by GitRepository https://github.com/fluxcd/flux2 ref.tag at clusters/dev/flux2.yaml:10",
+					`OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag "latest" at clusters/dev/flux.yaml:10: not a release version`),
+			}},
+		// Review item 15: source-controller takes ref.digest, then
+		// ref.semver, before ref.tag (source-controller v1.9.x
+		// internal/controller/ocirepository_controller.go getArtifactRef;
+		// api/v1 OCIRepositoryRef: "takes precedence over"). A semver is
+		// a range; a digest pins a release not known offline: the
+		// default, a warning.
+		{name: "OCIRepository ref.semver wins over ref.tag", repo: "oci-manifests", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux.yaml", "    tag: v2.3.0\n", "    tag: v2.3.0\n    semver: \"2.9.x\"\n"}},
+			checks: []want{
+				has("check.flux-release", verify.Pass, `Flux v2.9.5, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.semver "2.9.x" at clusters/dev/flux.yaml:11`),
+			}},
+		{name: "OCIRepository ref.digest wins over ref.tag", repo: "oci-manifests", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux.yaml", "    tag: v2.3.0\n", "    tag: v2.3.0\n    digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n"}},
+			checks: []want{
+				has("check.flux-release", verify.Warn, "Flux v2.9.5, the default: OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.digest (it takes precedence over ref.tag; the release it pins is not known offline)"),
+			}},
 		{name: "OCIRepository of flux-manifests nothing applies is no declaration", repo: "oci-manifests", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux.yaml", "    name: flux-manifests\n", "    name: other\n"}},
 			checks: []want{

@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,6 +130,33 @@ func TestReportReadable(t *testing.T) {
 					}
 				}
 				t.Fatalf("no [undefined] ${DOMAN}: %+v", r.Findings)
+			},
+		},
+		{
+			// Review items 1 and 2: ${audience} is located by its whole
+			// text (not the prefix ${audience of the ${audience_name:=x} on
+			// the line before), and each object's finding in its own YAML
+			// document of the file (a "--- # comment" separator included):
+			// first's at :9, second's at :18, not both at the first match.
+			name: "multi-document file", fixture: "multidoc", exit: session.ExitFailed,
+			check: func(t *testing.T, r *Result, text string) {
+				got := map[string]string{}
+				for _, f := range r.Findings {
+					if f.Detector == Undefined {
+						obj := "first"
+						if strings.Contains(f.Message, "ConfigMap/apps/second") {
+							obj = "second"
+						}
+						got[obj] = fmt.Sprintf("%s:%d %v", f.File, f.Line, f.Lines)
+					}
+				}
+				if got["first"] != "apps/config.yaml:9 []" || got["second"] != "apps/config.yaml:18 []" {
+					t.Fatalf("[undefined] located at %v, want first at apps/config.yaml:9, second at :18, one line each; findings %+v", got, r.Findings)
+				}
+				// One block, the second object counted as another place.
+				if !strings.Contains(text, "at apps/config.yaml:9 (and 1 other place(s)") {
+					t.Fatalf("the text report does not count both places:\n%s", text)
+				}
 			},
 		},
 		{
@@ -290,7 +318,9 @@ func TestReportFitsOnAScreen(t *testing.T) {
 		t.Fatalf("exit %d, %d [undefined] findings (want 150), %d lines:\n%s", session.ReportCode(rep), und, lines, text)
 	}
 	if b := blocks(text, Undefined); len(b) != 1 || !strings.Contains(b[0], "${TIMEZON} is not defined — 150 Kustomization(s): flux-system/app-000, flux-system/app-001, flux-system/app-002 and 147 more") ||
-		!strings.Contains(text, "at components/common/settings.yaml:7\n") {
+		!strings.Contains(text, "at components/common/settings.yaml:7\n") ||
+		// Review item 9: the block's fix is for all 150, not app-000's.
+		!strings.Contains(text, "fix: define TIMEZON in the postBuild (substitute or substituteFrom) of each Kustomization named, or escape it as $${TIMEZON}") {
 		t.Fatalf("blocks %q:\n%s", b, text)
 	}
 	// --verbose keeps every check with its evidence.

@@ -28,7 +28,11 @@ func Preflight(o Options) error {
 		return err
 	}
 	if !slices.Contains(embedded, o.FluxVersion) {
-		return verify.InputErrorf("--flux-version %s: not embedded in this build, so its CRDs cannot validate the Flux objects; pick one of %s", o.FluxVersion, strings.Join(embedded, ", "))
+		from := o.FluxVersionFrom
+		if from == "" {
+			from = "--flux-version"
+		}
+		return verify.InputErrorf("Flux %s (from %s): not embedded in this build, so its CRDs cannot validate the Flux objects; pick one of %s", o.FluxVersion, from, strings.Join(embedded, ", "))
 	}
 	return nil
 }

@@ -401,8 +401,11 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 			if !o.strict.on {
 				what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty: fail open on this release — %s, so Kustomization %s reports Ready and applies %s with an empty value", n.Param, s.objName(r), from, o.strict.why, k.Ref(), s.objName(r))
 			}
-			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
-				fix: fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
+			// Located by the whole ${X}: the prefix ${X would match an
+			// earlier ${X_longer:=…} (containsUnescaped matches substrings).
+			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr+"}"), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
+				causeFix: fmt.Sprintf("define %s in the postBuild (substitute or substituteFrom) of each Kustomization named, or escape it as $${%s} if it is meant literally", n.Param, n.Param),
+				fix:      fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
 		}
 	}
 }
@@ -641,7 +644,7 @@ func locate(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, 
 		return l
 	}
 	decl := env.Locate(files, r.GetKind(), r.GetNamespace(), r.GetName())
-	if l := env.FindLine(files, decl.File, text); l.File != "" {
+	if l := env.FindInObject(files, decl, text); l.File != "" {
 		return l
 	}
 	if decl.File != "" {

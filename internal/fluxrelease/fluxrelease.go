@@ -10,9 +10,11 @@
 //     also as flux-instance chart values (instance.distribution);
 //   - flux bootstrap's gotk-components.yaml header "# Flux Version: v2.x.y";
 //   - a kustomize remote base github.com/fluxcd/flux2/manifests/install?ref=v…;
-//   - an OCIRepository of oci://ghcr.io/fluxcd/flux-manifests with ref.tag, or a
-//     GitRepository of https://github.com/fluxcd/flux2 with ref.tag, that a
-//     Kustomization of the environment applies.
+//   - an OCIRepository of oci://ghcr.io/fluxcd/flux-manifests, or a
+//     GitRepository of https://github.com/fluxcd/flux2, that a Kustomization
+//     of the environment applies: its ref field of highest precedence
+//     (ref.tag a release, ref.semver a range; a digest, commit or name pins
+//     a release not known offline).
 package fluxrelease
 
 import (
@@ -58,6 +60,13 @@ type Release struct {
 	// Notes are what a person should know (other declarations, a release
 	// not embedded and the one taken instead).
 	Notes []string `json:"notes,omitempty"`
+	// Fallback: the repository declares a release (Declared, Form,
+	// Location) this build does not resolve; Version is the default.
+	Fallback bool `json:"fallback,omitempty"`
+	// Fails is the controller's verdict on a declaration it refuses (the
+	// Flux Operator finds no release of the range in its artifact); "":
+	// none.
+	Fails string `json:"fails,omitempty"`
 }
 
 // String is the release as a one-line fact.
@@ -70,6 +79,9 @@ func (r Release) String() string {
 	}
 	if r.Old {
 		return fmt.Sprintf("Flux %s, declared by %s at %s: older than the releases embedded in this build", r.Declared, r.Form, r.Location)
+	}
+	if r.Fallback {
+		return fmt.Sprintf("Flux %s, the default: %s %q declared at %s is not embedded in this build", r.Version, r.Form, r.Declared, r.Location)
 	}
 	s := fmt.Sprintf("Flux %s, declared by %s", r.Version, r.Form)
 	if r.Declared != r.Version {
@@ -120,10 +132,25 @@ func Resolve(env *fluxrepo.Env, o Options) Release {
 		r.Version, r.From = o.Default, FromDefault
 		return r
 	}
-	d := decls[0]
+	// The first declaration that resolves judges (a tag "latest" or an
+	// unsubstituted ${FLUX_VERSION} does not hide a later one); none does:
+	// the first, judged by the default. A range the operator fails stays
+	// the verdict: the operator acts on it whatever else is declared.
+	pick := 0
+	for i, c := range decls {
+		if v, old, _ := c.resolve(o); v != "" || old || c.exceedsArtifact() {
+			pick = i
+			break
+		}
+	}
+	d := decls[pick]
 	r.From, r.Form, r.Declared, r.Location = FromRepository, d.form, d.value, d.loc
-	for _, other := range decls[1:] {
-		if other.value != d.value {
+	for i, other := range decls {
+		switch {
+		case i < pick:
+			_, _, why := other.resolve(o)
+			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s: %s; judged by %s at %s instead", other.form, other.value, other.loc, why, d.form, d.loc))
+		case i > pick && other.value != d.value:
 			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s is not the one judged by: %s at %s declares the release the cluster root deploys", other.form, other.value, other.loc, d.form, d.loc))
 		}
 	}
@@ -132,13 +159,26 @@ func Resolve(env *fluxrepo.Env, o Options) Release {
 	case old:
 		r.Old = true
 	case v == "":
-		r.Version, r.From = o.Default, FromDefault
+		// Still the repository's declaration: the report says it was
+		// not resolved, and what the controller makes of it.
+		r.Version, r.Fallback = o.Default, true
+		if d.exceedsArtifact() {
+			r.Fails = note
+		}
 		r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s: %s; judged by the default Flux %s", d.form, d.value, d.loc, note, o.Default))
 		return r
 	default:
 		r.Version = v
 		if note != "" {
 			r.Notes = append(r.Notes, note)
+		}
+		if d.rangeOf {
+			// flux-operator v0.54.0 on (v0.58.1
+			// internal/controller/fluxinstance_controller.go build →
+			// internal/builder/semver.go MatchVersionWithEmbedded) also
+			// keeps to the minors its own image embeds; which operator
+			// runs is not declared here.
+			r.Notes = append(r.Notes, fmt.Sprintf("the running Flux Operator matches the range only among the Flux minors its image embeds (flux-operator v0.54.0 and later): an operator older than Flux %s installs the newest minor it knows", v))
 		}
 	}
 	return r
@@ -159,9 +199,12 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 		limit, _ = semver.NewVersion(d.maxFlux)
 	}
 	if d.rangeOf {
-		// The Flux Operator's own rule (flux-operator internal/builder
-		// semver.go MatchVersion): Masterminds semver constraint, newest
-		// release of the artifact's data directory matching it.
+		// The Flux Operator's own rule (flux-operator v0.58.1
+		// internal/controller/fluxinstance_controller.go build →
+		// internal/builder/semver.go MatchVersionWithEmbedded): Masterminds
+		// semver constraint, newest release of the artifact's data
+		// directory matching it (of a minor the running image embeds: a
+		// note, see Resolve).
 		c, err := semver.NewConstraint(d.value)
 		if err != nil {
 			return "", false, fmt.Sprintf("not a semver range (%v)", err)
@@ -179,6 +222,9 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 		if limit != nil && limit.LessThan(oldest) {
 			return "", true, ""
 		}
+		if d.exceedsArtifact() {
+			return "", false, fmt.Sprintf("flux-operator-manifests:%s ships Flux up to %s and no release of it matches the range: the Flux Operator fails the FluxInstance (\"no match found for semver: %s\")", d.artifact, d.maxFlux, d.value)
+		}
 		return "", false, "no embedded release matches it"
 	}
 	v, err := semver.NewVersion(d.value)
@@ -195,9 +241,11 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 	}
 	// A release this build does not carry: the newest embedded one of the
 	// same minor below it (same CRD versions), else the newest below it.
+	// A minor is the same only within the same major (v3.2 is not v2.2).
+	same := func(e *semver.Version) bool { return e.Major() == v.Major() && e.Minor() == v.Minor() }
 	var best *semver.Version
 	for _, e := range embedded {
-		if !e.GreaterThan(v) && (best == nil || e.Minor() == v.Minor() || best.Minor() != v.Minor()) {
+		if !e.GreaterThan(v) && (best == nil || same(e) || !same(best)) {
 			best = e
 		}
 	}
@@ -205,6 +253,37 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 		return "", false, "no embedded release is at or below it"
 	}
 	return best.Original(), false, fmt.Sprintf("Flux %s (%s at %s) is not embedded in this build: judged by %s, the nearest embedded release below it", d.value, d.form, d.loc, best.Original())
+}
+
+// exceedsArtifact says whether d is a range whose operator artifact ships no
+// release of it: the range starts above the newest release the artifact
+// ships. The Flux Operator matches the range among the artifact's releases
+// only (flux-operator v0.58.1 internal/controller/fluxinstance_controller.go
+// build, internal/builder/semver.go MatchVersionWithEmbedded) and fails the
+// FluxInstance with "no match found for semver".
+func (d declaration) exceedsArtifact() bool {
+	if !d.rangeOf || d.maxFlux == "" {
+		return false
+	}
+	limit, err := semver.NewVersion(d.maxFlux)
+	if err != nil {
+		return false
+	}
+	c, err := semver.NewConstraint(d.value)
+	if err != nil {
+		return false
+	}
+	// Every release up to limit of limit's major: does one match?
+	for minor := int64(0); minor <= int64(limit.Minor()); minor++ {
+		for patch := int64(0); patch <= 20; patch++ {
+			v := semver.New(limit.Major(), uint64(minor), uint64(patch), "", "")
+			if !v.GreaterThan(limit) && c.Check(v) {
+				return false
+			}
+		}
+	}
+	lo := rangeFloor(d.value)
+	return lo != nil && lo.GreaterThan(limit)
 }
 
 var floorRe = regexp.MustCompile(`\d+(\.(\d+|[xX*]))?(\.(\d+|[xX*]))?`)
@@ -339,7 +418,7 @@ func fromObject(env *fluxrepo.Env, files []string, r *resource.Resource, o Optio
 	}
 	locate := func(text string) fluxrepo.Location {
 		decl := env.Locate(files, kind, r.GetNamespace(), r.GetName())
-		if l := env.FindLine(files, decl.File, text); l.File != "" && (decl.File == "" || l.File == decl.File) {
+		if l := env.FindInObject(files, decl, text); l.File != "" && (decl.File == "" || l.File == decl.File) {
 			return l
 		}
 		return decl
@@ -355,21 +434,47 @@ func fromObject(env *fluxrepo.Env, files []string, r *resource.Resource, o Optio
 		return distribution(mapAt(inst, "distribution"), locate, o), true
 	case kind == "OCIRepository" && fluxobj.InGroup(api, fluxobj.SourceGroup):
 		url, _ := mapAt(m, "spec")["url"].(string)
-		tag, _ := mapAt(m, "spec", "ref")["tag"].(string)
-		if strings.TrimSuffix(url, "/") != "oci://ghcr.io/fluxcd/flux-manifests" || tag == "" || !applied(env, kind, r) {
+		field, value := refOf(mapAt(m, "spec", "ref"), "digest", "semver", "tag")
+		if strings.TrimSuffix(url, "/") != "oci://ghcr.io/fluxcd/flux-manifests" || value == "" || !applied(env, kind, r) {
 			return nil, false
 		}
-		return []declaration{{form: FormOCIManifests, value: tag, loc: locate(tag)}}, false
+		return []declaration{refDeclaration(FormOCIManifests, field, value, locate(value))}, false
 	case kind == "GitRepository" && fluxobj.InGroup(api, fluxobj.SourceGroup):
 		url, _ := mapAt(m, "spec")["url"].(string)
-		tag, _ := mapAt(m, "spec", "ref")["tag"].(string)
+		field, value := refOf(mapAt(m, "spec", "ref"), "commit", "name", "semver", "tag")
 		url = strings.TrimSuffix(strings.TrimSuffix(url, "/"), ".git")
-		if url != "https://github.com/fluxcd/flux2" || tag == "" || !applied(env, kind, r) {
+		if url != "https://github.com/fluxcd/flux2" || value == "" || !applied(env, kind, r) {
 			return nil, false
 		}
-		return []declaration{{form: FormGitFlux2, value: tag, loc: locate(tag)}}, false
+		return []declaration{refDeclaration(FormGitFlux2, field, value, locate(value))}, false
 	}
 	return nil, false
+}
+
+// refOf is the first of fields (highest precedence first) set in a
+// source's spec.ref, and its value. source-controller checks out the
+// field of highest precedence: OCIRepository digest, semver, tag
+// (source-controller v1.9.x internal/controller/ocirepository_controller.go
+// getArtifactRef); GitRepository commit, name, semver, tag (api/v1
+// GitRepositoryRef, "takes precedence over").
+func refOf(ref map[string]any, fields ...string) (field, value string) {
+	for _, f := range fields {
+		if v, _ := ref[f].(string); v != "" {
+			return f, v
+		}
+	}
+	return "", ""
+}
+
+// refDeclaration is the declaration of a source's ref field: a semver is a
+// range, a tag a release; a digest, commit or name pins a release that is
+// not known offline (it resolves to none: the default, said so).
+func refDeclaration(tagForm, field, value string, loc fluxrepo.Location) declaration {
+	d := declaration{form: strings.TrimSuffix(tagForm, "tag") + field, value: value, loc: loc, rangeOf: field == "semver"}
+	if field != "tag" && field != "semver" {
+		d.form += " (it takes precedence over ref.tag; the release it pins is not known offline)"
+	}
+	return d
 }
 
 // applied says whether a Kustomization of the environment applies the

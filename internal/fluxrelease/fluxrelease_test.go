@@ -8,8 +8,11 @@ import (
 )
 
 // TestResolve: how one declaration maps to an embedded release. A range is
-// the Flux Operator's rule (flux-operator v0.58.1 internal/builder/semver.go
-// MatchVersion: the newest release matching the Masterminds constraint),
+// the Flux Operator's rule (flux-operator v0.58.1
+// internal/controller/fluxinstance_controller.go build, calling
+// internal/builder/semver.go MatchVersionWithEmbedded since v0.54.0: the
+// newest release matching the Masterminds constraint, of a Flux minor the
+// running operator's image embeds — that cap is a note, the image unknown),
 // capped by what an operator artifact ships; an exact release not embedded
 // is judged by the nearest embedded one below it of the same minor; below
 // every embedded release is Old.
@@ -30,6 +33,9 @@ func TestResolve(t *testing.T) {
 		{d: declaration{value: ">=2.3.0 <2.5.0", rangeOf: true}, version: "v2.4.0"},
 		{d: declaration{value: "2.x", rangeOf: true, maxFlux: o.OperatorMaxFlux["v0.46.0"]}, version: "v2.8.5"},
 		{d: declaration{value: "*", rangeOf: true, maxFlux: o.OperatorMaxFlux["v0.59.0"]}, version: "v2.9.5"},
+		// Review item 3: the artifact ships no 2.9: the operator fails it.
+		{d: declaration{value: "2.9.x", rangeOf: true, maxFlux: o.OperatorMaxFlux["v0.46.0"], artifact: "v0.46.0"}, note: "flux-operator-manifests:v0.46.0 ships Flux up to v2.8.5"},
+		{d: declaration{value: "2.10.x", rangeOf: true, maxFlux: o.OperatorMaxFlux["v0.46.0"], artifact: "v0.46.0"}, note: "no match found for semver"},
 		{d: declaration{value: "2.1.x", rangeOf: true}, old: true},
 		{d: declaration{value: "0.x", rangeOf: true}, old: true},
 		{d: declaration{value: "3.x", rangeOf: true}, note: "no embedded release matches it"},
@@ -38,6 +44,9 @@ func TestResolve(t *testing.T) {
 		{d: declaration{value: "2.4.0"}, version: "v2.4.0"},
 		{d: declaration{value: "v2.8.4"}, version: "v2.8.3", note: "nearest embedded release below it"},
 		{d: declaration{value: "v2.10.0"}, version: "v2.9.5", note: "nearest embedded release below it"},
+		// Review item 13: the same minor of another major is no kin:
+		// v3.2.0 is judged by the newest below it, v2.9.5, not v2.2.3.
+		{d: declaration{value: "v3.2.0"}, version: "v2.9.5", note: "nearest embedded release below it"},
 		{d: declaration{value: "v0.41.2"}, old: true},
 		{d: declaration{value: "v2.2.0"}, old: true},
 		{d: declaration{value: "main"}, note: "not a release version"},

@@ -46,6 +46,9 @@ func (l *loader) buildIn(root, dir string, obj map[string]any) ([]*resource.Reso
 		return nil, nil, err
 	}
 	rec := &recordingFS{FileSystem: fsys, root: root, read: map[string]bool{}}
+	if root == l.tmp {
+		rec.refused = l.bombs
+	}
 	var m resmap.ResMap
 	if l.plainSchema {
 		m, err = buildBuiltinSchema(rec, abs)
@@ -114,14 +117,19 @@ func setsOpenAPI(dir string) bool {
 	return found
 }
 
-// recordingFS records the files a build reads.
+// recordingFS records the files a build reads, and refuses those of
+// refused (the copy's alias bombs, relative to root) with their error.
 type recordingFS struct {
 	filesys.FileSystem
-	root string
-	read map[string]bool
+	root    string
+	read    map[string]bool
+	refused map[string]error
 }
 
 func (f *recordingFS) ReadFile(p string) ([]byte, error) {
+	if rel, rerr := filepath.Rel(f.root, p); rerr == nil && f.refused[filepath.ToSlash(rel)] != nil {
+		return nil, f.refused[filepath.ToSlash(rel)]
+	}
 	b, err := f.FileSystem.ReadFile(p)
 	if err == nil {
 		if rel, rerr := filepath.Rel(f.root, p); rerr == nil && filepath.IsLocal(rel) {

@@ -43,11 +43,14 @@ func ignoreFilter(dir string, specIgnore *string) (func(p string, isDir bool) bo
 // most max bytes. A symlink is never followed — source-controller leaves
 // symlinks out of an artifact, wherever they point — so nothing outside the
 // repository (or a device behind a link) is ever read. What is left out for
-// a reason a person may not expect is noted, with the fix.
-func copyRepo(src, dst string, max int64) (notes []string, err error) {
+// a reason a person may not expect is noted, with the fix. A YAML alias
+// bomb is kept out (an empty file in its place) and returned in bombs, the
+// refusal for the build that reads it: a file no build reads refuses
+// nothing.
+func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]error, err error) {
 	src, err = filepath.Abs(src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// --repo itself may be a link to the checkout: the walk starts inside it.
 	if real, err := filepath.EvalSymlinks(src); err == nil {
@@ -55,7 +58,7 @@ func copyRepo(src, dst string, max int64) (notes []string, err error) {
 	}
 	ignored, err := ignoreFilter(src, nil)
 	if err != nil {
-		return nil, fmt.Errorf("source ignore patterns: %w", err)
+		return nil, nil, fmt.Errorf("source ignore patterns: %w", err)
 	}
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
@@ -96,13 +99,17 @@ func copyRepo(src, dst string, max int64) (notes []string, err error) {
 			notes = append(notes, fmt.Sprintf("%s: larger than %d bytes, left out", filepath.ToSlash(rel), max))
 			return nil
 		}
-		// Refused before anything expands it (see safeio.AliasBomb).
+		// Kept from anything that would expand it (see safeio.AliasBomb).
 		if line, why := safeio.AliasBomb(b); why != "" {
-			return verify.InputErrorf("%s: %s; kustomize, here and in kustomize-controller, would expand every alias in memory: write the values out, or alias less", Location{File: filepath.ToSlash(rel), Line: line}, why)
+			if bombs == nil {
+				bombs = map[string]error{}
+			}
+			bombs[filepath.ToSlash(rel)] = verify.InputErrorf("%s: %s; kustomize, here and in kustomize-controller, would expand every alias in memory: write the values out, or alias less", Location{File: filepath.ToSlash(rel), Line: line}, why)
+			return os.WriteFile(filepath.Join(dst, rel), nil, 0o600)
 		}
 		return nil
 	})
-	return notes, err
+	return notes, bombs, err
 }
 
 // applySpecIgnore removes from the copy dir what a GitRepository's

@@ -87,7 +87,7 @@ func TestLoadHomelab(t *testing.T) {
 func copyTree(t *testing.T, src string) string {
 	t.Helper()
 	dst := t.TempDir()
-	if _, err := copyRepo(src, dst, DefaultMaxFileBytes); err != nil {
+	if _, _, err := copyRepo(src, dst, DefaultMaxFileBytes); err != nil {
 		t.Fatal(err)
 	}
 	return dst
@@ -624,5 +624,61 @@ func TestLoadArtifactGenerators(t *testing.T) {
 	slices.Sort(eas)
 	if w := []string{"app-values@clusters/prod/generators.yaml", "base@clusters/prod/generators.yaml", "infra-controllers@clusters/prod/generators.yaml", "podinfo@clusters/prod/generators.yaml", "prod@clusters/prod/generators.yaml", "redis@clusters/prod/generators.yaml"}; !slices.Equal(eas, w) {
 		t.Errorf("ExternalArtifact sources %v, want %v", eas, w)
+	}
+}
+
+// bomb is a YAML alias bomb (a "billion laughs": level i is ten aliases of
+// level i-1).
+func bomb() string {
+	var b strings.Builder
+	b.WriteString("values:\n  l0: &l0 [lol]\n")
+	for i := 1; i <= 9; i++ {
+		b.WriteString(fmt.Sprintf("  l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d, ", i-1), 10), ", ")))
+	}
+	return b.String()
+}
+
+// TestAliasBombOnlyWhereRead: review item 5 — an alias bomb refuses only
+// the build that reads it: none in a file no build reads, a failed
+// Kustomization (its error naming the file, the line and why) in one a
+// child's path reads, an input error in one the root reads.
+func TestAliasBombOnlyWhereRead(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		child      string // the Kustomization failing; "" none
+		root       bool   // Load refuses the repository
+	}{
+		{name: "a file no build reads", file: "clusters/dev/billion-laughs.yaml"},
+		{name: "a file a child's path reads", file: "apps/laughs.yaml", child: "flux-system/apps"},
+		{name: "a file the root reads", file: "clusters/dev/laughs.yaml", root: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := copyTree(t, clean)
+			if err := os.WriteFile(filepath.Join(repo, tc.file), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: laughs\ndata:\n  x: y\nx-"+bomb()), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if tc.root {
+				edit(t, repo, "clusters/dev/kustomization.yaml", "  - sync.yaml\n", "  - sync.yaml\n  - laughs.yaml\n")
+			}
+			e, err := Load(Options{Repo: repo, Path: "clusters/dev", KeepGoing: true})
+			want := tc.file + ":17: its aliases expand"
+			if tc.root {
+				if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("err %v, want an input error with %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("the repository is refused: %v", err)
+			}
+			for _, k := range e.Kustomizations {
+				switch {
+				case k.Ref() == tc.child && (k.Err == nil || !strings.Contains(k.Err.Error(), want)):
+					t.Errorf("%s: err %v, want %q", k.Ref(), k.Err, want)
+				case k.Ref() != tc.child && k.Err != nil:
+					t.Errorf("%s failed: %v", k.Ref(), k.Err)
+				}
+			}
+		})
 	}
 }

@@ -61,5 +61,27 @@ func (e *Env) Lines(file string, line int, text string) []int {
 	return out
 }
 
-// separator says whether l starts a new YAML document.
-func separator(l string) bool { return strings.TrimRight(l, " \t\r") == "---" }
+// FindInObject is the first line containing text (unescaped, as FindLine
+// counts it) of the object declared at decl: its own YAML document first —
+// a multi-document file's later object is not located in an earlier one —
+// then, as FindLine, decl's file and the other files.
+func (e *Env) FindInObject(files []string, decl Location, text string) Location {
+	if decl.File != "" && decl.Line > 0 {
+		if ls := e.Lines(decl.File, decl.Line, text); len(ls) > 0 {
+			return Location{File: decl.File, Line: ls[0]}
+		}
+	}
+	return e.FindLine(files, decl.File, text)
+}
+
+// separator says whether l starts a new YAML document: "---" alone or
+// followed by a comment ("--- # next").
+func separator(l string) bool {
+	t := strings.TrimRight(l, " \t\r")
+	if t == "---" {
+		return true
+	}
+	// YAML: a comment after the marker needs white space before its #.
+	rest, ok := strings.CutPrefix(t, "---")
+	return ok && (rest[0] == ' ' || rest[0] == '\t') && strings.HasPrefix(strings.TrimLeft(rest, " \t"), "#")
+}

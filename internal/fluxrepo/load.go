@@ -51,7 +51,10 @@ type loader struct {
 	// copyNotes are what the copy left out: the files a build error may be
 	// explained by (the env's notes also hold later findings).
 	copyNotes []string
-	seen      map[string]bool
+	// bombs are the copy's YAML alias bombs (kept out, an empty file in
+	// their place): the refusal of a build that reads one.
+	bombs map[string]error
+	seen  map[string]bool
 	// plainSchema: no kustomization of the repository sets openapi:, so
 	// every build sees kustomize's built-in schema (see build).
 	plainSchema bool
@@ -73,11 +76,11 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 	if real, err := filepath.EvalSymlinks(tmp); err == nil {
 		tmp = real
 	}
-	notes, err := copyRepo(repo, tmp, o.MaxFileBytes)
+	notes, bombs, err := copyRepo(repo, tmp, o.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("copy %s: %w", repo, err)
 	}
 	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp}}
 	e.index.load() // before the generator writes anything
-	return &loader{env: e, tmp: tmp, copyNotes: notes, seen: map[string]bool{}, stagedDirs: map[string]*staged{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}, nil
+	return &loader{env: e, tmp: tmp, copyNotes: notes, bombs: bombs, seen: map[string]bool{}, stagedDirs: map[string]*staged{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}, nil
 }

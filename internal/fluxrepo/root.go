@@ -365,7 +365,7 @@ func (l *loader) declaredRoot(root string) error {
 // pkg/manifestgen/sync.Generate writes there (flux bootstrap git/github/…,
 // cmd/flux/bootstrap_git.go: name and namespace the --namespace, branch
 // main, interval 1m): GitRepository <ns>/<ns> (ref.branch main,
-// secretRef <ns>) and Kustomization <ns>/<ns> (interval 10m, path
+// secretRef flux-system) and Kustomization <ns>/<ns> (interval 10m, path
 // ./<root>, prune true, sourceRef that GitRepository). Its URL is the
 // repository flux bootstrap is given, unknown here. No placeholder leaves
 // Env.Root nil.
@@ -376,7 +376,11 @@ func (l *loader) bootstrapRoot(root string) error {
 	if !slices.Contains(e.RootFiles, file) || !holdsNoObject(e.index.lines[file]) {
 		return nil
 	}
-	s := &Sync{Kind: sourcev1.GitRepositoryKind, Ref: "refs/heads/main", Path: "./" + root, Name: ns, Interval: "1m0s", PullSecret: ns}
+	// The pull secret is flux bootstrap's --secret-name, whose default is
+	// the constant default namespace "flux-system", not --namespace (flux2
+	// v2.9.x cmd/flux/bootstrap.go:137 rootArgs.defaults.Namespace, used
+	// by bootstrap_git.go:311 as the sync Secret).
+	s := &Sync{Kind: sourcev1.GitRepositoryKind, Ref: "refs/heads/main", Path: "./" + root, Name: ns, Interval: "1m0s", PullSecret: "flux-system"}
 	loc := Location{File: file}
 	e.Origin = Origin{Layout: LayoutBootstrap, Location: loc, Sync: s}
 	k := synthesize(s, ns)

@@ -81,6 +81,25 @@ func TestBootstrapPlaceholder(t *testing.T) {
 		t.Fatalf("an object in gotk-sync.yaml: err %v, origin %+v, root %v", err, e.Origin, e.Root)
 	}
 
+	// Review item 14: bootstrapped with --namespace flux, the pull
+	// secret is still flux-system: flux bootstrap's --secret-name
+	// defaults to the constant default namespace, not --namespace (flux2
+	// v2.9.x cmd/flux/bootstrap.go:137 rootArgs.defaults.Namespace;
+	// bootstrap_git.go:311 Secret: bootstrapArgs.secretName).
+	dir = t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(repo)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "clusters/staging/flux-system"), filepath.Join(dir, "clusters/staging/flux")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "clusters/staging/flux/kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := Load(Options{Repo: dir, Path: "clusters/staging", Namespace: "flux"}); err != nil || e.Origin.Layout != LayoutBootstrap || e.Origin.Sync.Name != "flux" || e.Origin.Sync.PullSecret != "flux-system" {
+		t.Fatalf("--namespace flux: err %v, origin %+v, sync %+v", err, e.Origin, e.Origin.Sync)
+	}
+
 	e, err = Load(Options{Repo: repo, Path: "clusters/staging", Sync: &Sync{Kind: "GitRepository", URL: "https://git.example.invalid/fork.git", Ref: "refs/heads/main"}})
 	if err != nil || e.Origin.Layout != LayoutCommandLine || e.Root == nil {
 		t.Fatalf("--source-url: err %v, origin %+v", err, e.Origin)

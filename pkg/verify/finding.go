@@ -163,7 +163,15 @@ func (g *group) write(b *strings.Builder) {
 	fmt.Fprintf(b, "            %s\n", at)
 	fix := f.CauseFix
 	if fix == "" {
+		// No fix for the cause: the findings' own, when they agree (the
+		// first one's would name only its Kustomization).
 		fix = f.Fix
+		for _, x := range g.fs {
+			if x.Fix != f.Fix {
+				fix = "one per Kustomization (--verbose lists each)"
+				break
+			}
+		}
 	}
 	writeFix(b, fix)
 }

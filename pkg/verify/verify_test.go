@@ -188,6 +188,28 @@ check: FAIL (2 pass, 5 fail, 0 warn, 1 skip; exit 1)
 			t.Errorf("verbose report lacks %q:\n%s", w, b.String())
 		}
 	}
+	// A block without a fix for the cause whose findings' fixes differ
+	// does not print the first Kustomization's fix as everyone's (review
+	// item 9); the same fix for all is printed.
+	for _, tc := range []struct {
+		fixes []string
+		want  string
+	}{
+		{[]string{"define X for ns/a", "define X for ns/b"}, "            fix: one per Kustomization (--verbose lists each)\n"},
+		{[]string{"define X", "define X"}, "            fix: define X\n"},
+	} {
+		r = NewReport("check")
+		for i, k := range []string{"ns/a", "ns/b"} {
+			c := fam.Each(k).Fail("x")
+			c.Findings = []Finding{{Detector: "undefined", Verdict: Fail, File: k + ".yaml", Line: 1, Message: "${X} in " + k, Fix: tc.fixes[i], Subject: k, Cause: "${X} is not defined"}}
+			r.Add(c)
+		}
+		b.Reset()
+		_ = WriteText(&b, r)
+		if !strings.Contains(b.String(), tc.want) || strings.Count(b.String(), "fix:") != 1 {
+			t.Fatalf("fixes %q: want %q in:\n%s", tc.fixes, tc.want, b.String())
+		}
+	}
 	// One finding alone: its location, message, occurrences and fix.
 	r = NewReport("check")
 	c := one.Fail("x")
