@@ -64,6 +64,7 @@ func copyFixture(t *testing.T, name string, edits ...mutation) string {
 // TestReportReadable: issue 38 item 7 on fixtures of our own — one finding
 // per defect, located where it is written, one block per cause with one fix.
 func TestReportReadable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, fixture string
 		edits         []mutation
@@ -220,6 +221,7 @@ func TestReportReadable(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r, rep, text := checkText(t, copyFixture(t, tc.fixture, tc.edits...))
 			if rep.ExitCode() != tc.exit {
 				var v strings.Builder
@@ -237,6 +239,7 @@ func TestReportReadable(t *testing.T) {
 // component, repeated in every app, is one block naming how many
 // Kustomizations it affects.
 func TestReportFitsOnAScreen(t *testing.T) {
+	t.Parallel()
 	repo := genHomelab(t, 150, 100)
 	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench"}, NoCompare: true}
 	report := func() (*Result, *verify.Report, string) {
