@@ -81,6 +81,7 @@ func scanDir(t *testing.T, dir string) {
 }
 
 func TestParseRefusals(t *testing.T) {
+	t.Parallel()
 	k := newKey(t)
 	secretLine := lines(k.file)[2]
 	id, _ := age.GenerateX25519Identity()
@@ -114,6 +115,7 @@ func TestParseRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := Parse([]byte(tc.input), "test-input")
 			if err == nil {
 				t.Fatal("parsed; want a refusal")
@@ -137,6 +139,7 @@ func TestParseRefusals(t *testing.T) {
 func lines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
 
 func TestParseMultipleIdentities(t *testing.T) {
+	t.Parallel()
 	a, b := newKey(t), newKey(t)
 	pq, _ := age.GenerateHybridIdentity()
 	ids, err := Parse([]byte(a.file+"\n"+b.file+"\n"+pq.String()+"\n"), "two.key")
@@ -392,6 +395,7 @@ func TestScopeNothingToProve(t *testing.T) {
 }
 
 func TestScanInputErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	for name, args := range map[string][2]string{
 		"missing env":   {f.repo, "clusters/staging"},
@@ -475,6 +479,7 @@ func TestInstallRefusesBeforeConnecting(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	k := newKey(t)
 	s := "oops: " + lines(k.file)[2] + " and " + strings.ToLower(lines(k.file)[2])
 	hygiene(t, "redacted", Redact(s))

@@ -14,6 +14,7 @@ import (
 // Kustomizations through `resources: [../base]`; the scan must see them as
 // kustomize-controller does, and find the encrypted file they decrypt.
 func TestScanFollowsKustomizeResources(t *testing.T) {
+	t.Parallel()
 	repo := t.TempDir()
 	if err := os.CopyFS(repo, os.DirFS("../../testdata/homelab")); err != nil {
 		t.Fatal(err)

@@ -94,6 +94,7 @@ func BenchmarkCheck(b *testing.B) {
 
 // The generated repository is itself checked: clean, then one defect found.
 func TestGeneratedRepo(t *testing.T) {
+	t.Parallel()
 	repo := genRepo(t, 20, 3)
 	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench"}, NoCompare: true}
 	r, err := Run(context.Background(), o)
@@ -258,6 +259,7 @@ func BenchmarkCheckHomelabShape(b *testing.B) {
 // component default left to apps that do not set CAPACITY), and a typo in
 // the shared component fails every app.
 func TestGeneratedHomelab(t *testing.T) {
+	t.Parallel()
 	repo := genHomelab(t, 12, 8)
 	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench"}, NoCompare: true}
 	r, err := Run(context.Background(), o)

@@ -82,6 +82,7 @@ func dump(rep *verify.Report) string {
 }
 
 func TestCleanPasses(t *testing.T) {
+	t.Parallel()
 	rep := run(t, fixture(t))
 	if session.ReportCode(rep) != session.ExitOK || rep.Verdict() != verify.Pass {
 		t.Fatalf("clean fixture:\n%s", dump(rep))
@@ -100,6 +101,7 @@ var wantEnvAdd = mutation{"apps/web.yaml", "", "  extra: \"$${ARR[0]} $${undefin
 // the variable when it is set and non-empty): no finding, in a plain field
 // or in a script.
 func TestDefinedDefaultsPass(t *testing.T) {
+	t.Parallel()
 	rep := run(t, fixture(t, mutation{"apps/web.yaml", "", "  extra: \"${domain:=dev.example.invalid} ${domain:?domain must be set} ${domain:-x} ${domain:+set}\"\n  check.sh: \"#!/bin/sh\\necho ${domain:-none}\\n\"\n"}))
 	if session.ReportCode(rep) != session.ExitOK || rep.Verdict() != verify.Pass {
 		t.Fatalf("defaults on a defined name are flagged:\n%s", dump(rep))
@@ -107,6 +109,7 @@ func TestDefinedDefaultsPass(t *testing.T) {
 }
 
 func TestEscapedFormsPass(t *testing.T) {
+	t.Parallel()
 	rep := run(t, fixture(t, wantEnvAdd,
 		mutation{"infrastructure/cni.yaml", "    echo", "    # $${COMMENTED:-x} $${ARR[1]}\n    echo"}))
 	if session.ReportCode(rep) != session.ExitOK || rep.Verdict() != verify.Pass {
@@ -132,6 +135,7 @@ spec:
 `
 
 func TestDefects(t *testing.T) {
+	t.Parallel()
 	webExtra := func(v string) mutation { return mutation{"apps/web.yaml", "", "  extra: \"" + v + "\"\n"} }
 	for _, tc := range []struct {
 		name    string
@@ -317,6 +321,7 @@ func TestDefects(t *testing.T) {
 			want: "apps/namespace.yaml:6: [prune-hazard] Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if detectorText[tc.det] == "" {
 				t.Errorf("detector %s has no SARIF rule text (detectorText)", tc.det)
 			}
@@ -363,6 +368,7 @@ func TestDefects(t *testing.T) {
 }
 
 func TestOptionalAndProtectedPass(t *testing.T) {
+	t.Parallel()
 	rep := run(t, fixture(t,
 		mutation{"clusters/base/apps.yaml", "      - kind: Secret\n        name: app-secrets\n", "      - kind: Secret\n        name: app-secrets\n      - kind: ConfigMap\n        name: ghost-vars\n        optional: true\n"},
 		mutation{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"}))
@@ -372,6 +378,7 @@ func TestOptionalAndProtectedPass(t *testing.T) {
 }
 
 func TestNotCheckableSkips(t *testing.T) {
+	t.Parallel()
 	// A Kustomization of another source that substitutes: its substitution
 	// cannot be checked offline, so the run is incomplete (exit 3).
 	rep := run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps\n  postBuild:\n    substitute:\n      x: y"}))
@@ -412,6 +419,7 @@ func TestNotCheckableSkips(t *testing.T) {
 // TestUnusedNotJudgedWhenAReaderIsUnread: a knob whose only user sits in
 // a path the check did not build is not "unused"; the gate says why.
 func TestUnusedNotJudgedWhenAReaderIsUnread(t *testing.T) {
+	t.Parallel()
 	// web (apps) uses appName; infra's path becomes unbuildable offline
 	// (another source), and an extra knob only infra would use is added.
 	rep := run(t, fixture(t,
@@ -429,6 +437,7 @@ func TestUnusedNotJudgedWhenAReaderIsUnread(t *testing.T) {
 }
 
 func TestPhaseInputError(t *testing.T) {
+	t.Parallel()
 	rep := verify.NewReport("check")
 	p := &Phase{Options: Options{Options: fluxrepo.Options{Repo: clean, Path: "clusters/nope"}}}
 	err := pipeline.Execute(context.Background(), &pipeline.Run{Report: rep}, p)
@@ -438,6 +447,7 @@ func TestPhaseInputError(t *testing.T) {
 }
 
 func TestPhaseInPipeline(t *testing.T) {
+	t.Parallel()
 	rep := verify.NewReport("check")
 	p := &Phase{Options: Options{Options: fluxrepo.Options{Repo: fixture(t, mutation{"clusters/dev/sync.yaml", "wait: false", "wait: true"}), Path: "clusters/dev"}}}
 	if err := pipeline.Execute(context.Background(), &pipeline.Run{Report: rep}, p); err != nil {
@@ -451,6 +461,7 @@ func TestPhaseInPipeline(t *testing.T) {
 // A substituteFrom key that is not a valid variable name fails every
 // substitution of the Kustomization in the controller (its own check).
 func TestInvalidVariableName(t *testing.T) {
+	t.Parallel()
 	rep := run(t, fixture(t,
 		mutation{"clusters/dev/cluster-vars.yaml", "", "  bad-key: x\n"},
 		mutation{"clusters/prod/cluster-vars.yaml", "", "  bad-key: x\n"}))
@@ -466,6 +477,7 @@ func TestInvalidVariableName(t *testing.T) {
 // A SOPS-encrypted object in a substituting path: its plaintext is not
 // readable here, and the evidence says so.
 func TestEncryptedObjectsNamed(t *testing.T) {
+	t.Parallel()
 	rep := run(t, fixture(t, mutation{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: web\nstringData:\n  password: ENC[AES256_GCM,data:eA==,iv:aXY=,tag:dGFn,type:str]\nsops:\n  version: 3.9.0\n"}))
 	for _, c := range rep.Checks {
 		if c.ID == "check.substitution/flux-system/apps" {
@@ -483,6 +495,7 @@ func TestEncryptedObjectsNamed(t *testing.T) {
 // [build] failure of its Kustomization, naming the file (issue 38 item 4:
 // it was an input error, exit 2, for the whole repository).
 func TestSharedModelThatKeptGoing(t *testing.T) {
+	t.Parallel()
 	repo := fixture(t)
 	if err := os.WriteFile(filepath.Join(repo, "apps", "kustomization.yaml"), []byte("resources:\n- web.yaml\n- missing.yaml\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -508,6 +521,7 @@ func TestSharedModelThatKeptGoing(t *testing.T) {
 // kustomize-controller before it is applied, so its ciphertext values and
 // its sops field are not judged by the CRD schema.
 func TestSchemaSkipsEncrypted(t *testing.T) {
+	t.Parallel()
 	rep := run(t, fixture(t,
 		mutation{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  driftDetection:\n    mode: ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]\n  chartRef:\n    kind: OCIRepository\n"},
 		mutation{"apps/releases.yaml", "", "sops:\n  version: 3.9.0\n  mac: ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]\n"}))

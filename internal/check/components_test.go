@@ -27,6 +27,7 @@ import (
 // clusters or reports a ConfigMap key nobody reads. A cluster that never
 // renders the readers of a knob is not compared for it.
 func TestComponents(t *testing.T) {
+	t.Parallel()
 	const layout = "components"
 	edgeGPU := edit{"clusters/edge/gpu.yaml", "", "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: gpu\n  namespace: flux-system\nspec:\n  interval: 1h\n  dependsOn:\n    - name: flux-system\n  path: ./kubernetes/gpu\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-settings\n"}
 	// A second release in the Component, which the first depends on by
@@ -102,6 +103,7 @@ func TestComponents(t *testing.T) {
 			findings: map[Detector]int{ChartSource: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			repo := copyLayout(t, layout, tc.edits...)
 			r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: tc.path}})
 			if err != nil {
@@ -151,6 +153,7 @@ func TestComponents(t *testing.T) {
 // names the cluster gets (the object index), located in the file that
 // declares them with ${APP}.
 func TestComponentsModel(t *testing.T) {
+	t.Parallel()
 	env, err := fluxrepo.Load(fluxrepo.Options{Repo: "../../testdata/layouts/components", Path: "clusters/main"})
 	if err != nil {
 		t.Fatal(err)

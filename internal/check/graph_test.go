@@ -22,6 +22,7 @@ import (
 // must be spelled with its namespace ("add dependsOn: [{name:
 // cluster-apps}]" in apps would fail "dependency not found").
 func TestDependsOnEntrySpelling(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, dependentNS string
 		applier           fluxgraph.NodeID
@@ -35,6 +36,7 @@ func TestDependsOnEntrySpelling(t *testing.T) {
 			applier: fluxgraph.NodeID{Namespace: "apps", Name: "apps-config"}, want: "{name: apps-config, namespace: apps}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			entry := dependsOnEntry(tc.applier, tc.dependentNS)
 			if entry != tc.want {
 				t.Fatalf("dependsOnEntry = %q, want %q", entry, tc.want)
@@ -64,6 +66,7 @@ func TestDependsOnEntrySpelling(t *testing.T) {
 // checkDependencies keeps a release DependencyNotReady until every
 // dependsOn release is Ready.
 func TestWaitOrder(t *testing.T) {
+	t.Parallel()
 	ks := func(name, path string, wait bool, extra string, deps ...string) string {
 		s := fmt.Sprintf("---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: %s\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./%s\n  prune: true\n  wait: %v\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n%s", name, path, wait, extra)
 		if len(deps) > 0 {
@@ -120,6 +123,7 @@ func TestWaitOrder(t *testing.T) {
 			[]string{"warn: Kustomization flux-system/mid health-checks HelmReleases that need releases Kustomization flux-system/db applies (apps/api needs apps/db)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			files := map[string]string{"clusters/dev/root.yaml": root}
 			for rel, c := range tc.files {

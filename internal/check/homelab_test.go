@@ -14,6 +14,7 @@ import (
 
 // The incidents of DESIGN.md §2, replayed on the homelab fixture.
 func TestHomelabIncidents(t *testing.T) {
+	t.Parallel()
 	homelab := func(t *testing.T, edits ...[3]string) string {
 		dst := t.TempDir()
 		if err := os.CopyFS(dst, os.DirFS("../../testdata/homelab")); err != nil {
@@ -49,6 +50,7 @@ func TestHomelabIncidents(t *testing.T) {
 		return verify.Check{}
 	}
 	t.Run("as committed", func(t *testing.T) {
+		t.Parallel()
 		for _, env := range []string{"dev", "prod"} {
 			if rep := check(t, homelab(t), env); session.ReportCode(rep) != session.ExitOK {
 				t.Fatalf("%s:\n%s", env, dump(rep))
@@ -56,6 +58,7 @@ func TestHomelabIncidents(t *testing.T) {
 		}
 	})
 	t.Run("k8sServiceHost race", func(t *testing.T) {
+		t.Parallel()
 		// platform and cni no longer wait for the root that applies cluster-vars.
 		repo := homelab(t,
 			[3]string{"clusters/base/platform.yaml", "    - name: flux-system\n    - name: cni\n", "    - name: cni\n"},
@@ -66,6 +69,7 @@ func TestHomelabIncidents(t *testing.T) {
 		}
 	})
 	t.Run("prod without its sync.yaml", func(t *testing.T) {
+		t.Parallel()
 		repo := homelab(t, [3]string{"clusters/prod/kustomization.yaml", "  - sync.yaml\n", ""})
 		c := find(check(t, repo, "prod"), "check.graph")
 		if c.Verdict != verify.Fail || !strings.Contains(text(c), "[no-root] clusters/prod renders no root Kustomization flux-system/flux-system") ||
@@ -74,6 +78,7 @@ func TestHomelabIncidents(t *testing.T) {
 		}
 	})
 	t.Run("a knob added to dev only", func(t *testing.T) {
+		t.Parallel()
 		repo := homelab(t,
 			[3]string{"clusters/dev/cluster-vars.yaml", "  domain:", "  podCIDR: 10.42.0.0/16\n  domain:"},
 			[3]string{"infrastructure/cni/agent.yaml", "${k8sServiceHost}", "${k8sServiceHost} ${podCIDR}"})

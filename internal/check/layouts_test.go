@@ -63,6 +63,7 @@ func copyLayout(t *testing.T, name string, edits ...edit) string {
 //     artifacts, a Merge, a pathPattern), Kustomizations reading the
 //     ExternalArtifacts they make (built by source-watcher's copy rules).
 func TestLayouts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, layout, path string
 		edits              []edit
@@ -224,6 +225,7 @@ func TestLayouts(t *testing.T) {
 			want: []string{`clusters/prod/generators.yaml:14: [schema] ArtifactGenerator/flux-system/platform is refused by the API server (Flux v2.9.5's CRDs): spec.artifacts[0].originRevision: Invalid value: "repo"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			repo := copyLayout(t, tc.layout, tc.edits...)
 			r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: tc.path}})
 			if err != nil {
@@ -253,6 +255,7 @@ func TestLayouts(t *testing.T) {
 // TestLayoutInputErrors: a declared root is held to the input rules before
 // anything is checked, and a URL's password never reaches the message.
 func TestLayoutInputErrors(t *testing.T) {
+	t.Parallel()
 	dst := t.TempDir()
 	if err := os.CopyFS(dst, os.DirFS("../../testdata/layouts/fleet")); err != nil {
 		t.Fatal(err)
@@ -279,6 +282,7 @@ func TestLayoutInputErrors(t *testing.T) {
 // source-watcher's words, as any path that does not build (issue 38: no
 // longer an input error for the whole repository).
 func TestArtifactGeneratorFails(t *testing.T) {
+	t.Parallel()
 	repo := copyLayout(t, "monorepo", edit{"clusters/prod/generators.yaml", "@repo/infrastructure/controllers/**", "@repo/infrastructure/controler/**"})
 	r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/prod"}})
 	if err != nil {

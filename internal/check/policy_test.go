@@ -14,6 +14,7 @@ import (
 // looser, and every finding it changes is still reported, allowed with its
 // reason or required by policy.
 func TestPolicy(t *testing.T) {
+	t.Parallel()
 	const path = "kubernetes/flux/cluster"
 	for _, tc := range []struct {
 		name   string
@@ -60,6 +61,7 @@ func TestPolicy(t *testing.T) {
 			finding: "advisory off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			repo := copyLayout(t, "operator", append(tc.edits, edit{".bootstrap.yaml", "", tc.policy})...)
 			r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: path}})
 			if err != nil {
@@ -100,6 +102,7 @@ func TestPolicy(t *testing.T) {
 // TestPolicyInputErrors: the policy is held to its schema before the
 // repository is read, each error naming the file, the line and the fix.
 func TestPolicyInputErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ policy, want string }{
 		{"version: 1\nstrict: true\n", `.bootstrap.yaml: error unmarshaling JSON: while decoding JSON: json: unknown field "strict"`},
 		{"version: 2\n", ".bootstrap.yaml:1: version 2: this tool reads version: 1"},

@@ -114,6 +114,7 @@ spec:
 //     notificationPatchTmpl, applied by components.go when
 //     notification-controller is a component): crdschema.OperatorCRDs.
 func TestFluxRelease(t *testing.T) {
+	t.Parallel()
 	failOpen := "it renders empty: fail open on this release — kustomize-controller v1.3.0 (Flux v2.3.0) defaults StrictPostBuildSubstitutions to false"
 	for _, tc := range []struct {
 		name, repo string
@@ -277,6 +278,7 @@ func TestFluxRelease(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			repo, path := "", "clusters/dev"
 			if tc.layout != "" {
 				repo, path = copyLayout(t, tc.layout, tc.edits...), tc.path

@@ -66,6 +66,7 @@ func copyFixture(t *testing.T, name string, edits ...mutation) string {
 // TestReportReadable: issue 38 item 7 on fixtures of our own — one finding
 // per defect, located where it is written, one block per cause with one fix.
 func TestReportReadable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, fixture string
 		edits         []mutation
@@ -249,6 +250,7 @@ func TestReportReadable(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r, rep, text := checkText(t, copyFixture(t, tc.fixture, tc.edits...))
 			if session.ReportCode(rep) != tc.exit {
 				var v strings.Builder
@@ -266,6 +268,7 @@ func TestReportReadable(t *testing.T) {
 // component, repeated in every app, is one block naming how many
 // Kustomizations it affects.
 func TestReportFitsOnAScreen(t *testing.T) {
+	t.Parallel()
 	repo := genHomelab(t, 150, 100)
 	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench"}, NoCompare: true}
 	report := func() (*Result, *verify.Report, string) {

@@ -16,12 +16,14 @@ import (
 // served versions) or drops (an unknown field), next to the object as
 // written, which passes.
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	v, err := ForFlux(schematest.FluxVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range schematest.Cases() {
 		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
 			u, err := tc.Object()
 			if err != nil {
 				t.Fatal(err)

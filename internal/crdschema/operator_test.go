@@ -21,6 +21,7 @@ import (
 // each version the release's CRD has) and internal/builder/components.go
 // (the patch is added whenever notification-controller is a component).
 func TestOperatorCRDs(t *testing.T) {
+	t.Parallel()
 	obj := func(api, kind, list string, k string) *unstructured.Unstructured {
 		var spec map[string]any
 		item := map[string]any{"kind": k, "name": "flux"}

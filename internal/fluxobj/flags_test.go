@@ -8,6 +8,7 @@ import (
 )
 
 func TestEffectiveGate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		version  string
@@ -26,6 +27,7 @@ func TestEffectiveGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			f, err := ParseArgs(tt.args)
 			if err != nil {
 				t.Fatal(err)
@@ -39,12 +41,14 @@ func TestEffectiveGate(t *testing.T) {
 }
 
 func TestParseArgsRejectsBadGate(t *testing.T) {
+	t.Parallel()
 	if _, err := ParseArgs([]string{"--feature-gates=StrictPostBuildSubstitutions=maybe"}); err == nil {
 		t.Fatal("a non-boolean gate value must be an error")
 	}
 }
 
 func TestParseArgsValues(t *testing.T) {
+	t.Parallel()
 	f, err := ParseArgs([]string{"--log-level=info", "--watch-all-namespaces", "--log-level=debug", "--storage-path", "/data"})
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +62,7 @@ func TestParseArgsValues(t *testing.T) {
 }
 
 func TestImageVersion(t *testing.T) {
+	t.Parallel()
 	for image, want := range map[string]string{
 		"ghcr.io/fluxcd/kustomize-controller:v1.9.5":                                                                       "v1.9.5",
 		"fluxcd/kustomize-controller:v1.4.0":                                                                               "v1.4.0",
@@ -75,6 +80,7 @@ func TestImageVersion(t *testing.T) {
 // `--name=value` or `--name value`, the last one wins), from the manager
 // container.
 func TestSOPSAgeSecret(t *testing.T) {
+	t.Parallel()
 	dep := func(cs ...corev1.Container) *appsv1.Deployment {
 		d := &appsv1.Deployment{}
 		d.Namespace, d.Name = "flux-system", "kustomize-controller"
@@ -94,6 +100,7 @@ func TestSOPSAgeSecret(t *testing.T) {
 		{"from the manager, not a sidecar", dep(corev1.Container{Name: "sidecar", Args: []string{"--sops-age-secret=x"}}, manager()), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := SOPSAgeSecret(tc.dep)
 			if err != nil || got != tc.want {
 				t.Errorf("got %q, %v; want %q", got, err, tc.want)
@@ -109,6 +116,7 @@ func TestSOPSAgeSecret(t *testing.T) {
 // (the sandbox runner must not pass kustomize-controller's gate to
 // source-controller: that controller would exit).
 func TestEffectiveGateFromTheTable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		controller, version, gate string
 		known, def                bool

@@ -29,6 +29,7 @@ import (
 // that map with their defaults, plus what its init adds through
 // fluxcd/pkg/auth SetFeatureGates (ObjectLevelWorkloadIdentity, off).
 func TestGateDefaultsMatchTheController(t *testing.T) {
+	t.Parallel()
 	pins, err := versions.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +40,7 @@ func TestGateDefaultsMatchTheController(t *testing.T) {
 		{"source-controller", "SOURCE_CONTROLLER_VERSION"},
 	} {
 		t.Run(c.controller, func(t *testing.T) {
+			t.Parallel()
 			version := pins.All[c.pin]
 			if version == "" {
 				t.Fatalf("versions.env has no %s", c.pin)
@@ -152,6 +154,7 @@ func featureDefaults(t *testing.T, src string) map[string]bool {
 // TestGateTableAgrees: where the table records a version, GateDefaults'
 // Since rule gives the same default for every gate it names.
 func TestGateTableAgrees(t *testing.T) {
+	t.Parallel()
 	n := 0
 	for key, g := range parsedGates() {
 		controller, version, _ := strings.Cut(key, "@")
@@ -175,6 +178,7 @@ func TestGateTableAgrees(t *testing.T) {
 // module proxy here does not serve, read by hack/gengates at the
 // controllers' git tags, each checked by hand in the cited file.
 func TestGateTableAtTheTags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		controller, version, gate string
 		// cite is the upstream file at that tag the fact is read in.
@@ -213,6 +217,7 @@ func TestGateTableAtTheTags(t *testing.T) {
 		{"notification-controller", "v1.9.4", "", "no tag v1.9.4 in the mirror; the module proxy refuses it", false, false, false},
 	} {
 		t.Run(tc.controller+"@"+tc.version+"/"+tc.gate, func(t *testing.T) {
+			t.Parallel()
 			g := SupportedGates(tc.controller, tc.version)
 			if g.Known != tc.known {
 				t.Fatalf("known %t, want %t (%s)", g.Known, tc.known, tc.cite)
@@ -244,6 +249,7 @@ func TestGateTableAtTheTags(t *testing.T) {
 // and at most the 7 versions no mirror tag or module gave (see
 // docs/commands.md) are unavailable.
 func TestGateTableCoversTheBundles(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("..", "components", "bundles", "v*", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 // is judged by the nearest embedded one below it of the same minor; below
 // every embedded release is Old.
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	pins, err := versions.Load()
 	if err != nil {
 		t.Fatal(err)

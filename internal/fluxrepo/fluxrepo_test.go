@@ -15,6 +15,7 @@ import (
 const clean = "../../testdata/check/clean"
 
 func TestLoadClean(t *testing.T) {
+	t.Parallel()
 	e, err := Load(Options{Repo: clean, Path: "clusters/dev"})
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +76,7 @@ func TestLoadClean(t *testing.T) {
 }
 
 func TestLoadHomelab(t *testing.T) {
+	t.Parallel()
 	e, err := Load(Options{Repo: "../../testdata/homelab", Path: "clusters/prod"})
 	if err != nil {
 		t.Fatal(err)
@@ -109,27 +111,29 @@ func edit(t *testing.T, repo, file, old, new string) {
 }
 
 func TestLoadInputErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, path string
-		mutate     func(repo string)
+		mutate     func(t *testing.T, repo string)
 		want       string
 	}{
 		{name: "missing path", path: "clusters/nope", want: "no such directory"},
 		{name: "escaping --path", path: "../x", want: "inside --repo"},
-		{name: "escaping spec.path", path: "clusters/dev", mutate: func(r string) {
+		{name: "escaping spec.path", path: "clusters/dev", mutate: func(t *testing.T, r string) {
 			edit(t, r, "clusters/base/apps.yaml", "path: ./apps", "path: ../outside")
 		}, want: `Kustomization flux-system/apps (clusters/base/apps.yaml:1): spec.path "../outside" leaves the repository`},
-		{name: "missing spec.path", path: "clusters/dev", mutate: func(r string) {
+		{name: "missing spec.path", path: "clusters/dev", mutate: func(t *testing.T, r string) {
 			edit(t, r, "clusters/base/apps.yaml", "path: ./apps", "path: ./gone")
 		}, want: `Kustomization flux-system/apps (clusters/base/apps.yaml:1): spec.path "./gone" is not a directory`},
-		{name: "build error", path: "clusters/dev", mutate: func(r string) {
+		{name: "build error", path: "clusters/dev", mutate: func(t *testing.T, r string) {
 			edit(t, r, "infrastructure/kustomization.yaml", "- cni.yaml", "- missing.yaml")
 		}, want: `Kustomization flux-system/infra (clusters/base/infrastructure.yaml:1): kustomize build of spec.path "./infrastructure" failed`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			repo := copyTree(t, clean)
 			if tc.mutate != nil {
-				tc.mutate(repo)
+				tc.mutate(t, repo)
 			}
 			_, err := Load(Options{Repo: repo, Path: tc.path})
 			if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), tc.want) {
@@ -140,6 +144,7 @@ func TestLoadInputErrors(t *testing.T) {
 }
 
 func TestLoadBounds(t *testing.T) {
+	t.Parallel()
 	repo := copyTree(t, clean)
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "leak.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\n"), 0o600); err != nil {
@@ -202,6 +207,7 @@ func TestLoadSymlinkedTempDir(t *testing.T) {
 }
 
 func TestLoadNotBuilt(t *testing.T) {
+	t.Parallel()
 	repo := copyTree(t, clean)
 	edit(t, repo, "clusters/base/apps.yaml", "path: ./docs\n  prune: true\n  sourceRef:\n    kind: GitRepository", "path: ./docs\n  prune: true\n  sourceRef:\n    kind: OCIRepository")
 	edit(t, repo, "apps/web.yaml", "", "")
@@ -266,6 +272,7 @@ func TestBuiltinSchemaBuildIsUpstreamBuild(t *testing.T) {
 // The copy is what source-controller archives: default exclusions, then
 // .sourceignore and the GitRepository's spec.ignore.
 func TestLoadSourceIgnore(t *testing.T) {
+	t.Parallel()
 	notK8s := "name: ci\non: push\njobs: {}\n"
 	write := func(repo, p, s string) {
 		t.Helper()
@@ -306,6 +313,7 @@ func TestLoadSourceIgnore(t *testing.T) {
 }
 
 func TestRootObjects(t *testing.T) {
+	t.Parallel()
 	e, err := Load(Options{Repo: clean, Path: "clusters/prod"})
 	if err != nil {
 		t.Fatal(err)
@@ -325,6 +333,7 @@ func TestRootObjects(t *testing.T) {
 // NewGenerator(...).WriteFile before Build); no public repository commits
 // a kustomization.yaml at its cluster root.
 func TestLoadGenerateRoot(t *testing.T) {
+	t.Parallel()
 	repo := t.TempDir()
 	for name, content := range map[string]string{
 		"clusters/dev/flux-system.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: flux-system, namespace: flux-system}\nspec: {interval: 10m, path: ./clusters/dev, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n",
@@ -352,6 +361,7 @@ func TestLoadGenerateRoot(t *testing.T) {
 // (the offline check's input error); with KeepGoing (sync, age-key) it is
 // recorded with the same error and the rest of the environment is built.
 func TestLoadKeepGoing(t *testing.T) {
+	t.Parallel()
 	repo := copyTree(t, clean)
 	if err := os.WriteFile(filepath.Join(repo, "apps", "kustomization.yaml"), []byte("resources:\n- web.yaml\n- missing.yaml\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -381,6 +391,7 @@ func TestLoadKeepGoing(t *testing.T) {
 // TestLoadKeepGoingErrorsStayBounded: each failing Kustomization's error
 // lists what the copy left out once, not the errors of those before it.
 func TestLoadKeepGoingErrorsStayBounded(t *testing.T) {
+	t.Parallel()
 	repo := copyTree(t, clean)
 	if err := os.Symlink("nowhere", filepath.Join(repo, "docs", "link.yaml")); err != nil {
 		t.Fatal(err)
@@ -411,6 +422,7 @@ func TestLoadKeepGoingErrorsStayBounded(t *testing.T) {
 
 // TestLoadRepoIsALink: --repo may itself be a link to the checkout.
 func TestLoadRepoIsALink(t *testing.T) {
+	t.Parallel()
 	link := filepath.Join(t.TempDir(), "repo")
 	if err := os.Symlink(copyTree(t, clean), link); err != nil {
 		t.Fatal(err)
@@ -426,6 +438,7 @@ func TestLoadRepoIsALink(t *testing.T) {
 // directory and the second the Kustomization that applies it (then it is
 // that Kustomization's).
 func TestLoadRenderedTwice(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		edit  func(t *testing.T, repo string)
@@ -479,6 +492,7 @@ func TestLoadRenderedTwice(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			repo := copyTree(t, clean)
 			tc.edit(t, repo)
 			e, err := Load(Options{Repo: repo, Path: "clusters/dev"})
@@ -507,6 +521,7 @@ func wantNote(t *testing.T, e *Env, want string) {
 // TestSubstituteNotString: a number in postBuild.substitute is refused
 // naming the key and the quoting fix (the CRD's schema: a map of strings).
 func TestSubstituteNotString(t *testing.T) {
+	t.Parallel()
 	repo := copyTree(t, clean)
 	edit(t, repo, "clusters/base/apps.yaml", "    substitute:\n", "    substitute:\n      replicas: 3\n")
 	_, err := Load(Options{Repo: repo, Path: "clusters/dev"})
@@ -520,6 +535,7 @@ func TestSubstituteNotString(t *testing.T) {
 // a spec.sync (a kind-less values file without instance:, a FluxInstance
 // without spec) are no declaration and no crash.
 func TestSyncDeclarationsOddDocuments(t *testing.T) {
+	t.Parallel()
 	repo := copyTree(t, clean)
 	for name, content := range map[string]string{
 		"values/volsync.yaml": "volsync:\n  enabled: true\n",
@@ -543,6 +559,7 @@ func TestSyncDeclarationsOddDocuments(t *testing.T) {
 // substitutes is modelled under the name the controller applies (a
 // component's ${APP}-db per app), not the raw text.
 func TestKustomizationNamesSubstituted(t *testing.T) {
+	t.Parallel()
 	repo := copyTree(t, "../../testdata/layouts/operator")
 	if err := os.WriteFile(filepath.Join(repo, "kubernetes/apps/default/echo/app/db.yaml"), []byte(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -572,6 +589,7 @@ spec:
 // located at the one declaration of its kind the build read, not "(file
 // unknown)".
 func TestLocateRenamedByBuild(t *testing.T) {
+	t.Parallel()
 	e, err := Load(Options{Repo: "../../testdata/layouts/operator", Path: "kubernetes/flux/cluster"})
 	if err != nil {
 		t.Fatal(err)
@@ -591,6 +609,7 @@ func TestLocateRenamedByBuild(t *testing.T) {
 // the repository files they were copied from, and the artifacts are
 // sources the environment renders.
 func TestLoadArtifactGenerators(t *testing.T) {
+	t.Parallel()
 	e, err := Load(Options{Repo: "../../testdata/layouts/monorepo", Path: "clusters/prod"})
 	if err != nil {
 		t.Fatal(err)

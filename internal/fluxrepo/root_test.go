@@ -13,6 +13,7 @@ import (
 // reads them, so an integer (the bootstrap layout's `replicas: 1`) is an
 // int64 and the apply's DeepCopy does not panic on it.
 func TestRootObjectsDeepCopy(t *testing.T) {
+	t.Parallel()
 	e, err := Load(Options{Repo: "../../testdata/layouts/bootstrap", Path: "clusters/staging", Namespace: "flux-system", RootName: "flux-system", KeepGoing: true})
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +42,7 @@ func TestRootObjectsDeepCopy(t *testing.T) {
 // A gotk-sync.yaml holding an object is no placeholder, and --source-url
 // declares the root instead.
 func TestBootstrapPlaceholder(t *testing.T) {
+	t.Parallel()
 	const repo = "../../testdata/layouts/placeholder"
 	e, err := Load(Options{Repo: repo, Path: "clusters/staging"})
 	if err != nil {

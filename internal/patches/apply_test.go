@@ -14,6 +14,7 @@ import (
 // TestApplyMatchesKustomizeBuild: applying patches one at a time gives what
 // `kustomize build` of one kustomization listing them all gives.
 func TestApplyMatchesKustomizeBuild(t *testing.T) {
+	t.Parallel()
 	r, err := components.Render(context.Background(), components.DefaultOptions("v2.4.0"))
 	if err != nil {
 		t.Fatal(err)

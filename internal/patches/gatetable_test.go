@@ -16,6 +16,7 @@ import (
 // (fluxcd/pkg/runtime v0.110.3 features.SupportedFeatures: "feature-gate
 // '%s' not supported"; kustomize-controller v1.9.5 main.go: os.Exit(1)).
 func TestFeatureGates(t *testing.T) {
+	t.Parallel()
 	dep := func(name, image string, args ...string) appsv1.Deployment {
 		return appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: name},
 			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: image, Args: args}}}}}}
@@ -58,6 +59,7 @@ func TestFeatureGates(t *testing.T) {
 			"kustomize-controller (none)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := featureGates(tc.deps)
 			got := c.Message + "\n" + strings.Join(c.Evidence, "\n")
 			if c.Verdict != tc.want || !strings.Contains(got, tc.msg) {

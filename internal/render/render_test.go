@@ -95,8 +95,10 @@ func summary(t *testing.T, out *Output) string {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"v2.9.5", "v2.4.0"} {
 		t.Run(version, func(t *testing.T) {
+			t.Parallel()
 			out, err := Run(context.Background(), options(t, version, shipped(t), "overlays"))
 			if err != nil {
 				t.Fatal(err)
@@ -120,6 +122,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestShippedOverlay(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		version, kc, want string
 	}{
@@ -128,6 +131,7 @@ func TestShippedOverlay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
+			t.Parallel()
 			out, err := Run(context.Background(), options(t, tt.version, shipped(t), "overlays"))
 			if err != nil {
 				t.Fatal(err)
@@ -155,6 +159,7 @@ func TestShippedOverlay(t *testing.T) {
 
 // TestGatesFail breaks the overlay in each way the gates must catch.
 func TestGatesFail(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, fixture, version string
 		failing                string
@@ -168,6 +173,7 @@ func TestGatesFail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ov, name := fixture(tt.fixture)
 			out, err := Run(context.Background(), options(t, tt.version, ov, name))
 			if err != nil {
@@ -190,6 +196,7 @@ func TestGatesFail(t *testing.T) {
 }
 
 func TestEmptyOverlays(t *testing.T) {
+	t.Parallel()
 	empty := os.DirFS(t.TempDir())
 	// v2.4.0 defaults strict substitution off: without the overlay the
 	// invariant does not hold.
@@ -210,6 +217,7 @@ func TestEmptyOverlays(t *testing.T) {
 }
 
 func TestPlain(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"v2.4.0", "v2.9.5"} {
 		o := options(t, version, shipped(t), "overlays")
 		o.Overlays.Kind = SourceNone // --plain
@@ -235,6 +243,7 @@ func TestPlain(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		mutate func(*Options)
@@ -253,6 +262,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			o := options(t, "v2.9.5", shipped(t), "overlays")
 			tt.mutate(&o)
 			_, err := Run(context.Background(), o)
@@ -270,6 +280,7 @@ func TestBadInput(t *testing.T) {
 // shipped overlays, offline: every gate passes and the release has a
 // minimum Kubernetes version for the cluster gate.
 func TestEveryEmbeddedRelease(t *testing.T) {
+	t.Parallel()
 	pins, err := versions.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +290,7 @@ func TestEveryEmbeddedRelease(t *testing.T) {
 	}
 	for _, v := range pins.EmbeddedFluxVersions {
 		t.Run(v, func(t *testing.T) {
+			t.Parallel()
 			if pins.MinKubernetes[v] == "" {
 				t.Errorf("versions.env has no FLUX_MIN_KUBERNETES entry for %s", v)
 			}
@@ -310,6 +322,7 @@ func TestEveryEmbeddedRelease(t *testing.T) {
 // manifests" form: the kustomization itself is built with the render as
 // gotk-components.yaml, and every patch is still proven on its own.
 func TestDocumentedForm(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		fixture string
 		check   func(t *testing.T, out *Output)
@@ -326,6 +339,7 @@ func TestDocumentedForm(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.fixture, func(t *testing.T) {
+			t.Parallel()
 			fsys, name := fixture(tt.fixture)
 			out, err := Run(context.Background(), options(t, "v2.4.0", fsys, name))
 			if err != nil {

@@ -62,6 +62,7 @@ func bootstrapLayout(t *testing.T, version string, edit func(string) string) *fl
 // proven naming that file; gotk-sync.yaml's objects stay the sync's; the
 // committed gotk-components.yaml must be this render.
 func TestRepositoryCustomization(t *testing.T) {
+	t.Parallel()
 	const kust = "clusters/staging/flux-system/kustomization.yaml"
 	same := func(s string) string { return s }
 	for _, tt := range []struct {
@@ -89,6 +90,7 @@ func TestRepositoryCustomization(t *testing.T) {
 			map[string]verify.Verdict{patches.GatePatchLanded.ID + "/1": verify.Fail}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			env := bootstrapLayout(t, tt.committed, tt.edit)
 			o := Options{Components: components.DefaultOptions("v2.9.5")}
 			if err := o.UseRepository(env); err != nil {
@@ -125,6 +127,7 @@ func TestRepositoryCustomization(t *testing.T) {
 // TestRepositoryCustomizationRefusesFlags: --overlays and --plain would be
 // undone by the root's next apply of the repository's customization.
 func TestRepositoryCustomizationRefusesFlags(t *testing.T) {
+	t.Parallel()
 	env := bootstrapLayout(t, "v2.9.5", func(s string) string { return s })
 	for _, tt := range []struct {
 		name string
@@ -135,6 +138,7 @@ func TestRepositoryCustomizationRefusesFlags(t *testing.T) {
 		{"--plain", Options{Overlays: Source{Kind: SourceNone}}, "--plain: the repository keeps the controllers' customization in clusters/staging/flux-system"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			err := tt.o.UseRepository(env)
 			if !verify.IsInput(err) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want an input error containing %q", err, tt.want)
@@ -158,6 +162,7 @@ func TestRepositoryCustomizationRefusesFlags(t *testing.T) {
 // manifests it generates — each proven naming the file, line and field;
 // --overlays and --plain are refused, naming the instance.
 func TestInstanceCustomization(t *testing.T) {
+	t.Parallel()
 	const hr = "kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml"
 	load := func(t *testing.T, edit func(string) string) *fluxrepo.Env {
 		t.Helper()
@@ -191,6 +196,7 @@ func TestInstanceCustomization(t *testing.T) {
 		}, verify.Fail, hr + ":24 spec.values.instance.kustomize patches[0]"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			o := Options{Components: components.DefaultOptions("v2.9.5")}
 			if err := o.UseRepository(load(t, tt.edit)); err != nil {
 				t.Fatal(err)
