@@ -13,6 +13,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/status"
@@ -28,8 +29,8 @@ func everyPhase() []pipeline.Phase {
 		agekey.NewVerifyPhase(agekey.Options{}, nil),
 		rootsync.NewPhase(rootsync.RunOptions{}, nil),
 		converge.NewPhase(nil, converge.Options{}),
-		rootsync.NewCutoverPhase(rootsync.CutoverOptions{}, nil),
-		rootsync.NewWhenReadyPhase(rootsync.WhenReadyOptions{}, nil),
+		cutover.NewPhase(cutover.Options{}, nil),
+		cutover.NewWhenReadyPhase(cutover.WhenReadyOptions{}, nil),
 		controllers.NewStatusPhase(controllers.StatusOptions{}, nil),
 		status.NewSourcePhase(status.SourceOptions{}, nil),
 		status.NewReadOnlyPhase(nil),

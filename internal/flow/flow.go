@@ -22,6 +22,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
@@ -48,7 +49,7 @@ type Options struct {
 	Sync *Sync
 	// Cutover moves the cluster to its final source (cutover). Its
 	// Timeout is this run's.
-	Cutover *rootsync.CutoverOptions
+	Cutover *cutover.Options
 	// Converge walks the dependsOn graph at the end: Env's when one is
 	// built (Kustomizations not created yet are known), the live
 	// cluster's otherwise. Its Timeout is this run's when that is set.
@@ -213,7 +214,7 @@ func Assemble(ctx context.Context, o Options, r *verify.Report) (*Plan, error) {
 	if o.Cutover != nil {
 		co := *o.Cutover
 		co.Timeout = o.Timeout
-		phases = append(phases, rootsync.NewCutoverPhase(co, o.Cluster.Connect))
+		phases = append(phases, cutover.NewPhase(co, o.Cluster.Connect))
 	}
 	if o.Converge != nil {
 		phases = append(phases, converge.NewPhase(o.Cluster.Connect, o.converge(built)))
@@ -340,12 +341,12 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 // whenReady is the cutover phase of --cutover-when-ready, on the root's
 // GitRepository, ending the serving process p started.
 func (o Options) whenReady(built *rootsync.Render, p *serve.Prepared) pipeline.Phase {
-	wo := rootsync.WhenReadyOptions{Namespace: built.Options.Namespace, Name: built.Options.Namespace, Wait: o.Sync.CutoverWait, Timeout: o.Timeout}
+	wo := cutover.WhenReadyOptions{Namespace: built.Options.Namespace, Name: built.Options.Namespace, Wait: o.Sync.CutoverWait, Timeout: o.Timeout}
 	if built.Source != nil {
 		wo.Namespace, wo.Name = built.Source.GetNamespace(), built.Source.GetName()
 	}
 	if p != nil {
 		wo.ServeDir = p.Dir
 	}
-	return rootsync.NewWhenReadyPhase(wo, o.Cluster.Connect)
+	return cutover.NewWhenReadyPhase(wo, o.Cluster.Connect)
 }
