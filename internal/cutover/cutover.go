@@ -472,9 +472,10 @@ func NewPhase(o Options, connect func() (*apply.Cluster, error)) *Phase {
 // source. Its before-gate (the source is on a temporary source) and the
 // switch are one step: the gate reads the live object the switch starts from.
 type Phase struct {
-	o       Options
-	connect func() (*apply.Cluster, error)
-	cl      *apply.Cluster
+	pipeline.Base // After: Do proves the outcome
+	o             Options
+	connect       func() (*apply.Cluster, error)
+	cl            *apply.Cluster
 }
 
 // Name implements pipeline.Phase.
@@ -499,9 +500,6 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 	o.DryRun, o.Progress = run.DryRun, run.Progress
 	return Run(ctx, p.cl, o, run.Report)
 }
-
-// After: Do already proved the outcome.
-func (p *Phase) After(context.Context, *pipeline.Run) []verify.Check { return nil }
 
 // deleteServeSecret deletes the temporary source's credentials Secret once
 // nothing reads it, when --serve made it (labelled so); a Secret the

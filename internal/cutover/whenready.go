@@ -53,9 +53,10 @@ func NewWhenReadyPhase(o WhenReadyOptions, connect func() (*apply.Cluster, error
 
 // WhenReadyPhase is the cutover phase of `up --cutover-when-ready`.
 type WhenReadyPhase struct {
-	o       WhenReadyOptions
-	connect func() (*apply.Cluster, error)
-	cl      *apply.Cluster
+	pipeline.Base // After: Do proves the outcome
+	o             WhenReadyOptions
+	connect       func() (*apply.Cluster, error)
+	cl            *apply.Cluster
 }
 
 // Name implements pipeline.Phase.
@@ -190,9 +191,6 @@ func serveStopped(dir string, run *pipeline.Run, selfStop, grace time.Duration) 
 	c.Verdict, c.Message = verify.Warn, fmt.Sprintf("the serving process (pid %d) did not stop by itself within %s (its log: %s): stopped", st.PID, selfStop, st.Log)
 	return c
 }
-
-// After: Do proved the outcome.
-func (p *WhenReadyPhase) After(context.Context, *pipeline.Run) []verify.Check { return nil }
 
 func handedBack(r *verify.Report) bool {
 	for _, c := range r.Checks {

@@ -211,3 +211,18 @@ func oneLine(err error) string {
 	}
 	return s
 }
+
+// Base is the stages a phase may not need: no before-gates, no work,
+// nothing left to prove after. A phase embeds it and defines only the
+// stages it has (a read-only phase no Do; a phase whose work proves its own
+// outcome no After).
+type Base struct{}
+
+// Before reports no gate.
+func (Base) Before(context.Context, *Run) ([]verify.Check, error) { return nil, nil }
+
+// Do changes nothing.
+func (Base) Do(context.Context, *Run) error { return nil }
+
+// After proves nothing.
+func (Base) After(context.Context, *Run) []verify.Check { return nil }

@@ -51,9 +51,10 @@ type SourceOptions struct {
 // artifact at a revision; with a repository, every decryption Secret the
 // environment names exists. Reads only.
 type SourcePhase struct {
-	o       SourceOptions
-	connect func() (*apply.Cluster, error)
-	cl      *apply.Cluster
+	pipeline.Base // Do: nothing is changed
+	o             SourceOptions
+	connect       func() (*apply.Cluster, error)
+	cl            *apply.Cluster
 }
 
 var _ pipeline.Phase = (*SourcePhase)(nil)
@@ -81,9 +82,6 @@ func (p *SourcePhase) Before(context.Context, *pipeline.Run) ([]verify.Check, er
 	p.cl = cl
 	return nil, err
 }
-
-// Do implements pipeline.Phase: nothing is changed.
-func (p *SourcePhase) Do(context.Context, *pipeline.Run) error { return nil }
 
 // After reads the root, its source and (with a repository) the decryption
 // Secrets.
