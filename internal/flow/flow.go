@@ -1,10 +1,12 @@
-// Package flow holds the phase sequence of the commands that run more than
-// one phase — up, sync and cutover — in one function, Assemble, as flux2's
-// pkg/bootstrap.Run holds the sequence of `flux bootstrap`. A command
-// parses its flags into Options (which phases, with what); Assemble reads
-// every input those phases need before the first request and returns them
-// in the one order: static, controllers, age-key, sync, cutover, converge,
-// and the cutover of --cutover-when-ready. internal/pipeline runs them.
+// Package flow is the one registry of phases: every command that runs
+// phases takes them from here. Assemble holds the sequence of up, sync and
+// cutover, as flux2's pkg/bootstrap.Run holds the sequence of `flux
+// bootstrap`: a command parses its flags into Options (which phases, with
+// what); Assemble reads every input those phases need before the first
+// request and returns them in the one order: static, controllers, age-key,
+// sync, cutover, converge, and the cutover of --cutover-when-ready. Status
+// is status's read-only phases; Every is one of each phase, whose gates
+// are the reference (docgen). internal/pipeline runs them.
 package flow
 
 import (
