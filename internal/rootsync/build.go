@@ -19,8 +19,8 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
-// Phase is this package's phase name in reports.
-const Phase = "sync"
+// PhaseName is this package's phase name in reports.
+const PhaseName = "sync"
 
 // Options select what to build.
 type Options struct {

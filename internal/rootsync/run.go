@@ -69,7 +69,7 @@ type SyncPhase struct {
 }
 
 // Name implements pipeline.Phase.
-func (p *SyncPhase) Name() string { return Phase }
+func (p *SyncPhase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
 func (p *SyncPhase) Gates() []verify.Def {

@@ -65,7 +65,7 @@ func NewSourcePhase(o SourceOptions, connect func() (*apply.Cluster, error)) *So
 }
 
 // Name is "sync".
-func (p *SourcePhase) Name() string { return rootsync.Phase }
+func (p *SourcePhase) Name() string { return rootsync.PhaseName }
 
 // Gates implements pipeline.Phase.
 func (p *SourcePhase) Gates() []verify.Def {
