@@ -4,7 +4,9 @@
 // variants (controllers.StatusPhase, agekey.VerifyPhase,
 // converge.StatusPhase); this package adds the sync phase's view of the
 // root's source (temporary or declared, Ready, revision) from the same
-// annotations and predicates step 3 and converge use.
+// annotations and predicates step 3 and converge use, the read-only
+// proof (status.read-only), and --watch's loop (Loop, Watch). flow.Status
+// lists the phases in their order.
 package status
 
 import (
