@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fluxcd/pkg/ssa"
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-ops/bootstrap/internal/controllers"
@@ -88,10 +89,10 @@ func (a *app) writePlan(plan []verify.ObjectChange, dryRun bool) {
 
 // writePlan prints a plan to w.
 func writePlan(w io.Writer, plan []verify.ObjectChange, dryRun bool) {
-	counts := map[string]int{}
+	counts := map[ssa.Action]int{}
 	var restarts []string
 	for _, p := range plan {
-		counts[p.Action]++
+		counts[ssa.Action(p.Action)]++
 		if p.Restarts {
 			restarts = append(restarts, p.Object)
 		}
@@ -100,9 +101,9 @@ func writePlan(w io.Writer, plan []verify.ObjectChange, dryRun bool) {
 	if dryRun {
 		head = "plan (dry run, nothing applied)"
 	}
-	fmt.Fprintf(w, "%s: %d object(s): %d created, %d configured, %d deleted, %d unchanged\n", head, len(plan), counts["created"], counts["configured"], counts["deleted"], counts["unchanged"])
+	fmt.Fprintf(w, "%s: %d object(s): %d created, %d configured, %d deleted, %d unchanged\n", head, len(plan), counts[ssa.CreatedAction], counts[ssa.ConfiguredAction], counts[ssa.DeletedAction], counts[ssa.UnchangedAction])
 	for _, p := range plan {
-		if p.Action == "unchanged" && len(p.TakenOverFrom) == 0 {
+		if ssa.Action(p.Action) == ssa.UnchangedAction && len(p.TakenOverFrom) == 0 {
 			continue
 		}
 		line := fmt.Sprintf("  %-10s %s", p.Action, p.Object)

@@ -6,13 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/input"
-	"github.com/homelab-ops/bootstrap/internal/rootsync"
 )
 
 func newCutoverCommand(a *app) *cobra.Command {
-	o := rootsync.CutoverOptions{}
+	o := cutover.Options{}
 	var (
 		dryRun bool
 		cf     convergeFlags
@@ -37,7 +37,7 @@ exits 130 (143). A second interrupt stops at once; then run 'bootstrap cutover' 
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			run := a.s.NewRun("cutover", dryRun)
-			if err := errors.Join(rootsync.ValidateCutover(o), cf.validate(cmd.Flags())); err != nil {
+			if err := errors.Join(cutover.Validate(o), cf.validate(cmd.Flags())); err != nil {
 				return a.s.Fail(ctx, run.Report, err)
 			}
 			a.s.Writes("cutover", o.Namespace, dryRun)

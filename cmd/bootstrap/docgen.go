@@ -9,33 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 
-	"github.com/homelab-ops/bootstrap/internal/agekey"
-	"github.com/homelab-ops/bootstrap/internal/check"
-	"github.com/homelab-ops/bootstrap/internal/controllers"
-	"github.com/homelab-ops/bootstrap/internal/converge"
-	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/session"
-	"github.com/homelab-ops/bootstrap/internal/status"
 )
-
-// everyPhase is one of each phase a command can run: the gates they
-// declare are the gate reference.
-func everyPhase() []pipeline.Phase {
-	return []pipeline.Phase{
-		&check.Phase{},
-		controllers.NewPhase(controllers.Options{}, nil),
-		agekey.NewInstallPhase(agekey.Input{}, agekey.Options{}, nil),
-		agekey.NewVerifyPhase(agekey.Options{}, nil),
-		rootsync.NewPhase(rootsync.RunOptions{}, nil),
-		converge.NewPhase(nil, converge.Options{}),
-		rootsync.NewCutoverPhase(rootsync.CutoverOptions{}, nil),
-		rootsync.NewWhenReadyPhase(rootsync.WhenReadyOptions{}, nil),
-		controllers.NewStatusPhase(controllers.StatusOptions{}, nil),
-		status.NewSourcePhase(status.SourceOptions{}, nil),
-		status.NewReadOnlyPhase(nil),
-	}
-}
 
 // newDocgenCommand writes the reference from the code, as flux2's docgen
 // does: every command's page (cobra), the gates from their declarations,
@@ -98,7 +74,7 @@ func gatesPage() string {
 	b.WriteString("An ID ending in `/…` is one gate per object (e.g. `converge.node/<namespace>/<name>`).\n\n")
 	b.WriteString("| gate | phase | stage | required | checks |\n|---|---|---|---|---|\n")
 	seen := map[string]bool{}
-	for _, p := range everyPhase() {
+	for _, p := range flow.Every() {
 		for _, d := range p.Gates() {
 			if seen[d.ID] {
 				continue

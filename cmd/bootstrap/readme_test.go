@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -28,7 +29,7 @@ func TestDocsListEveryGate(t *testing.T) {
 	}
 	page := string(b)
 	seen := map[string]bool{}
-	for _, p := range everyPhase() {
+	for _, p := range flow.Every() {
 		for _, d := range p.Gates() {
 			if seen[d.ID] {
 				continue
@@ -53,7 +54,7 @@ func TestDocsListEveryGate(t *testing.T) {
 // TestGateIDsUnique fails when two gates of different phases share an ID.
 func TestGateIDsUnique(t *testing.T) {
 	owner := map[string]verify.Def{}
-	for _, p := range everyPhase() {
+	for _, p := range flow.Every() {
 		for _, d := range p.Gates() {
 			if o, ok := owner[d.ID]; ok && o.Phase != d.Phase {
 				t.Errorf("gate %s declared by phases %s and %s", d.ID, o.Phase, d.Phase)

@@ -125,21 +125,16 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 	}
 	rec := kube.NewRequests()
 	connect := a.s.ReadOnlyConnect(rec)
-	cph := controllers.NewStatusPhase(controllers.StatusOptions{Render: ro,
-		LiveVersion:    live && !fl.Changed("flux-version") && ro.Components.Manifests == "",
-		LiveComponents: !fl.Changed("components") && !fl.Changed("components-extra"),
-	}, connect)
-	phases := []pipeline.Phase{cph}
-	if !live {
-		flow.Declare(&co, render)
-		phases = append(phases, agekey.NewVerifyPhase(agekey.Options{Repo: repo, Path: path, Namespace: ns, SecretName: sf.secretName, Env: render.Env, IfNeeded: true},
-			readOnlyAgeKey(connect)))
-	}
-	phases = append(phases,
-		status.NewSourcePhase(status.SourceOptions{Root: co.Root, Render: render}, connect),
-		converge.NewStatusPhase(connect, co),
-		status.NewReadOnlyPhase(rec))
-	return phases, nil
+	return flow.Status(flow.StatusOptions{
+		Controllers: controllers.StatusOptions{Render: ro,
+			LiveVersion:    live && !fl.Changed("flux-version") && ro.Components.Manifests == "",
+			LiveComponents: !fl.Changed("components") && !fl.Changed("components-extra"),
+		},
+		Converge: co,
+		Env:      render,
+		AgeKey:   agekey.Options{Repo: repo, Path: path, Namespace: ns, SecretName: sf.secretName, IfNeeded: true},
+		Connect:  connect, AgeKeyConnect: readOnlyAgeKey(connect), Requests: rec,
+	}), nil
 }
 
 // statusRender is the environment's render (nil for the cluster alone,
@@ -179,70 +174,54 @@ func readOnlyAgeKey(connect func() (*apply.Cluster, error)) agekey.Connect {
 	}
 }
 
-// watchStatus evaluates, then again on every change the watches see, until
-// the command's context ends (an interrupt); it exits with the last
-// evaluation's code.
+// watchStatus is status --watch (status.Loop): input errors stop before
+// anything is watched; each evaluation is a plain status run of its own,
+// its report printed; the last one's exit code is the command's.
 func (a *app) watchStatus(cmd *cobra.Command, f *renderFlags, sf statusFlags) error {
 	ctx := cmd.Context()
-	// Input errors stop before anything is watched.
 	if _, err := a.statusPhases(cmd, f, sf, verify.NewReport("status")); err != nil {
-		return a.s.Fail(cmd.Context(), a.s.NewRun("status", false).Report, err)
+		return a.s.Fail(ctx, a.s.NewRun("status", false).Report, err)
 	}
 	cl, err := a.s.ReadOnlyConnect(kube.NewRequests())()
 	if err != nil {
-		return a.s.Fail(cmd.Context(), a.s.NewRun("status", false).Report, err)
+		return a.s.Fail(ctx, a.s.NewRun("status", false).Report, err)
 	}
 	wo := status.WatchOptions{Namespace: f.components.Namespace}
 	if sf.env != "" || sf.path != "" {
 		wo.Secret = sf.secretName
 	}
-	var last error
-	n := 0
-	eval := a.statusEval(cmd, f, sf, &n, &last)
-	// A cluster that does not answer is not watched: one evaluation, which
-	// reports cluster.reachable as plain status does, and its exit code.
-	if reach, _ := cl.Reachable(controllers.GateReachable); reach.Verdict != verify.Pass {
-		eval("")
-		return last
-	}
-	if err := status.Watch(ctx, cl.Client, wo, eval); err != nil && ctx.Err() == nil {
-		// The watches could not start (a Kind the cluster does not serve:
-		// Flux not installed): one evaluation says why, then the run ends.
-		if n == 0 {
-			eval("")
-		}
-		if last != nil {
-			return last
-		}
-		return a.s.Fail(cmd.Context(), a.s.NewRun("status", false).Report, err)
-	}
-	return last
+	return status.Loop(ctx, status.LoopOptions{
+		Client: cl.Client,
+		Reachable: func() bool {
+			reach, _ := cl.Reachable(controllers.GateReachable)
+			return reach.Verdict == verify.Pass
+		},
+		Watch:    wo,
+		Evaluate: func(n int, cause string) error { return a.statusEval(cmd, f, sf, n, cause) },
+		Fail:     func(err error) error { return a.s.Fail(ctx, a.s.NewRun("status", false).Report, err) },
+	})
 }
 
 // statusEval is one evaluation of status --watch: the n-th, cause the
-// change that triggered it; its result goes to *last.
-func (a *app) statusEval(cmd *cobra.Command, f *renderFlags, sf statusFlags, n *int, last *error) func(string) {
+// change that triggered it.
+func (a *app) statusEval(cmd *cobra.Command, f *renderFlags, sf statusFlags, n int, cause string) error {
 	ctx := cmd.Context()
-	return func(cause string) {
-		*n++
-		run := a.s.NewRun("status", false)
-		run.KeepGoing = true
-		run.Report.Facts["watch.evaluation"] = strconv.Itoa(*n)
-		if cause != "" {
-			run.Report.Facts["watch.change"] = cause
-		}
-		if a.s.Output.Format == "text" {
-			why := "start"
-			if cause != "" {
-				why = "after a change to " + cause
-			}
-			fmt.Fprintf(a.streams.ErrOut, "\n=== status #%d at %s (%s) ===\n", *n, time.Now().Format(time.TimeOnly), why)
-		}
-		phases, err := a.statusPhases(cmd, f, sf, run.Report)
-		if err != nil {
-			*last = a.s.Fail(cmd.Context(), run.Report, err)
-			return
-		}
-		*last = a.s.Execute(ctx, run, phases...)
+	run := a.s.NewRun("status", false)
+	run.KeepGoing = true
+	run.Report.Facts["watch.evaluation"] = strconv.Itoa(n)
+	if cause != "" {
+		run.Report.Facts["watch.change"] = cause
 	}
+	if a.s.Output.Format == "text" {
+		why := "start"
+		if cause != "" {
+			why = "after a change to " + cause
+		}
+		fmt.Fprintf(a.streams.ErrOut, "\n=== status #%d at %s (%s) ===\n", n, time.Now().Format(time.TimeOnly), why)
+	}
+	phases, err := a.statusPhases(cmd, f, sf, run.Report)
+	if err != nil {
+		return a.s.Fail(ctx, run.Report, err)
+	}
+	return a.s.Execute(ctx, run, phases...)
 }

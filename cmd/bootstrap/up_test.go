@@ -107,7 +107,7 @@ func TestUpForceReachesAgeKey(t *testing.T) {
 		}
 		var scope verify.Verdict
 		for _, p := range plan.Phases {
-			if p.Name() != agekey.Phase {
+			if p.Name() != agekey.PhaseName {
 				continue
 			}
 			// The age-key phase's before-gates run offline.

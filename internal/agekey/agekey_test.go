@@ -484,7 +484,7 @@ func TestRedact(t *testing.T) {
 	s := "oops: " + lines(k.file)[2] + " and " + strings.ToLower(lines(k.file)[2])
 	hygiene(t, "redacted", Redact(s))
 	r := verify.NewReport("x")
-	r.Add(verify.Check{ID: "a", Phase: Phase, Verdict: verify.Fail, Message: s, Evidence: []string{s}})
+	r.Add(verify.Check{ID: "a", Phase: PhaseName, Verdict: verify.Fail, Message: s, Evidence: []string{s}})
 	r.Error, r.Facts["k"] = s, s
 	RedactReport(r)
 	reportHygiene(t, r)

@@ -15,23 +15,23 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
-// Phase is this phase's name in reports.
-const Phase = "age-key"
+// PhaseName is this phase's name in reports.
+const PhaseName = "age-key"
 
 // Gates of the age-key phase. The repository gates run before the install
 // (with the given key) and after it (with the installed Secret): At picks
 // the stage.
 var (
-	GateIdentity          = verify.Def{ID: "age-key.identity", Phase: Phase, Stage: verify.Before, Title: "age identity parses"}
-	GateIdentityFileMode  = verify.Def{ID: "age-key.identity-file-mode", Phase: Phase, Stage: verify.Before, Title: "key file is private to its owner"}
-	GateScope             = verify.Def{ID: "age-key.scope", Phase: Phase, Stage: verify.Before, Title: "the environment's SOPS files are found"}
-	GateRecipient         = verify.Def{ID: "age-key.recipient", Phase: Phase, Stage: verify.Before, Title: "the key is a recipient of each SOPS file", Prefix: true}
-	GateDecrypt           = verify.Def{ID: "age-key.decrypt", Phase: Phase, Stage: verify.Before, Title: "each SOPS file decrypts in-process", Prefix: true}
-	GateSopsConfig        = verify.Def{ID: "age-key.sops-config", Phase: Phase, Stage: verify.Before, Title: ".sops.yaml creation rules include the key"}
-	GateRotation          = verify.Def{ID: "age-key.rotation", Phase: Phase, Stage: verify.Before, Title: "an existing key is replaced only with --rotate"}
-	GateSecretApplied     = verify.Def{ID: "age-key.secret-applied", Phase: Phase, Stage: verify.After, Title: "the Secret is applied"}
-	GateSecret            = verify.Def{ID: "age-key.secret", Phase: Phase, Stage: verify.After, Title: "the Secret exists and holds age identities"}
-	GateInstalledDecrypts = verify.Def{ID: "age-key.installed-decrypts", Phase: Phase, Stage: verify.After, Title: "the installed Secret decrypts the environment"}
+	GateIdentity          = verify.Def{ID: "age-key.identity", Phase: PhaseName, Stage: verify.Before, Title: "age identity parses"}
+	GateIdentityFileMode  = verify.Def{ID: "age-key.identity-file-mode", Phase: PhaseName, Stage: verify.Before, Title: "key file is private to its owner"}
+	GateScope             = verify.Def{ID: "age-key.scope", Phase: PhaseName, Stage: verify.Before, Title: "the environment's SOPS files are found"}
+	GateRecipient         = verify.Def{ID: "age-key.recipient", Phase: PhaseName, Stage: verify.Before, Title: "the key is a recipient of each SOPS file", Prefix: true}
+	GateDecrypt           = verify.Def{ID: "age-key.decrypt", Phase: PhaseName, Stage: verify.Before, Title: "each SOPS file decrypts in-process", Prefix: true}
+	GateSopsConfig        = verify.Def{ID: "age-key.sops-config", Phase: PhaseName, Stage: verify.Before, Title: ".sops.yaml creation rules include the key"}
+	GateRotation          = verify.Def{ID: "age-key.rotation", Phase: PhaseName, Stage: verify.Before, Title: "an existing key is replaced only with --rotate"}
+	GateSecretApplied     = verify.Def{ID: "age-key.secret-applied", Phase: PhaseName, Stage: verify.After, Title: "the Secret is applied"}
+	GateSecret            = verify.Def{ID: "age-key.secret", Phase: PhaseName, Stage: verify.After, Title: "the Secret exists and holds age identities"}
+	GateInstalledDecrypts = verify.Def{ID: "age-key.installed-decrypts", Phase: PhaseName, Stage: verify.After, Title: "the installed Secret decrypts the environment"}
 )
 
 // Defaults of the Secret kustomize-controller reads.

@@ -139,7 +139,7 @@ type InstallPhase struct {
 }
 
 // Name implements pipeline.Phase.
-func (p *InstallPhase) Name() string { return Phase }
+func (p *InstallPhase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
 func (p *InstallPhase) Gates() []verify.Def {
@@ -236,7 +236,7 @@ type VerifyPhase struct {
 }
 
 // Name implements pipeline.Phase.
-func (p *VerifyPhase) Name() string { return Phase }
+func (p *VerifyPhase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
 func (p *VerifyPhase) Gates() []verify.Def {

@@ -314,7 +314,8 @@ func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []strin
 // checks; Do and After do nothing. An input error is recorded in the
 // report's Error (exit 2) and fails check.render, which stops later phases.
 type Phase struct {
-	Options Options
+	pipeline.Base // Do, After: the phase only checks
+	Options       Options
 	// Result is set by Before.
 	Result *Result
 }
@@ -340,12 +341,6 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 	run.Report.Facts["fluxRelease"] = r.Release.String()
 	return r.Checks, nil
 }
-
-// Do does nothing: the phase only checks.
-func (p *Phase) Do(context.Context, *pipeline.Run) error { return nil }
-
-// After does nothing.
-func (p *Phase) After(context.Context, *pipeline.Run) []verify.Check { return nil }
 
 var _ pipeline.Phase = (*Phase)(nil)
 

@@ -47,11 +47,12 @@ type StatusOptions struct {
 // and name the drift as the plan would, without a dry run. It writes
 // nothing.
 type StatusPhase struct {
-	o       StatusOptions
-	connect func() (*apply.Cluster, error)
-	cl      *apply.Cluster
-	out     *render.Output
-	objs    []*unstructured.Unstructured
+	pipeline.Base // Do: nothing is changed
+	o             StatusOptions
+	connect       func() (*apply.Cluster, error)
+	cl            *apply.Cluster
+	out           *render.Output
+	objs          []*unstructured.Unstructured
 }
 
 var _ pipeline.Phase = (*StatusPhase)(nil)
@@ -158,9 +159,6 @@ func orUnknown(s string) string {
 	}
 	return "Flux " + s
 }
-
-// Do implements pipeline.Phase: status changes nothing.
-func (p *StatusPhase) Do(context.Context, *pipeline.Run) error { return nil }
 
 // After reads the cluster: the rendered objects (one list per kind), the
 // flags and rollouts (After, the same gates step 1 proves with), and the

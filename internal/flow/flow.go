@@ -1,10 +1,12 @@
-// Package flow holds the phase sequence of the commands that run more than
-// one phase — up, sync and cutover — in one function, Assemble, as flux2's
-// pkg/bootstrap.Run holds the sequence of `flux bootstrap`. A command
-// parses its flags into Options (which phases, with what); Assemble reads
-// every input those phases need before the first request and returns them
-// in the one order: static, controllers, age-key, sync, cutover, converge,
-// and the cutover of --cutover-when-ready. internal/pipeline runs them.
+// Package flow is the one registry of phases: every command that runs
+// phases takes them from here. Assemble holds the sequence of up, sync and
+// cutover, as flux2's pkg/bootstrap.Run holds the sequence of `flux
+// bootstrap`: a command parses its flags into Options (which phases, with
+// what); Assemble reads every input those phases need before the first
+// request and returns them in the one order: static, controllers, age-key,
+// sync, cutover, converge, and the cutover of --cutover-when-ready. Status
+// is status's read-only phases; Every is one of each phase, whose gates
+// are the reference (docgen). internal/pipeline runs them.
 package flow
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
@@ -48,7 +51,7 @@ type Options struct {
 	Sync *Sync
 	// Cutover moves the cluster to its final source (cutover). Its
 	// Timeout is this run's.
-	Cutover *rootsync.CutoverOptions
+	Cutover *cutover.Options
 	// Converge walks the dependsOn graph at the end: Env's when one is
 	// built (Kustomizations not created yet are known), the live
 	// cluster's otherwise. Its Timeout is this run's when that is set.
@@ -213,7 +216,7 @@ func Assemble(ctx context.Context, o Options, r *verify.Report) (*Plan, error) {
 	if o.Cutover != nil {
 		co := *o.Cutover
 		co.Timeout = o.Timeout
-		phases = append(phases, rootsync.NewCutoverPhase(co, o.Cluster.Connect))
+		phases = append(phases, cutover.NewPhase(co, o.Cluster.Connect))
 	}
 	if o.Converge != nil {
 		phases = append(phases, converge.NewPhase(o.Cluster.Connect, o.converge(built)))
@@ -340,12 +343,12 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 // whenReady is the cutover phase of --cutover-when-ready, on the root's
 // GitRepository, ending the serving process p started.
 func (o Options) whenReady(built *rootsync.Render, p *serve.Prepared) pipeline.Phase {
-	wo := rootsync.WhenReadyOptions{Namespace: built.Options.Namespace, Name: built.Options.Namespace, Wait: o.Sync.CutoverWait, Timeout: o.Timeout}
+	wo := cutover.WhenReadyOptions{Namespace: built.Options.Namespace, Name: built.Options.Namespace, Wait: o.Sync.CutoverWait, Timeout: o.Timeout}
 	if built.Source != nil {
 		wo.Namespace, wo.Name = built.Source.GetNamespace(), built.Source.GetName()
 	}
 	if p != nil {
 		wo.ServeDir = p.Dir
 	}
-	return rootsync.NewWhenReadyPhase(wo, o.Cluster.Connect)
+	return cutover.NewWhenReadyPhase(wo, o.Cluster.Connect)
 }

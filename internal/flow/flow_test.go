@@ -11,6 +11,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
@@ -51,7 +52,7 @@ func TestAssembleOrder(t *testing.T) {
 			[]string{"sync"}, "--check=false"},
 		{"sync", Options{Env: homelab, Static: &Static{}, Sync: &Sync{}, Converge: &conv},
 			[]string{"static", "sync", "converge"}, ""},
-		{"cutover", Options{Cutover: &rootsync.CutoverOptions{Namespace: "flux-system", Name: "flux-system"}, Converge: &conv},
+		{"cutover", Options{Cutover: &cutover.Options{Namespace: "flux-system", Name: "flux-system"}, Converge: &conv},
 			[]string{"cutover", "converge"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

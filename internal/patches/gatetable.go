@@ -15,7 +15,7 @@ import (
 
 // GateFeatureGates proves every --feature-gates name the render passes to
 // a Flux controller is one that controller version supports.
-var GateFeatureGates = verify.Def{ID: "overlay.feature-gates", Phase: Phase, Stage: verify.Before, Title: "every feature gate set is one the controller supports", Optional: true}
+var GateFeatureGates = verify.Def{ID: "overlay.feature-gates", Phase: PhaseName, Stage: verify.Before, Title: "every feature gate set is one the controller supports", Optional: true}
 
 // featureGates checks the explicit --feature-gates of every rendered Flux
 // controller against its version's gates: an unsupported name makes the

@@ -13,18 +13,18 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
-// Phase is the phase the render gates guard: they run before the controllers
+// PhaseName is the phase the render gates guard: they run before the controllers
 // are applied.
-const Phase = "controllers"
+const PhaseName = "controllers"
 
 // Gates of the render, checked before anything is applied.
 var (
-	GateComponents    = verify.Def{ID: "render.components", Phase: Phase, Stage: verify.Before, Title: "Flux components rendered"}
-	GatePlain         = verify.Def{ID: "overlay.plain", Phase: Phase, Stage: verify.Before, Title: "overlays applied"}
-	GatePatchLanded   = verify.Def{ID: "overlay.patch-landed", Phase: Phase, Stage: verify.Before, Title: "patch changed the render", Prefix: true}
-	GateArgsPreserved = verify.Def{ID: "overlay.args-preserved", Phase: Phase, Stage: verify.Before, Title: "generated container args kept"}
-	GateStrict        = verify.Def{ID: "controllers.strict-substitution", Phase: Phase, Stage: verify.Before, Title: "kustomize-controller fails on undefined ${VAR}"}
-	GateCommitted     = verify.Def{ID: "overlay.committed-components", Phase: Phase, Stage: verify.Before, Title: "the repository's gotk-components.yaml is this render"}
+	GateComponents    = verify.Def{ID: "render.components", Phase: PhaseName, Stage: verify.Before, Title: "Flux components rendered"}
+	GatePlain         = verify.Def{ID: "overlay.plain", Phase: PhaseName, Stage: verify.Before, Title: "overlays applied"}
+	GatePatchLanded   = verify.Def{ID: "overlay.patch-landed", Phase: PhaseName, Stage: verify.Before, Title: "patch changed the render", Prefix: true}
+	GateArgsPreserved = verify.Def{ID: "overlay.args-preserved", Phase: PhaseName, Stage: verify.Before, Title: "generated container args kept"}
+	GateStrict        = verify.Def{ID: "controllers.strict-substitution", Phase: PhaseName, Stage: verify.Before, Title: "kustomize-controller fails on undefined ${VAR}"}
+	GateCommitted     = verify.Def{ID: "overlay.committed-components", Phase: PhaseName, Stage: verify.Before, Title: "the repository's gotk-components.yaml is this render"}
 )
 
 // Gates lists the render's gates.

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/fluxcd/pkg/ssa"
+
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // SignalError is the cause a command's context is cancelled with when a
@@ -37,9 +41,10 @@ func Signal(sig os.Signal) *SignalError {
 type Interrupted struct {
 	Signal *SignalError
 	// Phase is the phase that was running; Stage how far it had got:
-	// "before" (checks, nothing applied), "do" (plan and apply) or
-	// "after" (proving what was applied).
-	Phase, Stage string
+	// verify.Before (checks, nothing applied), Do (plan and apply) or
+	// verify.After (proving what was applied).
+	Phase string
+	Stage verify.Stage
 	// Done are the phases that had completed.
 	Done []string
 	// Planned and Changes count the objects in the plans so far and
@@ -53,11 +58,11 @@ func (e *Interrupted) Error() string {
 	switch {
 	case e.DryRun:
 		what = "a dry run: nothing was applied"
-	case e.Stage == "before":
+	case e.Stage == verify.Before:
 		what = "during its checks: nothing of it was applied"
-	case e.Stage == "do" && e.Planned == 0:
+	case e.Stage == Do && e.Planned == 0:
 		what = "while changing the cluster: its checks say what was changed; re-run the command to finish"
-	case e.Stage == "do":
+	case e.Stage == Do:
 		what = fmt.Sprintf("while planning or applying: part of its plan may have been applied (%d object(s) planned, %d to change); re-run the command to finish, it applies only what still differs", e.Planned, e.Changes)
 	default:
 		what = "after its changes were applied, while proving them: re-run the command to prove them"
@@ -81,14 +86,14 @@ func SignalOf(ctx context.Context) *SignalError {
 
 // interrupted wraps what a phase stopped with when its context was
 // cancelled by a signal; nil otherwise.
-func interrupted(ctx context.Context, run *Run, phase, stage string, done []string) *Interrupted {
+func interrupted(ctx context.Context, run *Run, phase string, stage verify.Stage, done []string) *Interrupted {
 	s := SignalOf(ctx)
 	if s == nil {
 		return nil
 	}
 	n := 0
 	for _, o := range run.Report.Objects {
-		if o.Action != "unchanged" && o.Action != "skipped" {
+		if a := ssa.Action(o.Action); a != ssa.UnchangedAction && a != ssa.SkippedAction {
 			n++
 		}
 	}

@@ -74,6 +74,11 @@ func (r *Run) Progressf(format string, a ...any) {
 	}
 }
 
+// Do is the stage of a phase's work, between verify.Before and
+// verify.After: no gate carries it; an interrupted run names it
+// (Interrupted.Stage).
+const Do verify.Stage = "do"
+
 // Timing is how long each phase took, in the report's facts.
 const timingFact = "duration."
 
@@ -144,7 +149,7 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 		switch {
 		case err != nil:
 			stopped = why
-		case run.KeepGoing && stage == "after":
+		case run.KeepGoing && stage == verify.After:
 			// Read-only: the next phase reads on regardless.
 		case verify.Blocks(phaseChecks(r, name)...):
 			stopped = fmt.Sprintf("not run: phase %s did not pass", name)
@@ -156,32 +161,32 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 // runPhase is one phase: before-gates, then the work, then after-gates. It
 // returns why the gates it did not reach did not run ("" when it ran
 // through), and whether only the after-gates are concerned.
-func runPhase(ctx context.Context, run *Run, p Phase) (why string, afterOnly bool, stage string, err error) {
+func runPhase(ctx context.Context, run *Run, p Phase) (why string, afterOnly bool, stage verify.Stage, err error) {
 	before, err := p.Before(ctx, run)
 	run.Report.Add(before...)
 	if err != nil {
-		return "", false, "before", err
+		return "", false, verify.Before, err
 	}
 	if verify.Blocks(before...) {
-		return "not run: a gate before phase " + p.Name() + " did not pass; nothing was changed", false, "before", nil
+		return "not run: a gate before phase " + p.Name() + " did not pass; nothing was changed", false, verify.Before, nil
 	}
 	if !run.DryRun && !run.wrote && run.BeforeWrite != nil {
 		run.wrote = true
 		if err := run.BeforeWrite(ctx); err != nil {
-			return "", false, "before", err
+			return "", false, verify.Before, err
 		}
 	}
 	if err := p.Do(ctx, run); err != nil {
-		return "", false, "do", err
+		return "", false, Do, err
 	}
 	if run.DryRun {
-		return "dry run: nothing was applied, so there is nothing to prove", true, "do", nil
+		return "dry run: nothing was applied, so there is nothing to prove", true, Do, nil
 	}
 	if verify.Blocks(phaseChecks(run.Report, p.Name())...) {
-		return "not run: phase " + p.Name() + " failed before it could be proven", true, "do", nil
+		return "not run: phase " + p.Name() + " failed before it could be proven", true, Do, nil
 	}
 	run.Report.Add(p.After(ctx, run)...)
-	return "", false, "after", nil
+	return "", false, verify.After, nil
 }
 
 func phaseChecks(r *verify.Report, phase string) []verify.Check {
@@ -211,3 +216,18 @@ func oneLine(err error) string {
 	}
 	return s
 }
+
+// Base is the stages a phase may not need: no before-gates, no work,
+// nothing left to prove after. A phase embeds it and defines only the
+// stages it has (a read-only phase no Do; a phase whose work proves its own
+// outcome no After).
+type Base struct{}
+
+// Before reports no gate.
+func (Base) Before(context.Context, *Run) ([]verify.Check, error) { return nil, nil }
+
+// Do changes nothing.
+func (Base) Do(context.Context, *Run) error { return nil }
+
+// After proves nothing.
+func (Base) After(context.Context, *Run) []verify.Check { return nil }

@@ -173,7 +173,7 @@ type Phase struct {
 func NewPhase(o Options) *Phase { return &Phase{opts: o} }
 
 // Name implements pipeline.Phase.
-func (p *Phase) Name() string { return patches.Phase }
+func (p *Phase) Name() string { return patches.PhaseName }
 
 // Gates implements pipeline.Phase.
 func (p *Phase) Gates() []verify.Def { return patches.Gates() }

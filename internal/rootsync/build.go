@@ -2,8 +2,8 @@
 // (clusters/<env>) in-process with kustomize, as kustomize-controller would,
 // gate it, server-side apply it with step 1's machinery, optionally pointing
 // the GitRepository at a temporary source for a cold bring-up, and prove
-// the root reconciled at the source's artifact revision. Cutover moves a
-// temporarily-sourced cluster to its final source.
+// the root reconciled at the source's artifact revision. internal/cutover
+// moves a temporarily-sourced cluster to its final source.
 package rootsync
 
 import (
@@ -19,8 +19,8 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
-// Phase is this package's phase name in reports.
-const Phase = "sync"
+// PhaseName is this package's phase name in reports.
+const PhaseName = "sync"
 
 // Options select what to build.
 type Options struct {

@@ -24,19 +24,19 @@ import (
 
 // Gates of the sync phase.
 var (
-	GateRoot          = verify.Def{ID: "sync.root", Phase: Phase, Stage: verify.Before, Title: "the root Kustomization is in the render"}
-	GateRootWait      = verify.Def{ID: "sync.root-wait", Phase: Phase, Stage: verify.Before, Title: "the root Kustomization has wait: false"}
-	GateSource        = verify.Def{ID: "sync.source", Phase: Phase, Stage: verify.Before, Title: "the root's GitRepository is in the render"}
-	GateDependsOn     = verify.Def{ID: "sync.depends-on", Phase: Phase, Stage: verify.Before, Title: "every dependsOn target is in the render"}
-	GateDecryption    = verify.Def{ID: "sync.decryption-secret", Phase: Phase, Stage: verify.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
-	GatePrerequisite  = verify.Def{ID: "sync.prerequisite", Phase: Phase, Stage: verify.Before, Title: "every substituteFrom object made outside the repository exists with the keys used", Prefix: true}
-	GateExternal      = verify.Def{ID: "sync.external-artifact", Phase: Phase, Stage: verify.Before, Title: "kustomize-controller reads ExternalArtifact sources"}
-	GateOperator      = verify.Def{ID: "sync.flux-operator", Phase: Phase, Stage: verify.Before, Title: "who makes the declared root: sync, or the Flux Operator"}
-	GateTemporary     = verify.Def{ID: "sync.temporary-source", Phase: Phase, Stage: verify.Before, Title: "source of the GitRepository"}
-	GateApplied       = verify.Def{ID: "sync.applied", Phase: Phase, Stage: verify.After, Title: "the root was applied"}
-	GateSourceReady   = verify.Def{ID: "sync.source-ready", Phase: Phase, Stage: verify.After, Title: "the GitRepository is Ready with an artifact"}
-	GateRootApplied   = verify.Def{ID: "sync.root-applied", Phase: Phase, Stage: verify.After, Title: "the root Kustomization is Ready at the artifact's revision"}
-	GateTemporaryKept = verify.Def{ID: "sync.temporary-source-kept", Phase: Phase, Stage: verify.After, Title: "the temporary source survived the root's reconcile"}
+	GateRoot          = verify.Def{ID: "sync.root", Phase: PhaseName, Stage: verify.Before, Title: "the root Kustomization is in the render"}
+	GateRootWait      = verify.Def{ID: "sync.root-wait", Phase: PhaseName, Stage: verify.Before, Title: "the root Kustomization has wait: false"}
+	GateSource        = verify.Def{ID: "sync.source", Phase: PhaseName, Stage: verify.Before, Title: "the root's GitRepository is in the render"}
+	GateDependsOn     = verify.Def{ID: "sync.depends-on", Phase: PhaseName, Stage: verify.Before, Title: "every dependsOn target is in the render"}
+	GateDecryption    = verify.Def{ID: "sync.decryption-secret", Phase: PhaseName, Stage: verify.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
+	GatePrerequisite  = verify.Def{ID: "sync.prerequisite", Phase: PhaseName, Stage: verify.Before, Title: "every substituteFrom object made outside the repository exists with the keys used", Prefix: true}
+	GateExternal      = verify.Def{ID: "sync.external-artifact", Phase: PhaseName, Stage: verify.Before, Title: "kustomize-controller reads ExternalArtifact sources"}
+	GateOperator      = verify.Def{ID: "sync.flux-operator", Phase: PhaseName, Stage: verify.Before, Title: "who makes the declared root: sync, or the Flux Operator"}
+	GateTemporary     = verify.Def{ID: "sync.temporary-source", Phase: PhaseName, Stage: verify.Before, Title: "source of the GitRepository"}
+	GateApplied       = verify.Def{ID: "sync.applied", Phase: PhaseName, Stage: verify.After, Title: "the root was applied"}
+	GateSourceReady   = verify.Def{ID: "sync.source-ready", Phase: PhaseName, Stage: verify.After, Title: "the GitRepository is Ready with an artifact"}
+	GateRootApplied   = verify.Def{ID: "sync.root-applied", Phase: PhaseName, Stage: verify.After, Title: "the root Kustomization is Ready at the artifact's revision"}
+	GateTemporaryKept = verify.Def{ID: "sync.temporary-source-kept", Phase: PhaseName, Stage: verify.After, Title: "the temporary source survived the root's reconcile"}
 )
 
 // Static is the before-gates that need only the render: the root is there

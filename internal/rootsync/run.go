@@ -69,7 +69,7 @@ type SyncPhase struct {
 }
 
 // Name implements pipeline.Phase.
-func (p *SyncPhase) Name() string { return Phase }
+func (p *SyncPhase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
 func (p *SyncPhase) Gates() []verify.Def {
@@ -124,7 +124,7 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Che
 
 	// The temporary source: asked for, or already in place and kept.
 	src := r.Source
-	live, err := liveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
+	live, err := LiveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
 	if err != nil {
 		return checks, err
 	}
@@ -298,7 +298,7 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 	// The source fetches now (as `flux reconcile source git` does), so the
 	// sync is proven at the repository's current commit, not at whatever
 	// the source last fetched.
-	token, err := requestReconcileToken(wctx, cl.Client, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: src.GetNamespace(), Name: src.GetName()}})
+	token, err := RequestReconcileToken(wctx, cl.Client, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: src.GetNamespace(), Name: src.GetName()}})
 	if err != nil {
 		progress("could not ask the source to fetch now (" + err.Error() + "); waiting for its own interval")
 	}
@@ -354,7 +354,7 @@ func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, ti
 		// The root has now applied git's GitRepository: the override must
 		// have survived it.
 		tc := GateTemporaryKept.New()
-		live, err := liveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
+		live, err := LiveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
 		url := ""
 		if live != nil {
 			url, _, _ = unstructured.NestedString(live.Object, "spec", "url")

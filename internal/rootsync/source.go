@@ -125,8 +125,8 @@ func Override(src *unstructured.Unstructured, t *Temporary) error {
 	return nil
 }
 
-// liveSource reads the live GitRepository as unstructured; nil when absent.
-func liveSource(ctx context.Context, c client.Client, ns, name string) (*unstructured.Unstructured, error) {
+// LiveSource reads the live GitRepository as unstructured; nil when absent.
+func LiveSource(ctx context.Context, c client.Client, ns, name string) (*unstructured.Unstructured, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind))
 	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, live)
@@ -156,16 +156,16 @@ func notInstalled(err error) error {
 	return nil
 }
 
-// requestReconcile asks obj to reconcile now (internal/reconcile).
-func requestReconcile(ctx context.Context, c client.Client, obj client.Object) error {
-	_, err := requestReconcileToken(ctx, c, obj)
+// RequestReconcile asks obj to reconcile now (internal/reconcile).
+func RequestReconcile(ctx context.Context, c client.Client, obj client.Object) error {
+	_, err := RequestReconcileToken(ctx, c, obj)
 	return err
 }
 
-// requestReconcileToken is requestReconcile returning the token the
+// RequestReconcileToken is RequestReconcile returning the token the
 // controller copies to status.lastHandledReconcileAt once it handled it.
 // An object that does not exist (yet) is not an error.
-func requestReconcileToken(ctx context.Context, c client.Client, obj client.Object) (string, error) {
+func RequestReconcileToken(ctx context.Context, c client.Client, obj client.Object) (string, error) {
 	token := reconcile.Token()
 	if err := reconcile.Request(ctx, c, obj, token, reconcile.DefaultBackoff()); err != nil && !apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("request reconcile of %s: %w", obj.GetName(), err)
@@ -183,19 +183,6 @@ func ValidateSync(o RunOptions, url, secret string) error {
 	}
 	if url != "" {
 		errs = append(errs, input.ValidGitURL("--source-url", url))
-	}
-	return errors.Join(errs...)
-}
-
-// ValidateCutover checks cutover's flags before the cluster is contacted,
-// the same under --dry-run as for the real run.
-func ValidateCutover(o CutoverOptions) error {
-	errs := []error{
-		input.ValidNamespace("--namespace", o.Namespace),
-		input.ValidName("--source", o.Name, "GitRepository"),
-	}
-	if o.To != "" {
-		errs = append(errs, input.ValidGitURL("--to", o.To))
 	}
 	return errors.Join(errs...)
 }

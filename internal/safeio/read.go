@@ -1,3 +1,6 @@
+// Package safeio is the one bounded read of user-named files and
+// directories (regular, inside the directory, within a size limit) and the
+// YAML alias-bomb rule.
 package safeio
 
 import (

@@ -1,3 +1,6 @@
+// Package serve is --serve: this machine as the temporary Git source of a
+// cold bring-up (a snapshot of the branch, git http-backend over TLS, a
+// detached serving process and its state, stopped after the cutover).
 package serve
 
 import (

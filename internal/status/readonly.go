@@ -19,7 +19,10 @@ var GateReadOnly = verify.Def{ID: "status.read-only", Phase: PhaseName, Stage: v
 
 // ReadOnlyPhase reports what kube.ReadOnly recorded: the requests by verb,
 // and any write the transport refused (a bug: it fails).
-type ReadOnlyPhase struct{ rec *kube.Requests }
+type ReadOnlyPhase struct {
+	pipeline.Base // Before, Do: it only reports
+	rec           *kube.Requests
+}
 
 var _ pipeline.Phase = (*ReadOnlyPhase)(nil)
 
@@ -31,14 +34,6 @@ func (p *ReadOnlyPhase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
 func (p *ReadOnlyPhase) Gates() []verify.Def { return []verify.Def{GateReadOnly} }
-
-// Before implements pipeline.Phase.
-func (p *ReadOnlyPhase) Before(context.Context, *pipeline.Run) ([]verify.Check, error) {
-	return nil, nil
-}
-
-// Do implements pipeline.Phase.
-func (p *ReadOnlyPhase) Do(context.Context, *pipeline.Run) error { return nil }
 
 // After reports the requests.
 func (p *ReadOnlyPhase) After(_ context.Context, run *pipeline.Run) []verify.Check {

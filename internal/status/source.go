@@ -4,7 +4,9 @@
 // variants (controllers.StatusPhase, agekey.VerifyPhase,
 // converge.StatusPhase); this package adds the sync phase's view of the
 // root's source (temporary or declared, Ready, revision) from the same
-// annotations and predicates step 3 and converge use.
+// annotations and predicates step 3 and converge use, the read-only
+// proof (status.read-only), and --watch's loop (Loop, Watch). flow.Status
+// lists the phases in their order.
 package status
 
 import (
@@ -51,9 +53,10 @@ type SourceOptions struct {
 // artifact at a revision; with a repository, every decryption Secret the
 // environment names exists. Reads only.
 type SourcePhase struct {
-	o       SourceOptions
-	connect func() (*apply.Cluster, error)
-	cl      *apply.Cluster
+	pipeline.Base // Do: nothing is changed
+	o             SourceOptions
+	connect       func() (*apply.Cluster, error)
+	cl            *apply.Cluster
 }
 
 var _ pipeline.Phase = (*SourcePhase)(nil)
@@ -64,7 +67,7 @@ func NewSourcePhase(o SourceOptions, connect func() (*apply.Cluster, error)) *So
 }
 
 // Name is "sync".
-func (p *SourcePhase) Name() string { return rootsync.Phase }
+func (p *SourcePhase) Name() string { return rootsync.PhaseName }
 
 // Gates implements pipeline.Phase.
 func (p *SourcePhase) Gates() []verify.Def {
@@ -81,9 +84,6 @@ func (p *SourcePhase) Before(context.Context, *pipeline.Run) ([]verify.Check, er
 	p.cl = cl
 	return nil, err
 }
-
-// Do implements pipeline.Phase: nothing is changed.
-func (p *SourcePhase) Do(context.Context, *pipeline.Run) error { return nil }
 
 // After reads the root, its source and (with a repository) the decryption
 // Secrets.

@@ -165,3 +165,48 @@ func informer(c client.WithWatch, ns string, list client.ObjectList, obj client.
 	}
 	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(wait.ListWatch(c, list, ns, o), c), obj, 0, cache.Indexers{})
 }
+
+// LoopOptions are status --watch's: how to evaluate, and what to watch.
+type LoopOptions struct {
+	// Client reads the cluster (the read-only one).
+	Client client.WithWatch
+	// Reachable says whether the API server answers.
+	Reachable func() bool
+	// Watch says what is watched.
+	Watch WatchOptions
+	// Evaluate is one evaluation, the n-th (from 1), after a change to
+	// cause ("" the first time); it returns that evaluation's exit error.
+	Evaluate func(n int, cause string) error
+	// Fail turns an error of the watches, when no evaluation says it, into
+	// the run's exit error.
+	Fail func(error) error
+}
+
+// Loop evaluates, then again on every change the watches see, until ctx
+// ends (an interrupt), and returns the last evaluation's exit error. A
+// cluster that does not answer is not watched: one evaluation, which
+// reports cluster.reachable as plain status does.
+func Loop(ctx context.Context, o LoopOptions) error {
+	var last error
+	n := 0
+	eval := func(cause string) {
+		n++
+		last = o.Evaluate(n, cause)
+	}
+	if !o.Reachable() {
+		eval("")
+		return last
+	}
+	if err := Watch(ctx, o.Client, o.Watch, eval); err != nil && ctx.Err() == nil {
+		// The watches could not start (a Kind the cluster does not serve:
+		// Flux not installed): one evaluation says why, then the run ends.
+		if n == 0 {
+			eval("")
+		}
+		if last != nil {
+			return last
+		}
+		return o.Fail(err)
+	}
+	return last
+}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/kube"
-	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 )
 
@@ -82,13 +82,13 @@ func TestCutoverWalksTheChain(t *testing.T) {
 
 	start := time.Now()
 	r := bootstrapJSON(t, "cutover", "--timeout", "60s")
-	c := r.report.check(rootsync.GateConsumersReady.ID)
+	c := r.report.check(cutover.GateConsumersReady.ID)
 	if r.code != 0 || !strings.HasPrefix(c, "pass") || !strings.Contains(c, "main@sha1:"+head) {
 		t.Fatalf("cutover to a commit the cluster has not applied:\n%s\n%s", r, r.stderr)
 	}
 	var ev []string
 	for _, ch := range r.report.Checks {
-		if ch.ID == rootsync.GateConsumersReady.ID {
+		if ch.ID == cutover.GateConsumersReady.ID {
 			ev = ch.Evidence
 		}
 	}

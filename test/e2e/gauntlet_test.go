@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
+	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/lock"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
@@ -673,9 +674,9 @@ func countVerdict(r cliRun, v string) int {
 // Kustomization. BREAK: the final source is unreachable.
 func (g *gauntlet) stageCutover(ctx context.Context, s *stageResult, broken bool) error {
 	rb := g.cli(ctx, g.main, "", "cutover", "--to", "http://127.0.0.1:1/homelab.git", "--timeout", "10s")
-	s.Evidence = append(s.Evidence, fmt.Sprintf("fault: cutover to an unreachable URL: exit %d, %s; %s", rb.code, rb.report.check(rootsync.GateFinalReady.ID), rb.report.check(rootsync.GateRollback.ID)))
-	if rb.code != 1 || !strings.HasPrefix(rb.report.check(rootsync.GateRollback.ID), "pass") {
-		return fmt.Errorf("cutover to an unreachable source did not roll back: exit %d, %s", rb.code, rb.report.check(rootsync.GateRollback.ID))
+	s.Evidence = append(s.Evidence, fmt.Sprintf("fault: cutover to an unreachable URL: exit %d, %s; %s", rb.code, rb.report.check(cutover.GateFinalReady.ID), rb.report.check(cutover.GateRollback.ID)))
+	if rb.code != 1 || !strings.HasPrefix(rb.report.check(cutover.GateRollback.ID), "pass") {
+		return fmt.Errorf("cutover to an unreachable source did not roll back: exit %d, %s", rb.code, rb.report.check(cutover.GateRollback.ID))
 	}
 	var gr sourcev1.GitRepository
 	if err := g.main.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "flux-system"}, &gr); err != nil {
@@ -690,7 +691,7 @@ func (g *gauntlet) stageCutover(ctx context.Context, s *stageResult, broken bool
 	}
 	r := g.cli(ctx, g.main, "", args...)
 	s.Evidence = append(s.Evidence, fmt.Sprintf("`bootstrap %s`: exit %d, %s; %s; %s", strings.Join(args, " "), r.code,
-		r.report.check(rootsync.GateFinalRevision.ID), r.report.check(rootsync.GateHandedBack.ID), r.report.check(rootsync.GateConsumersReady.ID)))
+		r.report.check(cutover.GateFinalRevision.ID), r.report.check(cutover.GateHandedBack.ID), r.report.check(cutover.GateConsumersReady.ID)))
 	if r.code != 0 {
 		return fmt.Errorf("cutover exit %d: %s", r.code, r.firstProblem())
 	}

@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/sandbox"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
@@ -324,7 +325,7 @@ func TestServe(t *testing.T) {
 		// The final source does not exist yet: the probe says why, the
 		// cluster stays on the served source (a new server replaced the old).
 		r := c.run("", "sync", "--repo", work, "--env", "prod", "--serve", "--cutover-when-ready", "--cutover-timeout", "8s", "--timeout", "2m")
-		reach := r.report.check(rootsync.GateFinalReachable.ID)
+		reach := r.report.check(cutover.GateFinalReachable.ID)
 		if r.code != 1 || !strings.HasPrefix(reach, "fail") || !strings.Contains(reach, finalURL) || !strings.Contains(reach, "connection refused") {
 			t.Fatalf("--cutover-when-ready with the final source down: want exit 1 with the probe's message:\n%s\n%s", r, r.stderr)
 		}
@@ -335,7 +336,7 @@ func TestServe(t *testing.T) {
 		if gr.Spec.URL != r.facts["serveURL"] || gr.Annotations[rootsync.AnnSource] != rootsync.SourceTemporary {
 			t.Fatalf("after the timed-out cutover: url %s annotations %v", gr.Spec.URL, gr.Annotations)
 		}
-		if err := g.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "flux-system" + rootsync.ProbeSuffix}, &sourcev1.GitRepository{}); !apierrors.IsNotFound(err) {
+		if err := g.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "flux-system" + cutover.ProbeSuffix}, &sourcev1.GitRepository{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("the probe GitRepository was left behind: %v", err)
 		}
 		code, s := c.status()
@@ -356,8 +357,8 @@ func TestServe(t *testing.T) {
 		defer final.Close()
 		git(t, "", "clone", "--quiet", "--bare", work, filepath.Join(final.Root, "homelab.git"))
 		r := c.run(key, append(append([]string{}, up...), "--serve", "--cutover-when-ready", "--cutover-timeout", "2m")...)
-		if r.code != 0 || !strings.HasPrefix(r.report.check(rootsync.GateFinalReachable.ID), "pass") || !strings.HasPrefix(r.report.check(rootsync.GateHandedBack.ID), "pass") ||
-			!strings.HasPrefix(r.report.check(rootsync.GateConsumersReady.ID), "pass") || !strings.Contains(r.report.check(rootsync.GateServeStopped.ID), "stopped by itself") {
+		if r.code != 0 || !strings.HasPrefix(r.report.check(cutover.GateFinalReachable.ID), "pass") || !strings.HasPrefix(r.report.check(cutover.GateHandedBack.ID), "pass") ||
+			!strings.HasPrefix(r.report.check(cutover.GateConsumersReady.ID), "pass") || !strings.Contains(r.report.check(cutover.GateServeStopped.ID), "stopped by itself") {
 			t.Fatalf("up --serve --cutover-when-ready:\n%s\n%s", r, r.stderr)
 		}
 		var gr sourcev1.GitRepository
@@ -367,7 +368,7 @@ func TestServe(t *testing.T) {
 		if gr.Spec.URL != finalURL || gr.Annotations[rootsync.AnnSource] != "" || gr.Spec.SecretRef != nil || gr.Status.Artifact == nil || gr.Status.Artifact.Revision != rev {
 			t.Fatalf("after the cutover: url %s secretRef %v annotations %v artifact %+v", gr.Spec.URL, gr.Spec.SecretRef, gr.Annotations, gr.Status.Artifact)
 		}
-		if err := g.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "flux-system" + rootsync.ProbeSuffix}, &sourcev1.GitRepository{}); !apierrors.IsNotFound(err) {
+		if err := g.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "flux-system" + cutover.ProbeSuffix}, &sourcev1.GitRepository{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("the probe GitRepository was left behind: %v", err)
 		}
 		if _, err := g.cs.CoreV1().Secrets(fluxNS).Get(ctx, serve.SecretName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

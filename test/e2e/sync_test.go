@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
+	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 )
@@ -534,7 +535,7 @@ func TestSync(t *testing.T) {
 	t.Run("CutoverToUnreachableRollsBack", func(t *testing.T) {
 		ctx := begin(t, stagePushed)
 		r := bootstrapJSON(t, "cutover", "--to", "http://127.0.0.1:1/homelab.git", "--timeout", "20s")
-		if r.code != 1 || !strings.HasPrefix(r.report.check(rootsync.GateFinalReady.ID), "fail") || !strings.HasPrefix(r.report.check(rootsync.GateRollback.ID), "pass") {
+		if r.code != 1 || !strings.HasPrefix(r.report.check(cutover.GateFinalReady.ID), "fail") || !strings.HasPrefix(r.report.check(cutover.GateRollback.ID), "pass") {
 			t.Fatalf("cutover to an unreachable URL:\n%s\n%s", r, r.stderr)
 		}
 		g, _ := liveGitRepository(ctx, t)
@@ -570,8 +571,8 @@ func TestSync(t *testing.T) {
 		}
 		code := cmd.ProcessState.ExitCode()
 		if code != 130 || r.ExitCode != 130 || !strings.Contains(r.Error, "interrupted by SIGINT: phase cutover interrupted") ||
-			!strings.HasPrefix(r.check(rootsync.GateRollback.ID), "pass") {
-			t.Fatalf("interrupted cutover: exit %d (report %d), error %q, rollback %s\n%s", code, r.ExitCode, r.Error, r.check(rootsync.GateRollback.ID), o.String())
+			!strings.HasPrefix(r.check(cutover.GateRollback.ID), "pass") {
+			t.Fatalf("interrupted cutover: exit %d (report %d), error %q, rollback %s\n%s", code, r.ExitCode, r.Error, r.check(cutover.GateRollback.ID), o.String())
 		}
 		t.Logf("interrupt to exit: %s (rollback included)", time.Since(start).Round(time.Millisecond))
 		g, _ := liveGitRepository(ctx, t)
@@ -583,8 +584,8 @@ func TestSync(t *testing.T) {
 	t.Run("CutoverToFinalThenTemporaryStopped", func(t *testing.T) {
 		ctx := begin(t, stagePushed)
 		r := bootstrapJSON(t, "cutover", "--timeout", "4m")
-		if r.code != 0 || !strings.HasPrefix(r.report.check(rootsync.GateFinalRevision.ID), "pass") || !strings.HasPrefix(r.report.check(rootsync.GateHandedBack.ID), "pass") ||
-			!strings.HasPrefix(r.report.check(rootsync.GateConsumersReady.ID), "pass") {
+		if r.code != 0 || !strings.HasPrefix(r.report.check(cutover.GateFinalRevision.ID), "pass") || !strings.HasPrefix(r.report.check(cutover.GateHandedBack.ID), "pass") ||
+			!strings.HasPrefix(r.report.check(cutover.GateConsumersReady.ID), "pass") {
 			t.Fatalf("cutover:\n%s\n%s", r, r.stderr)
 		}
 		g, _ := liveGitRepository(ctx, t)

@@ -1,4 +1,4 @@
-package rootsync
+package cutover
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 
 // holdEnv makes the test binary a stand-in serving process: it holds the
 // lock of the state directory named by the variable until killed.
-const holdEnv = "BOOTSTRAP_ROOTSYNC_TEST_HOLD"
+const holdEnv = "BOOTSTRAP_CUTOVER_TEST_HOLD"
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(holdEnv); dir != "" {

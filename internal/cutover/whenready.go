@@ -1,4 +1,4 @@
-package rootsync
+package cutover
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/serve"
 	"github.com/homelab-ops/bootstrap/internal/wait"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
@@ -21,8 +22,8 @@ import (
 
 // Gates of --cutover-when-ready, besides cutover's own.
 var (
-	GateFinalReachable = verify.Def{ID: "cutover.final-reachable", Phase: CutoverPhase, Stage: verify.Before, Title: "source-controller reaches the final source from inside the cluster, at the temporary source's revision"}
-	GateServeStopped   = verify.Def{ID: "cutover.serve-stopped", Phase: CutoverPhase, Stage: verify.After, Title: "the source this machine served stopped once nothing read it"}
+	GateFinalReachable = verify.Def{ID: "cutover.final-reachable", Phase: PhaseName, Stage: verify.Before, Title: "source-controller reaches the final source from inside the cluster, at the temporary source's revision"}
+	GateServeStopped   = verify.Def{ID: "cutover.serve-stopped", Phase: PhaseName, Stage: verify.After, Title: "the source this machine served stopped once nothing read it"}
 )
 
 // ProbeSuffix names the probe GitRepository: <source>-final-probe.
@@ -52,17 +53,18 @@ func NewWhenReadyPhase(o WhenReadyOptions, connect func() (*apply.Cluster, error
 
 // WhenReadyPhase is the cutover phase of `up --cutover-when-ready`.
 type WhenReadyPhase struct {
-	o       WhenReadyOptions
-	connect func() (*apply.Cluster, error)
-	cl      *apply.Cluster
+	pipeline.Base // After: Do proves the outcome
+	o             WhenReadyOptions
+	connect       func() (*apply.Cluster, error)
+	cl            *apply.Cluster
 }
 
 // Name implements pipeline.Phase.
-func (p *WhenReadyPhase) Name() string { return CutoverPhase }
+func (p *WhenReadyPhase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
 func (p *WhenReadyPhase) Gates() []verify.Def {
-	return append([]verify.Def{GateFinalReachable}, append((&CutoverPhaseRunner{}).Gates(), GateServeStopped)...)
+	return append([]verify.Def{GateFinalReachable}, append((&Phase{}).Gates(), GateServeStopped)...)
 }
 
 // Before connects.
@@ -76,7 +78,7 @@ func (p *WhenReadyPhase) Before(context.Context, *pipeline.Run) ([]verify.Check,
 func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	o, report := p.o, run.Report
 	id := fmt.Sprintf("GitRepository %s/%s", o.Namespace, o.Name)
-	live, err := liveSource(ctx, p.cl.Client, o.Namespace, o.Name)
+	live, err := rootsync.LiveSource(ctx, p.cl.Client, o.Namespace, o.Name)
 	if err != nil {
 		return err
 	}
@@ -86,7 +88,7 @@ func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		report.Add(rc)
 		return nil
 	}
-	tmp, declared := TemporaryOf(live)
+	tmp, declared := rootsync.TemporaryOf(live)
 	if tmp == nil {
 		url, _, _ := unstructured.NestedString(live.Object, "spec", "url")
 		rc.Verdict, rc.Message = verify.Pass, fmt.Sprintf("%s is not on a temporary source (it reads %s): nothing to cut over", id, url)
@@ -158,7 +160,7 @@ func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	rc.Verdict = verify.Pass
 	rc.Message = fmt.Sprintf("the probe %s/%s reads %s Ready at %s from inside the cluster", g.Namespace, g.Name, declared.URL, g.Status.Artifact.Revision)
 	report.Add(rc)
-	if err := Cutover(ctx, p.cl, CutoverOptions{Namespace: o.Namespace, Name: o.Name, Timeout: o.Timeout, Progress: run.Progress}, report); err != nil {
+	if err := Run(ctx, p.cl, Options{Namespace: o.Namespace, Name: o.Name, Timeout: o.Timeout, Progress: run.Progress}, report); err != nil {
 		return err
 	}
 	if o.ServeDir != "" && handedBack(report) {
@@ -189,9 +191,6 @@ func serveStopped(dir string, run *pipeline.Run, selfStop, grace time.Duration) 
 	c.Verdict, c.Message = verify.Warn, fmt.Sprintf("the serving process (pid %d) did not stop by itself within %s (its log: %s): stopped", st.PID, selfStop, st.Log)
 	return c
 }
-
-// After: Do proved the outcome.
-func (p *WhenReadyPhase) After(context.Context, *pipeline.Run) []verify.Check { return nil }
 
 func handedBack(r *verify.Report) bool {
 	for _, c := range r.Checks {

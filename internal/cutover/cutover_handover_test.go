@@ -1,4 +1,4 @@
-package rootsync
+package cutover
 
 import (
 	"context"
@@ -36,8 +36,8 @@ func TestCutoverRetriesTheHandOver(t *testing.T) {
 		}
 		c := fake.NewClientBuilder().WithScheme(scheme).WithReturnManagedFields().WithObjects(live).Build()
 		r := verify.NewReport("cutover")
-		o := CutoverOptions{Namespace: "flux-system", Name: "flux-system", Timeout: time.Minute, DryRun: dry}
-		if err := Cutover(context.Background(), &apply.Cluster{Client: c}, o, r); err != nil {
+		o := Options{Namespace: "flux-system", Name: "flux-system", Timeout: time.Minute, DryRun: dry}
+		if err := Run(context.Background(), &apply.Cluster{Client: c}, o, r); err != nil {
 			t.Fatal(err)
 		}
 		var got sourcev1.GitRepository

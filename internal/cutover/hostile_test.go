@@ -1,4 +1,4 @@
-package rootsync
+package cutover
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +20,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -41,18 +41,9 @@ func TestCutoverFluxNotInstalled(t *testing.T) {
 		},
 	}).Build()
 	r := verify.NewReport("cutover")
-	err = Cutover(context.Background(), &apply.Cluster{Client: c}, CutoverOptions{Namespace: "flux-system", Name: "flux-system", Timeout: time.Minute}, r)
-	if !errors.Is(err, ErrFluxNotInstalled) || verify.IsInput(err) || !strings.Contains(err.Error(), "Flux is not installed in this cluster: run `bootstrap controllers`") {
-		t.Fatalf("err = %v, want ErrFluxNotInstalled (exit 1)", err)
-	}
-	for _, e := range []error{&meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "source.toolkit.fluxcd.io", Kind: "GitRepository"}},
-		&meta.NoResourceMatchError{PartialResource: sourcev1.GroupVersion.WithResource("")}} {
-		if notInstalled(e) == nil {
-			t.Errorf("%v not recognised as Flux missing", e)
-		}
-	}
-	if notInstalled(errors.New("connection refused")) != nil {
-		t.Error("any error taken for Flux missing")
+	err = Run(context.Background(), &apply.Cluster{Client: c}, Options{Namespace: "flux-system", Name: "flux-system", Timeout: time.Minute}, r)
+	if !errors.Is(err, rootsync.ErrFluxNotInstalled) || verify.IsInput(err) || !strings.Contains(err.Error(), "Flux is not installed in this cluster: run `bootstrap controllers`") {
+		t.Fatalf("err = %v, want rootsync.ErrFluxNotInstalled (exit 1)", err)
 	}
 }
 
@@ -70,17 +61,17 @@ func TestCutoverRedactsClusterURLs(t *testing.T) {
 	declURL := "https://bot:" + pw + "@git.lan/gitops.git"
 	live := &sourcev1.GitRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "flux-system", Annotations: map[string]string{
-			AnnSource: SourceTemporary, AnnTemporaryURL: tmpURL, AnnDeclaredURL: declURL,
-			AnnTemporarySince: time.Now().UTC().Format(time.RFC3339), ReconcileAnnotation: ReconcileDisabled,
+			rootsync.AnnSource: rootsync.SourceTemporary, rootsync.AnnTemporaryURL: tmpURL, rootsync.AnnDeclaredURL: declURL,
+			rootsync.AnnTemporarySince: time.Now().UTC().Format(time.RFC3339), rootsync.ReconcileAnnotation: rootsync.ReconcileDisabled,
 		}},
 		Spec: sourcev1.GitRepositorySpec{URL: tmpURL},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(live).Build()
 	r := verify.NewReport("cutover")
 	r.DryRun = true
-	o := CutoverOptions{Namespace: "flux-system", Name: "flux-system", Timeout: time.Minute, DryRun: true,
+	o := Options{Namespace: "flux-system", Name: "flux-system", Timeout: time.Minute, DryRun: true,
 		To: "https://git.lan/other.git"}
-	if err := Cutover(context.Background(), &apply.Cluster{Client: c}, o, r); err != nil {
+	if err := Run(context.Background(), &apply.Cluster{Client: c}, o, r); err != nil {
 		t.Fatal(err)
 	}
 	var before strings.Builder

@@ -1,7 +1,15 @@
-package rootsync
+// Package cutover is the end of a cold bring-up: it moves the GitRepository
+// that sync put on a temporary source (internal/rootsync records it in
+// annotations) to its final source, waits for the final artifact, hands
+// the object back to git, and proves every Kustomization reading it Ready
+// at the new revision, or rolls back to the temporary source. WhenReady is
+// `up --cutover-when-ready`: the same cutover once a probe shows the final
+// source Ready from inside the cluster, then the serving process ended.
+package cutover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -18,29 +26,31 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/serve"
 	"github.com/homelab-ops/bootstrap/internal/wait"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
-// CutoverPhase is the cutover phase's name in reports.
-const CutoverPhase = "cutover"
+// PhaseName is the cutover phase's name in reports.
+const PhaseName = "cutover"
 
 // Gates of the cutover phase.
 var (
-	GateCutoverSource  = verify.Def{ID: "cutover.source", Phase: CutoverPhase, Stage: verify.Before, Title: "the GitRepository is on a temporary source"}
-	GateDeclaredURL    = verify.Def{ID: "cutover.declared-url", Phase: CutoverPhase, Stage: verify.Before, Title: "the final URL is the one git declares"}
-	GateFinalReady     = verify.Def{ID: "cutover.final-ready", Phase: CutoverPhase, Stage: verify.After, Title: "the final source is Ready with an artifact"}
-	GateFinalRevision  = verify.Def{ID: "cutover.final-revision", Phase: CutoverPhase, Stage: verify.After, Title: "the final source is at the same or a newer revision"}
-	GateRollback       = verify.Def{ID: "cutover.rollback", Phase: CutoverPhase, Stage: verify.After, Title: "rolled back to the temporary source"}
-	GateHandedBack     = verify.Def{ID: "cutover.handed-back", Phase: CutoverPhase, Stage: verify.After, Title: "the GitRepository is back under git's control"}
-	GateConsumersReady = verify.Def{ID: "cutover.kustomizations-ready", Phase: CutoverPhase, Stage: verify.After, Title: "every Kustomization reading the source is Ready at its revision"}
+	GateCutoverSource  = verify.Def{ID: "cutover.source", Phase: PhaseName, Stage: verify.Before, Title: "the GitRepository is on a temporary source"}
+	GateDeclaredURL    = verify.Def{ID: "cutover.declared-url", Phase: PhaseName, Stage: verify.Before, Title: "the final URL is the one git declares"}
+	GateFinalReady     = verify.Def{ID: "cutover.final-ready", Phase: PhaseName, Stage: verify.After, Title: "the final source is Ready with an artifact"}
+	GateFinalRevision  = verify.Def{ID: "cutover.final-revision", Phase: PhaseName, Stage: verify.After, Title: "the final source is at the same or a newer revision"}
+	GateRollback       = verify.Def{ID: "cutover.rollback", Phase: PhaseName, Stage: verify.After, Title: "rolled back to the temporary source"}
+	GateHandedBack     = verify.Def{ID: "cutover.handed-back", Phase: PhaseName, Stage: verify.After, Title: "the GitRepository is back under git's control"}
+	GateConsumersReady = verify.Def{ID: "cutover.kustomizations-ready", Phase: PhaseName, Stage: verify.After, Title: "every Kustomization reading the source is Ready at its revision"}
 )
 
-// CutoverOptions drive Cutover.
-type CutoverOptions struct {
+// Options drive Cutover.
+type Options struct {
 	Namespace, Name string
 	// To is the final URL; "" means the URL git declares (recorded by sync).
 	To      string
@@ -79,20 +89,20 @@ func applyObject(live *unstructured.Unstructured, url, branch, secret string, ke
 func ours(live *unstructured.Unstructured) map[string]string {
 	out := map[string]string{}
 	for k, v := range live.GetAnnotations() {
-		if strings.HasPrefix(k, AnnotationPrefix) || k == ReconcileAnnotation {
+		if strings.HasPrefix(k, rootsync.AnnotationPrefix) || k == rootsync.ReconcileAnnotation {
 			out[k] = v
 		}
 	}
 	return out
 }
 
-// Cutover moves a GitRepository from its temporary source to the final one:
+// Run moves a GitRepository from its temporary source to the final one:
 // switch (kustomize-controller still kept off it), wait for the final
 // source's artifact, hand the object back to git (the annotations removed),
 // and prove every Kustomization reading the source is Ready at the new
 // revision. When the final source is not Ready in time it switches back to
 // the temporary source and proves that is Ready again. Checks go to report.
-func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *verify.Report) error {
+func Run(ctx context.Context, cl *apply.Cluster, o Options, report *verify.Report) error {
 	if o.Progress == nil {
 		o.Progress = func(string) {}
 	}
@@ -123,12 +133,12 @@ func Cutover(ctx context.Context, cl *apply.Cluster, o CutoverOptions, report *v
 // found, its temporary and declared sources, and the final URL.
 type cutoverRun struct {
 	cl       *apply.Cluster
-	o        CutoverOptions
+	o        Options
 	report   *verify.Report
 	id       string // "GitRepository ns/name", for the messages
 	live     *unstructured.Unstructured
-	tmp      *Temporary
-	declared Declared
+	tmp      *rootsync.Temporary
+	declared rootsync.Declared
 	final    string
 	tmpRev   string // the temporary source's artifact revision, "" if none
 	// token is the last reconcile request write sent: a wait for the
@@ -143,7 +153,7 @@ type cutoverRun struct {
 func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 	o, id, report := c.o, c.id, c.report
 	sc := GateCutoverSource.New()
-	live, err := liveSource(ctx, c.cl.Client, o.Namespace, o.Name)
+	live, err := rootsync.LiveSource(ctx, c.cl.Client, o.Namespace, o.Name)
 	if err != nil {
 		return false, err
 	}
@@ -153,7 +163,7 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	liveURL, _, _ := unstructured.NestedString(live.Object, "spec", "url")
-	tmp, declared := TemporaryOf(live)
+	tmp, declared := rootsync.TemporaryOf(live)
 	if tmp == nil {
 		if o.To == "" || o.To == liveURL {
 			sc.Verdict = verify.Pass
@@ -174,7 +184,7 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 		sc.Verdict = verify.Fail
-		sc.Message = fmt.Sprintf("%s is not on a temporary source (no %s annotation) and reads %s: change its URL in git, not with cutover", id, AnnSource, liveURL)
+		sc.Message = fmt.Sprintf("%s is not on a temporary source (no %s annotation) and reads %s: change its URL in git, not with cutover", id, rootsync.AnnSource, liveURL)
 		report.Add(sc)
 		return false, nil
 	}
@@ -184,7 +194,7 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 	}
 	if final == "" {
 		sc.Verdict = verify.Fail
-		sc.Message = fmt.Sprintf("%s records no declared URL (%s): pass --to URL", id, AnnDeclaredURL)
+		sc.Message = fmt.Sprintf("%s records no declared URL (%s): pass --to URL", id, rootsync.AnnDeclaredURL)
 		report.Add(sc)
 		return false, nil
 	}
@@ -217,7 +227,7 @@ func (c *cutoverRun) write(ctx context.Context, obj *unstructured.Unstructured) 
 	if _, err := apply.Object(ctx, c.cl.Manager, obj); err != nil {
 		return fmt.Errorf("server-side apply %s: %w", c.id, err)
 	}
-	token, err := requestReconcileToken(ctx, c.cl.Client, obj)
+	token, err := rootsync.RequestReconcileToken(ctx, c.cl.Client, obj)
 	c.token = token
 	return err
 }
@@ -292,7 +302,7 @@ func (c *cutoverRun) switchToFinal(ctx context.Context) (string, bool, error) {
 func (c *cutoverRun) handBack(ctx context.Context) error {
 	o, id := c.o, c.id
 	o.Progress("handing " + id + " back to git")
-	cur, err := liveSource(ctx, c.cl.Client, o.Namespace, o.Name)
+	cur, err := rootsync.LiveSource(ctx, c.cl.Client, o.Namespace, o.Name)
 	if err != nil || cur == nil {
 		return fmt.Errorf("re-read %s: %v", id, err)
 	}
@@ -305,7 +315,7 @@ func (c *cutoverRun) handBack(ctx context.Context) error {
 	// field git drops later leaves the cluster too.
 	_, hoErr := apply.HandOver(ctx, c.cl.Client, []*unstructured.Unstructured{back}, nil)
 	hb := GateHandedBack.New()
-	cur, err = liveSource(ctx, c.cl.Client, o.Namespace, o.Name)
+	cur, err = rootsync.LiveSource(ctx, c.cl.Client, o.Namespace, o.Name)
 	if err != nil || cur == nil {
 		return fmt.Errorf("re-read %s: %v", id, err)
 	}
@@ -336,7 +346,7 @@ func (c *cutoverRun) handBack(ctx context.Context) error {
 
 // rollback re-applies the object as sync left it (temporary source,
 // annotations) and proves it Ready again.
-func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *unstructured.Unstructured, tmp *Temporary,
+func rollback(ctx context.Context, cl *apply.Cluster, o Options, live *unstructured.Unstructured, tmp *rootsync.Temporary,
 	apply func(*unstructured.Unstructured) error, waitSource func(string) (*sourcev1.GitRepository, error)) verify.Check {
 	rb := GateRollback.New()
 	o.Progress("rolling back to " + tmp.URL)
@@ -372,7 +382,7 @@ func rollback(ctx context.Context, cl *apply.Cluster, o CutoverOptions, live *un
 // consumersReady walks every Kustomization whose sourceRef is the
 // GitRepository until each is Ready having applied the source's current
 // revision (rev, the one the cutover proved, unless the source moved on).
-func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) verify.Check {
+func consumersReady(ctx context.Context, cl *apply.Cluster, o Options, rev string) verify.Check {
 	c := GateConsumersReady.New()
 	names, failed, facts, err := walkConsumers(ctx, cl, o, rev)
 	if err != nil {
@@ -394,7 +404,7 @@ func consumersReady(ctx context.Context, cl *apply.Cluster, o CutoverOptions, re
 // currentRevision is the GitRepository's artifact revision now, or rev
 // when it cannot be read: the walk proves the source's current revision,
 // which is rev unless a commit landed meanwhile.
-func currentRevision(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) string {
+func currentRevision(ctx context.Context, cl *apply.Cluster, o Options, rev string) string {
 	var g sourcev1.GitRepository
 	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &g); err != nil || g.Status.Artifact == nil {
 		return rev
@@ -408,7 +418,7 @@ func currentRevision(ctx context.Context, cl *apply.Cluster, o CutoverOptions, r
 // is nudged at once instead of waiting for kustomize-controller's
 // --requeue-dependency, level after level. It returns the nodes walked and
 // a line for each that did not converge, and the walk's facts.
-func walkConsumers(ctx context.Context, cl *apply.Cluster, o CutoverOptions, rev string) (names, failed []string, facts map[string]string, err error) {
+func walkConsumers(ctx context.Context, cl *apply.Cluster, o Options, rev string) (names, failed []string, facts map[string]string, err error) {
 	co := converge.DefaultOptions()
 	co.Namespace, co.Timeout = metav1.NamespaceAll, o.Timeout
 	co.Select = func(k *kustomizev1.Kustomization) bool {
@@ -453,30 +463,31 @@ func revOrNone(rev string) string {
 	return rev
 }
 
-// NewCutoverPhase is `bootstrap cutover` as a pipeline phase.
-func NewCutoverPhase(o CutoverOptions, connect func() (*apply.Cluster, error)) *CutoverPhaseRunner {
-	return &CutoverPhaseRunner{o: o, connect: connect}
+// NewPhase is `bootstrap cutover` as a pipeline phase.
+func NewPhase(o Options, connect func() (*apply.Cluster, error)) *Phase {
+	return &Phase{o: o, connect: connect}
 }
 
-// CutoverPhaseRunner moves a temporarily-sourced GitRepository to its final
+// Phase moves a temporarily-sourced GitRepository to its final
 // source. Its before-gate (the source is on a temporary source) and the
 // switch are one step: the gate reads the live object the switch starts from.
-type CutoverPhaseRunner struct {
-	o       CutoverOptions
-	connect func() (*apply.Cluster, error)
-	cl      *apply.Cluster
+type Phase struct {
+	pipeline.Base // After: Do proves the outcome
+	o             Options
+	connect       func() (*apply.Cluster, error)
+	cl            *apply.Cluster
 }
 
 // Name implements pipeline.Phase.
-func (p *CutoverPhaseRunner) Name() string { return CutoverPhase }
+func (p *Phase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
-func (p *CutoverPhaseRunner) Gates() []verify.Def {
+func (p *Phase) Gates() []verify.Def {
 	return []verify.Def{GateCutoverSource, GateDeclaredURL, GateFinalReady, GateFinalRevision, GateRollback, GateHandedBack, GateConsumersReady}
 }
 
 // Before connects to the cluster.
-func (p *CutoverPhaseRunner) Before(context.Context, *pipeline.Run) ([]verify.Check, error) {
+func (p *Phase) Before(context.Context, *pipeline.Run) ([]verify.Check, error) {
 	var err error
 	p.cl, err = p.connect()
 	return nil, err
@@ -484,14 +495,11 @@ func (p *CutoverPhaseRunner) Before(context.Context, *pipeline.Run) ([]verify.Ch
 
 // Do checks the source and, unless a dry run, cuts over (rolling back when
 // the final source does not become Ready).
-func (p *CutoverPhaseRunner) Do(ctx context.Context, run *pipeline.Run) error {
+func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 	o := p.o
 	o.DryRun, o.Progress = run.DryRun, run.Progress
-	return Cutover(ctx, p.cl, o, run.Report)
+	return Run(ctx, p.cl, o, run.Report)
 }
-
-// After: Do already proved the outcome.
-func (p *CutoverPhaseRunner) After(context.Context, *pipeline.Run) []verify.Check { return nil }
 
 // deleteServeSecret deletes the temporary source's credentials Secret once
 // nothing reads it, when --serve made it (labelled so); a Secret the
@@ -514,4 +522,17 @@ func deleteServeSecret(ctx context.Context, c client.Client, ns, name string) (s
 		return "", fmt.Errorf("delete the temporary Secret %s/%s: %w (delete it by hand)", ns, name, err)
 	}
 	return fmt.Sprintf("the temporary source's Secret %s/%s deleted", ns, name), nil
+}
+
+// Validate checks cutover's flags before the cluster is contacted,
+// the same under --dry-run as for the real run.
+func Validate(o Options) error {
+	errs := []error{
+		input.ValidNamespace("--namespace", o.Namespace),
+		input.ValidName("--source", o.Name, "GitRepository"),
+	}
+	if o.To != "" {
+		errs = append(errs, input.ValidGitURL("--to", o.To))
+	}
+	return errors.Join(errs...)
 }
