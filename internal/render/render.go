@@ -165,8 +165,9 @@ func (o *Options) useInstance(og fluxrepo.Origin) error {
 // 1 (the overlays landed, the generated args kept, strict substitution on).
 // It changes nothing; Output holds the render once Before ran.
 type Phase struct {
-	opts   Options
-	Output *Output
+	pipeline.Base // Do and After: a render changes nothing, and Before proves it all
+	opts          Options
+	Output        *Output
 }
 
 // NewPhase renders with o.
@@ -194,12 +195,6 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 	p.Output = out
 	return out.Checks, nil
 }
-
-// Do implements pipeline.Phase: a render changes nothing.
-func (p *Phase) Do(context.Context, *pipeline.Run) error { return nil }
-
-// After implements pipeline.Phase: nothing to prove beyond Before.
-func (p *Phase) After(context.Context, *pipeline.Run) []verify.Check { return nil }
 
 // UseRepository makes o render the controllers with the customization the
 // environment's repository keeps, when it keeps one (the `flux bootstrap`
