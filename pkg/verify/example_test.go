@@ -41,7 +41,11 @@ func ExampleReport() {
 
 // The text report a person reads, with the evidence of what failed.
 func ExampleWriteText() {
-	if err := verify.WriteText(os.Stdout, report()); err != nil {
+	r := report()
+	// The exit code is the program's decision, carried into the summary
+	// line (bootstrap's: a failed check is 1).
+	r.ExitCode = 1
+	if err := verify.WriteText(os.Stdout, r); err != nil {
 		log.Fatal(err)
 	}
 	// Output:
