@@ -1,11 +1,22 @@
 package redact
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"filippo.io/age"
+)
 
 func TestAgeIdentities(t *testing.T) {
+	// A fresh identity: no private key is ever committed.
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := id.String()
 	for _, tc := range []struct{ in, want string }{
-		{"key AGE-SECRET-KEY-1QQQQZZZ9 leaked", "key [redacted age identity] leaked"},
-		{"lower case age-secret-key-1qqqq too", "lower case [redacted age identity] too"},
+		{"key " + key + " leaked", "key [redacted age identity] leaked"},
+		{"lower case " + strings.ToLower(key) + " too", "lower case [redacted age identity] too"},
 		{"a recipient age1qqqq is public", "a recipient age1qqqq is public"},
 		{"nothing here", "nothing here"},
 	} {

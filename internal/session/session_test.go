@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"filippo.io/age"
+
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
@@ -113,8 +115,12 @@ func TestFinishWritesEveryReport(t *testing.T) {
 	s.Output = Output{Format: "json", ReportJSON: filepath.Join(dir, "r.json"), JUnit: filepath.Join(dir, "r.xml")}
 	run := s.NewRun("test", false)
 	run.Report.Facts["url"] = "https://u:pw@git.lan/x"
-	run.Report.Facts["key"] = "AGE-SECRET-KEY-1QQQQZZZZ" // redacted without session importing agekey
-	err := s.Fail(context.Background(), run.Report, verify.InputErrorf("bad value"))
+	id, err := age.GenerateX25519Identity() // a fresh key: none is committed
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Report.Facts["key"] = id.String() // redacted without session importing agekey
+	err = s.Fail(context.Background(), run.Report, verify.InputErrorf("bad value"))
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatalf("Fail: %v, want exit 2", err)
