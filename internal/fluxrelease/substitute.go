@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fluxcd/pkg/envsubst/parse"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/envsubst/parse"
 	"sigs.k8s.io/kustomize/api/resource"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
