@@ -88,3 +88,36 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusal: what the Flux Operator refuses of a FluxInstance range
+// (flux-operator v0.59.0 internal/builder/semver.go matchVersions:
+// semver.NewConstraint, "semver '<range>' parse error: …";
+// MatchVersionWithEmbedded: "no match found for semver"). A value holding a
+// variable is refused only when the cluster gets it as written (a
+// Kustomization without postBuild applies it); read from a file applied
+// outside the repository's Kustomizations it is not known. Not the
+// operator's (an OCIRepository ref.semver): no refusal here.
+func TestRefusal(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		d    declaration
+		want string // "": none
+	}{
+		{declaration{value: "${FLUX_VERSION}", rangeOf: true, operator: true, unresolved: "it holds a variable", literal: true}, `semver '${FLUX_VERSION}' parse error: improper constraint: "${FLUX_VERSION}"`},
+		{declaration{value: "${FLUX_VERSION}", rangeOf: true, operator: true, unresolved: "it holds a variable"}, ""},
+		{declaration{value: ">=2.3 <2.0 || &&", rangeOf: true, operator: true}, `semver '>=2.3 <2.0 || &&' parse error: improper constraint: " &&"`},
+		{declaration{value: ">=2.3 <2.0 || &&", rangeOf: true}, ""},
+		{declaration{value: ">=2.3 <2.0", rangeOf: true, operator: true}, "no match found for semver: >=2.3 <2.0"},
+		{declaration{value: "2.x", rangeOf: true, operator: true}, ""},
+		{declaration{value: "3.x", rangeOf: true, operator: true}, ""},
+		{declaration{value: "2.9.x", rangeOf: true, operator: true, maxFlux: "v2.8.5", artifact: "v0.46.0"}, "ships Flux up to v2.8.5"},
+	} {
+		got := tc.d.refusal()
+		if (tc.want == "") != (got == refusal{}) || !strings.Contains(got.why, tc.want) {
+			t.Errorf("%q (operator %t, literal %t): got %+v; want %q", tc.d.value, tc.d.operator, tc.d.literal, got, tc.want)
+		}
+		if got.why != "" && got.fix == "" {
+			t.Errorf("%q: a refusal without a fix", tc.d.value)
+		}
+	}
+}
