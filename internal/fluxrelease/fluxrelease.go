@@ -15,6 +15,12 @@
 //     of the environment applies: its ref field of highest precedence
 //     (ref.tag a release, ref.semver a range; a digest, commit or name pins
 //     a release not known offline).
+//
+// A field of a rendered object is read as the cluster gets it: after the
+// post-build substitution of the Kustomization applying it
+// (fluxrepo.Env.Applied, the controller's own SubstituteVariables), said
+// so with where each variable came from. A release not embedded is judged
+// by the newest embedded release of its minor, else the nearest below it.
 package fluxrelease
 
 import (
