@@ -547,6 +547,9 @@ func declarations(env *fluxrepo.Env, o Options) (out []declaration, op *fluxrepo
 	}
 	for _, b := range all {
 		for _, r := range b.res {
+			if !declares[r.GetKind()] {
+				continue // not substituted for nothing: the builds are large
+			}
 			ds, manages := fromObject(env, b.files, newApplier(env, b.by, r), o)
 			if manages && op == nil {
 				l := env.Locate(b.files, r.GetKind(), r.GetNamespace(), r.GetName())
@@ -588,6 +591,9 @@ func fromFile(env *fluxrepo.Env, f string) []declaration {
 	}
 	return out
 }
+
+// declares are the kinds fromObject reads.
+var declares = map[string]bool{"FluxInstance": true, fluxobj.HelmReleaseKind: true, "OCIRepository": true, "GitRepository": true}
 
 // fromObject reads the declarations of one rendered object, as its
 // applier's post-build substitution renders it, and whether it is a
