@@ -152,7 +152,7 @@ func releaseCheck(j *judged, env *fluxrepo.Env) verify.Check {
 	}
 	ev = append(ev, j.rel.Notes...)
 	if j.rel.Fails != "" {
-		return Release.Fail(fmt.Sprintf("%s %q at %s: %s; the rest is judged by the default Flux %s — fix: name an operator artifact that ships the range, or a range its releases match", j.rel.Form, j.rel.Declared, j.rel.Location, j.rel.Fails, j.rel.Version), ev...)
+		return Release.Fail(fmt.Sprintf("%s %q at %s: %s; the rest is judged by the default Flux %s — fix: %s", j.rel.Form, j.rel.Declared, j.rel.Location, j.rel.Fails, j.rel.Version, j.rel.Fix), ev...)
 	}
 	if j.strict.unread != nil {
 		return Release.Warn(fmt.Sprintf("%s; %v, so StrictPostBuildSubstitutions is taken at kustomize-controller's default", j.rel, j.strict.unread), ev...)

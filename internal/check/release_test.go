@@ -62,6 +62,10 @@ spec:
       name: flux
 `
 
+// waitForRoot makes oci-substituted's flux-install wait for the root
+// that applies the ConfigMap or Secret it substitutes from (no race).
+const waitForRoot = "  dependsOn:\n    - name: flux-system\n"
+
 // flux2AtV230 declares Flux v2.3.0 by a GitRepository of flux2 that a
 // Kustomization applies.
 const flux2AtV230 = `apiVersion: source.toolkit.fluxcd.io/v1
@@ -156,6 +160,22 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Pass, "Flux v2.9.5 (--flux-version)", `--flux-version overrides FluxInstance spec.distribution.version "2.3.x"`),
 				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRepository/podinfo/podinfo is refused by the API server"),
 			}},
+		// Issue 45 item 3: the chart values declaring the root are also
+		// applied by Kustomization flux-instance, whose substitution the
+		// cluster keeps after bootstrap.
+		{name: "flux-instance chart values after substitution", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
+			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "version: 2.9.x", `version: "${FLUX_VERSION:=2.7.x}"`},
+				{"kubernetes/apps/flux-system/flux-instance/ks.yaml", "  wait: false\n", "  wait: false\n  postBuild:\n    substitute:\n      CLUSTER: home\n"}},
+			checks: []want{
+				has("check.flux-release", verify.Pass, `Flux v2.7.5, declared by FluxInstance spec.distribution.version "${FLUX_VERSION:=2.7.x}" at kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:14 ("2.7.x" after Kustomization flux-system/flux-instance's post-build substitution)`),
+			}},
+		// The same, with no postBuild: the operator gets the text as
+		// written and refuses it (it is no semver range).
+		{name: "flux-instance chart values with a variable nothing substitutes: the operator refuses it", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitFailed,
+			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "version: 2.9.x", `version: "${FLUX_VERSION:=2.7.x}"`}},
+			checks: []want{
+				has("check.flux-release", verify.Fail, `semver '${FLUX_VERSION:=2.7.x}' parse error`, "has no spec.postBuild: the controller applies it as written"),
+			}},
 		{name: "flux-instance chart values declaring the root", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
 			edits: []edit{{"kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "version: 2.9.x", "version: 2.7.x"}},
 			checks: []want{
@@ -201,6 +221,39 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Warn, `Flux v2.9.5, the default: FluxInstance spec.distribution.version "2.10.x" declared at clusters/dev/flux-system/flux-instance.yaml:8 is not embedded in this build`),
 			},
 			not: []string{"declares no release"}},
+		// Issue 45 item 7: the Flux Operator parses the range with
+		// Masterminds semver (flux-operator v0.59.0
+		// internal/controller/fluxinstance_controller.go build →
+		// internal/builder/semver.go MatchVersionWithEmbedded →
+		// matchVersions: semver.NewConstraint; its error fails the build,
+		// Ready False BuildFailed, stalled): a FAIL with the library's
+		// words, not a WARN "not embedded".
+		{name: "FluxInstance range the operator does not parse: FAIL", repo: "instance-version", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", `"2.3.x"`, `">=2.3 <2.0 || &&"`}},
+			checks: []want{
+				has("check.flux-release", verify.Fail, `FluxInstance spec.distribution.version ">=2.3 <2.0 || &&" at clusters/dev/flux-system/flux-instance.yaml:8: the Flux Operator does not parse it as a semver range and fails the FluxInstance (BuildFailed: "build failed: semver '>=2.3 <2.0 || &&' parse error: improper constraint: " &&"")`,
+					`fix: write a range the Masterminds semver library parses`),
+			},
+			not: []string{"is not embedded in this build"}},
+		// It parses and no release satisfies it: matchVersions finds none
+		// and MatchVersionWithEmbedded fails it ("no match found for
+		// semver").
+		{name: "FluxInstance range no release satisfies: FAIL", repo: "instance-version", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", `"2.3.x"`, `">=2.3 <2.0"`}},
+			checks: []want{
+				has("check.flux-release", verify.Fail, `"no match found for semver: >=2.3 <2.0"`, "fix: write a range a release satisfies"),
+			}},
+		// The FluxInstance declaring the root is applied from outside the
+		// repository's Kustomizations (by hand, at bootstrap): a variable
+		// in it may be substituted there; not known offline, a warning.
+		// The FluxInstance is in the root directory, which the root
+		// Kustomization applies without postBuild: the operator gets the
+		// variable as written, and does not parse it.
+		{name: "FluxInstance with a variable the root applies as written: the operator refuses it", repo: "instance-version", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", `"2.3.x"`, `"${FLUX_VERSION}"`}},
+			checks: []want{
+				has("check.flux-release", verify.Fail, `semver '${FLUX_VERSION}' parse error: improper constraint`, "Kustomization flux-system/flux-system, which applies it, has no spec.postBuild: the controller applies it as written"),
+			}},
 		{name: "gotk-components.yaml header", repo: "header", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header at clusters/dev/flux-system/gotk-components.yaml:3"),
@@ -218,10 +271,25 @@ func TestFluxRelease(t *testing.T) {
 			checks: []want{
 				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.9.5's CRDs)", "strict substitution fails"),
 			}},
-		{name: "a release not embedded: the nearest below it", repo: "header", exit: session.ExitFailed,
+		{name: "a release not embedded: its minor's newest", repo: "header", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/gotk-components.yaml", "v2.3.0", "v2.3.1"}},
 			checks: []want{
-				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header \"v2.3.1\"", "judged by v2.3.0, the nearest embedded release below it"),
+				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header \"v2.3.1\"", "judged by v2.3.0, the newest embedded release of Flux 2.3"),
+			}},
+		// Issue 45 item 3: v2.2.2 is older than the oldest embedded release
+		// (v2.2.3) but of its minor, whose patch releases serve the same
+		// API versions: judged by v2.2.3, said in the message — not a skip
+		// "older than the embedded releases".
+		{name: "a release below the oldest embedded, of its minor: that minor's newest", repo: "header", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/gotk-components.yaml", "v2.3.0", "v2.2.2"}},
+			checks: []want{
+				has("check.flux-release", verify.Pass, `Flux v2.2.3, declared by flux bootstrap's gotk-components.yaml header "v2.2.2" at clusters/dev/flux-system/gotk-components.yaml:3: Flux v2.2.2 is not embedded in this build: judged by v2.2.3, the newest embedded release of Flux 2.2`),
+			},
+			not: []string{"older than the releases embedded"}},
+		{name: "a release of a minor not embedded, below them all: older", repo: "header", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux-system/gotk-components.yaml", "v2.3.0", "v2.1.0"}},
+			checks: []want{
+				has("check.flux-release", verify.Skip, "older than the releases embedded in this build"),
 			}},
 		{name: "kustomize remote base", repo: "remote-base", exit: session.ExitFailed,
 			checks: []want{
@@ -235,6 +303,65 @@ func TestFluxRelease(t *testing.T) {
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
 			not: []string{"[schema]"}},
+		// Issue 45 item 3: the declaring field after the applying
+		// Kustomization's post-build substitution (kustomize-controller
+		// v1.9.x kustomization_controller.go build → fluxcd/pkg/kustomize
+		// SubstituteVariables: substituteFrom in order, then
+		// spec.postBuild.substitute over them; ${VAR:=default} renders the
+		// default where VAR is undefined, fluxcd/pkg/envsubst).
+		{name: "OCIRepository tag after substitution: the default", repo: "oci-substituted", exit: session.ExitOK,
+			checks: []want{
+				has("check.flux-release", verify.Pass, `Flux v2.8.5, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag "${FLUXCD_VERSION:=v2.8.5}" at infrastructure/flux/flux.yaml:10 ("v2.8.5" after Kustomization flux-system/flux-install's post-build substitution)`,
+					`is "v2.8.5" after post-build substitution by Kustomization flux-system/flux-install, which applies it`, "FLUXCD_VERSION is not defined: its default"),
+			},
+			not: []string{"not embedded"}},
+		{name: "OCIRepository tag after substitution: from a ConfigMap", repo: "oci-substituted", exit: session.ExitOK,
+			edits: []edit{{"clusters/dev/cluster-settings.yaml", "CLUSTER: dev", "CLUSTER: dev\n  FLUXCD_VERSION: v2.7.5"},
+				{"clusters/dev/flux.yaml", "  postBuild:\n", waitForRoot + "  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-settings\n"}},
+			checks: []want{
+				has("check.flux-release", verify.Pass, `Flux v2.7.5, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag "${FLUXCD_VERSION:=v2.8.5}"`, `("v2.7.5" after Kustomization flux-system/flux-install's post-build substitution)`,
+					"FLUXCD_VERSION from ConfigMap flux-system/cluster-settings (clusters/dev/cluster-settings.yaml:1)"),
+			}},
+		{name: "OCIRepository tag after substitution: substitute over substituteFrom", repo: "oci-substituted", exit: session.ExitOK,
+			edits: []edit{{"clusters/dev/cluster-settings.yaml", "CLUSTER: dev", "CLUSTER: dev\n  FLUXCD_VERSION: v2.7.5"},
+				{"clusters/dev/flux.yaml", "  postBuild:\n", waitForRoot + "  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-settings\n"},
+				{"clusters/dev/flux.yaml", "REGISTRY: ghcr.io/fluxcd", "REGISTRY: ghcr.io/fluxcd\n      FLUXCD_VERSION: v2.9.5"}},
+			checks: []want{
+				has("check.flux-release", verify.Pass, `("v2.9.5" after Kustomization flux-system/flux-install's post-build substitution)`, "FLUXCD_VERSION from its spec.postBuild.substitute"),
+			}},
+		{name: "OCIRepository tag after substitution: from a Secret, not shown", repo: "oci-substituted", exit: session.ExitOK,
+			edits: []edit{{"clusters/dev/flux-version.yaml", "", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: flux-version\n  namespace: flux-system\nstringData:\n  FLUXCD_VERSION: v2.6.4\n"},
+				{"clusters/dev/flux.yaml", "  postBuild:\n", waitForRoot + "  postBuild:\n    substituteFrom:\n      - kind: Secret\n        name: flux-version\n"}},
+			checks: []want{
+				has("check.flux-release", verify.Pass, `Flux v2.6.4, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag "${FLUXCD_VERSION:=v2.8.5}" at infrastructure/flux/flux.yaml:10 (after Kustomization flux-system/flux-install's post-build substitution)`,
+					"FLUXCD_VERSION from Secret flux-system/flux-version (clusters/dev/flux-version.yaml:1) (a Secret: its value is not shown)"),
+			},
+			not: []string{`"v2.6.4"`}},
+		// No postBuild: the controller applies the value as written, which
+		// is no release: the default, a warning saying why.
+		{name: "OCIRepository tag with a variable nothing substitutes", repo: "oci-substituted", exit: session.ExitOK,
+			edits: []edit{{"clusters/dev/flux.yaml", "  postBuild:\n    substitute:\n      REGISTRY: ghcr.io/fluxcd\n", ""}},
+			checks: []want{
+				has("check.flux-release", verify.Warn, `Flux v2.9.5, the default: OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag "${FLUXCD_VERSION:=v2.8.5}" declared at infrastructure/flux/flux.yaml:10 names no release known offline: it holds a variable and`,
+					"Kustomization flux-system/flux-install, which applies it, has no spec.postBuild: the controller applies it as written"),
+			}},
+		// fluxcd/pkg/kustomize SubstituteVariables substitutes only when
+		// some variable is defined or substituteStrategy is Always ("if
+		// len(vars) > 0 || options.Always"): a postBuild defining none
+		// leaves even ${VAR:=default} as written.
+		{name: "OCIRepository tag: a postBuild that defines no variable does not substitute", repo: "oci-substituted", exit: session.ExitOK,
+			edits: []edit{{"clusters/dev/flux.yaml", "    substitute:\n      REGISTRY: ghcr.io/fluxcd\n", "    substitute: {}\n"},
+				{"infrastructure/flux/flux.yaml", "${REGISTRY}", "ghcr.io/fluxcd"}},
+			checks: []want{
+				has("check.flux-release", verify.Warn, "post-build substitution defines no variable, so the controller does not run it"),
+			}},
+		// An undefined variable without a default renders empty (not
+		// strict): no release, said so.
+		{name: "OCIRepository tag of an undefined variable renders empty", repo: "oci-substituted", exit: session.ExitFailed,
+			edits: []edit{{"infrastructure/flux/flux.yaml", "${FLUXCD_VERSION:=v2.8.5}", "${FLUXCD_VERSION}"}},
+			checks: []want{
+				has("check.flux-release", verify.Warn, "it renders empty after Kustomization flux-system/flux-install's post-build substitution (FLUXCD_VERSION is not defined)"),
+			}},
 		// Review item 16: the first declaration does not resolve (a tag
 		// that is no release): the next one that does judges, the first
 		// named in a note.

@@ -15,6 +15,12 @@
 //     of the environment applies: its ref field of highest precedence
 //     (ref.tag a release, ref.semver a range; a digest, commit or name pins
 //     a release not known offline).
+//
+// A field of a rendered object is read as the cluster gets it: after the
+// post-build substitution of the Kustomization applying it
+// (fluxrepo.Env.Applied, the controller's own SubstituteVariables), said
+// so with where each variable came from. A release not embedded is judged
+// by the newest embedded release of its minor, else the nearest below it.
 package fluxrelease
 
 import (
@@ -23,6 +29,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -64,9 +71,23 @@ type Release struct {
 	// Location) this build does not resolve; Version is the default.
 	Fallback bool `json:"fallback,omitempty"`
 	// Fails is the controller's verdict on a declaration it refuses (the
-	// Flux Operator finds no release of the range in its artifact); "":
-	// none.
+	// Flux Operator does not parse the range, or finds no release of it in
+	// its artifact); "": none. Fix says what to change.
 	Fails string `json:"fails,omitempty"`
+	Fix   string `json:"fix,omitempty"`
+	// Written is the declaring field as written when the applying
+	// Kustomization's post-build substitution changed it (Declared is then
+	// the value the cluster gets, or Written again when a Secret gave it);
+	// SubstitutedBy names that Kustomization (namespace/name).
+	Written       string `json:"written,omitempty"`
+	SubstitutedBy string `json:"substitutedBy,omitempty"`
+	// Judged says why Version stands for a declared release this build
+	// does not embed ("": Version is the one declared, or a range's).
+	Judged string `json:"judged,omitempty"`
+	// Unresolved says why a Fallback declaration names no release offline
+	// (a variable left as written, or rendered empty); "": it names one
+	// this build does not embed.
+	Unresolved string `json:"unresolved,omitempty"`
 }
 
 // String is the release as a one-line fact.
@@ -80,14 +101,30 @@ func (r Release) String() string {
 	if r.Old {
 		return fmt.Sprintf("Flux %s, declared by %s at %s: older than the releases embedded in this build", r.Declared, r.Form, r.Location)
 	}
+	if r.Fallback && r.Unresolved != "" {
+		return fmt.Sprintf("Flux %s, the default: %s %q declared at %s names no release known offline: %s", r.Version, r.Form, r.Declared, r.Location, r.Unresolved)
+	}
 	if r.Fallback {
 		return fmt.Sprintf("Flux %s, the default: %s %q declared at %s is not embedded in this build", r.Version, r.Form, r.Declared, r.Location)
 	}
 	s := fmt.Sprintf("Flux %s, declared by %s", r.Version, r.Form)
-	if r.Declared != r.Version {
+	switch {
+	case r.Written != "":
+		s += fmt.Sprintf(" %q", r.Written)
+	case r.Declared != r.Version || r.SubstitutedBy != "":
 		s += fmt.Sprintf(" %q", r.Declared)
 	}
-	return s + " at " + r.Location.String()
+	s += " at " + r.Location.String()
+	switch {
+	case r.SubstitutedBy != "" && r.Written != "":
+		s += fmt.Sprintf(" (%q after Kustomization %s's post-build substitution)", r.Declared, r.SubstitutedBy)
+	case r.SubstitutedBy != "":
+		s += fmt.Sprintf(" (after Kustomization %s's post-build substitution)", r.SubstitutedBy)
+	}
+	if r.Judged != "" {
+		s += ": " + r.Judged
+	}
+	return s
 }
 
 // Options are the choices and tables Resolve takes.
@@ -107,11 +144,31 @@ type Options struct {
 // declaration is one place the repository names its release.
 type declaration struct {
 	form     string
-	value    string // as written
+	value    string // as the cluster gets it (after substitution)
 	loc      fluxrepo.Location
 	rangeOf  bool   // value is a semver range (FluxInstance version)
 	maxFlux  string // the newest release the operator artifact ships
 	artifact string // the operator tag
+	// operator: a FluxInstance's (or its chart's) distribution, which the
+	// Flux Operator resolves.
+	operator bool
+	// written is the field as written when the applying Kustomization's
+	// substitution (substitutedBy) made value of it; how says where its
+	// variables came from; secret: a Secret's value (value not shown).
+	written, substitutedBy, how string
+	secret                      bool
+	// unresolved says why value still holds a variable (or one rendered
+	// it empty); literal: the cluster gets it as written all the same.
+	unresolved string
+	literal    bool
+}
+
+// shown is the value as a report may show it: a Secret's value is not.
+func (d declaration) shown() string {
+	if d.secret && d.written != "" {
+		return d.written
+	}
+	return d.value
 }
 
 // Resolve finds the release env deploys.
@@ -125,7 +182,7 @@ func Resolve(env *fluxrepo.Env, o Options) Release {
 			r.Declared = "--flux-version"
 		}
 		if len(decls) > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("%s overrides %s %q at %s", r.Declared, decls[0].form, decls[0].value, decls[0].loc))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s overrides %s %q at %s", r.Declared, decls[0].form, decls[0].shown(), decls[0].loc))
 		}
 		return r
 	case len(decls) == 0:
@@ -138,20 +195,29 @@ func Resolve(env *fluxrepo.Env, o Options) Release {
 	// the verdict: the operator acts on it whatever else is declared.
 	pick := 0
 	for i, c := range decls {
-		if v, old, _ := c.resolve(o); v != "" || old || c.exceedsArtifact() {
+		if v, old, _ := c.resolve(o); v != "" || old || c.refusal() != (refusal{}) {
 			pick = i
 			break
 		}
 	}
 	d := decls[pick]
-	r.From, r.Form, r.Declared, r.Location = FromRepository, d.form, d.value, d.loc
+	r.From, r.Form, r.Declared, r.Location = FromRepository, d.form, d.shown(), d.loc
+	if d.substitutedBy != "" {
+		r.SubstitutedBy = d.substitutedBy
+		if !d.secret {
+			r.Written = d.written
+			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s is %q after post-build substitution by Kustomization %s, which applies it (fluxcd/pkg/kustomize SubstituteVariables over the repository's data): %s", d.form, d.written, d.loc, d.value, d.substitutedBy, d.how))
+		} else {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s is substituted by Kustomization %s, which applies it: %s", d.form, d.written, d.loc, d.substitutedBy, d.how))
+		}
+	}
 	for i, other := range decls {
 		switch {
 		case i < pick:
 			_, _, why := other.resolve(o)
-			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s: %s; judged by %s at %s instead", other.form, other.value, other.loc, why, d.form, d.loc))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s: %s; judged by %s at %s instead", other.form, other.shown(), other.loc, why, d.form, d.loc))
 		case i > pick && other.value != d.value:
-			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s is not the one judged by: %s at %s declares the release the cluster root deploys", other.form, other.value, other.loc, d.form, d.loc))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s is not the one judged by: %s at %s declares the release the cluster root deploys", other.form, other.shown(), other.loc, d.form, d.loc))
 		}
 	}
 	v, old, note := d.resolve(o)
@@ -162,14 +228,21 @@ func Resolve(env *fluxrepo.Env, o Options) Release {
 		// Still the repository's declaration: the report says it was
 		// not resolved, and what the controller makes of it.
 		r.Version, r.Fallback = o.Default, true
-		if d.exceedsArtifact() {
-			r.Fails = note
+		if f := d.refusal(); f != (refusal{}) {
+			r.Fails, r.Fix = f.why, f.fix
 		}
-		r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s: %s; judged by the default Flux %s", d.form, d.value, d.loc, note, o.Default))
+		if d.unresolved != "" && r.Fails == "" {
+			// Said in the message; the note would repeat it.
+			r.Unresolved = d.unresolved
+			return r
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("%s %q at %s: %s; judged by the default Flux %s", d.form, d.shown(), d.loc, note, o.Default))
 		return r
 	default:
 		r.Version = v
-		if note != "" {
+		if note != "" && !d.rangeOf {
+			r.Judged = note
+		} else if note != "" {
 			r.Notes = append(r.Notes, note)
 		}
 		if d.rangeOf {
@@ -189,6 +262,9 @@ func Resolve(env *fluxrepo.Env, o Options) Release {
 // release; old when it is older than every embedded one; "" and why when
 // none fits.
 func (d declaration) resolve(o Options) (version string, old bool, note string) {
+	if d.unresolved != "" {
+		return "", false, d.unresolved
+	}
 	embedded := sortedVersions(o.Embedded)
 	if len(embedded) == 0 {
 		return "", false, "no release is embedded in this build"
@@ -207,7 +283,16 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 		// note, see Resolve).
 		c, err := semver.NewConstraint(d.value)
 		if err != nil {
+			if f := d.refusal(); f != (refusal{}) {
+				return "", false, f.why
+			}
 			return "", false, fmt.Sprintf("not a semver range (%v)", err)
+		}
+		if !satisfiable(c, d.value) {
+			if f := d.refusal(); f != (refusal{}) {
+				return "", false, f.why
+			}
+			return "", false, "no release at all satisfies the range"
 		}
 		for _, v := range slices.Backward(embedded) {
 			if (limit == nil || !v.GreaterThan(limit)) && c.Check(v) {
@@ -222,8 +307,8 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 		if limit != nil && limit.LessThan(oldest) {
 			return "", true, ""
 		}
-		if d.exceedsArtifact() {
-			return "", false, fmt.Sprintf("flux-operator-manifests:%s ships Flux up to %s and no release of it matches the range: the Flux Operator fails the FluxInstance (\"no match found for semver: %s\")", d.artifact, d.maxFlux, d.value)
+		if f := d.refusal(); f != (refusal{}) {
+			return "", false, f.why
 		}
 		return "", false, "no embedded release matches it"
 	}
@@ -231,28 +316,108 @@ func (d declaration) resolve(o Options) (version string, old bool, note string) 
 	if err != nil {
 		return "", false, fmt.Sprintf("not a release version (%v)", err)
 	}
-	if v.LessThan(oldest) {
-		return "", true, ""
-	}
 	for _, e := range embedded {
 		if e.Equal(v) {
 			return e.Original(), false, ""
 		}
 	}
-	// A release this build does not carry: the newest embedded one of the
-	// same minor below it (same CRD versions), else the newest below it.
-	// A minor is the same only within the same major (v3.2 is not v2.2).
+	// A release this build does not carry, of a minor it does: that
+	// minor's newest embedded release (a minor's patch releases serve the
+	// same API versions; issue 45: v2.2.2 is judged by v2.2.3). A minor
+	// is the same only within the same major (v3.2 is not v2.2).
 	same := func(e *semver.Version) bool { return e.Major() == v.Major() && e.Minor() == v.Minor() }
+	for _, e := range slices.Backward(embedded) {
+		if !same(e) {
+			continue
+		}
+		return e.Original(), false, fmt.Sprintf("Flux %s is not embedded in this build: judged by %s, the newest embedded release of Flux %d.%d (its patch releases serve the same API versions)", d.shown(), e.Original(), v.Major(), v.Minor())
+	}
+	if v.LessThan(oldest) {
+		return "", true, ""
+	}
+	// Of a minor not embedded: the newest embedded release below it.
 	var best *semver.Version
 	for _, e := range embedded {
-		if !e.GreaterThan(v) && (best == nil || same(e) || !same(best)) {
+		if !e.GreaterThan(v) {
 			best = e
 		}
 	}
 	if best == nil {
 		return "", false, "no embedded release is at or below it"
 	}
-	return best.Original(), false, fmt.Sprintf("Flux %s (%s at %s) is not embedded in this build: judged by %s, the nearest embedded release below it", d.value, d.form, d.loc, best.Original())
+	return best.Original(), false, fmt.Sprintf("Flux %s is not embedded in this build, nor any release of Flux %d.%d: judged by %s, the nearest embedded release below it", d.shown(), v.Major(), v.Minor(), best.Original())
+}
+
+// refusal is the Flux Operator's verdict on a FluxInstance declaration it
+// refuses, and the fix; zero: it does not refuse it (or it is not known).
+type refusal struct{ why, fix string }
+
+// refusal says whether the Flux Operator refuses d, in its words. The
+// FluxInstance controller resolves spec.distribution.version with
+// Masterminds semver (flux-operator v0.59.0
+// internal/controller/fluxinstance_controller.go build →
+// internal/builder/semver.go MatchVersionWithEmbedded → matchVersions,
+// semver.NewConstraint): a range it cannot parse fails the build, Ready
+// False, BuildFailed, stalled ("build failed: semver '<range>' parse
+// error: <the library's error>"); a range no release of its data matches
+// fails it too ("no match found for semver: <range> …"). The library's
+// own error is quoted, not the operator's code.
+func (d declaration) refusal() refusal {
+	if !d.operator || !d.rangeOf || (d.unresolved != "" && !d.literal) {
+		return refusal{}
+	}
+	c, err := semver.NewConstraint(d.value)
+	switch {
+	case err != nil:
+		return refusal{
+			why: fmt.Sprintf("the Flux Operator does not parse it as a semver range and fails the FluxInstance (BuildFailed: \"build failed: semver '%s' parse error: %v\")", d.value, err),
+			fix: `write a range the Masterminds semver library parses, such as "2.x" or "2.7.x"`,
+		}
+	case !satisfiable(c, d.value):
+		return refusal{
+			why: fmt.Sprintf("no release at all satisfies the range: the Flux Operator finds none in its data and fails the FluxInstance (\"no match found for semver: %s\")", d.value),
+			fix: `write a range a release satisfies, such as "2.x" or "2.7.x"`,
+		}
+	case d.exceedsArtifact():
+		return refusal{
+			why: fmt.Sprintf("flux-operator-manifests:%s ships Flux up to %s and no release of it matches the range: the Flux Operator fails the FluxInstance (\"no match found for semver: %s\")", d.artifact, d.maxFlux, d.value),
+			fix: "name an operator artifact that ships the range, or a range its releases match",
+		}
+	}
+	return refusal{}
+}
+
+var numberRe = regexp.MustCompile(`\d+`)
+
+// satisfiable says whether some release (no prerelease) satisfies c, the
+// constraint r parses to. A comparison's bounds are the numbers r names
+// (and the next ones: ~2.3 ends before 2.4.0, ^2.3 before 3.0.0), so if a
+// release satisfies c, one whose every part is 0 or one of those numbers
+// -1, +0, +1, +2 does.
+func satisfiable(c *semver.Constraints, r string) bool {
+	parts := map[uint64]bool{0: true}
+	for _, m := range numberRe.FindAllString(r, -1) {
+		n, err := strconv.ParseUint(m, 10, 32)
+		if err != nil {
+			return true // not decided here
+		}
+		for _, p := range []uint64{n, n + 1, n + 2} {
+			parts[p] = true
+		}
+		if n > 0 {
+			parts[n-1] = true
+		}
+	}
+	for major := range parts {
+		for minor := range parts {
+			for patch := range parts {
+				if c.Check(semver.New(major, minor, patch, "", "")) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // exceedsArtifact says whether d is a range whose operator artifact ships no
@@ -339,12 +504,21 @@ var (
 // render, then the files their builds read. op is where a FluxInstance
 // manages the cluster.
 func declarations(env *fluxrepo.Env, o Options) (out []declaration, op *fluxrepo.Location) {
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	add := func(ds ...declaration) {
 		for _, d := range ds {
-			if key := d.form + "@" + d.loc.String(); !seen[key] {
-				seen[key] = true
+			key := d.form + "@" + d.loc.String()
+			i, ok := seen[key]
+			switch {
+			case !ok:
+				seen[key] = len(out)
 				out = append(out, d)
+			case out[i].unresolved != "" && !out[i].literal && (d.substitutedBy != "" || d.literal):
+				// The file read as written (the FluxInstance declaring
+				// the root, applied first from outside) is one a
+				// Kustomization of the environment applies too: what
+				// it makes of the variable is what the cluster keeps.
+				out[i] = d
 			}
 		}
 	}
@@ -353,19 +527,30 @@ func declarations(env *fluxrepo.Env, o Options) (out []declaration, op *fluxrepo
 		op = &loc
 		add(instanceAt(env, og.Location, o)...)
 	}
+	// Each build with the Kustomization applying it (nil: the root
+	// directory, when no root Kustomization applies it), whose post-build
+	// substitution the declaring fields go through.
 	type built struct {
 		files []string
 		res   []*resource.Resource
+		by    *fluxrepo.Kustomization
 	}
-	all := []built{{files: env.RootFiles, res: env.RootResources}}
+	var rootBy *fluxrepo.Kustomization
+	if rk := env.Root; rk != nil && rk.Built && len(rk.Resources) == len(env.RootResources) && (len(rk.Resources) == 0 || rk.Resources[0] == env.RootResources[0]) {
+		rootBy = rk
+	}
+	all := []built{{files: env.RootFiles, res: env.RootResources, by: rootBy}}
 	for _, k := range env.Kustomizations {
 		if k.Built {
-			all = append(all, built{files: k.Files, res: k.Resources})
+			all = append(all, built{files: k.Files, res: k.Resources, by: k})
 		}
 	}
 	for _, b := range all {
 		for _, r := range b.res {
-			ds, manages := fromObject(env, b.files, r, o)
+			if !declares[r.GetKind()] {
+				continue // not substituted for nothing: the builds are large
+			}
+			ds, manages := fromObject(env, b.files, newApplier(env, b.by, r), o)
 			if manages && op == nil {
 				l := env.Locate(b.files, r.GetKind(), r.GetNamespace(), r.GetName())
 				op = &l
@@ -407,17 +592,27 @@ func fromFile(env *fluxrepo.Env, f string) []declaration {
 	return out
 }
 
-// fromObject reads the declarations of one rendered object, and whether
-// it is a FluxInstance managing the cluster (a FluxInstance, or
-// flux-instance chart values).
-func fromObject(env *fluxrepo.Env, files []string, r *resource.Resource, o Options) ([]declaration, bool) {
+// declares are the kinds fromObject reads.
+var declares = map[string]bool{"FluxInstance": true, fluxobj.HelmReleaseKind: true, "OCIRepository": true, "GitRepository": true}
+
+// fromObject reads the declarations of one rendered object, as its
+// applier's post-build substitution renders it, and whether it is a
+// FluxInstance managing the cluster (a FluxInstance, or flux-instance
+// chart values).
+func fromObject(env *fluxrepo.Env, files []string, a applier, o Options) ([]declaration, bool) {
+	r := a.sub
 	kind, api := r.GetKind(), r.GetApiVersion()
 	m, err := r.Map()
 	if err != nil {
 		return nil, false
 	}
+	raw, err := a.raw.Map()
+	if err != nil {
+		return nil, false
+	}
+	// Located by the text as written, under the name as written.
 	locate := func(text string) fluxrepo.Location {
-		decl := env.Locate(files, kind, r.GetNamespace(), r.GetName())
+		decl := env.Locate(files, a.raw.GetKind(), a.raw.GetNamespace(), a.raw.GetName())
 		if l := env.FindInObject(files, decl, text); l.File != "" && (decl.File == "" || l.File == decl.File) {
 			return l
 		}
@@ -425,56 +620,71 @@ func fromObject(env *fluxrepo.Env, files []string, r *resource.Resource, o Optio
 	}
 	switch {
 	case kind == "FluxInstance" && strings.HasPrefix(api, "fluxcd.controlplane.io/"):
-		return distribution(mapAt(m, "spec", "distribution"), locate, o), true
+		return distribution(a, mapAt(raw, "spec", "distribution"), mapAt(m, "spec", "distribution"), locate, o), true
 	case kind == fluxobj.HelmReleaseKind && fluxobj.InGroup(api, fluxobj.HelmGroup):
 		inst := mapAt(m, "spec", "values", "instance")
 		if inst == nil || (inst["distribution"] == nil && inst["sync"] == nil) {
 			return nil, false
 		}
-		return distribution(mapAt(inst, "distribution"), locate, o), true
+		return distribution(a, mapAt(raw, "spec", "values", "instance", "distribution"), mapAt(inst, "distribution"), locate, o), true
 	case kind == "OCIRepository" && fluxobj.InGroup(api, fluxobj.SourceGroup):
 		url, _ := mapAt(m, "spec")["url"].(string)
-		field, value := refOf(mapAt(m, "spec", "ref"), "digest", "semver", "tag")
-		if strings.TrimSuffix(url, "/") != "oci://ghcr.io/fluxcd/flux-manifests" || value == "" || !applied(env, kind, r) {
+		if strings.TrimSuffix(url, "/") != "oci://ghcr.io/fluxcd/flux-manifests" || !applied(env, kind, r) {
 			return nil, false
 		}
-		return []declaration{refDeclaration(FormOCIManifests, field, value, locate(value))}, false
+		return refDeclaration(a, FormOCIManifests, mapAt(raw, "spec", "ref"), mapAt(m, "spec", "ref"), locate, "digest", "semver", "tag"), false
 	case kind == "GitRepository" && fluxobj.InGroup(api, fluxobj.SourceGroup):
 		url, _ := mapAt(m, "spec")["url"].(string)
-		field, value := refOf(mapAt(m, "spec", "ref"), "commit", "name", "semver", "tag")
 		url = strings.TrimSuffix(strings.TrimSuffix(url, "/"), ".git")
-		if url != "https://github.com/fluxcd/flux2" || value == "" || !applied(env, kind, r) {
+		if url != "https://github.com/fluxcd/flux2" || !applied(env, kind, r) {
 			return nil, false
 		}
-		return []declaration{refDeclaration(FormGitFlux2, field, value, locate(value))}, false
+		return refDeclaration(a, FormGitFlux2, mapAt(raw, "spec", "ref"), mapAt(m, "spec", "ref"), locate, "commit", "name", "semver", "tag"), false
 	}
 	return nil, false
 }
 
-// refOf is the first of fields (highest precedence first) set in a
-// source's spec.ref, and its value. source-controller checks out the
-// field of highest precedence: OCIRepository digest, semver, tag
-// (source-controller v1.9.x internal/controller/ocirepository_controller.go
-// getArtifactRef); GitRepository commit, name, semver, tag (api/v1
-// GitRepositoryRef, "takes precedence over").
-func refOf(ref map[string]any, fields ...string) (field, value string) {
+// refDeclaration is the declaration of a source's ref: the first of fields
+// (highest precedence first) set after substitution (sub), read with what
+// is written (raw). source-controller checks out the field of highest
+// precedence: OCIRepository digest, semver, tag (source-controller v1.9.x
+// internal/controller/ocirepository_controller.go getArtifactRef);
+// GitRepository commit, name, semver, tag (api/v1 GitRepositoryRef, "takes
+// precedence over"); a field a variable renders empty is not set. A
+// semver is a range, a tag a release; a digest, commit or name pins a
+// release that is not known offline (it resolves to none: the default,
+// said so). When no field is set after substitution, a field written with
+// a variable that rendered empty is the declaration (unresolved, said so).
+func refDeclaration(a applier, tagForm string, raw, sub map[string]any, locate func(string) fluxrepo.Location, fields ...string) []declaration {
+	field := ""
 	for _, f := range fields {
-		if v, _ := ref[f].(string); v != "" {
-			return f, v
+		if v, _ := sub[f].(string); v != "" {
+			field = f
+			break
 		}
 	}
-	return "", ""
-}
-
-// refDeclaration is the declaration of a source's ref field: a semver is a
-// range, a tag a release; a digest, commit or name pins a release that is
-// not known offline (it resolves to none: the default, said so).
-func refDeclaration(tagForm, field, value string, loc fluxrepo.Location) declaration {
-	d := declaration{form: strings.TrimSuffix(tagForm, "tag") + field, value: value, loc: loc, rangeOf: field == "semver"}
+	if field == "" {
+		for _, f := range fields {
+			if v, _ := raw[f].(string); strings.Contains(v, "${") {
+				field = f
+				break
+			}
+		}
+	}
+	if field == "" {
+		return nil
+	}
+	w, _ := raw[field].(string)
+	v, _ := sub[field].(string)
+	if w == "" {
+		w = v // set by substitution of an enclosing value
+	}
+	d := declaration{form: strings.TrimSuffix(tagForm, "tag") + field, rangeOf: field == "semver", loc: locate(w)}
+	a.settle(&d, w, v)
 	if field != "tag" && field != "semver" {
 		d.form += " (it takes precedence over ref.tag; the release it pins is not known offline)"
 	}
-	return d
+	return []declaration{d}
 }
 
 // applied says whether a Kustomization of the environment applies the
@@ -490,15 +700,20 @@ func applied(env *fluxrepo.Env, kind string, r *resource.Resource) bool {
 }
 
 // distribution reads a FluxInstance's spec.distribution (or the chart's
-// instance.distribution).
-func distribution(dist map[string]any, locate func(string) fluxrepo.Location, o Options) []declaration {
+// instance.distribution), as written (raw) and as a applies it (dist).
+func distribution(a applier, raw, dist map[string]any, locate func(string) fluxrepo.Location, o Options) []declaration {
 	if dist == nil {
 		return nil
 	}
 	version, _ := dist["version"].(string)
 	artifact, _ := dist["artifact"].(string)
-	d := declaration{form: FormInstanceVersion, value: version, rangeOf: true}
-	if version == "" {
+	rawVersion, _ := raw["version"].(string)
+	if rawVersion == "" {
+		rawVersion = version
+	}
+	d := declaration{form: FormInstanceVersion, rangeOf: true, operator: true}
+	a.settle(&d, rawVersion, version)
+	if version == "" && rawVersion == "" {
 		d.value = "*" // every release the artifact ships
 	}
 	if tag, ok := strings.CutPrefix(artifact, "oci://"+OperatorManifests+":"); ok {
@@ -510,9 +725,12 @@ func distribution(dist map[string]any, locate func(string) fluxrepo.Location, o 
 			d.form = fmt.Sprintf("%s (flux-operator-manifests:%s is not in this build's table of operator releases: the version range alone decides)", FormInstanceArtifact, tag)
 		}
 	}
+	rawArtifact, _ := raw["artifact"].(string)
 	switch {
-	case version != "":
-		d.loc = locate(version)
+	case rawVersion != "":
+		d.loc = locate(rawVersion)
+	case rawArtifact != "":
+		d.loc = locate(rawArtifact)
 	case artifact != "":
 		d.loc = locate(artifact)
 	default:
@@ -571,7 +789,9 @@ func instanceAt(env *fluxrepo.Env, loc fluxrepo.Location, o Options) []declarati
 		}
 		return loc
 	}
-	return distribution(dist, locate, o)
+	// Applied outside the environment's Kustomizations (by hand, by the
+	// chart's installer): read as written.
+	return distribution(applier{env: env, outside: true}, dist, dist, locate, o)
 }
 
 func mapAt(m map[string]any, keys ...string) map[string]any {
