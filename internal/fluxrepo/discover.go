@@ -62,8 +62,8 @@ type Root struct {
 type Declaration struct {
 	// Form is one of the Form* constants.
 	Form string `json:"form"`
-	// What names the object (Kustomization flux-system/flux-system,
-	// FluxInstance flux-system/flux), empty for a placeholder.
+	// What says which file of a form holds it, when the form has several
+	// (the flux-instance chart's values: a HelmRelease, a values file).
 	What     string   `json:"what,omitempty"`
 	Location Location `json:"location"`
 }
@@ -143,7 +143,7 @@ func Discover(repo string, o Options) (roots []Root, notes []string, err error) 
 	for _, rel := range files {
 		for _, k := range rootKustomizations(lines[rel], o) {
 			root := cleanPath(strings.TrimLeft(k.path, "/"))
-			d := Declaration{Form: FormHandApplied, What: "Kustomization " + o.Namespace + "/" + o.RootName, Location: Location{File: rel, Line: k.line}}
+			d := Declaration{Form: FormHandApplied, Location: Location{File: rel, Line: k.line}}
 			switch {
 			case rel == path.Join(root, o.Namespace, SyncFile):
 				d.Form = FormBootstrapSync
@@ -159,7 +159,7 @@ func Discover(repo string, o Options) (roots []Root, notes []string, err error) 
 		}
 	}
 	for _, s := range ix.syncDeclarations() {
-		what := map[string]string{"FluxInstance": "FluxInstance", "HelmRelease values": "flux-instance HelmRelease values", "values file": "flux-instance chart values"}[s.how]
+		what := map[string]string{"HelmRelease values": "flux-instance HelmRelease values", "values file": "flux-instance chart values"}[s.how]
 		add(s.sync.Path, Declaration{Form: FormFluxInstance, What: what, Location: s.loc}, "spec.sync.path")
 	}
 	for _, p := range slices.Sorted(maps.Keys(byPath)) {

@@ -80,7 +80,7 @@ func TestDiscover(t *testing.T) {
 		{name: "FluxInstances in the clusters' directories", repo: layouts + "fleet",
 			want: "clusters/prod: FluxInstance spec.sync.path at clusters/prod/flux-system/flux-instance.yaml:18;\nclusters/staging: FluxInstance spec.sync.path at clusters/staging/flux-system/flux-instance.yaml:"},
 		{name: "a root applied by hand", repo: writeRepo(t, map[string]string{
-			"bootstrap/root.yaml": "---\n" + rootKS("./clusters/lab"),
+			"bootstrap/root.yaml":   "---\n" + rootKS("./clusters/lab"),
 			"clusters/lab/app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",
 		}),
 			want: "clusters/lab: hand-applied root Kustomization at bootstrap/root.yaml:9;\n"},
