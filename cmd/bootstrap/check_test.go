@@ -155,6 +155,18 @@ func TestCheckEveryCluster(t *testing.T) {
 	undefinedProd := [3]string{"clusters/prod/apps.yaml", "greeting: hello prod", "greting: hello prod"}
 	remoteDir := [3]string{"remote/kustomization.yaml", "", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - https://github.com/example/remote//base?ref=v1\n"}
 	brokenProd := [3]string{"clusters/prod/kustomization.yaml", "", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - flux-system/gotk-sync.yaml\n  - apps.yaml\n  - not-there.yaml\n"}
+	handApplied := t.TempDir()
+	for f, c := range map[string]string{
+		"bootstrap/root.yaml":   "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./clusters/lab\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+		"clusters/lab/app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(handApplied, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(handApplied, f), []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	noRoot := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(noRoot, "clusters", "dev"), 0o755); err != nil {
 		t.Fatal(err)
@@ -184,6 +196,9 @@ func TestCheckEveryCluster(t *testing.T) {
 		{name: "a root directory that does not build is that cluster's failure", repo: copyEdit(brokenProd), code: 1,
 			want:     []string{"not-there.yaml", "the other clusters are checked", "not run: clusters/prod does not build"},
 			verdicts: map[string]string{"clusters.prod:check.render": "fail", "clusters.prod:check.graph": "skip", "clusters.dev:check.render": "pass", "kubernetes.edge:check.render": "pass"}},
+		{name: "a root applied by hand", repo: handApplied, code: 0,
+			want:     []string{"clusters/lab (hand-applied root Kustomization at bootstrap/root.yaml:8; its directory checked as a path whose root is made outside it)"},
+			verdicts: map[string]string{"clusters.lab:check.graph": "pass"}},
 		{name: "--env: that one cluster, as before", repo: multi, args: []string{"--env", "prod"}, code: 0,
 			verdicts: map[string]string{"check.render": "pass"}},
 		{name: "no root: exit 2, what was looked for", repo: noRoot, code: 2,

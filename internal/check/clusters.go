@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -111,6 +112,12 @@ func (e *Every) found() verify.Check {
 		var by []string
 		for _, d := range r.By {
 			by = append(by, d.String())
+		}
+		// The model reads a root in the directory or a FluxInstance's; one
+		// applied by hand from elsewhere is not in it (check.graph then
+		// says the path's root is made outside it).
+		if !slices.ContainsFunc(r.By, func(d fluxrepo.Declaration) bool { return d.Form != fluxrepo.FormHandApplied }) {
+			by = append(by, "its directory checked as a path whose root is made outside it")
 		}
 		roots = append(roots, fmt.Sprintf("%s (%s)", r.Path, strings.Join(by, "; ")))
 		ev = append(ev, fmt.Sprintf("%s: checked as %scheck.*, found by %s", r.Path, ClusterPrefix(r.Path), strings.Join(by, "; ")))
