@@ -31,6 +31,16 @@ transitively, exactly as kustomize-controller builds them, and runs the controll
 post-build substitution on every object against the ConfigMaps and Secrets the
 environment renders (ExternalSecrets and SealedSecrets count, with the keys they declare).
 
+Without --env and --path, check finds every cluster root the repository declares (a
+Kustomization flux-system/flux-system, or --namespace/--root, whose spec.path is a directory
+of the repository: this tool's sync.yaml, flux bootstrap's gotk-sync.yaml, one applied by
+hand; flux bootstrap's placeholder; a FluxInstance's or the flux-instance chart values'
+spec.sync.path) and checks each by itself, into one report: check.clusters names the roots
+and the file:line that declares each, and a cluster's checks carry its path in their IDs
+(clusters.dev:check.render for clusters/dev). The exit code is the worst of the clusters'
+(1, then 3, then 0); a cluster whose root directory does not build is its check.render
+failure; no root found is exit 2.
+
 The environment is judged by the Flux release it deploys: --flux-version (or --versions-file)
 when given, else the release the repository declares (a FluxInstance spec.distribution version
 range or operator artifact, flux bootstrap's gotk-components.yaml header, a flux2 remote base,
@@ -54,22 +64,12 @@ expansions, expansions the parser rejects, literals that ship unsubstituted, sub
 knobs that differ between environments or are unused, dependsOn cycles and dangling edges,
 unreachable nodes, a root with wait: true, the substitution race, and prune hazards.
 
-Without --env and --path, check finds every cluster root the repository declares (a
-Kustomization flux-system/flux-system, or --namespace/--root, whose spec.path is a directory
-of the repository: this tool's sync.yaml, flux bootstrap's gotk-sync.yaml, one applied by
-hand; flux bootstrap's placeholder; a FluxInstance's or the flux-instance chart values'
-spec.sync.path) and checks each by itself, into one report: check.clusters names the roots
-and the file:line that declares each, and a cluster's checks carry its path in their IDs
-(clusters.dev:check.render for clusters/dev). The exit code is the worst of the clusters'
-(1, then 3, then 0); a cluster whose root directory does not build is its check.render
-failure; no root found is exit 2.
-
 Exit codes: 0 no defect (warnings allowed), 1 a defect (a Kustomization whose path does not
 build among them: the others are still checked), 2 input error (flags, the policy file, the root
 directory does not build), 3 incomplete (something could not be checked, e.g. a path with a
 remote base).`,
-		Example: `  bootstrap check                                  # every cluster root the repository declares
-  bootstrap check --repo . --env dev
+		Example: `  bootstrap check --repo . --env dev
+  bootstrap check                                  # every cluster root the repository declares
   bootstrap check --path kubernetes/flux/cluster   # root declared by a FluxInstance's spec.sync
   bootstrap check --path clusters/prod --source-kind OCIRepository --source-url oci://registry.example/fleet --source-ref latest
   bootstrap check --env prod --compare clusters/dev -o json
