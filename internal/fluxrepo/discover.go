@@ -43,7 +43,8 @@ const (
 
 // Discovery bounds: a scan never reads more than this many YAML files,
 // nor walks more than this many entries (a vendored tree, a node_modules).
-const (
+// Variables for the test of the bound.
+var (
 	maxDiscoverYAML    = 20000
 	maxDiscoverEntries = 200000
 )

@@ -150,3 +150,28 @@ func TestDiscoverRootName(t *testing.T) {
 		}
 	}
 }
+
+// The search is bounded: past the bound it stops and says so (not
+// parallel: it lowers the package's bound).
+func TestDiscoverBound(t *testing.T) {
+	files := map[string]string{}
+	for _, c := range []string{"a", "b", "c", "d"} {
+		files["clusters/"+c+"/sync.yaml"] = rootKS("./clusters/" + c)
+	}
+	repo := writeRepo(t, files)
+	defer func(y, e int) { maxDiscoverYAML, maxDiscoverEntries = y, e }(maxDiscoverYAML, maxDiscoverEntries)
+	for _, tc := range []struct {
+		yaml, entries, roots int
+		note                 string
+	}{
+		{20000, 200000, 4, ""},
+		{2, 200000, 2, "stopped after"},
+		{20000, 4, 1, "stopped after"},
+	} {
+		maxDiscoverYAML, maxDiscoverEntries = tc.yaml, tc.entries
+		roots, notes, err := Discover(repo, Options{})
+		if err != nil || len(roots) != tc.roots || tc.note != "" && !strings.Contains(strings.Join(notes, "\n"), tc.note) {
+			t.Errorf("bound %d YAML files, %d entries: %d roots %v, notes %q; want %d roots and %q", tc.yaml, tc.entries, len(roots), err, notes, tc.roots, tc.note)
+		}
+	}
+}
