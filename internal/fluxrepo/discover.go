@@ -47,6 +47,7 @@ const (
 var (
 	maxDiscoverYAML    = 20000
 	maxDiscoverEntries = 200000
+	maxDiscoverBytes   = int64(256 << 20)
 )
 
 // Root is one cluster root the repository declares: the directory a root
@@ -192,14 +193,14 @@ func discoverRead(abs string, max int64) (map[string][]string, []string, error) 
 	}
 	lines := map[string][]string{}
 	var notes []string
-	entries := 0
+	entries, total := 0, int64(0)
 	errStop := fmt.Errorf("stop")
 	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
 			return nil // an unreadable directory: what it holds is not read
 		}
-		if entries++; entries > maxDiscoverEntries || len(lines) >= maxDiscoverYAML {
-			notes = append(notes, fmt.Sprintf("the search for cluster roots stopped after %d entries and %d YAML files: pass --path for a root it did not reach", entries-1, len(lines)))
+		if entries++; entries > maxDiscoverEntries || len(lines) >= maxDiscoverYAML || total > maxDiscoverBytes {
+			notes = append(notes, fmt.Sprintf("the search for cluster roots stopped after %d entries, %d YAML files, %d bytes (its bounds: %d, %d, %d): pass --path for a root it did not reach", entries-1, len(lines), total, maxDiscoverEntries, maxDiscoverYAML, maxDiscoverBytes))
 			return errStop
 		}
 		rel, _ := filepath.Rel(abs, p)
@@ -228,6 +229,7 @@ func discoverRead(abs string, max int64) (map[string][]string, []string, error) 
 			return nil
 		}
 		lines[slash] = strings.Split(string(b), "\n")
+		total += int64(len(b))
 		return nil
 	})
 	if err != nil && err != errStop {

@@ -159,16 +159,18 @@ func TestDiscoverBound(t *testing.T) {
 		files["clusters/"+c+"/sync.yaml"] = rootKS("./clusters/" + c)
 	}
 	repo := writeRepo(t, files)
-	defer func(y, e int) { maxDiscoverYAML, maxDiscoverEntries = y, e }(maxDiscoverYAML, maxDiscoverEntries)
+	defer func(y, e int, b int64) { maxDiscoverYAML, maxDiscoverEntries, maxDiscoverBytes = y, e, b }(maxDiscoverYAML, maxDiscoverEntries, maxDiscoverBytes)
 	for _, tc := range []struct {
 		yaml, entries, roots int
+		bytes                int64
 		note                 string
 	}{
-		{20000, 200000, 4, ""},
-		{2, 200000, 2, "stopped after"},
-		{20000, 4, 1, "stopped after"},
+		{20000, 200000, 4, 1 << 20, ""},
+		{2, 200000, 2, 1 << 20, "stopped after"},
+		{20000, 4, 1, 1 << 20, "stopped after"},
+		{20000, 200000, 3, 500, "stopped after"},
 	} {
-		maxDiscoverYAML, maxDiscoverEntries = tc.yaml, tc.entries
+		maxDiscoverYAML, maxDiscoverEntries, maxDiscoverBytes = tc.yaml, tc.entries, tc.bytes
 		roots, notes, err := Discover(repo, Options{})
 		if err != nil || len(roots) != tc.roots || tc.note != "" && !strings.Contains(strings.Join(notes, "\n"), tc.note) {
 			t.Errorf("bound %d YAML files, %d entries: %d roots %v, notes %q; want %d roots and %q", tc.yaml, tc.entries, len(roots), err, notes, tc.roots, tc.note)
