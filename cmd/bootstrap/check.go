@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -28,6 +30,16 @@ func newCheckCommand(a *app) *cobra.Command {
 transitively, exactly as kustomize-controller builds them, and runs the controller's own
 post-build substitution on every object against the ConfigMaps and Secrets the
 environment renders (ExternalSecrets and SealedSecrets count, with the keys they declare).
+
+Without --env and --path, check finds every cluster root the repository declares (a
+Kustomization flux-system/flux-system, or --namespace/--root, whose spec.path is a directory
+of the repository: this tool's sync.yaml, flux bootstrap's gotk-sync.yaml, one applied by
+hand; flux bootstrap's placeholder; a FluxInstance's or the flux-instance chart values'
+spec.sync.path) and checks each by itself, into one report: check.clusters names the roots
+and the file:line that declares each, and a cluster's checks carry its path in their IDs
+(clusters.dev:check.render for clusters/dev). The exit code is the worst of the clusters'
+(1, then 3, then 0); a cluster whose root directory does not build is its check.render
+failure; no root found is exit 2.
 
 The environment is judged by the Flux release it deploys: --flux-version (or --versions-file)
 when given, else the release the repository declares (a FluxInstance spec.distribution version
@@ -57,6 +69,7 @@ build among them: the others are still checked), 2 input error (flags, the polic
 directory does not build), 3 incomplete (something could not be checked, e.g. a path with a
 remote base).`,
 		Example: `  bootstrap check --repo . --env dev
+  bootstrap check                                  # every cluster root the repository declares
   bootstrap check --path kubernetes/flux/cluster   # root declared by a FluxInstance's spec.sync
   bootstrap check --path clusters/prod --source-kind OCIRepository --source-url oci://registry.example/fleet --source-ref latest
   bootstrap check --env prod --compare clusters/dev -o json
@@ -88,6 +101,9 @@ func (a *app) check(cmd *cobra.Command, o check.Options, rf repoFlags, root root
 	}
 	var err error
 	o.Repo = rf.repo
+	if rf.env == "" && rf.path == "" {
+		return a.checkEvery(cmd, run, o, root, sarif)
+	}
 	if o.Path, err = rf.resolve(); err != nil {
 		return a.s.Fail(cmd.Context(), run.Report, err)
 	}
@@ -97,6 +113,27 @@ func (a *app) check(cmd *cobra.Command, o check.Options, rf repoFlags, root root
 	o.FluxInstance = root.fluxInstance
 	run.Report.Facts["path"] = o.Path
 	phase := &check.Phase{Options: o}
+	return a.s.ExecuteThen(cmd.Context(), run, func() error { return writeSARIF(sarif, phase.Result) }, phase)
+}
+
+// checkEvery is check without --env and --path: every cluster root the
+// repository declares (fluxrepo.Discover), each checked by itself.
+func (a *app) checkEvery(cmd *cobra.Command, run *pipeline.Run, o check.Options, root rootFlags, sarif string) error {
+	if root.url != "" || root.kind != "" || root.ref != "" || root.fluxInstance != "" {
+		return a.s.Fail(cmd.Context(), run.Report, verify.InputErrorf("--source-kind, --source-url, --source-ref and --flux-instance declare the root of one cluster: pass its --path (or --env) too"))
+	}
+	roots, notes, err := fluxrepo.Discover(o.Repo, o.Options)
+	if err != nil {
+		return a.s.Fail(cmd.Context(), run.Report, err)
+	}
+	if len(roots) == 0 {
+		msg := fmt.Sprintf("no cluster root found in %s: pass --path DIR (or --env NAME for clusters/NAME); %s", o.Repo, fluxrepo.DiscoverLooksFor(o.Options))
+		if len(notes) > 0 {
+			msg += "; passed over: " + strings.Join(notes, "; ")
+		}
+		return a.s.Fail(cmd.Context(), run.Report, verify.InputErrorf("%s", msg))
+	}
+	phase := &check.Every{Options: o, Roots: roots, Notes: notes}
 	return a.s.ExecuteThen(cmd.Context(), run, func() error { return writeSARIF(sarif, phase.Result) }, phase)
 }
 

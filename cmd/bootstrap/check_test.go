@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,8 @@ func TestCheckCLI(t *testing.T) {
 		{"clean", []string{"--repo", clean, "--env", "dev"}, 0, `"verdict": "pass"`},
 		{"undefined variable", []string{"--repo", undefined, "--env", "dev", "--sarif", sarif}, 1, `apps/web.yaml:8: [undefined] ${enviroment} in ConfigMap/web/web is not defined`},
 		{"remote base", []string{"--repo", remote, "--env", "dev"}, 3, `has remote bases (https://github.com/example/remote//base?ref=v1)`},
-		{"no environment", []string{"--repo", clean}, 2, "pass --env NAME"},
+		// Issue 45: no --env/--path checks every root the repository declares.
+		{"no environment: every cluster", []string{"--repo", clean}, 0, `"id": "clusters.prod:check.render"`},
 		{"unknown environment", []string{"--repo", clean, "--env", "staging"}, 2, "clusters/staging: no such directory"},
 		{"a root declared with its source kind", []string{"--repo", rootless, "--env", "dev", "--source-kind", "OCIRepository", "--source-url", "oci://registry.example.invalid/fleet", "--source-ref", "latest"}, 0, "declared on the command line"},
 		{"a root declared where one is rendered", []string{"--repo", clean, "--env", "dev", "--source-url", "https://git.example.invalid/x.git"}, 2, "renders it (Kustomization flux-system/flux-system): drop --source-kind, --source-url and --source-ref"},
@@ -116,5 +118,178 @@ func TestCheckTextReport(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Issue 45 item 8: without --env and --path, check finds every cluster root
+// the repository declares, in each form, checks each by itself into one
+// report (a section per cluster: its path in its checks' IDs) and exits with
+// the worst code: 1 over 3 over 0; 2 only for what the caller gave.
+func TestCheckEveryCluster(t *testing.T) {
+	const multi = "../../testdata/layouts/multi"
+	// copyEdit copies multi and replaces old by new in each file.
+	copyEdit := func(edits ...[3]string) string {
+		dst := t.TempDir()
+		if err := os.CopyFS(dst, os.DirFS(multi)); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range edits {
+			p := filepath.Join(dst, e[0])
+			b, _ := os.ReadFile(p)
+			if e[1] != "" && !strings.Contains(string(b), e[1]) {
+				t.Fatalf("%s has no %q", e[0], e[1])
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(strings.Replace(string(b), e[1], e[2], 1)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dst
+	}
+	undefinedDev := [3]string{"clusters/dev/apps.yaml", "greeting: hello dev", "greting: hello dev"}
+	// A Kustomization that substitutes, whose path has a remote base: not
+	// built offline, a required skip.
+	remoteDev := [3]string{"clusters/dev/remote.yaml", "", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: remote\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./remote\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  postBuild:\n    substitute:\n      greeting: hello\n"}
+	undefinedProd := [3]string{"clusters/prod/apps.yaml", "greeting: hello prod", "greting: hello prod"}
+	remoteDir := [3]string{"remote/kustomization.yaml", "", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - https://github.com/example/remote//base?ref=v1\n"}
+	brokenProd := [3]string{"clusters/prod/kustomization.yaml", "", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - flux-system/gotk-sync.yaml\n  - apps.yaml\n  - not-there.yaml\n"}
+	handApplied := t.TempDir()
+	for f, c := range map[string]string{
+		"bootstrap/root.yaml":   "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./clusters/lab\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+		"clusters/lab/app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(handApplied, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(handApplied, f), []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noRoot := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(noRoot, "clusters", "dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		repo string
+		args []string
+		code int
+		// want are texts of the JSON report; verdicts the verdict of check IDs.
+		want     []string
+		verdicts map[string]string
+	}{
+		{name: "three clusters, three forms, as committed", repo: multi, code: 0,
+			want: []string{"3 cluster root(s) found", "clusters/dev (root Kustomization at clusters/dev/sync.yaml:8)",
+				"clusters/prod (flux bootstrap gotk-sync.yaml at clusters/prod/flux-system/gotk-sync.yaml:23)",
+				"kubernetes/edge (FluxInstance spec.sync.path at bootstrap/flux-instance.yaml:16)",
+				"note: clusters/base: no root declares it", `"clusters": "clusters/dev, clusters/prod, kubernetes/edge"`},
+			verdicts: map[string]string{"check.clusters": "pass", "clusters.dev:check.render": "pass", "clusters.prod:check.graph": "pass", "kubernetes.edge:check.flux-release": "pass"}},
+		{name: "a defect in one cluster: exit 1, the others checked", repo: copyEdit(undefinedDev), code: 1,
+			want:     []string{"${greeting} in ConfigMap/default/greeting is not defined"},
+			verdicts: map[string]string{"clusters.dev:check.substitution/flux-system/apps": "fail", "clusters.prod:check.substitution/flux-system/apps": "pass", "kubernetes.edge:check.render": "pass"}},
+		{name: "a cluster incomplete: exit 3", repo: copyEdit(remoteDev, remoteDir), code: 3,
+			verdicts: map[string]string{"clusters.dev:check.substitution/flux-system/remote": "skip", "clusters.prod:check.render": "pass"}},
+		{name: "one incomplete, one failing: the worst, 1", repo: copyEdit(remoteDev, remoteDir, undefinedProd), code: 1,
+			verdicts: map[string]string{"clusters.dev:check.substitution/flux-system/remote": "skip", "clusters.prod:check.substitution/flux-system/apps": "fail"}},
+		{name: "a root directory that does not build is that cluster's failure", repo: copyEdit(brokenProd), code: 1,
+			want:     []string{"not-there.yaml", "the other clusters are checked", "not run: clusters/prod does not build"},
+			verdicts: map[string]string{"clusters.prod:check.render": "fail", "clusters.prod:check.graph": "skip", "clusters.dev:check.render": "pass", "kubernetes.edge:check.render": "pass"}},
+		{name: "a root applied by hand", repo: handApplied, code: 0,
+			want:     []string{"clusters/lab (hand-applied root Kustomization at bootstrap/root.yaml:8; its directory checked as a path whose root is made outside it)"},
+			verdicts: map[string]string{"clusters.lab:check.graph": "pass"}},
+		{name: "--env: that one cluster, as before", repo: multi, args: []string{"--env", "prod"}, code: 0,
+			verdicts: map[string]string{"check.render": "pass"}},
+		{name: "no root: exit 2, what was looked for", repo: noRoot, code: 2,
+			want: []string{"no cluster root found in", "pass --path DIR", "looked for a Kustomization flux-system/flux-system whose spec.path", "FluxInstance spec.sync.path", "clusters/dev: no root declares it"}},
+		{name: "a root declared on the command line needs its path", repo: multi, args: []string{"--source-url", "https://git.example.invalid/x.git"}, code: 2,
+			want: []string{"declare the root of one cluster: pass its --path"}},
+		{name: "a policy file that does not load is the run's input error", repo: copyEdit([3]string{".bootstrap.yaml", "", "nonsense: [\n"}), code: 2,
+			want: []string{".bootstrap.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			junit := filepath.Join(t.TempDir(), "check.xml")
+			sarif := filepath.Join(t.TempDir(), "check.sarif")
+			r := runCLI(t, append([]string{"check", "-o", "json", "--repo", tc.repo, "--junit", junit, "--sarif", sarif}, tc.args...)...)
+			var doc struct {
+				ExitCode int
+				Checks   []struct{ ID, Verdict string }
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+				t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+			}
+			if r.code != tc.code || doc.ExitCode != tc.code {
+				t.Fatalf("exit %d (report %d), want %d:\n%s%s", r.code, doc.ExitCode, tc.code, r.stdout, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("the report lacks %q:\n%s", w, r.stdout)
+				}
+			}
+			got := map[string]string{}
+			for _, c := range doc.Checks {
+				got[c.ID] = c.Verdict
+			}
+			for id, v := range tc.verdicts {
+				if got[id] != v {
+					t.Errorf("%s: %q, want %q (checks: %v)", id, got[id], v, got)
+				}
+			}
+			// JUnit stays valid, each case named with its cluster.
+			b, err := os.ReadFile(junit)
+			var suites struct {
+				Suites []struct {
+					Cases []struct {
+						Name string `xml:"name,attr"`
+					} `xml:"testcase"`
+				} `xml:"testsuite"`
+			}
+			if err != nil || xml.Unmarshal(b, &suites) != nil {
+				t.Fatalf("JUnit %s: %v\n%s", junit, err, b)
+			}
+			for id := range tc.verdicts {
+				found := false
+				for _, s := range suites.Suites {
+					for _, c := range s.Cases {
+						found = found || c.Name == id
+					}
+				}
+				if !found {
+					t.Errorf("JUnit has no case %s:\n%s", id, b)
+				}
+			}
+			// SARIF: one run; a finding names its cluster's gate.
+			if tc.code == 1 && len(tc.want) == 1 {
+				b, err := os.ReadFile(sarif)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var log sarifDoc
+				if err := json.Unmarshal(b, &log); err != nil || len(log.Runs) != 1 || !strings.Contains(string(b), `"gate": "clusters.dev:check.substitution/flux-system/apps"`) {
+					t.Errorf("SARIF (%v):\n%s", err, b)
+				}
+			}
+		})
+	}
+}
+
+// The text report of several clusters: check.clusters first, then each
+// cluster's gates, its path in their IDs.
+func TestCheckEveryClusterText(t *testing.T) {
+	r := runCLI(t, "check", "--repo", "../../testdata/layouts/multi")
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+	order := []string{"PASS  static/before  check.clusters: 3 cluster root(s) found", "PASS  static/before  clusters.dev:check.render: clusters/dev builds",
+		"PASS  static/before  clusters.prod:check.render: clusters/prod builds", "PASS  static/before  kubernetes.edge:check.graph: root flux-system/flux-system (declared by the FluxInstance spec.sync at bootstrap/flux-instance.yaml:16",
+		"check: PASS (28 pass"}
+	at := 0
+	for _, w := range order {
+		i := strings.Index(r.stderr[at:], w)
+		if i < 0 {
+			t.Fatalf("no %q after offset %d:\n%s", w, at, r.stderr)
+		}
+		at += i
 	}
 }

@@ -120,6 +120,11 @@ func TestCIScript(t *testing.T) {
 			code: 0, stderr: "check passed", outputs: true},
 		{name: "undefined variable fails at its line", env: map[string]string{"CHECK_BIN": bin, "CHECK_REPO": fixtures + "/undefined", "CHECK_PATH": "clusters/dev"},
 			code: 1, stderr: "audience_name", finding: "apps/config.yaml:8", outputs: true},
+		// Issue 45: no CHECK_ENV/CHECK_PATH checks every cluster root.
+		{name: "no environment: every cluster, clean", env: map[string]string{"CHECK_BIN": bin, "CHECK_REPO": fixtures + "/clean"},
+			code: 0, stderr: "check passed", outputs: true},
+		{name: "no environment: every cluster, the defect at its line", env: map[string]string{"CHECK_BIN": bin, "CHECK_REPO": fixtures + "/undefined"},
+			code: 1, stderr: "clusters.dev:check.substitution", finding: "apps/config.yaml:8", outputs: true},
 		{name: "extra args reach check", env: map[string]string{"CHECK_BIN": bin, "CHECK_REPO": fixtures + "/clean", "CHECK_ENV": "dev", "CHECK_ARGS": "--flux-version v9.9.9"},
 			code: 2, stderr: "v9.9.9"},
 		{name: "extra args on several lines all reach check", env: map[string]string{"CHECK_BIN": bin, "CHECK_REPO": fixtures + "/clean", "CHECK_ENV": "dev", "CHECK_ARGS": "--no-compare\n--flux-version v9.9.9\n"},

@@ -55,21 +55,32 @@ func TestPreCommitHook(t *testing.T) {
 	git(hooks, "add", ".")
 	git(hooks, "commit", "-q", "-m", "hook")
 	rev := git(hooks, "rev-parse", "HEAD")
-	config := "repos:\n  - repo: " + hooks + "\n    rev: " + rev + "\n    hooks:\n      - id: bootstrap-check\n        args: [--env, dev]\n"
+	config := func(args string) string {
+		c := "repos:\n  - repo: " + hooks + "\n    rev: " + rev + "\n    hooks:\n      - id: bootstrap-check\n"
+		if args != "" {
+			c += "        args: " + args + "\n"
+		}
+		return c
+	}
 
+	// args "": the hook as configured with no arguments checks every
+	// cluster root the repository declares (issue 45).
 	tests := []struct {
 		fixture string
+		args    string
 		commits bool
 		output  []string
 	}{
-		{"clean", true, []string{"bootstrap check", "Passed"}},
-		{"undefined", false, []string{"Failed", "apps/config.yaml:8", "${audience_name}", "check: FAIL"}},
+		{"clean", "[--env, dev]", true, []string{"bootstrap check", "Passed"}},
+		{"undefined", "[--env, dev]", false, []string{"Failed", "apps/config.yaml:8", "${audience_name}", "check: FAIL"}},
+		{"clean", "", true, []string{"bootstrap check", "Passed"}},
+		{"undefined", "", false, []string{"Failed", "apps/config.yaml:8", "${audience_name}", "check: FAIL"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.fixture, func(t *testing.T) {
-			repo := filepath.Join(tmp, tt.fixture)
+		t.Run(tt.fixture+" "+tt.args, func(t *testing.T) {
+			repo := filepath.Join(t.TempDir(), tt.fixture)
 			hookCopyTree(t, filepath.Join("../../testdata/ci", tt.fixture), repo)
-			if err := os.WriteFile(filepath.Join(repo, ".pre-commit-config.yaml"), []byte(config), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(repo, ".pre-commit-config.yaml"), []byte(config(tt.args)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			git(repo, "init", "-q")

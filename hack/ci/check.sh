@@ -14,7 +14,8 @@
 #                    for this runner's OS and architecture)
 #   CHECK_REPO       the GitOps repository (default .)
 #   CHECK_ENV        the environment (clusters/NAME), or
-#   CHECK_PATH       the environment's directory inside CHECK_REPO
+#   CHECK_PATH       the environment's directory inside CHECK_REPO; neither: every
+#                    cluster root the repository declares, each checked, one report
 #   CHECK_ARGS       more check flags, split on spaces and newlines (e.g. "--flux-version v2.8.3 --no-compare");
 #                    quotes are not honoured, so a value cannot contain a space
 #   CHECK_SARIF      the SARIF file to write (default bootstrap.sarif)

@@ -5,8 +5,9 @@
 # `language: golang` does, builds a binary without them, whose check stops at
 # "built without the embedded Flux bundles"), then checks the repository
 # being committed. pre-commit runs it from the repository being committed,
-# with the hook's args (e.g. --env dev); it passes no file names
-# (pass_filenames: false): the check is of the whole environment.
+# with the hook's args (none: every cluster root the repository declares,
+# each checked; --env dev or --path DIR: that one); it passes no file names
+# (pass_filenames: false): the check is of whole environments.
 #
 # BOOTSTRAP_PRECOMMIT_BIN: use this binary instead of building one.
 set -euo pipefail
