@@ -19,6 +19,7 @@ import (
 func Every() []pipeline.Phase {
 	return []pipeline.Phase{
 		&check.Phase{},
+		&check.Every{},
 		controllers.NewPhase(controllers.Options{}, nil),
 		agekey.NewInstallPhase(agekey.Input{}, agekey.Options{}, nil),
 		agekey.NewVerifyPhase(agekey.Options{}, nil),
