@@ -1,12 +1,16 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
@@ -415,6 +419,12 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 			}
 			applier, _ := fluxgraph.ParseID(d.AppliedBy)
 			if d.AppliedBy == k.Ref() {
+				if o.on(RaceDep) && !ref.Optional && o.Policy.prerequisite(key) == nil && substitutesAny(k) {
+					fs = append(fs, finding{det: RaceDep, loc: k.Location,
+						what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), which only it applies%s and nothing else creates: it cannot come up on a fresh cluster — kustomize-controller loads substituteFrom before it applies anything and fails the build (%s), so %s is never created", k.Ref(), key, d.Location, madeBy(d), freshClusterError(k, ref), key),
+						fix:  fmt.Sprintf("mark it optional: true in spec.postBuild.substituteFrom of Kustomization %s (%s) (the first reconcile renders without it, the next substitutes it), or move %s to a Kustomization that %s depends on", k.Ref(), k.Location, key, k.Ref())})
+					continue
+				}
 				if o.on(RaceDep) {
 					fs = append(fs, finding{det: RaceDep, warn: true, loc: k.Location,
 						what: fmt.Sprintf("Kustomization %s substitutes from %s, which it applies itself: a changed knob is substituted one reconcile late", k.Ref(), key),
@@ -449,6 +459,44 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 		out = append(out, Race.Pass("no Kustomization substitutes from an object the environment renders"))
 	}
 	return out
+}
+
+// madeBy says which object k applies makes d at runtime, when one does.
+func madeBy(d *fluxrepo.Data) string {
+	if d.MadeBy == "" {
+		return ""
+	}
+	return " (made by " + d.MadeBy + ", which it applies)"
+}
+
+// substitutesAny says some object of k goes through substitution:
+// fluxcd/pkg/kustomize SubstituteVariables returns before it loads the
+// substituteFrom objects for one labelled or annotated
+// kustomize.toolkit.fluxcd.io/substitute: disabled.
+func substitutesAny(k *fluxrepo.Kustomization) bool {
+	for _, r := range k.Resources {
+		if !fluxrepo.SubstitutionDisabled(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// freshClusterError is what kustomize-controller reports for k on a
+// cluster without the object ref names: its own code
+// (fluxcd/pkg/kustomize LoadVariables, v1.35.6 as kustomize-controller
+// v1.9.5 builds with) asked of a cluster that has nothing.
+func freshClusterError(k *fluxrepo.Kustomization, ref kustomizev1.SubstituteReference) string {
+	kc := k.DeepCopy()
+	kc.Spec.PostBuild.SubstituteFrom = []kustomizev1.SubstituteReference{ref}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kc)
+	if err == nil {
+		_, err = fluxkustomize.LoadVariables(context.Background(), fluxrepo.DataClient{Env: &fluxrepo.Env{}}, unstructured.Unstructured{Object: u})
+	}
+	if err == nil {
+		return "not found"
+	}
+	return err.Error()
 }
 
 // dependsOnEntry is the dependsOn entry naming id from a dependent in

@@ -130,3 +130,80 @@ func TestRootWait(t *testing.T) {
 		t.Fatalf("a wait: true root nothing depends on: exit %d\n%s", session.ReportCode(rep), dump(rep))
 	}
 }
+
+// appsVars is a ConfigMap of flux-system that Kustomization apps applies
+// (apps/web.yaml) and substitutes from.
+const appsVars = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: apps-vars\n  namespace: flux-system\ndata:\n  tier: web\n"
+
+// TestSubstituteFromItsOwnObject: a Kustomization substituting from a
+// ConfigMap only it applies. fluxcd/pkg/kustomize v1.35.6 (kustomize-
+// controller v1.9.5's) SubstituteVariables calls LoadVariables before it
+// substitutes the first object, and LoadVariables returns "substitute from
+// 'ConfigMap/<name>' error: <NotFound>" unless the reference is optional
+// (kustomize_varsub.go); kustomize-controller's build fails the
+// Kustomization with it ("post build failed for …", kustomization_
+// controller.go build) before any apply: on a fresh cluster the object is
+// never created. Optional, the first reconcile renders without it and the
+// next one substitutes it: one reconcile late, an advisory.
+func TestSubstituteFromItsOwnObject(t *testing.T) {
+	t.Parallel()
+	ref := func(optional string) mutation {
+		return mutation{"clusters/base/apps.yaml", "      - kind: Secret\n        name: app-secrets\n", "      - kind: Secret\n        name: app-secrets\n      - kind: ConfigMap\n        name: apps-vars\n" + optional}
+	}
+	own := mutation{"apps/web.yaml", "", appsVars}
+	for _, tc := range []struct {
+		name    string
+		ms      []mutation
+		verdict verify.Verdict
+		want    string
+	}{
+		{"not optional: cannot come up", []mutation{own, ref("")}, verify.Fail,
+			`clusters/base/apps.yaml:1: [race] Kustomization flux-system/apps substitutes from ConfigMap/flux-system/apps-vars (apps/web.yaml:11), which only it applies and nothing else creates: it cannot come up on a fresh cluster — kustomize-controller loads substituteFrom before it applies anything and fails the build (substitute from 'ConfigMap/apps-vars' error: configmaps "apps-vars" not found), so ConfigMap/flux-system/apps-vars is never created — fix: mark it optional: true in spec.postBuild.substituteFrom of Kustomization flux-system/apps`},
+		{"optional: one reconcile late", []mutation{own, ref("        optional: true\n")}, verify.Warn,
+			"[race] Kustomization flux-system/apps substitutes from ConfigMap/flux-system/apps-vars, which it applies itself: a changed knob is substituted one reconcile late"},
+		{"declared as made outside the repository: one reconcile late", []mutation{own, ref(""),
+			{".bootstrap.yaml", "", "version: 1\nprerequisites:\n  declared:\n    - kind: ConfigMap\n      namespace: flux-system\n      name: apps-vars\n      createdBy: the cluster's bootstrap play\n"}}, verify.Warn,
+			"which it applies itself: a changed knob is substituted one reconcile late"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := fixture(t)
+			for _, m := range tc.ms {
+				if m.file == ".bootstrap.yaml" {
+					if err := os.WriteFile(filepath.Join(repo, m.file), []byte(m.new), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				applyMutation(t, repo, m)
+			}
+			rep := run(t, repo)
+			c := checkOf(rep, "check.race/flux-system/apps")
+			if c.Verdict != tc.verdict || !strings.Contains(text(c), tc.want) {
+				t.Fatalf("want check.race/flux-system/apps %s containing\n%s\ngot:\n%s", tc.verdict, tc.want, dump(rep))
+			}
+		})
+	}
+}
+
+// applyMutation applies m to the repository copy at repo (as fixture does).
+func applyMutation(t *testing.T, repo string, m mutation) {
+	t.Helper()
+	p := filepath.Join(repo, m.file)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if m.old == "" {
+		s += m.new
+	} else {
+		if !strings.Contains(s, m.old) {
+			t.Fatalf("%s does not contain %q", m.file, m.old)
+		}
+		s = strings.Replace(s, m.old, m.new, 1)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
