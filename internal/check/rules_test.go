@@ -207,3 +207,86 @@ func applyMutation(t *testing.T, repo string, m mutation) {
 		t.Fatal(err)
 	}
 }
+
+// copyCheckFixture copies testdata/check/name and applies edits (old ""
+// appends new).
+func copyCheckFixture(t *testing.T, name string, edits ...edit) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("../../testdata/check", name))); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range edits {
+		applyMutation(t, dst, mutation{e.file, e.old, e.new})
+	}
+	return dst
+}
+
+// TestUnreadText: an undefined ${VAR} where no program reads it — a line
+// whose first non-space character is # in an embedded script or config
+// file, or a CustomResourceDefinition's description. kustomize-controller
+// substitutes the whole YAML of each object (fluxcd/pkg/kustomize v1.35.6
+// SubstituteVariables → varSubstitution → fluxcd/pkg/envsubst Eval) and
+// knows no comment of an embedded file: with StrictPostBuildSubstitutions
+// off (the default before kustomize-controller v1.9.0) the mapper answers
+// every name as set ("vars[s], true"), so it renders empty and the
+// Kustomization is Ready — a warning, since nothing reads it; with strict
+// on, envsubst's evalFunc fails "variable not set (strict mode)" wherever
+// it stands — a failure. Either way located at the variable's own line
+// (testdata/check/fail-open/apps/scripts.yaml has a YAML comment naming
+// ${RESTORE_HOST} above it, on line 8).
+func TestUnreadText(t *testing.T) {
+	t.Parallel()
+	strictOn := edit{"clusters/dev/flux-system/flux-instance.yaml", `version: "2.3.x"`, `version: "2.9.x"`}
+	for _, tc := range []struct {
+		name    string
+		edits   []edit
+		verdict verify.Verdict
+		exit    int
+		want    []string
+		not     []string
+	}{
+		{name: "fail open: warnings at their lines", verdict: verify.Warn, exit: session.ExitOK,
+			want: []string{
+				"apps/scripts.yaml:12: [undefined] ${RESTORE_HOST} in a commented-out line of backup.sh of ConfigMap/default/scripts is not defined",
+				"it renders empty there, where nothing reads it — fail open on this release (kustomize-controller v1.3.0 (Flux v2.3.0) defaults StrictPostBuildSubstitutions to false)",
+				"apps/scripts.yaml:18: [undefined] ${UPSTREAM_HOST} in a commented-out line of nginx.conf of ConfigMap/default/scripts",
+				"apps/crd.yaml:28: [undefined] ${WIDGET_NAME} in a description of CustomResourceDefinition/widgets.example.invalid",
+				"apps/crd.yaml:28: [undefined] ${WIDGET_NAMESPACE} in a description"},
+			// A default in a commented-out line renders into the comment:
+			// no finding (uncommented, the script's check would be dead).
+			not: []string{"RESTIC_PASSWORD", "apps/scripts.yaml:8"}},
+		{name: "strict: the controller fails it, at its line", edits: []edit{strictOn}, verdict: verify.Fail, exit: session.ExitFailed,
+			want: []string{"apps/scripts.yaml:12: [undefined] ${RESTORE_HOST} in a commented-out line of backup.sh of ConfigMap/default/scripts is not defined (substitutes from spec.postBuild.substitute of flux-system/apps (clusters/dev/apps.yaml:1)): though nothing reads it there, strict substitution fails the whole Kustomization flux-system/apps",
+				"apps/crd.yaml:28: [undefined] ${WIDGET_NAME} in a description of CustomResourceDefinition/widgets.example.invalid"}},
+		{name: "the line uncommented: read, a failure", edits: []edit{{"apps/scripts.yaml", "    # restore with: restic", "    echo restore with: restic"}}, verdict: verify.Fail, exit: session.ExitFailed,
+			want: []string{"apps/scripts.yaml:12: [undefined] ${RESTORE_HOST} in ConfigMap/default/scripts is not defined (substitutes from spec.postBuild.substitute of flux-system/apps (clusters/dev/apps.yaml:1)): it renders empty: fail open on this release",
+				"apps/scripts.yaml:18: [undefined] ${UPSTREAM_HOST} in a commented-out line"}},
+		{name: "also in a line that is read: a failure", edits: []edit{{"apps/scripts.yaml", "  cluster: ${CLUSTER}\n", "  cluster: ${CLUSTER}\n  upstream: ${UPSTREAM_HOST}\n"}}, verdict: verify.Fail, exit: session.ExitFailed,
+			want: []string{"apps/scripts.yaml:8: [undefined] ${UPSTREAM_HOST} in ConfigMap/default/scripts is not defined"}},
+		{name: "a description-like field outside a CRD is read", edits: []edit{{"apps/scripts.yaml", "  cluster: ${CLUSTER}\n", "  cluster: ${CLUSTER}\n  description: for ${WIDGET_NAME}\n"}}, verdict: verify.Fail, exit: session.ExitFailed,
+			want: []string{"apps/scripts.yaml:8: [undefined] ${WIDGET_NAME} in ConfigMap/default/scripts is not defined"}},
+		{name: "a commented default uncommented: the script's check is dead", edits: []edit{{"apps/scripts.yaml", `    # if [ -z "${RESTIC_PASSWORD:-}" ]`, `    if [ -z "${RESTIC_PASSWORD:-}" ]`}}, verdict: verify.Fail, exit: session.ExitFailed,
+			want: []string{"apps/scripts.yaml:13: [default-op] ${RESTIC_PASSWORD:-…} in a script of ConfigMap/default/scripts"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep := run(t, copyCheckFixture(t, "fail-open", tc.edits...))
+			c := checkOf(rep, "check.substitution/flux-system/apps")
+			out := dump(rep)
+			if c.Verdict != tc.verdict || session.ReportCode(rep) != tc.exit {
+				t.Fatalf("check.substitution/flux-system/apps %s, exit %d; want %s, exit %d:\n%s", c.Verdict, session.ReportCode(rep), tc.verdict, tc.exit, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("want %q in:\n%s", w, out)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out, n) {
+					t.Errorf("%q reported:\n%s", n, out)
+				}
+			}
+		})
+	}
+}

@@ -356,7 +356,17 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 	o, env, k, from := s.o, s.env, s.k, s.from
 	s.names[n.Param] = true
 	expr := "${" + n.Param + n.Name
+	search := expr
+	if n.Name == "" {
+		// The whole ${X}: the prefix ${X would match ${X_LONGER}.
+		search += "}"
+	}
+	// Text no program reads (a commented-out line of an embedded file, a
+	// CRD's description): what renders there is read by no one.
+	quiet := unread(r, search)
 	switch {
+	case isDefaultOp(n.Name) && quiet != "":
+		// Its default (or message) renders into a comment: harmless.
 	case isDefaultOp(n.Name) && s.takesValue(n):
 		// The Kustomization defines it: the default never renders (the
 		// seed's own L0 gate: no default-operator form on an *undefined*
@@ -398,12 +408,24 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 			// Kustomization; not strict, it reports Ready and the object
 			// ships an empty value (the seed's fail-open incident).
 			what := fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, s.objName(r), from, k.Ref())
+			if quiet != "" {
+				// The controller's strict envsubst fails on it wherever it
+				// stands: still a defect.
+				what = fmt.Sprintf("${%s} in %s of %s is not defined (substitutes from %s): though nothing reads it there, strict substitution fails the whole Kustomization %s", n.Param, quiet, s.objName(r), from, k.Ref())
+			}
+			warn := false
 			if !o.strict.on {
 				what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty: fail open on this release — %s, so Kustomization %s reports Ready and applies %s with an empty value", n.Param, s.objName(r), from, o.strict.why, k.Ref(), s.objName(r))
+				if quiet != "" {
+					// Fail open, it renders empty where nothing reads it: an
+					// advisory (a release that turns strict on fails it).
+					warn = true
+					what = fmt.Sprintf("${%s} in %s of %s is not defined (substitutes from %s): it renders empty there, where nothing reads it — fail open on this release (%s); a release with strict substitution fails Kustomization %s on it", n.Param, quiet, s.objName(r), from, o.strict.why, k.Ref())
+				}
 			}
 			// Located by the whole ${X}: the prefix ${X would match an
 			// earlier ${X_longer:=…} (containsUnescaped matches substrings).
-			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr+"}"), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
+			s.fs = append(s.fs, finding{det: Undefined, warn: warn, loc: locate(env, k, r, expr+"}"), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
 				causeFix: fmt.Sprintf("define %s in the postBuild (substitute or substituteFrom) of each Kustomization named, or escape it as $${%s} if it is meant literally", n.Param, n.Param),
 				fix:      fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
 		}
@@ -449,7 +471,7 @@ func (s *substitution) inScript(r *resource.Resource, text string) bool {
 				visit(c, keys)
 			}
 		case string:
-			if found || !strings.Contains(v, text) {
+			if found || !strings.Contains(v, text) || allCommented(v, text) {
 				return
 			}
 			last := ""
@@ -468,6 +490,22 @@ func (s *substitution) inScript(r *resource.Resource, text string) bool {
 	}
 	visit(m, nil)
 	return found
+}
+
+// allCommented says every occurrence of text in the multi-line string v
+// is on a line whose first non-space character is #.
+func allCommented(v, text string) bool {
+	offs := unescaped(v, text)
+	if len(offs) == 0 || !strings.Contains(v, "\n") {
+		return false
+	}
+	for _, off := range offs {
+		start := strings.LastIndexByte(v[:off], '\n') + 1
+		if !strings.HasPrefix(strings.TrimLeft(v[start:off], " \t"), "#") {
+			return false
+		}
+	}
+	return true
 }
 
 // unexplained adds a controller failure the parser pass did not explain
@@ -644,6 +682,9 @@ func locate(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, 
 		return l
 	}
 	decl := env.Locate(files, r.GetKind(), r.GetNamespace(), r.GetName())
+	if l := lineInObject(env, decl, text); l.File != "" {
+		return l
+	}
 	if l := env.FindInObject(files, decl, text); l.File != "" {
 		return l
 	}
