@@ -248,20 +248,20 @@ func TestUnreadText(t *testing.T) {
 	}{
 		{name: "fail open: warnings at their lines", verdict: verify.Warn, exit: session.ExitOK,
 			want: []string{
-				"apps/scripts.yaml:12: [undefined] ${RESTORE_HOST} in a commented-out line of backup.sh of ConfigMap/default/scripts is not defined",
+				"apps/scripts.yaml:12: [undefined] ${RESTORE_HOST} in ConfigMap/default/scripts (a commented-out line of backup.sh) is not defined",
 				"it renders empty there, where nothing reads it — fail open on this release (kustomize-controller v1.3.0 (Flux v2.3.0) defaults StrictPostBuildSubstitutions to false)",
-				"apps/scripts.yaml:18: [undefined] ${UPSTREAM_HOST} in a commented-out line of nginx.conf of ConfigMap/default/scripts",
-				"apps/crd.yaml:28: [undefined] ${WIDGET_NAME} in a description of CustomResourceDefinition/widgets.example.invalid",
-				"apps/crd.yaml:28: [undefined] ${WIDGET_NAMESPACE} in a description"},
+				"apps/scripts.yaml:18: [undefined] ${UPSTREAM_HOST} in ConfigMap/default/scripts (a commented-out line of nginx.conf)",
+				"apps/crd.yaml:28: [undefined] ${WIDGET_NAME} in CustomResourceDefinition/widgets.example.invalid (a description)",
+				"apps/crd.yaml:28: [undefined] ${WIDGET_NAMESPACE} in CustomResourceDefinition/widgets.example.invalid (a description)"},
 			// A default in a commented-out line renders into the comment:
 			// no finding (uncommented, the script's check would be dead).
 			not: []string{"RESTIC_PASSWORD", "apps/scripts.yaml:8"}},
 		{name: "strict: the controller fails it, at its line", edits: []edit{strictOn}, verdict: verify.Fail, exit: session.ExitFailed,
-			want: []string{"apps/scripts.yaml:12: [undefined] ${RESTORE_HOST} in a commented-out line of backup.sh of ConfigMap/default/scripts is not defined (substitutes from spec.postBuild.substitute of flux-system/apps (clusters/dev/apps.yaml:1)): though nothing reads it there, strict substitution fails the whole Kustomization flux-system/apps",
-				"apps/crd.yaml:28: [undefined] ${WIDGET_NAME} in a description of CustomResourceDefinition/widgets.example.invalid"}},
+			want: []string{"apps/scripts.yaml:12: [undefined] ${RESTORE_HOST} in ConfigMap/default/scripts (a commented-out line of backup.sh) is not defined (substitutes from spec.postBuild.substitute of flux-system/apps (clusters/dev/apps.yaml:1)): though nothing reads it there, strict substitution fails the whole Kustomization flux-system/apps",
+				"apps/crd.yaml:28: [undefined] ${WIDGET_NAME} in CustomResourceDefinition/widgets.example.invalid (a description)"}},
 		{name: "the line uncommented: read, a failure", edits: []edit{{"apps/scripts.yaml", "    # restore with: restic", "    echo restore with: restic"}}, verdict: verify.Fail, exit: session.ExitFailed,
 			want: []string{"apps/scripts.yaml:12: [undefined] ${RESTORE_HOST} in ConfigMap/default/scripts is not defined (substitutes from spec.postBuild.substitute of flux-system/apps (clusters/dev/apps.yaml:1)): it renders empty: fail open on this release",
-				"apps/scripts.yaml:18: [undefined] ${UPSTREAM_HOST} in a commented-out line"}},
+				"apps/scripts.yaml:18: [undefined] ${UPSTREAM_HOST} in ConfigMap/default/scripts (a commented-out line of nginx.conf)"}},
 		{name: "also in a line that is read: a failure", edits: []edit{{"apps/scripts.yaml", "  cluster: ${CLUSTER}\n", "  cluster: ${CLUSTER}\n  upstream: ${UPSTREAM_HOST}\n"}}, verdict: verify.Fail, exit: session.ExitFailed,
 			want: []string{"apps/scripts.yaml:8: [undefined] ${UPSTREAM_HOST} in ConfigMap/default/scripts is not defined"}},
 		{name: "a description-like field outside a CRD is read", edits: []edit{{"apps/scripts.yaml", "  cluster: ${CLUSTER}\n", "  cluster: ${CLUSTER}\n  description: for ${WIDGET_NAME}\n"}}, verdict: verify.Fail, exit: session.ExitFailed,
