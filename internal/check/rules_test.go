@@ -290,3 +290,73 @@ func TestUnreadText(t *testing.T) {
 		})
 	}
 }
+
+// TestLiteralOnlyWhereLikelyAMistake: kustomize-controller v1.9.5 runs
+// post-build substitution only for a Kustomization with spec.postBuild
+// (kustomization_controller.go build: "if obj.Spec.PostBuild != nil"), so
+// without it every ${…} ships as written — what a script's author wants.
+// [literal] names one there only when its variable is a knob another
+// Kustomization of the environment substitutes (a key of a substituteFrom
+// object, a postBuild.substitute name): a likely forgotten postBuild.
+func TestLiteralOnlyWhereLikelyAMistake(t *testing.T) {
+	t.Parallel()
+	docs := func(v string) mutation { return mutation{"docs/readme.yaml", "", "  extra: " + v + "\n"} }
+	for _, tc := range []struct {
+		name string
+		ms   []mutation
+		want string // "" : no finding, the docs gate passes
+	}{
+		{"a knob of a substituteFrom object", []mutation{docs(`"https://${domain}"`)},
+			"docs/readme.yaml:8: [literal] ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs has no postBuild, so it ships literally, though domain is a knob of the environment (ConfigMap/flux-system/cluster-vars, substituted by Kustomization flux-system/infra)"},
+		{"a knob of a postBuild.substitute", []mutation{docs(`"${appName}"`)},
+			"[literal] ${appName} in ConfigMap/default/docs: Kustomization flux-system/docs has no postBuild, so it ships literally, though appName is a knob of the environment (spec.postBuild.substitute of Kustomization flux-system/apps)"},
+		{"a knob with a default form", []mutation{docs(`"${domain:-x}"`)}, "[literal] ${domain:-…} in ConfigMap/default/docs"},
+		{"a shell variable of a script", []mutation{docs(`"#!/bin/sh\necho ${HOME} ${1:-x}\n"`)}, ""},
+		{"a template some program fills in", []mutation{docs(`"Hello ${USER_NAME}"`)}, ""},
+		{"an expression the parser rejects", []mutation{docs(`"${ARR[0]}"`)}, ""},
+		{"a knob on a commented-out line of a script", []mutation{docs(`"#!/bin/sh\n# set ${domain} here\necho hi\n"`)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep := run(t, fixture(t, tc.ms...))
+			c := checkOf(rep, "check.substitution/flux-system/docs")
+			if tc.want == "" {
+				if c.Verdict != verify.Pass || session.ReportCode(rep) != session.ExitOK {
+					t.Fatalf("want no finding, exit 0; got exit %d:\n%s", session.ReportCode(rep), dump(rep))
+				}
+				return
+			}
+			if c.Verdict != verify.Warn || !strings.Contains(text(c), tc.want) {
+				t.Fatalf("want a warning containing\n%s\ngot:\n%s", tc.want, dump(rep))
+			}
+		})
+	}
+}
+
+// TestDefaultRendered: the [default-op] advisory states the value
+// kustomize-controller renders, computed with its own envsubst
+// (fluxcd/pkg/envsubst v1.7.1, as fluxcd/pkg/kustomize v1.35.6
+// varSubstitution calls it): the arguments are evaluated first, a nested
+// ${B} with the Kustomization's variables, and every default operator
+// renders through toDefault (lookupFunc) — the variable when non-empty,
+// else its arguments joined; ":+" included, so ${UNSET:+x} renders "x".
+func TestDefaultRendered(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ expr, want string }{
+		{"${missingKnob:=${domain}}", `${missingKnob:=…} in ConfigMap/web/web: missingKnob is not defined for Kustomization flux-system/apps (`},
+		{"${missingKnob:=${domain}}", `so its default "dev.example.invalid" renders here`},
+		{"${missingKnob:-https://${appName}.${domain}/x}", `so its default "https://web.dev.example.invalid/x" renders here`},
+		{"${missingKnob:=${otherMissing:-fallback}}", `so its default "fallback" renders here`},
+		{"${missingKnob:-plain}", `so its default "plain" renders here`},
+		{"${missingKnob:+set}", `so its default "set" renders here`},
+	} {
+		t.Run(tc.expr, func(t *testing.T) {
+			t.Parallel()
+			rep := run(t, fixture(t, mutation{"apps/web.yaml", "", "  extra: \"" + tc.expr + "\"\n"}))
+			c := checkOf(rep, "check.substitution/flux-system/apps")
+			if c.Verdict != verify.Warn || !strings.Contains(text(c), tc.want) {
+				t.Fatalf("want a warning containing %q, got:\n%s", tc.want, dump(rep))
+			}
+		})
+	}
+}
