@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fluxcd/pkg/envsubst"
+	"github.com/fluxcd/pkg/envsubst/parse"
+
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/session"
@@ -356,6 +359,90 @@ func TestDefaultRendered(t *testing.T) {
 			c := checkOf(rep, "check.substitution/flux-system/apps")
 			if c.Verdict != verify.Warn || !strings.Contains(text(c), tc.want) {
 				t.Fatalf("want a warning containing %q, got:\n%s", tc.want, dump(rep))
+			}
+		})
+	}
+}
+
+// TestFailRulesCited walks the FAIL rules of check.graph and
+// check.substitution once more against the controllers at the release
+// the clean fixture deploys (Flux v2.9.5: kustomize-controller v1.9.5 with
+// fluxcd/pkg/kustomize v1.35.6 and fluxcd/pkg/envsubst v1.7.1,
+// helm-controller v1.6.4). Each row names the controller code that
+// refuses the input, and where it can, runs that code on it (controller).
+// [root-wait], [race] (fresh cluster) and [wait-order] are cited in
+// TestRootWait, TestSubstituteFromItsOwnObject and TestWaitOrder.
+func TestFailRulesCited(t *testing.T) {
+	t.Parallel()
+	strictMapper := func(vars map[string]string) func(string) (string, bool) {
+		// fluxcd/pkg/kustomize varSubstitution with strict on.
+		return func(s string) (string, bool) { v, ok := vars[s]; return v, ok }
+	}
+	for _, tc := range []struct {
+		name, gate, want string
+		ms               []mutation
+		// controller runs the controller's own code on the input and
+		// returns its refusal (nil: it accepts, which fails the row).
+		controller func() error
+	}{
+		// envsubst's evalFunc: a bare ${var} whose mapper says unset fails
+		// "variable not set (strict mode)"; kustomize-controller v1.9.5
+		// defaults StrictPostBuildSubstitutions on (internal/features).
+		{name: "undefined, strict", gate: "check.substitution/flux-system/apps",
+			ms:   []mutation{{"apps/web.yaml", "", "  extra: \"${undefinedKnob}\"\n"}},
+			want: "[undefined] ${undefinedKnob} in ConfigMap/web/web is not defined",
+			controller: func() error {
+				_, err := envsubst.Eval("${undefinedKnob}", strictMapper(map[string]string{"domain": "x"}))
+				return err
+			}},
+		// envsubst/parse: "missing closing brace"; SubstituteVariables
+		// returns it ("envsubst error") and build fails the Kustomization.
+		{name: "parse error", gate: "check.substitution/flux-system/apps",
+			ms:         []mutation{{"apps/web.yaml", "", "  extra: \"${ARR[0]}\"\n"}},
+			want:       "[parse-error] ${ARR[0]} in ConfigMap/web/web: the substitution parser rejects it (missing closing brace)",
+			controller: func() error { _, err := parse.Parse("${ARR[0]}"); return err }},
+		// varSubstitution validates every variable name against
+		// varsubRegex before it substitutes anything.
+		{name: "invalid variable name", gate: "check.substitution/flux-system/infra",
+			ms:   []mutation{{"clusters/dev/cluster-vars.yaml", "", "  bad-key: x\n"}, {"clusters/prod/cluster-vars.yaml", "", "  bad-key: x\n"}},
+			want: "'bad-key' var name is invalid"},
+		// checkDependencies: "dependency '%s' not found", DependencyNotReady,
+		// retried every --requeue-dependency forever.
+		{name: "dangling dependsOn", gate: "check.graph",
+			ms:   []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n    - name: ghost\n"}},
+			want: "[dangling] Kustomization flux-system/apps depends on flux-system/ghost, which the environment does not render: it waits forever (DependencyNotReady)"},
+		// checkDependencies: each waits for the other's Ready condition.
+		{name: "cycle", gate: "check.graph",
+			ms:   []mutation{{"clusters/base/infrastructure.yaml", "    - name: flux-system\n", "    - name: flux-system\n    - name: docs\n"}},
+			want: "[cycle] dependsOn circular dependency detected"},
+		// helm-controller v1.6.4 checkDependencies gets each dependsOn entry
+		// as a HelmRelease: "unable to get '%s' dependency".
+		{name: "HelmRelease depends on a Kustomization", gate: "check.graph",
+			ms:   []mutation{{"apps/releases.yaml", "    - name: web-db\n", "    - name: web-db\n    - name: apps\n      namespace: flux-system\n"}},
+			want: "[helm-depends-on] HelmRelease web/web depends on flux-system/apps, which is a Kustomization"},
+		// helm-controller v1.6.4 getSource / getSourceFromOCIRef: the
+		// chartRef object is read from the API; not found, never installed.
+		{name: "chart source not rendered", gate: "check.graph",
+			ms:   []mutation{{"apps/releases.yaml", "    name: web-chart\n  dependsOn", "    name: app-chart\n  dependsOn"}},
+			want: "[chart-source] HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which the environment does not render"},
+		// checkDependencies on a root nothing creates: "not found" forever.
+		{name: "no root, depended on", gate: "check.graph",
+			ms:   []mutation{{"clusters/dev/kustomization.yaml", "  - sync.yaml\n", ""}},
+			want: "[no-root] clusters/dev renders no root Kustomization flux-system/flux-system"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if tc.controller != nil && tc.controller() == nil {
+				t.Fatalf("the controller's code accepts the input of %s", tc.name)
+			}
+			rep := run(t, fixture(t, tc.ms...))
+			c := checkOf(rep, tc.gate)
+			if c.Verdict != verify.Fail || !strings.Contains(text(c), tc.want) || session.ReportCode(rep) != session.ExitFailed {
+				t.Fatalf("want %s fail containing %q, exit 1; got exit %d:\n%s", tc.gate, tc.want, session.ReportCode(rep), dump(rep))
+			}
+			// Positive: the clean fixture passes that gate.
+			if c := checkOf(run(t, fixture(t)), tc.gate); c.ID != "" && c.Verdict != verify.Pass {
+				t.Fatalf("clean fixture: %s %s", tc.gate, c.Verdict)
 			}
 		})
 	}
