@@ -63,17 +63,21 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) v
 		}
 		if o.on(RootWait) {
 			if direct, through := rootWaiters(env, g); len(direct)+len(through) > 0 {
-				what := fmt.Sprintf("the root Kustomization %s has wait: true: it health-checks Kustomization %s, which depend(s) on it", rootRef, strings.Join(direct, ", "))
+				// wait: true, or (without it) spec.healthChecks naming them.
+				how, field, fix := "has wait: true: it health-checks", "wait:", "set wait: false on the root (it is then Ready on apply)"
+				if !root.Spec.Wait {
+					how, field, fix = "names in spec.healthChecks", "healthChecks:", "drop those entries from the root's spec.healthChecks"
+				}
+				what := fmt.Sprintf("the root Kustomization %s %s Kustomization %s, which depend(s) on it", rootRef, how, strings.Join(direct, ", "))
 				if len(direct) == 0 {
-					what = fmt.Sprintf("the root Kustomization %s has wait: true: it health-checks Kustomization %s, which wait(s) for it through dependsOn", rootRef, strings.Join(through, ", "))
+					what = fmt.Sprintf("the root Kustomization %s %s Kustomization %s, which wait(s) for it through dependsOn", rootRef, how, strings.Join(through, ", "))
 				} else if len(through) > 0 {
 					what += fmt.Sprintf(" (and %s, through dependsOn)", strings.Join(through, ", "))
 				}
-				fix := "set wait: false on the root (it is then Ready on apply)"
 				if len(direct) > 0 {
 					fix += fmt.Sprintf(", or drop the dependsOn on %s from %s", rootRef, strings.Join(direct, ", "))
 				}
-				fs = append(fs, finding{det: RootWait, loc: env.FindLine([]string{root.Location.File}, "", "wait:"), fix: fix,
+				fs = append(fs, finding{det: RootWait, loc: env.FindLine([]string{root.Location.File}, "", field), fix: fix,
 					what: what + " — a deadlock: the root is not Ready until they are, and they wait for the root (DependencyNotReady) until its health check fails at its timeout"})
 			}
 		}
@@ -155,8 +159,8 @@ func failedBuilds(env *fluxrepo.Env) string {
 	return "Kustomization " + strings.Join(out, ", ")
 }
 
-// rootWaiters lists the Kustomizations that make a wait: true root
-// deadlock: those its health check waits for that wait for the root —
+// rootWaiters lists the Kustomizations that make a root with wait: true
+// (or spec.healthChecks naming a Kustomization) deadlock: those its health check waits for that wait for the root —
 // direct: their dependsOn names it; through: a dependsOn chain reaches it.
 // kustomize-controller v1.9.5 (kustomization_controller.go checkHealth)
 // health-checks, under wait: true, every object the apply's change set
@@ -171,7 +175,7 @@ func failedBuilds(env *fluxrepo.Env) string {
 // once its health check passes.
 func rootWaiters(env *fluxrepo.Env, g *fluxgraph.Graph) (direct, through []string) {
 	root := env.Root
-	if root == nil || !root.Spec.Wait || !g.AppliersKnown {
+	if root == nil || (!root.Spec.Wait && len(root.Spec.HealthChecks) == 0) || !g.AppliersKnown {
 		return nil, nil
 	}
 	rid := fluxgraph.ID(root.Kustomization, env.Options.Namespace)

@@ -85,6 +85,16 @@ func TestRootWait(t *testing.T) {
 			"clusters/dev/ks.yaml":   ksDoc("infra", "infra", false, "", "flux-system") + ksDoc("apps", "apps", false, "", "infra"),
 			"infra/cm.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: i\n  namespace: default\n",
 			"apps/cm.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: default\n"}, []string{"flux-system/infra", "through: flux-system/apps"}},
+		// Without wait, the root's spec.healthChecks are its health check.
+		{"wait: false, spec.healthChecks names a child that depends on it", map[string]string{
+			"clusters/dev/root.yaml": rootDoc(false, "  healthChecks:\n    - apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization\n      name: apps\n      namespace: flux-system\n"),
+			"clusters/dev/ks.yaml":   ksDoc("apps", "apps", false, "", "flux-system"),
+			"apps/cm.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: default\n"}, []string{"flux-system/apps"}},
+		{"wait: false, spec.healthChecks names a child that does not depend on it", map[string]string{
+			"clusters/dev/root.yaml": rootDoc(false, "  healthChecks:\n    - apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization\n      name: apps\n      namespace: flux-system\n"),
+			"clusters/dev/ks.yaml":   ksDoc("apps", "apps", false, "") + ksDoc("web", "web", false, "", "flux-system"),
+			"apps/cm.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: default\n",
+			"web/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: w\n  namespace: default\n"}, nil},
 		// A grandchild is checked only through a child that itself waits.
 		{"a grandchild depends on the root, its parent does not wait", map[string]string{
 			"clusters/dev/root.yaml": rootDoc(true, ""),

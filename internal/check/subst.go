@@ -322,6 +322,9 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 		s.fs = append(s.fs, schemaCheck(ctx, s.schema, o, env, k, r, r, false)...)
 		if o.on(Literal) {
 			for _, e := range expressions(text) {
+				if unread(r, e.search) != "" {
+					continue // a commented-out line, a CRD description
+				}
 				s.fs = append(s.fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search), search: e.search, cause: e.show + " ships literally: nothing substitutes it",
 					what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, s.objName(r), k.Ref(), s.from),
 					fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show})
