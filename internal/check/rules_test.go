@@ -172,6 +172,12 @@ func TestSubstituteFromItsOwnObject(t *testing.T) {
 	}{
 		{"not optional: cannot come up", []mutation{own, ref("")}, verify.Fail,
 			`clusters/base/apps.yaml:1: [race] Kustomization flux-system/apps substitutes from ConfigMap/flux-system/apps-vars (apps/web.yaml:11), which only it applies and nothing else creates: it cannot come up on a fresh cluster — kustomize-controller loads substituteFrom before it applies anything and fails the build (substitute from 'ConfigMap/apps-vars' error: configmaps "apps-vars" not found), so ConfigMap/flux-system/apps-vars is never created — fix: mark it optional: true in spec.postBuild.substituteFrom of Kustomization flux-system/apps`},
+		// An ExternalSecret apps applies makes the Secret: not before apps
+		// applies it, which its build failing never does.
+		{"made by an object it applies: cannot come up", []mutation{
+			{"apps/web.yaml", "", "---\napiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata:\n  name: apps-secret\n  namespace: flux-system\nspec:\n  secretStoreRef:\n    kind: ClusterSecretStore\n    name: vault\n  target:\n    name: apps-secret\n  data:\n    - secretKey: token\n      remoteRef:\n        key: apps\n"},
+			{"clusters/base/apps.yaml", "      - kind: Secret\n        name: app-secrets\n", "      - kind: Secret\n        name: app-secrets\n      - kind: Secret\n        name: apps-secret\n"}}, verify.Fail,
+			`substitutes from Secret/flux-system/apps-secret (apps/web.yaml:11), which only it applies (made by ExternalSecret flux-system/apps-secret, which it applies) and nothing else creates: it cannot come up on a fresh cluster — kustomize-controller loads substituteFrom before it applies anything and fails the build (substitute from 'Secret/apps-secret' error: secrets "apps-secret" not found)`},
 		{"optional: one reconcile late", []mutation{own, ref("        optional: true\n")}, verify.Warn,
 			"[race] Kustomization flux-system/apps substitutes from ConfigMap/flux-system/apps-vars, which it applies itself: a changed knob is substituted one reconcile late"},
 		{"declared as made outside the repository: one reconcile late", []mutation{own, ref(""),
