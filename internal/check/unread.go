@@ -133,6 +133,23 @@ func lineInObject(env *fluxrepo.Env, decl fluxrepo.Location, text string) fluxre
 			break
 		}
 	}
+	// The first line with text is the place unless it reads as a YAML
+	// comment: then the nodes say whether it is one (kustomize drops it)
+	// or a # line of a block scalar. Parsing only then keeps a repository
+	// with many findings in one large document (a CRD) cheap.
+	first := -1
+	for i := from; i < to; i++ {
+		if len(unescaped(ls[i], text)) > 0 {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return fluxrepo.Location{}
+	}
+	if !strings.HasPrefix(strings.TrimSpace(ls[first]), "#") {
+		return fluxrepo.Location{File: decl.File, Line: first + 1}
+	}
 	doc, err := kyaml.Parse(strings.Join(ls[from:to], "\n"))
 	if err != nil {
 		return fluxrepo.Location{}
