@@ -1,12 +1,16 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
@@ -57,10 +61,25 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) v
 				what: fmt.Sprintf("the root Kustomization %s applies %s, not the environment's directory %s", rootRef, root.Spec.Path, path),
 				fix:  fmt.Sprintf("set spec.path: ./%s", path)})
 		}
-		if root.Spec.Wait && o.on(RootWait) {
-			fs = append(fs, finding{det: RootWait, loc: env.FindLine([]string{root.Location.File}, "", "wait:"),
-				what: fmt.Sprintf("the root Kustomization %s has wait: true: it health-gates its own children, which depend on it — a deadlock", rootRef),
-				fix:  "set wait: false on the root (it is then Ready on apply)"})
+		if o.on(RootWait) {
+			if direct, through := rootWaiters(env, g); len(direct)+len(through) > 0 {
+				// wait: true, or (without it) spec.healthChecks naming them.
+				how, field, fix := "has wait: true: it health-checks", "wait:", "set wait: false on the root (it is then Ready on apply)"
+				if !root.Spec.Wait {
+					how, field, fix = "names in spec.healthChecks", "healthChecks:", "drop those entries from the root's spec.healthChecks"
+				}
+				what := fmt.Sprintf("the root Kustomization %s %s Kustomization %s, which depend(s) on it", rootRef, how, strings.Join(direct, ", "))
+				if len(direct) == 0 {
+					what = fmt.Sprintf("the root Kustomization %s %s Kustomization %s, which wait(s) for it through dependsOn", rootRef, how, strings.Join(through, ", "))
+				} else if len(through) > 0 {
+					what += fmt.Sprintf(" (and %s, through dependsOn)", strings.Join(through, ", "))
+				}
+				if len(direct) > 0 {
+					fix += fmt.Sprintf(", or drop the dependsOn on %s from %s", rootRef, strings.Join(direct, ", "))
+				}
+				fs = append(fs, finding{det: RootWait, loc: env.FindLine([]string{root.Location.File}, "", field), fix: fix,
+					what: what + " — a deadlock: the root is not Ready until they are, and they wait for the root (DependencyNotReady) until its health check fails at its timeout"})
+			}
 		}
 	}
 	unbuilt := failedBuilds(env)
@@ -138,6 +157,79 @@ func failedBuilds(env *fluxrepo.Env) string {
 		return ""
 	}
 	return "Kustomization " + strings.Join(out, ", ")
+}
+
+// rootWaiters lists the Kustomizations that make a root with wait: true
+// (or spec.healthChecks naming a Kustomization) deadlock: those its health check waits for that wait for the root —
+// direct: their dependsOn names it; through: a dependsOn chain reaches it.
+// kustomize-controller v1.9.5 (kustomization_controller.go checkHealth)
+// health-checks, under wait: true, every object the apply's change set
+// holds (the objects the Kustomization applies, skipped ones left out) —
+// except itself ("Guard against deadlock (waiting on itself)"), so a root
+// applying its own Kustomization does not wait for itself; a Kustomization
+// child is healthy when Ready (kstatus), and one that is itself wait: true
+// (or names a Kustomization in spec.healthChecks) is not Ready before what
+// it checks is. checkDependencies keeps a Kustomization whose dependsOn
+// chain reaches the root DependencyNotReady until the root is Ready. Only
+// when both meet is it a deadlock; a root nothing so depends on is Ready
+// once its health check passes.
+func rootWaiters(env *fluxrepo.Env, g *fluxgraph.Graph) (direct, through []string) {
+	root := env.Root
+	if root == nil || (!root.Spec.Wait && len(root.Spec.HealthChecks) == 0) || !g.AppliersKnown {
+		return nil, nil
+	}
+	rid := fluxgraph.ID(root.Kustomization, env.Options.Namespace)
+	checked := map[fluxgraph.NodeID]bool{}
+	// The root's health check: what it applies; then, through every
+	// Kustomization that is checked and itself waits, what that one
+	// checks.
+	queue := []fluxgraph.NodeID{rid}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		k := env.Kustomization(x.Namespace, x.Name)
+		if k == nil {
+			continue
+		}
+		for _, id := range g.IDs {
+			if id.IsHelmRelease() || id == x || id == rid || checked[id] {
+				continue
+			}
+			n := g.Nodes[id]
+			if !kustomizationChecked(k, x, id, n) {
+				continue
+			}
+			checked[id] = true
+			queue = append(queue, id)
+		}
+	}
+	for _, id := range g.IDs {
+		if !checked[id] || !slices.Contains(g.Upstream(id), rid) {
+			continue
+		}
+		if slices.Contains(g.Nodes[id].DependsOn, rid) {
+			direct = append(direct, id.String())
+		} else {
+			through = append(through, id.String())
+		}
+	}
+	return direct, through
+}
+
+// kustomizationChecked says Kustomization k (node kid) health-checks
+// Kustomization id: under wait: true every object it applies, otherwise
+// a spec.healthChecks entry naming it (namespace as given:
+// inventory.ReferenceToObjMetadataSet defaults none).
+func kustomizationChecked(k *fluxrepo.Kustomization, kid, id fluxgraph.NodeID, n *fluxgraph.Node) bool {
+	if k.Spec.Wait {
+		return n != nil && n.AppliedBy == kid
+	}
+	for _, h := range k.Spec.HealthChecks {
+		if h.Kind == kustomizev1.KustomizationKind && h.Name == id.Name && h.Namespace == id.Namespace {
+			return true
+		}
+	}
+	return false
 }
 
 // dependsOnRoot lists the Kustomizations whose dependsOn names the root
@@ -331,6 +423,12 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 			}
 			applier, _ := fluxgraph.ParseID(d.AppliedBy)
 			if d.AppliedBy == k.Ref() {
+				if o.on(RaceDep) && !ref.Optional && o.Policy.prerequisite(key) == nil && substitutesAny(k) {
+					fs = append(fs, finding{det: RaceDep, loc: k.Location,
+						what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), which only it applies%s and nothing else creates: it cannot come up on a fresh cluster — kustomize-controller loads substituteFrom before it applies anything and fails the build (%s), so %s is never created", k.Ref(), key, d.Location, madeBy(d), freshClusterError(k, ref), key),
+						fix:  fmt.Sprintf("mark it optional: true in spec.postBuild.substituteFrom of Kustomization %s (%s) (the first reconcile renders without it, the next substitutes it), or move %s to a Kustomization that %s depends on", k.Ref(), k.Location, key, k.Ref())})
+					continue
+				}
 				if o.on(RaceDep) {
 					fs = append(fs, finding{det: RaceDep, warn: true, loc: k.Location,
 						what: fmt.Sprintf("Kustomization %s substitutes from %s, which it applies itself: a changed knob is substituted one reconcile late", k.Ref(), key),
@@ -365,6 +463,44 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 		out = append(out, Race.Pass("no Kustomization substitutes from an object the environment renders"))
 	}
 	return out
+}
+
+// madeBy says which object k applies makes d at runtime, when one does.
+func madeBy(d *fluxrepo.Data) string {
+	if d.MadeBy == "" {
+		return ""
+	}
+	return " (made by " + d.MadeBy + ", which it applies)"
+}
+
+// substitutesAny says some object of k goes through substitution:
+// fluxcd/pkg/kustomize SubstituteVariables returns before it loads the
+// substituteFrom objects for one labelled or annotated
+// kustomize.toolkit.fluxcd.io/substitute: disabled.
+func substitutesAny(k *fluxrepo.Kustomization) bool {
+	for _, r := range k.Resources {
+		if !fluxrepo.SubstitutionDisabled(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// freshClusterError is what kustomize-controller reports for k on a
+// cluster without the object ref names: its own code
+// (fluxcd/pkg/kustomize LoadVariables, v1.35.6 as kustomize-controller
+// v1.9.5 builds with) asked of a cluster that has nothing.
+func freshClusterError(k *fluxrepo.Kustomization, ref kustomizev1.SubstituteReference) string {
+	kc := k.DeepCopy()
+	kc.Spec.PostBuild.SubstituteFrom = []kustomizev1.SubstituteReference{ref}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kc)
+	if err == nil {
+		_, err = fluxkustomize.LoadVariables(context.Background(), fluxrepo.DataClient{Env: &fluxrepo.Env{}}, unstructured.Unstructured{Object: u})
+	}
+	if err == nil {
+		return "not found"
+	}
+	return err.Error()
 }
 
 // dependsOnEntry is the dependsOn entry naming id from a dependent in

@@ -51,6 +51,7 @@ type usage struct {
 func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, sv *crdschema.Validator) ([]verify.Check, usage) {
 	u := usage{names: map[string]map[string]bool{}, assumed: map[string]map[string]bool{}}
 	var out []verify.Check
+	var knobs map[string]string
 	for _, k := range env.Kustomizations {
 		def := Substitution.Each(k.Ref())
 		if !k.Built {
@@ -77,7 +78,10 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 			continue
 		}
 		if !k.Substitutes() {
-			out = append(out, literalCheck(ch, ctx, o, env, k, def, sv))
+			if knobs == nil {
+				knobs = envKnobs(env, o.Policy)
+			}
+			out = append(out, literalCheck(ch, ctx, o, env, k, def, sv, knobs))
 			continue
 		}
 		c, names, refs, assumed := substituteOne(ch, ctx, o, env, k, def, sv)
@@ -91,9 +95,46 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 	return out, u
 }
 
+// envKnobs are the variables the environment's Kustomizations substitute,
+// each with where it is defined: the keys of their spec.postBuild.substitute
+// and of the substituteFrom objects the environment renders (or the policy
+// declares with keys).
+func envKnobs(env *fluxrepo.Env, p *Policy) map[string]string {
+	out := map[string]string{}
+	for _, k := range env.Kustomizations {
+		if !k.Substitutes() {
+			continue
+		}
+		for _, ref := range k.Spec.PostBuild.SubstituteFrom {
+			key := fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name)
+			d := env.Data[key]
+			if d == nil {
+				d = p.prerequisite(key)
+			}
+			if d == nil {
+				continue
+			}
+			for name := range d.Values {
+				if _, ok := out[name]; !ok {
+					out[name] = fmt.Sprintf("%s, substituted by Kustomization %s", key, k.Ref())
+				}
+			}
+		}
+		for name := range k.Spec.PostBuild.Substitute {
+			if _, ok := out[name]; !ok {
+				out[name] = fmt.Sprintf("spec.postBuild.substitute of Kustomization %s", k.Ref())
+			}
+		}
+	}
+	return out
+}
+
 // literalCheck: a Kustomization without postBuild ships ${…} literally,
-// and its Flux objects as built.
-func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def verify.Def, sv *crdschema.Validator) verify.Check {
+// and its Flux objects as built. Most such ${…} are meant so (a shell
+// variable of a script, a template some program fills in): [literal] only
+// names one whose variable is a knob of the environment (envKnobs), which
+// another Kustomization substitutes — a likely forgotten postBuild.
+func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def verify.Def, sv *crdschema.Validator, knobs map[string]string) verify.Check {
 	var fs []finding
 	for _, r := range k.Resources {
 		fs = append(fs, schemaCheck(ctx, sv, o, env, k, r, r, false)...)
@@ -109,8 +150,12 @@ func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env
 				continue
 			}
 			for _, e := range expressions(string(y)) {
+				where, knob := knobs[e.name]
+				if !knob || unread(r, e.search) != "" {
+					continue
+				}
 				fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search), search: e.search, cause: e.show + " ships literally: nothing substitutes it",
-					what: fmt.Sprintf("%s in %s: Kustomization %s has no postBuild, so it ships literally", e.show, objName(r), k.Ref()),
+					what: fmt.Sprintf("%s in %s: Kustomization %s has no postBuild, so it ships literally, though %s is a knob of the environment (%s)", e.show, objName(r), k.Ref(), e.name, where),
 					fix:  fmt.Sprintf("add spec.postBuild.substituteFrom to Kustomization %s, or escape it as $%s", k.Ref(), e.show)})
 			}
 		}
@@ -277,6 +322,9 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 		s.fs = append(s.fs, schemaCheck(ctx, s.schema, o, env, k, r, r, false)...)
 		if o.on(Literal) {
 			for _, e := range expressions(text) {
+				if unread(r, e.search) != "" {
+					continue // a commented-out line, a CRD description
+				}
 				s.fs = append(s.fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search), search: e.search, cause: e.show + " ships literally: nothing substitutes it",
 					what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, s.objName(r), k.Ref(), s.from),
 					fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show})
@@ -356,7 +404,17 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 	o, env, k, from := s.o, s.env, s.k, s.from
 	s.names[n.Param] = true
 	expr := "${" + n.Param + n.Name
+	search := expr
+	if n.Name == "" {
+		// The whole ${X}: the prefix ${X would match ${X_LONGER}.
+		search += "}"
+	}
+	// Text no program reads (a commented-out line of an embedded file, a
+	// CRD's description): what renders there is read by no one.
+	quiet := unread(r, search)
 	switch {
+	case isDefaultOp(n.Name) && quiet != "":
+		// Its default (or message) renders into a comment: harmless.
 	case isDefaultOp(n.Name) && s.takesValue(n):
 		// The Kustomization defines it: the default never renders (the
 		// seed's own L0 gate: no default-operator form on an *undefined*
@@ -387,9 +445,9 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 			// taken by every Kustomization using it): the variables, their
 			// defaults, how many Kustomizations take them.
 			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, warn: true, loc: loc, search: expr,
-				cause: "template defaults written in " + writtenIn(env, loc.File), item: fmt.Sprintf("%s…} renders %s", expr, defaultText(n)),
+				cause: "template defaults written in " + writtenIn(env, loc.File), item: fmt.Sprintf("%s…} renders %s", expr, s.defaultText(n)),
 				causeFix: "nothing if the defaults are meant; else define the variable in the postBuild (substitute or substituteFrom) of the Kustomizations named",
-				what:     fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, s.objName(r), n.Param, k.Ref(), from, defaultText(n)),
+				what:     fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, s.objName(r), n.Param, k.Ref(), from, s.defaultText(n)),
 				fix:      fmt.Sprintf("nothing if the default is meant; else define %s in %s", n.Param, from)})
 		}
 	default:
@@ -398,32 +456,109 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 			// Kustomization; not strict, it reports Ready and the object
 			// ships an empty value (the seed's fail-open incident).
 			what := fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, s.objName(r), from, k.Ref())
+			if quiet != "" {
+				// The controller's strict envsubst fails on it wherever it
+				// stands: still a defect.
+				what = fmt.Sprintf("${%s} in %s (%s) is not defined (substitutes from %s): though nothing reads it there, strict substitution fails the whole Kustomization %s", n.Param, s.objName(r), quiet, from, k.Ref())
+			}
+			warn := false
 			if !o.strict.on {
 				what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty: fail open on this release — %s, so Kustomization %s reports Ready and applies %s with an empty value", n.Param, s.objName(r), from, o.strict.why, k.Ref(), s.objName(r))
+				if quiet != "" {
+					// Fail open, it renders empty where nothing reads it: an
+					// advisory (a release that turns strict on fails it).
+					warn = true
+					what = fmt.Sprintf("${%s} in %s (%s) is not defined (substitutes from %s): it renders empty there, where nothing reads it — fail open on this release (%s); a release with strict substitution fails Kustomization %s on it", n.Param, s.objName(r), quiet, from, o.strict.why, k.Ref())
+				}
 			}
 			// Located by the whole ${X}: the prefix ${X would match an
 			// earlier ${X_longer:=…} (containsUnescaped matches substrings).
-			s.fs = append(s.fs, finding{det: Undefined, loc: locate(env, k, r, expr+"}"), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
+			s.fs = append(s.fs, finding{det: Undefined, warn: warn, loc: locate(env, k, r, expr+"}"), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
 				causeFix: fmt.Sprintf("define %s in the postBuild (substitute or substituteFrom) of each Kustomization named, or escape it as $${%s} if it is meant literally", n.Param, n.Param),
 				fix:      fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
 		}
 	}
 }
 
-// defaultText is what an operator form renders for an unset variable,
-// quoted ("empty" when nothing).
-func defaultText(n *parse.FuncNode) string {
+// defaultText is what the controller renders for operator form n of an
+// unset variable, quoted: fluxcd/pkg/envsubst v1.7.1 (kustomize-controller
+// v1.9.5's) evaluates the arguments first — a nested ${B} with the
+// Kustomization's own variables — and, for every default operator
+// (lookupFunc: toDefault, ":+" and "+" included), renders the variable's
+// value when it is non-empty, else the arguments joined. With strict
+// substitution an undefined nested ${B} fails instead (said so).
+func (s *substitution) defaultText(n *parse.FuncNode) string {
+	text, ok := exprText(n)
+	if !ok {
+		return fallbackDefaultText(n)
+	}
+	strict := s.o.strict.on
+	out, err := envsubst.Eval(text, func(k string) (string, bool) {
+		v, ok := s.vars[k]
+		if strict {
+			return v, ok
+		}
+		return v, true // kustomize's varSubstitution: every name set, fail open
+	})
+	if err != nil {
+		return fmt.Sprintf("nothing: the controller's envsubst fails on it (%v)", err)
+	}
+	var unreadable []string
+	walk(&parse.ListNode{Nodes: n.Args}, func(f *parse.FuncNode) {
+		if fluxrepo.Placeholder(s.vars[f.Param]) {
+			unreadable = append(unreadable, "${"+f.Param+"}")
+		}
+	})
+	q := fmt.Sprintf("%q", out)
+	if len(unreadable) > 0 {
+		q += fmt.Sprintf(" (with %s as the cluster holds it, not readable here)", strings.Join(unreadable, ", "))
+	}
+	return q
+}
+
+// exprText writes n back as envsubst's parser reads it (false for a form
+// it cannot write faithfully).
+func exprText(n *parse.FuncNode) (string, bool) {
+	var b strings.Builder
+	b.WriteString("${" + n.Param + n.Name)
+	sep := ""
+	switch n.Name {
+	case ":":
+		sep = ":"
+	case "/", "//", "/#", "/%":
+		sep = "/"
+	}
+	for i, a := range n.Args {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		switch a := a.(type) {
+		case *parse.TextNode:
+			if strings.Contains(a.Value, "$") || strings.Contains(a.Value, "}") {
+				return "", false
+			}
+			b.WriteString(a.Value)
+		case *parse.FuncNode:
+			t, ok := exprText(a)
+			if !ok {
+				return "", false
+			}
+			b.WriteString(t)
+		default:
+			return "", false
+		}
+	}
+	b.WriteString("}")
+	return b.String(), true
+}
+
+// fallbackDefaultText is the literal text of n's arguments, quoted.
+func fallbackDefaultText(n *parse.FuncNode) string {
 	var b strings.Builder
 	for _, a := range n.Args {
 		if t, ok := a.(*parse.TextNode); ok {
 			b.WriteString(t.Value)
 		}
-	}
-	switch {
-	case strings.HasSuffix(n.Name, "+"):
-		return "\"\" (the alternate form renders nothing when it is unset)"
-	case b.Len() == 0:
-		return "\"\""
 	}
 	return fmt.Sprintf("%q", b.String())
 }
@@ -449,7 +584,7 @@ func (s *substitution) inScript(r *resource.Resource, text string) bool {
 				visit(c, keys)
 			}
 		case string:
-			if found || !strings.Contains(v, text) {
+			if found || !strings.Contains(v, text) || allCommented(v, text) {
 				return
 			}
 			last := ""
@@ -468,6 +603,22 @@ func (s *substitution) inScript(r *resource.Resource, text string) bool {
 	}
 	visit(m, nil)
 	return found
+}
+
+// allCommented says every occurrence of text in the multi-line string v
+// is on a line whose first non-space character is #.
+func allCommented(v, text string) bool {
+	offs := unescaped(v, text)
+	if len(offs) == 0 || !strings.Contains(v, "\n") {
+		return false
+	}
+	for _, off := range offs {
+		start := strings.LastIndexByte(v[:off], '\n') + 1
+		if !strings.HasPrefix(strings.TrimLeft(v[start:off], " \t"), "#") {
+			return false
+		}
+	}
+	return true
 }
 
 // unexplained adds a controller failure the parser pass did not explain
@@ -533,15 +684,16 @@ func funcNodes(text string, tree *parse.Tree, perr error) ([]*parse.FuncNode, []
 	return nodes, rejected(text)
 }
 
-// expr is one expansion: how to show it, and the text that finds its line.
-type expr struct{ show, search string }
+// expr is one expansion: how to show it, the text that finds its line,
+// and its variable ("" for an expression the parser rejects).
+type expr struct{ show, search, name string }
 
 func exprOf(n *parse.FuncNode) expr {
 	search := "${" + n.Param + n.Name
 	if n.Name == "" && len(n.Args) == 0 {
-		return expr{show: search + "}", search: search + "}"}
+		return expr{show: search + "}", search: search + "}", name: n.Param}
 	}
-	return expr{show: search + "…}", search: search}
+	return expr{show: search + "…}", search: search, name: n.Param}
 }
 
 // expressions lists the expansions the parser sees in text (each once),
@@ -644,6 +796,9 @@ func locate(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, 
 		return l
 	}
 	decl := env.Locate(files, r.GetKind(), r.GetNamespace(), r.GetName())
+	if l := lineInObject(env, decl, text); l.File != "" {
+		return l
+	}
 	if l := env.FindInObject(files, decl, text); l.File != "" {
 		return l
 	}
