@@ -118,7 +118,7 @@ func TestRootWait(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			direct, through := rootWaiters(env, fluxgraph.FromEnv(env))
+			direct, through := fluxgraph.RootWaiters(env, fluxgraph.FromEnv(env))
 			got := direct
 			for _, id := range through {
 				got = append(got, "through: "+id)

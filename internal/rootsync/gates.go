@@ -25,7 +25,7 @@ import (
 // Gates of the sync phase.
 var (
 	GateRoot          = verify.Def{ID: "sync.root", Phase: PhaseName, Stage: verify.Before, Title: "the root Kustomization is in the render"}
-	GateRootWait      = verify.Def{ID: "sync.root-wait", Phase: PhaseName, Stage: verify.Before, Title: "the root Kustomization has wait: false"}
+	GateRootWait      = verify.Def{ID: "sync.root-wait", Phase: PhaseName, Stage: verify.Before, Title: "the root Kustomization does not wait for what waits for it"}
 	GateSource        = verify.Def{ID: "sync.source", Phase: PhaseName, Stage: verify.Before, Title: "the root's GitRepository is in the render"}
 	GateDependsOn     = verify.Def{ID: "sync.depends-on", Phase: PhaseName, Stage: verify.Before, Title: "every dependsOn target is in the render"}
 	GateDecryption    = verify.Def{ID: "sync.decryption-secret", Phase: PhaseName, Stage: verify.Before, Title: "every decryption.secretRef exists in the cluster", Prefix: true}
@@ -76,11 +76,21 @@ func Static(r *Render) []verify.Check {
 		root.Verdict = verify.Pass
 		root.Message = fmt.Sprintf("Kustomization %s, path %s", rootID, r.Root.Spec.Path)
 		root.Evidence = []string{"declared in " + r.where(kustomizev1.KustomizationKind, o.Namespace, o.RootName)}
-		if r.Root.Spec.Wait {
+		var direct, through []string
+		if r.Env != nil {
+			direct, through = fluxgraph.RootWaiters(r.Env, fluxgraph.FromEnv(r.Env))
+		}
+		switch {
+		case len(direct)+len(through) > 0 || (r.Env == nil && r.Root.Spec.Wait):
+			// The rule is check's [root-wait] (fluxgraph.RootWaiters);
+			// without the repository model, wait: true is refused as before.
 			wait.Verdict = verify.Fail
-			wait.Message = fmt.Sprintf("the root Kustomization %s has wait: true (in %s): a root that health-checks its own children deadlocks every dependsOn: [%s] edge; set wait: false",
-				rootID, r.where(kustomizev1.KustomizationKind, o.Namespace, o.RootName), o.RootName)
-		} else {
+			wait.Message = fmt.Sprintf("the root Kustomization %s (in %s) health-checks Kustomization %s, which wait(s) for it through dependsOn: a deadlock; set wait: false (or drop its spec.healthChecks entries)",
+				rootID, r.where(kustomizev1.KustomizationKind, o.Namespace, o.RootName), orNone(append(direct, through...)))
+		case r.Root.Spec.Wait:
+			wait.Verdict = verify.Pass
+			wait.Message = "wait: true, and nothing the root health-checks depends on it (kustomize-controller leaves the root out of its own health check)"
+		default:
 			wait.Verdict = verify.Pass
 			wait.Message = "wait: false: the root is Ready on apply and never health-gates its children"
 		}

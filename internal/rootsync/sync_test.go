@@ -371,3 +371,23 @@ func TestTemporaryURLAnnotationShared(t *testing.T) {
 		t.Fatalf("AnnTemporaryURL %q", AnnTemporaryURL)
 	}
 }
+
+// A root with wait: true that nothing it health-checks depends on is no
+// deadlock: kustomize-controller v1.9.5 (checkHealth) leaves the root out
+// of its own health check. The rule is fluxgraph.RootWaiters, as check's.
+func TestGateRootWaitTrueNothingDependsOnRoot(t *testing.T) {
+	over := map[string]string{}
+	sync, _ := os.ReadFile(filepath.Join(fixture, "clusters/prod/sync.yaml"))
+	over["clusters/prod/sync.yaml"] = strings.Replace(string(sync), "  wait: false", "  wait: true", 1)
+	for _, f := range []string{"platform.yaml", "monitoring.yaml", "infrastructure.yaml", "apps.yaml"} {
+		b, _ := os.ReadFile(filepath.Join(fixture, "clusters/base", f))
+		over["clusters/base/"+f] = strings.ReplaceAll(string(b), "    - name: flux-system\n", "")
+	}
+	r, err := Build(opts(copyFixture(t, over), "prod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := find(t, Static(r), GateRootWait.ID); c.Verdict != verify.Pass || !strings.Contains(c.Message, "wait: true") {
+		t.Fatalf("root wait: true, nothing depends on it: %s %s; want pass", c.Verdict, c.Message)
+	}
+}
