@@ -89,7 +89,7 @@ func TestLoadHomelab(t *testing.T) {
 func copyTree(t *testing.T, src string) string {
 	t.Helper()
 	dst := t.TempDir()
-	if _, _, err := copyRepo(src, dst, DefaultMaxFileBytes); err != nil {
+	if _, _, _, err := copyRepo(src, dst, DefaultMaxFileBytes); err != nil {
 		t.Fatal(err)
 	}
 	return dst
