@@ -332,7 +332,7 @@ func repairedText(env *fluxrepo.Env, holes []*fluxrepo.Hole, by string) string {
 	}
 	var rendered []string
 	for _, k := range env.Kustomizations {
-		if k.AppliedBy == by {
+		if k.AppliedBy == by && k.Ref() != by {
 			rendered = append(rendered, k.Ref())
 		}
 	}

@@ -96,7 +96,7 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 			return err
 		}
 		if b == nil {
-			notes = append(notes, fmt.Sprintf("%s: larger than %d bytes (the read bound, %d MiB; no flag or policy raises it), left out: its objects are not checked", filepath.ToSlash(rel), max, max>>20))
+			notes = append(notes, fmt.Sprintf("%s: larger than %s (this tool's read bound; no flag or policy raises it), left out: its objects are not checked", filepath.ToSlash(rel), bytesText(max)))
 			if big == nil {
 				big = map[string]bool{}
 			}

@@ -158,7 +158,7 @@ func (l *loader) offlineWhy(dir string, e entry) string {
 // overBound is why file rel (over the read bound) was not read.
 func (l *loader) overBound(rel string) string {
 	max := l.env.Options.MaxFileBytes
-	return fmt.Sprintf("a file over this tool's read bound: %s is larger than %d bytes (%d MiB), so it was left out of the copy and not read (no flag or policy raises the bound, fluxrepo.DefaultMaxFileBytes); source-controller archives it", rel, max, max>>20)
+	return fmt.Sprintf("a file over this tool's read bound: %s is larger than %s, so it was left out of the copy and not read (no flag or policy raises the bound, fluxrepo.DefaultMaxFileBytes); source-controller archives it", rel, bytesText(max))
 }
 
 // leaveOutOffline removes from every kustomization file of the copy the
@@ -233,8 +233,9 @@ func (l *loader) buildRepaired(root, dir string, obj map[string]any) (res []*res
 		}
 	}()
 	last := err
+	committed := map[string][]byte{} // the files as committed, for the entries' lines
 	for range MaxRepairs {
-		h, restore, ok := l.leaveOutBroken(root, filepath.Join(root, filepath.FromSlash(dir)), last)
+		h, restore, ok := l.leaveOutBroken(root, filepath.Join(root, filepath.FromSlash(dir)), last, committed)
 		if !ok {
 			return nil, nil, repaired, false, err
 		}
@@ -263,8 +264,9 @@ type broken struct {
 // that breaks it — preferring the one the build error names — and leaves
 // it out: removed from its kustomization file, or for a directory
 // without one (whose kustomization.yaml the controller generates) the
-// file set aside. restore undoes that.
-func (l *loader) leaveOutBroken(root, dir string, buildErr error) (*Hole, func(), bool) {
+// file set aside. restore undoes that. committed holds the kustomization
+// files as committed (before an earlier entry was left out), by path.
+func (l *loader) leaveOutBroken(root, dir string, buildErr error, committed map[string][]byte) (*Hole, func(), bool) {
 	msg := buildErr.Error()
 	var found []broken
 	seen := map[string]bool{}
@@ -289,6 +291,16 @@ func (l *loader) leaveOutBroken(root, dir string, buildErr error) (*Hole, func()
 		if err != nil || n.YNode().Kind != kyaml.MappingNode {
 			return
 		}
+		if _, ok := committed[kf]; !ok {
+			committed[kf] = b
+			// The index holds it as committed, before any entry the tool
+			// cannot read offline was left out.
+			if krel, err := filepath.Rel(root, kf); err == nil && root == l.tmp {
+				if lines := l.env.FileLines(filepath.ToSlash(krel)); lines != nil {
+					committed[kf] = []byte(strings.Join(lines, "\n"))
+				}
+			}
+		}
 		for _, e := range entries(n) {
 			if !fluxkustomize.IsLocalRelativePath(e.path) {
 				continue
@@ -307,7 +319,7 @@ func (l *loader) leaveOutBroken(root, dir string, buildErr error) (*Hole, func()
 			}
 			krel, _ := filepath.Rel(root, kf)
 			found = append(found, broken{file: kf, e: e, mention: strings.Contains(msg, e.value) || strings.Contains(msg, filepath.ToSlash(rel)),
-				hole: &Hole{Location: Location{File: filepath.ToSlash(krel), Line: entryLine(b, e.value)}, Field: e.field, Entry: e.value, Why: why}})
+				hole: &Hole{Location: Location{File: filepath.ToSlash(krel), Line: entryLine(committed[kf], e.value)}, Field: e.field, Entry: e.value, Why: why}})
 		}
 	}
 	visit(dir, true)
@@ -471,4 +483,12 @@ func OnceFixedFiles(holes []*Hole) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// bytesText is n bytes for a message, in MiB too when whole.
+func bytesText(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d bytes (%d MiB)", n, n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

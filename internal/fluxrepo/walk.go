@@ -236,9 +236,14 @@ func (l *loader) rootBuild(root string, obj map[string]any, how string) ([]*reso
 	if !e.Options.Holes {
 		return nil, nil, err
 	}
-	if e.RootErr == nil {
-		e.RootErr, e.RootRepaired = err, repaired
+	if e.RootErr != nil {
+		// Built again (spec.ignore, the root's spec): noted once.
+		if !built {
+			return nil, nil, nil
+		}
+		return res, files, nil
 	}
+	e.RootErr, e.RootRepaired = err, repaired
 	if !built {
 		e.Notes = append(e.Notes, fmt.Sprintf("the root directory %s does not build, and no entry left out makes it build: nothing it renders is checked", root))
 		return nil, nil, nil
