@@ -422,8 +422,11 @@ func TestHostileMemory(t *testing.T) {
 	for _, tc := range []hostileCase{
 		{"check: a 22 MB .bootstrap.yaml", []string{"check", "--repo", bigPolicy, "--env", "dev"}, nil, 2,
 			[]string{".bootstrap.yaml is 2", "more than the 1048576-byte limit", "at most 1 MiB", "the check policy, docs/policy.md"}},
-		{"check: a billion laughs in a HelmRelease's values", []string{"check", "--repo", bombValues, "--env", "dev"}, nil, 2,
-			[]string{"clusters/dev/app.yaml:24: its aliases expand the document to 3,580,24", "excessive aliasing", "kustomize, here and in kustomize-controller, would expand every alias in memory", "write the values out"}},
+		// Issue 45 item 2 (exit 2 before): a root directory that does not
+		// build is the repository's defect, exit 1, its [build] failure
+		// at the bomb's line; the file is left out, never expanded.
+		{"check: a billion laughs in a HelmRelease's values", []string{"check", "--repo", bombValues, "--env", "dev"}, nil, 1,
+			[]string{"[build] clusters/dev/app.yaml:24: the root directory clusters/dev does not build", "clusters/dev/app.yaml:24: its aliases expand the document to 3,580,24", "excessive aliasing", "kustomize, here and in kustomize-controller, would expand every alias in memory", "write the values out"}},
 		{"sync: a billion laughs in a HelmRelease's values", []string{"sync", "--repo", bombValues, "--env", "dev", "--kubeconfig", "/nonexistent/kubeconfig"}, nil, 2,
 			[]string{"clusters/dev/app.yaml:24: its aliases expand"}},
 		{"check: a billion laughs in .bootstrap.yaml", []string{"check", "--repo", bombPolicy, "--env", "dev"}, nil, 2,

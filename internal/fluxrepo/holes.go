@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
@@ -449,15 +450,23 @@ func (l *loader) generatedBroken(root, dir, msg string) []broken {
 			return nil
 		}
 		rel := filepath.ToSlash(mustRel(root, p))
-		why := ""
+		why, line := "", 1
 		if err := l.refused(root, rel); err != nil {
 			why = err.Error()
+			// The refusal begins with the file and the line of the alias.
+			if rest, ok := strings.CutPrefix(why, rel+":"); ok {
+				if n, _, ok := strings.Cut(rest, ":"); ok {
+					if v, err := strconv.Atoi(n); err == nil {
+						line = v
+					}
+				}
+			}
 		} else if err := decodes(p); err != nil {
 			why = fmt.Sprintf("%s does not decode: %v", rel, err)
 		}
 		if why != "" {
 			out = append(out, broken{file: p, mention: strings.Contains(msg, rel) || strings.Contains(msg, filepath.Base(p)),
-				hole: &Hole{Location: Location{File: rel, Line: 1}, Entry: rel, Why: why}})
+				hole: &Hole{Location: Location{File: rel, Line: line}, Entry: rel, Why: why}})
 		}
 		return nil
 	})
