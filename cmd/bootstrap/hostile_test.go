@@ -443,3 +443,25 @@ func TestHostileMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileRootAndBound (issue 45 item 7): --root naming a Kustomization
+// nothing renders is exit 2 naming the root the path renders (it was
+// taken as a root whose source nothing reads: nothing built, exit 3); a
+// manifest over the read bound is said to be over it, with the bound and
+// what raises it (nothing), never "no such file or directory".
+func TestHostileRootAndBound(t *testing.T) {
+	repo := rootedRepo(t, map[string]string{
+		"clusters/dev/apps.yaml":          "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps/web\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+		"apps/web/kustomization.yaml":     "resources:\n  - small.yaml\n  - big.yaml\n",
+		"apps/web/small.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: small\n  namespace: default\n",
+		"apps/web/big.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: default\ndata:\n  blob: \"" + strings.Repeat("x", 5<<20) + "\"\n",
+		"bootstrap/flux-instance.yaml":    "# no FluxInstance here\n",
+		"clusters/dev/kustomization.yaml": "resources:\n  - sync.yaml\n  - apps.yaml\n",
+	})
+	runHostile(t, []hostileCase{
+		{"check --root naming a Kustomization nothing renders", []string{"check", "--repo", repo, "--env", "dev", "--root", "cluster"}, nil, 2,
+			[]string{"the root Kustomization flux-system/cluster: clusters/dev renders no such Kustomization", "it renders Kustomization flux-system/flux-system, applying clusters/dev: pass --namespace flux-system --root flux-system"}},
+		{"check: a manifest over the read bound", []string{"check", "--repo", repo, "--env", "dev"}, nil, 0,
+			[]string{`[unread] apps/web/kustomization.yaml:3: resources entry "big.yaml" is a file over this tool's read bound: apps/web/big.yaml is larger than 4194304 bytes (4 MiB)`, "no flag or policy raises the bound", "left out of the build of Kustomization flux-system/apps"}},
+	})
+}

@@ -146,7 +146,7 @@ type Result struct {
 }
 
 // Run loads the environment and checks it. The error is an input error
-// (verify.InputError) when the environment cannot be built.
+// (verify.InputError) for what the user gave (see Phase.Before).
 func Run(ctx context.Context, o Options) (*Result, error) {
 	// The flag first, before the repository is read.
 	if err := Preflight(o); err != nil {
@@ -471,8 +471,9 @@ func (p *Phase) Name() string { return PhaseName }
 // Gates lists the gates.
 func (p *Phase) Gates() []verify.Def { return Gates() }
 
-// Before runs the checks. A repository that does not build is an input
-// error (exit 2), not a gate.
+// Before runs the checks. An input error (flags, the policy file, a path
+// that does not exist, a root the path does not render) is exit 2; a
+// directory that does not build, the root's included, is a [build] failure.
 func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, error) {
 	run.Progressf("static: checking %s in %s", p.Options.Path, p.Options.Repo)
 	r, err := Run(ctx, p.Options)
