@@ -190,7 +190,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	r.Checks = append(r.Checks, renderCheck(ch, o, env, r.Others, compareNotes), releaseCheck(j, env))
 	subs, refs := checkSubstitution(ch, ctx, o, env, sv)
-	otherSources(env, subs)
+	otherSources(env, o.Policy, subs)
 	r.Checks = append(r.Checks, subs...)
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
 	g := fluxgraph.FromEnv(env)
@@ -205,15 +205,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // otherSources makes the skipped substitution check of a Kustomization
 // reading another repository's source a note (an optional skip): the
 // controllers accept the repository, and what lies outside it is no check
-// this one could have run (issue 45).
-func otherSources(env *fluxrepo.Env, subs []verify.Check) {
+// this one could have run (issue 45). The policy's otherSources: required
+// makes it a required skip (exit 3).
+func otherSources(env *fluxrepo.Env, p *Policy, subs []verify.Check) {
+	required := p != nil && p.OtherSources == "required"
 	for i, c := range subs {
 		if c.Verdict != verify.Skip {
 			continue
 		}
 		for _, k := range env.Kustomizations {
-			if k.OtherSource && c.ID == Substitution.Each(k.Ref()).ID {
-				subs[i].Optional = true
+			if !k.OtherSource || c.ID != Substitution.Each(k.Ref()).ID {
+				continue
+			}
+			subs[i].Optional = !required
+			if required {
+				subs[i].Message += " (required by " + PolicyFile + ": otherSources: required)"
+			} else {
 				subs[i].Message += " (a note: its path is in another repository, which this check does not read)"
 			}
 		}

@@ -396,6 +396,37 @@ func TestNotCheckableSkips(t *testing.T) {
 			t.Fatalf("docs: %s %s (optional %v)", c.Verdict, c.Message, c.Optional)
 		}
 	}
+	// The policy may require it (otherSources: required): exit 3; a value
+	// it does not know is an input error naming the line.
+	for _, tc := range []struct {
+		policy string
+		exit   int
+		input  string
+	}{
+		{"version: 1\notherSources: required\n", session.ExitIncomplete, ""},
+		{"version: 1\notherSources: note\n", session.ExitOK, ""},
+		{"version: 1\notherSources: always\n", 0, `.bootstrap.yaml:2: otherSources "always": note (the default) or required`},
+	} {
+		repo := fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps"})
+		if err := os.WriteFile(filepath.Join(repo, PolicyFile), []byte(tc.policy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/dev"}})
+		if tc.input != "" {
+			if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), tc.input) {
+				t.Fatalf("%q: err = %v, want %q", tc.policy, err, tc.input)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := verify.NewReport("check")
+		rep.Add(r.Checks...)
+		if session.ReportCode(rep) != tc.exit {
+			t.Fatalf("%q: exit %d, want %d:\n%s", tc.policy, session.ReportCode(rep), tc.exit, dump(rep))
+		}
+	}
 	// Without postBuild nothing is substituted there: the skip is reported
 	// but does not make the run incomplete.
 	rep = run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps"}))
