@@ -61,7 +61,11 @@ func copyLayout(t *testing.T, name string, edits ...edit) string {
 //   - fleet: a FluxInstance whose spec.sync is an OCIRepository;
 //   - monorepo: ArtifactGenerators over the root's GitRepository (named
 //     artifacts, a Merge, a pathPattern), Kustomizations reading the
-//     ExternalArtifacts they make (built by source-watcher's copy rules).
+//     ExternalArtifacts they make (built by source-watcher's copy rules);
+//   - remote-root: remote files, bases and generator files in the root and
+//     a parent path (issue 45 item 1: holes, not walls);
+//   - broken-root: a root and a parent that do not build, a defect below
+//     both (issue 45 item 2: a broken build is one failure, never a wall).
 func TestLayouts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
