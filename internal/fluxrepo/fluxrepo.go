@@ -81,7 +81,10 @@ type Options struct {
 	// path that does not build, the root directory included, is built
 	// again without the entry that broke it (Kustomization.Repaired,
 	// Env.RootErr), at most MaxRepairs entries per build, so what it
-	// renders is still checked.
+	// renders is still checked. A root name (Namespace, RootName) nothing
+	// renders or declares, while the root directory renders the
+	// Kustomization applying it, is then an input error naming that one
+	// (else every Kustomization would be "another source", none built).
 	Holes bool
 }
 

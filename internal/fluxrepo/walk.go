@@ -57,7 +57,7 @@ func (l *loader) run(root string) error {
 			appliedBy = e.Root.Ref()
 		}
 	}
-	if e.Root == nil && !slices.ContainsFunc(res, l.isRoot) {
+	if e.Root == nil && !slices.ContainsFunc(res, l.isRoot) && e.Options.Holes {
 		if err := l.rootNamed(root, res); err != nil {
 			return err
 		}
