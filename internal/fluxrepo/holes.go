@@ -42,6 +42,21 @@ func entries(n *kyaml.RNode) []entry {
 			out = append(out, entry{field: field, value: v, path: v, dir: true, drop: func(n *kyaml.RNode) error { return dropValue(n, v, field) }})
 		}
 	}
+	// A patch read from a file: the whole patch is the entry.
+	if seq, err := n.Pipe(kyaml.Lookup("patches")); err == nil && seq != nil && seq.YNode().Kind == kyaml.SequenceNode {
+		for i, pn := range seq.Content() {
+			f := kyaml.NewRNode(pn).Field("path")
+			if f == nil || f.Value == nil || f.Value.YNode().Kind != kyaml.ScalarNode {
+				continue
+			}
+			v, i := f.Value.YNode().Value, i
+			out = append(out, entry{field: "patches", value: v, path: v, drop: func(n *kyaml.RNode) error {
+				ps := n.YNode().Content[indexOf(n, "patches")+1]
+				ps.Content = slices.Delete(slices.Clone(ps.Content), i, i+1)
+				return nil
+			}})
+		}
+	}
 	for _, gen := range []string{"configMapGenerator", "secretGenerator"} {
 		seq, err := n.Pipe(kyaml.Lookup(gen))
 		if err != nil || seq == nil || seq.YNode().Kind != kyaml.SequenceNode {
@@ -116,8 +131,11 @@ func dropValue(n *kyaml.RNode, v, field string) error {
 func entryLine(b []byte, v string) int {
 	for i, line := range strings.Split(string(b), "\n") {
 		t := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "-"))
-		t = strings.Trim(t, `"'`)
-		if t == v || strings.HasSuffix(t, v) && strings.Contains(line, v) {
+		t = strings.TrimSpace(strings.TrimPrefix(t, "path:")) // a patch's path
+		if before, _, ok := strings.Cut(t, " #"); ok {
+			t = strings.TrimSpace(before)
+		}
+		if strings.Trim(t, `"'`) == v {
 			return i + 1
 		}
 	}
