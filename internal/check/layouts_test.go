@@ -208,7 +208,7 @@ func TestLayouts(t *testing.T) {
 		// Kustomization below is checked. Nothing is fetched (.invalid).
 		{name: "remote-root as committed: each remote entry is one warning", layout: "remote-root", path: "clusters/prod", exit: session.ExitOK,
 			id: "check.render", verdict: verify.Warn,
-			want: []string{`clusters/prod/kustomization.yaml:7: [unread] resources entry "https://github.example.invalid/org/project/releases/download/v1.2.3/crds.yaml" is a remote file, which kustomize-controller fetches (unless --no-remote-bases) and this offline check cannot: left out of the build of Kustomization flux-system/flux-system, so the objects it adds are not checked`,
+			want: []string{`clusters/prod/kustomization.yaml:7: [unread] resources entry "https://github.example.invalid/org/project/releases/download/v1.2.3/crds.yaml" is a remote file, which kustomize-controller fetches when it builds and this offline check cannot: left out of the build of Kustomization flux-system/flux-system, so the objects it adds are not checked`,
 				`clusters/prod/kustomization.yaml:8: [unread] resources entry "github.com/example-org/platform//config?ref=v1" is a remote base`,
 				`clusters/prod/kustomization.yaml:13: [unread] configMapGenerator[grafana-dashboards].files entry "nodes.json=https://raw.example.invalid/dashboards/nodes.json" is a remote generator file`,
 				`apps/monitoring/kustomization.yaml:10: [unread] configMapGenerator[app-dashboards].files entry "web.json=https://raw.example.invalid/dashboards/web.json" is a remote generator file`,

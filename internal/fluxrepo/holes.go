@@ -165,7 +165,10 @@ func (l *loader) offlineWhy(dir string, e entry) string {
 		case !strings.Contains(path.Base(strings.SplitN(e.path, "?", 2)[0]), ".") || strings.Contains(e.path, "//") && !strings.HasPrefix(e.path, "http") || strings.Contains(e.path, "?ref="):
 			what = "a remote base"
 		}
-		return what + ", which kustomize-controller fetches (unless --no-remote-bases) and this offline check cannot"
+		if what == "a remote base" {
+			return what + ", which kustomize-controller clones when it builds (unless run with --no-remote-bases) and this offline check cannot"
+		}
+		return what + ", which kustomize-controller fetches when it builds and this offline check cannot"
 	}
 	rel, err := filepath.Rel(l.tmp, filepath.Join(dir, filepath.FromSlash(e.path)))
 	if err == nil && l.big[filepath.ToSlash(rel)] {
