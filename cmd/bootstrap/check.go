@@ -64,10 +64,16 @@ expansions, expansions the parser rejects, literals that ship unsubstituted, sub
 knobs that differ between environments or are unused, dependsOn cycles and dangling edges,
 unreachable nodes, a root with wait: true, the substitution race, and prune hazards.
 
+What this offline check cannot read (a remote resource, base or generator file, a file over
+the read bound) is left out of that build and reported once as a warning; the rest of the build
+and every Kustomization below it are checked. A Kustomization of another repository's source is
+a note.
+
 Exit codes: 0 no defect (warnings allowed), 1 a defect (a Kustomization whose path does not
-build among them: the others are still checked), 2 input error (flags, the policy file, the root
-directory does not build), 3 incomplete (something could not be checked, e.g. a path with a
-remote base).`,
+build among them, the root directory's too: each is built again without the entry that breaks
+it, and what it renders is still checked), 2 input error (flags, the policy file, a path that
+does not exist, a --root the path does not render), 3 incomplete (something could not be
+checked, e.g. an ExternalArtifact no generator makes, or no Kustomization built).`,
 		Example: `  bootstrap check --repo . --env dev
   bootstrap check                                  # every cluster root the repository declares
   bootstrap check --path kubernetes/flux/cluster   # root declared by a FluxInstance's spec.sync

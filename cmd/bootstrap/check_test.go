@@ -30,7 +30,7 @@ func TestCheckCLI(t *testing.T) {
 	}
 	undefined := mutated("apps/web.yaml", "${environment}", "${enviroment}")
 	remote := mutated("infrastructure/kustomization.yaml", "- crd-like.yaml", "- https://github.com/example/remote//base?ref=v1")
-	// The root directory itself not building stops everything (exit 2).
+	// The root directory not building is its [build] failure (exit 1).
 	rootBroken := mutated("clusters/dev/kustomization.yaml", "  - sync.yaml\n", "  - sync.yaml\n  - not-there.yaml\n")
 	const layouts = "../../testdata/layouts/"
 	sarif := filepath.Join(t.TempDir(), "check.sarif")
@@ -50,7 +50,10 @@ func TestCheckCLI(t *testing.T) {
 	}{
 		{"clean", []string{"--repo", clean, "--env", "dev"}, 0, `"verdict": "pass"`},
 		{"undefined variable", []string{"--repo", undefined, "--env", "dev", "--sarif", sarif}, 1, `apps/web.yaml:8: [undefined] ${enviroment} in ConfigMap/web/web is not defined`},
-		{"remote base", []string{"--repo", remote, "--env", "dev"}, 3, `has remote bases (https://github.com/example/remote//base?ref=v1)`},
+		// Issue 45 item 1 (exit 3, the path not built, before): a hole,
+		// not a wall — the remote base is left out, one warning, and the
+		// rest of that path is checked.
+		{"remote base", []string{"--repo", remote, "--env", "dev"}, 0, `[unread] resources entry \"https://github.com/example/remote//base?ref=v1\" is a remote base`},
 		// Issue 45: no --env/--path checks every root the repository declares.
 		{"no environment: every cluster", []string{"--repo", clean}, 0, `"id": "clusters.prod:check.render"`},
 		{"unknown environment", []string{"--repo", clean, "--env", "staging"}, 2, "clusters/staging: no such directory"},
@@ -61,7 +64,9 @@ func TestCheckCLI(t *testing.T) {
 		// another one is reported too): exit 1, not 2.
 		{"a Component under resources: beside another defect", []string{"--repo", layouts + "broken-build", "--path", "clusters/prod"}, 1, `[build] Kustomization flux-system/apps: kustomize build of spec.path \"./apps\" failed`},
 		{"the other defect of that repository", []string{"--repo", layouts + "broken-build", "--path", "clusters/prod"}, 1, `[undefined] ${ingress_class}`},
-		{"the root directory does not build", []string{"--repo", rootBroken, "--env", "dev"}, 2, "not-there.yaml"},
+		// Issue 45 item 2 (exit 2 before): the repository's defect, exit 1,
+		// and what the root renders is still checked.
+		{"the root directory does not build", []string{"--repo", rootBroken, "--env", "dev"}, 1, `[build] the root directory clusters/dev does not build: kustomize build clusters/dev: accumulating resources: accumulation err='accumulating resources from 'not-there.yaml'`},
 		{"flux bootstrap's placeholder", []string{"--repo", layouts + "placeholder", "--env", "staging"}, 0, "written by flux bootstrap into clusters/staging/flux-system/gotk-sync.yaml"},
 		{"a tenant path", []string{"--repo", layouts + "placeholder", "--path", "tenants/team-a"}, 0, "no root here: tenants/team-a"},
 		{"a root declared where a FluxInstance declares it", []string{"--repo", "../../testdata/layouts/operator", "--path", "kubernetes/flux/cluster", "--source-url", "https://git.example.invalid/x.git"}, 2, "already declares it"},

@@ -422,8 +422,11 @@ func TestHostileMemory(t *testing.T) {
 	for _, tc := range []hostileCase{
 		{"check: a 22 MB .bootstrap.yaml", []string{"check", "--repo", bigPolicy, "--env", "dev"}, nil, 2,
 			[]string{".bootstrap.yaml is 2", "more than the 1048576-byte limit", "at most 1 MiB", "the check policy, docs/policy.md"}},
-		{"check: a billion laughs in a HelmRelease's values", []string{"check", "--repo", bombValues, "--env", "dev"}, nil, 2,
-			[]string{"clusters/dev/app.yaml:24: its aliases expand the document to 3,580,24", "excessive aliasing", "kustomize, here and in kustomize-controller, would expand every alias in memory", "write the values out"}},
+		// Issue 45 item 2 (exit 2 before): a root directory that does not
+		// build is the repository's defect, exit 1, its [build] failure
+		// at the bomb's line; the file is left out, never expanded.
+		{"check: a billion laughs in a HelmRelease's values", []string{"check", "--repo", bombValues, "--env", "dev"}, nil, 1,
+			[]string{"[build] clusters/dev/app.yaml:24: the root directory clusters/dev does not build", "clusters/dev/app.yaml:24: its aliases expand the document to 3,580,24", "excessive aliasing", "kustomize, here and in kustomize-controller, would expand every alias in memory", "write the values out"}},
 		{"sync: a billion laughs in a HelmRelease's values", []string{"sync", "--repo", bombValues, "--env", "dev", "--kubeconfig", "/nonexistent/kubeconfig"}, nil, 2,
 			[]string{"clusters/dev/app.yaml:24: its aliases expand"}},
 		{"check: a billion laughs in .bootstrap.yaml", []string{"check", "--repo", bombPolicy, "--env", "dev"}, nil, 2,
@@ -439,4 +442,26 @@ func TestHostileMemory(t *testing.T) {
 			t.Errorf("%s: allocated %d MiB, more than %d MiB", tc.name, n>>20, limit>>20)
 		}
 	}
+}
+
+// TestHostileRootAndBound (issue 45 item 7): --root naming a Kustomization
+// nothing renders is exit 2 naming the root the path renders (it was
+// taken as a root whose source nothing reads: nothing built, exit 3); a
+// manifest over the read bound is said to be over it, with the bound and
+// what raises it (nothing), never "no such file or directory".
+func TestHostileRootAndBound(t *testing.T) {
+	repo := rootedRepo(t, map[string]string{
+		"clusters/dev/apps.yaml":          "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps/web\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+		"apps/web/kustomization.yaml":     "resources:\n  - small.yaml\n  - big.yaml\n",
+		"apps/web/small.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: small\n  namespace: default\n",
+		"apps/web/big.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: default\ndata:\n  blob: \"" + strings.Repeat("x", 5<<20) + "\"\n",
+		"bootstrap/flux-instance.yaml":    "# no FluxInstance here\n",
+		"clusters/dev/kustomization.yaml": "resources:\n  - sync.yaml\n  - apps.yaml\n",
+	})
+	runHostile(t, []hostileCase{
+		{"check --root naming a Kustomization nothing renders", []string{"check", "--repo", repo, "--env", "dev", "--root", "cluster"}, nil, 2,
+			[]string{"the root Kustomization flux-system/cluster: clusters/dev renders no such Kustomization", "it renders Kustomization flux-system/flux-system, applying clusters/dev: pass --namespace flux-system --root flux-system"}},
+		{"check: a manifest over the read bound", []string{"check", "--repo", repo, "--env", "dev"}, nil, 0,
+			[]string{`[unread] apps/web/kustomization.yaml:3: resources entry "big.yaml" is a file over this tool's read bound: apps/web/big.yaml is larger than 4194304 bytes (4 MiB)`, "no flag or policy raises the bound", "left out of the build of Kustomization flux-system/apps"}},
+	})
 }

@@ -94,6 +94,10 @@ const (
 	// kustomize-controller fails that Kustomization (BuildFailed) and
 	// reconciles the others.
 	Build Detector = "build"
+	// Unread: an entry of a kustomization file this offline check cannot
+	// read (a remote resource, base or generator file, a file over the
+	// read bound), left out of the build: what it adds is not checked.
+	Unread Detector = "unread"
 )
 
 // Options select the environment and what it is compared with.
@@ -142,7 +146,7 @@ type Result struct {
 }
 
 // Run loads the environment and checks it. The error is an input error
-// (verify.InputError) when the environment cannot be built.
+// (verify.InputError) for what the user gave (see Phase.Before).
 func Run(ctx context.Context, o Options) (*Result, error) {
 	// The flag first, before the repository is read.
 	if err := Preflight(o); err != nil {
@@ -157,8 +161,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	// A Kustomization whose path does not build is that Kustomization's
 	// failure ([build]), as kustomize-controller fails only it: the model
-	// keeps going past it. The root directory must build (an input error).
-	o.KeepGoing = true
+	// keeps going past it, and builds it again without the entry that
+	// broke it, so what it renders is still checked (the root directory
+	// too: its failure is the repository's defect, exit 1). What cannot be
+	// read offline (a remote resource) is a hole, not a wall (Holes).
+	o.KeepGoing, o.Holes = true, true
 	env := o.Env
 	if env == nil {
 		var err error
@@ -183,6 +190,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	r.Checks = append(r.Checks, renderCheck(ch, o, env, r.Others, compareNotes), releaseCheck(j, env))
 	subs, refs := checkSubstitution(ch, ctx, o, env, sv)
+	otherSources(env, o.Policy, subs)
 	r.Checks = append(r.Checks, subs...)
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
 	g := fluxgraph.FromEnv(env)
@@ -194,14 +202,52 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r, nil
 }
 
-// renderCheck is check.render: the root directory built (else Run's input
-// error), and every Kustomization path that does not build is a [build]
-// finding of that Kustomization.
+// otherSources makes the skipped substitution check of a Kustomization
+// reading another repository's source a note (an optional skip): the
+// controllers accept the repository, and what lies outside it is no check
+// this one could have run (issue 45). The policy's otherSources: required
+// makes it a required skip (exit 3).
+func otherSources(env *fluxrepo.Env, p *Policy, subs []verify.Check) {
+	required := p != nil && p.OtherSources == "required"
+	for i, c := range subs {
+		if c.Verdict != verify.Skip {
+			continue
+		}
+		for _, k := range env.Kustomizations {
+			if !k.OtherSource || c.ID != Substitution.Each(k.Ref()).ID {
+				continue
+			}
+			subs[i].Optional = !required
+			if required {
+				subs[i].Message += " (required by " + PolicyFile + ": otherSources: required)"
+			} else {
+				subs[i].Message += " (a note: its path is in another repository, which this check does not read)"
+			}
+		}
+	}
+}
+
+// renderCheck is check.render: the root directory built, and every
+// Kustomization path that does not build is a [build] finding of that
+// Kustomization (the root directory's, the repository's: Env.RootErr);
+// an entry left out because it cannot be read offline is an [unread]
+// warning. A check that built none of its Kustomizations is a skip,
+// never a pass.
 func renderCheck(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fluxrepo.Env, notes []string) verify.Check {
 	var fs []finding
+	if env.RootErr != nil && o.on(Build) {
+		fs = append(fs, rootBuildFinding(env))
+	}
 	for _, k := range env.Kustomizations {
 		if k.Err != nil && o.on(Build) {
-			fs = append(fs, buildFinding(k))
+			fs = append(fs, buildFinding(env, k))
+		}
+	}
+	if o.on(Unread) {
+		for _, h := range env.Holes {
+			if len(h.By) > 0 {
+				fs = append(fs, unreadFinding(h))
+			}
 		}
 	}
 	built, objects := 0, 0
@@ -215,12 +261,17 @@ func renderCheck(ch *checker, o Options, env *fluxrepo.Env, others map[string]*f
 	for _, k := range env.Kustomizations {
 		s := fmt.Sprintf("Kustomization %s (%s) path %s", k.Ref(), k.Location, k.Path)
 		switch {
+		case k.Built && k.Err != nil:
+			s += fmt.Sprintf(": %d object(s), built without the entries that break it", len(k.Resources))
 		case k.Built:
 			s += fmt.Sprintf(": %d object(s)", len(k.Resources))
 		case k.Err != nil:
 			s += ": not built: its path does not build"
 		default:
 			s += ": not built: " + k.Note
+		}
+		if len(k.OnceFixed) > 0 {
+			s += " (checked as it would be once " + strings.Join(k.OnceFixed, ", ") + " is fixed)"
 		}
 		ev = append(ev, s)
 	}
@@ -233,7 +284,16 @@ func renderCheck(ch *checker, o Options, env *fluxrepo.Env, others map[string]*f
 			ev = append(ev, "note: "+n) // a [build] finding says it already
 		}
 	}
-	return ch.verdict(Render, fs, fmt.Sprintf("%s builds: %d Kustomization(s), %d built, %d object(s) in their paths", env.Options.Path, len(env.Kustomizations), built, objects), ev...)
+	c := ch.verdict(Render, fs, fmt.Sprintf("%s builds: %d Kustomization(s), %d built, %d object(s) in their paths", env.Options.Path, len(env.Kustomizations), built, objects), ev...)
+	if n := len(env.Kustomizations); n > 0 && built == 0 && c.Verdict != verify.Fail {
+		// Nothing any Kustomization applies was checked: never a pass.
+		msg := fmt.Sprintf("none of the %d Kustomization(s) of %s was built, so nothing they apply was checked", n, env.Options.Path)
+		if c.Verdict == verify.Warn {
+			msg += "; " + c.Message
+		}
+		c.Verdict, c.Message = verify.Skip, msg
+	}
+	return c
 }
 
 // buildFinding is the [build] finding of Kustomization k, whose path did
@@ -241,8 +301,9 @@ func renderCheck(ch *checker, o Options, env *fluxrepo.Env, others map[string]*f
 // kustomize-controller v1.9.x (internal/controller/kustomization_controller.go,
 // reconcile) marks that Kustomization Ready=False with reason BuildFailed
 // and applies nothing of it; every other Kustomization is its own
-// reconcile and goes on.
-func buildFinding(k *fluxrepo.Kustomization) finding {
+// reconcile and goes on. Built again without the entries that broke it
+// (k.Repaired), what it would apply is checked as once they are fixed.
+func buildFinding(env *fluxrepo.Env, k *fluxrepo.Kustomization) finding {
 	// The loader's message begins with the Kustomization and its location,
 	// which the finding carries already.
 	msg := strings.TrimPrefix(k.Err.Error(), fmt.Sprintf("Kustomization %s (%s)", k.Ref(), k.Location))
@@ -256,13 +317,104 @@ func buildFinding(k *fluxrepo.Kustomization) finding {
 		fix = "move the directory of the kind: Component kustomization from resources: to components: in the kustomization.yaml listing it (kustomize accepts a Component only under components:)"
 	case strings.Contains(msg, "is not a directory"):
 		fix = fmt.Sprintf("point spec.path at a directory of the repository (relative to its root), or add %s", k.Path)
+	case len(k.Repaired) > 0:
+		fix = repairFix(k.Repaired[0])
 	}
 	consequence := "kustomize-controller fails it (BuildFailed) and applies nothing of it; the other Kustomizations are applied"
 	if strings.Contains(msg, "-controller fails it") || strings.Contains(msg, "source-watcher fails it") {
 		consequence = "the other Kustomizations are applied" // the loader named the controller's words
 	}
-	return finding{det: Build, loc: k.Location,
-		what: fmt.Sprintf("Kustomization %s: %s; %s — what it would apply is unknown here, not checked", k.Ref(), msg, consequence),
+	what := fmt.Sprintf("Kustomization %s: %s; %s — what it would apply is unknown here, not checked", k.Ref(), msg, consequence)
+	if k.Built {
+		what = fmt.Sprintf("Kustomization %s: %s; %s — %s", k.Ref(), msg, consequence, repairedText(env, k.Repaired, k.Ref()))
+	}
+	return finding{det: Build, loc: k.Location, what: what, fix: fix}
+}
+
+// repairedText says what a build without the broken entries checked.
+func repairedText(env *fluxrepo.Env, holes []*fluxrepo.Hole, by string) string {
+	var entries []string
+	for _, h := range holes {
+		entries = append(entries, h.String())
+	}
+	var rendered []string
+	for _, k := range env.Kustomizations {
+		if k.AppliedBy == by && k.Ref() != by {
+			rendered = append(rendered, k.Ref())
+		}
+	}
+	what := "what it renders"
+	if len(rendered) > 0 {
+		what += " (Kustomization " + strings.Join(rendered, ", ") + ")"
+	}
+	return fmt.Sprintf("built again without %s: %s is checked as it would be once %s is fixed", strings.Join(entries, "; "), what, strings.Join(fluxrepo.OnceFixedFiles(holes), ", "))
+}
+
+// repairFix is the fix of an entry that broke a build.
+func repairFix(h *fluxrepo.Hole) string {
+	switch {
+	case strings.Contains(h.Why, "only under components:"):
+		return fmt.Sprintf("in %s, move %q from %s: to components: (kustomize accepts a Component only under components:)", h.Location.File, h.Entry, h.Field)
+	case strings.Contains(h.Why, "is not in the repository"):
+		return fmt.Sprintf("commit %s, or remove the entry %q from %s of %s", strings.TrimSuffix(h.Why, " is not in the repository"), h.Entry, h.Field, h.Location.File)
+	case strings.Contains(h.Why, "does not decode"):
+		return fmt.Sprintf("make %s valid YAML (an alias *name needs its anchor &name earlier in the same document), or remove the entry", h.Entry)
+	case h.Field == "":
+		return fmt.Sprintf("fix %s, or move it out of the directory", h.Location.File)
+	}
+	return fmt.Sprintf("fix or remove the entry %q of %s in %s", h.Entry, h.Field, h.Location.File)
+}
+
+// rootBuildFinding is the [build] finding of the root directory, which
+// does not build as committed: the repository's defect (exit 1), the root
+// Kustomization's BuildFailed; what it renders is still checked when a
+// build without the entries that break it succeeds.
+func rootBuildFinding(env *fluxrepo.Env) finding {
+	root := env.Options.Path
+	loc := fluxrepo.Location{File: root}
+	for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if st, err := os.Stat(filepath.Join(env.Repo, filepath.FromSlash(root), n)); err == nil && st.Mode().IsRegular() {
+			loc = fluxrepo.Location{File: path.Join(root, n)}
+			break
+		}
+	}
+	fix := fmt.Sprintf("make %s build (kustomize build %s)", root, root)
+	if len(env.RootRepaired) > 0 {
+		loc = env.RootRepaired[0].Location
+		fix = repairFix(env.RootRepaired[0])
+	}
+	what := fmt.Sprintf("the root directory %s does not build: %s; kustomize-controller fails the root Kustomization applying it (BuildFailed) and applies nothing of it", root, env.RootErr)
+	by := ""
+	if env.Root != nil {
+		by = env.Root.Ref()
+	}
+	if len(env.RootRepaired) > 0 && len(env.RootResources) > 0 {
+		what += " — " + repairedText(env, env.RootRepaired, by)
+	} else {
+		what += " — nothing it renders is checked"
+	}
+	return finding{det: Build, loc: loc, what: what, fix: fix}
+}
+
+// unreadFinding is the [unread] warning of an entry this offline check
+// cannot read: left out of the builds that read it; what it adds is not
+// checked (kustomize-controller reads it).
+func unreadFinding(h *fluxrepo.Hole) finding {
+	var by []string
+	for _, b := range h.By {
+		if b == "" {
+			b = "the root directory"
+		} else {
+			b = "Kustomization " + b
+		}
+		by = append(by, b)
+	}
+	fix := "vendor it into the repository to have it checked offline; kustomize-controller fetches it as written"
+	if !strings.Contains(h.Why, "remote") {
+		fix = "split it into files under the read bound to have them checked"
+	}
+	return finding{det: Unread, warn: true, loc: h.Location,
+		what: fmt.Sprintf("%s entry %q is %s: left out of the build of %s, so the objects it adds are not checked", h.Field, h.Entry, h.Why, strings.Join(by, ", ")),
 		fix:  fix}
 }
 
@@ -326,8 +478,9 @@ func (p *Phase) Name() string { return PhaseName }
 // Gates lists the gates.
 func (p *Phase) Gates() []verify.Def { return Gates() }
 
-// Before runs the checks. A repository that does not build is an input
-// error (exit 2), not a gate.
+// Before runs the checks. An input error (flags, the policy file, a path
+// that does not exist, a root the path does not render) is exit 2; a
+// directory that does not build, the root's included, is a [build] failure.
 func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, error) {
 	run.Progressf("static: checking %s in %s", p.Options.Path, p.Options.Repo)
 	r, err := Run(ctx, p.Options)

@@ -61,7 +61,11 @@ func copyLayout(t *testing.T, name string, edits ...edit) string {
 //   - fleet: a FluxInstance whose spec.sync is an OCIRepository;
 //   - monorepo: ArtifactGenerators over the root's GitRepository (named
 //     artifacts, a Merge, a pathPattern), Kustomizations reading the
-//     ExternalArtifacts they make (built by source-watcher's copy rules).
+//     ExternalArtifacts they make (built by source-watcher's copy rules);
+//   - remote-root: remote files, bases and generator files in the root and
+//     a parent path (issue 45 item 1: holes, not walls);
+//   - broken-root: a root and a parent that do not build, a defect below
+//     both (issue 45 item 2: a broken build is one failure, never a wall).
 func TestLayouts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -166,12 +170,26 @@ func TestLayouts(t *testing.T) {
 		{name: "broken-build: the other Kustomizations are still checked", layout: "broken-build", path: "clusters/prod", exit: session.ExitFailed,
 			id: "check.substitution/flux-system/ingress", verdict: verify.Fail,
 			want: []string{"infrastructure/ingress/settings.yaml:8: [undefined] ${ingress_class} in ConfigMap/flux-system/ingress-settings is not defined"}},
-		{name: "broken-build: what the broken one would apply is unknown, not missing", layout: "broken-build", path: "clusters/prod", exit: session.ExitFailed,
-			id: "check.graph", verdict: verify.Warn,
-			want: []string{"[dangling] Kustomization flux-system/monitoring depends on flux-system/databases, which no path that built renders; Kustomization flux-system/apps did not build and may render it"}},
+		// Issue 45 item 2 (this case asserted the wall before: what apps
+		// would apply was unknown, so monitoring's dependsOn on databases
+		// was a warning): apps is built again without the broken entry,
+		// and what it renders (databases) is checked, marked "once
+		// apps/kustomization.yaml is fixed".
+		{name: "broken-build: what the broken one renders is checked, once its file is fixed", layout: "broken-build", path: "clusters/prod", exit: session.ExitFailed,
+			id: "check.render", verdict: verify.Fail,
+			want: []string{`built again without apps/kustomization.yaml:6: resources entry "../components/team-labels" (components/team-labels is a kind: Component, which kustomize accepts only under components:): what it renders (Kustomization flux-system/databases) is checked as it would be once apps/kustomization.yaml is fixed`,
+				"Kustomization flux-system/databases (apps/databases.yaml:1) path databases: 1 object(s) (checked as it would be once apps/kustomization.yaml is fixed)"}},
+		{name: "broken-build: the dependsOn on what the repaired build renders is satisfied", layout: "broken-build", path: "clusters/prod", exit: session.ExitFailed,
+			id: "check.graph", verdict: verify.Pass, want: []string{"5 Kustomization(s), no cycle, every dependsOn rendered"}},
 		{name: "broken-build: the Component under components:", layout: "broken-build", path: "clusters/prod",
 			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"}},
 			exit:  session.ExitFailed, id: "check.render", verdict: verify.Pass, want: []string{"5 Kustomization(s), 5 built"}},
+		{name: "broken-build: a patch file the commit does not have", layout: "broken-build", path: "clusters/prod",
+			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\npatches:\n  - path: replicas-patch.yaml # scale\n"}},
+			exit:  session.ExitFailed, id: "check.render", verdict: verify.Fail,
+			want: []string{`clusters/prod/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path "./apps" failed`,
+				`built again without apps/kustomization.yaml:9: patches entry "replicas-patch.yaml" (apps/replicas-patch.yaml is not in the repository): what it renders (Kustomization flux-system/databases) is checked as it would be once apps/kustomization.yaml is fixed`,
+				`fix: commit apps/replicas-patch.yaml, or remove the entry "replicas-patch.yaml" from patches of apps/kustomization.yaml`}},
 		{name: "broken-build: both defects fixed", layout: "broken-build", path: "clusters/prod",
 			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"},
 				{"infrastructure/ingress/settings.yaml", "${ingress_class}", "nginx"}},
@@ -182,6 +200,60 @@ func TestLayouts(t *testing.T) {
 				{"clusters/prod/monitoring.yaml", "path: ./monitoring", "path: ./monitor"}},
 			exit: session.ExitFailed, id: "check.render", verdict: verify.Fail,
 			want: []string{`clusters/prod/monitoring.yaml:1: [build] Kustomization flux-system/monitoring: spec.path "./monitor" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`, "fix: point spec.path at a directory of the repository"}},
+
+		// Issue 45 item 1: what kustomize-controller fetches and this
+		// offline check cannot read (a remote file, a remote base, a
+		// remote generator file, in the root and in a parent path) is
+		// left out of that build, one [unread] warning each, and every
+		// Kustomization below is checked. Nothing is fetched (.invalid).
+		{name: "remote-root as committed: each remote entry is one warning", layout: "remote-root", path: "clusters/prod", exit: session.ExitOK,
+			id: "check.render", verdict: verify.Warn,
+			want: []string{`clusters/prod/kustomization.yaml:7: [unread] resources entry "https://github.example.invalid/org/project/releases/download/v1.2.3/crds.yaml" is a remote file, which kustomize-controller fetches when it builds and this offline check cannot: left out of the build of Kustomization flux-system/flux-system, so the objects it adds are not checked`,
+				`clusters/prod/kustomization.yaml:8: [unread] resources entry "github.com/example-org/platform//config?ref=v1" is a remote base`,
+				`clusters/prod/kustomization.yaml:13: [unread] configMapGenerator[grafana-dashboards].files entry "nodes.json=https://raw.example.invalid/dashboards/nodes.json" is a remote generator file`,
+				`apps/monitoring/kustomization.yaml:10: [unread] configMapGenerator[app-dashboards].files entry "web.json=https://raw.example.invalid/dashboards/web.json" is a remote generator file`,
+				"fix: vendor it into the repository", "Kustomization flux-system/monitoring (clusters/prod/apps.yaml:1) path apps/monitoring: 2 object(s)",
+				"Kustomization flux-system/web (apps/monitoring/web.yaml:1) path apps/web: 1 object(s)"}},
+		{name: "remote-root: a defect below the remote entries is found", layout: "remote-root", path: "clusters/prod",
+			edits: []edit{{"apps/web/configmap.yaml", "${domain}", "${domian}"}},
+			exit:  session.ExitFailed, id: "check.substitution/flux-system/web", verdict: verify.Fail,
+			want: []string{"apps/web/configmap.yaml:7: [undefined] ${domian} in ConfigMap/default/web is not defined"}},
+		{name: "remote-root: vendored, no warning", layout: "remote-root", path: "clusters/prod",
+			edits: []edit{{"clusters/prod/kustomization.yaml", "  - https://github.example.invalid/org/project/releases/download/v1.2.3/crds.yaml\n  - github.com/example-org/platform//config?ref=v1\n", ""},
+				{"clusters/prod/kustomization.yaml", "nodes.json=https://raw.example.invalid/dashboards/nodes.json", "../../apps/monitoring/local.json"},
+				{"apps/monitoring/kustomization.yaml", "      - web.json=https://raw.example.invalid/dashboards/web.json\n", ""}},
+			exit: session.ExitOK, id: "check.render", verdict: verify.Pass, want: []string{"3 Kustomization(s), 3 built"}},
+		// Issue 45 item 2: a root directory that does not build is the
+		// repository's defect (exit 1, the root Kustomization's
+		// BuildFailed), not bad input; it is built again without the
+		// entry that broke it, and so is apps (an alias with no anchor),
+		// so the dangling dependsOn below both is still found.
+		{name: "broken-root: the root's [build] failure, with kustomize's words, file:line and fix", layout: "broken-root", path: "clusters/prod", exit: session.ExitFailed,
+			id: "check.render", verdict: verify.Fail,
+			want: []string{"clusters/prod/kustomization.yaml:6: [build] the root directory clusters/prod does not build: kustomize build clusters/prod: accumulating resources: accumulation err='accumulating resources from 'ingress.yaml': open clusters/prod/ingress.yaml: no such file or directory'",
+				"kustomize-controller fails the root Kustomization applying it (BuildFailed)",
+				`built again without clusters/prod/kustomization.yaml:6: resources entry "ingress.yaml" (clusters/prod/ingress.yaml is not in the repository): what it renders (Kustomization flux-system/apps) is checked as it would be once clusters/prod/kustomization.yaml is fixed`,
+				`fix: commit clusters/prod/ingress.yaml, or remove the entry "ingress.yaml" from resources of clusters/prod/kustomization.yaml`,
+				"clusters/prod/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path \"./apps\" failed", "unknown anchor 'defaults' referenced",
+				`apps/kustomization.yaml:5: resources entry "shop-config.yaml"`, "fix: make shop-config.yaml valid YAML",
+				"Kustomization flux-system/shop (apps/shop.yaml:1) path apps/shop: 1 object(s) (checked as it would be once apps/kustomization.yaml, clusters/prod/kustomization.yaml is fixed)"}},
+		{name: "broken-root: the defect below both walls is found", layout: "broken-root", path: "clusters/prod", exit: session.ExitFailed,
+			id: "check.graph", verdict: verify.Warn,
+			want: []string{"apps/shop.yaml:9: [dangling] Kustomization flux-system/shop depends on flux-system/payments"}},
+		{name: "broken-root: both files fixed, the dangling dependsOn fails", layout: "broken-root", path: "clusters/prod",
+			edits: []edit{{"clusters/prod/ingress.yaml", "", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ingress\n"}, {"apps/shop-config.yaml", "data: *defaults", "data: {}"}},
+			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
+			want: []string{"apps/shop.yaml:9: [dangling] Kustomization flux-system/shop depends on flux-system/payments, which the environment does not render"}},
+		{name: "broken-root: all fixed", layout: "broken-root", path: "clusters/prod",
+			edits: []edit{{"clusters/prod/ingress.yaml", "", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ingress\n"}, {"apps/shop-config.yaml", "data: *defaults", "data: {}"},
+				{"apps/shop.yaml", "    - name: payments\n", "    - name: apps\n"}},
+			exit: session.ExitOK, id: "check.render", verdict: verify.Pass, want: []string{"3 Kustomization(s), 3 built"}},
+		// Issue 45 item 7: a check that built none of its Kustomizations
+		// is never a pass.
+		{name: "placeholder: a tenant path none of whose Kustomizations builds", layout: "placeholder", path: "tenants/team-a",
+			edits: []edit{{"tenants/team-a/apps.yaml", "    name: flux-system\n", "    name: team-a\n"}},
+			exit:  session.ExitIncomplete, id: "check.render", verdict: verify.Skip,
+			want: []string{"none of the 1 Kustomization(s) of tenants/team-a was built, so nothing they apply was checked"}},
 
 		{name: "fleet prod as committed", layout: "fleet", path: "clusters/prod", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"root flux-system/flux-system (declared by the FluxInstance spec.sync at clusters/prod/flux-system/flux-instance.yaml:18"}},

@@ -35,6 +35,11 @@ type Policy struct {
 
 	file string
 	root *yaml.Node
+
+	// OtherSources (issue 45): "note" (the default: a Kustomization of
+	// another repository's source, which this check does not read, is a
+	// note) or "required" (its unchecked path makes the run incomplete).
+	OtherSources string `json:"otherSources,omitempty"`
 }
 
 // DefaultOpPolicy judges default-operator forms on undefined names.
@@ -153,6 +158,9 @@ func (p *Policy) validate() error {
 		if !slices.Contains(advisoryDetectors, o.Detector) || strings.TrimSpace(o.Reason) == "" {
 			return bad(fmt.Sprintf("advisories.disable.%d", i), "detector %q: one of %v, with a reason", o.Detector, advisoryDetectors)
 		}
+	}
+	if v := p.OtherSources; v != "" && v != "note" && v != "required" {
+		return bad("otherSources", "otherSources %q: note (the default) or required", v)
 	}
 	return nil
 }

@@ -46,11 +46,11 @@ func ignoreFilter(dir string, specIgnore *string) (func(p string, isDir bool) bo
 // a reason a person may not expect is noted, with the fix. A YAML alias
 // bomb is kept out (an empty file in its place) and returned in bombs, the
 // refusal for the build that reads it: a file no build reads refuses
-// nothing.
-func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]error, err error) {
+// nothing. big are the files left out for their size.
+func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]error, big map[string]bool, err error) {
 	src, err = filepath.Abs(src)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// --repo itself may be a link to the checkout: the walk starts inside it.
 	if real, err := filepath.EvalSymlinks(src); err == nil {
@@ -58,7 +58,7 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 	}
 	ignored, err := ignoreFilter(src, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("source ignore patterns: %w", err)
+		return nil, nil, nil, fmt.Errorf("source ignore patterns: %w", err)
 	}
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
@@ -96,7 +96,11 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 			return err
 		}
 		if b == nil {
-			notes = append(notes, fmt.Sprintf("%s: larger than %d bytes, left out", filepath.ToSlash(rel), max))
+			notes = append(notes, fmt.Sprintf("%s: larger than %s (this tool's read bound; no flag or policy raises it), left out: its objects are not checked", filepath.ToSlash(rel), bytesText(max)))
+			if big == nil {
+				big = map[string]bool{}
+			}
+			big[filepath.ToSlash(rel)] = true
 			return nil
 		}
 		// Kept from anything that would expand it (see safeio.AliasBomb).
@@ -109,7 +113,7 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 		}
 		return nil
 	})
-	return notes, bombs, err
+	return notes, bombs, big, err
 }
 
 // applySpecIgnore removes from the copy dir what a GitRepository's

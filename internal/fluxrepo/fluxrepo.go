@@ -74,6 +74,52 @@ type Options struct {
 	// The offline check keeps going too: each Kustomization.Err is its
 	// [build] finding, as kustomize-controller fails only that one.
 	KeepGoing bool
+	// Holes (the offline check) makes what cannot be read offline a hole,
+	// not a wall: an entry of a kustomization file naming a remote
+	// resource, base or generator file, or a file over MaxFileBytes, is
+	// left out of every build (in the copy) and recorded in Env.Holes; a
+	// path that does not build, the root directory included, is built
+	// again without the entry that broke it (Kustomization.Repaired,
+	// Env.RootErr), at most MaxRepairs entries per build, so what it
+	// renders is still checked. A root name (Namespace, RootName) nothing
+	// renders or declares, while the root directory renders the
+	// Kustomization applying it, is then an input error naming that one
+	// (else every Kustomization would be "another source", none built).
+	Holes bool
+}
+
+// MaxRepairs bounds the entries left out of one build that does not build
+// as committed (Options.Holes).
+const MaxRepairs = 8
+
+// Hole is one entry of a kustomization file left out of a build: one the
+// tool cannot read offline (Offline: kustomize-controller may read it),
+// or one that broke the build (left out so the rest is still checked).
+type Hole struct {
+	// Location is the kustomization file and the entry's line; for a file
+	// a generated kustomization.yaml would list, the file itself.
+	Location Location
+	// Field is the kustomization field holding the entry (resources,
+	// components, configMapGenerator[dashboards].files …); "" for a file
+	// of a generated kustomization.yaml.
+	Field string
+	// Entry is the entry as written.
+	Entry string
+	// Offline: a remote resource, base or generator file, or a file over
+	// the read bound (Why says which).
+	Offline bool
+	// Why says what the entry is, or what is wrong with it.
+	Why string
+	// By are the builds that left it out: Kustomizations (namespace/name),
+	// "" for the root directory when no Kustomization applies it.
+	By []string
+}
+
+func (h *Hole) String() string {
+	if h.Field == "" {
+		return fmt.Sprintf("%s (%s)", h.Location, h.Why)
+	}
+	return fmt.Sprintf("%s: %s entry %q (%s)", h.Location, h.Field, h.Entry, h.Why)
 }
 
 // Location is where an object or a line comes from: a file relative to the
@@ -115,6 +161,17 @@ type Kustomization struct {
 	// Err is why the path did not build, when Options.KeepGoing let Load
 	// go on (an input error naming the Kustomization and the fix).
 	Err error
+	// Repaired are the entries left out so the path builds (Options.Holes):
+	// Err is then its build as committed, Built says the build without
+	// them succeeded and Resources hold it.
+	Repaired []*Hole
+	// OnceFixed are the kustomization files whose broken entries were left
+	// out of a build above this Kustomization (its applier's, or further
+	// up): it is checked as it would be once they are fixed.
+	OnceFixed []string
+	// OtherSource: it reads a source that is not the root's (another
+	// repository): not built, a note rather than a check that could not run.
+	OtherSource bool
 	// Resources are the objects built from Path, unsubstituted, as
 	// kustomize-controller holds them before post-build substitution. Treat
 	// them as read-only (DeepCopy before substituting).
@@ -266,6 +323,16 @@ type Env struct {
 	// Notes are what a person should know: paths not built and why, files
 	// left out of the copy, objects rendered twice.
 	Notes []string
+	// Holes are the entries left out of the builds because the tool cannot
+	// read them offline (Options.Holes), each once, with the builds that
+	// read the file declaring it.
+	Holes []*Hole
+	// RootErr is the root directory's build as committed when it failed
+	// (Options.Holes: the repository's defect, not an input error);
+	// RootRepaired are the entries left out so it builds (RootResources
+	// are that build; none if it did not).
+	RootErr      error
+	RootRepaired []*Hole
 
 	index *fileIndex
 }

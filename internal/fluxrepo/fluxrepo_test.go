@@ -89,7 +89,7 @@ func TestLoadHomelab(t *testing.T) {
 func copyTree(t *testing.T, src string) string {
 	t.Helper()
 	dst := t.TempDir()
-	if _, _, err := copyRepo(src, dst, DefaultMaxFileBytes); err != nil {
+	if _, _, _, err := copyRepo(src, dst, DefaultMaxFileBytes); err != nil {
 		t.Fatal(err)
 	}
 	return dst
@@ -699,5 +699,37 @@ func TestAliasBombOnlyWhereRead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadHoles (issue 45 items 1, 2): with Holes, a remote entry of the
+// root directory is left out (in the copy only) and recorded once with its
+// line and the builds reading it, and a root that does not build is
+// Env.RootErr, built again without the broken entry; without Holes (sync,
+// which applies the root) both stay input errors. The repository itself is
+// never changed.
+func TestLoadHoles(t *testing.T) {
+	t.Parallel()
+	repo := copyTree(t, clean)
+	const root = "resources:\n- ../base\n- sync.yaml\n- cluster-vars.yaml\n- app-secrets.sops.yaml\n- https://example.invalid/crds.yaml\n- gone.yaml\n"
+	write(t, repo, "clusters/dev/kustomization.yaml", root)
+	if _, err := Load(Options{Repo: repo, Path: "clusters/dev", KeepGoing: true}); err == nil || !verify.IsInput(err) {
+		t.Fatalf("without Holes: err = %v, want an input error", err)
+	}
+	e, err := Load(Options{Repo: repo, Path: "clusters/dev", KeepGoing: true, Holes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Holes) != 1 || e.Holes[0].Location.String() != "clusters/dev/kustomization.yaml:6" || !e.Holes[0].Offline || !slices.Equal(e.Holes[0].By, []string{"flux-system/flux-system"}) {
+		t.Fatalf("holes: %+v", e.Holes)
+	}
+	if e.RootErr == nil || !strings.Contains(e.RootErr.Error(), "gone.yaml") || len(e.RootRepaired) != 1 || e.RootRepaired[0].Location.String() != "clusters/dev/kustomization.yaml:7" {
+		t.Fatalf("root: err %v, repaired %+v", e.RootErr, e.RootRepaired)
+	}
+	if apps := e.Kustomization("flux-system", "apps"); apps == nil || !apps.Built || !slices.Equal(apps.OnceFixed, []string{"clusters/dev/kustomization.yaml"}) {
+		t.Fatalf("apps: %+v", apps)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "clusters/dev/kustomization.yaml")); string(b) != root {
+		t.Fatalf("the repository was changed:\n%s", b)
 	}
 }

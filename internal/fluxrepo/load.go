@@ -54,7 +54,9 @@ type loader struct {
 	// bombs are the copy's YAML alias bombs (kept out, an empty file in
 	// their place): the refusal of a build that reads one.
 	bombs map[string]error
-	seen  map[string]bool
+	// big are the files left out of the copy for their size.
+	big  map[string]bool
+	seen map[string]bool
 	// plainSchema: no kustomization of the repository sets openapi:, so
 	// every build sees kustomize's built-in schema (see build).
 	plainSchema bool
@@ -76,11 +78,18 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 	if real, err := filepath.EvalSymlinks(tmp); err == nil {
 		tmp = real
 	}
-	notes, bombs, err := copyRepo(repo, tmp, o.MaxFileBytes)
+	notes, bombs, big, err := copyRepo(repo, tmp, o.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("copy %s: %w", repo, err)
 	}
 	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp}}
 	e.index.load() // before the generator writes anything
-	return &loader{env: e, tmp: tmp, copyNotes: notes, bombs: bombs, seen: map[string]bool{}, stagedDirs: map[string]*staged{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}, nil
+	l := &loader{env: e, tmp: tmp, copyNotes: notes, bombs: bombs, big: big, seen: map[string]bool{}, stagedDirs: map[string]*staged{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}
+	if o.Holes {
+		// After the index: locations are the committed files'.
+		if err := l.leaveOutOffline(); err != nil {
+			return nil, fmt.Errorf("copy %s: %w", repo, err)
+		}
+	}
+	return l, nil
 }

@@ -57,10 +57,17 @@ func (l *loader) run(root string) error {
 			appliedBy = e.Root.Ref()
 		}
 	}
+	if e.Root == nil && !slices.ContainsFunc(res, l.isRoot) && e.Options.Holes {
+		if err := l.rootNamed(root, res); err != nil {
+			return err
+		}
+	}
+	l.attribute(files, appliedBy)
 	queue, err := l.ingest(res, files, appliedBy)
 	if err != nil {
 		return err
 	}
+	onceFixed(queue, nil, OnceFixedFiles(e.RootRepaired))
 	o := e.Options // declaredRoot may have named another root
 	if e.Root == nil {
 		e.Root = e.Kustomization(o.Namespace, o.RootName)
@@ -96,6 +103,38 @@ func (l *loader) run(root string) error {
 		}
 	}
 	return nil
+}
+
+// rootNamed refuses a root name (Options.Namespace, RootName) that
+// nothing renders or declares while the root directory renders the
+// Kustomizations applying it (spec.path the root directory): taken as a
+// root whose source nothing reads, every Kustomization would be "another
+// source", none built. Those are the roots the path renders.
+func (l *loader) rootNamed(root string, res []*resource.Resource) error {
+	o := l.env.Options
+	var roots []string
+	for _, r := range res {
+		if !isKustomization(r) {
+			continue
+		}
+		m, err := r.Map()
+		if err != nil {
+			continue
+		}
+		if p, _, _ := unstructured.NestedString(m, "spec", "path"); strings.Contains(p, "${") || cleanPath(strings.TrimLeft(p, "/")) != root {
+			continue
+		}
+		roots = append(roots, fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace)+"/"+r.GetName())
+	}
+	if len(roots) == 0 {
+		return nil
+	}
+	var flags []string
+	for _, r := range roots {
+		ns, name, _ := strings.Cut(r, "/")
+		flags = append(flags, fmt.Sprintf("--namespace %s --root %s", ns, name))
+	}
+	return verify.InputErrorf("the root Kustomization %s/%s: %s renders no such Kustomization, nor does anything declare it; it renders %s, applying %s: pass %s", o.Namespace, o.RootName, root, "Kustomization "+strings.Join(roots, ", "), root, strings.Join(flags, ", or "))
 }
 
 // walk builds the path of every Kustomization in queue not built yet, and
@@ -144,9 +183,9 @@ func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
 // then its namespace/name, else "").
 func (l *loader) buildRoot(root string) (res []*resource.Resource, files []string, appliedBy string, err error) {
 	e, o := l.env, l.env.Options
-	res, files, err = l.build(root, nil)
+	res, files, err = l.rootBuild(root, nil, "")
 	if err != nil {
-		return nil, nil, "", verify.InputErrorf("kustomize build %s: %w%s", root, l.inRepo(err), leftOut(l.copyNotes))
+		return nil, nil, "", err
 	}
 	// The root Kustomization, if the root directory renders it, is built
 	// again with its own spec (patches, images, targetNamespace …) when it
@@ -167,20 +206,59 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 		e.index = &fileIndex{root: l.tmp}
 		e.index.load()
 		e.Notes = append(e.Notes, "the root's GitRepository spec.ignore was applied to the copy")
-		if res, files, err = l.build(root, nil); err != nil {
-			return nil, nil, "", verify.InputErrorf("kustomize build %s (after the GitRepository's spec.ignore): %w", root, l.inRepo(err))
+		if res, files, err = l.rootBuild(root, nil, " (after the GitRepository's spec.ignore)"); err != nil {
+			return nil, nil, "", err
 		}
 	}
 	if rootObj != nil {
 		p, _, _ := unstructured.NestedString(rootObj, "spec", "path")
 		if cleanPath(p) == root {
-			if res, files, err = l.build(root, rootObj); err != nil {
-				return nil, nil, "", verify.InputErrorf("kustomize build %s (with the spec of Kustomization %s/%s): %w", root, o.Namespace, o.RootName, l.inRepo(err))
+			if res, files, err = l.rootBuild(root, rootObj, fmt.Sprintf(" (with the spec of Kustomization %s/%s)", o.Namespace, o.RootName)); err != nil {
+				return nil, nil, "", err
 			}
 			appliedBy = o.Namespace + "/" + o.RootName
 		}
 	}
 	return res, files, appliedBy, nil
+}
+
+// rootBuild builds the root directory (with obj, the root Kustomization,
+// when it applies it). A build that fails is an input error, but with
+// Options.Holes the repository's defect (Env.RootErr, a [build] failure):
+// the build without the entries that broke it is returned, or nothing.
+func (l *loader) rootBuild(root string, obj map[string]any, how string) ([]*resource.Resource, []string, error) {
+	e := l.env
+	res, files, repaired, built, err := l.buildRepaired(l.tmp, root, obj)
+	if err == nil {
+		return res, files, nil
+	}
+	err = verify.InputErrorf("kustomize build %s%s: %w%s", root, how, l.inRepo(err), leftOut(l.copyNotes))
+	if !e.Options.Holes {
+		return nil, nil, err
+	}
+	if e.RootErr != nil {
+		// Built again (spec.ignore, the root's spec): noted once.
+		if !built {
+			return nil, nil, nil
+		}
+		return res, files, nil
+	}
+	e.RootErr, e.RootRepaired = err, repaired
+	if !built {
+		e.Notes = append(e.Notes, fmt.Sprintf("the root directory %s does not build, and no entry left out makes it build: nothing it renders is checked", root))
+		return nil, nil, nil
+	}
+	e.Notes = append(e.Notes, fmt.Sprintf("the root directory %s was built again without %s: what it renders is checked as it would be once %s is fixed", root, holeList(repaired), strings.Join(OnceFixedFiles(repaired), ", ")))
+	return res, files, nil
+}
+
+// holeList names holes for a note.
+func holeList(holes []*Hole) string {
+	var s []string
+	for _, h := range holes {
+		s = append(s, h.String())
+	}
+	return strings.Join(s, "; ")
 }
 
 // buildChild builds the path of Kustomization k, which the walk reached,
@@ -190,6 +268,7 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomization, error) {
 	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/")) // as specPath; shown for one not built
 	if k.SourceKey() != sourceKey {
+		k.OtherSource = true
 		l.notBuilt(k, fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey))
 		return nil, nil
 	}
@@ -233,22 +312,45 @@ func (l *loader) buildPath(k *Kustomization, st *staged) ([]*Kustomization, erro
 	if err != nil {
 		return nil, err
 	}
-	res, files, err := l.buildIn(root, k.Path, obj)
+	res, files, repaired, built, err := l.buildRepaired(root, k.Path, obj)
 	if err != nil && st != nil {
 		err = errors.New(strings.ReplaceAll(err.Error(), st.Dir+string(filepath.Separator), ""))
 	}
 	if err != nil {
-		if remote := remoteRefs(root, dir); len(remote) > 0 {
+		if remote := remoteRefs(root, dir); len(remote) > 0 && !l.env.Options.Holes {
 			l.notBuilt(k, fmt.Sprintf("path %s has remote bases (%s): not built offline", k.Path, strings.Join(remote, ", ")))
 			return nil, nil
 		}
-		return nil, l.childFailed(k, verify.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q%s failed: %w%s", k.Ref(), k.Location, k.Spec.Path, where, l.inRepo(err), leftOut(l.copyNotes)))
+		ferr := l.childFailed(k, verify.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q%s failed: %w%s", k.Ref(), k.Location, k.Spec.Path, where, l.inRepo(err), leftOut(l.copyNotes)))
+		if ferr != nil || !built {
+			return nil, ferr
+		}
+		// Built again without the entries that broke it: checked as it
+		// would be once they are fixed.
+		k.Repaired = repaired
+		k.Note = fmt.Sprintf("%s; built again without %s: what it renders is checked as it would be once %s is fixed", k.Note, holeList(repaired), strings.Join(OnceFixedFiles(repaired), ", "))
+		l.env.Notes[len(l.env.Notes)-1] = k.Note
 	}
 	if st != nil {
 		files = l.repoFiles(st, files)
 	}
 	k.Built, k.Resources, k.Files = true, res, files
-	return l.ingest(res, files, k.Ref())
+	l.attribute(files, k.Ref())
+	more, err := l.ingest(res, files, k.Ref())
+	onceFixed(more, k.OnceFixed, OnceFixedFiles(k.Repaired))
+	return more, err
+}
+
+// onceFixed marks the Kustomizations a build rendered as reached through
+// a build that left out broken entries (of files), or one above it (up).
+func onceFixed(ks []*Kustomization, up, files []string) {
+	all := slices.Compact(slices.Sorted(slices.Values(slices.Concat(up, files))))
+	if len(all) == 0 {
+		return
+	}
+	for _, k := range ks {
+		k.OnceFixed = all
+	}
 }
 
 // buildFromArtifact builds Kustomization k, which reads an
