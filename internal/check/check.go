@@ -94,6 +94,9 @@ const (
 	// kustomize-controller fails that Kustomization (BuildFailed) and
 	// reconciles the others.
 	Build Detector = "build"
+
+	// TwoAppliers: an object applied by two Kustomizations (appliers.go).
+	TwoAppliers Detector = "two-appliers"
 )
 
 // Options select the environment and what it is compared with.
@@ -187,6 +190,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
 	g := fluxgraph.FromEnv(env)
 	r.Checks = append(r.Checks, checkGraph(ch, o, env, g))
+	r.Checks = checkAppliers(ch, o, env, r.Checks) // [two-appliers] joins check.graph
 	r.Checks = append(r.Checks, checkCEL(ch, o, env))
 	r.Checks = append(r.Checks, checkRace(ch, o, env, g)...)
 	r.Checks = append(r.Checks, checkPrune(ch, o, env)...)

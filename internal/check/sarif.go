@@ -32,6 +32,7 @@ var detectorText = map[Detector]string{
 	BadCEL:        "readyExpr or healthCheckExprs the controller cannot compile: the object stalls",
 	Schema:        "Flux object the API server refuses (or whose field it drops) under the Flux release's CRDs",
 	Build:         "Kustomization whose path does not build: kustomize-controller fails it (BuildFailed) and applies the others",
+	TwoAppliers:   "object applied by two Kustomizations: each reconcile overwrites the other's, and prune by one deletes what the other declares",
 }
 
 type sarifMessage struct {
