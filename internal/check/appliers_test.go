@@ -103,7 +103,7 @@ spec:
 			want: []string{"is applied by Kustomization flux-system/issuers and by Kustomization flux-system/issuers-again with different content after substitution", "leave ClusterIssuer.cert-manager.io letsencrypt in one Kustomization's path only"},
 			not:  []string{"has no kustomization.yaml"}},
 		{name: "a Secret's differing values are not shown",
-			ms: []mutation{{"clusters/dev/issuers/secret.yaml", "", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: acme\n  namespace: cert-manager\nstringData:\n  token: ${email}-token\n"}},
+			ms:      []mutation{{"clusters/dev/issuers/secret.yaml", "", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: acme\n  namespace: cert-manager\nstringData:\n  token: ${email}-token\n"}},
 			verdict: verify.Fail, fails: 2, warns: 1,
 			want: []string{"Secret cert-manager/acme is applied by Kustomization flux-system/flux-system and by Kustomization flux-system/issuers with different content after substitution (stringData.token):"},
 			not:  []string{"-token"}},
