@@ -146,7 +146,11 @@ func (g *group) write(b *strings.Builder) {
 	switch {
 	case len(items) > 0 && len(items) <= 2*maxNamed:
 		for _, it := range items {
-			fmt.Fprintf(b, "            %s: %d Kustomization(s)\n", it, len(per[it]))
+			if n := len(per[it]); n > 1 || !per[it][""] {
+				fmt.Fprintf(b, "            %s: %d Kustomization(s)\n", it, n)
+				continue
+			}
+			fmt.Fprintf(b, "            %s\n", it) // an item that names what it affects
 		}
 	case len(items) > 0:
 		fmt.Fprintf(b, "            %d distinct: %s\n", len(items), named(items))
