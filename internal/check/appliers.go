@@ -43,7 +43,8 @@ type copyOf struct {
 // appliersOf lists the builds that apply objects. The root directory is
 // applied by the root Kustomization (its Resources are the root build, as
 // RootResources): counted once, as that Kustomization; on its own only when
-// no Kustomization of the environment applies it.
+// the environment has no root Kustomization (one made outside it applies
+// the directory).
 func appliersOf(env *fluxrepo.Env) []*applier {
 	root := path.Clean(filepath.ToSlash(env.Options.Path))
 	var out []*applier
@@ -57,7 +58,9 @@ func appliersOf(env *fluxrepo.Env) []*applier {
 		}
 		out = append(out, &applier{k: k, label: "Kustomization " + k.Ref(), path: k.Path, res: k.Resources, files: k.Files})
 	}
-	if !rootApplied && len(env.RootResources) > 0 {
+	// With a root Kustomization the root directory is its build, whatever
+	// its path ([unreachable] reports a root applying another directory).
+	if !rootApplied && env.Root == nil && len(env.RootResources) > 0 {
 		out = append([]*applier{{label: "the root directory " + root + " (applied by a root made outside the repository)", path: root, res: env.RootResources, files: env.RootFiles}}, out...)
 	}
 	return out
