@@ -87,7 +87,7 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 					// One block for every prerequisite (issue #45 item 6):
 					// the text report groups them by this cause.
 					cause:    prereqCause(env, elsewhere),
-					item:     fmt.Sprintf("%s (%s), read by %s", key, keys, users),
+					item:     fmt.Sprintf("%s (%s; read by %s)", key, keys, users),
 					causeFix: "create each out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization its readers depend on), or declare it under prerequisites.declared in " + PolicyFile + "; mark a reference optional: true if it may be absent"})
 			}
 			out = append(out, ch.verdict(def, fs, fmt.Sprintf("%s is not rendered, and every reference (%s) is optional: substitution proceeds without it", key, users)))
@@ -136,16 +136,29 @@ func otherSources(env *fluxrepo.Env) otherSourceKs {
 	return out
 }
 
-// names are the Kustomizations with their sources, the first few.
+// names are the Kustomizations by source, the first few of each.
 func (ks otherSourceKs) names() string {
-	var s []string
+	var srcs []string
+	by := map[string][]string{}
 	for _, k := range ks {
-		s = append(s, fmt.Sprintf("%s (%s)", k.Ref(), k.SourceKey()))
+		src := k.SourceKey()
+		if by[src] == nil {
+			srcs = append(srcs, src)
+		}
+		by[src] = append(by[src], k.Ref())
 	}
-	if len(s) > 3 {
-		return fmt.Sprintf("%s and %d more", strings.Join(s[:3], ", "), len(s)-3)
+	var s []string
+	for _, src := range srcs {
+		s = append(s, fmt.Sprintf("%s (%s)", namedFew(by[src]), src))
 	}
-	return strings.Join(s, ", ")
+	return strings.Join(s, "; ")
+}
+
+func namedFew(names []string) string {
+	if len(names) > 3 {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
+	}
+	return strings.Join(names, ", ")
 }
 
 // say is what a prerequisite's finding adds about them ("" when none).

@@ -388,7 +388,7 @@ func TestPrerequisitesOneBlock(t *testing.T) {
 			}
 			for _, w := range []string{
 				"prerequisites: substituted from, and no Kustomization of clusters/dev renders them",
-				"Kustomization(s) of another source, not built here, may render them: flux-system/monitoring-crds (GitRepository/flux-system/shared), flux-system/monitoring (GitRepository/flux-system/shared), flux-system/apps-dashboards (GitRepository/flux-system/shared)",
+				"Kustomization(s) of another source, not built here, may render them: flux-system/monitoring-crds, flux-system/monitoring, flux-system/apps-dashboards (GitRepository/flux-system/shared)",
 				"\n            ConfigMap/flux-system/apps-one (",
 				"\n            ConfigMap/flux-system/apps-two (",
 			} {
