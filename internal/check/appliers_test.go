@@ -62,10 +62,12 @@ func TestTwoAppliers(t *testing.T) {
 		verdict verify.Verdict
 		// fails and warns are the [two-appliers] findings by verdict.
 		fails, warns int
-		want, not    []string
+		// sarif are the SARIF results (errors, notes): one per block.
+		sarif     [2]int
+		want, not []string
 	}{
 		{name: "as committed: a directory without kustomization.yaml applies another Kustomization's path",
-			verdict: verify.Fail, fails: 1, warns: 1,
+			verdict: verify.Fail, fails: 1, warns: 1, sarif: [2]int{1, 1},
 			want: []string{
 				`ClusterIssuer.cert-manager.io letsencrypt is applied by Kustomization flux-system/flux-system and by Kustomization flux-system/issuers with different content after substitution (spec.acme.email is "${email}" from Kustomization flux-system/flux-system, "ops@example.invalid" from Kustomization flux-system/issuers)`,
 				"Cause: clusters/dev has no kustomization.yaml, so the build kustomize-controller generates for Kustomization flux-system/flux-system applies every manifest below it, clusters/dev/issuers (the path of Kustomization flux-system/issuers) included",
@@ -78,12 +80,12 @@ func TestTwoAppliers(t *testing.T) {
 			disable: []Detector{TwoAppliers}, verdict: verify.Pass},
 		{name: "nothing substitutes: the same content twice is a warning",
 			ms:      []mutation{{"clusters/dev/issuers.yaml", "  postBuild:\n    substitute:\n      email: ops@example.invalid\n", ""}},
-			verdict: verify.Warn, warns: 2,
+			verdict: verify.Warn, warns: 2, sarif: [2]int{0, 1},
 			want: []string{"ClusterIssuer.cert-manager.io letsencrypt is applied by Kustomization flux-system/flux-system and by Kustomization flux-system/issuers, with the same content"}},
 		{name: "an object the controller leaves alone (ssa: IfNotPresent) is no finding",
 			ms: []mutation{{"clusters/dev/issuers/namespace.yaml", "  name: cert-manager\n",
 				"  name: cert-manager\n  annotations:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n"}},
-			verdict: verify.Fail, fails: 1, not: []string{"Namespace cert-manager is applied"}},
+			verdict: verify.Fail, fails: 1, sarif: [2]int{1, 0}, not: []string{"Namespace cert-manager is applied"}},
 		{name: "two Kustomizations of one path: the pair is the cause, no directory named",
 			ms: []mutation{{rootKs, "", listed}, {"clusters/dev/issuers.yaml", "", `---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
@@ -99,12 +101,12 @@ spec:
     kind: GitRepository
     name: flux-system
 `}},
-			verdict: verify.Fail, fails: 1, warns: 1,
+			verdict: verify.Fail, fails: 1, warns: 1, sarif: [2]int{1, 1},
 			want: []string{"is applied by Kustomization flux-system/issuers and by Kustomization flux-system/issuers-again with different content after substitution", "leave ClusterIssuer.cert-manager.io letsencrypt in one Kustomization's path only"},
 			not:  []string{"has no kustomization.yaml"}},
 		{name: "a Secret's differing values are not shown",
 			ms:      []mutation{{"clusters/dev/issuers/secret.yaml", "", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: acme\n  namespace: cert-manager\nstringData:\n  token: ${email}-token\n"}},
-			verdict: verify.Fail, fails: 2, warns: 1,
+			verdict: verify.Fail, fails: 2, warns: 1, sarif: [2]int{1, 1},
 			want: []string{"Secret cert-manager/acme is applied by Kustomization flux-system/flux-system and by Kustomization flux-system/issuers with different content after substitution (stringData.token):"},
 			not:  []string{"-token"}},
 	}
@@ -140,6 +142,10 @@ spec:
 			}
 			if fails != tc.fails || warns != tc.warns {
 				t.Errorf("[two-appliers]: %d fail, %d warn; want %d, %d:\n%s", fails, warns, tc.fails, tc.warns, strings.Join(msgs, "\n"))
+			}
+			res := sarifResults(t, r)
+			if got := [2]int{countRule(res, string(TwoAppliers), "error"), countRule(res, string(TwoAppliers), "note")}; got != tc.sarif {
+				t.Errorf("SARIF [two-appliers] results (errors, notes) %v, want %v:\n%+v", got, tc.sarif, res)
 			}
 			var b strings.Builder
 			_ = verify.WriteText(&b, rep)
