@@ -142,32 +142,49 @@ func foldCheck(c, add verify.Check) verify.Check {
 	return c
 }
 
-// twoAppliers finds the objects several builds apply.
+// twoAppliers finds the objects several builds apply. The identity is
+// read first (substituted only where the name or namespace holds a
+// variable); the content is substituted and compared only for objects
+// seen twice.
 func twoAppliers(env *fluxrepo.Env) []finding {
+	type seen struct {
+		by *applier
+		r  *resource.Resource
+	}
 	var order []string
-	copies := map[string][]copyOf{}
+	byID := map[string][]seen{}
 	for _, a := range appliersOf(env) {
-		seen := map[string]bool{}
+		mine := map[string]bool{}
 		for _, r := range a.res {
-			applied := env.Applied(a.k, r)
-			id := objectID(applied)
-			if seen[id] {
+			named := r
+			if strings.Contains(r.GetName(), "${") || strings.Contains(r.GetNamespace(), "${") {
+				named = env.Applied(a.k, r)
+			}
+			id := objectID(named)
+			if mine[id] {
 				continue
 			}
-			seen[id] = true
-			if _, ok := copies[id]; !ok {
+			mine[id] = true
+			if _, ok := byID[id]; !ok {
 				order = append(order, id)
 			}
-			m, err := applied.Map()
-			if err != nil {
-				continue
-			}
-			copies[id] = append(copies[id], copyOf{by: a, obj: comparable(m), raw: r, skipped: leftAlone(applied)})
+			byID[id] = append(byID[id], seen{a, r})
 		}
 	}
 	var fs []finding
 	for _, id := range order {
-		cs := copies[id]
+		if len(byID[id]) < 2 {
+			continue
+		}
+		var cs []copyOf
+		for _, x := range byID[id] {
+			applied := env.Applied(x.by.k, x.r)
+			m, err := applied.Map()
+			if err != nil {
+				continue
+			}
+			cs = append(cs, copyOf{by: x.by, obj: comparable(m), raw: x.r, skipped: leftAlone(applied)})
+		}
 		if len(cs) < 2 || slices.ContainsFunc(cs, func(c copyOf) bool { return c.skipped }) {
 			continue
 		}
