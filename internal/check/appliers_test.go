@@ -77,7 +77,7 @@ func TestTwoAppliers(t *testing.T) {
 		{name: "the subdirectory has its own kustomization.yaml: the generated build lists it whole",
 			ms:      []mutation{{"clusters/dev/issuers/kustomization.yaml", "", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - namespace.yaml\n  - cluster-issuer.yaml\n"}},
 			verdict: verify.Fail, fails: 1, warns: 1, sarif: [2]int{1, 1},
-			want:    []string{"Cause: clusters/dev has no kustomization.yaml, so the build kustomize-controller generates for Kustomization flux-system/flux-system applies every manifest below it, clusters/dev/issuers (the path of Kustomization flux-system/issuers) included"}},
+			want: []string{"Cause: clusters/dev has no kustomization.yaml, so the build kustomize-controller generates for Kustomization flux-system/flux-system applies every manifest below it, clusters/dev/issuers (the path of Kustomization flux-system/issuers) included"}},
 		{name: "a kustomization.yaml in the root lists what the root applies: one applier each",
 			ms: []mutation{{rootKs, "", listed}}, verdict: verify.Pass},
 		{name: "the detector off",
