@@ -62,7 +62,8 @@ A .bootstrap.yaml at the repository root (docs/policy.md) makes the check strict
 each choice with a reason; what it changes is still reported. No cluster is needed. Reports undefined variables, default-operator
 expansions, expansions the parser rejects, literals that ship unsubstituted, substituteFrom
 knobs that differ between environments or are unused, dependsOn cycles and dangling edges,
-unreachable nodes, a root with wait: true, the substitution race, and prune hazards.
+unreachable nodes, a root whose health check waits for what depends on it, the substitution
+race, an object applied by two Kustomizations, and prune hazards.
 
 What this offline check cannot read (a remote resource, base or generator file, a file over
 the read bound) is left out of that build and reported once as a warning; the rest of the build

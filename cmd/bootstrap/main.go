@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/session"
 )
 
@@ -22,7 +23,12 @@ func main() {
 	// first watch error (an API server restart).
 	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := session.WithSignals(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Getenv)
+	// kustomize prints its deprecation notices straight to os.Stderr at
+	// every build: not the report, so filtered out of what reaches it.
+	stderr := os.Stderr
+	restore := check.FilterKustomizeNotices(stderr)
+	code := run(ctx, os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: stderr}, os.Getenv)
+	restore()
 	cancel()
 	os.Exit(code)
 }

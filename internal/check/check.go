@@ -98,6 +98,9 @@ const (
 	// read (a remote resource, base or generator file, a file over the
 	// read bound), left out of the build: what it adds is not checked.
 	Unread Detector = "unread"
+
+	// TwoAppliers: an object applied by two Kustomizations (appliers.go).
+	TwoAppliers Detector = "two-appliers"
 )
 
 // Options select the environment and what it is compared with.
@@ -195,6 +198,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
 	g := fluxgraph.FromEnv(env)
 	r.Checks = append(r.Checks, checkGraph(ch, o, env, g))
+	r.Checks = checkAppliers(ch, o, env, r.Checks) // [two-appliers] joins check.graph
 	r.Checks = append(r.Checks, checkCEL(ch, o, env))
 	r.Checks = append(r.Checks, checkRace(ch, o, env, g)...)
 	r.Checks = append(r.Checks, checkPrune(ch, o, env)...)

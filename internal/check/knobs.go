@@ -47,6 +47,7 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		return nil, nil
 	}, slices.Sorted(maps.Keys(objs)))
 	readers := map[*fluxrepo.Env]map[string]map[string]bool{}
+	elsewhere := otherSources(env)
 	var out []verify.Check
 	for _, key := range slices.Sorted(maps.Keys(objs)) {
 		ob := objs[key]
@@ -81,8 +82,13 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 					loc = ob.first.Location // the reference came from a patch
 				}
 				fs = append(fs, finding{det: Prerequisite, name: key, warn: true, loc: loc,
-					what: fmt.Sprintf("prerequisite %s (%s used) is substituted from by %s and no Kustomization of %s renders it: it must exist before they reconcile, or the controller fails them with \"substitute from '%s/%s' error: not found\"", key, keys, users, env.Options.Path, kind, d2name(key)),
-					fix:  fmt.Sprintf("create %s out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization they depend on); mark the reference optional: true if it may be absent", key)})
+					what: fmt.Sprintf("prerequisite %s (%s used) is substituted from by %s and no Kustomization of %s renders it: it must exist before they reconcile, or the controller fails them with \"substitute from '%s/%s' error: not found\"%s", key, keys, users, env.Options.Path, kind, d2name(key), elsewhere.say()),
+					fix:  fmt.Sprintf("create %s out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization they depend on); mark the reference optional: true if it may be absent", key),
+					// One block for every prerequisite (issue #45 item 6):
+					// the text report groups them by this cause.
+					cause:    prereqCause(env, elsewhere),
+					item:     fmt.Sprintf("%s (%s; read by %s)", key, keys, users),
+					causeFix: "create each out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization its readers depend on), or declare it under prerequisites.declared in " + PolicyFile + "; mark a reference optional: true if it may be absent"})
 			}
 			out = append(out, ch.verdict(def, fs, fmt.Sprintf("%s is not rendered, and every reference (%s) is optional: substitution proceeds without it", key, users)))
 			continue
@@ -110,6 +116,66 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		out = append(out, Knobs.Pass("no Kustomization substitutes from a ConfigMap or Secret"))
 	}
 	return out
+}
+
+// otherSourceKs are the Kustomizations of the environment that read
+// another source than the root's (another repository: their paths were not
+// built here), which may render what no built path does.
+type otherSourceKs []*fluxrepo.Kustomization
+
+func otherSources(env *fluxrepo.Env) otherSourceKs {
+	if env.Root == nil {
+		return nil
+	}
+	var out otherSourceKs
+	for _, k := range env.Kustomizations {
+		if !k.Built && k.Err == nil && k.Via == "" && k.SourceKey() != env.Root.SourceKey() {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// names are the Kustomizations by source, the first few of each.
+func (ks otherSourceKs) names() string {
+	var srcs []string
+	by := map[string][]string{}
+	for _, k := range ks {
+		src := k.SourceKey()
+		if by[src] == nil {
+			srcs = append(srcs, src)
+		}
+		by[src] = append(by[src], k.Ref())
+	}
+	var s []string
+	for _, src := range srcs {
+		s = append(s, fmt.Sprintf("%s (%s)", namedFew(by[src]), src))
+	}
+	return strings.Join(s, "; ")
+}
+
+func namedFew(names []string) string {
+	if len(names) > 3 {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
+	}
+	return strings.Join(names, ", ")
+}
+
+// say is what a prerequisite's finding adds about them ("" when none).
+func (ks otherSourceKs) say() string {
+	if len(ks) == 0 {
+		return ""
+	}
+	return "; Kustomization(s) of another source, not built here, may render it: " + ks.names()
+}
+
+// prereqCause is the cause every prerequisite finding shares.
+func prereqCause(env *fluxrepo.Env, others otherSourceKs) string {
+	s := fmt.Sprintf("prerequisites: substituted from, and no Kustomization of %s renders them; each must exist before its readers reconcile, or the controller fails them (substitute from … error: not found)", env.Options.Path)
+	if len(others) > 0 {
+		s += "; Kustomization(s) of another source, not built here, may render them: " + others.names()
+	}
+	return s
 }
 
 func d2name(key string) string {

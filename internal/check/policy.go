@@ -87,7 +87,7 @@ type AdvisoryOff struct {
 }
 
 // advisoryDetectors are the detectors whose findings are warnings.
-var advisoryDetectors = []Detector{DefaultOp, Literal, KnobEnv, KnobUnused, Prerequisite, RaceDep, Prune, Schema, WaitOrder}
+var advisoryDetectors = []Detector{DefaultOp, Literal, KnobEnv, KnobUnused, Prerequisite, RaceDep, Prune, Schema, WaitOrder, TwoAppliers, Unread}
 
 // LoadPolicy reads PolicyFile from the repository (nil when there is
 // none), held to its schema: unknown fields, values and missing reasons are

@@ -5,6 +5,8 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -21,7 +23,7 @@ var detectorText = map[Detector]string{
 	Cycle:         "dependsOn cycle",
 	Dangling:      "dependsOn on a Kustomization or HelmRelease the environment does not render",
 	Unreachable:   "object not applied by any Kustomization reachable from the root",
-	RootWait:      "root Kustomization with wait: true",
+	RootWait:      "root Kustomization whose health check waits for a Kustomization that depends on it: a deadlock",
 	WaitOrder:     "Kustomization health-checking a HelmRelease whose dependencies another Kustomization applies, without depending on it: it holds a kustomize-controller worker meanwhile",
 	NoRoot:        "environment without its own root Kustomization or GitRepository",
 	RaceDep:       "substitution race: substitutes from an object another Kustomization applies without depending on it",
@@ -32,6 +34,8 @@ var detectorText = map[Detector]string{
 	BadCEL:        "readyExpr or healthCheckExprs the controller cannot compile: the object stalls",
 	Schema:        "Flux object the API server refuses (or whose field it drops) under the Flux release's CRDs",
 	Build:         "Kustomization whose path does not build: kustomize-controller fails it (BuildFailed) and applies the others",
+	Unread:        "kustomization entry an offline check cannot read (remote resource, base or generator file; a file over the read bound): what it adds is not checked",
+	TwoAppliers:   "object applied by two Kustomizations: each reconcile overwrites the other's, and prune by one deletes what the other declares",
 }
 
 type sarifMessage struct {
@@ -79,6 +83,8 @@ func sarifAt(file string, line int) sarifLocation {
 
 // WriteSARIF writes the findings (and the checks that could not run, as
 // notes) as a SARIF 2.1.0 log; file paths are relative to the repository.
+// Its results are the text report's blocks: one per defect, the other
+// places it is written as relatedLocations, warnings at level note.
 func WriteSARIF(w io.Writer, r *Result) error {
 	var rules []sarifRule
 	// Every detector with a text is a rule (TestDefects requires a text of
@@ -87,33 +93,51 @@ func WriteSARIF(w io.Writer, r *Result) error {
 		rules = append(rules, sarifRule{ID: string(d), ShortDescription: sarifMessage{detectorText[d]}})
 	}
 	rules = append(rules, sarifRule{ID: "not-checked", ShortDescription: sarifMessage{"a gate that could not be checked (the run is incomplete)"}})
+	// One result per defect, grouped as the text report groups them (issue
+	// #45): the first finding's location, every other place it is written
+	// as a related location; advisories (warnings) are notes, so a
+	// code-scanning page shows the errors.
 	results := []sarifResult{}
-	for _, f := range r.Findings {
+	for _, g := range verify.GroupFindings(r.Checks) {
+		f := g.Findings[0]
 		level := "error"
 		switch f.Verdict {
 		case verify.Warn:
-			level = "warning"
+			level = "note"
 		case verify.Pass:
 			level = "none" // allowed by the repository's policy: listed, not raised
 		}
-		msg := f.Message
-		if f.Fix != "" {
-			msg += " Fix: " + f.Fix
-		}
-		props := map[string]string{"gate": f.Gate}
+		props := map[string]string{"gate": g.Gate}
 		if f.Policy != "" {
 			props["policy"] = f.Policy
 		}
-		if f.Kustomization != "" {
-			props["kustomization"] = f.Kustomization
+		if ks := g.Kustomizations(); len(ks) > 0 {
+			props["kustomization"] = strings.Join(ks, ", ")
 		}
-		res := sarifResult{RuleID: string(f.Detector), Level: level, Message: sarifMessage{msg}, Properties: props, OccurrenceCount: f.Count}
-		if f.File != "" {
-			res.Locations = []sarifLocation{sarifAt(f.File, f.Line)}
-			for _, l := range f.Lines {
-				if l != f.Line {
-					res.RelatedLocations = append(res.RelatedLocations, sarifAt(f.File, l))
+		if len(g.Findings) > 1 {
+			props["findings"] = strconv.Itoa(len(g.Findings))
+		}
+		res := sarifResult{RuleID: f.Detector, Level: level, Message: sarifMessage{g.Summary()}, Properties: props}
+		if f.Count > 1 {
+			res.OccurrenceCount = f.Count
+		}
+		seen := map[string]bool{}
+		for i, x := range g.Findings {
+			if x.File == "" {
+				continue
+			}
+			lines := append([]int{x.Line}, x.Lines...)
+			for _, l := range lines {
+				key := x.File + ":" + strconv.Itoa(l)
+				if seen[key] {
+					continue
 				}
+				seen[key] = true
+				if res.Locations == nil && i == 0 {
+					res.Locations = []sarifLocation{sarifAt(x.File, l)}
+					continue
+				}
+				res.RelatedLocations = append(res.RelatedLocations, sarifAt(x.File, l))
 			}
 		}
 		results = append(results, res)

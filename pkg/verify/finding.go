@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -59,16 +60,82 @@ func (f *Finding) rewrite(w func(string) string) {
 
 // group is the findings of one cause.
 type group struct {
-	key string
-	fs  []Finding
+	key  string
+	gate string // the ID of the first finding's check
+	fs   []Finding
 }
 
 // groupFindings groups the findings that did not pass (policy-allowed
 // ones pass), failures first, each in first-seen order.
-func groupFindings(cs []Check) []*group {
+func groupFindings(cs []Check) []*group { return groupBy(cs, Fail, Warn) }
+
+// FindingGroup is the findings of one cause, as the text report writes
+// them in one block: the first names the defect; Gate is the ID of their
+// check (of their family when they are several checks').
+type FindingGroup struct {
+	Gate     string
+	Findings []Finding
+}
+
+// GroupFindings groups the findings of cs as the text report does (per
+// gate family, then detector, verdict and cause), failures first, then
+// warnings, then the findings a policy allowed (which the text lists only
+// in evidence), so every other format can say each defect once.
+func GroupFindings(cs []Check) []FindingGroup {
+	var out []FindingGroup
+	for _, fam := range families(cs) {
+		for _, g := range groupBy(fam.checks, Fail, Warn, Pass) {
+			out = append(out, FindingGroup{Gate: g.gate, Findings: g.fs})
+		}
+	}
+	// Failures of every family first, as the text's exit code reads.
+	rank := map[Verdict]int{Fail: 0, Warn: 1, Pass: 2}
+	slices.SortStableFunc(out, func(a, b FindingGroup) int { return rank[a.Findings[0].Verdict] - rank[b.Findings[0].Verdict] })
+	return out
+}
+
+// Kustomizations are the subjects of the group's findings, each once.
+func (g FindingGroup) Kustomizations() []string {
+	var out []string
+	for _, f := range g.Findings {
+		if f.Subject != "" && !slices.Contains(out, f.Subject) {
+			out = append(out, f.Subject)
+		}
+	}
+	return out
+}
+
+// Summary is the group in one paragraph: the defect (its cause when the
+// findings share one), how many Kustomizations it affects and the first
+// few, its items, and the one fix.
+func (g FindingGroup) Summary() string {
+	f := g.Findings[0]
+	if len(g.Findings) == 1 {
+		s := f.Message
+		if f.Fix != "" {
+			s += " Fix: " + f.Fix
+		}
+		return s
+	}
+	var b strings.Builder
+	(&group{fs: g.Findings}).write(&b)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	// Without the text's verdict and detector column.
+	lines[0] = strings.TrimSpace(strings.TrimPrefix(lines[0], strings.ToUpper(string(f.Verdict))))
+	lines[0] = strings.TrimSpace(strings.TrimPrefix(lines[0], "["+f.Detector+"]"))
+	s := strings.Join(lines, "; ")
+	// The other places are the result's own (related locations).
+	return strings.NewReplacer("; --verbose lists each", "", " (--verbose lists each)", "").Replace(s)
+}
+
+// groupBy groups the findings of cs with verdicts vs, in that order.
+func groupBy(cs []Check, vs ...Verdict) []*group {
 	var out []*group
 	idx := map[string]*group{}
-	for _, v := range []Verdict{Fail, Warn} {
+	for _, v := range vs {
 		for _, c := range cs {
 			for _, f := range c.Findings {
 				if f.Verdict != v {
@@ -80,9 +147,12 @@ func groupFindings(cs []Check) []*group {
 				}
 				g := idx[key]
 				if g == nil {
-					g = &group{key: key}
+					g = &group{key: key, gate: c.ID}
 					idx[key] = g
 					out = append(out, g)
+				}
+				if g.gate != c.ID {
+					g.gate, _, _ = strings.Cut(g.gate, "/") // several checks: their family
 				}
 				g.fs = append(g.fs, f)
 			}
@@ -146,7 +216,11 @@ func (g *group) write(b *strings.Builder) {
 	switch {
 	case len(items) > 0 && len(items) <= 2*maxNamed:
 		for _, it := range items {
-			fmt.Fprintf(b, "            %s: %d Kustomization(s)\n", it, len(per[it]))
+			if n := len(per[it]); n > 1 || !per[it][""] {
+				fmt.Fprintf(b, "            %s: %d Kustomization(s)\n", it, n)
+				continue
+			}
+			fmt.Fprintf(b, "            %s\n", it) // an item that names what it affects
 		}
 	case len(items) > 0:
 		fmt.Fprintf(b, "            %d distinct: %s\n", len(items), named(items))

@@ -149,8 +149,31 @@ func (f *family) write(b *strings.Builder) {
 			fmt.Fprintf(b, "%s%s\n", ind, e)
 		}
 	}
+	// Failures each in full; advisories (warnings) the first few blocks of
+	// each detector, then how many more: a passing repository's report stays
+	// on one screen (issue #45) and --verbose, JSON and SARIF keep them all.
+	shown := map[string]int{}
+	type rest struct{ blocks, findings int }
+	more := map[string]*rest{}
+	var order []string
 	for _, g := range groupFindings(f.checks) {
+		d := g.fs[0].Detector
+		if g.fs[0].Verdict == Warn {
+			if shown[d] == maxNamed {
+				if more[d] == nil {
+					more[d] = &rest{}
+					order = append(order, d)
+				}
+				more[d].blocks++
+				more[d].findings += len(g.fs)
+				continue
+			}
+			shown[d]++
+		}
 		g.write(b)
+	}
+	for _, d := range order {
+		fmt.Fprintf(b, "      %-4s  [%s] and %d more block(s) like these (%d finding(s)); --verbose lists each\n", strings.ToUpper(string(Warn)), d, more[d].blocks, more[d].findings)
 	}
 }
 

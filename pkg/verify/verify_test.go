@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -219,5 +220,35 @@ check: FAIL (2 pass, 5 fail, 0 warn, 1 skip; exit 1)
 	_ = WriteText(&b, r)
 	if !strings.Contains(b.String(), "      FAIL  [undefined] d.json:5: ${X} is not defined\n            3 occurrence(s) on line(s) 5, 6, 7\n            fix: define X\n") {
 		t.Fatalf("text report:\n%s", b.String())
+	}
+}
+
+// Advisories beyond the first few blocks of a detector are counted, not
+// written (issue #45: a passing repository on one screen); failures are
+// always written in full.
+func TestWriteTextCapsAdvisories(t *testing.T) {
+	c := Check{ID: "check.substitution", Phase: "static", Stage: Before, Verdict: Fail, Message: "m"}
+	for i := range 5 {
+		c.Findings = append(c.Findings,
+			Finding{Detector: "literal", Verdict: Warn, File: "a.yaml", Line: i + 1, Message: fmt.Sprintf("advisory %d", i)},
+			Finding{Detector: "undefined", Verdict: Fail, File: "b.yaml", Line: i + 1, Message: fmt.Sprintf("defect %d", i)})
+	}
+	r := NewReport("check")
+	r.Add(c)
+	var b strings.Builder
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for i := range 5 {
+		if !strings.Contains(out, fmt.Sprintf("defect %d", i)) {
+			t.Errorf("failure %d not written:\n%s", i, out)
+		}
+		if got := strings.Contains(out, fmt.Sprintf("advisory %d", i)); got != (i < maxNamed) {
+			t.Errorf("advisory %d written: %v:\n%s", i, got, out)
+		}
+	}
+	if !strings.Contains(out, "WARN  [literal] and 2 more block(s) like these (2 finding(s)); --verbose lists each\n") {
+		t.Errorf("no count of the rest:\n%s", out)
 	}
 }
