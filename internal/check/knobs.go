@@ -47,7 +47,7 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 		return nil, nil
 	}, slices.Sorted(maps.Keys(objs)))
 	readers := map[*fluxrepo.Env]map[string]map[string]bool{}
-	elsewhere := otherSources(env)
+	elsewhere := otherSourceKustomizations(env)
 	var out []verify.Check
 	for _, key := range slices.Sorted(maps.Keys(objs)) {
 		ob := objs[key]
@@ -123,7 +123,7 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 // built here), which may render what no built path does.
 type otherSourceKs []*fluxrepo.Kustomization
 
-func otherSources(env *fluxrepo.Env) otherSourceKs {
+func otherSourceKustomizations(env *fluxrepo.Env) otherSourceKs {
 	if env.Root == nil {
 		return nil
 	}
