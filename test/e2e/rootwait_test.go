@@ -29,7 +29,7 @@ func rootWaitRepo(url, dependsOn string) map[string]string {
 		"clusters/dev/sync.yaml": "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: rootwait\n  namespace: flux-system\nspec:\n  interval: 10m\n  ref:\n    branch: main\n  url: " + url + "\n" +
 			"---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: rootwait\n  namespace: flux-system\nspec:\n  interval: 10m\n  retryInterval: 5s\n  timeout: 2m\n  path: ./clusters/dev\n  prune: true\n  wait: true\n  sourceRef:\n    kind: GitRepository\n    name: rootwait\n",
 		"clusters/dev/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: rootwait-apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  retryInterval: 5s\n  path: ./apps\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: rootwait\n" + dependsOn,
-		"apps/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rootwait\n  namespace: flux-system\ndata:\n  k: v\n",
+		"apps/config.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rootwait\n  namespace: flux-system\ndata:\n  k: v\n",
 	}
 }
 
