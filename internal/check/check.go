@@ -131,6 +131,9 @@ type Options struct {
 	// strict is kustomize-controller's substitution mode on the release
 	// (set by Run).
 	strict strictness
+	// siblings caches the environments loaded for comparison, by path,
+	// across the roots one check of every cluster visits (nil: no cache).
+	siblings map[string]sibling
 }
 
 func (o Options) on(d Detector) bool { return !o.Disable[d] }
@@ -448,7 +451,16 @@ func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []strin
 		// --flux-instance names this environment's declaration; a sibling
 		// finds its own.
 		oo.FluxInstance = ""
-		other, err := fluxrepo.Load(oo)
+		var other *fluxrepo.Env
+		var err error
+		if c, ok := o.siblings[p]; ok {
+			other, err = c.env, c.err
+		} else {
+			other, err = fluxrepo.Load(oo)
+			if o.siblings != nil {
+				o.siblings[p] = sibling{other, err}
+			}
+		}
 		switch {
 		case err != nil && explicit:
 			notes = append(notes, fmt.Sprintf("environment %s not compared: %v", p, err))
@@ -464,6 +476,12 @@ func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []strin
 		}
 	}
 	return out, notes
+}
+
+// sibling is one environment loaded for comparison.
+type sibling struct {
+	env *fluxrepo.Env
+	err error
 }
 
 // Phase is the static phase for the pipeline: its before-gates are the

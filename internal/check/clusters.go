@@ -73,6 +73,9 @@ func (e *Every) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 	out := []verify.Check{e.found()}
 	e.Result = &Result{Checks: out}
 	var paths []string
+	// Each cluster compares its knobs with its siblings: loaded once for
+	// all the roots, not once per root.
+	o.siblings = map[string]sibling{}
 	for _, r := range e.Roots {
 		if ctx.Err() != nil {
 			break // the pipeline reports the interrupt

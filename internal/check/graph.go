@@ -96,7 +96,7 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) v
 			// target may be there. Said, not failed ([build] fails it).
 			e := p.Edge
 			fs = append(fs, finding{det: Dangling, warn: true, loc: env.FindLine(nodeFiles(env, e.From), "", "name: "+e.To.Name),
-				what: fmt.Sprintf("%s %s depends on %s, which no path that built renders; %s did not build and may render it: judged once it builds", e.From.KindName(), e.From.Key(), e.To.Key(), unbuilt),
+				what: fmt.Sprintf("%s %s depends on %s, which no path that built renders; %s did not build whole and may render it: judged once it builds", e.From.KindName(), e.From.Key(), e.To.Key(), unbuilt),
 				fix:  fmt.Sprintf("fix the [build] failure first; then render %s %s or remove the dependsOn entry", e.To.KindName(), e.To.Key())})
 		case p.Kind == fluxgraph.DanglingEdge && o.on(Dangling):
 			e := p.Edge
@@ -113,7 +113,7 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) v
 				what: p.Err.Error(), fix: "set exactly one of spec.chart and spec.chartRef (chartRef kind OCIRepository, HelmChart or ExternalArtifact)"})
 		case p.Kind == fluxgraph.ChartSourceNotRendered && o.on(ChartSource) && unbuilt != "":
 			fs = append(fs, finding{det: ChartSource, warn: true, loc: nodeLocation(env, p.Node),
-				what: fmt.Sprintf("HelmRelease %s reads its chart from %s, which no path that built renders; %s did not build and may render it: judged once it builds", p.Node.Key(), p.Source, unbuilt),
+				what: fmt.Sprintf("HelmRelease %s reads its chart from %s, which no path that built renders; %s did not build whole and may render it: judged once it builds", p.Node.Key(), p.Source, unbuilt),
 				fix:  fmt.Sprintf("fix the [build] failure first; then render %s or fix the reference", p.Source)})
 		case p.Kind == fluxgraph.ChartSourceNotRendered && o.on(ChartSource):
 			fs = append(fs, finding{det: ChartSource, loc: nodeLocation(env, p.Node),
@@ -149,7 +149,11 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) v
 func failedBuilds(env *fluxrepo.Env) string {
 	var out []string
 	for _, k := range env.Kustomizations {
-		if k.Err != nil {
+		switch {
+		case k.Err != nil && len(k.OnceFixed) > 0:
+			// Repaired: built without its broken entries, which may hold it.
+			out = append(out, k.Ref()+" (built without the broken entries of "+strings.Join(k.OnceFixed, ", ")+")")
+		case k.Err != nil:
 			out = append(out, k.Ref())
 		}
 	}
