@@ -203,6 +203,9 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 		if err := applySpecIgnore(l.tmp, *ig); err != nil {
 			return nil, nil, "", fmt.Errorf("spec.ignore: %w", err)
 		}
+		if l.cache != nil {
+			l.cache.reset() // files were removed from the copy
+		}
 		e.index = &fileIndex{root: l.tmp}
 		e.index.load()
 		e.Notes = append(e.Notes, "the root's GitRepository spec.ignore was applied to the copy")
