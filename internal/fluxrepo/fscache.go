@@ -29,9 +29,16 @@ type fsCache struct {
 	files   map[string]cachedRead
 	exists  map[string]bool
 	isDir   map[string]bool
+	abs     map[string]cachedAbs
 	suspect bool
 	// hits and misses count ReadFile answers (tests).
 	hits, misses int
+}
+
+type cachedAbs struct {
+	dir  filesys.ConfirmedDir
+	file string
+	err  error
 }
 
 type cachedRead struct {
@@ -40,14 +47,20 @@ type cachedRead struct {
 }
 
 func newFSCache() *fsCache {
-	return &fsCache{files: map[string]cachedRead{}, exists: map[string]bool{}, isDir: map[string]bool{}}
+	c := &fsCache{}
+	c.clear()
+	return c
+}
+
+func (c *fsCache) clear() {
+	c.files, c.exists, c.isDir, c.abs = map[string]cachedRead{}, map[string]bool{}, map[string]bool{}, map[string]cachedAbs{}
 }
 
 // reset forgets every answer (the copy changed).
 func (c *fsCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.files, c.exists, c.isDir = map[string]cachedRead{}, map[string]bool{}, map[string]bool{}
+	c.clear()
 }
 
 // done records how a build that used the cache ended: a failure empties it
@@ -56,7 +69,7 @@ func (c *fsCache) done(ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !ok {
-		c.files, c.exists, c.isDir = map[string]cachedRead{}, map[string]bool{}, map[string]bool{}
+		c.clear()
 		c.suspect = true
 		return
 	}
@@ -145,6 +158,26 @@ func (f *buildFS) IsDir(p string) bool {
 		return false
 	}
 	return f.memo(f.cache.isDirMap, p, f.FileSystem.IsDir)
+}
+
+// CleanedAbs is the secure filesystem's, memoized (the generated
+// kustomization file is never its argument: kustomize asks it of
+// directories and of the files a kustomization names).
+func (f *buildFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	if !f.use || f.generated(p) {
+		return f.FileSystem.CleanedAbs(p)
+	}
+	c := f.cache
+	c.mu.Lock()
+	r, ok := c.abs[p]
+	c.mu.Unlock()
+	if !ok {
+		r.dir, r.file, r.err = f.FileSystem.CleanedAbs(p)
+		c.mu.Lock()
+		c.abs[p] = r
+		c.mu.Unlock()
+	}
+	return r.dir, r.file, r.err
 }
 
 func (c *fsCache) existsMap() map[string]bool { return c.exists }
