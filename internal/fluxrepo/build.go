@@ -31,19 +31,30 @@ func (l *loader) build(dir string, obj map[string]any) ([]*resource.Resource, []
 
 // buildIn is build with root as the artifact's root (the copy, or an
 // ExternalArtifact staged).
-func (l *loader) buildIn(root, dir string, obj map[string]any) ([]*resource.Resource, []string, error) {
+func (l *loader) buildIn(root, dir string, obj map[string]any) (_ []*resource.Resource, _ []string, err error) {
 	abs := filepath.Join(root, filepath.FromSlash(dir))
 	if obj == nil {
 		obj = map[string]any{}
 	}
-	action, err := fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: obj}).WriteFile(abs, fluxkustomize.WithSaveOriginalKustomization())
-	if err != nil {
-		return nil, nil, fmt.Errorf("generate kustomization.yaml: %w", err)
-	}
-	defer fluxkustomize.CleanDirectory(abs, action) //nolint:errcheck // the copy is removed anyway
-	fsys, err := securefs.MakeFsOnDiskSecure(root)
-	if err != nil {
-		return nil, nil, err
+	var fsys filesys.FileSystem
+	var action fluxkustomize.Action
+	if root == l.tmp && !upstreamBuildOnly && !l.env.Options.UpstreamBuild {
+		// The copy: the generated kustomization file in memory, the
+		// copy's files read once per load (fscache.go).
+		if fsys, action, err = l.generated(root, abs, obj); err != nil {
+			return nil, nil, err
+		}
+		defer func() { fsys.(*buildFS).done(err == nil) }()
+	} else {
+		// As kustomize-controller does: written, built, restored.
+		action, err = fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: obj}).WriteFile(abs, fluxkustomize.WithSaveOriginalKustomization())
+		if err != nil {
+			return nil, nil, fmt.Errorf("generate kustomization.yaml: %w", err)
+		}
+		defer fluxkustomize.CleanDirectory(abs, action) //nolint:errcheck // the copy is removed anyway
+		if fsys, err = securefs.MakeFsOnDiskSecure(root); err != nil {
+			return nil, nil, err
+		}
 	}
 	rec := &recordingFS{FileSystem: fsys, root: root, read: map[string]bool{}}
 	if root == l.tmp {
@@ -71,6 +82,30 @@ func (l *loader) buildIn(root, dir string, obj map[string]any) ([]*resource.Reso
 		files = slices.DeleteFunc(files, func(f string) bool { return f == gen })
 	}
 	return res, files, nil
+}
+
+// generated runs the controller's generator on abs (a directory of the
+// copy) without writing: fluxcd/pkg/kustomize v1.35.6 Generator.WriteFile
+// is GenerateManifest, then the write of its result to the file it names
+// (the kustomization file found, or a new kustomization.yaml). The build's
+// filesystem serves that result at that path (buildFS), as the disk would
+// after the write.
+func (l *loader) generated(root, abs string, obj map[string]any) (*buildFS, fluxkustomize.Action, error) {
+	manifest, kfile, action, err := fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: obj}).GenerateManifest(abs)
+	if err != nil {
+		if l.cache != nil {
+			l.cache.done(false)
+		}
+		return nil, action, fmt.Errorf("generate kustomization.yaml: %w", err)
+	}
+	sec, err := securefs.MakeFsOnDiskSecure(root)
+	if err != nil {
+		return nil, action, err
+	}
+	if l.cache == nil {
+		l.cache = newFSCache()
+	}
+	return newBuildFS(sec, l.cache, kfile, manifest), action, nil
 }
 
 // buildBuiltinSchema is fluxkustomize.Build (krusty with no load

@@ -67,6 +67,8 @@ type loader struct {
 	// directory.
 	workspace  string
 	stagedDirs map[string]*staged
+	// cache holds the copy's files across builds (fscache.go).
+	cache *fsCache
 }
 
 // newLoader copies repo into the private directory tmp, indexes the copy

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/artifactgen"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
@@ -202,6 +203,9 @@ func (l *loader) buildRoot(root string) (res []*resource.Resource, files []strin
 	if ig := l.specIgnore(res); ig != nil {
 		if err := applySpecIgnore(l.tmp, *ig); err != nil {
 			return nil, nil, "", fmt.Errorf("spec.ignore: %w", err)
+		}
+		if l.cache != nil {
+			l.cache.reset() // files were removed from the copy
 		}
 		e.index = &fileIndex{root: l.tmp}
 		e.index.load()
@@ -738,6 +742,24 @@ func (l *loader) substituted(appliedBy string, r *resource.Resource) *resource.R
 	return l.env.Applied(l.env.Kustomization(ns, name), r)
 }
 
+// mentionsVar says whether a scalar (key or value) under n holds "${". The
+// YAML kustomize writes (Resource.AsYAML: the node as JSON, then YAML) holds
+// "${" only where a scalar does: JSON and YAML escape neither $ nor {, and
+// break lines only at spaces.
+func mentionsVar(n *yaml.Node, seen map[*yaml.Node]bool) bool {
+	if n == nil || seen[n] {
+		return false
+	}
+	seen[n] = true
+	if n.Kind == yaml.AliasNode {
+		return mentionsVar(n.Alias, seen)
+	}
+	if strings.Contains(n.Value, "${") {
+		return true
+	}
+	return slices.ContainsFunc(n.Content, func(c *yaml.Node) bool { return mentionsVar(c, seen) })
+}
+
 // Applied is r as Kustomization k applies it: when k substitutes
 // (postBuild) and r holds a ${…}, with the controller's own substitution
 // (fluxcd/pkg/kustomize.SubstituteVariables, not strict) over the data the
@@ -749,6 +771,9 @@ func (l *loader) substituted(appliedBy string, r *resource.Resource) *resource.R
 func (e *Env) Applied(k *Kustomization, r *resource.Resource) *resource.Resource {
 	if k == nil || !k.Substitutes() {
 		return r
+	}
+	if !mentionsVar(r.YNode(), map[*yaml.Node]bool{}) {
+		return r // no ${ in any key or value, so none in r.AsYAML() (below), without writing it
 	}
 	if y, err := r.AsYAML(); err != nil || !strings.Contains(string(y), "${") {
 		return r
