@@ -684,3 +684,64 @@ func TestRemoteNeverFetched(t *testing.T) {
 		t.Fatalf("%d request(s); check.render:\n%s", hits.Load(), dump(rep))
 	}
 }
+
+// TestFetchRemote (issue 45 item 1): with FetchRemote, a remote file a
+// kustomization lists is fetched as kustomize's loader fetches it when
+// kustomize-controller builds (one GET, over a local server here, never
+// the internet) and checked like the rest — a defect inside it found;
+// one that cannot be fetched (404, over the bound) stays an [unread] hole
+// saying why; a remote base (Git) is never fetched.
+func TestFetchRemote(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		switch r.URL.Path {
+		case "/ok.yaml":
+			_, _ = w.Write([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fetched\n  namespace: web\ndata:\n  k: v\n"))
+		case "/undefined.yaml":
+			_, _ = w.Write([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fetched\n  namespace: web\ndata:\n  k: \"${not_defined_anywhere}\"\n"))
+		case "/big.yaml":
+			_, _ = w.Write([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: web\ndata:\n  k: \"" + strings.Repeat("x", 2048) + "\"\n"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, entry string
+		max         int64
+		verdict     verify.Verdict
+		want        string
+	}{
+		{"fetched and checked", srv.URL + "/ok.yaml", 0, verify.Pass, "builds"},
+		{"a defect inside it found", srv.URL + "/undefined.yaml", 0, verify.Pass, ""},
+		{"not found: a hole saying why", srv.URL + "/missing.yaml", 0, verify.Warn, "--fetch-remote could not fetch it: GET: 404 Not Found"},
+		{"over the bound: a hole saying why", srv.URL + "/big.yaml", 1024, verify.Warn, "larger than this tool's read bound"},
+		{"a remote base is never fetched", "https://github.com/example/remote//base?ref=v1", 0, verify.Warn, "is a remote base"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := fixture(t)
+			writeApps(t, repo, tc.entry)
+			o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/dev", FetchRemote: true, MaxFileBytes: tc.max}, NoCompare: true}
+			r, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := verify.NewReport("check")
+			rep.Add(r.Checks...)
+			c := checkOf(rep, "check.render")
+			if c.Verdict != tc.verdict || !strings.Contains(text(c), tc.want) {
+				t.Fatalf("check.render %s, want %s with %q:\n%s", c.Verdict, tc.verdict, tc.want, dump(rep))
+			}
+			if tc.name == "a defect inside it found" {
+				if s := checkOf(rep, "check.substitution/flux-system/apps"); s.Verdict != verify.Fail || !strings.Contains(text(s), "${not_defined_anywhere}") {
+					t.Fatalf("the fetched file's undefined variable: %s\n%s", s.Verdict, dump(rep))
+				}
+			}
+		})
+	}
+	if hits.Load() != 4 {
+		t.Fatalf("%d request(s), want 4 (one per remote file; none for the remote base)", hits.Load())
+	}
+}

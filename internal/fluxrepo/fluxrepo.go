@@ -29,6 +29,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -86,7 +87,16 @@ type Options struct {
 	// Kustomization applying it, is then an input error naming that one
 	// (else every Kustomization would be "another source", none built).
 	Holes bool
+	// FetchRemote (with Holes) fetches the remote files a kustomization
+	// lists — a resource URL, a generator file name=URL — over HTTP(S)
+	// into the copy, as kustomize's loader does when kustomize-controller
+	// builds, bounded by MaxFileBytes and FetchTimeout; a remote base
+	// (a Git repository) stays a hole. Off: nothing is ever fetched.
+	FetchRemote bool
 }
+
+// FetchTimeout bounds one fetch of a remote file (Options.FetchRemote).
+const FetchTimeout = 30 * time.Second
 
 // MaxRepairs bounds the entries left out of one build that does not build
 // as committed (Options.Holes).

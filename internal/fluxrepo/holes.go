@@ -204,13 +204,24 @@ func (l *loader) leaveOutOffline() error {
 			return nil // the build reports it
 		}
 		var drop []entry
+		fetched := false
 		for _, e := range entries(n) {
-			if why := l.offlineWhy(filepath.Dir(p), e); why != "" {
+			why := l.offlineWhy(filepath.Dir(p), e)
+			if why != "" && l.env.Options.FetchRemote && remoteFile(e) {
+				local, err := l.fetch(filepath.Dir(p), e.path)
+				if err == nil {
+					replaceValue(n, e.value, strings.Replace(e.value, e.path, local, 1))
+					fetched = true
+					continue
+				}
+				why += "; --fetch-remote could not fetch it: " + err.Error()
+			}
+			if why != "" {
 				drop = append(drop, e)
 				l.env.Holes = append(l.env.Holes, &Hole{Location: Location{File: filepath.ToSlash(rel), Line: entryLine(b, e.value)}, Field: e.field, Entry: e.value, Offline: true, Why: why})
 			}
 		}
-		if len(drop) == 0 {
+		if len(drop) == 0 && !fetched {
 			return nil
 		}
 		// Dropped last first: a generator file's drop finds its generator by index.
