@@ -91,7 +91,7 @@ checked, e.g. an ExternalArtifact no generator makes, or no Kustomization built)
 	root.add(fl)
 	addCompareFlags(fl, &o.Compare, &o.NoCompare, "")
 	fl.StringVar(&o.FluxVersion, "flux-version", "", "the Flux release whose CRDs and controller defaults judge the environment (embedded: "+strings.Join(a.pins.EmbeddedFluxVersions, ", ")+"); default: the release the repository declares, else "+a.pins.FluxVersion)
-	fl.BoolVar(&o.FetchRemote, "fetch-remote", false, "fetch the remote files kustomization files list (resource URLs, generator files name=URL) over HTTP(S), as kustomize-controller does, instead of leaving them out as [unread] holes; bounded in size and time; remote bases (Git) stay holes")
+	fl.BoolVar(&o.FetchRemote, "fetch-remote", false, "fetch what kustomization files list remotely, as kustomize-controller does, instead of leaving it out as an [unread] hole: remote files (resource URLs, generator files name=URL) over HTTP(S), remote bases cloned with kustomize's own loader; bounded in size and time")
 	fl.Var(input.NewOutputFile(&sarif), "sarif", "also write the findings as SARIF 2.1.0 to this file")
 	return cmd
 }

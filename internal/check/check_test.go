@@ -14,6 +14,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -743,5 +744,70 @@ func TestFetchRemote(t *testing.T) {
 	}
 	if hits.Load() != 4 {
 		t.Fatalf("%d request(s), want 4 (one per remote file; none for the remote base)", hits.Load())
+	}
+}
+
+// TestFetchRemoteBase (issue 45 item 1): with FetchRemote, a remote base
+// (a Git repository spec, ?ref=) is cloned with kustomize's own remote
+// loader — from a local Git server here (smart HTTP, git-http-backend),
+// never the internet — copied as source-controller archives a repository,
+// and built and checked: a defect in it is found. Without FetchRemote it is
+// an [unread] hole.
+func TestFetchRemoteBase(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/git-core/git-http-backend"); err != nil {
+		t.Skip("git-http-backend not installed (Debian git)")
+	}
+	ctx := context.Background()
+	s, err := gitserver.Start(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	repo, _, err := s.CreateRepo(ctx, "remote", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = repo.Close() })
+	if _, err := repo.Commit(ctx, "", map[string]string{
+		"base/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - config.yaml\n",
+		"base/config.yaml":        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-base\n  namespace: web\ndata:\n  k: \"${not_defined_in_base}\"\n",
+	}, "a base"); err != nil {
+		t.Fatal(err)
+	}
+	url := repo.URL + "//base?ref=main"
+	for _, tc := range []struct {
+		name  string
+		fetch bool
+		check func(rep *verify.Report) string
+	}{
+		{"without --fetch-remote: a hole", false, func(rep *verify.Report) string {
+			if c := checkOf(rep, "check.render"); c.Verdict != verify.Warn || !strings.Contains(text(c), "is a remote base") {
+				return "want check.render's [unread] remote base"
+			}
+			return ""
+		}},
+		{"cloned, built and checked", true, func(rep *verify.Report) string {
+			if c := checkOf(rep, "check.render"); c.Verdict != verify.Pass {
+				return "want check.render to pass: the base fetched"
+			}
+			if c := checkOf(rep, "check.substitution/flux-system/apps"); c.Verdict != verify.Fail || !strings.Contains(text(c), "${not_defined_in_base}") {
+				return "want the base's undefined variable found"
+			}
+			return ""
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := fixture(t)
+			writeApps(t, dir, url)
+			r, err := Run(ctx, Options{Options: fluxrepo.Options{Repo: dir, Path: "clusters/dev", FetchRemote: tc.fetch}, NoCompare: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := verify.NewReport("check")
+			rep.Add(r.Checks...)
+			if msg := tc.check(rep); msg != "" {
+				t.Fatalf("%s:\n%s", msg, dump(rep))
+			}
+		})
 	}
 }

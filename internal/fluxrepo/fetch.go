@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	kloader "sigs.k8s.io/kustomize/api/pkg/loader"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/safeio"
@@ -90,4 +92,50 @@ func replaceValue(n *kyaml.RNode, old, new string) {
 		}
 	}
 	walk(n.YNode())
+}
+
+// fetchBase clones the remote base url with kustomize's own remote loader
+// (sigs.k8s.io/kustomize/api FileLoader.New: git.NewRepoSpecFromURL, then
+// git through its cloner, with its 27 s timeout per git command), copies
+// the clone into dir/.fetched as source-controller archives a repository
+// (copyRepo: regular files, no symlink, each file within MaxFileBytes, no
+// alias bomb) and returns the base's path there, relative to dir.
+func (l *loader) fetchBase(dir, url string) (string, error) {
+	ldr, err := kloader.NewFileLoaderAtRoot(filesys.MakeFsOnDisk()).New(url)
+	if err != nil {
+		return "", fmt.Errorf("clone: %w", redactURL(err, url))
+	}
+	defer ldr.Cleanup() //nolint:errcheck // a temporary clone
+	base := ldr.Root()
+	// The clone's root holds .git; the base may reach its siblings.
+	clone := base
+	for clone != filepath.Dir(clone) {
+		if st, err := os.Lstat(filepath.Join(clone, ".git")); err == nil && st.IsDir() {
+			break
+		}
+		clone = filepath.Dir(clone)
+	}
+	if clone == filepath.Dir(clone) {
+		clone = base
+	}
+	sub, err := filepath.Rel(clone, base)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(url))
+	dst := filepath.Join(dir, fetchedDir, hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return "", err
+	}
+	notes, bombs, _, err := copyRepo(clone, dst, l.env.Options.MaxFileBytes)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("copy the clone: %w", err)
+	case len(bombs) > 0:
+		return "", fmt.Errorf("the clone holds a YAML alias bomb")
+	}
+	for _, n := range notes {
+		l.env.Notes = append(l.env.Notes, "fetched "+redactURL(fmt.Errorf("%s", url), url).Error()+": "+n)
+	}
+	return filepath.ToSlash(filepath.Join(fetchedDir, hex.EncodeToString(sum[:8]), sub)), nil
 }

@@ -87,11 +87,12 @@ type Options struct {
 	// Kustomization applying it, is then an input error naming that one
 	// (else every Kustomization would be "another source", none built).
 	Holes bool
-	// FetchRemote (with Holes) fetches the remote files a kustomization
-	// lists — a resource URL, a generator file name=URL — over HTTP(S)
-	// into the copy, as kustomize's loader does when kustomize-controller
-	// builds, bounded by MaxFileBytes and FetchTimeout; a remote base
-	// (a Git repository) stays a hole. Off: nothing is ever fetched.
+	// FetchRemote (with Holes) fetches what a kustomization lists
+	// remotely into the copy, as kustomize's loader does when
+	// kustomize-controller builds: a resource URL or generator file
+	// name=URL over HTTP(S) (bounded by MaxFileBytes and FetchTimeout), a
+	// remote base cloned by kustomize's own remote loader. What cannot be
+	// fetched stays a hole. Off: nothing is ever fetched.
 	FetchRemote bool
 }
 

@@ -207,8 +207,12 @@ func (l *loader) leaveOutOffline() error {
 		fetched := false
 		for _, e := range entries(n) {
 			why := l.offlineWhy(filepath.Dir(p), e)
-			if why != "" && l.env.Options.FetchRemote && remoteFile(e) {
-				local, err := l.fetch(filepath.Dir(p), e.path)
+			if why != "" && l.env.Options.FetchRemote && !fluxkustomize.IsLocalRelativePath(e.path) && (remoteFile(e) || e.dir) {
+				fetch := l.fetch
+				if !remoteFile(e) {
+					fetch = l.fetchBase
+				}
+				local, err := fetch(filepath.Dir(p), e.path)
 				if err == nil {
 					replaceValue(n, e.value, strings.Replace(e.value, e.path, local, 1))
 					fetched = true
