@@ -690,13 +690,15 @@ func TestRemoteNeverFetched(t *testing.T) {
 // kustomization lists is fetched as kustomize's loader fetches it when
 // kustomize-controller builds (one GET, over a local server here, never
 // the internet) and checked like the rest — a defect inside it found;
-// one that cannot be fetched (404, over the bound) stays an [unread] hole
-// saying why; a remote base (Git) is never fetched.
+// one that cannot be fetched (404, over the bound, a base that does not
+// clone) stays an [unread] hole saying why.
 func TestFetchRemote(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
+		if strings.HasSuffix(r.URL.Path, ".yaml") {
+			hits.Add(1)
+		}
 		switch r.URL.Path {
 		case "/ok.yaml":
 			_, _ = w.Write([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fetched\n  namespace: web\ndata:\n  k: v\n"))
@@ -719,7 +721,7 @@ func TestFetchRemote(t *testing.T) {
 		{"a defect inside it found", srv.URL + "/undefined.yaml", 0, verify.Pass, ""},
 		{"not found: a hole saying why", srv.URL + "/missing.yaml", 0, verify.Warn, "--fetch-remote could not fetch it: GET: 404 Not Found"},
 		{"over the bound: a hole saying why", srv.URL + "/big.yaml", 1024, verify.Warn, "larger than this tool's read bound"},
-		{"a remote base is never fetched", "https://github.com/example/remote//base?ref=v1", 0, verify.Warn, "is a remote base"},
+		{"a remote base that does not clone: a hole saying why", srv.URL + "/nothing.git//base?ref=v1", 0, verify.Warn, "is a remote base"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := fixture(t)
@@ -743,7 +745,7 @@ func TestFetchRemote(t *testing.T) {
 		})
 	}
 	if hits.Load() != 4 {
-		t.Fatalf("%d request(s), want 4 (one per remote file; none for the remote base)", hits.Load())
+		t.Fatalf("%d request(s) of a file, want 4 (one per remote file)", hits.Load())
 	}
 }
 
