@@ -572,37 +572,41 @@ func (s *substitution) inScript(r *resource.Resource, text string) bool {
 		return false
 	}
 	found := false
-	var visit func(v any, keys []string)
-	visit = func(v any, keys []string) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, c := range v {
-				visit(c, append(keys, k))
-			}
-		case []any:
-			for _, c := range v {
-				visit(c, keys)
-			}
-		case string:
-			if found || !strings.Contains(v, text) || allCommented(v, text) {
-				return
-			}
-			last := ""
-			if len(keys) > 0 {
-				last = keys[len(keys)-1]
-			}
-			switch {
-			case (slices.Contains(keys, "command") || slices.Contains(keys, "args")) && strings.Contains(v, "\n"):
-				found = true
-			case last == "script" || strings.HasSuffix(last, "Script"):
-				found = true
-			case (r.GetKind() == "ConfigMap" || r.GetKind() == "Secret") && len(keys) == 2 && (strings.HasPrefix(v, "#!") || strings.HasSuffix(last, ".sh")):
-				found = true
-			}
+	eachString(m, nil, func(v string, keys []string) {
+		if found || !strings.Contains(v, text) || allCommented(v, text) {
+			return
 		}
-	}
-	visit(m, nil)
+		last := ""
+		if len(keys) > 0 {
+			last = keys[len(keys)-1]
+		}
+		switch {
+		case (slices.Contains(keys, "command") || slices.Contains(keys, "args")) && strings.Contains(v, "\n"):
+			found = true
+		case last == "script" || strings.HasSuffix(last, "Script"):
+			found = true
+		case (r.GetKind() == "ConfigMap" || r.GetKind() == "Secret") && len(keys) == 2 && (strings.HasPrefix(v, "#!") || strings.HasSuffix(last, ".sh")):
+			found = true
+		}
+	})
 	return found
+}
+
+// eachString calls f with every string value under v and the map keys
+// leading to it (list indexes left out).
+func eachString(v any, keys []string, f func(s string, keys []string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, c := range v {
+			eachString(c, append(keys, k), f)
+		}
+	case []any:
+		for _, c := range v {
+			eachString(c, keys, f)
+		}
+	case string:
+		f(v, keys)
+	}
 }
 
 // allCommented says every occurrence of text in the multi-line string v

@@ -22,47 +22,34 @@ func unread(r *resource.Resource, text string) string {
 	}
 	crd := r.GetKind() == "CustomResourceDefinition" && strings.HasPrefix(r.GetApiVersion(), "apiextensions.k8s.io/")
 	where, read := "", false
-	var visit func(v any, keys []string)
-	visit = func(v any, keys []string) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, c := range v {
-				visit(c, append(keys, k))
-			}
-		case []any:
-			for _, c := range v {
-				visit(c, keys)
-			}
-		case string:
-			offs := unescaped(v, text)
-			if len(offs) == 0 {
-				return
-			}
-			last := ""
-			if len(keys) > 0 {
-				last = keys[len(keys)-1]
-			}
-			if crd && last == "description" {
-				where = "a description"
-				return
-			}
-			if !strings.Contains(v, "\n") || !embedded(r, keys) {
+	eachString(m, nil, func(v string, keys []string) {
+		offs := unescaped(v, text)
+		if len(offs) == 0 {
+			return
+		}
+		last := ""
+		if len(keys) > 0 {
+			last = keys[len(keys)-1]
+		}
+		if crd && last == "description" {
+			where = "a description"
+			return
+		}
+		if !strings.Contains(v, "\n") || !embedded(r, keys) {
+			read = true
+			return
+		}
+		for _, off := range offs {
+			start := strings.LastIndexByte(v[:off], '\n') + 1
+			if !strings.HasPrefix(strings.TrimLeft(v[start:off], " \t"), "#") {
 				read = true
 				return
 			}
-			for _, off := range offs {
-				start := strings.LastIndexByte(v[:off], '\n') + 1
-				if !strings.HasPrefix(strings.TrimLeft(v[start:off], " \t"), "#") {
-					read = true
-					return
-				}
-			}
-			if where == "" {
-				where = "a commented-out line of " + last
-			}
 		}
-	}
-	visit(m, nil)
+		if where == "" {
+			where = "a commented-out line of " + last
+		}
+	})
 	if read {
 		return ""
 	}
