@@ -76,32 +76,12 @@ func TestCheckAgreesOnRemoteResource(t *testing.T) {
 	}
 
 	// The real controller fetches the remote file and applies it.
-	root := kustomization("holes", "./clusters/dev")
-	root.Spec.SourceRef.Name = "holes"
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for _, o := range []client.Object{kustomization("holes-apps", "./apps"), root.DeepCopy(), gitRepository("holes", "")} {
-			_ = suite.client.Delete(cctx, o)
-		}
-	})
-	for _, o := range []client.Object{gitRepository("holes", repo.URL), root} {
-		if err := suite.client.Create(ctx, o); err != nil {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-	}
-	rev := repo.Revision(sha)
-	for _, name := range []string{"holes", "holes-apps"} {
-		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, name, func(k *kustomizev1.Kustomization) (bool, string) {
-			st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
-			return st == metav1.ConditionTrue && cur && k.Status.LastAppliedRevision == rev, reason + ": " + msg
-		})
-	}
+	applyRootAndWait(ctx, t, "holes", repo.URL, "./clusters/dev", false, repo.Revision(sha), map[string]string{"holes-apps": "./apps"}, nil)
 	cm, err := suite.cs.CoreV1().ConfigMaps(fluxNS).Get(ctx, "holes-remote", metav1.GetOptions{})
 	if err != nil || cm.Data["from"] != "remote" {
 		t.Fatalf("the remote ConfigMap as kustomize-controller applied it: %v %v; want data from=remote", cm, err)
 	}
-	t.Logf("check leaves %s/crds.yaml out (one [unread] warning) and checks the rest; kustomize-controller v1.9.5 fetched and applied it at %s", srv.URL, rev)
+	t.Logf("check leaves %s/crds.yaml out (one [unread] warning) and checks the rest; kustomize-controller v1.9.5 fetched and applied it at %s", srv.URL, repo.Revision(sha))
 }
 
 func TestCheckAgreesOnTwoAppliers(t *testing.T) {
@@ -144,34 +124,61 @@ func TestCheckAgreesOnTwoAppliers(t *testing.T) {
 
 	// The real controller: both Kustomizations apply the ConfigMap (each
 	// inventory lists it) — the two appliers check names.
-	root := kustomization("twoapp", "./clusters/dev")
-	root.Spec.SourceRef.Name = "twoapp"
+	rev := repo.Revision(sha)
+	const entry = fluxNS + "_twoapp-settings__ConfigMap"
+	applyRootAndWait(ctx, t, "twoapp", repo.URL, "./clusters/dev", false, rev, map[string]string{"twoapp-settings": "./clusters/dev/settings"}, func(k *kustomizev1.Kustomization) (bool, string) {
+		var ids []string
+		if k.Status.Inventory != nil {
+			for _, e := range k.Status.Inventory.Entries {
+				ids = append(ids, e.ID)
+			}
+		}
+		return slices.Contains(ids, entry), "inventory " + strings.Join(ids, ", ")
+	})
+	t.Logf("check's [two-appliers] and kustomize-controller v1.9.5 agree: ConfigMap %s is in the inventories of twoapp and twoapp-settings at %s", entry, rev)
+}
+
+// applyRootAndWait creates the GitRepository name (url) and the root
+// Kustomization name applying path (wait as given), removes them and the
+// children (name: path) at cleanup — their finalizers prune what they
+// applied — and waits until the root and each child are Ready at rev and
+// also (when not nil) hold.
+func applyRootAndWait(ctx context.Context, t *testing.T, name, url, path string, wait bool, rev string, children map[string]string, also func(*kustomizev1.Kustomization) (bool, string)) {
+	t.Helper()
+	root := kustomization(name, path)
+	root.Spec.SourceRef.Name = name
+	if wait {
+		root.Spec.Wait = true
+		root.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Minute}
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		for _, o := range []client.Object{kustomization("twoapp-settings", "./clusters/dev/settings"), root.DeepCopy(), gitRepository("twoapp", "")} {
+		var objs []client.Object
+		for c, p := range children {
+			objs = append(objs, kustomization(c, p))
+		}
+		for _, o := range append(objs, root.DeepCopy(), gitRepository(name, "")) {
 			_ = suite.client.Delete(cctx, o)
 		}
 	})
-	for _, o := range []client.Object{gitRepository("twoapp", repo.URL), root} {
+	for _, o := range []client.Object{gitRepository(name, url), root} {
 		if err := suite.client.Create(ctx, o); err != nil {
 			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
 		}
 	}
-	rev := repo.Revision(sha)
-	const entry = fluxNS + "_twoapp-settings__ConfigMap"
-	for _, name := range []string{"twoapp", "twoapp-settings"} {
-		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, name, func(k *kustomizev1.Kustomization) (bool, string) {
+	names := []string{name}
+	for c := range children {
+		names = append(names, c)
+	}
+	for _, n := range names {
+		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, n, func(k *kustomizev1.Kustomization) (bool, string) {
 			st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
-			var ids []string
-			if k.Status.Inventory != nil {
-				for _, e := range k.Status.Inventory.Entries {
-					ids = append(ids, e.ID)
-				}
+			ok, more := true, ""
+			if also != nil {
+				ok, more = also(k)
 			}
-			return st == metav1.ConditionTrue && cur && k.Status.LastAppliedRevision == rev && slices.Contains(ids, entry),
-				reason + ": " + msg + "; inventory " + strings.Join(ids, ", ")
+			return st == metav1.ConditionTrue && cur && k.Status.LastAppliedRevision == rev && ok, reason + ": " + msg + " " + more
 		})
 	}
-	t.Logf("check's [two-appliers] and kustomize-controller v1.9.5 agree: ConfigMap %s is in the inventories of twoapp and twoapp-settings at %s", entry, rev)
 }

@@ -11,14 +11,9 @@ package e2e
 // depends on the root, it must ([root-wait]).
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
-
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // rootWaitRepo is a root rootwait (wait: true) that applies clusters/dev:
@@ -63,28 +58,7 @@ func TestCheckAgreesOnRootWait(t *testing.T) {
 	}
 
 	// The real controller: the waiting root becomes Ready at the commit.
-	root := kustomization("rootwait", "./clusters/dev")
-	root.Spec.SourceRef.Name = "rootwait"
-	root.Spec.Wait = true
-	root.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Minute}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for _, o := range []client.Object{kustomization("rootwait-apps", "./apps"), root.DeepCopy(), gitRepository("rootwait", "")} {
-			_ = suite.client.Delete(cctx, o)
-		}
-	})
-	for _, o := range []client.Object{gitRepository("rootwait", repo.URL), root} {
-		if err := suite.client.Create(ctx, o); err != nil {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-	}
 	rev := repo.Revision(sha)
-	for _, name := range []string{"rootwait", "rootwait-apps"} {
-		waitFor(ctx, t, suite.client, &kustomizev1.KustomizationList{}, fluxNS, name, func(k *kustomizev1.Kustomization) (bool, string) {
-			st, reason, msg, cur := readyStatus(k.Generation, k.Status.Conditions)
-			return st == metav1.ConditionTrue && cur && k.Status.LastAppliedRevision == rev, reason + ": " + msg
-		})
-	}
+	applyRootAndWait(ctx, t, "rootwait", repo.URL, "./clusters/dev", true, rev, map[string]string{"rootwait-apps": "./apps"}, nil)
 	t.Logf("check and kustomize-controller v1.9.5 agree: a root with wait: true that nothing depends on is Ready at %s", rev)
 }
