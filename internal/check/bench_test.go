@@ -128,12 +128,19 @@ func TestGeneratedRepo(t *testing.T) {
 func genHomelab(tb testing.TB, apps, helm int) string {
 	tb.Helper()
 	dir := tb.TempDir()
-	genHomelabIn(tb, dir, apps, helm)
+	genHomelabIn(tb, dir, apps, helm, false)
 	return dir
 }
 
-// genHomelabIn is genHomelab into dir.
-func genHomelabIn(tb testing.TB, dir string, apps, helm int) {
+// genHomelabIn is genHomelab into dir. full gives every app what the real
+// repositories' apps carry besides (about 1,300 files for 158 apps): an
+// app kustomization.yaml with a configMapGenerator of a Grafana dashboard
+// (whose ${DS_PROMETHEUS} is Grafana's, not a substitution knob: the
+// generated ConfigMap opts out with kustomize.toolkit.fluxcd.io/substitute:
+// disabled, as those repositories do), a SOPS-encrypted Secret (the app
+// Kustomization decrypts with sops), a Service, a PVC and, every other
+// app, a NetworkPolicy.
+func genHomelabIn(tb testing.TB, dir string, apps, helm int, full bool) {
 	tb.Helper()
 	write := writer(tb, dir)
 	write("clusters/bench/flux-system/gotk-sync.yaml", benchSync)
@@ -165,6 +172,9 @@ spec:
 		if i%2 == 0 {
 			capacity = "      CAPACITY: 1Gi\n"
 		}
+		if full {
+			dep += "  decryption: {provider: sops, secretRef: {name: sops-age}}\n"
+		}
 		write(fmt.Sprintf("apps/%s/%s/ks.yaml", ns, app), fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata: {name: %[1]s, namespace: flux-system}
@@ -187,6 +197,9 @@ spec:
 		} else {
 			write(fmt.Sprintf("apps/%s/%s/app/deployment.yaml", ns, app), fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %[1]s}\nspec:\n  selector: {matchLabels: {app: %[1]s}}\n  template:\n    metadata: {labels: {app: %[1]s}}\n    spec:\n      containers:\n        - name: app\n          image: ghcr.io/example/%[1]s:1.0.0\n          env: [{name: TZ, value: \"${TIMEZONE}\"}]\n", app))
 		}
+		if full {
+			genHomelabAppExtras(write, fmt.Sprintf("apps/%s/%s/app/", ns, app), app, i, i < helm)
+		}
 		if i%perNS == perNS-1 || i == apps-1 {
 			var ks strings.Builder
 			ks.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
@@ -199,6 +212,70 @@ spec:
 	write("apps/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"+nsList.String())
 }
 
+// genHomelabAppExtras writes the full shape's extra files of app i into
+// the directory prefix (see genHomelabIn).
+func genHomelabAppExtras(write func(p, s string), prefix, app string, i int, helm bool) {
+	res := []string{"deployment.yaml"}
+	if helm {
+		res = []string{"ocirepository.yaml", "helmrelease.yaml"}
+	}
+	res = append(res, "secret.sops.yaml", "service.yaml", "pvc.yaml")
+	if i%2 == 0 {
+		res = append(res, "networkpolicy.yaml")
+		write(prefix+"networkpolicy.yaml", fmt.Sprintf("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: %[1]s}\nspec:\n  podSelector: {matchLabels: {app.kubernetes.io/name: %[1]s}}\n  policyTypes: [Ingress]\n  ingress:\n    - from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: network}}}]\n      ports: [{port: 8080, protocol: TCP}]\n", app))
+	}
+	var ks strings.Builder
+	ks.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
+	for _, r := range res {
+		fmt.Fprintf(&ks, "  - ./%s\n", r)
+	}
+	fmt.Fprintf(&ks, `configMapGenerator:
+  - name: %s-dashboard
+    files: [dashboard.json]
+    options:
+      labels: {grafana_dashboard: "1"}
+      annotations: {kustomize.toolkit.fluxcd.io/substitute: disabled}
+generatorOptions:
+  disableNameSuffixHash: true
+`, app)
+	write(prefix+"kustomization.yaml", ks.String())
+	write(prefix+"dashboard.json", fmt.Sprintf(`{
+  "title": "%[1]s",
+  "uid": "%[1]s",
+  "templating": {"list": [{"name": "DS_PROMETHEUS", "type": "datasource", "query": "prometheus"}]},
+  "panels": [
+    {"type": "timeseries", "title": "Requests", "datasource": {"type": "prometheus", "uid": "${DS_PROMETHEUS}"},
+     "targets": [{"expr": "sum(rate(http_requests_total{app=\"%[1]s\"}[5m]))"}]},
+    {"type": "stat", "title": "Up", "datasource": {"type": "prometheus", "uid": "${DS_PROMETHEUS}"},
+     "targets": [{"expr": "up{app=\"%[1]s\"}"}]}
+  ]
+}
+`, app))
+	write(prefix+"secret.sops.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+    name: %[1]s-secret
+type: Opaque
+data:
+    API_KEY: ENC[AES256_GCM,data:q2VjcmV0LWJlbmNoLSVbMV1zLWFwaS1rZXk=,iv:Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA==,tag:YmVuY2gtdGFnLTAwMDAwMDA=,type:str]
+    PASSWORD: ENC[AES256_GCM,data:Ym9ndXMtcGFzc3dvcmQ=,iv:YmFyYmF6cXV4Zm9vMTIzNDU2Nzg5MA==,tag:YmVuY2gtdGFnLTAwMDAwMDE=,type:str]
+sops:
+    age:
+        - recipient: age1qyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqs3290gq
+          enc: |
+            -----BEGIN AGE ENCRYPTED FILE-----
+            YWdlLWVuY3J5cHRpb24ub3JnL3YxCi0+IFgyNTUxOSBiZW5jaG1hcmsKYmVuY2ht
+            YXJrLW5vdC1hLXJlYWwta2V5LWJlbmNobWFyay1ub3QtYS1yZWFsLWtleQotLS0g
+            -----END AGE ENCRYPTED FILE-----
+    lastmodified: "2026-11-01T10:00:00Z"
+    mac: ENC[AES256_GCM,data:bWFjLWJlbmNoLSVbMV1z,iv:bWFjaXZtYWNpdm1hY2l2bWFjaXY=,tag:bWFjdGFnbWFjdGFn,type:str]
+    encrypted_regex: ^(data|stringData)$
+    version: 3.9.1
+`, app))
+	write(prefix+"service.yaml", fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: %[1]s}\nspec:\n  selector: {app.kubernetes.io/name: %[1]s}\n  ports: [{name: http, port: 80, targetPort: 8080}]\n", app))
+	write(prefix+"pvc.yaml", fmt.Sprintf("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: %[1]s-data}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n", app))
+}
+
 // The homelab-shaped benchmark's size: 160 Kustomizations (the apps, the
 // root flux-system and cluster-apps), 110 of the apps HelmReleases — the
 // size of the largest public homelab repositories (DESIGN.md §8).
@@ -207,7 +284,9 @@ const benchApps, benchHelm = 158, 110
 // TestWriteHomelabShape writes BenchmarkCheckHomelabShape's repository
 // into $BOOTSTRAP_BENCH_REPO, for measuring the whole command (its peak
 // RSS): bootstrap check --repo $BOOTSTRAP_BENCH_REPO --path clusters/bench
-// (docs/benchmarks.md). Skipped without the variable.
+// (docs/benchmarks.md). Skipped without the variable. With
+// BOOTSTRAP_BENCH_FULL=1 it writes the full shape (genHomelabIn: about
+// 1,300 files, generators and SOPS files).
 func TestWriteHomelabShape(t *testing.T) {
 	dir := os.Getenv("BOOTSTRAP_BENCH_REPO")
 	if dir == "" {
@@ -216,7 +295,7 @@ func TestWriteHomelabShape(t *testing.T) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		t.Fatalf("%s is not empty", dir)
 	}
-	genHomelabIn(t, dir, benchApps, benchHelm)
+	genHomelabIn(t, dir, benchApps, benchHelm, os.Getenv("BOOTSTRAP_BENCH_FULL") == "1")
 }
 
 // BenchmarkCheckHomelabShape: check of a repository the size of the
@@ -225,18 +304,27 @@ func TestWriteHomelabShape(t *testing.T) {
 // fluxkustomize.Build one by one (upstream). docs/benchmarks.md.
 func BenchmarkCheckHomelabShape(b *testing.B) {
 	repo := genHomelab(b, benchApps, benchHelm)
+	full := b.TempDir()
+	genHomelabIn(b, full, benchApps, benchHelm, true)
 	for _, mode := range []struct {
 		name     string
 		upstream bool
 		disable  map[Detector]bool
+		full     bool
 	}{
-		{"check", false, nil},
+		{"check", false, nil, false},
 		// The cost of validating every Flux object against the CRDs, side
 		// by side (the validators are built once per process either way).
-		{"check-without-schema", false, map[Detector]bool{Schema: true}},
-		{"upstream-builds", true, nil},
+		{"check-without-schema", false, map[Detector]bool{Schema: true}, false},
+		{"upstream-builds", true, nil, false},
+		// The full shape (~1,300 files: generators, SOPS files).
+		{"check-full", false, nil, true},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
+			repo := repo
+			if mode.full {
+				repo = full
+			}
 			o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench", UpstreamBuild: mode.upstream}, NoCompare: true, Disable: mode.disable}
 			for b.Loop() {
 				r, err := Run(context.Background(), o)
@@ -258,9 +346,21 @@ func BenchmarkCheckHomelabShape(b *testing.B) {
 // The homelab-shaped repository is checked clean (warnings only: the
 // component default left to apps that do not set CAPACITY), and a typo in
 // the shared component fails every app.
+// The full shape's Grafana variables (substitution disabled on the
+// generated ConfigMap) and SOPS Secrets add no finding.
 func TestGeneratedHomelab(t *testing.T) {
 	t.Parallel()
-	repo := genHomelab(t, 12, 8)
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) {
+			t.Parallel()
+			testGeneratedHomelab(t, full)
+		})
+	}
+}
+
+func testGeneratedHomelab(t *testing.T, full bool) {
+	repo := t.TempDir()
+	genHomelabIn(t, repo, 12, 8, full)
 	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/bench"}, NoCompare: true}
 	r, err := Run(context.Background(), o)
 	if err != nil {
