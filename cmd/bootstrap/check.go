@@ -16,17 +16,8 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
-func newCheckCommand(a *app) *cobra.Command {
-	var (
-		o     check.Options
-		rf    repoFlags
-		root  rootFlags
-		sarif string
-	)
-	cmd := &cobra.Command{
-		Use:   "check",
-		Short: "Check an environment of the GitOps repository offline: substitution, knobs, graph, prune hazards",
-		Long: `Builds the environment's root (clusters/<env>) and every Flux Kustomization it declares,
+// checkLong is check's help text (docs/reference is generated from it).
+const checkLong = `Builds the environment's root (clusters/<env>) and every Flux Kustomization it declares,
 transitively, exactly as kustomize-controller builds them, and runs the controller's own
 post-build substitution on every object against the ConfigMaps and Secrets the
 environment renders (ExternalSecrets and SealedSecrets count, with the keys they declare).
@@ -74,7 +65,19 @@ Exit codes: 0 no defect (warnings allowed), 1 a defect (a Kustomization whose pa
 build among them, the root directory's too: each is built again without the entry that breaks
 it, and what it renders is still checked), 2 input error (flags, the policy file, a path that
 does not exist, a --root the path does not render), 3 incomplete (something could not be
-checked, e.g. an ExternalArtifact no generator makes, or no Kustomization built).`,
+checked, e.g. an ExternalArtifact no generator makes, or no Kustomization built).`
+
+func newCheckCommand(a *app) *cobra.Command {
+	var (
+		o     check.Options
+		rf    repoFlags
+		root  rootFlags
+		sarif string
+	)
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check an environment of the GitOps repository offline: substitution, knobs, graph, prune hazards",
+		Long:  checkLong,
 		Example: `  bootstrap check --repo . --env dev
   bootstrap check                                  # every cluster root the repository declares
   bootstrap check --path kubernetes/flux/cluster   # root declared by a FluxInstance's spec.sync
