@@ -152,14 +152,22 @@ func (f *family) write(b *strings.Builder) {
 	// Failures each in full; advisories (warnings) the first few blocks of
 	// each detector, then how many more: a passing repository's report stays
 	// on one screen (issue #45) and --verbose, JSON and SARIF keep them all.
+	groups := groupFindings(f.checks)
+	warns := map[string]int{}
+	for _, g := range groups {
+		if g.fs[0].Verdict == Warn {
+			warns[g.fs[0].Detector]++
+		}
+	}
 	shown := map[string]int{}
 	type rest struct{ blocks, findings int }
 	more := map[string]*rest{}
 	var order []string
-	for _, g := range groupFindings(f.checks) {
+	for _, g := range groups {
 		d := g.fs[0].Detector
 		if g.fs[0].Verdict == Warn {
-			if shown[d] == maxNamed {
+			// One more block is shown rather than a line saying so.
+			if shown[d] == maxNamed && warns[d] > maxNamed+1 {
 				if more[d] == nil {
 					more[d] = &rest{}
 					order = append(order, d)

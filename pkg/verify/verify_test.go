@@ -225,30 +225,42 @@ check: FAIL (2 pass, 5 fail, 0 warn, 1 skip; exit 1)
 
 // Advisories beyond the first few blocks of a detector are counted, not
 // written (issue #45: a passing repository on one screen); failures are
-// always written in full.
+// always written in full; one block more than the cap is written, not
+// counted (the count's line would take its place).
 func TestWriteTextCapsAdvisories(t *testing.T) {
-	c := Check{ID: "check.substitution", Phase: "static", Stage: Before, Verdict: Fail, Message: "m"}
-	for i := range 5 {
-		c.Findings = append(c.Findings,
-			Finding{Detector: "literal", Verdict: Warn, File: "a.yaml", Line: i + 1, Message: fmt.Sprintf("advisory %d", i)},
-			Finding{Detector: "undefined", Verdict: Fail, File: "b.yaml", Line: i + 1, Message: fmt.Sprintf("defect %d", i)})
-	}
-	r := NewReport("check")
-	r.Add(c)
-	var b strings.Builder
-	if err := WriteText(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for i := range 5 {
-		if !strings.Contains(out, fmt.Sprintf("defect %d", i)) {
-			t.Errorf("failure %d not written:\n%s", i, out)
+	for _, tc := range []struct {
+		advisories int
+		rest       string // "": every advisory written
+	}{
+		{advisories: maxNamed},
+		{advisories: maxNamed + 1},
+		{advisories: maxNamed + 2, rest: "WARN  [literal] and 2 more block(s) like these (2 finding(s)); --verbose lists each\n"},
+		{advisories: maxNamed + 4, rest: "WARN  [literal] and 4 more block(s) like these (4 finding(s)); --verbose lists each\n"},
+	} {
+		c := Check{ID: "check.substitution", Phase: "static", Stage: Before, Verdict: Fail, Message: "m"}
+		for i := range tc.advisories {
+			c.Findings = append(c.Findings,
+				Finding{Detector: "literal", Verdict: Warn, File: "a.yaml", Line: i + 1, Message: fmt.Sprintf("advisory %d", i)},
+				Finding{Detector: "undefined", Verdict: Fail, File: "b.yaml", Line: i + 1, Message: fmt.Sprintf("defect %d", i)})
 		}
-		if got := strings.Contains(out, fmt.Sprintf("advisory %d", i)); got != (i < maxNamed) {
-			t.Errorf("advisory %d written: %v:\n%s", i, got, out)
+		r := NewReport("check")
+		r.Add(c)
+		var b strings.Builder
+		if err := WriteText(&b, r); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !strings.Contains(out, "WARN  [literal] and 2 more block(s) like these (2 finding(s)); --verbose lists each\n") {
-		t.Errorf("no count of the rest:\n%s", out)
+		out := b.String()
+		for i := range tc.advisories {
+			if !strings.Contains(out, fmt.Sprintf("defect %d", i)) {
+				t.Errorf("%d advisories: failure %d not written:\n%s", tc.advisories, i, out)
+			}
+			want := tc.rest == "" || i < maxNamed
+			if got := strings.Contains(out, fmt.Sprintf("advisory %d", i)); got != want {
+				t.Errorf("%d advisories: advisory %d written: %v, want %v:\n%s", tc.advisories, i, got, want, out)
+			}
+		}
+		if tc.rest == "" && strings.Contains(out, "more block(s)") || tc.rest != "" && !strings.Contains(out, tc.rest) {
+			t.Errorf("%d advisories: want count line %q:\n%s", tc.advisories, tc.rest, out)
+		}
 	}
 }
