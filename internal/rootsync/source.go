@@ -34,10 +34,10 @@ const (
 	// AnnDeclaredRef records the whole spec.ref git declares, as JSON
 	// (source-controller's GitRepositoryRef); AnnDeclaredBranch is what
 	// older versions recorded instead, read when AnnDeclaredRef is absent.
-	AnnDeclaredRef     = AnnotationPrefix + "declared-ref"
-	AnnDeclaredBranch  = AnnotationPrefix + "declared-branch"
-	AnnDeclaredSecret  = AnnotationPrefix + "declared-secret"
-	SourceTemporary    = "temporary"
+	AnnDeclaredRef    = AnnotationPrefix + "declared-ref"
+	AnnDeclaredBranch = AnnotationPrefix + "declared-branch"
+	AnnDeclaredSecret = AnnotationPrefix + "declared-secret"
+	SourceTemporary   = "temporary"
 
 	// ReconcileAnnotation "disabled" makes kustomize-controller skip the
 	// object on apply and on prune.
