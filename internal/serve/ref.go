@@ -93,7 +93,13 @@ type Want struct {
 	// Reference is the ref source-controller reports the revision under
 	// ("" for a bare commit), once Tag is known for a semver range.
 	Reference string
+	// Absolute: the revision names Reference whole (spec.ref.name is set).
+	Absolute bool
 }
+
+// Revision is the artifact revision source-controller reports for commit
+// checked out as w says.
+func (w *Want) Revision(commit string) string { return Revision(w.Reference, commit, w.Absolute) }
 
 // WantOf reads what ref makes source-controller check out. A ref --serve
 // cannot stand for (a name outside refs/heads and refs/tags, such as
@@ -104,6 +110,7 @@ func WantOf(ref *sourcev1.GitRepositoryRef) (*Want, error) {
 	if ref == nil {
 		ref = &sourcev1.GitRepositoryRef{}
 	}
+	w.Absolute = ref.Name != ""
 	switch {
 	case ref.Commit != "":
 		// gogit cloneCommit: the branch (when given) is cloned and must hold
@@ -174,9 +181,18 @@ func PickSemVer(rng string, tags []string) string {
 }
 
 // Revision is the artifact revision source-controller reports for commit
-// checked out under reference (fluxcd/pkg/git git.go Commit.String: the
-// reference's third path segment on, "@", the digest).
-func Revision(reference, commit string) string {
+// checked out under reference (source-controller v1.9
+// internal/controller/gitrepository_controller.go commitReference: with
+// spec.ref.name set, fluxcd/pkg/git Commit.AbsoluteReference, the whole
+// reference; otherwise Commit.String, the reference's third path segment
+// on; then "@" and the digest, or the digest alone without a reference).
+func Revision(reference, commit string, absolute bool) string {
+	if reference == "" {
+		return "sha1:" + commit
+	}
+	if absolute {
+		return reference + "@sha1:" + commit
+	}
 	if short := strings.SplitAfterN(reference, "/", 3); len(short) == 3 {
 		return short[2] + "@sha1:" + commit
 	}

@@ -59,15 +59,21 @@ func TestWantOf(t *testing.T) {
 }
 
 func TestRevision(t *testing.T) {
-	for ref, want := range map[string]string{
-		"refs/heads/main":  "main@sha1:abc",
-		"refs/heads/a/b":   "a/b@sha1:abc",
-		"refs/tags/v1":     "v1@sha1:abc",
-		"refs/pull/1/head": "1/head@sha1:abc", // as fluxcd/pkg/git reports it
-		"":                 "sha1:abc",
+	for _, c := range []struct {
+		ref      string
+		absolute bool
+		want     string
+	}{
+		{"refs/heads/main", false, "main@sha1:abc"},
+		{"refs/heads/a/b", false, "a/b@sha1:abc"},
+		{"refs/tags/v1", false, "v1@sha1:abc"},
+		{"refs/heads/main", true, "refs/heads/main@sha1:abc"}, // spec.ref.name
+		{"refs/tags/v1", true, "refs/tags/v1@sha1:abc"},
+		{"", false, "sha1:abc"},
+		{"", true, "sha1:abc"},
 	} {
-		if got := Revision(ref, "abc"); got != want {
-			t.Errorf("Revision(%q) = %s, want %s", ref, got, want)
+		if got := Revision(c.ref, "abc", c.absolute); got != c.want {
+			t.Errorf("Revision(%q, %v) = %s, want %s", c.ref, c.absolute, got, c.want)
 		}
 	}
 }
@@ -121,14 +127,14 @@ func TestSnapshotRefs(t *testing.T) {
 		note    string
 		refused string
 	}{
-		{name: "name refs/heads/main", ref: &sourcev1.GitRepositoryRef{Name: "refs/heads/main"}, served: "refs/heads/main", rev: "main@sha1:HEAD"},
+		{name: "name refs/heads/main", ref: &sourcev1.GitRepositoryRef{Name: "refs/heads/main"}, served: "refs/heads/main", rev: "refs/heads/main@sha1:HEAD"},
 		{name: "name refs/heads on another branch", ref: &sourcev1.GitRepositoryRef{Name: "refs/heads/prod"}, refused: "switch prod"},
 		{name: "no ref: master", ref: nil, refused: "default branch master"},
 		{name: "tag not in the checkout: made at HEAD", ref: &sourcev1.GitRepositoryRef{Tag: "v1.0.0"}, served: "refs/tags/v1.0.0", rev: "v1.0.0@sha1:HEAD", note: "no tag v1.0.0"},
 		{name: "tag at HEAD, detached", ref: &sourcev1.GitRepositoryRef{Name: "refs/tags/v1.0.0"}, prep: func(t *testing.T, repo string) {
 			run(t, repo, nil, "tag", "-a", "-m", "one", "v1.0.0")
 			run(t, repo, nil, "switch", "--quiet", "--detach")
-		}, served: "refs/tags/v1.0.0", rev: "v1.0.0@sha1:HEAD"},
+		}, served: "refs/tags/v1.0.0", rev: "refs/tags/v1.0.0@sha1:HEAD"},
 		{name: "tag elsewhere", ref: &sourcev1.GitRepositoryRef{Tag: "v0.9.0"}, prep: func(t *testing.T, repo string) {
 			run(t, repo, nil, "tag", "v0.9.0")
 			run(t, repo, nil, "commit", "--quiet", "--allow-empty", "-m", "two")

@@ -119,7 +119,7 @@ func MakeSnapshot(ctx context.Context, repo string, ref *sourcev1.GitRepositoryR
 			return nil, err
 		}
 	}
-	s.revision = Revision(w.Reference, s.Commit)
+	s.revision = w.Revision(s.Commit)
 	return s, nil
 }
 
