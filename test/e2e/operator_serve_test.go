@@ -198,4 +198,27 @@ func TestOperatorServe(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("TagServed", func(t *testing.T) {
+		// sync.ref refs/tags/v1.0.0 with no such tag in the checkout: HEAD
+		// is served as that tag (the report says so), the GitRepository
+		// keeps ref.name, and source-controller checks the tag out.
+		tagged, head := instanceFixture(t, finalURL, "refs/tags/v1.0.0", map[string]string{"apps/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: instance-app\n  namespace: default\ndata:\n  layout: tagged\n"})
+		r := c.run("", "sync", "--repo", tagged, "--path", "clusters/lab", "--serve", "--timeout", "3m")
+		want := "refs/tags/v1.0.0@sha1:" + head
+		if r.code != 0 || r.facts["serveRevision"] != want || !strings.Contains(r.facts["serveOrigin"], "served as tag v1.0.0 (spec.ref.name refs/tags/v1.0.0); the checkout has no tag v1.0.0") {
+			t.Fatalf("sync --serve of ref refs/tags/v1.0.0: want exit 0 serving %s\n%s\n%s", want, r, r.stderr)
+		}
+		var gr sourcev1.GitRepository
+		if err := g.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: fluxNS}, &gr); err != nil {
+			t.Fatal(err)
+		}
+		if gr.Spec.Reference == nil || *gr.Spec.Reference != (sourcev1.GitRepositoryRef{Name: "refs/tags/v1.0.0"}) || gr.Status.Artifact == nil || gr.Status.Artifact.Revision != want {
+			t.Fatalf("GitRepository after sync --serve of a tag: ref %+v artifact %+v, want %s", gr.Spec.Reference, gr.Status.Artifact, want)
+		}
+		var cm corev1.ConfigMap
+		if err := g.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "instance-app"}, &cm); err != nil || cm.Data["layout"] != "tagged" {
+			t.Fatalf("the tag's ConfigMap: %v %v", err, cm.Data)
+		}
+	})
 }
