@@ -61,17 +61,26 @@ type Options struct {
 }
 
 // applyObject is the GitRepository to server-side apply: live's spec with
-// url, ref and secretRef replaced, and exactly the annotations given (ours;
-// an annotation this tool applied before and leaves out is removed).
-func applyObject(live *unstructured.Unstructured, url, branch, secret string, keepRef bool, ann map[string]string) *unstructured.Unstructured {
+// url and secretRef replaced, spec.ref restored to the declared one unless
+// keepRef, and exactly the annotations given (ours; an annotation this tool
+// applied before and leaves out is removed).
+func applyObject(live *unstructured.Unstructured, url string, d rootsync.Declared, tmp *rootsync.Temporary, keepRef bool, ann map[string]string) *unstructured.Unstructured {
 	spec, _, _ := unstructured.NestedMap(live.Object, "spec")
 	spec = maps.Clone(spec)
 	spec["url"] = url
-	if branch != "" && !keepRef {
-		spec["ref"] = map[string]any{"branch": branch}
+	switch {
+	case keepRef:
+	case d.Ref != nil:
+		// The whole declared ref, as git declares it (a name, a tag, a
+		// semver range, a commit), not only its branch.
+		spec["ref"] = serve.RefMap(d.Ref)
+	case tmp != nil && tmp.Branch != "":
+		// git declares no ref and the temporary source set a branch:
+		// source-controller's default again.
+		delete(spec, "ref")
 	}
-	if secret != "" {
-		spec["secretRef"] = map[string]any{"name": secret}
+	if d.Secret != "" {
+		spec["secretRef"] = map[string]any{"name": d.Secret}
 	} else {
 		delete(spec, "secretRef")
 	}
@@ -208,7 +217,7 @@ func (c *cutoverRun) source(ctx context.Context) (bool, error) {
 	}
 	sc.Verdict = verify.Pass
 	sc.Message = fmt.Sprintf("%s on the temporary source %s since %s (revision %s); final source %s", id, tmp.URL, tmp.Since.Format(time.RFC3339), revOrNone(c.tmpRev), final)
-	sc.Evidence = []string{"temporary-url=" + tmp.URL, "declared-url=" + declared.URL}
+	sc.Evidence = []string{"temporary-url=" + tmp.URL, "declared-url=" + declared.URL, "declared-ref=" + serve.DescribeRef(declared.Ref)}
 	report.Add(sc)
 	report.Facts["temporarySource"] = tmp.URL
 	report.Facts["finalSource"] = final
@@ -256,7 +265,7 @@ func (c *cutoverRun) waitSource(ctx context.Context, url string) (*sourcev1.GitR
 func (c *cutoverRun) switchToFinal(ctx context.Context) (string, bool, error) {
 	o, id, report, final := c.o, c.id, c.report, c.final
 	o.Progress(fmt.Sprintf("switching %s to %s (timeout %s)", id, final, o.Timeout))
-	switched := applyObject(c.live, final, c.declared.Branch, c.declared.Secret, false, ours(c.live))
+	switched := applyObject(c.live, final, c.declared, c.tmp, false, ours(c.live))
 	report.Changed = true
 	if err := c.write(ctx, switched); err != nil {
 		return "", false, err
@@ -306,7 +315,7 @@ func (c *cutoverRun) handBack(ctx context.Context) error {
 	if err != nil || cur == nil {
 		return fmt.Errorf("re-read %s: %v", id, err)
 	}
-	back := applyObject(cur, c.final, c.declared.Branch, c.declared.Secret, true, nil)
+	back := applyObject(cur, c.final, c.declared, c.tmp, true, nil)
 	if err := c.write(ctx, back); err != nil {
 		return err
 	}
@@ -352,7 +361,7 @@ func rollback(ctx context.Context, cl *apply.Cluster, o Options, live *unstructu
 	o.Progress("rolling back to " + tmp.URL)
 	url, _, _ := unstructured.NestedString(live.Object, "spec", "url")
 	secret, _, _ := unstructured.NestedString(live.Object, "spec", "secretRef", "name")
-	back := applyObject(live, url, "", secret, true, ours(live))
+	back := applyObject(live, url, rootsync.Declared{Secret: secret}, nil, true, ours(live))
 	if err := apply(back); err != nil {
 		rb.Verdict, rb.Message = verify.Fail, "rollback failed: "+err.Error()
 		return rb

@@ -109,8 +109,10 @@ func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	probe.SetNamespace(o.Namespace)
 	probe.SetName(o.Name + ProbeSuffix)
 	probe.SetLabels(map[string]string{serve.SecretLabel: "probe"})
-	if declared.Branch != "" {
-		_ = unstructured.SetNestedField(probe.Object, declared.Branch, "spec", "ref", "branch")
+	if declared.Ref != nil {
+		// The declared ref whole: the probe's revision is then the one the
+		// root's source reports once cut over (fluxcd/pkg/git Commit.String).
+		_ = unstructured.SetNestedMap(probe.Object, serve.RefMap(declared.Ref), "spec", "ref")
 	}
 	if declared.Secret != "" {
 		_ = unstructured.SetNestedField(probe.Object, declared.Secret, "spec", "secretRef", "name")

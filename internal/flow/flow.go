@@ -16,7 +16,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
@@ -316,9 +315,11 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 		return nil, verify.InputErrorf("--serve: %s renders no GitRepository for the root to read", built.Options.Path)
 	}
 	src := built.Source
-	branch, _, _ := unstructured.NestedString(src.Object, "spec", "ref", "branch")
-	if branch == "" {
-		return nil, verify.InputErrorf("--serve serves the branch the root's GitRepository %s/%s declares, and it declares none (spec.ref.branch): declare the branch in git", src.GetNamespace(), src.GetName())
+	// What is served follows the whole spec.ref, as source-controller
+	// reads it (serve.WantOf): the Flux Operator's ref.name too.
+	ref, err := serve.RefOf(src)
+	if err != nil {
+		return nil, verify.InputErrorf("--serve: %w", err)
 	}
 	cfg, err := o.Cluster.Config()
 	if err != nil {
@@ -334,7 +335,7 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 		return nil, fmt.Errorf("--serve: this program's path: %w", err)
 	}
 	return serve.Prepare(ctx, serve.Options{
-		Addr: s.Addr, URL: s.URL, For: s.For, Repo: o.Env.Repo, Branch: branch,
+		Addr: s.Addr, URL: s.URL, For: s.For, Repo: o.Env.Repo, Ref: ref,
 		Namespace: src.GetNamespace(), Name: src.GetName(), APIServer: cfg.Host, Dirs: dirs,
 		Command: append([]string{exe}, s.RunArgs...), Kube: serve.KubeOf(cfg), DryRun: o.DryRun,
 	})

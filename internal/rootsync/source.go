@@ -2,6 +2,7 @@ package rootsync
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -30,9 +31,13 @@ const (
 	AnnTemporarySecret = AnnotationPrefix + "temporary-secret"
 	AnnTemporarySince  = AnnotationPrefix + "temporary-since"
 	AnnDeclaredURL     = AnnotationPrefix + "declared-url"
-	AnnDeclaredBranch  = AnnotationPrefix + "declared-branch"
-	AnnDeclaredSecret  = AnnotationPrefix + "declared-secret"
-	SourceTemporary    = "temporary"
+	// AnnDeclaredRef records the whole spec.ref git declares, as JSON
+	// (source-controller's GitRepositoryRef); AnnDeclaredBranch is what
+	// older versions recorded instead, read when AnnDeclaredRef is absent.
+	AnnDeclaredRef    = AnnotationPrefix + "declared-ref"
+	AnnDeclaredBranch = AnnotationPrefix + "declared-branch"
+	AnnDeclaredSecret = AnnotationPrefix + "declared-secret"
+	SourceTemporary   = "temporary"
 
 	// ReconcileAnnotation "disabled" makes kustomize-controller skip the
 	// object on apply and on prune.
@@ -48,20 +53,42 @@ type Temporary struct {
 	Since  time.Time
 }
 
-// Declared is what git declares for the GitRepository.
-type Declared struct{ URL, Branch, Secret string }
+// Declared is what git declares for the GitRepository: its URL, its whole
+// spec.ref (nil: none, source-controller's default branch) and its
+// secretRef.
+type Declared struct {
+	URL    string
+	Ref    *sourcev1.GitRepositoryRef
+	Secret string
+}
 
 func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
 	return unstructured.NestedString(obj, fields...)
 }
 
-// DeclaredOf reads the declared URL, branch and secret of a GitRepository
-// object as rendered from git.
+// DeclaredOf reads the declared URL, ref and secret of a GitRepository
+// object as rendered from git (a spec.ref that does not read as the API
+// type is left out: the API server refuses it on apply).
 func DeclaredOf(src *unstructured.Unstructured) Declared {
 	u, _, _ := unstructured.NestedString(src.Object, "spec", "url")
-	b, _, _ := unstructured.NestedString(src.Object, "spec", "ref", "branch")
+	ref, _ := serve.RefOf(src)
 	s, _, _ := unstructured.NestedString(src.Object, "spec", "secretRef", "name")
-	return Declared{URL: u, Branch: b, Secret: s}
+	return Declared{URL: u, Ref: ref, Secret: s}
+}
+
+// declaredRefOf reads the recorded declared ref: AnnDeclaredRef, else the
+// branch an older version recorded in AnnDeclaredBranch.
+func declaredRefOf(a map[string]string) *sourcev1.GitRepositoryRef {
+	if j := a[AnnDeclaredRef]; j != "" {
+		var ref sourcev1.GitRepositoryRef
+		if err := json.Unmarshal([]byte(j), &ref); err == nil && ref != (sourcev1.GitRepositoryRef{}) {
+			return &ref
+		}
+	}
+	if b := a[AnnDeclaredBranch]; b != "" {
+		return &sourcev1.GitRepositoryRef{Branch: b}
+	}
+	return nil
 }
 
 // TemporaryOf reads the temporary-source record of a live GitRepository;
@@ -74,7 +101,7 @@ func TemporaryOf(live *unstructured.Unstructured) (*Temporary, Declared) {
 	}
 	t := &Temporary{URL: a[AnnTemporaryURL], Branch: a[AnnTemporaryBranch], Secret: a[AnnTemporarySecret]}
 	t.Since, _ = time.Parse(time.RFC3339, a[AnnTemporarySince])
-	return t, Declared{URL: a[AnnDeclaredURL], Branch: a[AnnDeclaredBranch], Secret: a[AnnDeclaredSecret]}
+	return t, Declared{URL: a[AnnDeclaredURL], Ref: declaredRefOf(a), Secret: a[AnnDeclaredSecret]}
 }
 
 // Same says whether two temporary sources point at the same place.
@@ -119,7 +146,14 @@ func Override(src *unstructured.Unstructured, t *Temporary) error {
 	}
 	set(AnnTemporaryBranch, t.Branch)
 	set(AnnTemporarySecret, t.Secret)
-	set(AnnDeclaredBranch, d.Branch)
+	if d.Ref != nil {
+		j, err := json.Marshal(d.Ref)
+		if err != nil {
+			return err
+		}
+		a[AnnDeclaredRef] = string(j)
+	}
+	delete(a, AnnDeclaredBranch) // the whole ref is in AnnDeclaredRef
 	set(AnnDeclaredSecret, d.Secret)
 	src.SetAnnotations(a)
 	return nil

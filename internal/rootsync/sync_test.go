@@ -333,14 +333,14 @@ func TestOverrideRecordsProvenance(t *testing.T) {
 	if err := Override(src, &Temporary{URL: "http://mirror.example.invalid/gitops.git", Branch: "bringup", Since: since}); err != nil {
 		t.Fatal(err)
 	}
-	if got := DeclaredOf(src); got.URL != "http://mirror.example.invalid/gitops.git" || got.Branch != "bringup" {
+	if got := DeclaredOf(src); got.URL != "http://mirror.example.invalid/gitops.git" || got.Ref == nil || got.Ref.Branch != "bringup" {
 		t.Errorf("overridden spec: %+v", got)
 	}
 	tmp, declared := TemporaryOf(src)
 	if tmp == nil || tmp.URL != "http://mirror.example.invalid/gitops.git" || tmp.Branch != "bringup" || !tmp.Since.Equal(since) {
 		t.Fatalf("temporary record: %+v", tmp)
 	}
-	if declared.URL != "https://gitea.prod.example.invalid/homelab/gitops.git" || declared.Branch != "main" {
+	if declared.URL != "https://gitea.prod.example.invalid/homelab/gitops.git" || declared.Ref == nil || declared.Ref.Branch != "main" {
 		t.Errorf("declared record: %+v", declared)
 	}
 	if src.GetAnnotations()[ReconcileAnnotation] != ReconcileDisabled {

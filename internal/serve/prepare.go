@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/internal/input"
@@ -28,9 +29,11 @@ type Options struct {
 	URL string
 	// For is --serve-for.
 	For time.Duration
-	// Repo is the repository directory; Branch the branch the root's
-	// GitRepository declares.
-	Repo, Branch string
+	// Repo is the repository directory.
+	Repo string
+	// Ref is the root's GitRepository's spec.ref (nil: none): what is
+	// served follows it (MakeSnapshot).
+	Ref *sourcev1.GitRepositoryRef
 	// Namespace and Name are the root's GitRepository.
 	Namespace, Name string
 	// APIServer is the cluster's API server URL (the state key, and the
@@ -101,12 +104,17 @@ type Prepared struct {
 }
 
 // Prepare does everything a --serve run may refuse before its first request
-// to the cluster: the snapshot (a dirty tree or another branch is refused),
+// to the cluster: the ref (one --serve cannot stand for is refused first),
+// the snapshot (a dirty tree or a checkout that is not the declared ref is
+// refused),
 // the address (one that cannot be bound is refused, naming it), the
 // credentials. A server this machine already runs for the cluster on the
 // same address is stopped first (not on a dry run).
 func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := WantOf(o.Ref); err != nil {
 		return nil, err
 	}
 	p := &Prepared{o: o, Dir: o.Dirs.For(o.APIServer)}
@@ -158,7 +166,7 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 		return nil, err
 	}
 	snapDir := filepath.Join(p.Dir, fmt.Sprintf("repo-%d", time.Now().UnixNano()))
-	if p.Snapshot, err = MakeSnapshot(ctx, o.Repo, o.Branch, snapDir); err != nil {
+	if p.Snapshot, err = MakeSnapshot(ctx, o.Repo, o.Ref, snapDir); err != nil {
 		_ = os.RemoveAll(snapDir)
 		p.Close()
 		return nil, err

@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 func startChild(t *testing.T, root string, serveFor time.Duration) *Prepared {
 	t.Helper()
 	p, err := Prepare(context.Background(), Options{
-		Addr: "127.0.0.1", For: serveFor, Repo: checkout(t), Branch: "main", Namespace: "flux-system", Name: "flux-system",
+		Addr: "127.0.0.1", For: serveFor, Repo: checkout(t), Ref: mainRef, Namespace: "flux-system", Name: "flux-system",
 		// No API server answers: the process serves until stopped or --serve-for.
 		APIServer: "https://127.0.0.1:1", Kube: Kube{Host: "https://127.0.0.1:1"}, Dirs: Dirs{Root: root},
 		Command: []string{os.Args[0], "-test.run=^$"},

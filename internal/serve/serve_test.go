@@ -57,7 +57,7 @@ func TestSnapshotCheckout(t *testing.T) {
 	ctx := context.Background()
 	repo := checkout(t)
 	head := run(t, repo, nil, "rev-parse", "HEAD")
-	s, err := MakeSnapshot(ctx, repo, "main", t.TempDir())
+	s, err := MakeSnapshot(ctx, repo, mainRef, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestSnapshotRefuses(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			repo := checkout(t)
 			c.spoil(t, repo)
-			_, err := MakeSnapshot(ctx, repo, "main", t.TempDir())
+			_, err := MakeSnapshot(ctx, repo, mainRef, t.TempDir())
 			if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("want an input error naming %q, got %v", c.want, err)
 			}
@@ -119,7 +119,7 @@ func TestSnapshotNotACheckout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := MakeSnapshot(context.Background(), dir, "main", t.TempDir())
+	s, err := MakeSnapshot(context.Background(), dir, mainRef, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestCredentials(t *testing.T) {
 // served starts the handler over TLS with the run's credentials.
 func served(t *testing.T) (*Snapshot, *Credentials, *httptest.Server) {
 	t.Helper()
-	s, err := MakeSnapshot(context.Background(), checkout(t), "main", t.TempDir())
+	s, err := MakeSnapshot(context.Background(), checkout(t), mainRef, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestPrepareRefusesBadAddress(t *testing.T) {
 	}
 	defer taken.Close()
 	repo := checkout(t)
-	base := Options{For: time.Hour, Repo: repo, Branch: "main", Namespace: "flux-system", Name: "flux-system",
+	base := Options{For: time.Hour, Repo: repo, Ref: mainRef, Namespace: "flux-system", Name: "flux-system",
 		APIServer: "https://127.0.0.1:6443", Dirs: Dirs{Root: t.TempDir()}}
 	for _, c := range []struct{ addr, url, want string }{
 		{taken.Addr().String(), "", "cannot listen"},

@@ -10,34 +10,53 @@ import (
 	"strings"
 	"time"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Snapshot is the repository as served: a bare repository holding one
-// branch at one commit, made from the directory that was checked.
+// branch or tag at one commit, made from the directory that was checked.
 type Snapshot struct {
 	// Bare is the bare repository's directory (<dir>/<Name>.git).
 	Bare string
 	// Name is the repository name in the URL path, without .git.
 	Name string
-	// Branch is the branch served: the one the root's GitRepository declares.
-	Branch string
+	// Ref is the ref served, refs/heads/<branch> or refs/tags/<tag>: the
+	// one the root's GitRepository's spec.ref makes source-controller
+	// check out.
+	Ref string
+	// Declared says what that spec.ref declares (DescribeRef).
+	Declared string
 	// Commit is the served commit's SHA.
 	Commit string
 	// FromCheckout is false when the directory was not a Git checkout and
 	// its files were committed for serving.
 	FromCheckout bool
+	// Note says what the served repository adds that the checkout lacks
+	// (a tag made at HEAD); "" when nothing.
+	Note string
+
+	revision string
 }
 
 // Revision is the artifact revision source-controller reports for it.
-func (s *Snapshot) Revision() string { return s.Branch + "@sha1:" + s.Commit }
+func (s *Snapshot) Revision() string { return s.revision }
 
 // Describe says where the served commit came from, for reports.
 func (s *Snapshot) Describe(repo string) string {
+	served := strings.TrimPrefix(s.Ref, "refs/")
+	served = strings.Replace(strings.Replace(served, "heads/", "branch ", 1), "tags/", "tag ", 1)
+	var out string
 	if s.FromCheckout {
-		return fmt.Sprintf("commit %s of branch %s of the checkout %s", short(s.Commit), s.Branch, repo)
+		out = fmt.Sprintf("commit %s of the checkout %s, served as %s (%s)", short(s.Commit), repo, served, s.Declared)
+	} else {
+		out = fmt.Sprintf("%s is not a Git checkout: its files, served as one commit %s on %s (%s)", repo, short(s.Commit), served, s.Declared)
 	}
-	return fmt.Sprintf("%s is not a Git checkout: its files, served as one commit %s on branch %s", repo, short(s.Commit), s.Branch)
+	if s.Note != "" {
+		out += "; " + s.Note
+	}
+	return out
 }
 
 func short(sha string) string {
@@ -50,13 +69,20 @@ func short(sha string) string {
 // RepoName is the URL path's repository name.
 const RepoName = "gitops"
 
-// MakeSnapshot copies what is to be served into a bare repository under dir:
-// in a Git checkout, HEAD, which must be the branch the root's GitRepository
-// declares with a clean working tree (the files check read are the files the
-// cluster gets); a directory that is not a checkout is committed as it is,
-// on branch. A dirty tree or another branch is an input error naming the
-// files or the branch and the fix.
-func MakeSnapshot(ctx context.Context, repo, branch, dir string) (*Snapshot, error) {
+// MakeSnapshot copies what is to be served into a bare repository under
+// dir, as the ref the root's GitRepository declares makes source-controller
+// check it out (WantOf): in a Git checkout, HEAD with a clean working tree
+// (the files check read are the files the cluster gets), which must be on
+// the declared branch, at the declared tag when the checkout has it, hold a
+// tag in the declared semver range, or be the declared commit; a directory
+// that is not a checkout is committed as it is, on the branch or tag. A
+// dirty tree, another branch, a tag elsewhere, a range no tag at HEAD
+// satisfies, another commit: an input error naming the fix.
+func MakeSnapshot(ctx context.Context, repo string, ref *sourcev1.GitRepositoryRef, dir string) (*Snapshot, error) {
+	w, err := WantOf(ref)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, verify.InputErrorf("--serve needs git on PATH (install git): %v", err)
 	}
@@ -67,7 +93,7 @@ func MakeSnapshot(ctx context.Context, repo, branch, dir string) (*Snapshot, err
 	if abs, err = filepath.EvalSymlinks(abs); err != nil {
 		return nil, verify.InputErrorf("--repo %s: %w", repo, err)
 	}
-	s := &Snapshot{Name: RepoName, Branch: branch, Bare: filepath.Join(dir, RepoName+".git")}
+	s := &Snapshot{Name: RepoName, Declared: w.Declared, Bare: filepath.Join(dir, RepoName+".git")}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -81,29 +107,34 @@ func MakeSnapshot(ctx context.Context, repo, branch, dir string) (*Snapshot, err
 		}
 	}
 	if s.FromCheckout {
-		err = fromCheckout(ctx, abs, s)
+		err = fromCheckout(ctx, abs, w, s)
 	} else {
-		err = fromFiles(ctx, abs, s)
+		err = fromFiles(ctx, abs, w, s)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if _, err := git(ctx, s.Bare, nil, "symbolic-ref", "HEAD", "refs/heads/"+branch); err != nil {
-		return nil, err
+	if w.Branch != "" {
+		if _, err := git(ctx, s.Bare, nil, "symbolic-ref", "HEAD", "refs/heads/"+w.Branch); err != nil {
+			return nil, err
+		}
 	}
+	s.revision = w.Revision(s.Commit)
 	return s, nil
 }
 
-// fromCheckout refuses another branch or a dirty tree, then fetches HEAD's
-// commit into the bare repository as the branch (a fetch from the checkout
-// runs none of its hooks).
-func fromCheckout(ctx context.Context, repo string, s *Snapshot) error {
-	head, err := git(ctx, repo, nil, "symbolic-ref", "--quiet", "--short", "HEAD")
-	if err != nil || head == "" {
-		return verify.InputErrorf("--serve: the checkout %s is not on a branch (detached HEAD); the root's GitRepository declares branch %s: run `git -C %s switch %s`", repo, s.Branch, repo, s.Branch)
+// fromCheckout refuses a dirty tree or a checkout that is not what the ref
+// declares (checkoutMatches), then fetches HEAD's commit into the bare
+// repository as the branch or tag (a fetch from the checkout runs none of
+// its hooks).
+func fromCheckout(ctx context.Context, repo string, w *Want, s *Snapshot) error {
+	head, _ := git(ctx, repo, nil, "symbolic-ref", "--quiet", "--short", "HEAD")
+	var err error
+	if s.Commit, err = git(ctx, repo, nil, "rev-parse", "--verify", "HEAD^{commit}"); err != nil {
+		return err
 	}
-	if head != s.Branch {
-		return verify.InputErrorf("--serve: the checkout %s is on branch %s, but the root's GitRepository declares branch %s: run `git -C %s switch %s` (the cluster must get the branch it declares)", repo, head, s.Branch, repo, s.Branch)
+	if err := checkoutMatches(ctx, repo, head, w, s); err != nil {
+		return err
 	}
 	status, err := git(ctx, repo, nil, "status", "--porcelain=v1", "--untracked-files=all")
 	if err != nil {
@@ -117,16 +148,79 @@ func fromCheckout(ctx context.Context, repo string, s *Snapshot) error {
 		}
 		return verify.InputErrorf("--serve: the checkout %s has changes that are not committed, so the files checked are not the files the cluster would get:\n  %s\ncommit them (or stash them), then run again", repo, strings.Join(shown, "\n  "))
 	}
-	if s.Commit, err = git(ctx, repo, nil, "rev-parse", "--verify", "HEAD^{commit}"); err != nil {
-		return err
-	}
-	_, err = git(ctx, s.Bare, nil, "fetch", "--quiet", "--no-tags", repo, s.Commit+":refs/heads/"+s.Branch)
+	_, err = git(ctx, s.Bare, nil, "fetch", "--quiet", "--no-tags", repo, s.Commit+":"+s.Ref)
 	return err
 }
 
+// checkoutMatches refuses a checkout whose HEAD is not what the ref
+// declares, and sets s.Ref (and w.Tag, w.Reference for a semver range).
+func checkoutMatches(ctx context.Context, repo, head string, w *Want, s *Snapshot) error {
+	switch {
+	case w.Commit != "":
+		// source-controller checks out exactly this commit (gogit
+		// cloneCommit: plumbing.NewHash, a full SHA).
+		if s.Commit != w.Commit {
+			return verify.InputErrorf("--serve: the root's GitRepository pins %s, but the checkout %s is at %s: run `git -C %s checkout %s` (the cluster must get the commit it declares), or change the commit in git",
+				w.Declared, repo, s.Commit, repo, w.Commit)
+		}
+		s.Ref = "refs/heads/" + w.Branch
+	case w.SemVer != "":
+		out, err := git(ctx, repo, nil, "tag", "--points-at", "HEAD")
+		if err != nil {
+			return err
+		}
+		tags := strings.Fields(out)
+		w.Tag = PickSemVer(w.SemVer, tags)
+		if w.Tag == "" {
+			here := "none"
+			if len(tags) > 0 {
+				here = strings.Join(tags, ", ")
+			}
+			return verify.InputErrorf("--serve: the root's GitRepository declares %s, and no tag at the checkout's HEAD %s satisfies it (tags there: %s), so the served repository would hold nothing source-controller checks out: tag the commit with a version in the range (`git -C %s tag vX.Y.Z`), or declare the branch in git (spec.ref.branch, or a FluxInstance's spec.sync.ref refs/heads/main)",
+				w.Declared, short(s.Commit), here, repo)
+		}
+		w.Reference = "refs/tags/" + w.Tag
+		s.Ref = w.Reference
+	case w.Tag != "":
+		s.Ref = "refs/tags/" + w.Tag
+		at, err := git(ctx, repo, nil, "rev-parse", "--verify", "--quiet", s.Ref+"^{commit}")
+		switch {
+		case err != nil || at == "":
+			s.Note = fmt.Sprintf("the checkout has no tag %s: its HEAD is served as that tag", w.Tag)
+		case at != s.Commit:
+			return verify.InputErrorf("--serve: the root's GitRepository declares %s, and the checkout's tag %s is at %s, not at HEAD %s: run `git -C %s checkout %s` (the cluster must get the tag it declares), or move the tag",
+				w.Declared, w.Tag, short(at), short(s.Commit), repo, w.Tag)
+		}
+	default:
+		s.Ref = "refs/heads/" + w.Branch
+		why := ""
+		if w.Declared == "no spec.ref" {
+			why = fmt.Sprintf(" (it declares no spec.ref, so source-controller checks out its default branch %s; or declare the branch in git)", DefaultBranch)
+		}
+		if head == "" {
+			return verify.InputErrorf("--serve: the checkout %s is not on a branch (detached HEAD); the root's GitRepository declares %s: run `git -C %s switch %s`%s", repo, w.Declared, repo, w.Branch, why)
+		}
+		if head != w.Branch {
+			return verify.InputErrorf("--serve: the checkout %s is on branch %s, but the root's GitRepository declares %s: run `git -C %s switch %s` (the cluster must get the branch it declares)%s", repo, head, w.Declared, repo, w.Branch, why)
+		}
+	}
+	return nil
+}
+
 // fromFiles commits every file of a directory that is not a checkout, as it
-// is, to the branch (a private index; the directory is only read).
-func fromFiles(ctx context.Context, dir string, s *Snapshot) error {
+// is, to the branch or tag (a private index; the directory is only read). A
+// commit or a semver range cannot be served from one: it holds neither.
+func fromFiles(ctx context.Context, dir string, w *Want, s *Snapshot) error {
+	switch {
+	case w.Commit != "":
+		return verify.InputErrorf("--serve: the root's GitRepository pins %s, and %s is not a Git checkout, so it cannot be that commit: run from a checkout at %s, or change the ref in git", w.Declared, dir, w.Commit)
+	case w.SemVer != "":
+		return verify.InputErrorf("--serve: the root's GitRepository declares %s, and %s is not a Git checkout, so it has no tag in that range: run from a checkout with a tag in the range at HEAD, or declare the branch in git", w.Declared, dir)
+	case w.Tag != "":
+		s.Ref = "refs/tags/" + w.Tag
+	default:
+		s.Ref = "refs/heads/" + w.Branch
+	}
 	env := []string{
 		"GIT_DIR=" + s.Bare, "GIT_WORK_TREE=" + dir, "GIT_INDEX_FILE=" + filepath.Join(filepath.Dir(s.Bare), "index"),
 		"GIT_AUTHOR_NAME=bootstrap", "GIT_AUTHOR_EMAIL=bootstrap@localhost",
@@ -144,7 +238,7 @@ func fromFiles(ctx context.Context, dir string, s *Snapshot) error {
 	if s.Commit, err = git(ctx, "", env, "commit-tree", tree, "-m", msg); err != nil {
 		return err
 	}
-	_, err = git(ctx, "", env, "update-ref", "refs/heads/"+s.Branch, s.Commit)
+	_, err = git(ctx, "", env, "update-ref", s.Ref, s.Commit)
 	return err
 }
 
