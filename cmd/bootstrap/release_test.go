@@ -31,7 +31,7 @@ func pinnedAt(t *testing.T, version string) string {
 // not embed is refused before the first request (exit 2: the kubeconfig
 // names no reachable cluster, a request would exit 1), naming it, where it
 // is declared, the embedded releases and the fix. --flux-version gets past
-// the refusal (the run then fails reaching the cluster: exit 1).
+// the refusal, renders the release chosen and says what it overrides.
 func TestReleaseNotEmbeddedRefused(t *testing.T) {
 	repo := pinnedAt(t, "v2.7.9")
 	for _, args := range [][]string{
@@ -47,7 +47,7 @@ func TestReleaseNotEmbeddedRefused(t *testing.T) {
 		}
 	}
 	r := runCLI(t, "controllers", "--repo", repo, "--env", "dev", "--dry-run", "--flux-version", "v2.7.5")
-	if r.code == 2 || strings.Contains(r.stderr, "is not embedded") {
+	if strings.Contains(r.stderr, "is not embedded") || !strings.Contains(r.stderr, "render.components: Flux v2.7.5") || !strings.Contains(r.stderr, `--flux-version overrides flux bootstrap's gotk-components.yaml header "v2.7.9"`) {
 		t.Errorf("--flux-version v2.7.5 must get past the refusal: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -123,3 +123,34 @@ func TestOneRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeRelease: status over an environment compares the controllers
+// with the render of the release the repository declares, as check judges
+// it: a release not embedded by the nearest embedded one, with a warning
+// (status installs nothing, so it is not refused); an explicit choice wins.
+func TestJudgeRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     rootsync.Options
+		choice  Choice
+		version string
+		warn    string
+	}{
+		{"declared", pinned, Choice{}, "v2.7.5", ""},
+		{"explicit", pinned, Choice{FluxVersion: "v2.9.5", From: "--flux-version"}, "v2.9.5", ""},
+		{"not embedded", withHeader(t, "v2.7.9"), Choice{}, "v2.7.5", "the controllers are compared with the render of Flux v2.7.5"},
+		{"older than all", withHeader(t, "v0.41.2"), Choice{}, "v2.9.5", "the controllers are compared with the render of Flux v2.9.5, the default"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := rootsync.Build(tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ro := ctrlOptions().Render
+			_, warn, err := JudgeRelease(b.Env, &ro, tc.choice)
+			if err != nil || ro.Components.FluxVersion != tc.version || !strings.Contains(warn, tc.warn) || (tc.warn == "") != (warn == "") {
+				t.Errorf("render Flux %s, warning %q (%v); want %s, %q", ro.Components.FluxVersion, warn, err, tc.version, tc.warn)
+			}
+		})
+	}
+}
