@@ -150,6 +150,47 @@ func TestUpInstallsTheDeclaredRelease(t *testing.T) {
 		}
 	}
 
+	// controllers, sync and status over the environment take the same
+	// release: the controllers' plan changes nothing (the render is what up
+	// installed), status finds no drift from v2.7.5's render — and, the
+	// negative, fails when --flux-version makes it compare with v2.9.5's
+	// (the committed export is v2.7.5's: overlay.committed-components).
+	envArgs := []string{"--repo", repoDir, "--env", "dev"}
+	for _, cmd := range [][]string{
+		// --force: the root applied flux-system/, so Flux manages the
+		// controllers now (controllers.ownership then warns).
+		append([]string{"controllers", "--dry-run", "--force"}, envArgs...),
+		append([]string{"sync", "--dry-run"}, envArgs...),
+		append([]string{"status"}, envArgs...),
+	} {
+		code, stderr, r := runOn(t, e, cmd...)
+		if code != 0 || r.Facts["fluxRelease"] != declared {
+			t.Errorf("%s: exit %d, fluxRelease %q, want 0 and %q\n%s\n%s", strings.Join(cmd, " "), code, r.Facts["fluxRelease"], declared, notPassing(r), stderr)
+		}
+		switch cmd[0] {
+		case "controllers":
+			if r.Changed {
+				t.Errorf("controllers --env after up: the plan changes the cluster:\n%s", stderr)
+			}
+		case "status":
+			if c := r.check(controllers.GateDrift.ID); !strings.HasPrefix(c, "pass") || !strings.Contains(c, pinnedRelease) {
+				t.Errorf("status --env: %s: %s, want no drift from Flux %s's render", controllers.GateDrift.ID, c, pinnedRelease)
+			}
+		}
+	}
+	if code, _, r := runOn(t, e, append([]string{"status", "--flux-version", "v2.9.5"}, envArgs...)...); code == 0 || strings.HasPrefix(r.check(controllers.GateDrift.ID), "pass") ||
+		!strings.HasPrefix(r.check(patches.GateCommitted.ID), "fail") ||
+		r.Facts["fluxRelease"] != "Flux v2.9.5 (--flux-version)" {
+		t.Errorf("status --flux-version v2.9.5 over a v2.7.5 cluster: exit %d, drift %s (fluxRelease %q), want it judged against the release chosen\n%s", code, r.check(controllers.GateDrift.ID), r.Facts["fluxRelease"], notPassing(r))
+	} else {
+		t.Logf("status --flux-version v2.9.5 over the v2.7.5 cluster: exit %d, %s", code, r.check(patches.GateCommitted.ID))
+	}
+	// The plan's first line (text output) names the release.
+	text := exec.Command(bootstrapCLI(t), append([]string{"sync", "--dry-run", "--kubeconfig", e.sb.KubeconfigPath}, envArgs...)...)
+	if out, err := text.CombinedOutput(); err != nil || !strings.HasPrefix(strings.TrimSpace(string(out)), declared) {
+		t.Errorf("sync --dry-run (text): %v; want the release first:\n%s", err, out)
+	}
+
 	// The process the runner started from the v1.7.3 template runs strict.
 	in := e.waitRunning(ctx, t, "kustomize-controller")
 	if in.ImageVersion != "v1.7.3" || runner.EffectiveGates(in.Args)[runner.StrictGate] != "true" {
@@ -173,4 +214,23 @@ func TestUpInstallsTheDeclaredRelease(t *testing.T) {
 		_, _, msg, _ := readyStatus(k.Generation, k.Status.Conditions)
 		t.Logf("release-probe: %s", msg)
 	}
+}
+
+// runOn runs `bootstrap ARGS -o json` against e.
+func runOn(t *testing.T, e *env, args ...string) (int, string, cliReport) {
+	t.Helper()
+	full := append(append([]string{}, args...), "-o", "json", "--kubeconfig", e.sb.KubeconfigPath)
+	code, _, stderr, r := runJSON(t, exec.Command(bootstrapCLI(t), full...))
+	return code, stderr, r
+}
+
+// notPassing lists r's checks that did not pass, one a line.
+func notPassing(r cliReport) string {
+	var b strings.Builder
+	for _, c := range r.Checks {
+		if c.Verdict != "pass" {
+			b.WriteString("  " + c.Verdict + " " + c.ID + ": " + c.Message + "\n")
+		}
+	}
+	return b.String()
 }
