@@ -58,6 +58,9 @@ func TestOneRelease(t *testing.T) {
 	}{
 		{name: "declared", env: pinned, version: "v2.7.5",
 			line: "Flux v2.7.5, declared by flux bootstrap's gotk-components.yaml header at clusters/dev/flux-system/gotk-components.yaml:3"},
+		// Issue 46's case: the repository's own flux-manifests source.
+		{name: "flux-manifests OCIRepository", env: rootsync.Options{Repo: "../../testdata/releases/oci-manifests", Path: "clusters/dev", Namespace: "flux-system", RootName: "flux-system"}, version: "v2.3.0",
+			line: "Flux v2.3.0, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag at clusters/dev/flux.yaml:10"},
 		{name: "none declared", env: homelab, version: "v2.9.5", line: "Flux v2.9.5 (the default: the repository declares no release)"},
 		{name: "explicit wins", env: pinned, choice: Choice{FluxVersion: "v2.9.5", From: "--flux-version"}, version: "v2.9.5",
 			line: `Flux v2.9.5 (--flux-version): --flux-version overrides flux bootstrap's gotk-components.yaml header "v2.7.5" at clusters/dev/flux-system/gotk-components.yaml:3`},
