@@ -10,9 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-ops/bootstrap/internal/controllers"
+	"github.com/homelab-ops/bootstrap/internal/flow"
+	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/input"
-	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -38,10 +39,15 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 			if o.Render, err = f.options(); err != nil {
 				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
-			if err := useRepository(&o.Render, rf); err != nil {
+			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
+			rel, err := useRepository(&o, rf, a.releaseChoice(cmd.Flags()))
+			if err != nil {
 				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
-			o.MinKubernetes = a.pins.MinKubernetes[o.Render.Components.FluxVersion]
+			if rel != nil {
+				run.Report.Facts[flow.ReleaseFact] = rel.String()
+				a.releaseLine(rel)
+			}
 			a.s.CountRequests()
 			a.s.Installs("controllers", o.Render.Components.Namespace, dryRun)
 			// The plan is printed before the apply's progress lines.
@@ -50,6 +56,7 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)
+	releaseFromRepository(cmd, a.pins, "install (without --repo/--env/--path: default the pinned one)")
 	fl := cmd.Flags()
 	fl.StringVar(&rf.repo, "repo", "", "the GitOps repository's root directory (with --env or --path; default . then)")
 	fl.Var(input.NewEnv(&rf.env), "env", "environment: clusters/NAME in --repo, whose flux-system/kustomization.yaml customizes the controllers (the flux bootstrap layout)")
@@ -62,19 +69,25 @@ rollouts, and proves the live Deployments carry the rendered flags.`,
 	return cmd
 }
 
-// useRepository renders with the customization the environment's
-// repository keeps (the `flux bootstrap` layout), when --env or --path names
-// one; without them the controllers are rendered from the flags alone.
-func useRepository(ro *render.Options, rf *repoFlags) error {
+// useRepository renders the release the environment's repository declares
+// (unless c chose one; flow.InstallRelease, as up) with the customization
+// it keeps (the `flux bootstrap` layout), when --env or --path names one;
+// without them the controllers are rendered from the flags alone (rel nil).
+func useRepository(o *controllers.Options, rf *repoFlags, c flow.Choice) (*fluxrelease.Release, error) {
 	repo, path, err := optionalEnv(rf.repo, rf.env, rf.path, "the controllers are rendered from the flags alone")
 	if err != nil || path == "" {
-		return err
+		return nil, err
 	}
+	ro := &o.Render
 	env, err := fluxrepo.Load(fluxrepo.Options{Repo: repo, Path: path, Namespace: ro.Components.Namespace, RootName: ro.Components.Namespace, KeepGoing: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ro.UseRepository(env)
+	rel, err := flow.InstallRelease(env, o, c)
+	if err != nil {
+		return nil, err
+	}
+	return &rel, ro.UseRepository(env)
 }
 
 // writePlan prints the plan at a glance: counts, then every object that

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/internal/flow"
+	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/safeio"
@@ -157,4 +159,30 @@ func (a *app) writeManifests(r *verify.Report, phase *render.Phase, outDir strin
 	}
 	r.Facts["manifests"] = p
 	return nil
+}
+
+// releaseFromRepository rewrites --flux-version's help on a command that
+// reads an environment (up, controllers with --repo/--env, status): the
+// release then defaults to the one the repository declares, as check's.
+func releaseFromRepository(cmd *cobra.Command, pins versions.Pins, what string) {
+	f := cmd.Flags().Lookup("flux-version")
+	f.Usage = fmt.Sprintf("Flux release to %s (embedded: %s); default: the release the environment's repository declares, as check resolves it, else the pinned one", what, strings.Join(pins.EmbeddedFluxVersions, ", "))
+}
+
+// releaseChoice is --flux-version when it was set (on the command line,
+// by --versions-file or the environment), and where it came from; the
+// zero Choice lets the run take the release the repository declares.
+func (a *app) releaseChoice(fl *pflag.FlagSet) flow.Choice {
+	f := fl.Lookup("flux-version")
+	if f == nil || !f.Changed {
+		return flow.Choice{}
+	}
+	return flow.Choice{FluxVersion: f.Value.String(), From: a.flagOrigin("flux-version")}
+}
+
+// releaseLine prints the run's release as the plan's first line.
+func (a *app) releaseLine(rel *fluxrelease.Release) {
+	if rel != nil {
+		a.s.Line(rel.Line())
+	}
 }

@@ -47,7 +47,8 @@ func newStatusCommand(a *app) *cobra.Command {
 checked. It takes no lock and writes nothing: every request it sends is a GET (get, list, watch),
 and its transport refuses any other (the status.read-only gate reports the requests made).
 
-  controllers  the render for the Flux version and overlays (without --repo/--env and without
+  controllers  the render for the Flux version and overlays (with --repo/--env: the release the
+               repository declares, as check resolves it; without them and without
                --flux-version: the version and components the live Deployments run) against the
                cluster: every object present, the drift named as the plan would name it
                (controllers.drift), the live effective flags and images (controllers.flags-live),
@@ -82,6 +83,7 @@ report each time (-o json: one document per evaluation), until interrupted.`,
 		},
 	}
 	addRenderFlags(cmd, f, a.pins)
+	releaseFromRepository(cmd, a.pins, "compare the controllers with (without --repo/--env/--path: default the version the live Deployments run)")
 	fl := cmd.Flags()
 	fl.StringVar(&sf.repo, "repo", "", "the GitOps repository's root directory (with --env or --path; default . then)")
 	fl.Var(input.NewEnv(&sf.env), "env", "environment: clusters/NAME in --repo (its graph, its SOPS files, its declared source)")
@@ -122,6 +124,17 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 	render, err := statusRender(fl, sf, repo, path, co.Root, &ro)
 	if err != nil {
 		return nil, err
+	}
+	if render != nil {
+		// The release the environment declares, as check judges it.
+		rel, warn, err := flow.JudgeRelease(render.Env, &ro, a.releaseChoice(fl))
+		if err != nil {
+			return nil, err
+		}
+		r.Facts[flow.ReleaseFact] = rel.String()
+		if warn != "" {
+			r.Warn(warn)
+		}
 	}
 	rec := kube.NewRequests()
 	connect := a.s.ReadOnlyConnect(rec)

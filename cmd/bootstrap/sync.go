@@ -80,6 +80,7 @@ func (c *syncCmd) run(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return a.s.Fail(ctx, run.Report, err)
 	}
+	a.releaseLine(plan.Release)
 	a.s.Writes("sync", c.env.Namespace, c.dryRun)
 	return a.s.Execute(ctx, run, plan.Phases...)
 }

@@ -60,6 +60,7 @@ $SOPS_AGE_KEY_FILE.`,
 
 func (u *upFlags) add(cmd *cobra.Command, a *app) {
 	addRenderFlags(cmd, &u.f, a.pins)
+	releaseFromRepository(cmd, a.pins, "install and judge the environment by")
 	fl := cmd.Flags()
 	u.rf.add(fl)
 	u.cf.add(fl)
@@ -93,6 +94,7 @@ func (u *upFlags) run(a *app, cmd *cobra.Command) error {
 	if o.AgeKey == nil {
 		run.Report.Facts["age-key"] = "no key given: phase not run; sync checks that every decryption Secret exists"
 	}
+	a.releaseLine(plan.Release)
 	a.s.CountRequests()
 	a.s.Installs("up", o.Env.Namespace, u.dryRun)
 	run.OnPlan = func(plan []verify.ObjectChange) { a.writePlan(plan, u.dryRun) }
@@ -125,7 +127,7 @@ func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
 	env.Sync, _ = u.sy.declared() // validated
 	env.FluxInstance = u.sy.fluxInstance
 	o := flow.Options{Env: env, Static: u.sy.staticOptions(), Controllers: &co, Sync: u.sy.sync(a.getenv), Converge: u.cf.options(),
-		DryRun: u.dryRun, Timeout: u.timeout, Force: u.force, Cluster: a.opener()}
+		DryRun: u.dryRun, Timeout: u.timeout, Force: u.force, Cluster: a.opener(), Release: a.releaseChoice(fl)}
 	hasKey := u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != ""
 	if !hasKey && (input.Given(fl, "rotate") || input.Given(fl, "secret-name")) {
 		return flow.Options{}, verify.InputErrorf("--rotate and --secret-name are phase age-key's and need a key: add --age-key-file FILE (or -), or set $SOPS_AGE_KEY or $SOPS_AGE_KEY_FILE")

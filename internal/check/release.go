@@ -12,7 +12,6 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/render"
-	"github.com/homelab-ops/bootstrap/internal/versions"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -47,21 +46,16 @@ type judged struct {
 	strict strictness
 }
 
-// resolveRelease finds the release env deploys (fluxrelease.Resolve), the
+// resolveRelease finds the release env deploys (fluxrelease.ForEnv), the
 // CRDs that validate its Flux objects (the Flux Operator's version of them
 // where a FluxInstance manages the cluster) and kustomize-controller's
 // strictness there.
 func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged, error) {
-	pins, err := versions.Load()
+	// The one resolution up, controllers, sync and status make too.
+	rel, err := fluxrelease.ForEnv(env, o.FluxVersion, o.FluxVersionFrom)
 	if err != nil {
 		return nil, err
 	}
-	embedded, err := components.EmbeddedVersions()
-	if err != nil {
-		return nil, err
-	}
-	rel := fluxrelease.Resolve(env, fluxrelease.Options{Explicit: o.FluxVersion, ExplicitFrom: o.FluxVersionFrom,
-		Default: pins.FluxVersion, Embedded: embedded, OperatorMaxFlux: pins.OperatorMaxFlux})
 	j := &judged{rel: rel}
 	if rel.Old {
 		// kustomize-controller before v1.1.0 has no strict mode, and no

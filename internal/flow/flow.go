@@ -24,6 +24,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/cutover"
+	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
@@ -70,6 +71,11 @@ type Options struct {
 	Force bool
 	// Cluster opens the cluster when a phase first needs it.
 	Cluster Cluster
+	// Release is the Flux release chosen on the command line, if one was;
+	// without one the run takes the release Env declares, as check does
+	// (InstallRelease): the same for the render, the static phase and the
+	// gates.
+	Release Choice
 }
 
 // Static is phase static's own options.
@@ -139,6 +145,10 @@ type Plan struct {
 	// Serve is what --serve prepared (nil without it): the snapshot and
 	// the bound address.
 	Serve *serve.Prepared
+	// Release is the Flux release the run installs and judges by (nil:
+	// neither the controllers nor an environment are in the run); its
+	// Line is the plan's first line.
+	Release *fluxrelease.Release
 }
 
 // Close releases what a run that did not start the server holds.
@@ -177,6 +187,10 @@ func Assemble(ctx context.Context, o Options, r *verify.Report) (*Plan, error) {
 		return nil, verify.InputErrorf("%s renders no root Kustomization %s/%s and nothing declares one: declare it with --source-kind GitRepository --source-url URL [--source-ref refs/heads/main], or commit it (a sync.yaml listed in %s/kustomization.yaml)",
 			o.Env.Path, built.Options.Namespace, built.Options.RootName, o.Env.Path)
 	}
+	rel, err := o.release(built, r)
+	if err != nil {
+		return nil, err
+	}
 	phases := o.static(built, r)
 	var ctrl *controllers.Phase
 	if o.Controllers != nil {
@@ -202,7 +216,7 @@ func Assemble(ctx context.Context, o Options, r *verify.Report) (*Plan, error) {
 		}
 		phases = append(phases, p)
 	}
-	plan := &Plan{}
+	plan := &Plan{Release: rel}
 	if o.Sync != nil {
 		so := rootsync.RunOptions{Build: o.Env, Timeout: o.Timeout, Source: o.Sync.Source, Built: built}
 		var err error
@@ -241,12 +255,13 @@ func (o Options) static(built *rootsync.Render, r *verify.Report) []pipeline.Pha
 	co := check.Options{
 		Options: fluxrepo.Options{Repo: b.Repo, Path: b.Path, Namespace: b.Namespace, RootName: b.RootName},
 		Compare: o.Static.Compare, NoCompare: o.Static.NoCompare, Env: built.Env}
-	if c := o.Controllers; c != nil && c.Render.Components.Manifests == "" {
-		// The Flux objects are validated by the CRDs of the release up
-		// installs (with --manifests the version only labels the objects:
-		// the pinned release's CRDs then).
-		co.FluxVersion = c.Render.Components.FluxVersion
-		co.FluxVersionFrom = "the release up installs"
+	if c := o.Controllers; o.Release.FluxVersion != "" && (c == nil || c.Render.Components.Manifests == "") {
+		// The release chosen is the one installed: the Flux objects are
+		// validated by its CRDs (with --manifests the version only labels
+		// the objects: check judges by what the repository declares).
+		// Without a choice check resolves the release as the run did
+		// (fluxrelease.ForEnv over the same environment): the same one.
+		co.FluxVersion, co.FluxVersionFrom = o.Release.FluxVersion, o.Release.From
 	}
 	return []pipeline.Phase{&check.Phase{Options: co}}
 }

@@ -9,16 +9,26 @@ import (
 	"time"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
 	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/internal/versions"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // homelab is the fixture repository's dev environment.
 var homelab = rootsync.Options{Repo: "../../testdata/homelab", Path: "clusters/dev", Namespace: "flux-system", RootName: "flux-system"}
+
+// ctrlOptions are the controllers phase's options as the commands make
+// them: the pinned release's defaults.
+func ctrlOptions() *controllers.Options {
+	pins, _ := versions.Load()
+	return &controllers.Options{Render: render.Options{Components: components.DefaultOptions(pins.FluxVersion)}}
+}
 
 // noCluster fails every connect: Assemble must not open the cluster.
 func noCluster(t *testing.T) Cluster {
@@ -46,7 +56,7 @@ func TestAssembleOrder(t *testing.T) {
 		want []string
 		warn string
 	}{
-		{"up", Options{Env: homelab, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{CutoverWhenReady: true, CutoverWait: time.Minute}, Converge: &conv},
+		{"up", Options{Env: homelab, Static: &Static{}, Controllers: ctrlOptions(), Sync: &Sync{CutoverWhenReady: true, CutoverWait: time.Minute}, Converge: &conv},
 			[]string{"static", "controllers", "sync", "converge", "cutover"}, ""},
 		{"sync --check=false --converge=false", Options{Env: homelab, Sync: &Sync{}},
 			[]string{"sync"}, "--check=false"},
@@ -94,7 +104,7 @@ func TestAssembleRefusesBeforeTheCluster(t *testing.T) {
 // real source; with them it assembles.
 func TestAssembleRefusesThePlaceholder(t *testing.T) {
 	env := rootsync.Options{Repo: "../../testdata/layouts/placeholder", Path: "clusters/staging", Namespace: "flux-system", RootName: "flux-system"}
-	_, err := Assemble(context.Background(), Options{Env: env, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{}, Cluster: noCluster(t)}, verify.NewReport("test"))
+	_, err := Assemble(context.Background(), Options{Env: env, Static: &Static{}, Controllers: ctrlOptions(), Sync: &Sync{}, Cluster: noCluster(t)}, verify.NewReport("test"))
 	if !verify.IsInput(err) || !strings.Contains(err.Error(), "clusters/staging/flux-system/gotk-sync.yaml is flux bootstrap's placeholder") || !strings.Contains(err.Error(), "--source-kind GitRepository --source-url URL") {
 		t.Fatalf("err = %v, want the input error naming the placeholder and the flags", err)
 	}
@@ -102,7 +112,7 @@ func TestAssembleRefusesThePlaceholder(t *testing.T) {
 	// note): up refuses it before its controllers phase applies.
 	tenant := env
 	tenant.Path = "tenants/team-a"
-	_, err = Assemble(context.Background(), Options{Env: tenant, Static: &Static{}, Controllers: &controllers.Options{}, Sync: &Sync{}, Cluster: noCluster(t)}, verify.NewReport("test"))
+	_, err = Assemble(context.Background(), Options{Env: tenant, Static: &Static{}, Controllers: ctrlOptions(), Sync: &Sync{}, Cluster: noCluster(t)}, verify.NewReport("test"))
 	if !verify.IsInput(err) || !strings.Contains(err.Error(), "tenants/team-a renders no root Kustomization flux-system/flux-system and nothing declares one: declare it with --source-kind GitRepository --source-url URL") {
 		t.Fatalf("tenant path: err = %v", err)
 	}
