@@ -86,13 +86,21 @@ func sortedKeys(m map[ObjectKey]bool) []ObjectKey {
 // unified is the unified diff of a and b (3 lines of context).
 func unified(k ObjectKey, a, b string) string {
 	s, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+		A: lines(a), B: lines(b),
 		FromFile: "base/" + k.String(), ToFile: "head/" + k.String(), Context: 3,
 	})
 	if err != nil {
 		return fmt.Sprintf("# no diff: %v\n", err)
 	}
 	return s
+}
+
+// lines splits s keeping the newlines; none for "" (an object absent).
+func lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return difflib.SplitLines(strings.TrimSuffix(s, "\n"))
 }
 
 const (
@@ -135,6 +143,14 @@ func removeAction(b *unstructured.Unstructured, pruned, prune bool) string {
 	case isKind(b, helmGroup, "HelmRelease"):
 		// helm-controller's finalizer uninstalls the release.
 		return "pruned: Helm uninstall"
+	case isKind(b, kustomizev1.GroupVersion.Group, kustomizev1.KustomizationKind):
+		// kustomize-controller v1.9.x (kustomization_controller.go
+		// finalize): a deleted Kustomization garbage-collects its
+		// inventory when its spec.prune is true.
+		if p, _ := field(b, "spec", "prune").(bool); p {
+			return "pruned: deleting it garbage-collects everything it applied (its spec.prune: true)"
+		}
+		return "pruned: deleting it leaves what it applied on the cluster (its spec.prune: false)"
 	}
 	return "pruned: deleted from the cluster"
 }
