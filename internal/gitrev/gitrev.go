@@ -338,3 +338,18 @@ func (g *Repo) Extract(c Commit, lim Limits) (dir string, notes []string, cleanu
 	}
 	return dir, notes, cleanup, nil
 }
+
+// CheckRev checks a revision's spelling before anything is read: what git
+// rev-parse could take (no whitespace or control character, no leading
+// "-", not an option; at most 256 bytes). "" is allowed (the default).
+func CheckRev(flag, rev string) error {
+	if rev == "" {
+		return nil
+	}
+	bad := len(rev) > 256 || strings.HasPrefix(rev, "-") ||
+		strings.ContainsFunc(rev, func(r rune) bool { return r <= ' ' || r == 0x7f })
+	if bad {
+		return verify.InputErrorf("%s %q: not a revision: pass a branch, tag or commit (main, v1.2.0, HEAD~1, a1b2c3d)", flag, rev)
+	}
+	return nil
+}
