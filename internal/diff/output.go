@@ -84,6 +84,9 @@ func summary(b *strings.Builder, c *Cluster) {
 			}
 		}
 		what := strings.Join(counts, ", ")
+		if what == "" {
+			what = "nothing rendered here"
+		}
 		switch k.Change {
 		case Added:
 			what = "added wholesale: " + what

@@ -91,6 +91,7 @@ func TestDiffSeedWindow(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		dependsOn bool
+		self      bool // cluster-vars applied by infra itself
 		flux      string
 		want      []string // in the text output
 		wantNot   []string
@@ -101,6 +102,8 @@ func TestDiffSeedWindow(t *testing.T) {
 			wantNot: []string{"Kustomization flux-system/infra (prune"}},
 		{name: "strict (Flux v2.9.5)", flux: "v2.9.5",
 			want: []string{"WINDOW if flux-system/infra reconciles before flux-system/vars: Kustomization flux-system/infra fails to build (strict): post build failed for 'HelmRelease/kube-system/cilium'"}},
+		{name: "applied by its reader: one reconcile late", self: true, flux: "v2.8.5",
+			want: []string{"WINDOW when flux-system/infra reconciles, it substitutes before it applies ConfigMap/flux-system/cluster-vars itself: HelmRelease.helm.toolkit.fluxcd.io kube-system/cilium renders `k8sServiceHost: null`"}},
 		{name: "dependsOn vars: no window", dependsOn: true, flux: "v2.8.5",
 			want:    []string{"~ ConfigMap flux-system/cluster-vars: updated"},
 			wantNot: []string{"WINDOW", "Kustomization flux-system/infra (prune"}},
@@ -109,6 +112,14 @@ func TestDiffSeedWindow(t *testing.T) {
 			repo := gitRepo(t, []string{filepath.Join(seed, "base"), filepath.Join(seed, "head")}, func(dir string, i int) {
 				if tc.dependsOn && i == 0 {
 					replaceIn(t, dir, "clusters/dev/infra.yaml", "  postBuild:", "  dependsOn:\n    - name: vars\n  postBuild:")
+				}
+				if tc.self {
+					if err := os.Rename(filepath.Join(dir, "vars", "cluster-vars.yaml"), filepath.Join(dir, "infra", "cluster-vars.yaml")); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Remove(filepath.Join(dir, "clusters", "dev", "vars.yaml")); err != nil && i == 0 {
+						t.Fatal(err)
+					}
 				}
 			})
 			res, err := Run(context.Background(), Options{Repo: repo, Base: "HEAD~1", Head: "HEAD", FluxVersion: tc.flux})

@@ -112,6 +112,24 @@ func TestDiffGitrevResolveAndMaterialize(t *testing.T) {
 		})
 	}
 
+	// --repo a directory inside the work tree: its subtree only.
+	sub, err := Open(filepath.Join(dir, "sub"))
+	if err != nil || sub.Prefix != "sub" {
+		t.Fatalf("Open(sub): %+v %v", sub, err)
+	}
+	c1, _ := sub.Resolve("--base", "HEAD~1")
+	subOut := t.TempDir()
+	if _, err := sub.Materialize(c1, subOut, Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(subOut, "b.yaml")); err != nil || string(b) != "b\n" {
+		t.Fatalf("sub/b.yaml at the root of the subtree: %q %v", b, err)
+	}
+	c2, _ := sub.Resolve("--head", "HEAD")
+	if _, err := sub.Materialize(c2, t.TempDir(), Limits{}); err == nil || !verify.IsInput(err) {
+		t.Fatalf("sub is gone at HEAD: want an input error, got %v", err)
+	}
+
 	// Bounds: a blob over MaxFileBytes is left out, noted; too many files is an error.
 	c, _ := g.Resolve("--head", "HEAD")
 	out := t.TempDir()
