@@ -348,6 +348,16 @@ func (c *Cluster) compare(ctx context.Context, b, h *side, red *redactor) error 
 		names = append(names, r)
 	}
 	sort.Strings(names)
+	// Every head render first: a changed ConfigMap or chart source
+	// upgrades HelmReleases other Kustomizations apply.
+	for _, ref := range names {
+		if kh := hk[ref]; kh != nil {
+			if _, err := h.renderOf(ctx, kh); err != nil {
+				return err
+			}
+		}
+	}
+	hrs := helmReleases(h.rend)
 	for _, ref := range names {
 		kb, kh := bk[ref], hk[ref]
 		out := &Kustomization{Ref: ref}
@@ -399,6 +409,13 @@ func (c *Cluster) compare(ctx context.Context, b, h *side, red *redactor) error 
 			out.Objects = compareObjects(br.objs, hr.objs, kh.Spec.Prune, red)
 			if len(out.Objects) == 0 {
 				continue
+			}
+			for _, o := range out.Objects {
+				if o.Change == Changed {
+					if fx := helmEffects(o.Key, br.objs[o.Key], hr.objs[o.Key], hrs); len(fx) > 0 {
+						o.Action += "; " + strings.Join(fx, "; ")
+					}
+				}
 			}
 		}
 		c.Kustomizations = append(c.Kustomizations, out)

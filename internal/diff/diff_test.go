@@ -117,7 +117,54 @@ spec:
     name: flux-system
 `
 
+const valuesCM = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cilium-values
+  namespace: kube-system
+data:
+  values.yaml: |
+    ipam:
+      mode: kubernetes
+  other: unread
+`
+
+const ociCharts = `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: podinfo
+  namespace: default
+spec:
+  interval: 1h
+  url: oci://ghcr.io/stefanprodan/charts/podinfo
+  ref:
+    tag: 6.5.0
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: podinfo-a
+  namespace: default
+spec:
+  interval: 30m
+  chartRef:
+    kind: OCIRepository
+    name: podinfo
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: podinfo-b
+  namespace: default
+spec:
+  interval: 30m
+  chartRef:
+    kind: OCIRepository
+    name: podinfo
+`
+
 func TestDiffEngine(t *testing.T) {
+	withValuesFrom := strings.Replace(readSeed(t, "infra/cilium.yaml"), "  values:\n", "  valuesFrom:\n    - kind: ConfigMap\n      name: cilium-values\n  values:\n", 1)
 	for _, tc := range []struct {
 		name       string
 		base, head map[string]string
@@ -184,6 +231,19 @@ func TestDiffEngine(t *testing.T) {
 			head: map[string]string{"infra/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - cilium.yaml\n  - missing.yaml\n"},
 			want: []string{"FAIL Kustomization flux-system/infra (changed): clusters/dev/infra.yaml:", "missing.yaml", "fix:"},
 			fail: true},
+		{name: "valuesFrom ConfigMap changes: Helm upgrade of its reader",
+			base: map[string]string{"infra/values.yaml": valuesCM, "infra/cilium.yaml": withValuesFrom},
+			head: map[string]string{"infra/values.yaml": strings.Replace(valuesCM, "mode: kubernetes", "mode: cluster-pool", 1)},
+			want: []string{"~ ConfigMap kube-system/cilium-values: updated; HelmRelease kube-system/cilium reads its values.yaml with valuesFrom → Helm upgrade"}},
+		{name: "valuesFrom ConfigMap, another key changes: no upgrade",
+			base:    map[string]string{"infra/values.yaml": valuesCM, "infra/cilium.yaml": withValuesFrom},
+			head:    map[string]string{"infra/values.yaml": strings.Replace(valuesCM, "other: unread", "other: changed", 1)},
+			want:    []string{"~ ConfigMap kube-system/cilium-values: updated\n"},
+			wantNot: []string{"reads its values.yaml"}},
+		{name: "shared OCIRepository tag: every HelmRelease reading it",
+			base: map[string]string{"infra/podinfo.yaml": ociCharts},
+			head: map[string]string{"infra/podinfo.yaml": strings.Replace(ociCharts, "tag: 6.5.0", "tag: 6.6.0", 1)},
+			want: []string{"~ OCIRepository.source.toolkit.fluxcd.io default/podinfo: updated; HelmRelease default/podinfo-a takes its chart from it (chartRef) → Helm upgrade when the artifact changes; HelmRelease default/podinfo-b takes its chart from it"}},
 		{name: "no change",
 			head: map[string]string{"README.md": "# a file no build reads\n"},
 			want: []string{"cluster clusters/dev: unchanged"}, wantNot: []string{"Kustomization flux-system"}},
