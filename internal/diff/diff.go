@@ -274,6 +274,17 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 		b = &side{rend: map[string]*rendered{}}
 		c.Change = Added
 	}
+	if h.env.RootErr != nil {
+		// kustomize-controller fails the root Kustomization (BuildFailed):
+		// nothing of the root directory is applied at head.
+		c.Fail = fmt.Sprintf("the root directory %s does not build at head: %v", root, h.env.RootErr)
+	}
+	if b.env != nil && b.env.RootErr != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("base: the root directory did not build (%v): compared as built without the entries that broke it", b.env.RootErr))
+	}
+	if n := len(h.env.Holes); n > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("%d entr(ies) cannot be read offline (a remote resource, base or generator file; a file over the read bound), left out at both revisions: what they add is not compared (bootstrap check lists them)", n))
+	}
 	mode := "not strict"
 	if h.sub.strict {
 		mode = "strict"
