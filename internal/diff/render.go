@@ -87,7 +87,12 @@ func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Da
 		kc := k.DeepCopy()
 		unknown := false
 		for i, ref := range kc.Spec.PostBuild.SubstituteFrom {
-			d := cl.Env.Data[fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name)]
+			// Softened by what the environment renders (env.Data), not by
+			// the window's data: an object absent only in the window (new
+			// at head) is absent for the controller too, which then fails
+			// a required reference ("substitute from 'ConfigMap/x' error:
+			// … not found", fluxcd/pkg/kustomize LoadVariables).
+			d := env.Data[fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name)]
 			if d == nil || d.Open {
 				kc.Spec.PostBuild.SubstituteFrom[i].Optional = true
 				unknown = unknown || d != nil || !ref.Optional

@@ -92,6 +92,7 @@ func TestDiffSeedWindow(t *testing.T) {
 		name      string
 		dependsOn bool
 		self      bool // cluster-vars applied by infra itself
+		newObject bool // cluster-vars is new at head
 		flux      string
 		want      []string // in the text output
 		wantNot   []string
@@ -104,6 +105,8 @@ func TestDiffSeedWindow(t *testing.T) {
 			want: []string{"WINDOW if flux-system/infra reconciles before flux-system/vars: Kustomization flux-system/infra fails to build (strict): post build failed for 'HelmRelease/kube-system/cilium'"}},
 		{name: "applied by its reader: one reconcile late", self: true, flux: "v2.8.5",
 			want: []string{"WINDOW when flux-system/infra reconciles, it substitutes before it applies ConfigMap/flux-system/cluster-vars itself: HelmRelease.helm.toolkit.fluxcd.io kube-system/cilium renders `k8sServiceHost: null`"}},
+		{name: "the substituteFrom object is new at head", newObject: true, flux: "v2.8.5",
+			want: []string{"WINDOW if flux-system/infra reconciles before flux-system/vars: Kustomization flux-system/infra fails to build: post build failed for", `substitute from 'ConfigMap/cluster-vars' error: configmaps "cluster-vars" not found`}},
 		{name: "dependsOn vars: no window", dependsOn: true, flux: "v2.8.5",
 			want:    []string{"~ ConfigMap flux-system/cluster-vars: updated"},
 			wantNot: []string{"WINDOW", "Kustomization flux-system/infra (prune"}},
@@ -112,6 +115,14 @@ func TestDiffSeedWindow(t *testing.T) {
 			repo := gitRepo(t, []string{filepath.Join(seed, "base"), filepath.Join(seed, "head")}, func(dir string, i int) {
 				if tc.dependsOn && i == 0 {
 					replaceIn(t, dir, "clusters/dev/infra.yaml", "  postBuild:", "  dependsOn:\n    - name: vars\n  postBuild:")
+				}
+				if tc.newObject && i == 0 {
+					if err := os.Remove(filepath.Join(dir, "vars", "cluster-vars.yaml")); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(dir, "vars", "placeholder.yaml"), []byte("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: placeholder\n  namespace: flux-system\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 				if tc.self {
 					if err := os.Rename(filepath.Join(dir, "vars", "cluster-vars.yaml"), filepath.Join(dir, "infra", "cluster-vars.yaml")); err != nil {

@@ -143,7 +143,11 @@ func window(ctx context.Context, b, h *side, k *fluxrepo.Kustomization, data map
 	w := &Window{Reader: k.Ref(), Applier: d.AppliedBy, Object: key, Knobs: knobs, Strict: h.sub.strict}
 	if tr.fail != "" {
 		w.Fail = tr.fail
-		w.Steps = []string{fmt.Sprintf("%s: Kustomization %s fails to build (strict): %s; it applies nothing until %s has applied %s", w.When(), k.Ref(), tr.fail, d.AppliedBy, key)}
+		why := ""
+		if strings.Contains(tr.fail, "(strict mode)") {
+			why = " (strict)"
+		}
+		w.Steps = []string{fmt.Sprintf("%s: Kustomization %s fails to build%s: %s; it applies nothing until %s has applied %s", w.When(), k.Ref(), why, tr.fail, d.AppliedBy, key)}
 		return w, nil
 	}
 	var br *rendered
