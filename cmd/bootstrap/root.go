@@ -93,6 +93,7 @@ repository's controller overlays, and proves with gates that they landed.
 	root.AddCommand(newAgeKeyCommand(a), newSyncCommand(a), newCutoverCommand(a), newUpCommand(a))
 	root.AddCommand(newCheckCommand(a), newConvergeCommand(a), newServeCommand(a))
 	root.AddCommand(newStatusCommand(a))
+	root.AddCommand(newDiffCommand(a))
 	root.AddCommand(newDocgenCommand(root))
 	return root
 }

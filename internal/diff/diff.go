@@ -1,0 +1,458 @@
+// Package diff is `bootstrap diff` (issue #47): what a change does to each
+// cluster a repository declares. Both revisions are read from the Git
+// object store in-process (internal/gitrev), each loaded with the one
+// repository model (internal/fluxrepo: every Kustomization built as
+// kustomize-controller builds it), every object substituted as the
+// release's kustomize-controller substitutes it, then compared per
+// Kustomization, keyed by group/kind/namespace/name after substitution:
+// objects added, removed (and whether prune deletes them), changed (a
+// unified diff, secret values redacted), what the controllers will do
+// about each, and the window between the commits — a reader of a changed
+// substituteFrom knob rendered with the knob as it was, when nothing
+// makes it wait for the Kustomization applying it.
+package diff
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/homelab-ops/bootstrap/internal/check"
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/gitrev"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
+)
+
+// Options select the repository, the clusters and the revisions.
+type Options struct {
+	// Repo is the repository's directory (its work tree, or a directory
+	// inside it).
+	Repo string
+	// Path is the one cluster root to compare ("": every root either
+	// revision declares, fluxrepo.Discover).
+	Path string
+	// Namespace and RootName name the root Kustomization (default
+	// flux-system/flux-system).
+	Namespace, RootName string
+	// Base and Head are revisions (a branch, tag, commit, HEAD~1). Base ""
+	// is the merge-base of HEAD with the default branch, or HEAD when the
+	// work tree is dirty (gitrev.DefaultBase); Head "" is the work tree.
+	Base, Head string
+	// FluxVersion judges both revisions by this Flux release ("": the one
+	// each declares, as check does).
+	FluxVersion string
+}
+
+// Revision is one side of the diff.
+type Revision struct {
+	// Rev is the revision as given or chosen; "work tree" for the work tree.
+	Rev string `json:"rev"`
+	// Commit is the full hash ("" for the work tree).
+	Commit string `json:"commit,omitempty"`
+	// Why says how a default was chosen.
+	Why string `json:"why,omitempty"`
+}
+
+func (r Revision) String() string {
+	s := r.Rev
+	if r.Commit != "" && r.Commit != r.Rev {
+		s += " (" + r.Commit[:12] + ")"
+	}
+	return s
+}
+
+// Result is the diff of every cluster.
+type Result struct {
+	Base     Revision   `json:"base"`
+	Head     Revision   `json:"head"`
+	Clusters []*Cluster `json:"clusters"`
+	Notes    []string   `json:"notes,omitempty"`
+}
+
+// Failed says a Kustomization (or a cluster's root directory) fails to
+// build at head: the exit code 1.
+func (r *Result) Failed() bool {
+	return slices.ContainsFunc(r.Clusters, func(c *Cluster) bool { return c.Failed() })
+}
+
+// Changed says any cluster changes.
+func (r *Result) Changed() bool {
+	return slices.ContainsFunc(r.Clusters, func(c *Cluster) bool { return c.Change != Unchanged })
+}
+
+// Cluster is one cluster root's diff.
+type Cluster struct {
+	Path string `json:"path"`
+	// Change: added, removed, changed or unchanged.
+	Change string `json:"change"`
+	// Fail is why the root directory does not load at head.
+	Fail string `json:"fail,omitempty"`
+	// Substitution is the head release's mode ("strict" or "not strict")
+	// and why.
+	Substitution   string           `json:"substitution,omitempty"`
+	Kustomizations []*Kustomization `json:"kustomizations,omitempty"`
+	Windows        []*Window        `json:"windows,omitempty"`
+	Notes          []string         `json:"notes,omitempty"`
+}
+
+// Failed says the cluster fails at head: its root, or a Kustomization.
+func (c *Cluster) Failed() bool {
+	return c.Fail != "" || slices.ContainsFunc(c.Kustomizations, func(k *Kustomization) bool { return k.Fail != "" })
+}
+
+// Kustomization is one Flux Kustomization's diff.
+type Kustomization struct {
+	// Ref is namespace/name.
+	Ref string `json:"kustomization"`
+	// Change: added, removed, changed (or unchanged, when it fails).
+	Change string `json:"change"`
+	// Prune is spec.prune (at head; at base for a removed one).
+	Prune bool `json:"prune"`
+	// Fail is check's [build] finding, or the controller's post-build
+	// error, when it does not apply at head.
+	Fail    string    `json:"fail,omitempty"`
+	Note    string    `json:"note,omitempty"`
+	Objects []*Object `json:"objects,omitempty"`
+}
+
+// side is one revision loaded.
+type side struct {
+	env  *fluxrepo.Env
+	sub  substitution
+	rend map[string]*rendered // by Kustomization ref
+}
+
+// Run compares the revisions. Errors are input errors (verify.InputError)
+// for what the user gave: not a repository, an unknown revision, a path
+// neither revision has, no cluster root.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	g, err := gitrev.Open(o.Repo)
+	if err != nil {
+		return nil, err
+	}
+	var base gitrev.Commit
+	if o.Base == "" {
+		base, err = g.DefaultBase()
+	} else {
+		base, err = g.Resolve("--base", o.Base)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var head *gitrev.Commit
+	if o.Head != "" {
+		h, err := g.Resolve("--head", o.Head)
+		if err != nil {
+			return nil, err
+		}
+		head = &h
+	}
+	res := &Result{Base: Revision{Rev: base.Rev, Commit: base.Hash.String(), Why: base.Why}, Head: Revision{Rev: "work tree"}}
+	baseDir, notes, cleanup, err := g.Extract(base, gitrev.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	res.Notes = append(res.Notes, prefixed("base: ", notes)...)
+	headDir := o.Repo
+	if head != nil {
+		res.Head = Revision{Rev: head.Rev, Commit: head.Hash.String()}
+		d, notes, cleanup, err := g.Extract(*head, gitrev.Limits{})
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		headDir = d
+		res.Notes = append(res.Notes, prefixed("head: ", notes)...)
+	}
+	fo := fluxrepo.Options{Namespace: o.Namespace, RootName: o.RootName, KeepGoing: true, Holes: true}
+	roots, err := clusterRoots(o, fo, baseDir, headDir)
+	if err != nil {
+		return nil, err
+	}
+	red := newRedactor()
+	for _, root := range roots {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		c, err := cluster(ctx, o, fo, root, baseDir, headDir, red)
+		if err != nil {
+			return nil, err
+		}
+		res.Clusters = append(res.Clusters, c)
+	}
+	return res, nil
+}
+
+func prefixed(p string, notes []string) []string {
+	out := make([]string, len(notes))
+	for i, n := range notes {
+		out[i] = p + n
+	}
+	return out
+}
+
+// clusterRoots is o.Path, or every root either revision declares.
+func clusterRoots(o Options, fo fluxrepo.Options, baseDir, headDir string) ([]string, error) {
+	if o.Path != "" {
+		if !isDir(filepath.Join(baseDir, o.Path)) && !isDir(filepath.Join(headDir, o.Path)) {
+			return nil, verify.InputErrorf("--path %s: a directory at neither revision: pass a cluster root of the repository (e.g. clusters/dev)", o.Path)
+		}
+		return []string{o.Path}, nil
+	}
+	set := map[string]bool{}
+	for _, dir := range []string{baseDir, headDir} {
+		rs, _, err := fluxrepo.Discover(dir, fo)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			set[r.Path] = true
+		}
+	}
+	if len(set) == 0 {
+		return nil, verify.InputErrorf("no cluster root found in %s at either revision: pass --path DIR (or --env NAME for clusters/NAME); %s", o.Repo, fluxrepo.DiscoverLooksFor(fo))
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// load loads one revision's cluster root; nil when the revision lacks
+// the directory.
+func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string) (*side, error) {
+	if !isDir(filepath.Join(dir, root)) {
+		return nil, nil
+	}
+	fo.Repo, fo.Path = dir, root
+	env, err := fluxrepo.Load(fo)
+	if err != nil {
+		return nil, err
+	}
+	strict, why, _, err := check.Strictness(ctx, env, o.FluxVersion)
+	if err != nil {
+		return nil, err
+	}
+	return &side{env: env, sub: substitution{strict: strict, why: why}, rend: map[string]*rendered{}}, nil
+}
+
+// cluster compares one root.
+func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, red *redactor) (*Cluster, error) {
+	c := &Cluster{Path: root}
+	b, err := load(ctx, o, fo, baseDir, root)
+	if err != nil {
+		// The base does not load: everything at head is compared with nothing.
+		c.Notes = append(c.Notes, fmt.Sprintf("base: %s does not load (%v): compared with nothing", root, err))
+		b = nil
+	}
+	h, err := load(ctx, o, fo, headDir, root)
+	if err != nil {
+		if verify.IsInput(err) && o.Path != "" && b == nil {
+			return nil, err
+		}
+		c.Change, c.Fail = Changed, fmt.Sprintf("%s does not load at head: %v", root, err)
+		return c, nil
+	}
+	switch {
+	case h == nil:
+		c.Change = Removed
+		c.Notes = append(c.Notes, root+" is not in the head revision: what the cluster runs is no longer in the repository")
+		return c, nil
+	case b == nil:
+		b = &side{rend: map[string]*rendered{}}
+		c.Change = Added
+	}
+	if h.env.RootErr != nil {
+		// kustomize-controller fails the root Kustomization (BuildFailed):
+		// nothing of the root directory is applied at head.
+		c.Fail = fmt.Sprintf("the root directory %s does not build at head: %v", root, h.env.RootErr)
+	}
+	if b.env != nil && b.env.RootErr != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("base: the root directory did not build (%v): compared as built without the entries that broke it", b.env.RootErr))
+	}
+	if n := len(h.env.Holes); n > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("%d entr(ies) cannot be read offline (a remote resource, base or generator file; a file over the read bound), left out at both revisions: what they add is not compared (bootstrap check lists them)", n))
+	}
+	mode := "not strict"
+	if h.sub.strict {
+		mode = "strict"
+	}
+	c.Substitution = mode + ": " + h.sub.why
+	if err := c.compare(ctx, b, h, red); err != nil {
+		return nil, err
+	}
+	if b.env != nil {
+		ws, err := windows(ctx, b, h, red)
+		if err != nil {
+			return nil, err
+		}
+		c.Windows = ws
+	}
+	if c.Change == "" {
+		c.Change = Unchanged
+		if len(c.Kustomizations) > 0 || len(c.Windows) > 0 {
+			c.Change = Changed
+		}
+	}
+	return c, nil
+}
+
+// renderOf is k's render at side s (cached).
+func (s *side) renderOf(ctx context.Context, k *fluxrepo.Kustomization) (*rendered, error) {
+	if r, ok := s.rend[k.Ref()]; ok {
+		return r, nil
+	}
+	var r *rendered
+	switch {
+	case k.Err != nil:
+		r = &rendered{fail: check.BuildFailure(s.env, k)}
+	case !k.Built:
+		r = &rendered{}
+	default:
+		var err error
+		if r, err = render(ctx, s.env, nil, k, s.sub); err != nil {
+			return nil, err
+		}
+	}
+	s.rend[k.Ref()] = r
+	return r, nil
+}
+
+func (s *side) kustomizations() map[string]*fluxrepo.Kustomization {
+	out := map[string]*fluxrepo.Kustomization{}
+	if s.env == nil {
+		return out
+	}
+	for _, k := range s.env.Kustomizations {
+		if _, dup := out[k.Ref()]; !dup {
+			out[k.Ref()] = k
+		}
+	}
+	return out
+}
+
+// compare fills c.Kustomizations: one per Kustomization added, removed,
+// changed or failing at head.
+func (c *Cluster) compare(ctx context.Context, b, h *side, red *redactor) error {
+	bk, hk := b.kustomizations(), h.kustomizations()
+	refs := map[string]bool{}
+	for r := range bk {
+		refs[r] = true
+	}
+	for r := range hk {
+		refs[r] = true
+	}
+	names := make([]string, 0, len(refs))
+	for r := range refs {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	// Every head render first: a changed ConfigMap or chart source
+	// upgrades HelmReleases other Kustomizations apply.
+	for _, ref := range names {
+		if kh := hk[ref]; kh != nil {
+			if _, err := h.renderOf(ctx, kh); err != nil {
+				return err
+			}
+		}
+	}
+	hrs := helmReleases(h.rend)
+	for _, ref := range names {
+		kb, kh := bk[ref], hk[ref]
+		out := &Kustomization{Ref: ref}
+		var br, hr *rendered
+		var err error
+		if kb != nil {
+			if br, err = b.renderOf(ctx, kb); err != nil {
+				return err
+			}
+		}
+		if kh != nil {
+			if hr, err = h.renderOf(ctx, kh); err != nil {
+				return err
+			}
+		}
+		switch {
+		case kh == nil:
+			// Deleted from the cluster when its applier prunes it; its
+			// finalizer then garbage-collects what it applied when its own
+			// spec.prune is true (kustomize-controller v1.9.x,
+			// kustomization_controller.go finalize).
+			out.Change, out.Prune = Removed, kb.Spec.Prune && appliedPruned(b, h, kb)
+			out.Objects = compareObjects(br.objs, nil, out.Prune, red)
+			if !out.Prune {
+				out.Note = "its objects stay on the cluster: its applier does not prune it, or its own spec.prune is false"
+			}
+		case kb == nil:
+			out.Change, out.Prune = Added, kh.Spec.Prune
+			if hr.fail != "" {
+				out.Fail = hr.fail
+				break
+			}
+			out.Objects = compareObjects(nil, hr.objs, kh.Spec.Prune, red)
+			if !kh.Built {
+				out.Note = kh.Note
+			}
+		default:
+			out.Change, out.Prune = Changed, kh.Spec.Prune
+			if hr.fail != "" {
+				out.Fail = hr.fail
+				break
+			}
+			if !kh.Built {
+				continue // another source, a path with a variable: noted by check
+			}
+			if br.fail != "" {
+				out.Note = "it did not apply at base (" + firstLine(br.fail) + "): compared with nothing"
+			}
+			out.Objects = compareObjects(br.objs, hr.objs, kh.Spec.Prune, red)
+			if len(out.Objects) == 0 {
+				continue
+			}
+			for _, o := range out.Objects {
+				if o.Change == Changed {
+					if fx := helmEffects(o.Key, br.objs[o.Key], hr.objs[o.Key], hrs); len(fx) > 0 {
+						o.Action += "; " + strings.Join(fx, "; ")
+					}
+				}
+			}
+		}
+		c.Kustomizations = append(c.Kustomizations, out)
+	}
+	return nil
+}
+
+// appliedPruned says the Kustomization kb (removed at head) is deleted
+// from the cluster: its applier at head prunes, and kb does not opt out.
+func appliedPruned(b, h *side, kb *fluxrepo.Kustomization) bool {
+	if kb.AppliedBy == "" {
+		return false // the root directory renders it: nothing applies it
+	}
+	ns, name, _ := strings.Cut(kb.AppliedBy, "/")
+	ap := h.env.Kustomization(ns, name)
+	if ap == nil {
+		ap = b.env.Kustomization(ns, name)
+	}
+	if ap == nil || !ap.Spec.Prune {
+		return false
+	}
+	key := "kustomize.toolkit.fluxcd.io/prune"
+	return kb.Labels[key] != "disabled" && kb.Annotations[key] != "disabled"
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}

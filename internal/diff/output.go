@@ -1,0 +1,119 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteJSON writes the result as one JSON document.
+func WriteJSON(w io.Writer, r *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the summary (one line per changed Kustomization, each
+// window's steps), then every object's diff.
+func WriteText(w io.Writer, r *Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "diff %s → %s\n", r.Base, r.Head)
+	if r.Base.Why != "" {
+		fmt.Fprintf(&b, "  base: %s\n", r.Base.Why)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	for _, c := range r.Clusters {
+		summary(&b, c)
+	}
+	for _, c := range r.Clusters {
+		for _, k := range c.Kustomizations {
+			if len(k.Objects) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "\n=== %s: Kustomization %s (%s)\n", c.Path, k.Ref, k.Change)
+			for _, o := range k.Objects {
+				fmt.Fprintf(&b, "--- %s %s: %s\n", o.Key, o.Change, o.Action)
+				b.WriteString(o.Diff)
+			}
+		}
+		for _, wd := range c.Windows {
+			if len(wd.Objects) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "\n=== %s: window, %s (%s as at base)\n", c.Path, wd.When(), wd.Object)
+			for _, o := range wd.Objects {
+				fmt.Fprintf(&b, "--- %s: %s\n", o.Key, o.Action)
+				b.WriteString(o.Diff)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func summary(b *strings.Builder, c *Cluster) {
+	fmt.Fprintf(b, "\ncluster %s: %s", c.Path, c.Change)
+	if c.Substitution != "" {
+		fmt.Fprintf(b, " (substitution %s)", c.Substitution)
+	}
+	b.WriteString("\n")
+	if c.Fail != "" {
+		fmt.Fprintf(b, "  FAIL %s\n", c.Fail)
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(b, "  note: %s\n", n)
+	}
+	for _, k := range c.Kustomizations {
+		if k.Fail != "" {
+			fmt.Fprintf(b, "  FAIL Kustomization %s (%s): %s\n", k.Ref, k.Change, k.Fail)
+			continue
+		}
+		var counts []string
+		for _, ch := range []string{Added, Removed, Changed} {
+			n := 0
+			for _, o := range k.Objects {
+				if o.Change == ch {
+					n++
+				}
+			}
+			if n > 0 {
+				counts = append(counts, fmt.Sprintf("%d %s", n, ch))
+			}
+		}
+		what := strings.Join(counts, ", ")
+		if what == "" {
+			what = "nothing rendered here"
+		}
+		switch k.Change {
+		case Added:
+			what = "added wholesale: " + what
+		case Removed:
+			what = "removed wholesale: " + what
+		}
+		fmt.Fprintf(b, "  Kustomization %s (prune: %t): %s\n", k.Ref, k.Prune, what)
+		if k.Note != "" {
+			fmt.Fprintf(b, "    note: %s\n", k.Note)
+		}
+		for _, o := range k.Objects {
+			fmt.Fprintf(b, "    %s %s: %s\n", sign(o.Change), o.Key, o.Action)
+		}
+	}
+	for _, w := range c.Windows {
+		for _, s := range w.Steps {
+			fmt.Fprintf(b, "  WINDOW %s\n", s)
+		}
+	}
+}
+
+func sign(change string) string {
+	switch change {
+	case Added:
+		return "+"
+	case Removed:
+		return "-"
+	}
+	return "~"
+}

@@ -1,0 +1,355 @@
+// Package gitrev reads one revision of the user's Git repository
+// in-process, read-only (go-git over the object store: no checkout, no
+// clone, nothing written into the repository), and materializes that
+// commit's tree into a private temporary directory, so the repository
+// model (internal/fluxrepo) can load it as it loads a work tree.
+package gitrev
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/homelab-ops/bootstrap/pkg/verify"
+)
+
+// Limits bound a materialized tree.
+type Limits struct {
+	// MaxFileBytes: a larger blob is left out (noted). Default 64 MiB,
+	// above the model's own per-file read bound, so the model judges the
+	// file as it would in the work tree.
+	MaxFileBytes int64
+	// MaxTotalBytes bounds the sum of the blobs written (default 1 GiB);
+	// MaxFiles their number (default 200,000). Past either: an error.
+	MaxTotalBytes int64
+	MaxFiles      int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = 64 << 20
+	}
+	if l.MaxTotalBytes <= 0 {
+		l.MaxTotalBytes = 1 << 30
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = 200000
+	}
+	return l
+}
+
+// Repo is the user's repository, opened read-only.
+type Repo struct {
+	r *git.Repository
+	// Top is the work tree's root directory (absolute).
+	Top string
+	// Prefix is the directory the caller named, relative to Top
+	// (slash-separated, "" for Top itself): what Materialize writes.
+	Prefix string
+}
+
+// Open opens the repository holding dir (dir or a parent has .git).
+// The error is an input error naming dir and the fix.
+func Open(dir string) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, verify.InputErrorf("--repo %s: %w", dir, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	r, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, verify.InputErrorf("--repo %s: not inside a Git repository (%v): diff compares two revisions of one; pass the repository's checkout", dir, err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return nil, verify.InputErrorf("--repo %s: a bare repository has no work tree: pass a checkout (%v)", dir, err)
+	}
+	top, err := filepath.Abs(wt.Filesystem.Root())
+	if err != nil {
+		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(top); err == nil {
+		top = real
+	}
+	rel, err := filepath.Rel(top, abs)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return nil, verify.InputErrorf("--repo %s: outside the work tree %s", dir, top)
+	}
+	prefix := filepath.ToSlash(rel)
+	if prefix == "." {
+		prefix = ""
+	}
+	return &Repo{r: r, Top: top, Prefix: prefix}, nil
+}
+
+// Commit is a resolved revision.
+type Commit struct {
+	// Rev is the revision as given (or as chosen by default).
+	Rev string
+	// Hash is the commit's full hash.
+	Hash plumbing.Hash
+	// Why says how a default was chosen ("" when given).
+	Why string
+}
+
+// Short is the first 12 hex digits of the hash.
+func (c Commit) Short() string { return c.Hash.String()[:12] }
+
+func (c Commit) String() string {
+	if c.Rev == c.Hash.String() {
+		return c.Short()
+	}
+	return fmt.Sprintf("%s (%s)", c.Rev, c.Short())
+}
+
+// Resolve resolves a revision as git rev-parse does for the forms go-git
+// reads (a branch, a tag, a full or abbreviated hash, HEAD~N, rev^N, a
+// remote-tracking branch). The error is an input error naming rev and flag.
+func (g *Repo) Resolve(flag, rev string) (Commit, error) {
+	h, err := g.r.ResolveRevision(plumbing.Revision(rev))
+	if err != nil || h == nil || h.IsZero() {
+		why := "not found"
+		if err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
+			why = err.Error()
+		}
+		return Commit{}, verify.InputErrorf("%s %q: no such revision in %s (%s): pass a branch, tag or commit of this repository (git log --oneline lists them); fetch it first if it lives on a remote", flag, rev, g.Top, why)
+	}
+	return Commit{Rev: rev, Hash: *h}, nil
+}
+
+// Dirty says whether the work tree differs from HEAD (a change not
+// committed, an untracked file not ignored).
+func (g *Repo) Dirty() (bool, error) {
+	wt, err := g.r.Worktree()
+	if err != nil {
+		return false, err
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return false, err
+	}
+	return !st.IsClean(), nil
+}
+
+// DefaultBranch is the repository's default branch as a reference:
+// origin/HEAD's target, else main, else master (local, then origin's);
+// "" when none exists.
+func (g *Repo) DefaultBranch() plumbing.ReferenceName {
+	if ref, err := g.r.Reference("refs/remotes/origin/HEAD", true); err == nil {
+		return ref.Name()
+	}
+	for _, n := range []plumbing.ReferenceName{"refs/heads/main", "refs/heads/master", "refs/remotes/origin/main", "refs/remotes/origin/master"} {
+		if _, err := g.r.Reference(n, true); err == nil {
+			return n
+		}
+	}
+	return ""
+}
+
+// DefaultBase is the base a diff takes when none is given: HEAD when the
+// work tree is dirty (what the uncommitted change does), else the
+// merge-base of HEAD with the default branch (what the branch does), as
+// a pull request compares them.
+func (g *Repo) DefaultBase() (Commit, error) {
+	head, err := g.Resolve("--base", "HEAD")
+	if err != nil {
+		return Commit{}, verify.InputErrorf("the repository %s has no commit yet: commit once, or pass --base", g.Top)
+	}
+	dirty, err := g.Dirty()
+	if err != nil {
+		return Commit{}, fmt.Errorf("reading the work tree's status: %w", err)
+	}
+	if dirty {
+		head.Why = "the work tree has uncommitted changes: compared with HEAD"
+		return head, nil
+	}
+	def := g.DefaultBranch()
+	if def == "" {
+		head.Why = "no default branch (origin/HEAD, main, master) found: compared with HEAD"
+		return head, nil
+	}
+	ref, err := g.r.Reference(def, true)
+	if err != nil {
+		return Commit{}, err
+	}
+	hc, err := g.r.CommitObject(head.Hash)
+	if err != nil {
+		return Commit{}, err
+	}
+	dc, err := g.r.CommitObject(ref.Hash())
+	if err != nil {
+		return Commit{}, fmt.Errorf("%s: %w", def.Short(), err)
+	}
+	bases, err := hc.MergeBase(dc)
+	if err != nil {
+		return Commit{}, fmt.Errorf("merge-base of HEAD and %s: %w", def.Short(), err)
+	}
+	if len(bases) == 0 {
+		head.Why = fmt.Sprintf("HEAD and %s share no history: compared with HEAD", def.Short())
+		return head, nil
+	}
+	c := Commit{Rev: "merge-base(HEAD, " + def.Short() + ")", Hash: bases[0].Hash}
+	c.Why = fmt.Sprintf("the merge-base of HEAD with the default branch %s", def.Short())
+	return c, nil
+}
+
+// Materialize writes the tree of commit c under g.Prefix into dst (an
+// empty directory the caller owns and removes): regular files only, mode
+// 0644 (0755 for executables), within Limits. Symbolic links and
+// submodules are left out (the model's copy leaves symlinks out too, as
+// source-controller's artifact does not follow them), as is a blob over
+// MaxFileBytes; notes say so.
+func (g *Repo) Materialize(c Commit, dst string, lim Limits) (notes []string, err error) {
+	lim = lim.withDefaults()
+	commit, err := g.r.CommitObject(c.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c, err)
+	}
+	if g.Prefix != "" {
+		tree, err = tree.Tree(g.Prefix)
+		if err != nil {
+			return nil, verify.InputErrorf("--repo: %s does not exist at %s: compare revisions that both have it", g.Prefix, c)
+		}
+	}
+	var files int
+	var total int64
+	w := object.NewTreeWalker(tree, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return notes, fmt.Errorf("%s: reading the tree: %w", c, err)
+		}
+		if !local(name) {
+			return notes, fmt.Errorf("%s: tree entry %q is not a local path: refused", c, name)
+		}
+		target := filepath.Join(dst, filepath.FromSlash(name))
+		switch e.Mode {
+		case filemode.Dir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return notes, err
+			}
+			continue
+		case filemode.Symlink:
+			notes = append(notes, fmt.Sprintf("%s: a symbolic link at %s, left out", name, c.Short()))
+			continue
+		case filemode.Submodule:
+			notes = append(notes, fmt.Sprintf("%s: a submodule at %s, left out", name, c.Short()))
+			continue
+		case filemode.Regular, filemode.Deprecated, filemode.Executable:
+		default:
+			continue
+		}
+		blob, err := g.r.BlobObject(e.Hash)
+		if err != nil {
+			return notes, fmt.Errorf("%s: %s: %w", c, name, err)
+		}
+		if blob.Size > lim.MaxFileBytes {
+			notes = append(notes, fmt.Sprintf("%s: %d bytes at %s, over the %d-byte bound: left out", name, blob.Size, c.Short(), lim.MaxFileBytes))
+			continue
+		}
+		files++
+		total += blob.Size
+		if files > lim.MaxFiles || total > lim.MaxTotalBytes {
+			return notes, verify.InputErrorf("%s: the tree holds more than %d files or %d bytes: too large to compare", c, lim.MaxFiles, lim.MaxTotalBytes)
+		}
+		mode := os.FileMode(0o644)
+		if e.Mode == filemode.Executable {
+			mode = 0o755
+		}
+		if err := writeBlob(blob, target, mode); err != nil {
+			return notes, fmt.Errorf("%s: %s: %w", c, name, err)
+		}
+	}
+	return notes, nil
+}
+
+// local: a slash path of relative, named components (no "..", no ".git").
+func local(name string) bool {
+	if name == "" || strings.HasPrefix(name, "/") || path.Clean(name) != name {
+		return false
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." || part == "." || strings.EqualFold(part, ".git") {
+			return false
+		}
+	}
+	return filepath.IsLocal(filepath.FromSlash(name))
+}
+
+func writeBlob(b *object.Blob, target string, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	rd, err := b.Reader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	// O_EXCL: a path written twice (a case clash on a case-insensitive
+	// file system) is refused rather than overwritten through a link.
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, io.LimitReader(rd, b.Size)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Extract materializes c into a new private temporary directory and
+// returns it with its removal; dir is the repository directory to load
+// (Prefix applied).
+func (g *Repo) Extract(c Commit, lim Limits) (dir string, notes []string, cleanup func(), err error) {
+	tmp, err := os.MkdirTemp("", "bootstrap-rev-")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	dir = filepath.Join(tmp, "tree")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		cleanup()
+		return "", nil, nil, err
+	}
+	notes, err = g.Materialize(c, dir, lim)
+	if err != nil {
+		cleanup()
+		return "", nil, nil, err
+	}
+	return dir, notes, cleanup, nil
+}
+
+// CheckRev checks a revision's spelling before anything is read: what git
+// rev-parse could take (no whitespace or control character, no leading
+// "-", not an option; at most 256 bytes). "" is allowed (the default).
+func CheckRev(flag, rev string) error {
+	if rev == "" {
+		return nil
+	}
+	bad := len(rev) > 256 || strings.HasPrefix(rev, "-") ||
+		strings.ContainsFunc(rev, func(r rune) bool { return r <= ' ' || r == 0x7f })
+	if bad {
+		return verify.InputErrorf("%s %q: not a revision: pass a branch, tag or commit (main, v1.2.0, HEAD~1, a1b2c3d)", flag, rev)
+	}
+	return nil
+}
