@@ -40,7 +40,7 @@ undo the override, and records the temporary URL, since when, and the URL git de
 sync keeps a temporary source (and says so) until 'bootstrap cutover'.
 
 With --serve this machine is the temporary source: a detached process serves the checkout's
-commit (a clean tree on the branch git declares) over HTTPS with a CA and token made for the run
+commit (a clean tree at the ref git declares) over HTTPS with a CA and token made for the run
 (in the Secret bootstrap-serve-auth), read-only, until the GitRepository reads another URL, until
 --serve-for, or 'bootstrap serve stop'. --cutover-when-ready then waits, after converge, until the
 cluster reaches the URL git declares at the served revision, and cuts over.`,
