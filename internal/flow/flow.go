@@ -315,6 +315,9 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 	if built.Source == nil {
 		return nil, verify.InputErrorf("--serve: %s renders no GitRepository for the root to read", built.Options.Path)
 	}
+	if err := refuseOCIServe(built); err != nil {
+		return nil, err
+	}
 	src := built.Source
 	branch, _, _ := unstructured.NestedString(src.Object, "spec", "ref", "branch")
 	if branch == "" {

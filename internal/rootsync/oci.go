@@ -45,12 +45,20 @@ func IsOCIRoot(r *Render) bool {
 // first request: --serve and --source-url serve Git, and an OCIRepository
 // reads a registry.
 func ociRefuseTemporary(r *Render, o RunOptions) error {
-	if !IsOCIRoot(r) || (o.Serve == nil && o.Source == nil) {
-		return nil
+	switch {
+	case o.Serve != nil:
+		return RefuseOCITemporary(r, "--serve")
+	case o.Source != nil:
+		return RefuseOCITemporary(r, "--source-url")
 	}
-	flag := "--source-url"
-	if o.Serve != nil {
-		flag = "--serve"
+	return nil
+}
+
+// RefuseOCITemporary is the input error for flag (--serve, --source-url)
+// asking a temporary source of an OCI root; nil for a root that reads Git.
+func RefuseOCITemporary(r *Render, flag string) error {
+	if !IsOCIRoot(r) {
+		return nil
 	}
 	return verify.InputErrorf("%s: the root %s/%s reads OCIRepository %s/%s (%s), and a temporary source serves Git: drop %s; sync applies the OCIRepository from its declared registry (push the artifact there first: flux push artifact)",
 		flag, r.Root.Namespace, r.Root.Name, r.Source.GetNamespace(), r.Source.GetName(), ociDeclaredURL(r.Source), flag)
