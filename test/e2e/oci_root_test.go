@@ -133,6 +133,10 @@ func TestOCIRoot(t *testing.T) {
 				t.Errorf("converge.node/%s: %q, want pass", n, got)
 			}
 		}
+		st := bootstrapJSON(t, "status", "--repo", dir, "--env", "sandbox", "--root", "oci-root")
+		if st.code != 0 {
+			t.Errorf("status after up:\n%s\nstderr:\n%s", st, st.stderr)
+		}
 	})
 
 	t.Run("ServeIsRefusedBeforeTheFirstRequest", func(t *testing.T) {
