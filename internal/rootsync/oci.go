@@ -132,18 +132,11 @@ var errOCIUnread = errors.New("the registry was not read from this machine")
 // through the same transport the controller builds (transport,
 // getTLSConfig: certSecretRef's CA and client certificate, or insecure).
 // A semver ref is the controller's choice among the tags: the tag it chose
-// (artifactRev's, before the @) is read. Credentials other than none
-// (secretRef, serviceAccountName, a cloud provider) are the controller's:
-// errOCIUnread.
+// (artifactRev's, before the @) is read. The credentials are the
+// controller's image pull Secrets (ociAuth); a cloud provider's workload
+// identity and a proxy are the controller's alone: errOCIUnread.
 func RegistryRevision(ctx context.Context, c client.Client, o *sourcev1.OCIRepository, artifactRev string) (string, error) {
-	switch {
-	case o.Spec.SecretRef != nil && o.Spec.SecretRef.Name != "":
-		return "", fmt.Errorf("%w: it authenticates with the Secret %s (spec.secretRef), which only source-controller reads", errOCIUnread, o.Spec.SecretRef.Name)
-	case o.Spec.ServiceAccountName != "":
-		return "", fmt.Errorf("%w: it authenticates as ServiceAccount %s", errOCIUnread, o.Spec.ServiceAccountName)
-	case o.Spec.Provider != "" && o.Spec.Provider != sourcev1.GenericOCIProvider:
-		return "", fmt.Errorf("%w: it authenticates with the %s provider's workload identity", errOCIUnread, o.Spec.Provider)
-	case o.Spec.ProxySecretRef != nil:
+	if o.Spec.ProxySecretRef != nil {
 		return "", fmt.Errorf("%w: it reaches the registry through the proxy of Secret %s", errOCIUnread, o.Spec.ProxySecretRef.Name)
 	}
 	// parseRepository.
@@ -155,6 +148,10 @@ func RegistryRevision(ctx context.Context, c client.Client, o *sourcev1.OCIRepos
 		nopts = append(nopts, name.Insecure)
 	}
 	repo, err := name.NewRepository(strings.TrimPrefix(o.Spec.URL, sourcev1.OCIRepositoryPrefix), nopts...)
+	if err != nil {
+		return "", err
+	}
+	auth, err := ociAuth(ctx, c, o, repo)
 	if err != nil {
 		return "", err
 	}
@@ -170,7 +167,7 @@ func RegistryRevision(ctx context.Context, c client.Client, o *sourcev1.OCIRepos
 		// The controller's one exception (getTLSConfig), mirrored.
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // as source-controller, for insecure: true
 	}
-	ropts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(tr)}
+	ropts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(tr), remote.WithAuth(auth)}
 	ref := o.Spec.Reference
 	switch {
 	case ref != nil && ref.Digest != "":

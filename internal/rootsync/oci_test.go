@@ -2,10 +2,12 @@ package rootsync
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcr "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -154,16 +157,31 @@ func TestOCISourceReady(t *testing.T) {
 
 // TestRegistryRevision reads a real registry (go-containerregistry's, over
 // TLS trusted through certSecretRef, as source-controller is, and over
-// plain HTTP with insecure: true) and gets source-controller's revision
-// for every kind of ref; a missing tag is the registry's error; a source
-// authenticating with credentials is not read here.
+// plain HTTP with insecure: true, and behind a password given by an image
+// pull Secret) and gets source-controller's revision for every kind of
+// ref; a missing tag and refused credentials are the registry's errors; a
+// workload identity is not read here.
 func TestRegistryRevision(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	tlsSrv := httptest.NewTLSServer(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))))
+	tlsSrv := httptest.NewUnstartedServer(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the untrusted cases' handshakes
+	tlsSrv.StartTLS()
 	defer tlsSrv.Close()
 	plainSrv := httptest.NewServer(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))))
 	defer plainSrv.Close()
+	// A registry that wants a user and password (HTTP basic, as a
+	// docker-registry Secret gives them).
+	reg := ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0)))
+	authSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "fleet" || p != "s3cret" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="fleet"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	defer authSrv.Close()
 	host := func(s *httptest.Server) string {
 		return strings.TrimPrefix(strings.TrimPrefix(s.URL, "https://"), "http://")
 	}
@@ -189,15 +207,30 @@ func TestRegistryRevision(t *testing.T) {
 		push(host(tlsSrv) + "/fleet/app:" + tag)
 		push(host(plainSrv)+"/fleet/app:"+tag, name.Insecure)
 	}
+	authRef, _ := name.ParseReference(host(authSrv)+"/fleet/app:sandbox", name.Insecure)
+	if err := remote.Write(authRef, img, remote.WithContext(ctx), remote.WithAuth(&authn.Basic{Username: "fleet", Password: "s3cret"})); err != nil {
+		t.Fatal(err)
+	}
+	dockerConfig := func(name, host, user, pass string) *corev1.Secret {
+		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: name}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"` + host + `":{"auth":"` + auth + `"}}}`)}}
+	}
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw})
 	cl := fake.NewClientBuilder().WithObjects(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "registry-ca"}, Data: map[string][]byte{"ca.crt": ca},
-	}).Build()
+	},
+		dockerConfig("registry-auth", "http://"+host(authSrv)+"/v1/", "fleet", "s3cret"),
+		dockerConfig("wrong-auth", host(authSrv), "fleet", "guess"),
+		dockerConfig("other-registry", "ghcr.io", "fleet", "s3cret"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "basic"}, Data: map[string][]byte{"username": []byte("fleet"), "password": []byte("s3cret")}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "puller"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "other-registry"}, {Name: "registry-auth"}}},
+	).Build()
 	obj := func(srv *httptest.Server, ref *sourcev1.OCIRepositoryRef, edit func(*sourcev1.OCIRepository)) *sourcev1.OCIRepository {
 		o := &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "oci-root"}}
 		o.Spec.URL = "oci://" + host(srv) + "/fleet/app"
 		o.Spec.Reference = ref
-		if srv == plainSrv {
+		if srv != tlsSrv {
 			o.Spec.Insecure = true
 		} else {
 			o.Spec.CertSecretRef = &meta.LocalObjectReference{Name: "registry-ca"}
@@ -206,6 +239,9 @@ func TestRegistryRevision(t *testing.T) {
 			edit(o)
 		}
 		return o
+	}
+	secretRef := func(n string) func(*sourcev1.OCIRepository) {
+		return func(o *sourcev1.OCIRepository) { o.Spec.SecretRef = &meta.LocalObjectReference{Name: n} }
 	}
 	for _, tt := range []struct {
 		name        string
@@ -223,7 +259,13 @@ func TestRegistryRevision(t *testing.T) {
 		{"a tag not pushed", obj(tlsSrv, &sourcev1.OCIRepositoryRef{Tag: "nope"}, nil), "", "", "MANIFEST_UNKNOWN", false},
 		{"no CA: the certificate is not trusted", obj(tlsSrv, &sourcev1.OCIRepositoryRef{Tag: "sandbox"}, func(o *sourcev1.OCIRepository) { o.Spec.CertSecretRef = nil }), "", "", "certificate", false},
 		{"the CA Secret missing", obj(tlsSrv, &sourcev1.OCIRepositoryRef{Tag: "sandbox"}, func(o *sourcev1.OCIRepository) { o.Spec.CertSecretRef.Name = "absent" }), "", "", "not found", false},
-		{"credentials: the controller's", obj(tlsSrv, &sourcev1.OCIRepositoryRef{Tag: "sandbox"}, func(o *sourcev1.OCIRepository) { o.Spec.SecretRef = &meta.LocalObjectReference{Name: "registry-auth"} }), "", "", "registry-auth", true},
+		{"secretRef: the docker config's entry for the registry", obj(authSrv, &sourcev1.OCIRepositoryRef{Tag: "sandbox"}, secretRef("registry-auth")), "", "sandbox@" + digest.String(), "", false},
+		{"serviceAccountName: its image pull Secrets, the one with the registry", obj(authSrv, &sourcev1.OCIRepositoryRef{Tag: "sandbox"}, func(o *sourcev1.OCIRepository) { o.Spec.ServiceAccountName = "puller" }), "", "sandbox@" + digest.String(), "", false},
+		{"no credentials: refused", obj(authSrv, &sourcev1.OCIRepositoryRef{Tag: "sandbox"}, nil), "", "", "401 Unauthorized", false},
+		{"wrong password: refused", obj(authSrv, &sourcev1.OCIRepositoryRef{Tag: "sandbox"}, secretRef("wrong-auth")), "", "", "401 Unauthorized", false},
+		{"another registry's entry only: anonymous, refused", obj(authSrv, &sourcev1.OCIRepositoryRef{Tag: "sandbox"}, secretRef("other-registry")), "", "", "401 Unauthorized", false},
+		{"secretRef missing", obj(authSrv, &sourcev1.OCIRepositoryRef{Tag: "sandbox"}, secretRef("absent")), "", "", "not found", false},
+		{"not a docker config Secret: the controller's", obj(authSrv, &sourcev1.OCIRepositoryRef{Tag: "sandbox"}, secretRef("basic")), "", "", ".dockerconfigjson", true},
 		{"workload identity: the controller's", obj(tlsSrv, nil, func(o *sourcev1.OCIRepository) { o.Spec.Provider = sourcev1.AmazonOCIProvider }), "", "", "aws", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
