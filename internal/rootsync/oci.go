@@ -3,6 +3,7 @@ package rootsync
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -300,4 +301,120 @@ func rootAppliedAt(ctx context.Context, cl *apply.Cluster, root *kustomizev1.Kus
 	rc.Message = fmt.Sprintf("Kustomization %s/%s Ready, lastAppliedRevision %s", k.Namespace, k.Name, k.Status.LastAppliedRevision)
 	rc.Evidence = []string{"status.lastAppliedRevision=" + k.Status.LastAppliedRevision}
 	return rc
+}
+
+// Annotations an OCIRepository on a temporary source carries beside the
+// GitRepository's (AnnSource, AnnTemporaryURL, AnnTemporarySince,
+// AnnDeclaredURL, AnnDeclaredSecret): what git declares that the override
+// replaces, for the cutover to restore.
+const (
+	AnnDeclaredOCIRef     = AnnotationPrefix + "declared-oci-ref"     // spec.ref as JSON
+	AnnDeclaredCertSecret = AnnotationPrefix + "declared-cert-secret" // spec.certSecretRef.name
+	AnnDeclaredInsecure   = AnnotationPrefix + "declared-insecure"    // "true" when spec.insecure was
+)
+
+// OCITemporary is a temporary OCI source: the artifact this machine serves
+// (--serve), read with the Secret that holds both the pull credential
+// (.dockerconfigjson, spec.secretRef) and the CA (ca.crt,
+// spec.certSecretRef).
+type OCITemporary struct {
+	URL, Tag, Secret string
+	Since            time.Time
+}
+
+// OverrideOCI points src (the OCIRepository from the render) at t: its URL
+// and tag, its Secret as both secretRef and certSecretRef, insecure off;
+// disables kustomize-controller's reconciliation of it and records what
+// git declares. A provider stays: source-controller uses a provider only
+// when no pull Secret authenticates (ocirepository_controller.go
+// reconcileSource, keychain Anonymous).
+func OverrideOCI(src *unstructured.Unstructured, t *OCITemporary) error {
+	o, err := ociOf(src)
+	if err != nil {
+		return err
+	}
+	a := src.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[ReconcileAnnotation] = ReconcileDisabled
+	a[AnnSource] = SourceTemporary
+	a[AnnTemporaryURL] = t.URL
+	a[AnnTemporarySince] = t.Since.UTC().Format(time.RFC3339)
+	a[AnnDeclaredURL] = o.Spec.URL
+	if o.Spec.Reference != nil {
+		b, err := json.Marshal(o.Spec.Reference)
+		if err != nil {
+			return err
+		}
+		a[AnnDeclaredOCIRef] = string(b)
+	}
+	if o.Spec.SecretRef != nil && o.Spec.SecretRef.Name != "" {
+		a[AnnDeclaredSecret] = o.Spec.SecretRef.Name
+	}
+	if o.Spec.CertSecretRef != nil && o.Spec.CertSecretRef.Name != "" {
+		a[AnnDeclaredCertSecret] = o.Spec.CertSecretRef.Name
+	}
+	if o.Spec.Insecure {
+		a[AnnDeclaredInsecure] = "true"
+	}
+	for _, f := range []struct {
+		v    any
+		path []string
+	}{
+		{t.URL, []string{"spec", "url"}},
+		{map[string]any{"tag": t.Tag}, []string{"spec", "ref"}},
+		{map[string]any{"name": t.Secret}, []string{"spec", "secretRef"}},
+		{map[string]any{"name": t.Secret}, []string{"spec", "certSecretRef"}},
+	} {
+		if err := unstructured.SetNestedField(src.Object, f.v, f.path...); err != nil {
+			return err
+		}
+	}
+	unstructured.RemoveNestedField(src.Object, "spec", "insecure")
+	src.SetAnnotations(a)
+	return nil
+}
+
+// DeclaredOCIOf restores, from the record OverrideOCI made on live, the
+// OCIRepository spec fields git declares (url, ref, secretRef,
+// certSecretRef, insecure) on a copy of live, the annotations of the
+// temporary source removed; nil when live is not on a temporary source.
+func DeclaredOCIOf(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	a := live.GetAnnotations()
+	if a[AnnSource] != SourceTemporary {
+		return nil, nil
+	}
+	u := live.DeepCopy()
+	spec := map[string]any{}
+	if s, ok, _ := unstructured.NestedMap(u.Object, "spec"); ok {
+		spec = s
+	}
+	spec["url"] = a[AnnDeclaredURL]
+	delete(spec, "ref")
+	if r := a[AnnDeclaredOCIRef]; r != "" {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(r), &m); err != nil {
+			return nil, fmt.Errorf("OCIRepository %s/%s: annotation %s: %w", live.GetNamespace(), live.GetName(), AnnDeclaredOCIRef, err)
+		}
+		spec["ref"] = m
+	}
+	for key, ann := range map[string]string{"secretRef": AnnDeclaredSecret, "certSecretRef": AnnDeclaredCertSecret} {
+		delete(spec, key)
+		if n := a[ann]; n != "" {
+			spec[key] = map[string]any{"name": n}
+		}
+	}
+	delete(spec, "insecure")
+	if a[AnnDeclaredInsecure] == "true" {
+		spec["insecure"] = true
+	}
+	if err := unstructured.SetNestedMap(u.Object, spec, "spec"); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{ReconcileAnnotation, AnnSource, AnnTemporaryURL, AnnTemporarySince, AnnDeclaredURL, AnnDeclaredOCIRef, AnnDeclaredSecret, AnnDeclaredCertSecret, AnnDeclaredInsecure} {
+		delete(a, k)
+	}
+	u.SetAnnotations(a)
+	return u, nil
 }

@@ -23,7 +23,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/homelab-ops/bootstrap/internal/serve"
@@ -280,5 +282,49 @@ func TestRegistryRevision(t *testing.T) {
 				t.Fatalf("RegistryRevision = %q, %v; want %q", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestOverrideOCIRoundTrip: the temporary OCI source replaces url, ref,
+// secretRef, certSecretRef and insecure, records what git declares, and
+// DeclaredOCIOf gives back exactly git's spec without the records.
+func TestOverrideOCIRoundTrip(t *testing.T) {
+	r, err := Build(ociOpts(ociFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withAll := r.Source.DeepCopy()
+	withAll.Object["spec"] = map[string]any{"interval": "5m", "url": "oci://ghcr.io/acme/fleet", "insecure": true, "provider": "generic",
+		"ref": map[string]any{"digest": "sha256:1111111111111111111111111111111111111111111111111111111111111111", "tag": "v1"}, "secretRef": map[string]any{"name": "ghcr"}}
+	tmp := &OCITemporary{URL: "oci://10.0.0.5:8443/gitops", Tag: "main", Secret: "bootstrap-serve-auth", Since: time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)}
+	for name, src := range map[string]*unstructured.Unstructured{"fixture": r.Source, "digest, insecure, secretRef": withAll} {
+		t.Run(name, func(t *testing.T) {
+			declared := src.DeepCopy()
+			over := src.DeepCopy()
+			if err := OverrideOCI(over, tmp); err != nil {
+				t.Fatal(err)
+			}
+			o, err := ociOf(over)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Spec.URL != tmp.URL || o.Spec.Reference == nil || o.Spec.Reference.Tag != "main" || o.Spec.Reference.Digest != "" ||
+				o.Spec.SecretRef.Name != tmp.Secret || o.Spec.CertSecretRef.Name != tmp.Secret || o.Spec.Insecure {
+				t.Fatalf("overridden spec %+v", o.Spec)
+			}
+			if a := over.GetAnnotations(); a[ReconcileAnnotation] != ReconcileDisabled || a[AnnSource] != SourceTemporary || a[AnnTemporarySince] != "2026-12-06T05:00:00Z" {
+				t.Fatalf("annotations %v", a)
+			}
+			back, err := DeclaredOCIOf(over)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(back.Object["spec"], declared.Object["spec"]) || len(back.GetAnnotations()) != len(declared.GetAnnotations()) {
+				t.Fatalf("restored\n%v\nannotations %v\nwant git's\n%v\nannotations %v", back.Object["spec"], back.GetAnnotations(), declared.Object["spec"], declared.GetAnnotations())
+			}
+		})
+	}
+	if u, err := DeclaredOCIOf(r.Source); u != nil || err != nil {
+		t.Fatalf("DeclaredOCIOf of a source not on a temporary one: %v, %v", u, err)
 	}
 }

@@ -8,6 +8,8 @@ package serve
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -17,6 +19,10 @@ import (
 
 	ggcr "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/homelab-ops/bootstrap/internal/ociartifact"
 )
@@ -77,4 +83,33 @@ func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 	res := rec.Result()
 	res.Request = r // the client resolves upload locations against it
 	return res, nil
+}
+
+// OCISecret is the served OCIRepository's Secret, named SecretName and
+// labelled as Secret's: a kubernetes.io/dockerconfigjson Secret whose
+// .dockerconfigjson holds Username and the token for host (what
+// source-controller's keychain reads from spec.secretRef) and whose ca.crt
+// is the run's CA (what it reads from spec.certSecretRef), so one Secret is
+// both references.
+func (c *Credentials) OCISecret(namespace, host string) (*unstructured.Unstructured, error) {
+	cfg, err := json.Marshal(map[string]any{"auths": map[string]any{host: map[string]string{
+		"username": Username, "password": c.Token,
+		"auth": base64.StdEncoding.EncodeToString([]byte(Username + ":" + c.Token)),
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	s := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: SecretName, Labels: map[string]string{SecretLabel: "serve"}},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: cfg, "ca.crt": c.CAPEM},
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
 }

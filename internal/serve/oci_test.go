@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -10,10 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/cli/cli/config/configfile"
+	"github.com/docker/cli/cli/config/credentials"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/homelab-ops/bootstrap/internal/ociartifact"
 )
@@ -74,5 +79,31 @@ func TestOCIHandler(t *testing.T) {
 	req.SetBasicAuth(Username, "t0ken")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("DELETE: %v %v, want 405", resp, err)
+	}
+}
+
+// TestOCISecret: the one Secret is a docker config whose entry for the
+// served host is the token (docker's own file store finds it) and carries
+// the run's CA.
+func TestOCISecret(t *testing.T) {
+	c := &Credentials{CAPEM: []byte("-----BEGIN CERTIFICATE-----\n"), Token: "t0ken"}
+	u, err := c.OCISecret("flux-system", "10.0.0.5:8443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s corev1.Secret
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Type != corev1.SecretTypeDockerConfigJson || s.Name != SecretName || s.Labels[SecretLabel] != "serve" || string(s.Data["ca.crt"]) != string(c.CAPEM) {
+		t.Fatalf("secret %+v", s)
+	}
+	cf := configfile.New("")
+	if err := cf.LoadFromReader(bytes.NewReader(s.Data[corev1.DockerConfigJsonKey])); err != nil {
+		t.Fatal(err)
+	}
+	ac, err := credentials.NewFileStore(cf).Get("10.0.0.5:8443")
+	if err != nil || ac.Username != Username || ac.Password != "t0ken" {
+		t.Fatalf("docker config entry %+v, %v", ac, err)
 	}
 }
