@@ -329,6 +329,9 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 	if built.Source == nil {
 		return nil, verify.InputErrorf("--serve: %s renders no GitRepository for the root to read", built.Options.Path)
 	}
+	if err := refuseOCIServe(built); err != nil {
+		return nil, err
+	}
 	src := built.Source
 	// What is served follows the whole spec.ref, as source-controller
 	// reads it (serve.WantOf): the Flux Operator's ref.name too.

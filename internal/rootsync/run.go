@@ -102,6 +102,9 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Che
 	if verify.Blocks(checks...) {
 		return checks, nil
 	}
+	if err := ociRefuseTemporary(r, p.o); err != nil {
+		return checks, err
+	}
 	if p.cl, err = p.connect(); err != nil {
 		return checks, err
 	}
@@ -122,6 +125,10 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Che
 		return append(checks, GateTemporary.Pass(fmt.Sprintf("the source the Flux Operator makes from spec.sync, url %s", DeclaredOf(r.Source).URL))), nil
 	}
 
+	if IsOCIRoot(r) {
+		c, err := ociSourceGate(r)
+		return append(checks, c), err
+	}
 	// The temporary source: asked for, or already in place and kept.
 	src := r.Source
 	live, err := LiveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
@@ -289,6 +296,9 @@ func sourceReady(g *sourcev1.GitRepository, token, wantURL, servedRev string) (b
 // With sv (--serve) the artifact must be the served commit, and a source
 // that does not become Ready says what to check.
 func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress apply.Progress, sv *serve.Prepared) []verify.Check {
+	if IsOCIRoot(r) {
+		return afterOCI(ctx, cl, r, timeout, progress)
+	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	src := r.Source
