@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/fluxcd/pkg/ssa"
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -88,7 +89,7 @@ func (p *Phase) Name() string { return PhaseName }
 func (p *Phase) Gates() []verify.Def {
 	return append(patches.Gates(),
 		GateReachable, GateVersion, GatePermissions, GateNamespace, GateOwnership, GateStoredVersions,
-		GatePrune, GateFlagsLive, GateRollout)
+		GatePrune, GateFlagsLive, GateRollout, GateDryRun)
 }
 
 // Cluster is the connection the phase made (nil before its cluster gates).
@@ -165,12 +166,26 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 		if pruning {
 			r.Add(PruneCheck(p.stale, true))
 		}
+		r.Add(dryRunCreates(ctx, p.cl, p.objs, p.plan, p.newNamespaces))
+		// The phases after this one plan against what it would apply: the
+		// CRDs, the namespace, the controllers' Deployments.
+		run.Stage(p.objs...)
 		return nil
 	}
 	if err := apply.Migrate(ctx, p.cl, p.dropped, p.opts.Timeout, run.Progress); err != nil {
 		return err
 	}
 	applied, err := apply.Apply(ctx, p.cl, p.objs, p.plan, p.opts.Timeout)
+	for i, a := range applied {
+		// A namespace absent at the before-gates was created by this run
+		// (the cluster lock takes it first, so the apply only configures
+		// it): reported created, as the plan and a dry run list it.
+		for _, ns := range p.newNamespaces {
+			if a.Object == "Namespace/"+ns && a.Action == string(ssa.ConfiguredAction) {
+				applied[i].Action = string(ssa.CreatedAction)
+			}
+		}
+	}
 	r.Objects = replaceObjects(r.Objects, applied)
 	if err != nil {
 		return err
