@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/fluxcd/pkg/ssa"
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -176,16 +175,6 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 		return err
 	}
 	applied, err := apply.Apply(ctx, p.cl, p.objs, p.plan, p.opts.Timeout)
-	for i, a := range applied {
-		// A namespace absent at the before-gates was created by this run
-		// (the cluster lock takes it first, so the apply only configures
-		// it): reported created, as the plan and a dry run list it.
-		for _, ns := range p.newNamespaces {
-			if a.Object == "Namespace/"+ns && a.Action == string(ssa.ConfiguredAction) {
-				applied[i].Action = string(ssa.CreatedAction)
-			}
-		}
-	}
 	r.Objects = replaceObjects(r.Objects, applied)
 	if err != nil {
 		return err
