@@ -12,6 +12,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -146,6 +147,25 @@ func TestDryRunFreshCluster(t *testing.T) {
 		}
 		t.Logf("plan: exit 0, %d object(s); %s; %s", len(plan.report.Objects), plan.report.check("sync.planned"), plan.report.check("controllers.dry-run"))
 		untouched(t, "the dry run")
+	})
+
+	t.Run("ServeDryRunPlansEveryPhase", func(t *testing.T) {
+		// The cold bring-up's plan: --serve, this machine the temporary
+		// source, on a work tree that is a Git checkout.
+		work := copyDir(t, filepath.Join(suite.root, "testdata", "homelab"), edits)
+		git(t, work, "init", "--quiet", "--initial-branch=main")
+		git(t, work, "add", "--all")
+		git(t, work, "commit", "--quiet", "-m", "homelab")
+		full := append([]string{"up", "--repo", work, "--env", "dev", "--age-key-file", "-", "--serve", "--dry-run"}, "-o", "json", "--kubeconfig", e.sb.KubeconfigPath)
+		cmd := exec.Command(bootstrapCLI(t), full...)
+		cmd.Stdin = strings.NewReader(key)
+		cmd.Env = append(os.Environ(), "BOOTSTRAP_STATE_DIR="+t.TempDir())
+		code, _, stderr, r := runJSON(t, cmd)
+		if code != 0 || !strings.HasPrefix(r.check("sync.planned"), "warn: planned: ") || !strings.HasPrefix(r.check("sync.temporary-source"), "pass") {
+			t.Fatalf("up --serve --dry-run on a fresh cluster: exit %d (%s)\n%s\n%s", code, r.Error, problems(r), stderr)
+		}
+		t.Logf("up --serve --dry-run: exit 0; %s", r.check("sync.temporary-source"))
+		untouched(t, "the --serve dry run")
 	})
 
 	t.Run("UpAppliesWhatThePlanListed", func(t *testing.T) {
