@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fluxcd/pkg/ssa"
@@ -188,12 +189,35 @@ func (p *InstallPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	if err != nil {
 		return err
 	}
+	io := InstallOptions{Namespace: p.o.Namespace, Name: p.o.SecretName, Rotate: p.o.Rotate}
 	if run.DryRun {
+		// The plan lists the Secret, and the phases after this one (the
+		// sync's decryption gates) plan against it.
+		checks, oc, obj, err := PlanSecret(ctx, c, rm, p.ids, io)
+		run.Report.Add(checks...)
+		if err != nil {
+			return err
+		}
+		run.Planned([]verify.ObjectChange{oc})
+		if obj != nil {
+			run.Stage(obj)
+		}
 		return nil
 	}
-	ins, changed, err := InstallSecret(ctx, c, rm, p.ids, InstallOptions{Namespace: p.o.Namespace, Name: p.o.SecretName, Rotate: p.o.Rotate})
+	ins, changed, err := InstallSecret(ctx, c, rm, p.ids, io)
 	run.Report.Add(ins...)
 	run.Report.Changed = run.Report.Changed || changed
+	if err == nil && !verify.Blocks(ins...) {
+		// The report's object changes hold the Secret as the plan listed it.
+		action := string(ssa.UnchangedAction)
+		if changed {
+			action = string(ssa.ConfiguredAction)
+			if !slices.ContainsFunc(ins, func(c verify.Check) bool { return c.ID == GateRotation.ID }) {
+				action = string(ssa.CreatedAction) // no Secret was there to rotate
+			}
+		}
+		run.Report.Objects = append(run.Report.Objects, verify.ObjectChange{Object: "Secret/" + io.Namespace + "/" + io.Name, Action: action})
+	}
 	return err
 }
 

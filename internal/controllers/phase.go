@@ -88,7 +88,7 @@ func (p *Phase) Name() string { return PhaseName }
 func (p *Phase) Gates() []verify.Def {
 	return append(patches.Gates(),
 		GateReachable, GateVersion, GatePermissions, GateNamespace, GateOwnership, GateStoredVersions,
-		GatePrune, GateFlagsLive, GateRollout)
+		GatePrune, GateFlagsLive, GateRollout, GateDryRun)
 }
 
 // Cluster is the connection the phase made (nil before its cluster gates).
@@ -165,6 +165,10 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 		if pruning {
 			r.Add(PruneCheck(p.stale, true))
 		}
+		r.Add(dryRunCreates(ctx, p.cl, p.objs, p.plan, p.newNamespaces))
+		// The phases after this one plan against what it would apply: the
+		// CRDs, the namespace, the controllers' Deployments.
+		run.Stage(p.objs...)
 		return nil
 	}
 	if err := apply.Migrate(ctx, p.cl, p.dropped, p.opts.Timeout, run.Progress); err != nil {

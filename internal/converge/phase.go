@@ -189,6 +189,7 @@ func (p *Phase) Do(ctx context.Context, run *pipeline.Run) error {
 		for i, line := range p.g.Describe() {
 			run.Progressf("%2d. %s", i+1, line)
 		}
+		run.Report.Add(p.Planned()...)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)

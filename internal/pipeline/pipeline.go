@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -56,6 +58,9 @@ type Run struct {
 	// its after-gates does not stop the next one, whatever they found (a
 	// before-gate that blocks, or an error, still stops the run).
 	KeepGoing bool
+	// staged is what the phases before planned to apply in this run
+	// (Stage), for the later phases of a dry run to plan against.
+	staged []*unstructured.Unstructured
 }
 
 // Planned records a phase's plan in the report and shows it.

@@ -66,6 +66,9 @@ type SyncPhase struct {
 	// operator names the FluxInstance that creates a declared root here:
 	// sync applies nothing and proves what the operator made.
 	operator string
+	// planned is set on a dry run over a cluster without Flux whose
+	// controllers phase of this run planned Flux's CRDs (plan.go).
+	planned *plannedFlux
 }
 
 // Name implements pipeline.Phase.
@@ -73,7 +76,7 @@ func (p *SyncPhase) Name() string { return PhaseName }
 
 // Gates implements pipeline.Phase.
 func (p *SyncPhase) Gates() []verify.Def {
-	return []verify.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GateOperator, GateDecryption, GatePrerequisite, GateExternal, GateTemporary,
+	return []verify.Def{GateRoot, GateRootWait, GateSource, GateDependsOn, GatePlanned, GateOperator, GateDecryption, GatePrerequisite, GateExternal, GateTemporary,
 		GateApplied, GateSourceReady, GateRootApplied, GateTemporaryKept}
 }
 
@@ -110,6 +113,13 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Che
 	}
 	cl := p.cl
 	p.operator = ""
+	if p.planned = planFlux(run, cl.Client, r); p.planned != nil {
+		c := p.planned.check(ctx, r)
+		checks = append(checks, c)
+		if verify.Blocks(c) {
+			return checks, nil
+		}
+	}
 	if r.Declared != nil && r.Declared.Layout == fluxrepo.LayoutFluxInstance {
 		c, instance := operatorGate(ctx, cl.Client, r, p.o.Serve != nil || p.o.Source != nil)
 		checks = append(checks, c)
@@ -118,9 +128,9 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Che
 		}
 		p.operator = instance
 	}
-	checks = append(checks, DecryptionSecrets(ctx, cl.Client, r)...)
-	checks = append(checks, Prerequisites(ctx, cl.Client, r)...)
-	checks = append(checks, ExternalArtifactGate(ctx, cl.Client, r))
+	checks = append(checks, planned(run, cl.Client, func(c client.Client) []verify.Check { return DecryptionSecrets(ctx, c, r) })...)
+	checks = append(checks, planned(run, cl.Client, func(c client.Client) []verify.Check { return Prerequisites(ctx, c, r) })...)
+	checks = append(checks, planned(run, cl.Client, func(c client.Client) []verify.Check { return []verify.Check{ExternalArtifactGate(ctx, c, r)} })...)
 	if p.operator != "" {
 		return append(checks, GateTemporary.Pass(fmt.Sprintf("the source the Flux Operator makes from spec.sync, url %s", DeclaredOf(r.Source).URL))), nil
 	}
@@ -131,9 +141,11 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Che
 	}
 	// The temporary source: asked for, or already in place and kept.
 	src := r.Source
-	live, err := LiveSource(ctx, cl.Client, src.GetNamespace(), src.GetName())
-	if err != nil {
-		return checks, err
+	var live *unstructured.Unstructured
+	if p.planned == nil { // without Flux there is no live source
+		if live, err = LiveSource(ctx, cl.Client, src.GetNamespace(), src.GetName()); err != nil {
+			return checks, err
+		}
 	}
 	var liveTmp *Temporary
 	if live != nil {
@@ -203,7 +215,13 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		}
 		objs = append(slices.Clone(objs), sec)
 	}
-	plan, err := apply.Plan(ctx, p.cl, objs, apply.PlanOptions{})
+	var plan []verify.ObjectChange
+	var err error
+	if p.planned != nil {
+		plan, err = p.planned.plan(ctx, p.cl, objs)
+	} else {
+		plan, err = apply.Plan(ctx, p.cl, objs, apply.PlanOptions{})
+	}
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,10 @@ import (
 // TestCutoverWithoutFlux, on a sandbox of its own that never had Flux (in
 // any order, alone or not): on a real API server that does not serve
 // source.toolkit.fluxcd.io/v1, cutover says Flux is not installed and how
-// to fix it (exit 1), instead of printing the raw discovery error.
+// to fix it (exit 1), instead of printing the raw discovery error. So does
+// `sync --dry-run`: with no controllers phase in the run to plan Flux's
+// CRDs, "not installed" is not planned past (only `up --dry-run` plans
+// it: TestDryRunFreshCluster).
 func TestCutoverWithoutFlux(t *testing.T) {
 	cli := bootstrapCLI(t)
 	g, err := startGEnv(context.Background(), "noflux", t.TempDir(), false)
@@ -23,6 +27,7 @@ func TestCutoverWithoutFlux(t *testing.T) {
 	for _, args := range [][]string{
 		{"cutover", "-o", "json"},
 		{"cutover", "-o", "json", "--dry-run", "--to", "https://git.lan/homelab/gitops.git"},
+		{"sync", "-o", "json", "--dry-run", "--repo", filepath.Join(suite.root, "testdata", "homelab"), "--env", "dev"},
 	} {
 		cmd := exec.Command(cli, append(args, "--kubeconfig", g.sb.KubeconfigPath)...)
 		code, _, stderr, r := runJSON(t, cmd)
