@@ -113,16 +113,17 @@ func TestOperatorServe(t *testing.T) {
 	})
 
 	t.Run("DryRunOnAFreshCluster", func(t *testing.T) {
-		// The ref is no longer what stops the plan. Planning the later
-		// phases on a cluster without Flux is issue 46 item 3 (another
-		// change): until then that is the only refusal allowed here.
+		// Issue 46's done-when: on a fresh sandbox, up --serve --dry-run
+		// plans every phase for an Operator-layout repository declaring
+		// ref refs/heads/main, and changes nothing.
 		r := c.run("", append(append([]string{}, up...), "--serve", "--dry-run")...)
-		t.Logf("up --serve --dry-run on a fresh cluster: exit %d, %s", r.code, r.report.Error)
-		if r.code == 2 || strings.Contains(r.report.Error, "spec.ref") {
-			t.Errorf("up --serve --dry-run refused the declared ref:\n%s", r)
+		if r.code != 0 {
+			t.Errorf("up --serve --dry-run on a fresh cluster: exit %d, want 0:\n%s", r.code, r)
 		}
-		if r.code != 0 && !strings.Contains(r.report.Error+r.stdout, "not installed") {
-			t.Errorf("up --serve --dry-run: exit %d for another reason than Flux not installed yet:\n%s", r.code, r)
+		for _, id := range []string{"controllers.dry-run", "sync.planned"} {
+			if v := r.report.check(id); !strings.HasPrefix(v, "pass") && !strings.HasPrefix(v, "warn") {
+				t.Errorf("up --serve --dry-run: %s is %q, want planned (pass or warn)", id, v)
+			}
 		}
 		noNamespace(t)
 	})
