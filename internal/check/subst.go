@@ -190,7 +190,28 @@ type substitution struct {
 	encrypted      []string
 	// schema validates the Flux objects as applied (nil: not at all).
 	schema *crdschema.Validator
+	// plain is how the controller's code ends on an object without "$".
+	plain plainState
 }
+
+// plainState is what SubstituteVariables does with an object whose YAML
+// holds no "$" (fluxcd/pkg/kustomize v1.35.6 kustomize_varsub.go): it
+// loads the Kustomization's variables (LoadVariables), checks their names,
+// and runs envsubst over the text, which leaves a text without "$" as it
+// is; then it reads the text back (YAMLToJSON, UnmarshalJSON). Only the
+// first two can fail, and they are the same for every object of one
+// Kustomization. So once one such object went through without an error,
+// another one would too, its values unchanged: the check skips the call
+// for it where nothing reads the object as substituted (typed needs a
+// ${…}, schemaCheck a Flux object). After an error every object still
+// goes through the call, each error named.
+type plainState int
+
+const (
+	plainUnknown plainState = iota
+	plainOK
+	plainFails
+)
 
 // substituteOne runs the controller's substitution (strict or not, as the
 // release's kustomize-controller runs it: Options.strict) on every object
@@ -344,13 +365,24 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	for _, n := range nodes {
 		s.expression(r, n)
 	}
+	if s.plain == plainOK && !strings.Contains(text, "$") && !schemaReads(s.schema, o, r) {
+		// Nothing to substitute, and nothing reads the object as
+		// substituted (see plainState).
+		return
+	}
 	// The controller's own code, in the release's mode, against the
 	// environment's data.
 	out, err := fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
 		fluxkustomize.SubstituteWithStrict(o.strict.on), fluxkustomize.SubstituteWithAlways(s.always))
 	if err != nil {
 		s.controllerErrs[fmt.Sprintf("post build failed for '%s': %v", s.objName(r), err)] = true
+		if !strings.Contains(text, "$") {
+			s.plain = plainFails
+		}
 		return
+	}
+	if s.plain == plainUnknown && !strings.Contains(text, "$") {
+		s.plain = plainOK
 	}
 	s.typed(r, out, nodes)
 	if !s.placeholders(nodes) {

@@ -772,9 +772,26 @@ func (e *Env) Applied(k *Kustomization, r *resource.Resource) *resource.Resource
 	if k == nil || !k.Substitutes() {
 		return r
 	}
+	if SubstitutionDisabled(r) {
+		// SubstituteVariables returns nil for it (fluxcd/pkg/kustomize
+		// v1.35.6 kustomize_varsub.go, after writing it as YAML): r.
+		return r
+	}
 	if !mentionsVar(r.YNode(), map[*yaml.Node]bool{}) {
 		return r // no ${ in any key or value, so none in r.AsYAML() (below), without writing it
 	}
+	out, read, ok := e.appliedMemoized(k, r)
+	if ok {
+		return out
+	}
+	out = e.substitute(k, r)
+	e.memoizeApplied(k, r, read, out)
+	return out
+}
+
+// substitute is Applied's substitution of r, which holds a "${" in a key
+// or value.
+func (e *Env) substitute(k *Kustomization, r *resource.Resource) *resource.Resource {
 	if y, err := r.AsYAML(); err != nil || !strings.Contains(string(y), "${") {
 		return r
 	}
