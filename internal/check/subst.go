@@ -145,6 +145,9 @@ func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env
 			if r.GetKind() == "CustomResourceDefinition" || fluxrepo.SubstitutionDisabled(r) {
 				continue
 			}
+			if !fluxrepo.WritesDollar(r) {
+				continue // its YAML holds no ${…}: nothing below to find
+			}
 			y, err := r.AsYAML()
 			if err != nil {
 				continue
@@ -331,6 +334,12 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	o, env, k := s.o, s.env, s.k
 	if r.Field("sops") != nil {
 		s.encrypted = append(s.encrypted, s.objName(r))
+	}
+	if s.plain == plainOK && (len(s.vars) > 0 || s.always) && !schemaReads(s.schema, o, r) && !fluxrepo.WritesDollar(r) {
+		// Below: its YAML holds no "$", so no expression to find, and the
+		// controller's code leaves it as it is (see plainState).
+		s.substituted++
+		return
 	}
 	y, err := r.AsYAML()
 	if err != nil {

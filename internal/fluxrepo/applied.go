@@ -2,10 +2,34 @@ package fluxrepo
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
+
+// WritesDollar says whether r written as YAML (Resource.AsYAML) holds a
+// "$", without writing it: whether a key or value under it does. JSON and
+// YAML escape no "$", and only non-string scalars are written otherwise
+// than they are held, none of them with a "$" (see mentionsVar).
+func WritesDollar(r *resource.Resource) bool {
+	return mentions(r.YNode(), "$", map[*yaml.Node]bool{})
+}
+
+func mentions(n *yaml.Node, s string, seen map[*yaml.Node]bool) bool {
+	if n == nil || seen[n] {
+		return false
+	}
+	seen[n] = true
+	if n.Kind == yaml.AliasNode {
+		return mentions(n.Alias, s, seen)
+	}
+	if strings.Contains(n.Value, s) {
+		return true
+	}
+	return slices.ContainsFunc(n.Content, func(c *yaml.Node) bool { return mentions(c, s, seen) })
+}
 
 // appliedMemo remembers Env.Applied: the load and the check ask for the
 // same object as applied several times (its ingestion, the model, the

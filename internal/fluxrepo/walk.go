@@ -747,17 +747,7 @@ func (l *loader) substituted(appliedBy string, r *resource.Resource) *resource.R
 // "${" only where a scalar does: JSON and YAML escape neither $ nor {, and
 // break lines only at spaces.
 func mentionsVar(n *yaml.Node, seen map[*yaml.Node]bool) bool {
-	if n == nil || seen[n] {
-		return false
-	}
-	seen[n] = true
-	if n.Kind == yaml.AliasNode {
-		return mentionsVar(n.Alias, seen)
-	}
-	if strings.Contains(n.Value, "${") {
-		return true
-	}
-	return slices.ContainsFunc(n.Content, func(c *yaml.Node) bool { return mentionsVar(c, seen) })
+	return mentions(n, "${", seen)
 }
 
 // Applied is r as Kustomization k applies it: when k substitutes
