@@ -97,5 +97,7 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 			return nil, fmt.Errorf("copy %s: %w", repo, err)
 		}
 	}
+	l.cache = newFSCache()
+	l.cache.seed(tmp, copied)
 	return l, nil
 }
