@@ -45,13 +45,18 @@ func fluxGroup(apiVersion string) bool {
 	return strings.HasSuffix(g, ".toolkit.fluxcd.io") || g == artifactgen.Group
 }
 
+// schemaReads says whether schemaCheck reads obj (its first condition).
+func schemaReads(sv *crdschema.Validator, o Options, obj *resource.Resource) bool {
+	return !(sv == nil || !o.on(Schema) || !fluxGroup(obj.GetApiVersion()) || obj.Field("sops") != nil)
+}
+
 // schemaCheck validates obj (object r of Kustomization k as it will be applied:
 // built, and substituted when k substitutes) against the Flux release's
 // CRDs, as the API server does on create (crdschema). A refusal fails the
 // apply of the whole Kustomization (kustomize-controller applies its
 // objects as one set); an unknown field is dropped, a warning.
 func schemaCheck(ctx context.Context, sv *crdschema.Validator, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, r, obj *resource.Resource, substituted bool) []finding {
-	if sv == nil || !o.on(Schema) || !fluxGroup(obj.GetApiVersion()) || obj.Field("sops") != nil {
+	if !schemaReads(sv, o, obj) {
 		// A SOPS-encrypted object is decrypted by kustomize-controller
 		// before it is applied: as written, its values are ciphertext.
 		return nil

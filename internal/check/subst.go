@@ -145,6 +145,9 @@ func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env
 			if r.GetKind() == "CustomResourceDefinition" || fluxrepo.SubstitutionDisabled(r) {
 				continue
 			}
+			if !fluxrepo.WritesDollar(r) {
+				continue // its YAML holds no ${…}: nothing below to find
+			}
 			y, err := r.AsYAML()
 			if err != nil {
 				continue
@@ -190,7 +193,28 @@ type substitution struct {
 	encrypted      []string
 	// schema validates the Flux objects as applied (nil: not at all).
 	schema *crdschema.Validator
+	// plain is how the controller's code ends on an object without "$".
+	plain plainState
 }
+
+// plainState is what SubstituteVariables does with an object whose YAML
+// holds no "$" (fluxcd/pkg/kustomize v1.35.6 kustomize_varsub.go): it
+// loads the Kustomization's variables (LoadVariables), checks their names,
+// and runs envsubst over the text, which leaves a text without "$" as it
+// is; then it reads the text back (YAMLToJSON, UnmarshalJSON). Only the
+// first two can fail, and they are the same for every object of one
+// Kustomization. So once one such object went through without an error,
+// another one would too, its values unchanged: the check skips the call
+// for it where nothing reads the object as substituted (typed needs a
+// ${…}, schemaCheck a Flux object). After an error every object still
+// goes through the call, each error named.
+type plainState int
+
+const (
+	plainUnknown plainState = iota
+	plainOK
+	plainFails
+)
 
 // substituteOne runs the controller's substitution (strict or not, as the
 // release's kustomize-controller runs it: Options.strict) on every object
@@ -311,6 +335,12 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	if r.Field("sops") != nil {
 		s.encrypted = append(s.encrypted, s.objName(r))
 	}
+	if s.plain == plainOK && (len(s.vars) > 0 || s.always) && !schemaReads(s.schema, o, r) && !fluxrepo.WritesDollar(r) {
+		// Below: its YAML holds no "$", so no expression to find, and the
+		// controller's code leaves it as it is (see plainState).
+		s.substituted++
+		return
+	}
 	y, err := r.AsYAML()
 	if err != nil {
 		return
@@ -344,13 +374,24 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	for _, n := range nodes {
 		s.expression(r, n)
 	}
+	if s.plain == plainOK && !strings.Contains(text, "$") && !schemaReads(s.schema, o, r) {
+		// Nothing to substitute, and nothing reads the object as
+		// substituted (see plainState).
+		return
+	}
 	// The controller's own code, in the release's mode, against the
 	// environment's data.
 	out, err := fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
 		fluxkustomize.SubstituteWithStrict(o.strict.on), fluxkustomize.SubstituteWithAlways(s.always))
 	if err != nil {
 		s.controllerErrs[fmt.Sprintf("post build failed for '%s': %v", s.objName(r), err)] = true
+		if !strings.Contains(text, "$") {
+			s.plain = plainFails
+		}
 		return
+	}
+	if s.plain == plainUnknown && !strings.Contains(text, "$") {
+		s.plain = plainOK
 	}
 	s.typed(r, out, nodes)
 	if !s.placeholders(nodes) {

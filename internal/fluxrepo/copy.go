@@ -1,6 +1,7 @@
 package fluxrepo
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -48,6 +49,12 @@ func ignoreFilter(dir string, specIgnore *string) (func(p string, isDir bool) bo
 // refusal for the build that reads it: a file no build reads refuses
 // nothing. big are the files left out for their size.
 func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]error, big map[string]bool, err error) {
+	return copyRepoFiles(src, dst, max, nil)
+}
+
+// copyRepoFiles is copyRepo, calling copied (when not nil) with each file
+// written to the copy and the bytes written, in the order of the walk.
+func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)) (notes []string, bombs map[string]error, big map[string]bool, err error) {
 	src, err = filepath.Abs(src)
 	if err != nil {
 		return nil, nil, nil, err
@@ -60,6 +67,10 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("source ignore patterns: %w", err)
 	}
+	// made are the directories of the copy made so far: a file's directory
+	// is made once (the walk makes each directory before its files, unless
+	// the ignore rules matched the directory itself).
+	made := map[string]bool{".": true}
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
 			return werr
@@ -82,14 +93,18 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 			if ignored(p, true) {
 				return nil // its files are matched one by one, as the archiver does
 			}
+			made[rel] = true
 			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
 		case !d.Type().IsRegular():
 			return nil
 		case ignored(p, false):
 			return nil
 		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700); err != nil {
-			return err
+		if dir := filepath.Dir(rel); !made[dir] {
+			if err := os.MkdirAll(filepath.Join(dst, dir), 0o700); err != nil {
+				return err
+			}
+			made[dir] = true
 		}
 		b, err := copyFile(p, filepath.Join(dst, rel), max)
 		if err != nil {
@@ -109,7 +124,13 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 				bombs = map[string]error{}
 			}
 			bombs[filepath.ToSlash(rel)] = verify.InputErrorf("%s: %s; kustomize, here and in kustomize-controller, would expand every alias in memory: write the values out, or alias less", Location{File: filepath.ToSlash(rel), Line: line}, why)
-			return os.WriteFile(filepath.Join(dst, rel), nil, 0o600)
+			if err := os.WriteFile(filepath.Join(dst, rel), nil, 0o600); err != nil {
+				return err
+			}
+			b = []byte{}
+		}
+		if copied != nil {
+			copied(filepath.ToSlash(rel), b)
 		}
 		return nil
 	})
@@ -159,7 +180,11 @@ func copyFile(src, dst string, max int64) ([]byte, error) {
 	if st.Size() > max {
 		return nil, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(in, max+1))
+	// Sized for the file (and the read that finds its end), as os.ReadFile
+	// does: one allocation.
+	buf := bytes.NewBuffer(make([]byte, 0, st.Size()+512))
+	_, err = buf.ReadFrom(io.LimitReader(in, max+1))
+	b := buf.Bytes()
 	if err != nil || int64(len(b)) > max {
 		return nil, err // an error, or grown while being read
 	}

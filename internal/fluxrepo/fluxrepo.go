@@ -29,6 +29,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -346,6 +347,9 @@ type Env struct {
 	RootRepaired []*Hole
 
 	index *fileIndex
+	// applied memoizes Applied (applied.go).
+	appliedMu sync.Mutex
+	applied   *appliedMemo
 }
 
 // Err is the first Kustomization whose path did not build (nil when all

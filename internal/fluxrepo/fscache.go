@@ -1,10 +1,12 @@
 package fluxrepo
 
 import (
+	"path"
 	"path/filepath"
 	"slices"
 	"sync"
 
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -54,6 +56,22 @@ func newFSCache() *fsCache {
 
 func (c *fsCache) clear() {
 	c.files, c.exists, c.isDir, c.abs = map[string]cachedRead{}, map[string]bool{}, map[string]bool{}, map[string]cachedAbs{}
+}
+
+// seed gives the cache the files the copy (at root) wrote, as the secure
+// filesystem would read them: each is a regular file inside the root, and
+// the copy holds no symlink (copyRepo), so its read is its bytes. The
+// kustomization files are left to the disk: leaveOutOffline may have
+// rewritten them since.
+func (c *fsCache) seed(root string, files []copiedFile) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range files {
+		if slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(f.rel)) {
+			continue
+		}
+		c.files[filepath.Join(root, filepath.FromSlash(f.rel))] = cachedRead{b: f.b}
+	}
 }
 
 // reset forgets every answer (the copy changed).

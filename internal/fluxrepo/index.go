@@ -2,7 +2,6 @@ package fluxrepo
 
 import (
 	"bytes"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -27,6 +26,15 @@ type fileIndex struct {
 	// the order the files were walked.
 	templates map[string][]template
 	lines     map[string][]string
+	// copied are the copy's files as the copy wrote them, in the order of
+	// its walk (nil: load reads the disk). load indexes them instead of
+	// reading every file of the copy again, then drops them.
+	copied []copiedFile
+}
+
+type copiedFile struct {
+	rel string
+	b   []byte
 }
 
 // template is a declared name with ${…} in it, and what it matches once
@@ -78,12 +86,21 @@ func (ix *fileIndex) load() {
 		ix.decl = map[string][]decl{}
 		ix.templates = map[string][]template{}
 		ix.lines = map[string][]string{}
+		if ix.copied != nil {
+			for _, f := range ix.copied {
+				yamlFile := isYAMLName(f.rel)
+				if yamlFile || int64(len(f.b)) <= maxGeneratorSource {
+					ix.add(f.rel, f.b, yamlFile)
+				}
+			}
+			ix.copied = nil
+			return
+		}
 		_ = filepath.WalkDir(ix.root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !d.Type().IsRegular() {
 				return nil
 			}
-			ext := filepath.Ext(p)
-			yamlFile := ext == ".yaml" || ext == ".yml"
+			yamlFile := isYAMLName(p)
 			if !yamlFile && !generatorSource(d) {
 				return nil
 			}
@@ -92,50 +109,56 @@ func (ix *fileIndex) load() {
 				return nil
 			}
 			rel, _ := filepath.Rel(ix.root, p)
-			rel = filepath.ToSlash(rel)
-			if !yamlFile {
-				// A file a configMapGenerator or secretGenerator may read
-				// (a dashboard, an env file): its lines, to locate a ${…}
-				// where it is written.
-				if bytes.Contains(b, []byte("${")) {
-					ix.lines[rel] = strings.Split(string(b), "\n")
-				}
-				return nil
-			}
-			ix.lines[rel] = strings.Split(string(b), "\n")
-			dec := yaml.NewDecoder(bytes.NewReader(b))
-			for {
-				var n yaml.Node
-				if err := dec.Decode(&n); err != nil {
-					if err != io.EOF {
-						break
-					}
-					break
-				}
-				if n.Kind != yaml.DocumentNode || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
-					continue
-				}
-				m := n.Content[0]
-				kind := scalar(m, "kind")
-				md := child(m, "metadata")
-				if kind == "" || md == nil {
-					continue
-				}
-				name := scalar(md, "name")
-				line := m.Line
-				if k := keyNode(m, "kind"); k != nil {
-					line = min(line, k.Line)
-				}
-				if _, seen := ix.decl[kind+"/"+name]; !seen && strings.Contains(name, "${") {
-					if re := templateRE(name); re != nil {
-						ix.templates[kind] = append(ix.templates[kind], template{name: name, re: re})
-					}
-				}
-				ix.decl[kind+"/"+name] = append(ix.decl[kind+"/"+name], decl{namespace: scalar(md, "namespace"), loc: Location{File: rel, Line: line}})
-			}
+			ix.add(filepath.ToSlash(rel), b, yamlFile)
 			return nil
 		})
 	})
+}
+
+func isYAMLName(p string) bool {
+	ext := filepath.Ext(p)
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// add indexes the file rel (slash-separated) holding b.
+func (ix *fileIndex) add(rel string, b []byte, yamlFile bool) {
+	if !yamlFile {
+		// A file a configMapGenerator or secretGenerator may read
+		// (a dashboard, an env file): its lines, to locate a ${…}
+		// where it is written.
+		if bytes.Contains(b, []byte("${")) {
+			ix.lines[rel] = strings.Split(string(b), "\n")
+		}
+		return
+	}
+	ix.lines[rel] = strings.Split(string(b), "\n")
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			break
+		}
+		if n.Kind != yaml.DocumentNode || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
+			continue
+		}
+		m := n.Content[0]
+		kind := scalar(m, "kind")
+		md := child(m, "metadata")
+		if kind == "" || md == nil {
+			continue
+		}
+		name := scalar(md, "name")
+		line := m.Line
+		if k := keyNode(m, "kind"); k != nil {
+			line = min(line, k.Line)
+		}
+		if _, seen := ix.decl[kind+"/"+name]; !seen && strings.Contains(name, "${") {
+			if re := templateRE(name); re != nil {
+				ix.templates[kind] = append(ix.templates[kind], template{name: name, re: re})
+			}
+		}
+		ix.decl[kind+"/"+name] = append(ix.decl[kind+"/"+name], decl{namespace: scalar(md, "namespace"), loc: Location{File: rel, Line: line}})
+	}
 }
 
 func keyNode(m *yaml.Node, key string) *yaml.Node {

@@ -80,11 +80,15 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 	if real, err := filepath.EvalSymlinks(tmp); err == nil {
 		tmp = real
 	}
-	notes, bombs, big, err := copyRepo(repo, tmp, o.MaxFileBytes)
+	copied := []copiedFile{}
+	notes, bombs, big, err := copyRepoFiles(repo, tmp, o.MaxFileBytes, func(rel string, b []byte) {
+		copied = append(copied, copiedFile{rel, b})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("copy %s: %w", repo, err)
 	}
-	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp}}
+	// The index of the copy, from the bytes the copy wrote (not read again).
+	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp, copied: copied}}
 	e.index.load() // before the generator writes anything
 	l := &loader{env: e, tmp: tmp, copyNotes: notes, bombs: bombs, big: big, seen: map[string]bool{}, stagedDirs: map[string]*staged{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}
 	if o.Holes {
@@ -93,5 +97,7 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 			return nil, fmt.Errorf("copy %s: %w", repo, err)
 		}
 	}
+	l.cache = newFSCache()
+	l.cache.seed(tmp, copied)
 	return l, nil
 }

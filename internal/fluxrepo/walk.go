@@ -747,17 +747,7 @@ func (l *loader) substituted(appliedBy string, r *resource.Resource) *resource.R
 // "${" only where a scalar does: JSON and YAML escape neither $ nor {, and
 // break lines only at spaces.
 func mentionsVar(n *yaml.Node, seen map[*yaml.Node]bool) bool {
-	if n == nil || seen[n] {
-		return false
-	}
-	seen[n] = true
-	if n.Kind == yaml.AliasNode {
-		return mentionsVar(n.Alias, seen)
-	}
-	if strings.Contains(n.Value, "${") {
-		return true
-	}
-	return slices.ContainsFunc(n.Content, func(c *yaml.Node) bool { return mentionsVar(c, seen) })
+	return mentions(n, "${", seen)
 }
 
 // Applied is r as Kustomization k applies it: when k substitutes
@@ -772,9 +762,26 @@ func (e *Env) Applied(k *Kustomization, r *resource.Resource) *resource.Resource
 	if k == nil || !k.Substitutes() {
 		return r
 	}
+	if SubstitutionDisabled(r) {
+		// SubstituteVariables returns nil for it (fluxcd/pkg/kustomize
+		// v1.35.6 kustomize_varsub.go, after writing it as YAML): r.
+		return r
+	}
 	if !mentionsVar(r.YNode(), map[*yaml.Node]bool{}) {
 		return r // no ${ in any key or value, so none in r.AsYAML() (below), without writing it
 	}
+	out, read, ok := e.appliedMemoized(k, r)
+	if ok {
+		return out
+	}
+	out = e.substitute(k, r)
+	e.memoizeApplied(k, r, read, out)
+	return out
+}
+
+// substitute is Applied's substitution of r, which holds a "${" in a key
+// or value.
+func (e *Env) substitute(k *Kustomization, r *resource.Resource) *resource.Resource {
 	if y, err := r.AsYAML(); err != nil || !strings.Contains(string(y), "${") {
 		return r
 	}

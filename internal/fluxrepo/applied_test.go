@@ -1,0 +1,121 @@
+package fluxrepo
+
+import (
+	"path/filepath"
+	"testing"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/kustomize/api/provider"
+	"sigs.k8s.io/kustomize/api/resource"
+)
+
+func appliedResource(t *testing.T, y string) *resource.Resource {
+	t.Helper()
+	r, err := provider.NewDefaultDepProvider().GetResourceFactory().FromBytes([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// An answer of Applied holds while the substituteFrom objects it read are
+// the same; one given before such an object was rendered is computed again.
+func TestAppliedMemoFollowsData(t *testing.T) {
+	t.Parallel()
+	k := &Kustomization{Kustomization: &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: "flux-system"},
+		Spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{
+			SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "vars"}},
+		}},
+	}}
+	e := &Env{Data: map[string]*Data{}}
+	r := appliedResource(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: flux-system\ndata:\n  size: ${SIZE:=1Gi}\n")
+	value := func(out *resource.Resource) string {
+		m, err := out.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["data"].(map[string]any)["size"].(string)
+	}
+	first := e.Applied(k, r)
+	// No variable at all: the controller substitutes nothing.
+	if got := value(first); got != "${SIZE:=1Gi}" {
+		t.Fatalf("without the ConfigMap: %q, want it as built", got)
+	}
+	if again := e.Applied(k, r); again != first {
+		t.Fatal("asked again with the same data: want the remembered answer")
+	}
+	// Rendered later in the load: the earlier answer no longer holds.
+	e.Data[DataKey("ConfigMap", "flux-system", "vars")] = &Data{Kind: "ConfigMap", Namespace: "flux-system", Name: "vars", Values: map[string]string{"SIZE": "5Gi"}}
+	if got := value(e.Applied(k, r)); got != "5Gi" {
+		t.Fatalf("after the ConfigMap was rendered: %q, want 5Gi", got)
+	}
+	if got := value(r); got != "${SIZE:=1Gi}" {
+		t.Fatalf("the object as built changed: %q", got)
+	}
+	// The same object of another Kustomization is another answer.
+	k2 := &Kustomization{Kustomization: k.DeepCopy()}
+	k2.Spec.PostBuild.SubstituteFrom = nil
+	k2.Spec.PostBuild.Substitute = map[string]string{"SIZE": "2Gi"}
+	if got := value(e.Applied(k2, r)); got != "2Gi" {
+		t.Fatalf("applied by another Kustomization: %q, want 2Gi", got)
+	}
+	// Substitution disabled: the object itself, as SubstituteVariables leaves it.
+	d := appliedResource(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dash\n  annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\ndata:\n  x: ${DS}\n")
+	if e.Applied(k, d) != d {
+		t.Fatal("substitution disabled: want the object itself")
+	}
+}
+
+// WritesDollar answers as the YAML the object is written as does.
+func TestWritesDollar(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		y    string
+		want bool
+	}{
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: plain\n", false},
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: cost $5\n", true},
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  $k: v\n", true},
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n# ${NOT} a value\ndata:\n  k: v\n", false},
+	} {
+		r := appliedResource(t, tc.y)
+		y, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, inYAML := WritesDollar(r), containsDollar(y); got != tc.want || inYAML != tc.want {
+			t.Errorf("%q: WritesDollar %v, the YAML has $: %v, want %v", tc.y, got, inYAML, tc.want)
+		}
+	}
+}
+
+func containsDollar(b []byte) bool {
+	for _, c := range b {
+		if c == '$' {
+			return true
+		}
+	}
+	return false
+}
+
+// The build cache starts with the copy's files, not its kustomization
+// files (the offline repair may rewrite them), and only inside the copy.
+func TestFSCacheSeed(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	c := newFSCache()
+	c.seed(root, []copiedFile{{"apps/a.yaml", []byte("a")}, {"apps/kustomization.yaml", []byte("k")}, {"apps/Kustomization", []byte("k")}})
+	if r, ok := c.files[filepath.Join(root, "apps", "a.yaml")]; !ok || string(r.b) != "a" {
+		t.Fatalf("apps/a.yaml not seeded: %v %q", ok, r.b)
+	}
+	for _, f := range []string{"kustomization.yaml", "Kustomization"} {
+		if _, ok := c.files[filepath.Join(root, "apps", f)]; ok {
+			t.Errorf("apps/%s seeded: want it read from the disk", f)
+		}
+	}
+	if len(c.files) != 1 {
+		t.Errorf("seeded %d files, want 1", len(c.files))
+	}
+}
