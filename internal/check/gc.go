@@ -1,7 +1,6 @@
 package check
 
 import (
-	"math"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -11,20 +10,16 @@ import (
 // check allocates several times its live heap (each object written as
 // YAML and read back by kustomize and the controller's substitution), so
 // Go's default of 100 has the collector run about a fifth of the CPU time.
-// At 300 it runs a third as often; the peak RSS grows by about half, so
-// a soft memory limit keeps a large repository's check under the 300 MiB
-// peak RSS target: near it the collector runs as often as it needs
-// (docs/benchmarks.md, issue 45 item 10).
-const (
-	checkGCPercent   = 300
-	checkMemoryLimit = 200 << 20
-)
+// At 200 it runs half as often, on every repository: no memory limit is
+// set, because a soft limit below a large repository's heap would make the
+// collector run more often than the default, not less (docs/benchmarks.md,
+// issue 45 item 10). The peak RSS grows by up to a half.
+const checkGCPercent = 200
 
 var gcTune struct {
 	mu     sync.Mutex
 	runs   int // checks running (a server may run several at once)
 	before int
-	limit  int64 // the memory limit before; -1: left as it was
 }
 
 // tuneGC raises the collector's target for a check and returns what puts
@@ -38,10 +33,6 @@ func tuneGC() func() {
 	defer gcTune.mu.Unlock()
 	if gcTune.runs == 0 {
 		gcTune.before = debug.SetGCPercent(checkGCPercent)
-		gcTune.limit = -1
-		if _, set := os.LookupEnv("GOMEMLIMIT"); !set && debug.SetMemoryLimit(-1) == math.MaxInt64 {
-			gcTune.limit = debug.SetMemoryLimit(checkMemoryLimit)
-		}
 	}
 	gcTune.runs++
 	return func() {
@@ -50,9 +41,6 @@ func tuneGC() func() {
 		gcTune.runs--
 		if gcTune.runs == 0 {
 			debug.SetGCPercent(gcTune.before)
-			if gcTune.limit >= 0 {
-				debug.SetMemoryLimit(gcTune.limit)
-			}
 		}
 	}
 }
