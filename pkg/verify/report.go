@@ -114,6 +114,11 @@ func (f *family) write(b *strings.Builder) {
 		}
 	}
 	v := summarise(p, required)
+	if p.Skip > 0 && p.Pass+p.Fail+p.Warn == 0 {
+		// Optional checks that did not run (a dry run's after-gates) are
+		// written as what they are; the run's verdict does not count them.
+		v = Skip
+	}
 	first := f.checks[0]
 	single := len(f.checks) == 1 && first.ID == f.id
 	msg := first.Message

@@ -264,3 +264,21 @@ func TestWriteTextCapsAdvisories(t *testing.T) {
 		}
 	}
 }
+
+// An optional check that did not run (a dry run's after-gate) is written
+// SKIP, not PASS, though it leaves the run's verdict alone.
+func TestWriteTextOptionalSkip(t *testing.T) {
+	r := NewReport("up")
+	r.Add(Check{ID: "sync.root", Phase: "sync", Stage: Before, Verdict: Pass, Message: "ok"},
+		Check{ID: "sync.applied", Phase: "sync", Stage: After, Verdict: Skip, Optional: true, Message: "dry run: nothing was applied"})
+	var b strings.Builder
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "SKIP  sync/after  sync.applied: dry run: nothing was applied") {
+		t.Errorf("optional skip not written as SKIP:\n%s", b.String())
+	}
+	if r.Verdict() != Pass {
+		t.Errorf("verdict %s, want pass", r.Verdict())
+	}
+}
