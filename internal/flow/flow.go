@@ -368,7 +368,7 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 func (o Options) whenReady(built *rootsync.Render, p *serve.Prepared) pipeline.Phase {
 	wo := cutover.WhenReadyOptions{Namespace: built.Options.Namespace, Name: built.Options.Namespace, Wait: o.Sync.CutoverWait, Timeout: o.Timeout}
 	if built.Source != nil {
-		wo.Namespace, wo.Name = built.Source.GetNamespace(), built.Source.GetName()
+		wo.Namespace, wo.Name, wo.Kind = built.Source.GetNamespace(), built.Source.GetName(), built.Source.GetKind()
 	}
 	if p != nil {
 		wo.ServeDir = p.Dir
