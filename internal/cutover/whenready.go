@@ -187,7 +187,7 @@ func serveStopped(dir string, run *pipeline.Run, selfStop, grace time.Duration) 
 	}
 	run.Progressf("waiting for the serving process (pid %d) to see the cutover and stop", st.PID)
 	if serve.WaitStopped(dir, selfStop) {
-		c.Verdict, c.Message = verify.Pass, fmt.Sprintf("the serving process (pid %d) saw the GitRepository read the final source and stopped by itself", st.PID)
+		c.Verdict, c.Message = verify.Pass, fmt.Sprintf("the serving process (pid %d) saw its source read the final source and stopped by itself", st.PID)
 		return c
 	}
 	if _, err := serve.Stop(dir, grace); err != nil {
