@@ -216,6 +216,31 @@ func TestOCIRootServed(t *testing.T) {
 	if err := e.registry.EnsureCASecret(ctx, e.client, fluxNS, "registry-ca"); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("CutoverWaitsForTheDeclaredArtifact", func(t *testing.T) {
+		// Nothing pushed to the declared registry yet: the probe fails
+		// with source-controller's reason, the cluster stays on the served
+		// artifact (still served), the probe is deleted.
+		r := c.run("", append(append([]string{}, up...), "--serve", "--cutover-when-ready", "--cutover-timeout", "1m")...)
+		reach := r.report.check(cutover.GateFinalReachable.ID)
+		if r.code != 1 || !strings.HasPrefix(reach, "fail") || !strings.Contains(reach, declaredURL) || !strings.Contains(reach, "source-controller failed it") {
+			t.Fatalf("--cutover-when-ready with no artifact in the declared registry: want exit 1 with the probe's failure:\n%s\n%s", r, r.stderr)
+		}
+		t.Logf("%s", reach)
+		var o sourcev1.OCIRepository
+		if err := e.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "oci-root"}, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.Spec.URL != r.facts["serveURL"] || o.Annotations[rootsync.AnnSource] != rootsync.SourceTemporary || o.Status.Artifact == nil || o.Status.Artifact.Revision != r.facts["serveRevision"] {
+			t.Errorf("after the failed cutover: url %s (served %s) annotations %v artifact %v", o.Spec.URL, r.facts["serveURL"], o.Annotations, o.Status.Artifact)
+		}
+		if err := e.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "oci-root" + cutover.ProbeSuffix}, &sourcev1.OCIRepository{}); err == nil {
+			t.Errorf("the probe OCIRepository is left")
+		}
+		if code, s := c.status(); code != 0 || !s.Running {
+			t.Errorf("the served artifact is not served any more: exit %d %+v", code, s)
+		}
+	})
+
 	pushed, err := e.registry.PushArtifact(ctx, dir, artifact, "sandbox", ociartifact.Meta{Source: "testdata/layouts/oci-root", Revision: "pushed"})
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +262,6 @@ func TestOCIRootServed(t *testing.T) {
 			cutover.GateFinalReady.ID:     "artifact " + pushed,
 			cutover.GateHandedBack.ID:     "deleted",
 			cutover.GateConsumersReady.ID: pushed,
-			cutover.GateServeStopped.ID:   "stopped by itself",
 		} {
 			if got := r.report.check(id); !strings.HasPrefix(got, "pass") || !strings.Contains(got, want) {
 				t.Errorf("%s: %q, want pass naming %q", id, got, want)
