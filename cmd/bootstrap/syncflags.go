@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
@@ -34,15 +35,21 @@ type syncFlags struct {
 func (f *syncFlags) add(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.withCheck, "check", true, "run 'bootstrap check' of the environment first (phase static); --check=false skips it, with a warning")
 	addCompareFlags(fl, &f.static.Compare, &f.static.NoCompare, "static: ")
-	fl.Var(input.NewGitURL(&f.srcURL), "source-url", "point the GitRepository at this temporary source (cold bring-up) until 'bootstrap cutover'; with --source-kind, the URL of the declared root's own source")
+	fl.Var(input.NewRuled(&f.srcURL, "URL", func(v string) error {
+		if strings.HasPrefix(v, sourcev1.OCIRepositoryPrefix) {
+			// An OCI root's own registry (with --source-kind OCIRepository).
+			return fluxrepo.CheckSync(&fluxrepo.Sync{Kind: sourcev1.OCIRepositoryKind, URL: v}, "--source-url")
+		}
+		return input.ValidGitURL("--source-url", v)
+	}), "source-url", "point the GitRepository at this temporary source (cold bring-up) until 'bootstrap cutover'; with --source-kind, the URL of the declared root's own source (oci://HOST/REPO for an OCIRepository)")
 	fl.Var(input.NewRuled(&f.rootKind, "KIND", func(v string) error {
-		if v != sourcev1.GitRepositoryKind {
-			return fmt.Errorf("sync applies a root whose source is a GitRepository (an OCIRepository or Bucket root is the Flux Operator's to create, or commit it): use --source-kind GitRepository")
+		if v != sourcev1.GitRepositoryKind && v != sourcev1.OCIRepositoryKind {
+			return fmt.Errorf("sync applies a root whose source is a GitRepository or an OCIRepository (a Bucket root is the Flux Operator's to create, or commit it): use --source-kind GitRepository or OCIRepository")
 		}
 		return nil
-	}), "source-kind", "declare the root on the command line, for a repository that renders none and has no FluxInstance spec.sync for the path: GitRepository (--source-url is then its URL, not a temporary source)")
+	}), "source-kind", "declare the root on the command line, for a repository that renders none and has no FluxInstance spec.sync for the path: GitRepository or OCIRepository (--source-url is then its URL, not a temporary source)")
 	fl.Var(input.NewRepoPath(&f.fluxInstance), "flux-instance", "the file holding the FluxInstance (or flux-instance chart values) whose spec.sync declares the root (default: any file of the repository whose spec.sync.path is the path)")
-	fl.StringVar(&f.rootRef, "source-ref", "", "with --source-kind: the Git reference of the declared root's source (default refs/heads/main)")
+	fl.StringVar(&f.rootRef, "source-ref", "", "with --source-kind: the Git reference of the declared root's source (default refs/heads/main), or the OCI tag (default latest)")
 	fl.StringVar(&f.srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
 	fl.Var(input.NewOptionalName(&f.srcSecret, "Secret with the temporary source's credentials"), "source-secret", "Secret with the temporary source's credentials (default: none)")
 	f.serve.add(fl)
@@ -54,6 +61,9 @@ func (f *syncFlags) add(fl *pflag.FlagSet) {
 func (f *syncFlags) validate(fl *pflag.FlagSet, env rootsync.Options) error {
 	if f.rootKind != "" || f.rootRef != "" {
 		return f.validateDeclared(fl, env)
+	}
+	if strings.HasPrefix(f.srcURL, sourcev1.OCIRepositoryPrefix) {
+		return verify.InputErrorf("--source-url %s is an OCI registry: a temporary source is Git's; declare an OCI root with --source-kind OCIRepository --source-url %s [--source-ref TAG], or serve this work tree as its artifact with --serve", f.srcURL, f.srcURL)
 	}
 	if f.srcURL == "" && (f.srcBranch != "" || f.srcSecret != "") {
 		return verify.InputErrorf("--source-branch and --source-secret need --source-url")

@@ -52,6 +52,9 @@ var (
 // Options drive Cutover.
 type Options struct {
 	Namespace, Name string
+	// Kind is the source's kind: "" (GitRepository) or OCIRepository
+	// (oci.go; its consumers are walked the same way).
+	Kind string
 	// To is the final URL; "" means the URL git declares (recorded by sync).
 	To      string
 	Timeout time.Duration
@@ -431,9 +434,9 @@ func walkConsumers(ctx context.Context, cl *apply.Cluster, o Options, rev string
 	co := converge.DefaultOptions()
 	co.Namespace, co.Timeout = metav1.NamespaceAll, o.Timeout
 	co.Select = func(k *kustomizev1.Kustomization) bool {
-		return fluxobj.KustomizationSource(k) == fluxobj.Ref{Kind: fluxobj.GitRepositoryKind, Namespace: o.Namespace, Name: o.Name}
+		return fluxobj.KustomizationSource(k) == fluxobj.Ref{Kind: o.kind(), Namespace: o.Namespace, Name: o.Name}
 	}
-	o.Progress(fmt.Sprintf("walking the Kustomizations that read GitRepository %s/%s to %s (timeout %s)", o.Namespace, o.Name, rev, o.Timeout))
+	o.Progress(fmt.Sprintf("walking the Kustomizations that read %s %s/%s to %s (timeout %s)", o.kind(), o.Namespace, o.Name, rev, o.Timeout))
 	checks, facts, err := converge.Walk(ctx, cl, co, o.Progress)
 	if err != nil {
 		return nil, nil, facts, err

@@ -31,8 +31,9 @@ const ProbeSuffix = "-final-probe"
 
 // WhenReadyOptions drive a cutover that waits for the final source.
 type WhenReadyOptions struct {
-	// Namespace and Name are the root's GitRepository.
-	Namespace, Name string
+	// Namespace and Name are the root's source; Kind is its kind ("":
+	// GitRepository; OCIRepository: oci.go).
+	Namespace, Name, Kind string
 	// Wait bounds the wait for the final source (--cutover-timeout).
 	Wait time.Duration
 	// Timeout is cutover's own (each of its waits).
@@ -77,6 +78,9 @@ func (p *WhenReadyPhase) Before(context.Context, *pipeline.Run) ([]verify.Check,
 // Do probes the final source, then cuts over.
 func (p *WhenReadyPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	o, report := p.o, run.Report
+	if o.Kind == sourcev1.OCIRepositoryKind {
+		return p.doOCI(ctx, run)
+	}
 	id := fmt.Sprintf("GitRepository %s/%s", o.Namespace, o.Name)
 	live, err := rootsync.LiveSource(ctx, p.cl.Client, o.Namespace, o.Name)
 	if err != nil {
@@ -183,7 +187,7 @@ func serveStopped(dir string, run *pipeline.Run, selfStop, grace time.Duration) 
 	}
 	run.Progressf("waiting for the serving process (pid %d) to see the cutover and stop", st.PID)
 	if serve.WaitStopped(dir, selfStop) {
-		c.Verdict, c.Message = verify.Pass, fmt.Sprintf("the serving process (pid %d) saw the GitRepository read the final source and stopped by itself", st.PID)
+		c.Verdict, c.Message = verify.Pass, fmt.Sprintf("the serving process (pid %d) saw its source read the final source and stopped by itself", st.PID)
 		return c
 	}
 	if _, err := serve.Stop(dir, grace); err != nil {

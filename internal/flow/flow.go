@@ -16,6 +16,7 @@ import (
 	"os"
 	"time"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
@@ -329,15 +330,18 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 	if built.Source == nil {
 		return nil, verify.InputErrorf("--serve: %s renders no GitRepository for the root to read", built.Options.Path)
 	}
-	if err := refuseOCIServe(built); err != nil {
+	src := built.Source
+	var ref *sourcev1.GitRepositoryRef
+	oci, err := ociServe(built)
+	if err != nil {
 		return nil, err
 	}
-	src := built.Source
-	// What is served follows the whole spec.ref, as source-controller
-	// reads it (serve.WantOf): the Flux Operator's ref.name too.
-	ref, err := serve.RefOf(src)
-	if err != nil {
-		return nil, verify.InputErrorf("--serve: %w", err)
+	if oci == nil {
+		// What is served follows the whole spec.ref, as source-controller
+		// reads it (serve.WantOf): the Flux Operator's ref.name too.
+		if ref, err = serve.RefOf(src); err != nil {
+			return nil, verify.InputErrorf("--serve: %w", err)
+		}
 	}
 	cfg, err := o.Cluster.Config()
 	if err != nil {
@@ -353,7 +357,7 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 		return nil, fmt.Errorf("--serve: this program's path: %w", err)
 	}
 	return serve.Prepare(ctx, serve.Options{
-		Addr: s.Addr, URL: s.URL, For: s.For, Repo: o.Env.Repo, Ref: ref,
+		Addr: s.Addr, URL: s.URL, For: s.For, Repo: o.Env.Repo, Ref: ref, OCI: oci,
 		Namespace: src.GetNamespace(), Name: src.GetName(), APIServer: cfg.Host, Dirs: dirs,
 		Command: append([]string{exe}, s.RunArgs...), Kube: serve.KubeOf(cfg), DryRun: o.DryRun,
 	})
@@ -364,7 +368,7 @@ func (o Options) serve(ctx context.Context, built *rootsync.Render) (*serve.Prep
 func (o Options) whenReady(built *rootsync.Render, p *serve.Prepared) pipeline.Phase {
 	wo := cutover.WhenReadyOptions{Namespace: built.Options.Namespace, Name: built.Options.Namespace, Wait: o.Sync.CutoverWait, Timeout: o.Timeout}
 	if built.Source != nil {
-		wo.Namespace, wo.Name = built.Source.GetNamespace(), built.Source.GetName()
+		wo.Namespace, wo.Name, wo.Kind = built.Source.GetNamespace(), built.Source.GetName(), built.Source.GetKind()
 	}
 	if p != nil {
 		wo.ServeDir = p.Dir

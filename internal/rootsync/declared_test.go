@@ -235,3 +235,28 @@ func TestPlaceholderNeedsTheRealSource(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandLineOCIRoot: `--source-kind OCIRepository --source-url
+// oci://… --source-ref TAG` declares an OCI root: sync builds the
+// OCIRepository and the root reading it (an OCI root: IsOCIRoot), and its
+// static gates pass.
+func TestCommandLineOCIRoot(t *testing.T) {
+	o := Options{Repo: "../../testdata/layouts/placeholder", Path: "clusters/staging", Namespace: "flux-system", RootName: "flux-system",
+		Sync: &fluxrepo.Sync{Kind: "OCIRepository", URL: "oci://registry.example.invalid/fleet/staging", Ref: "v1"}}
+	r, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsOCIRoot(r) || r.Declared == nil || r.Declared.Layout != fluxrepo.LayoutCommandLine {
+		t.Fatalf("declared %+v, objects %v: want an OCI root declared on the command line", r.Declared, names(r.Objects))
+	}
+	ref, err := OCIRefOf(r.Source)
+	if url, _, _ := unstructured.NestedString(r.Source.Object, "spec", "url"); err != nil || url != o.Sync.URL || ref == nil || ref.Tag != "v1" {
+		t.Fatalf("source url %q ref %+v %v", url, ref, err)
+	}
+	for _, c := range Static(r) {
+		if c.Verdict != verify.Pass {
+			t.Errorf("%s: %s %s", c.ID, c.Verdict, c.Message)
+		}
+	}
+}

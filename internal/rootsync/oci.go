@@ -34,25 +34,32 @@ import (
 // the digest the registry serves for that ref: the OCIRepository Ready with
 // an artifact whose revision is source-controller's `<tag>@<digest>` for
 // what the registry serves now, and the root Kustomization Ready having
-// applied that revision. A temporary source (--serve, --source-url) is
-// Git's: refused for an OCI root.
+// applied that revision. --serve serves the work tree as an OCI artifact
+// (OverrideOCI points the OCIRepository at it); --source-url names a Git
+// source: refused for an OCI root.
 
 // IsOCIRoot says the root's source in the render is an OCIRepository.
 func IsOCIRoot(r *Render) bool {
 	return r != nil && r.Source != nil && r.Source.GetKind() == sourcev1.OCIRepositoryKind
 }
 
-// ociRefuseTemporary refuses a temporary source for an OCI root, before the
-// first request: --serve and --source-url serve Git, and an OCIRepository
-// reads a registry.
+// ociRefuseTemporary refuses --source-url for an OCI root, before the
+// first request: it names a Git source, and an OCIRepository reads a
+// registry (--serve serves an OCI artifact).
 func ociRefuseTemporary(r *Render, o RunOptions) error {
-	switch {
-	case o.Serve != nil:
-		return RefuseOCITemporary(r, "--serve")
-	case o.Source != nil:
+	if o.Source != nil {
 		return RefuseOCITemporary(r, "--source-url")
 	}
 	return nil
+}
+
+// OCIRefOf is the rendered OCIRepository's declared spec.ref (nil: none).
+func OCIRefOf(u *unstructured.Unstructured) (*sourcev1.OCIRepositoryRef, error) {
+	o, err := ociOf(u)
+	if err != nil {
+		return nil, err
+	}
+	return o.Spec.Reference, nil
 }
 
 // RefuseOCITemporary is the input error for flag (--serve, --source-url)
@@ -61,7 +68,7 @@ func RefuseOCITemporary(r *Render, flag string) error {
 	if !IsOCIRoot(r) {
 		return nil
 	}
-	return verify.InputErrorf("%s: the root %s/%s reads OCIRepository %s/%s (%s), and a temporary source serves Git: drop %s; sync applies the OCIRepository from its declared registry (push the artifact there first: flux push artifact)",
+	return verify.InputErrorf("%s: the root %s/%s reads OCIRepository %s/%s (%s), and %s names a Git source: drop it; sync applies the OCIRepository from its declared registry (push the artifact there first: flux push artifact), or --serve serves this work tree as its artifact",
 		flag, r.Root.Namespace, r.Root.Name, r.Source.GetNamespace(), r.Source.GetName(), ociDeclaredURL(r.Source), flag)
 }
 
@@ -206,7 +213,10 @@ func tagRevision(t name.Tag, ropts []remote.Option) (string, error) {
 // afterOCI is After for an OCI root: the OCIRepository Ready with an
 // artifact at the revision the registry serves for its ref, then the root
 // Kustomization Ready having applied it.
-func afterOCI(ctx context.Context, cl *apply.Cluster, r *Render, timeout time.Duration, progress apply.Progress) []verify.Check {
+//
+// With --serve (servedRev, "" otherwise) the artifact must also be the one
+// this machine serves: the revision built from the work tree's commit.
+func afterOCI(ctx context.Context, cl *apply.Cluster, r *Render, timeout time.Duration, progress apply.Progress, servedRev string) []verify.Check {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	sc, rc := GateSourceReady.New(), GateRootApplied.New()
@@ -254,6 +264,9 @@ func afterOCI(ctx context.Context, cl *apply.Cluster, r *Render, timeout time.Du
 	case err != nil:
 		sc.Verdict = verify.Fail
 		sc.Message = fmt.Sprintf("%s Ready, artifact %s, but the registry could not be read for %s: %v", id, rev, ociRefString(o), err)
+	case servedRev != "" && rev != servedRev:
+		sc.Verdict = verify.Fail
+		sc.Message = fmt.Sprintf("%s Ready at %s, not the artifact this machine serves, %s", id, rev, servedRev)
 	case served != rev:
 		sc.Verdict = verify.Fail
 		sc.Message = fmt.Sprintf("%s Ready at %s, but the registry serves %s for %s now: the artifact is not the registry's (the tag moved, or another registry answered); re-run the sync", id, rev, served, ociRefString(o))
@@ -417,4 +430,27 @@ func DeclaredOCIOf(live *unstructured.Unstructured) (*unstructured.Unstructured,
 	}
 	u.SetAnnotations(a)
 	return u, nil
+}
+
+// ociServed is sync.temporary-source for an OCI root under --serve: the
+// rendered OCIRepository pointed at the artifact this machine serves
+// (OverrideOCI: its URL, the served tag, the serve Secret as secretRef and
+// certSecretRef), what git declares recorded for the cutover.
+func (p *SyncPhase) ociServed(r *Render, report *verify.Report) (verify.Check, error) {
+	sv := p.o.Serve
+	declared, err := ociOf(r.Source)
+	if err != nil {
+		return verify.Check{}, err
+	}
+	t := &OCITemporary{URL: sv.URL, Tag: sv.OCI().Tag, Secret: sv.SecretName(), Since: p.o.Now()}
+	if err := OverrideOCI(r.Source, t); err != nil {
+		return verify.Check{}, err
+	}
+	report.Facts["serveRevision"] = sv.Snapshot.Revision()
+	report.Facts["serveOrigin"] = sv.Origin()
+	report.Facts["temporarySource"] = t.URL
+	report.Facts["temporarySince"] = t.Since.UTC().Format(time.RFC3339)
+	report.Facts["declaredURL"] = declared.Spec.URL
+	return GateTemporary.Pass(fmt.Sprintf("OCIRepository %s/%s on the artifact this machine serves at %s, tag %s (%s; %s; git declares %s, %s); kustomize-controller leaves it alone until `bootstrap cutover`",
+		declared.Namespace, declared.Name, t.URL, t.Tag, sv.Origin(), sv.OCI().Why, declared.Spec.URL, ociRefString(declared))), nil
 }

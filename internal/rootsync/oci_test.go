@@ -96,8 +96,8 @@ func TestOCIRefuseTemporary(t *testing.T) {
 		o    RunOptions
 		says string
 	}{
-		{"serve", r, RunOptions{Serve: &serve.Prepared{}}, "--serve: the root flux-system/oci-root reads OCIRepository flux-system/oci-root"},
-		{"source-url", r, RunOptions{Source: &Temporary{URL: "https://git.example.com/x.git"}}, "drop --source-url"},
+		{"serve is served", r, RunOptions{Serve: &serve.Prepared{}}, ""},
+		{"source-url", r, RunOptions{Source: &Temporary{URL: "https://git.example.com/x.git"}}, "--source-url: the root flux-system/oci-root reads OCIRepository flux-system/oci-root"},
 		{"none", r, RunOptions{}, ""},
 		{"git root", git, RunOptions{Source: &Temporary{URL: "https://git.example.com/x.git"}}, ""},
 	} {

@@ -136,6 +136,10 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Che
 	}
 
 	if IsOCIRoot(r) {
+		if p.o.Serve != nil {
+			c, err := p.ociServed(r, report)
+			return append(checks, c), err
+		}
 		c, err := ociSourceGate(r)
 		return append(checks, c), err
 	}
@@ -315,7 +319,11 @@ func sourceReady(g *sourcev1.GitRepository, token, wantURL, servedRev string) (b
 // that does not become Ready says what to check.
 func After(ctx context.Context, cl *apply.Cluster, r *Render, tmp *Temporary, timeout time.Duration, progress apply.Progress, sv *serve.Prepared) []verify.Check {
 	if IsOCIRoot(r) {
-		return afterOCI(ctx, cl, r, timeout, progress)
+		servedRev := ""
+		if sv != nil {
+			servedRev = sv.Snapshot.Revision()
+		}
+		return afterOCI(ctx, cl, r, timeout, progress, servedRev)
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -1,9 +1,9 @@
 package serve
 
-// --serve for an OCI root (issue 46 item 4b), its first building block: the
-// work tree as a Flux OCI artifact served read-only behind the run's token.
-// Not wired yet: the serving process (Run), the OCIRepository's override
-// and the cutover still serve and move a GitRepository only.
+// --serve for an OCI root (issue 46 item 4b): the work tree as a Flux OCI
+// artifact served read-only behind the run's token. Run serves it for a
+// state of kind OCIRepository (ocisource.go); rootsync.OverrideOCI points
+// the OCIRepository at it; internal/cutover (oci.go) moves it back.
 
 import (
 	"context"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,8 +35,11 @@ type Options struct {
 	// Ref is the root's GitRepository's spec.ref (nil: none): what is
 	// served follows it (MakeSnapshot).
 	Ref *sourcev1.GitRepositoryRef
-	// Namespace and Name are the root's GitRepository.
+	// Namespace and Name are the root's source.
 	Namespace, Name string
+	// OCI is set when the root's source is an OCIRepository: the work
+	// tree's commit is served as a Flux OCI artifact at OCI.Tag, not as Git.
+	OCI *OCIOptions
 	// APIServer is the cluster's API server URL (the state key, and the
 	// default address's route).
 	APIServer string
@@ -45,6 +49,12 @@ type Options struct {
 	Command []string
 	Kube    Kube
 	DryRun  bool
+}
+
+// OCIOptions are an OCI root's served artifact.
+type OCIOptions struct {
+	// Tag is the tag served (OCITagOf the declared ref); Why says why.
+	Tag, Why string
 }
 
 // Validate checks the flags alone (before anything is read or bound).
@@ -101,6 +111,8 @@ type Prepared struct {
 	Replaces *State
 	// Started is the serving process, once Start ran.
 	Started *State
+	// created is the OCI artifact's creation time.
+	created time.Time
 }
 
 // Prepare does everything a --serve run may refuse before its first request
@@ -113,6 +125,9 @@ type Prepared struct {
 func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if o.OCI != nil {
+		o.Ref = ociGitRef(ctx, o.Repo)
 	}
 	if _, err := WantOf(o.Ref); err != nil {
 		return nil, err
@@ -161,6 +176,9 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	}
 	u, _ := url.Parse(base)
 	p.URL = RepoURL(u.Scheme + "://" + u.Host)
+	if o.OCI != nil {
+		p.URL = sourcev1.OCIRepositoryPrefix + OCIRef(u.Host)
+	}
 	if p.creds, err = NewCredentials(u.Hostname(), o.For); err != nil {
 		p.Close()
 		return nil, err
@@ -171,7 +189,30 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 		p.Close()
 		return nil, err
 	}
+	if o.OCI != nil {
+		if err := p.ociArtifact(ctx, snapDir); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// ociArtifact extracts the snapshot's commit and builds its artifact once
+// here: the revision the OCIRepository must reach is known before the
+// serving process starts (which builds the same from the same tree).
+func (p *Prepared) ociArtifact(ctx context.Context, snapDir string) error {
+	if err := extractTree(ctx, p.Snapshot, treeDir(snapDir)); err != nil {
+		return err
+	}
+	p.created = time.Now().UTC().Truncate(time.Second)
+	st := &State{Origin: p.Origin(), Commit: p.Snapshot.Commit, Created: p.created}
+	_, rev, err := OCIHandler(treeDir(snapDir), p.o.OCI.Tag, p.creds.Token, ociMeta(st))
+	if err != nil {
+		return err
+	}
+	p.Snapshot.revision = rev
+	return nil
 }
 
 // routeTo is the local address this machine reaches the API server from
@@ -196,8 +237,18 @@ func routeTo(apiServer string) (string, error) {
 // SecretName is the Secret the GitRepository reads the credentials from.
 func (p *Prepared) SecretName() string { return SecretName }
 
-// Secret is that Secret, in the GitRepository's namespace.
-func (p *Prepared) Secret() (*unstructured.Unstructured, error) { return p.creds.Secret(p.o.Namespace) }
+// Secret is that Secret, in the source's namespace: for an OCI root the
+// dockerconfigjson Secret that is also the certSecretRef (OCISecret).
+func (p *Prepared) Secret() (*unstructured.Unstructured, error) {
+	if p.o.OCI != nil {
+		host, _, _ := strings.Cut(strings.TrimPrefix(p.URL, sourcev1.OCIRepositoryPrefix), "/")
+		return p.creds.OCISecret(p.o.Namespace, host)
+	}
+	return p.creds.Secret(p.o.Namespace)
+}
+
+// OCI is the served artifact's options (nil: Git is served).
+func (p *Prepared) OCI() *OCIOptions { return p.o.OCI }
 
 // Origin says where the served commit came from.
 func (p *Prepared) Origin() string { return p.Snapshot.Describe(p.o.Repo) }
@@ -214,7 +265,8 @@ func (p *Prepared) Start(ctx context.Context) (*State, error) {
 	}
 	cmd := append(append([]string{}, p.o.Command...), p.Dir)
 	st, err := Start(ctx, StartOptions{Dir: p.Dir, Command: cmd, Listener: p.ln, Snapshot: p.Snapshot, Creds: p.creds, Kube: p.o.Kube,
-		URL: p.URL, Namespace: p.o.Namespace, Name: p.o.Name, Cluster: p.o.APIServer, For: p.o.For, Origin: p.Origin()})
+		URL: p.URL, Namespace: p.o.Namespace, Name: p.o.Name, Cluster: p.o.APIServer, For: p.o.For, Origin: p.Origin(),
+		OCI: p.o.OCI != nil, Created: p.created})
 	p.ln = nil
 	if err != nil {
 		return nil, err

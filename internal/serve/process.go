@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -78,6 +79,9 @@ type StartOptions struct {
 	For time.Duration
 	// Origin says where the served commit came from.
 	Origin string
+	// OCI serves the snapshot's tree as an OCI artifact, made at Created.
+	OCI     bool
+	Created time.Time
 }
 
 // RepoURL is the URL of the served repository at base (https://host:port).
@@ -102,7 +106,11 @@ func Start(ctx context.Context, o StartOptions) (*State, error) {
 	defer logf.Close()
 	now := time.Now().UTC().Truncate(time.Second)
 	st := State{URL: o.URL, Listen: o.Listener.Addr().String(), Log: logPath, Cluster: o.Cluster, Namespace: o.Namespace, Name: o.Name,
-		Revision: o.Snapshot.Revision(), Origin: o.Origin, Started: now, Until: now.Add(o.For), Repo: filepath.Dir(o.Snapshot.Bare)}
+		Revision: o.Snapshot.Revision(), Origin: o.Origin, Started: now, Until: now.Add(o.For), Repo: filepath.Dir(o.Snapshot.Bare),
+		Kind: sourcev1.GitRepositoryKind}
+	if o.OCI {
+		st.Kind, st.Commit, st.Created = sourcev1.OCIRepositoryKind, o.Snapshot.Commit, o.Created
+	}
 	cmd := exec.Command(o.Command[0], o.Command[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{f} // fd 3
@@ -133,7 +141,11 @@ func Start(ctx context.Context, o StartOptions) (*State, error) {
 	// This process keeps no copy of the socket: when the child dies, the
 	// address refuses connections.
 	_ = o.Listener.Close()
-	if err := Probe(ctx, "https://"+st.Listen, o.Creds, o.Snapshot.Commit); err != nil {
+	probe := func() error { return Probe(ctx, "https://"+st.Listen, o.Creds, o.Snapshot.Commit) }
+	if o.OCI {
+		probe = func() error { return ProbeOCI(ctx, "https://"+st.Listen, o.Creds, st.Revision) }
+	}
+	if err := probe(); err != nil {
 		_, _ = Stop(o.Dir, 2*time.Second)
 		return nil, fmt.Errorf("serve: the process started (pid %d) but does not serve: %w (its log: %s)", st.PID, err, logPath)
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -51,9 +52,15 @@ func Run(ctx context.Context, dir string, stdin io.Reader, ln net.Listener, logw
 	st.PID = os.Getpid()
 	defer cleanup(dir, st, logger)
 	snap := &Snapshot{Bare: filepath.Join(st.Repo, RepoName+".git"), Name: RepoName}
-	handler, err := Handler(snap, h.Creds.Token)
-	if err != nil {
-		return err
+	var handler http.Handler
+	var err2 error
+	if st.OCI() {
+		handler, err2 = ociServe(&st, h.Creds.Token)
+	} else {
+		handler, err2 = Handler(snap, h.Creds.Token)
+	}
+	if err2 != nil {
+		return err2
 	}
 	tlsCfg, err := h.Creds.TLSConfig()
 	if err != nil {
@@ -63,7 +70,7 @@ func Run(ctx context.Context, dir string, stdin io.Reader, ln net.Listener, logw
 		ErrorLog: log.New(io.Discard, "", 0)}
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeTLS(ln, "", "") }()
-	logger.Printf("serving %s (%s) at %s for GitRepository %s/%s until %s", st.Revision, st.Origin, st.URL, st.Namespace, st.Name, st.Until.Format(time.RFC3339))
+	logger.Printf("serving %s (%s) at %s for %s %s/%s until %s", st.Revision, st.Origin, st.URL, st.kind(), st.Namespace, st.Name, st.Until.Format(time.RFC3339))
 
 	ctx, cancel := context.WithDeadline(ctx, st.Until)
 	defer cancel()
@@ -104,27 +111,67 @@ func watchSource(ctx context.Context, h handoff, logger *log.Logger) string {
 		return ""
 	}
 	url := h.State.URL
+	id := fmt.Sprintf("%s %s/%s", h.State.kind(), h.State.Namespace, h.State.Name)
+	// until waits for the source (of the state's kind) to meet cond on its
+	// spec.url and temporary-source record.
+	until := func(ctx context.Context, cond func(url, tmp string) bool) (string, error) {
+		if h.State.OCI() {
+			o, err := wait.For(ctx, c, &sourcev1.OCIRepositoryList{}, h.State.Namespace, h.State.Name, func(o *sourcev1.OCIRepository) (bool, string) {
+				return cond(o.Spec.URL, o.Annotations[AnnTemporaryURL]), "spec.url " + o.Spec.URL
+			})
+			if err != nil {
+				return "", err
+			}
+			return o.Spec.URL, nil
+		}
+		g, err := wait.For(ctx, c, &sourcev1.GitRepositoryList{}, h.State.Namespace, h.State.Name, func(g *sourcev1.GitRepository) (bool, string) {
+			return cond(g.Spec.URL, g.Annotations[AnnTemporaryURL]), "spec.url " + g.Spec.URL
+		})
+		if err != nil {
+			return "", err
+		}
+		return g.Spec.URL, nil
+	}
 	actx, cancel := context.WithTimeout(ctx, h.Arm)
-	_, err = wait.For(actx, c, &sourcev1.GitRepositoryList{}, h.State.Namespace, h.State.Name, func(g *sourcev1.GitRepository) (bool, string) {
-		return g.Spec.URL == url, "spec.url " + g.Spec.URL
-	})
+	_, err = until(actx, func(u, _ string) bool { return u == url })
 	cancel()
 	if ctx.Err() != nil {
 		return ""
 	}
 	if err != nil {
-		return fmt.Sprintf("GitRepository %s/%s never read %s within %s: %v", h.State.Namespace, h.State.Name, url, h.Arm, err)
+		return fmt.Sprintf("%s never read %s within %s: %v", id, url, h.Arm, err)
 	}
-	logger.Printf("GitRepository %s/%s reads this source", h.State.Namespace, h.State.Name)
+	logger.Printf("%s reads this source", id)
 	// A cutover in progress switches spec.url but keeps the temporary
 	// record until it hands the object back: it may still roll back here.
-	g, err := wait.For(ctx, c, &sourcev1.GitRepositoryList{}, h.State.Namespace, h.State.Name, func(g *sourcev1.GitRepository) (bool, string) {
-		return g.Spec.URL != url && g.Annotations[AnnTemporaryURL] != url, "spec.url " + g.Spec.URL
-	})
+	now, err := until(ctx, func(u, tmp string) bool { return u != url && tmp != url })
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("GitRepository %s/%s reads %s now, not this source", g.Namespace, g.Name, g.Spec.URL)
+	return fmt.Sprintf("%s reads %s now, not this source", id, now)
+}
+
+// kind is the served source's kind (GitRepository for older states).
+func (s *State) kind() string {
+	if s.Kind == "" {
+		return sourcev1.GitRepositoryKind
+	}
+	return s.Kind
+}
+
+// ociServe is the handler of an OCI root's serving process: the tree the
+// parent extracted, built into the artifact it proved (the same revision,
+// or the process refuses to serve another).
+func ociServe(st *State, token string) (http.Handler, error) {
+	tag, _, _ := strings.Cut(st.Revision, "@")
+	h, rev, err := OCIHandler(treeDir(st.Repo), tag, token, ociMeta(st))
+	if err != nil {
+		return nil, err
+	}
+	if rev != st.Revision {
+		return nil, fmt.Errorf("serve: the artifact built here is %s, not the %s the run proved", rev, st.Revision)
+	}
+	return h, nil
 }
 
 // cleanup removes the snapshot, and the state file when it is still this

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+
 	"github.com/homelab-ops/bootstrap/internal/safeio"
 )
 
@@ -40,7 +42,18 @@ type State struct {
 	Until   time.Time `json:"until"`
 	// Repo is the snapshot's directory, removed when the process ends.
 	Repo string `json:"repo"`
+	// Kind is the served source's kind: GitRepository ("" in older
+	// states) or OCIRepository (the snapshot's tree served as an artifact).
+	Kind string `json:"kind,omitempty"`
+	// Commit and Created make the served OCI artifact: its revision
+	// annotation and creation time, so the serving process builds the
+	// digest the parent proved.
+	Commit  string    `json:"commit,omitempty"`
+	Created time.Time `json:"created,omitempty"`
 }
+
+// OCI says the state serves an OCIRepository.
+func (s *State) OCI() bool { return s.Kind == sourcev1.OCIRepositoryKind }
 
 // Dirs locates the state of served sources.
 type Dirs struct {

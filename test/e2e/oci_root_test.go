@@ -13,6 +13,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,7 +25,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/ociartifact"
+	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/internal/serve"
 )
 
 func TestOCIRoot(t *testing.T) {
@@ -139,15 +143,6 @@ func TestOCIRoot(t *testing.T) {
 		}
 	})
 
-	t.Run("ServeIsRefusedBeforeTheFirstRequest", func(t *testing.T) {
-		// --serve serves Git; an OCI root reads a registry (item 4b, not built).
-		r := bootstrapJSON(t, "sync", "--repo", dir, "--env", "sandbox", "--root", "oci-root", "--serve", "--dry-run")
-		if r.code == 0 || len(r.report.Objects) > 0 || !strings.Contains(r.report.Error+r.stderr, "OCIRepository flux-system/oci-root") {
-			t.Fatalf("sync --serve of an OCI root: want refused naming the OCIRepository, nothing planned\n%s\nstderr:\n%s", r, r.stderr)
-		}
-		t.Logf("refused: %s", strings.TrimSpace(r.report.Error))
-	})
-
 	t.Run("AMissingTagFailsWithTheControllersReason", func(t *testing.T) {
 		missing := copyDir(t, dir, nil)
 		pointAtRegistry(t, missing, map[string]string{"tag: sandbox": "tag: never-pushed"})
@@ -165,5 +160,145 @@ func TestOCIRoot(t *testing.T) {
 			t.Errorf("sync.root-applied: %q, want skip", rc)
 		}
 		t.Logf("failed in %s: %s", took.Round(time.Second), got)
+	})
+}
+
+// TestOCIRootServed: an OCI root brought up from a served artifact on a
+// fresh sandbox (issue 46 item 4b). `up --serve --dry-run` plans every
+// phase, exit 0; `up --serve --cutover-when-ready` serves the checkout's
+// HEAD as a Flux OCI artifact, the root is Ready at the served digest, then
+// (the test having pushed the artifact to the declared registry, the
+// sandbox's) the cutover moves the OCIRepository to the declared URL and
+// ref, Ready at the digest that registry serves, the serve Secret is
+// deleted, and the serving process stops by itself.
+func TestOCIRootServed(t *testing.T) {
+	ctx := timeoutCtx(t, 15*time.Minute)
+	e, err := startEnv(ctx, suite.envConfig, "ociserve", t.TempDir(), envOptions{runner: true, registry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.teardown()
+	g := &gEnv{env: e}
+	c := serveCLI{t: t, g: g, stateDir: t.TempDir()}
+	defer c.stop()
+	artifact := freshRepoName("oci-served")
+	declaredURL := e.registry.ArtifactURL(artifact)
+	dir := copyDir(t, filepath.Join(suite.root, "testdata", "layouts", "oci-root"), nil)
+	pointAtRegistry(t, dir, map[string]string{"oci://registry.example.invalid/fleet/oci-root": declaredURL})
+	git(t, dir, "init", "--quiet", "--initial-branch=main")
+	git(t, dir, "add", "--all")
+	git(t, dir, "commit", "--quiet", "-m", "oci root")
+	up := []string{"up", "--repo", dir, "--env", "sandbox", "--root", "oci-root", "--timeout", "4m"}
+
+	t.Run("DryRunOnTheFreshCluster", func(t *testing.T) {
+		r := c.run("", append(append([]string{}, up...), "--serve", "--dry-run")...)
+		if r.code != 0 {
+			t.Fatalf("up --serve --dry-run of an OCI root on a fresh cluster: exit %d\n%s\n%s", r.code, r, r.stderr)
+		}
+		if got := r.report.check("sync.temporary-source"); !strings.Contains(got, "on the artifact this machine serves") || !strings.Contains(got, "tag sandbox") {
+			t.Errorf("sync.temporary-source: %q", got)
+		}
+		var ns corev1.Namespace
+		if err := e.client.Get(ctx, client.ObjectKey{Name: fluxNS}, &ns); err == nil {
+			t.Fatalf("the dry run created namespace %s", fluxNS)
+		}
+		if code, s := c.status(); code == 0 && s.Running {
+			t.Fatalf("the dry run left a serving process: %+v", s.State)
+		}
+	})
+
+	// The declared registry: its CA where the OCIRepository's certSecretRef
+	// names it, and the artifact pushed (the in-cluster registry a real
+	// bring-up fills once it runs).
+	if err := e.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNS}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.registry.EnsureCASecret(ctx, e.client, fluxNS, "registry-ca"); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("CutoverWaitsForTheDeclaredArtifact", func(t *testing.T) {
+		// Nothing pushed to the declared registry yet: the probe fails
+		// with source-controller's reason, the cluster stays on the served
+		// artifact (still served), the probe is deleted.
+		r := c.run("", append(append([]string{}, up...), "--serve", "--cutover-when-ready", "--cutover-timeout", "1m")...)
+		reach := r.report.check(cutover.GateFinalReachable.ID)
+		if r.code != 1 || !strings.HasPrefix(reach, "fail") || !strings.Contains(reach, declaredURL) || !strings.Contains(reach, "source-controller failed it") {
+			t.Fatalf("--cutover-when-ready with no artifact in the declared registry: want exit 1 with the probe's failure:\n%s\n%s", r, r.stderr)
+		}
+		t.Logf("%s", reach)
+		var o sourcev1.OCIRepository
+		if err := e.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "oci-root"}, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.Spec.URL != r.facts["serveURL"] || o.Annotations[rootsync.AnnSource] != rootsync.SourceTemporary || o.Status.Artifact == nil || o.Status.Artifact.Revision != r.facts["serveRevision"] {
+			t.Errorf("after the failed cutover: url %s (served %s) annotations %v artifact %v", o.Spec.URL, r.facts["serveURL"], o.Annotations, o.Status.Artifact)
+		}
+		if err := e.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "oci-root" + cutover.ProbeSuffix}, &sourcev1.OCIRepository{}); err == nil {
+			t.Errorf("the probe OCIRepository is left")
+		}
+		if code, s := c.status(); code != 0 || !s.Running {
+			t.Errorf("the served artifact is not served any more: exit %d %+v", code, s)
+		}
+	})
+
+	pushed, err := e.registry.PushArtifact(ctx, dir, artifact, "sandbox", ociartifact.Meta{Source: "testdata/layouts/oci-root", Revision: "pushed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("ServedThenCutOver", func(t *testing.T) {
+		r := c.run("", append(append([]string{}, up...), "--serve", "--cutover-when-ready", "--cutover-timeout", "2m")...)
+		served := r.facts["serveRevision"]
+		if r.code != 0 || !strings.HasPrefix(served, "sandbox@sha256:") {
+			t.Fatalf("up --serve --cutover-when-ready of an OCI root: exit %d, served %q\n%s\n%s", r.code, served, r, r.stderr)
+		}
+		if served == pushed {
+			t.Fatalf("the served artifact is the pushed one (%s): the test would not tell them apart", pushed)
+		}
+		for id, want := range map[string]string{
+			"sync.source-ready":           "artifact " + served,
+			"sync.root-applied":           "lastAppliedRevision " + served,
+			cutover.GateFinalReachable.ID: pushed,
+			cutover.GateFinalReady.ID:     "artifact " + pushed,
+			cutover.GateHandedBack.ID:     "deleted",
+			cutover.GateConsumersReady.ID: pushed,
+		} {
+			if got := r.report.check(id); !strings.HasPrefix(got, "pass") || !strings.Contains(got, want) {
+				t.Errorf("%s: %q, want pass naming %q", id, got, want)
+			}
+		}
+		// pass: it ended by itself (seen stopping, or already gone when
+		// looked at); warn would say the cutover had to stop it.
+		if got := r.report.check(cutover.GateServeStopped.ID); !strings.HasPrefix(got, "pass") {
+			t.Errorf("%s: %q, want pass", cutover.GateServeStopped.ID, got)
+		}
+		t.Logf("served %s, cut over to %s; %s", served, pushed, r.report.check(cutover.GateServeStopped.ID))
+		var o sourcev1.OCIRepository
+		if err := e.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "oci-root"}, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.Spec.URL != declaredURL || o.Spec.Reference == nil || o.Spec.Reference.Tag != "sandbox" || o.Spec.SecretRef != nil ||
+			o.Spec.CertSecretRef == nil || o.Spec.CertSecretRef.Name != "registry-ca" || o.Annotations[rootsync.AnnSource] != "" ||
+			o.Status.Artifact == nil || o.Status.Artifact.Revision != pushed {
+			t.Errorf("after the cutover: spec %+v annotations %v artifact %v", o.Spec, o.Annotations, o.Status.Artifact)
+		}
+		var k kustomizev1.Kustomization
+		if err := e.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "oci-root"}, &k); err != nil || k.Status.LastAppliedRevision != pushed {
+			t.Errorf("root lastAppliedRevision %q (%v), want %s", k.Status.LastAppliedRevision, err, pushed)
+		}
+		if err := e.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: serve.SecretName}, &corev1.Secret{}); err == nil {
+			t.Errorf("the serve Secret %s is left", serve.SecretName)
+		}
+		if err := e.client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: "oci-root" + cutover.ProbeSuffix}, &sourcev1.OCIRepository{}); err == nil {
+			t.Errorf("the probe OCIRepository is left")
+		}
+		if code, s := c.status(); code == 0 && s.Running {
+			t.Errorf("the serving process still runs: %+v", s.State)
+		}
+		if pid := r.facts["servePID"]; pid != "" {
+			if _, err := os.Stat("/proc/" + pid); err == nil {
+				t.Errorf("the serving process %s still runs", pid)
+			}
+		}
 	})
 }
