@@ -12,7 +12,6 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -124,17 +123,10 @@ func Build(o Options) (*Render, error) {
 }
 
 // declaredObjects are the source and the root Kustomization of a declared
-// sync, as the Flux Operator creates them.
+// sync, as the Flux Operator creates them: with a FluxInstance's
+// spec.kustomize.patches applied (fluxrepo.Env.DeclaredObjects).
 func declaredObjects(env *fluxrepo.Env) ([]*unstructured.Unstructured, error) {
-	root := env.Root.Kustomization
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(root)
-	if err != nil {
-		return nil, err
-	}
-	delete(m, "status")
-	k := &unstructured.Unstructured{Object: m}
-	unstructured.RemoveNestedField(k.Object, "metadata", "creationTimestamp")
-	return []*unstructured.Unstructured{env.Origin.Sync.SourceObject(root.Namespace), k}, nil
+	return env.DeclaredObjects()
 }
 
 // where names the file and line declaring an object of the root's render,
