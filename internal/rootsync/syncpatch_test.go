@@ -80,6 +80,10 @@ func TestDeclaredObjectsPatched(t *testing.T) {
 			if timeout != tt.timeout {
 				t.Errorf("Kustomization spec.timeout %q, want %q", timeout, tt.timeout)
 			}
+			// The gates judge the root as created: the typed root is the patched one.
+			if got := r.Root.Spec.Timeout; (got == nil) != (tt.timeout == "") || (got != nil && got.Duration.String() != "3m0s") {
+				t.Errorf("the typed root's spec.timeout %v, want %q", got, tt.timeout)
+			}
 		})
 	}
 }
