@@ -19,9 +19,11 @@ import (
 	"go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -475,4 +477,39 @@ func (e *Env) ControllersDir() string {
 		}
 	}
 	return ""
+}
+
+// SyncObjects are the source and the root Kustomization of a declared root
+// (a FluxInstance's spec.sync, or the command line), as the Flux Operator
+// generates them, before the instance's patches; nil when the root is not
+// declared.
+func (e *Env) SyncObjects() ([]*unstructured.Unstructured, error) {
+	if e.Root == nil || e.Origin.Sync == nil || (e.Origin.Layout != LayoutFluxInstance && e.Origin.Layout != LayoutCommandLine) {
+		return nil, nil
+	}
+	root := e.Root.Kustomization
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(root)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	k := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(k.Object, "metadata", "creationTimestamp")
+	return []*unstructured.Unstructured{e.Origin.Sync.SourceObject(root.Namespace), k}, nil
+}
+
+// DeclaredObjects are SyncObjects as the Flux Operator creates them: with
+// the FluxInstance's spec.kustomize.patches applied, in the one build that
+// patches the controllers too (patches.PatchSync). A root declared on the
+// command line has no patches.
+func (e *Env) DeclaredObjects() ([]*unstructured.Unstructured, error) {
+	objs, err := e.SyncObjects()
+	if err != nil || objs == nil || e.Origin.Layout != LayoutFluxInstance || len(e.Origin.Patches) == 0 {
+		return objs, err
+	}
+	out, err := patches.PatchSync(objs, e.Origin.Patches)
+	if err != nil {
+		return nil, verify.InputErrorf("%s %s: %v; fix the patch", e.Origin.PatchesLocation, e.Origin.PatchesField, err)
+	}
+	return out, nil
 }

@@ -38,6 +38,9 @@ type PatchResult struct {
 	// controllers' (a repository's gotk-sync.yaml): the sync applies them
 	// with the root.
 	Sync []string
+	// SyncPhase: the Sync objects are a FluxInstance's sync objects, which
+	// phase sync applies (Overlay.SetSync).
+	SyncPhase bool
 }
 
 // Result is the overlay applied to the components.
@@ -52,6 +55,9 @@ type Result struct {
 	// only; "" otherwise).
 	Committed     []appsv1.Deployment
 	CommittedFile string
+	// SyncObjects names the sync objects the patches were applied to
+	// besides the controllers (Overlay.SetSync), for messages.
+	SyncObjects []string
 }
 
 // Apply runs the overlay's patches over the components one at a time, in
@@ -103,8 +109,23 @@ func Apply(components []byte, ov *Overlay) (*Result, error) {
 			}
 		}
 	}
+	if len(ov.sync) > 0 {
+		// A FluxInstance's sync objects: in the operator's build with the
+		// controllers and the patches (SetSync), applied by phase sync.
+		m, err := rf.NewResMapFromBytes(ov.sync)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the sync objects: %w", ov.Name, err)
+		}
+		for _, r := range m.Resources() {
+			others[r.OrgId()] = true
+			res.SyncObjects = append(res.SyncObjects, idString(r.GetKind(), r.GetNamespace(), r.GetName()))
+		}
+		if err := cur.AppendAll(m); err != nil {
+			return nil, fmt.Errorf("%s: the sync objects: %w", ov.Name, err)
+		}
+	}
 	for i, p := range ov.Patches {
-		pr := PatchResult{}
+		pr := PatchResult{SyncPhase: len(ov.sync) > 0}
 		pr.Name, pr.Target = ov.describe(i)
 		next := cur.DeepCopy()
 		if pr.Err = transform(helpers, p, next); pr.Err == nil {

@@ -46,7 +46,19 @@ type Overlay struct {
 	// inline: the patches came from a manifest field (a FluxInstance's
 	// spec.kustomize.patches), named by Name.
 	inline bool
+	// sync is the sync objects a FluxInstance's spec.sync generates
+	// (SetSync): the operator's build patches them too.
+	sync []byte
 }
+
+// SetSync gives an inline overlay the sync objects the Flux Operator
+// generates beside the controllers (the source and root Kustomization of
+// the FluxInstance's spec.sync, as multi-document YAML: SyncYAML): its
+// patches are applied to them in the same build (flux-operator
+// internal/builder templates.go kustomizationTmpl), so a patch that lands
+// only there lands. They are left out of the render: phase sync applies
+// them (fluxrepo.Env.DeclaredObjects).
+func (ov *Overlay) SetSync(objs []byte) { ov.sync = objs }
 
 // InlineOverlay is the overlay of patches declared in a manifest — a
 // FluxInstance's spec.kustomize.patches, which the Flux Operator applies to

@@ -40,7 +40,7 @@ func Prove(res *Result, plain bool) []verify.Check {
 		out = append(out, GatePlain.Warn("--plain: the controller overlays were skipped on purpose; the controllers are rendered exactly as `flux install` renders them"))
 	}
 	for i, p := range res.Patches {
-		out = append(out, patchLanded(i, p, res.Base))
+		out = append(out, patchLanded(i, p, res.Base, res.SyncObjects))
 	}
 	out = append(out, argsPreserved(res.Base, res.Final), strictInvariant(res.Base, res.Final, plain), featureGates(res.Final))
 	if res.CommittedFile != "" {
@@ -102,7 +102,7 @@ func committedComponents(res *Result) verify.Check {
 	return c
 }
 
-func patchLanded(i int, p PatchResult, base []appsv1.Deployment) verify.Check {
+func patchLanded(i int, p PatchResult, base []appsv1.Deployment, syncObjs []string) verify.Check {
 	c := GatePatchLanded.Each(fmt.Sprint(i + 1)).New()
 	c.Evidence = []string{"patch: " + p.Name, "target: " + p.Target}
 	switch {
@@ -117,13 +117,22 @@ func patchLanded(i int, p PatchResult, base []appsv1.Deployment) verify.Check {
 			names = append(names, "Deployment/"+d.Namespace+"/"+d.Name)
 		}
 		c.Evidence = append(c.Evidence, "rendered Deployments: "+strings.Join(names, ", "))
+		if len(syncObjs) > 0 {
+			c.Evidence = append(c.Evidence, "the FluxInstance's sync objects: "+strings.Join(syncObjs, ", "))
+		}
+	case len(p.Changed) == 0 && p.SyncPhase:
+		c.Verdict = verify.Pass
+		c.Message = fmt.Sprintf("%s → %s lands on the sync's %s (applied by phase sync, as the Flux Operator patches the sync objects it generates)", p.Name, p.Target, strings.Join(p.Sync, ", "))
 	case len(p.Changed) == 0:
 		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("%s → %s changed %s: not a controller; the sync applies it with the root", p.Name, p.Target, strings.Join(p.Sync, ", "))
 	default:
 		c.Verdict = verify.Pass
 		c.Message = fmt.Sprintf("%s → %s changed %s", p.Name, p.Target, strings.Join(p.Changed, ", "))
-		if len(p.Sync) > 0 {
+		switch {
+		case len(p.Sync) > 0 && p.SyncPhase:
+			c.Message += fmt.Sprintf(", and the sync's %s (applied by phase sync)", strings.Join(p.Sync, ", "))
+		case len(p.Sync) > 0:
 			c.Message += fmt.Sprintf(", and %s (the sync applies it with the root)", strings.Join(p.Sync, ", "))
 		}
 	}

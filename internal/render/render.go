@@ -145,7 +145,8 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 // that declares the environment's sync: its spec.kustomize.patches, which
 // the Flux Operator applies to the manifests it generates. --overlays and
 // --plain would install other controllers than the instance declares.
-func (o *Options) useInstance(og fluxrepo.Origin) error {
+func (o *Options) useInstance(env *fluxrepo.Env) error {
+	og := env.Origin
 	where := og.PatchesLocation.String() + " " + strings.TrimSuffix(og.PatchesField, ".patches")
 	switch o.Overlays.Kind {
 	case SourceDir:
@@ -156,6 +157,19 @@ func (o *Options) useInstance(og fluxrepo.Origin) error {
 	ov, err := patches.InlineOverlay(og.Patches, where)
 	if err != nil {
 		return err
+	}
+	// The operator patches the sync objects in the same build: a patch may
+	// land there only (patches.Overlay.SetSync).
+	syncObjs, err := env.SyncObjects()
+	if err != nil {
+		return err
+	}
+	if len(syncObjs) > 0 {
+		b, err := patches.SyncYAML(syncObjs)
+		if err != nil {
+			return err
+		}
+		ov.SetSync(b)
 	}
 	o.Overlays = Source{Kind: SourceInstance, Name: where, Inline: ov}
 	return nil
@@ -204,7 +218,7 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 // applies) are refused with it, naming the directory.
 func (o *Options) UseRepository(env *fluxrepo.Env) error {
 	if og := env.Origin; og.Layout == fluxrepo.LayoutFluxInstance && len(og.Patches) > 0 {
-		return o.useInstance(og)
+		return o.useInstance(env)
 	}
 	dir := env.ControllersDir()
 	if dir == "" {

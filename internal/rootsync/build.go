@@ -81,6 +81,9 @@ func Build(o Options) (*Render, error) {
 		return nil, verify.InputErrorf("%s: %w", o.Path, err)
 	}
 	r := &Render{Options: o, Objects: objs, Env: env}
+	// patched is the declared root as the FluxInstance's patches leave it
+	// (nil: no patches): the gates judge what is created.
+	var patched *kustomizev1.Kustomization
 	if (env.Origin.Layout == fluxrepo.LayoutFluxInstance || env.Origin.Layout == fluxrepo.LayoutCommandLine) && env.Root != nil {
 		// Sync creates what the operator would where none runs (and,
 		// where one does, applies nothing: sync.flux-operator); a root
@@ -90,6 +93,9 @@ func Build(o Options) (*Render, error) {
 			return nil, err
 		}
 		r.Objects = append(declared, r.Objects...)
+		if patched, err = patchedRoot(env, declared); err != nil {
+			return nil, err
+		}
 		origin := env.Origin
 		r.Declared = &origin
 		objs = r.Objects
@@ -107,11 +113,18 @@ func Build(o Options) (*Render, error) {
 			if k == nil {
 				return nil, fmt.Errorf("%s: Kustomization %s/%s is not in the repository model", o.Path, u.GetNamespace(), u.GetName())
 			}
+			if k == env.Root && patched != nil {
+				r.Kustomizations = append(r.Kustomizations, patched)
+				continue
+			}
 			r.Kustomizations = append(r.Kustomizations, k.Kustomization)
 		}
 	}
 	if env.Root != nil {
 		r.Root = env.Root.Kustomization
+		if patched != nil {
+			r.Root = patched
+		}
 		ref := fluxobj.KustomizationSource(r.Root)
 		for _, u := range objs {
 			if u.GetKind() == ref.Kind && u.GetName() == ref.Name && fluxobj.NamespaceOr(u.GetNamespace(), o.Namespace) == ref.Namespace &&
@@ -124,17 +137,28 @@ func Build(o Options) (*Render, error) {
 }
 
 // declaredObjects are the source and the root Kustomization of a declared
-// sync, as the Flux Operator creates them.
+// sync, as the Flux Operator creates them: with a FluxInstance's
+// spec.kustomize.patches applied (fluxrepo.Env.DeclaredObjects).
 func declaredObjects(env *fluxrepo.Env) ([]*unstructured.Unstructured, error) {
-	root := env.Root.Kustomization
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(root)
-	if err != nil {
-		return nil, err
+	return env.DeclaredObjects()
+}
+
+// patchedRoot is the declared root Kustomization among declared, typed,
+// when a FluxInstance's patches were applied to it (nil otherwise).
+func patchedRoot(env *fluxrepo.Env, declared []*unstructured.Unstructured) (*kustomizev1.Kustomization, error) {
+	if env.Origin.Layout != fluxrepo.LayoutFluxInstance || len(env.Origin.Patches) == 0 {
+		return nil, nil
 	}
-	delete(m, "status")
-	k := &unstructured.Unstructured{Object: m}
-	unstructured.RemoveNestedField(k.Object, "metadata", "creationTimestamp")
-	return []*unstructured.Unstructured{env.Origin.Sync.SourceObject(root.Namespace), k}, nil
+	for _, u := range declared {
+		if fluxobj.IsKustomization(u.GetAPIVersion(), u.GetKind()) && u.GetNamespace() == env.Root.Namespace && u.GetName() == env.Root.Name {
+			k := &kustomizev1.Kustomization{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, k); err != nil {
+				return nil, verify.InputErrorf("%s %s: the patched Kustomization %s/%s: %v; fix the patch", env.Origin.PatchesLocation, env.Origin.PatchesField, u.GetNamespace(), u.GetName(), err)
+			}
+			return k, nil
+		}
+	}
+	return nil, nil
 }
 
 // where names the file and line declaring an object of the root's render,
