@@ -77,11 +77,10 @@ func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Da
 	out := &rendered{objs: map[ObjectKey]*unstructured.Unstructured{}}
 	var uobj map[string]any
 	var always bool
-	cl := fluxrepo.DataClient{Env: env}
-	if data != nil {
-		e := *env // a shallow copy answering from data (the window's render)
-		e.Data = data
-		cl.Env = &e
+	// The window's render answers from data (the objects at base).
+	cl := fluxrepo.DataClient{Env: env, Data: data}
+	if data == nil {
+		data = env.Data
 	}
 	if k.Substitutes() {
 		kc := k.DeepCopy()
@@ -101,7 +100,7 @@ func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Da
 		if unknown {
 			defined := map[string]bool{}
 			for _, ref := range kc.Spec.PostBuild.SubstituteFrom {
-				if d := cl.Env.Data[fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name)]; d != nil {
+				if d := data[fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name)]; d != nil {
 					for n := range d.Values {
 						defined[n] = true
 					}

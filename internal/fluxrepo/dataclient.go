@@ -17,6 +17,9 @@ import (
 type DataClient struct {
 	client.Client // nil: only Get is called
 	Env           *Env
+	// Data, when set, answers instead of Env.Data (the environment's
+	// objects as they were at another revision: bootstrap diff's window).
+	Data map[string]*Data
 	// Extra answers for objects the environment does not render (a
 	// repository policy's declared prerequisites); nil: none.
 	Extra func(key string) *Data
@@ -24,7 +27,11 @@ type DataClient struct {
 
 func (c DataClient) data(kind string, key client.ObjectKey) *Data {
 	k := DataKey(kind, key.Namespace, key.Name)
-	if d := c.Env.Data[k]; d != nil {
+	data := c.Data
+	if data == nil {
+		data = c.Env.Data
+	}
+	if d := data[k]; d != nil {
 		return d
 	}
 	if c.Extra != nil {
