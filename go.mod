@@ -12,6 +12,7 @@ require (
 	github.com/fluxcd/helm-controller/api v1.6.4
 	github.com/fluxcd/kustomize-controller/api v1.9.5
 	github.com/fluxcd/pkg/apis/meta v1.30.2
+	github.com/fluxcd/pkg/chartutil v1.27.2
 	github.com/fluxcd/pkg/envsubst v1.7.1
 	github.com/fluxcd/pkg/kustomize v1.35.6
 	github.com/fluxcd/pkg/runtime v0.110.3

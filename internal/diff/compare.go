@@ -31,6 +31,8 @@ type Object struct {
 	// Diff is the unified diff of the object's YAML (sorted keys, secret
 	// values redacted); for an added or removed object, the whole object.
 	Diff string `json:"diff,omitempty"`
+	// Values: a HelmRelease's composed values, when they change (values.go).
+	Values *Values `json:"values,omitempty"`
 }
 
 // pruneDisabled says whether the object opts out of garbage collection:

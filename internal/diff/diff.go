@@ -293,6 +293,9 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 	if err := c.compare(ctx, b, h, red); err != nil {
 		return nil, err
 	}
+	if err := c.attachValues(ctx, b, h, red); err != nil {
+		return nil, err
+	}
 	if b.env != nil {
 		ws, err := windows(ctx, b, h, red)
 		if err != nil {

@@ -161,6 +161,17 @@ spec:
   chartRef:
     kind: OCIRepository
     name: podinfo
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: podinfo-c
+  namespace: default
+spec:
+  interval: 30m
+  chartRef:
+    kind: OCIRepository
+    name: podinfo
 `
 
 func TestDiffEngine(t *testing.T) {
@@ -243,7 +254,7 @@ func TestDiffEngine(t *testing.T) {
 		{name: "shared OCIRepository tag: every HelmRelease reading it",
 			base: map[string]string{"infra/podinfo.yaml": ociCharts},
 			head: map[string]string{"infra/podinfo.yaml": strings.Replace(ociCharts, "tag: 6.5.0", "tag: 6.6.0", 1)},
-			want: []string{"~ OCIRepository.source.toolkit.fluxcd.io default/podinfo: updated; HelmRelease default/podinfo-a takes its chart from it (chartRef) → Helm upgrade when the artifact changes; HelmRelease default/podinfo-b takes its chart from it"}},
+			want: []string{"~ OCIRepository.source.toolkit.fluxcd.io default/podinfo: updated; HelmRelease default/podinfo-a takes its chart from it (chartRef) → Helm upgrade when the artifact changes; HelmRelease default/podinfo-b takes its chart from it (chartRef) → Helm upgrade when the artifact changes; HelmRelease default/podinfo-c takes its chart from it (chartRef) → Helm upgrade when the artifact changes\n"}},
 		{name: "the root directory fails at head",
 			head: map[string]string{"clusters/dev/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - sync.yaml\n  - vars.yaml\n  - infra.yaml\n  - gone.yaml\n"},
 			want: []string{"FAIL the root directory clusters/dev does not build at head:", "gone.yaml"},

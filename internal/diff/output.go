@@ -37,6 +37,7 @@ func WriteText(w io.Writer, r *Result) error {
 			for _, o := range k.Objects {
 				fmt.Fprintf(&b, "--- %s %s: %s\n", o.Key, o.Change, o.Action)
 				b.WriteString(o.Diff)
+				writeValues(&b, o)
 			}
 		}
 		for _, wd := range c.Windows {
@@ -72,7 +73,7 @@ func summary(b *strings.Builder, c *Cluster) {
 			continue
 		}
 		var counts []string
-		for _, ch := range []string{Added, Removed, Changed} {
+		for _, ch := range []string{Added, Removed, Changed, Upgraded} {
 			n := 0
 			for _, o := range k.Objects {
 				if o.Change == ch {
