@@ -215,6 +215,9 @@ func redactLeaves(v any, red *redactor) any {
 		}
 		return out
 	}
+	if v == nil {
+		return nil // null says nothing, and Helm reads it as "delete the key"
+	}
 	b, _ := json.Marshal(v)
 	return red.mark(string(b))
 }

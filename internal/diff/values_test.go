@@ -124,6 +124,16 @@ func TestDiffHelmValues(t *testing.T) {
 			base: map[string]string{"infra/cilium.yaml": ""},
 			head: map[string]string{"infra/cilium.yaml": cilium(t, cmRef), "infra/values.yaml": configMap("cilium-values", "  values.yaml: 'ipam: {mode: kubernetes}'\n")},
 			want: []string{"+ HelmRelease.helm.toolkit.fluxcd.io kube-system/cilium: Helm install (chart cilium 1.16.5)", "+ipam:\n+  mode: kubernetes\n"}},
+		{name: "a shared OCIRepository's tag: every HelmRelease reading it, in any Kustomization",
+			base: map[string]string{"infra/podinfo.yaml": ociCharts,
+				"clusters/dev/apps.yaml": appsKustomization,
+				"apps/podinfo.yaml":      strings.ReplaceAll(strings.SplitN(ociCharts, "---\n", 3)[2], "podinfo-b", "podinfo-apps")},
+			head: map[string]string{"infra/podinfo.yaml": strings.Replace(ociCharts, "tag: 6.5.0", "tag: 6.6.0", 1)},
+			want: []string{"~ OCIRepository.source.toolkit.fluxcd.io default/podinfo: updated; " +
+				"HelmRelease default/podinfo-a takes its chart from it (chartRef) → Helm upgrade when the artifact changes; " +
+				"HelmRelease default/podinfo-apps takes its chart from it (chartRef) → Helm upgrade when the artifact changes; " +
+				"HelmRelease default/podinfo-b takes its chart from it (chartRef) → Helm upgrade when the artifact changes; " +
+				"HelmRelease default/podinfo-c takes its chart from it (chartRef) → Helm upgrade when the artifact changes\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
