@@ -126,7 +126,11 @@ func (vs *valuesSource) compose(ctx context.Context, hr *helmv2.HelmRelease, red
 		if _, done := cl.objs[key]; !done {
 			obj, err := typed(u, hr, red)
 			if err != nil {
-				c.notes = append(c.notes, fmt.Sprintf("%s %s/%s does not decode (%v): merged values unknown for that part", ref.Kind, key.Namespace, key.Name, err))
+				why := "does not decode"
+				if ref.Kind == "ConfigMap" {
+					why += " (" + err.Error() + ")" // a Secret's error may quote its data
+				}
+				c.notes = append(c.notes, fmt.Sprintf("%s %s/%s %s: merged values unknown for that part", ref.Kind, key.Namespace, key.Name, why))
 				continue
 			}
 			cl.objs[key] = obj
@@ -376,7 +380,8 @@ func helmValues(ctx context.Context, bvs, hvs *valuesSource, br, hr *rendered, o
 			objs = append(objs, o)
 		}
 		if hc.fail != "" {
-			o.Action += "; FAIL helm-controller does not upgrade: " + hc.fail
+			// reconcileRelease marks it Ready=False, reason ValuesError.
+			o.Action += "; FAIL helm-controller does not upgrade (ValuesError): " + hc.fail
 		}
 		o.Values = v
 	}
