@@ -21,6 +21,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gitrev"
@@ -251,14 +253,23 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string)
 // cluster compares one root.
 func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, red *redactor) (*Cluster, error) {
 	c := &Cluster{Path: root}
-	b, err := load(ctx, o, fo, baseDir, root)
-	if err != nil {
+	// The two revisions load concurrently: each fluxrepo.Load works on a
+	// private copy of its own tree, and what they share (the embedded
+	// releases' schemas, crdschema) is synchronized.
+	var (
+		b, h       *side
+		berr, herr error
+		eg         errgroup.Group
+	)
+	eg.Go(func() error { b, berr = load(ctx, o, fo, baseDir, root); return nil })
+	eg.Go(func() error { h, herr = load(ctx, o, fo, headDir, root); return nil })
+	_ = eg.Wait() // the loads' errors are berr and herr, judged apart below
+	if berr != nil {
 		// The base does not load: everything at head is compared with nothing.
-		c.Notes = append(c.Notes, fmt.Sprintf("base: %s does not load (%v): compared with nothing", root, err))
+		c.Notes = append(c.Notes, fmt.Sprintf("base: %s does not load (%v): compared with nothing", root, berr))
 		b = nil
 	}
-	h, err := load(ctx, o, fo, headDir, root)
-	if err != nil {
+	if err := herr; err != nil {
 		if verify.IsInput(err) && o.Path != "" && b == nil {
 			return nil, err
 		}
@@ -290,6 +301,15 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 		mode = "strict"
 	}
 	c.Substitution = mode + ": " + h.sub.why
+	// Each side's renders (substitution) concurrently too: each goroutine
+	// fills its own side's cache, which compare then reads.
+	var rg errgroup.Group
+	for _, s := range []*side{b, h} {
+		rg.Go(func() error { return s.renderAll(ctx) })
+	}
+	if err := rg.Wait(); err != nil {
+		return nil, err
+	}
 	if err := c.compare(ctx, b, h, red); err != nil {
 		return nil, err
 	}
@@ -328,6 +348,22 @@ func (s *side) renderOf(ctx context.Context, k *fluxrepo.Kustomization) (*render
 	}
 	s.rend[k.Ref()] = r
 	return r, nil
+}
+
+// renderAll renders every Kustomization of s into its cache.
+func (s *side) renderAll(ctx context.Context) error {
+	if s.env == nil {
+		return nil
+	}
+	for _, k := range s.env.Kustomizations {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := s.renderOf(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *side) kustomizations() map[string]*fluxrepo.Kustomization {
