@@ -205,6 +205,43 @@ func webReplicaSets(ctx context.Context, t *testing.T) []string {
 	return out
 }
 
+// judge compares diff's predictions with the live objects before and after
+// head (keys: every object of every inventory at base or head): every
+// prediction happened, and nothing else among them changed. It returns one
+// message per disagreement, sorted.
+func judge(pred map[string]prediction, keys map[string]schema.GroupVersionKind, before, after map[string]map[string]any) []string {
+	var out []string
+	for key, p := range pred {
+		b, a := before[key], after[key]
+		if _, known := keys[key]; !known {
+			out = append(out, fmt.Sprintf("%s (%s, %s): in no Kustomization's inventory at base or head", key, p.change, p.action))
+			continue
+		}
+		same := equality.Semantic.DeepEqual(b, a)
+		switch {
+		case p.change == diff.Added && (b != nil || a == nil):
+			out = append(out, fmt.Sprintf("%s: diff says created; live before %t, after %t", key, b != nil, a != nil))
+		case p.change == diff.Removed && p.pruned && (b == nil || a != nil):
+			out = append(out, fmt.Sprintf("%s: diff says pruned; live before %t, after %t", key, b != nil, a != nil))
+		case p.change == diff.Removed && !p.pruned && (b == nil || a == nil || !same):
+			out = append(out, fmt.Sprintf("%s: diff says left on the cluster unchanged; live before %t, after %t", key, b != nil, a != nil))
+		case p.change == diff.Changed && (b == nil || a == nil || same):
+			out = append(out, fmt.Sprintf("%s: diff says changed (%s); live before %t, after %t, the same: %t", key, p.action, b != nil, a != nil, same))
+		}
+	}
+	for key := range keys {
+		b, a := before[key], after[key]
+		if equality.Semantic.DeepEqual(b, a) {
+			continue
+		}
+		if _, ok := pred[key]; !ok {
+			out = append(out, fmt.Sprintf("%s changed on the cluster (live before %t, after %t) and diff did not predict it", key, b != nil, a != nil))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func TestDiffAgainstControllers(t *testing.T) {
 	ctx := timeoutCtx(t, 15*time.Minute)
 	ensureFlux(t)
@@ -310,33 +347,21 @@ func TestDiffAgainstControllers(t *testing.T) {
 	}
 	after := snapshot(ctx, t, keys)
 
-	// Every prediction happened.
-	for key, p := range pred {
-		b, a := before[key], after[key]
-		if _, known := keys[key]; !known {
-			t.Errorf("%s (%s, %s): in no Kustomization's inventory at base or head", key, p.change, p.action)
-			continue
-		}
-		switch {
-		case p.change == diff.Added && (b != nil || a == nil):
-			t.Errorf("%s: diff says created; live before %t, after %t", key, b != nil, a != nil)
-		case p.change == diff.Removed && p.pruned && (b == nil || a != nil):
-			t.Errorf("%s: diff says pruned; live before %t, after %t", key, b != nil, a != nil)
-		case p.change == diff.Removed && !p.pruned && (b == nil || a == nil || !equality.Semantic.DeepEqual(b, a)):
-			t.Errorf("%s: diff says left on the cluster unchanged; live before %t, after %t", key, b != nil, a != nil)
-		case p.change == diff.Changed && (b == nil || a == nil || equality.Semantic.DeepEqual(b, a)):
-			t.Errorf("%s: diff says changed (%s); live before %t, after %t, the same: %t", key, p.action, b != nil, a != nil, equality.Semantic.DeepEqual(b, a))
-		}
+	for _, msg := range judge(pred, keys, before, after) {
+		t.Error(msg)
 	}
-	// Nothing else changed among the repository's objects.
-	for key := range keys {
-		b, a := before[key], after[key]
-		if equality.Semantic.DeepEqual(b, a) {
-			continue
-		}
-		if _, ok := pred[key]; !ok {
-			t.Errorf("%s changed on the cluster (live before %t, after %t) and diff did not predict it", key, b != nil, a != nil)
-		}
+	// The judge can fail: a prediction left out (settings' change), a
+	// removal said pruned that was left (left), are both caught.
+	broken := map[string]prediction{}
+	for k, p := range pred {
+		broken[k] = p
+	}
+	delete(broken, diffKey("", "ConfigMap", diffNS, "settings"))
+	lp := broken[diffKey("", "ConfigMap", diffNS, "left")]
+	lp.pruned = true
+	broken[diffKey("", "ConfigMap", diffNS, "left")] = lp
+	if got := judge(broken, keys, before, after); len(got) != 2 || !strings.Contains(got[0]+got[1], "settings") || !strings.Contains(got[0]+got[1], "left") {
+		t.Errorf("the judge given a broken prediction says %q; want the settings change unpredicted and left not pruned", got)
 	}
 	// What the controllers did: Helm upgraded the release; the Deployment
 	// rolled out (a new generation, a new ReplicaSet from
