@@ -386,3 +386,137 @@ func TestDiffAgainstControllers(t *testing.T) {
 	t.Logf("Helm release app v%d → v%d; Deployment web generation %d → %d, ReplicaSets %v → %v; %d repository object(s) compared",
 		relBefore.Version, relAfter.Version, genBefore, web.Generation, rsBefore, rsAfter, len(keys))
 }
+
+// diffJSON runs `bootstrap diff -o json`: its result and exit code.
+func diffJSON(ctx context.Context, t testing.TB, args ...string) (*diff.Result, int, error) {
+	cmd := exec.CommandContext(ctx, bootstrapCLI(t), append(append([]string{"diff"}, args...), "-o", "json")...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return nil, 0, err
+	}
+	var r diff.Result
+	if err := json.Unmarshal(o.Bytes(), &r); err != nil {
+		return nil, 0, fmt.Errorf("bootstrap diff %s: stdout is not its JSON result (exit %d): %v\n%s\n%s", strings.Join(args, " "), cmd.ProcessState.ExitCode(), err, o.String(), e.String())
+	}
+	return &r, cmd.ProcessState.ExitCode(), nil
+}
+
+// incidentPrediction is what `bootstrap diff` says of the gauntlet's
+// incident commit (the knob k8sServiceHost lost from cluster-vars), at the
+// release the tool's overlay runs (strict substitution: the gate on) and
+// at Flux v2.4.0 (not strict: the gate off, as Flux 2.4 ran).
+type incidentPrediction struct {
+	// strictFail is the cilium Kustomization's FAIL with the gate on.
+	strictFail string
+	// openAction and openDiff are HelmRelease kube-system/cilium's with
+	// the gate off.
+	openAction, openDiff string
+	// windows counts the WINDOW steps at either release.
+	windows int
+}
+
+// predictIncident clones the incident's repository (url, its last commit
+// the incident) into dir and diffs HEAD~1 → HEAD at both releases.
+func predictIncident(ctx context.Context, t testing.TB, url, dir string) (*incidentPrediction, error) {
+	if out, err := exec.CommandContext(ctx, "git", "clone", "--quiet", url, dir).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("git clone %s: %v\n%s", url, err, out)
+	}
+	args := []string{"--repo", dir, "--env", "dev", "--base", "HEAD~1", "--head", "HEAD"}
+	p := &incidentPrediction{}
+	on, code, err := diffJSON(ctx, t, args...)
+	if err != nil {
+		return nil, err
+	}
+	if code != 1 {
+		return nil, fmt.Errorf("bootstrap diff of the incident commit (strict): exit %d, want 1 (cilium fails at head)", code)
+	}
+	off, code, err := diffJSON(ctx, t, append(args, "--flux-version", "v2.4.0")...)
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("bootstrap diff --flux-version v2.4.0 of the incident commit: exit %d, want 0", code)
+	}
+	for _, c := range on.Clusters {
+		p.windows += len(c.Windows)
+		for _, k := range c.Kustomizations {
+			if k.Ref == "flux-system/cilium" {
+				p.strictFail = k.Fail
+			}
+		}
+	}
+	for _, c := range off.Clusters {
+		p.windows += len(c.Windows)
+		for _, k := range c.Kustomizations {
+			for _, o := range k.Objects {
+				if o.Key.Kind == "HelmRelease" && o.Key.Namespace == "kube-system" && o.Key.Name == "cilium" {
+					p.openAction, p.openDiff = o.Action, o.Diff
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+// nullKnob is the line diff's unified diff of the cilium HelmRelease holds
+// when the knob renders empty: the unquoted ${k8sServiceHost} substituted
+// with "" is YAML null.
+const nullKnob = "+    " + incidentKnob + ": null"
+
+// checkGateOn: diff predicted the cilium Kustomization failing, strict,
+// naming the knob, and no window.
+func (p *incidentPrediction) checkGateOn() error {
+	if !strings.Contains(p.strictFail, strictError) || !strings.Contains(p.strictFail, incidentKnob) {
+		return fmt.Errorf("bootstrap diff of the incident commit: cilium's FAIL %q, want %q naming %s", p.strictFail, strictError, incidentKnob)
+	}
+	// No WINDOW: the commit removes the knob (a window is a knob added or
+	// changed, rendered as it was), and cilium dependsOn flux-system, which
+	// applies cluster-vars. What the cluster gets is the head render itself.
+	if p.windows != 0 {
+		return fmt.Errorf("bootstrap diff of the incident commit shows %d WINDOW step(s); cilium waits for flux-system, which applies cluster-vars", p.windows)
+	}
+	return nil
+}
+
+// checkGateOff: diff predicted the Helm upgrade with the knob null, and
+// the release helm-controller installed holds it null (observed).
+func (p *incidentPrediction) checkGateOff(observed string) error {
+	if !strings.HasPrefix(p.openAction, "Helm upgrade") || !strings.Contains(p.openDiff, nullKnob) {
+		return fmt.Errorf("bootstrap diff --flux-version v2.4.0 of the incident commit: HelmRelease kube-system/cilium %q, diff %q; want a Helm upgrade with %q", p.openAction, p.openDiff, nullKnob)
+	}
+	if observed != "null" {
+		return fmt.Errorf("diff predicted %s null in the cilium release; helm-controller installed %s", incidentKnob, observed)
+	}
+	return nil
+}
+
+// evidence is the prediction in one line, for the gauntlet's page.
+func (p *incidentPrediction) evidence() string {
+	return fmt.Sprintf("`bootstrap diff` of the incident commit, before it is applied: gate on (strict) FAIL Kustomization flux-system/cilium: %s; gate off (--flux-version v2.4.0) HelmRelease kube-system/cilium: %s, `%s`; WINDOW steps: %d (cilium waits for flux-system, which applies cluster-vars)",
+		firstLineOf(p.strictFail), p.openAction, strings.TrimPrefix(nullKnob, "+    "), p.windows)
+}
+
+func firstLineOf(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// TestGauntletIncident runs the gauntlet's incident stage alone (its own
+// sandbox, the HelmRelease fixture, the chart registry): the seed incident
+// replayed, gate on then off, with diff's prediction of the commit judged
+// against both.
+func TestGauntletIncident(t *testing.T) {
+	ctx := timeoutCtx(t, 20*time.Minute)
+	g := &gauntlet{t: t, tmp: t.TempDir(), stateDir: t.TempDir()}
+	s := &stageResult{Key: "incident"}
+	err := g.stageIncident(ctx, s, false)
+	for _, e := range s.Evidence {
+		t.Log(e)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
