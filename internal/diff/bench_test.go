@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,6 +176,21 @@ func objectsChanged(r *Result) (ks, objs int) {
 	return ks, objs
 }
 
+// cpuTime is the process's CPU time so far (user and system).
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU seconds per op since start (cpu-s/op): on a
+// machine whose cores other work shares, the cost a wall time hides.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric((cpuTime(b)-start).Seconds()/float64(b.N), "cpu-s/op")
+}
+
 // BenchmarkDiff: diff of two commits of the homelab-shaped repository (160
 // Kustomizations, 110 HelmReleases), a one-file change and a change of a
 // knob every app Kustomization reads, side by side with one check of the
@@ -185,6 +201,7 @@ func BenchmarkDiff(b *testing.B) {
 	ctx := context.Background()
 	b.Run("check", func(b *testing.B) {
 		o := check.Options{Options: fluxrepo.Options{Repo: dir, Path: "clusters/bench"}, NoCompare: true}
+		defer reportCPU(b, cpuTime(b))
 		for b.Loop() {
 			r, err := check.Run(ctx, o)
 			if err != nil {
@@ -208,6 +225,7 @@ func BenchmarkDiff(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			o := Options{Repo: dir, Path: "clusters/bench", Base: c.base, Head: c.head}
+			defer reportCPU(b, cpuTime(b))
 			for b.Loop() {
 				r, err := Run(ctx, o)
 				if err != nil {

@@ -15,6 +15,7 @@ package diff
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,8 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -254,16 +257,28 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string)
 func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, red *redactor) (*Cluster, error) {
 	c := &Cluster{Path: root}
 	// The two revisions load concurrently: each fluxrepo.Load works on a
-	// private copy of its own tree, and what they share (the embedded
-	// releases' schemas, crdschema) is synchronized.
+	// private copy of its own tree, and what they share is synchronized
+	// (the embedded releases' schemas, crdschema; kustomize's built-in
+	// OpenAPI schema, kyaml/openapi's schemaLock). Not when a revision
+	// sets openapi: in a kustomization file: fluxrepo then builds with
+	// fluxkustomize.Build, which swaps kustomize's process-global schema
+	// around each build (under a lock of its own that fluxrepo's other
+	// builds do not take), so a concurrent build of the other revision
+	// could see that schema: they load one after the other.
 	var (
 		b, h       *side
 		berr, herr error
 		eg         errgroup.Group
 	)
-	eg.Go(func() error { b, berr = load(ctx, o, fo, baseDir, root); return nil })
-	eg.Go(func() error { h, herr = load(ctx, o, fo, headDir, root); return nil })
-	_ = eg.Wait() // the loads' errors are berr and herr, judged apart below
+	loadBase := func() error { b, berr = load(ctx, o, fo, baseDir, root); return nil }
+	loadHead := func() error { h, herr = load(ctx, o, fo, headDir, root); return nil }
+	if setsOpenAPI(baseDir) || setsOpenAPI(headDir) {
+		_, _ = loadBase(), loadHead()
+	} else {
+		eg.Go(loadBase)
+		eg.Go(loadHead)
+		_ = eg.Wait() // the loads' errors are berr and herr, judged apart below
+	}
 	if berr != nil {
 		// The base does not load: everything at head is compared with nothing.
 		c.Notes = append(c.Notes, fmt.Sprintf("base: %s does not load (%v): compared with nothing", root, berr))
@@ -491,4 +506,36 @@ func appliedPruned(b, h *side, kb *fluxrepo.Kustomization) bool {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// setsOpenAPI says whether a kustomization file under dir sets openapi:
+// (fluxrepo's test for building with kustomize's built-in schema, build.go
+// setsOpenAPI). A file that does not parse is not taken to set it: the
+// load reports it.
+func setsOpenAPI(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found {
+			return nil
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !slices.Contains(konfig.RecognizedKustomizationFileNames(), d.Name()) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		var k map[string]any
+		if yaml.Unmarshal(b, &k) == nil {
+			_, found = k["openapi"]
+		}
+		return nil
+	})
+	return found
 }
