@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +24,9 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/kustomize/api/konfig"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/check"
@@ -317,13 +320,18 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 	}
 	c.Substitution = mode + ": " + h.sub.why
 	// Each side's renders (substitution) concurrently too: each goroutine
-	// fills its own side's cache, which compare then reads.
+	// fills its own side's cache, which compare then reads. A
+	// Kustomization whose inputs are the same at both revisions is
+	// rendered once, at head, and that render is base's too (reused).
+	same := sameInputs(b, h)
 	var rg errgroup.Group
-	for _, s := range []*side{b, h} {
-		rg.Go(func() error { return s.renderAll(ctx) })
-	}
+	rg.Go(func() error { return h.renderAll(ctx, nil) })
+	rg.Go(func() error { return b.renderAll(ctx, same) })
 	if err := rg.Wait(); err != nil {
 		return nil, err
+	}
+	for ref := range same {
+		b.rend[ref] = h.rend[ref]
 	}
 	if err := c.compare(ctx, b, h, red); err != nil {
 		return nil, err
@@ -365,14 +373,18 @@ func (s *side) renderOf(ctx context.Context, k *fluxrepo.Kustomization) (*render
 	return r, nil
 }
 
-// renderAll renders every Kustomization of s into its cache.
-func (s *side) renderAll(ctx context.Context) error {
+// renderAll renders every Kustomization of s into its cache, but those
+// of skip.
+func (s *side) renderAll(ctx context.Context, skip map[string]bool) error {
 	if s.env == nil {
 		return nil
 	}
 	for _, k := range s.env.Kustomizations {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if skip[k.Ref()] {
+			continue
 		}
 		if _, err := s.renderOf(ctx, k); err != nil {
 			return err
@@ -465,6 +477,9 @@ func (c *Cluster) compare(ctx context.Context, b, h *side, red *redactor) error 
 			if !kh.Built {
 				continue // another source, a path with a variable: noted by check
 			}
+			if br == hr {
+				continue // the same inputs, one render (sameInputs)
+			}
 			if br.fail != "" {
 				out.Note = "it did not apply at base (" + firstLine(br.fail) + "): compared with nothing"
 			}
@@ -538,4 +553,71 @@ func setsOpenAPI(dir string) bool {
 		return nil
 	})
 	return found
+}
+
+// sameInputs are the Kustomizations whose render is the same at both
+// revisions because everything render reads is: built at both, the
+// Kustomization object itself (its postBuild, its strategy), the objects
+// its build made (kyaml node by node), each substituteFrom object as the
+// environment renders it (absent, open, encrypted, its values) and the
+// substitution mode. What fluxrepo.Load reads to build them (the files,
+// the directory listings a generated kustomization.yaml lists) is behind
+// the built objects: equal objects, whatever the files.
+func sameInputs(b, h *side) map[string]bool {
+	out := map[string]bool{}
+	if b.env == nil || h.env == nil || b.sub.strict != h.sub.strict {
+		return out
+	}
+	bk := b.kustomizations()
+	for ref, kh := range h.kustomizations() {
+		kb := bk[ref]
+		if kb == nil || !kb.Built || !kh.Built || kb.Err != nil || kh.Err != nil ||
+			!equality.Semantic.DeepEqual(kb.Kustomization, kh.Kustomization) || len(kb.Resources) != len(kh.Resources) {
+			continue
+		}
+		same := true
+		if kh.Substitutes() {
+			for _, ref := range kh.Spec.PostBuild.SubstituteFrom {
+				key := fluxrepo.DataKey(ref.Kind, kh.Namespace, ref.Name)
+				if !sameData(b.env.Data[key], h.env.Data[key]) {
+					same = false
+					break
+				}
+			}
+		}
+		for i := 0; same && i < len(kh.Resources); i++ {
+			same = sameNode(kb.Resources[i].YNode(), kh.Resources[i].YNode())
+		}
+		if same {
+			out[ref] = true
+		}
+	}
+	return out
+}
+
+// sameData: both absent, or the same values, equally open and encrypted.
+func sameData(a, b *fluxrepo.Data) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Open == b.Open && a.Encrypted == b.Encrypted && maps.Equal(a.Values, b.Values)
+}
+
+// sameNode compares two YAML trees: kinds, tags, styles, values, content.
+func sameNode(a, b *kyaml.Node) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Kind != b.Kind || a.Tag != b.Tag || a.Value != b.Value || a.Style != b.Style || len(a.Content) != len(b.Content) {
+		return false
+	}
+	if (a.Alias == nil) != (b.Alias == nil) || (a.Alias != nil && !sameNode(a.Alias, b.Alias)) {
+		return false
+	}
+	for i := range a.Content {
+		if !sameNode(a.Content[i], b.Content[i]) {
+			return false
+		}
+	}
+	return true
 }
