@@ -183,11 +183,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	red := newRedactor()
+	// Whether the revisions may load concurrently (cluster), once per run.
+	serial := setsOpenAPI(baseDir) || setsOpenAPI(headDir)
 	for _, root := range roots {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		c, err := cluster(ctx, o, fo, root, baseDir, headDir, red)
+		c, err := cluster(ctx, o, fo, root, baseDir, headDir, serial, red)
 		if err != nil {
 			return nil, err
 		}
@@ -257,7 +259,7 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string)
 }
 
 // cluster compares one root.
-func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, red *redactor) (*Cluster, error) {
+func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, red *redactor) (*Cluster, error) {
 	c := &Cluster{Path: root}
 	// The two revisions load concurrently: each fluxrepo.Load works on a
 	// private copy of its own tree, and what they share is synchronized
@@ -275,7 +277,7 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 	)
 	loadBase := func() error { b, berr = load(ctx, o, fo, baseDir, root); return nil }
 	loadHead := func() error { h, herr = load(ctx, o, fo, headDir, root); return nil }
-	if setsOpenAPI(baseDir) || setsOpenAPI(headDir) {
+	if serial {
 		_, _ = loadBase(), loadHead()
 	} else {
 		eg.Go(loadBase)
