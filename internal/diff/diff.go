@@ -15,11 +15,19 @@ package diff
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/kustomize/api/konfig"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -175,11 +183,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	red := newRedactor()
+	// Whether the revisions may load concurrently (cluster), once per run.
+	serial := setsOpenAPI(baseDir) || setsOpenAPI(headDir)
 	for _, root := range roots {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		c, err := cluster(ctx, o, fo, root, baseDir, headDir, red)
+		c, err := cluster(ctx, o, fo, root, baseDir, headDir, serial, red)
 		if err != nil {
 			return nil, err
 		}
@@ -249,16 +259,37 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string)
 }
 
 // cluster compares one root.
-func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, red *redactor) (*Cluster, error) {
+func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, red *redactor) (*Cluster, error) {
 	c := &Cluster{Path: root}
-	b, err := load(ctx, o, fo, baseDir, root)
-	if err != nil {
+	// The two revisions load concurrently: each fluxrepo.Load works on a
+	// private copy of its own tree, and what they share is synchronized
+	// (the embedded releases' schemas, crdschema; kustomize's built-in
+	// OpenAPI schema, kyaml/openapi's schemaLock). Not when a revision
+	// sets openapi: in a kustomization file: fluxrepo then builds with
+	// fluxkustomize.Build, which swaps kustomize's process-global schema
+	// around each build (under a lock of its own that fluxrepo's other
+	// builds do not take), so a concurrent build of the other revision
+	// could see that schema: they load one after the other.
+	var (
+		b, h       *side
+		berr, herr error
+		eg         errgroup.Group
+	)
+	loadBase := func() error { b, berr = load(ctx, o, fo, baseDir, root); return nil }
+	loadHead := func() error { h, herr = load(ctx, o, fo, headDir, root); return nil }
+	if serial {
+		_, _ = loadBase(), loadHead()
+	} else {
+		eg.Go(loadBase)
+		eg.Go(loadHead)
+		_ = eg.Wait() // the loads' errors are berr and herr, judged apart below
+	}
+	if berr != nil {
 		// The base does not load: everything at head is compared with nothing.
-		c.Notes = append(c.Notes, fmt.Sprintf("base: %s does not load (%v): compared with nothing", root, err))
+		c.Notes = append(c.Notes, fmt.Sprintf("base: %s does not load (%v): compared with nothing", root, berr))
 		b = nil
 	}
-	h, err := load(ctx, o, fo, headDir, root)
-	if err != nil {
+	if err := herr; err != nil {
 		if verify.IsInput(err) && o.Path != "" && b == nil {
 			return nil, err
 		}
@@ -290,6 +321,20 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 		mode = "strict"
 	}
 	c.Substitution = mode + ": " + h.sub.why
+	// Each side's renders (substitution) concurrently too: each goroutine
+	// fills its own side's cache, which compare then reads. A
+	// Kustomization whose inputs are the same at both revisions is
+	// rendered once, at head, and that render is base's too (reused).
+	same := sameInputs(b, h)
+	var rg errgroup.Group
+	rg.Go(func() error { return h.renderAll(ctx, nil) })
+	rg.Go(func() error { return b.renderAll(ctx, same) })
+	if err := rg.Wait(); err != nil {
+		return nil, err
+	}
+	for ref := range same {
+		b.rend[ref] = h.rend[ref]
+	}
 	if err := c.compare(ctx, b, h, red); err != nil {
 		return nil, err
 	}
@@ -331,6 +376,26 @@ func (s *side) renderOf(ctx context.Context, k *fluxrepo.Kustomization) (*render
 	}
 	s.rend[k.Ref()] = r
 	return r, nil
+}
+
+// renderAll renders every Kustomization of s into its cache, but those
+// of skip.
+func (s *side) renderAll(ctx context.Context, skip map[string]bool) error {
+	if s.env == nil {
+		return nil
+	}
+	for _, k := range s.env.Kustomizations {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if skip[k.Ref()] {
+			continue
+		}
+		if _, err := s.renderOf(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *side) kustomizations() map[string]*fluxrepo.Kustomization {
@@ -417,6 +482,9 @@ func (c *Cluster) compare(ctx context.Context, b, h *side, red *redactor) error 
 			if !kh.Built {
 				continue // another source, a path with a variable: noted by check
 			}
+			if br == hr {
+				continue // the same inputs, one render (sameInputs)
+			}
 			if br.fail != "" {
 				out.Note = "it did not apply at base (" + firstLine(br.fail) + "): compared with nothing"
 			}
@@ -458,4 +526,103 @@ func appliedPruned(b, h *side, kb *fluxrepo.Kustomization) bool {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// setsOpenAPI says whether a kustomization file under dir sets openapi:
+// (fluxrepo's test for building with kustomize's built-in schema, build.go
+// setsOpenAPI). A file that does not parse is not taken to set it: the
+// load reports it.
+func setsOpenAPI(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found {
+			return nil
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !slices.Contains(konfig.RecognizedKustomizationFileNames(), d.Name()) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		var k map[string]any
+		if yaml.Unmarshal(b, &k) == nil {
+			_, found = k["openapi"]
+		}
+		return nil
+	})
+	return found
+}
+
+// sameInputs are the Kustomizations whose render is the same at both
+// revisions because everything render reads is: built at both, the
+// Kustomization object itself (its postBuild, its strategy), the objects
+// its build made (kyaml node by node), each substituteFrom object as the
+// environment renders it (absent, open, encrypted, its values) and the
+// substitution mode. What fluxrepo.Load reads to build them (the files,
+// the directory listings a generated kustomization.yaml lists) is behind
+// the built objects: equal objects, whatever the files.
+func sameInputs(b, h *side) map[string]bool {
+	out := map[string]bool{}
+	if b.env == nil || h.env == nil || b.sub.strict != h.sub.strict {
+		return out
+	}
+	bk := b.kustomizations()
+	for ref, kh := range h.kustomizations() {
+		kb := bk[ref]
+		if kb == nil || !kb.Built || !kh.Built || kb.Err != nil || kh.Err != nil ||
+			!equality.Semantic.DeepEqual(kb.Kustomization, kh.Kustomization) || len(kb.Resources) != len(kh.Resources) {
+			continue
+		}
+		same := true
+		if kh.Substitutes() {
+			for _, ref := range kh.Spec.PostBuild.SubstituteFrom {
+				key := fluxrepo.DataKey(ref.Kind, kh.Namespace, ref.Name)
+				if !sameData(b.env.Data[key], h.env.Data[key]) {
+					same = false
+					break
+				}
+			}
+		}
+		for i := 0; same && i < len(kh.Resources); i++ {
+			same = sameNode(kb.Resources[i].YNode(), kh.Resources[i].YNode())
+		}
+		if same {
+			out[ref] = true
+		}
+	}
+	return out
+}
+
+// sameData: both absent, or the same values, equally open and encrypted.
+func sameData(a, b *fluxrepo.Data) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Open == b.Open && a.Encrypted == b.Encrypted && maps.Equal(a.Values, b.Values)
+}
+
+// sameNode compares two YAML trees: kinds, tags, styles, values, content.
+func sameNode(a, b *kyaml.Node) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Kind != b.Kind || a.Tag != b.Tag || a.Value != b.Value || a.Style != b.Style || len(a.Content) != len(b.Content) {
+		return false
+	}
+	if (a.Alias == nil) != (b.Alias == nil) || (a.Alias != nil && !sameNode(a.Alias, b.Alias)) {
+		return false
+	}
+	for i := range a.Content {
+		if !sameNode(a.Content[i], b.Content[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -84,6 +84,13 @@ func (g *gauntlet) stageIncident(ctx context.Context, s *stageResult, broken boo
 		return err
 	}
 	rev := "main@sha1:" + sha
+	// `bootstrap diff` of the incident commit, before anything applies it
+	// (issue #47): judged below against what the controllers do.
+	pred, err := predictIncident(ctx, g.t, e.git.URL+"/helm.git", filepath.Join(g.tmp, "incident-clone"))
+	if err != nil {
+		return err
+	}
+	s.Evidence = append(s.Evidence, pred.evidence())
 
 	// Gate on: the tool's overlay (the default). check is forced off: the
 	// static gate would stop this commit before anything applied (stage
@@ -133,6 +140,9 @@ func (g *gauntlet) stageIncident(ctx context.Context, s *stageResult, broken boo
 	if !closed {
 		return fmt.Errorf("gate on: want up exit 1 with cilium failing %q naming %s, the release kept at v%d %q, status exit 1; got up exit %d (%s), release v%d %q, status exit %d (%s)",
 			strictError, incidentKnob, good.Version, goodHost, r.code, node, after.Version, afterHost, st.code, stNode)
+	}
+	if err := pred.checkGateOn(); err != nil {
+		return err
 	}
 
 	// Gate off, as Flux 2.4 ran: the live kustomize-controller Deployment
@@ -191,6 +201,9 @@ func (g *gauntlet) stageIncident(ctx context.Context, s *stageResult, broken boo
 		runner.StrictGate, shortRev(rev), time.Since(t0).Round(100*time.Millisecond), open.Version, open.Info.Status, incidentKnob, describeValue(raw, present), agentHost))
 	if openHost != "" || agentHost != "" {
 		return fmt.Errorf("gate off: want the release and the agents with %s empty (fail open); got release v%d %s, agents %q", incidentKnob, open.Version, describeValue(raw, present), agentHost)
+	}
+	if err := pred.checkGateOff(describeValue(raw, present)); err != nil {
+		return err
 	}
 	s.Detail = fmt.Sprintf("%s lost from cluster-vars at %s. Gate on (the tool's overlay): cilium failed closed with %q, `up` exit 1 and `status` exit 1 naming it, the Helm release kept v%d with %s %q. Gate off (Flux 2.4): cilium Ready, Helm release v%d installed with %s %s in its values and the agents' KUBERNETES_SERVICE_HOST empty — the seed incident.",
 		incidentKnob, shortRev(rev), strictError, good.Version, incidentKnob, goodHost, open.Version, incidentKnob, describeValue(raw, present))
