@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/homelab-ops/bootstrap/internal/chartrender"
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gitrev"
@@ -45,6 +46,12 @@ type Options struct {
 	// FluxVersion judges both revisions by this Flux release ("": the one
 	// each declares, as check does).
 	FluxVersion string
+
+	// Charts, when set (--charts), renders the chart of every HelmRelease
+	// installed or upgraded at both revisions (charts.go); the network is
+	// used only then.
+	Charts  *chartrender.Options
+	fetcher *chartrender.Fetcher
 }
 
 // Revision is one side of the diff.
@@ -97,6 +104,8 @@ type Cluster struct {
 	Kustomizations []*Kustomization `json:"kustomizations,omitempty"`
 	Windows        []*Window        `json:"windows,omitempty"`
 	Notes          []string         `json:"notes,omitempty"`
+	// Charts are the rendered charts' diffs (--charts).
+	Charts []*Chart `json:"charts,omitempty"`
 }
 
 // Failed says the cluster fails at head: its root, or a Kustomization.
@@ -175,6 +184,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	red := newRedactor()
+	if o.Charts != nil {
+		if o.fetcher, err = chartrender.NewFetcher(*o.Charts); err != nil {
+			return nil, verify.InputErrorf("%v", err)
+		}
+		defer o.fetcher.Close()
+	}
 	for _, root := range roots {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -299,6 +314,9 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 			return nil, err
 		}
 		c.Windows = ws
+	}
+	if o.fetcher != nil {
+		c.Charts = chartDiffs(ctx, o.fetcher, c, b, h, red)
 	}
 	if c.Change == "" {
 		c.Change = Unchanged
