@@ -174,8 +174,8 @@ func TestDiffCharts(t *testing.T) {
 			want:    []string{"no Helm upgrade from them"},
 			wantNot: []string{"chart of HelmRelease"}},
 		{name: "without --charts nothing is fetched",
-			base: map[string]string{"infra/web.yaml": webSources(r, "1.0.0") + "---\n" + webByRef},
-			head: map[string]string{"infra/web.yaml": webSources(r, "1.1.0") + "---\n" + webByRef},
+			base:     map[string]string{"infra/web.yaml": webSources(r, "1.0.0") + "---\n" + webByRef},
+			head:     map[string]string{"infra/web.yaml": webSources(r, "1.1.0") + "---\n" + webByRef},
 			noCharts: true,
 			wantNot:  []string{"chart of HelmRelease"}},
 	} {
