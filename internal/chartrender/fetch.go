@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,6 +29,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	helmreg "helm.sh/helm/v4/pkg/registry"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
+	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 // The bounds of a fetch: source-controller v1.9.5's defaults
@@ -245,6 +247,11 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 func (l *limitedBody) Close() error { return l.rc.Close() }
 
 func (f *Fetcher) fetch(ctx context.Context, s Source) (*Fetched, error) {
+	// Anonymous: user info in a URL is never sent.
+	if u, err := url.Parse(s.URL); err == nil && u.User != nil {
+		u.User = nil
+		s.URL = u.String()
+	}
 	hc, err := f.client(ctx, s)
 	if err != nil {
 		return nil, err
@@ -259,11 +266,15 @@ func (f *Fetcher) fetch(ctx context.Context, s Source) (*Fetched, error) {
 }
 
 // fetchOCI pulls the chart with Helm's registry client, anonymously: its
-// credentials file is a fresh one in the scratch directory, so no stored
-// login (~/.config/helm, ~/.docker) is used.
+// authorizer is ours with no credential (Helm's default one reads
+// ~/.config/helm and falls back to ~/.docker's stores), and its
+// credentials file is a fresh one in the scratch directory.
 func (f *Fetcher) fetchOCI(s Source, hc *http.Client) (*Fetched, error) {
 	opts := []helmreg.ClientOption{
 		helmreg.ClientOptHTTPClient(hc),
+		helmreg.ClientOptAuthorizer(auth.Client{Client: hc, Credential: func(context.Context, string) (auth.Credential, error) {
+			return auth.EmptyCredential, nil
+		}}),
 		helmreg.ClientOptCredentialsFile(filepath.Join(f.dir, "registry-config.json")),
 		helmreg.ClientOptWriter(io.Discard),
 	}
