@@ -1,7 +1,11 @@
 package chartrender
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,5 +274,55 @@ func TestSourceStringHidesUserInfo(t *testing.T) {
 	s := Source{Kind: "HelmRepository", Ref: "a/b", URL: "https://user:secret@charts.example/", Chart: "web", Version: "1.0.0"}
 	if strings.Contains(s.String(), "secret") || strings.Contains(s.String(), "user") {
 		t.Fatal(s.String())
+	}
+}
+
+// A chart whose kubeVersion excludes Helm's client-only capabilities does
+// not render (Helm's error, which the diff turns into a note).
+func TestRenderKubeVersion(t *testing.T) {
+	r, caFile := startRegistry(t)
+	f, err := NewFetcher(Options{CAFile: caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := f.Fetch(context.Background(), Source{Kind: "OCIRepository", Ref: "apps/web", URL: r.ChartURL("web"), Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr := &helmv2.HelmRelease{}
+	hr.Name, hr.Namespace = "web", "apps"
+	if _, err := Render(context.Background(), hr, got.Chart, nil); err != nil {
+		t.Fatalf("no kubeVersion constraint: %v", err)
+	}
+	ch := *got.Chart
+	md := *ch.Metadata
+	md.KubeVersion = ">= 9.0.0"
+	ch.Metadata = &md
+	if _, err := Render(context.Background(), hr, &ch, nil); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
+		t.Fatalf("kubeVersion >= 9.0.0: err %v, want Helm's kubeVersion error", err)
+	}
+}
+
+// Response bodies are cut at the limit.
+func TestGetBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(bytes.Repeat([]byte("x"), 2048))
+	}))
+	defer srv.Close()
+	if _, err := get(context.Background(), srv.Client(), srv.URL, 1024); err == nil || !strings.Contains(err.Error(), "over the 1024-byte limit") {
+		t.Fatalf("err %v, want the limit", err)
+	}
+	if b, err := get(context.Background(), srv.Client(), srv.URL, 4096); err != nil || len(b) != 2048 {
+		t.Fatalf("%d bytes, %v", len(b), err)
+	}
+	bt := &bounded{ctx: context.Background(), rt: srv.Client().Transport, max: 1024}
+	resp, err := (&http.Client{Transport: bt}).Get(srv.URL)
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Fatalf("bounded transport: err %v, want the limit", err)
 	}
 }
