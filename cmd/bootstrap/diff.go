@@ -1,13 +1,18 @@
 package main
 
 import (
-	"github.com/spf13/cobra"
+	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/homelab-ops/bootstrap/internal/chartrender"
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/diff"
 	"github.com/homelab-ops/bootstrap/internal/gitrev"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/session"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // diffLong is diff's help text (docs/reference is generated from it).
@@ -34,6 +39,16 @@ ConfigMap or Secret, a Kustomization reading it that does not wait (by same-sour
 for the Kustomization applying it is rendered with the object as it was at base — what it
 applies if it reconciles first — and shown as its own WINDOW step.
 
+With --charts (off by default; it needs the network), every HelmRelease the diff installs
+or upgrades has its chart fetched from its source (an OCIRepository chartRef; a
+HelmRepository of type oci or https), anonymously and bounded (--charts-timeout, 10 MiB a
+chart), trusting the system roots, --charts-ca-file and the source's certSecretRef ca.crt
+when the repository renders it; rendered client-only with Helm's own libraries and the
+values helm-controller composes (valuesFrom the repository renders, then spec.values), then
+helm-controller's post-renderers (spec.postRenderers, commonMetadata, the origin labels);
+and its manifests at both revisions are diffed per object, Secret values redacted. A chart
+that cannot be fetched or rendered is a note on its HelmRelease, not a failure.
+
 Exit codes: 0 no change, or changes without a failure; 1 a Kustomization (or a cluster's
 root directory) fails to build at head, said as check says it; 2 input error (a flag, an
 unknown revision, not a Git repository, no cluster root).`
@@ -42,6 +57,7 @@ func newDiffCommand(a *app) *cobra.Command {
 	var (
 		o  diff.Options
 		rf repoFlags
+		cf chartFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "diff",
@@ -51,7 +67,12 @@ func newDiffCommand(a *app) *cobra.Command {
   bootstrap diff --base main --head HEAD --env dev
   bootstrap diff --base v1.4.0 --head v1.5.0 -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.diff(cmd, o, rf) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cf.apply(cmd, &o); err != nil {
+				return err
+			}
+			return a.diff(cmd, o, rf)
+		},
 	}
 	fl := cmd.Flags()
 	rf.add(fl)
@@ -60,7 +81,44 @@ func newDiffCommand(a *app) *cobra.Command {
 	fl.StringVar(&o.Base, "base", "", "the revision compared from (branch, tag, commit, HEAD~1); default: the merge-base of HEAD with the default branch, or HEAD when the work tree is dirty")
 	fl.StringVar(&o.Head, "head", "", "the revision compared to; default: the work tree")
 	fl.StringVar(&o.FluxVersion, "flux-version", "", "judge both revisions by this embedded Flux release (default: the release each declares, else the pinned one)")
+	cf.add(fl)
 	return cmd
+}
+
+// chartFlags are diff's --charts flags (the network is used only with
+// --charts).
+type chartFlags struct {
+	on      bool
+	caFile  string
+	timeout time.Duration
+}
+
+func (c *chartFlags) add(fl *pflag.FlagSet) {
+	fl.BoolVar(&c.on, "charts", false, "also render the chart of every HelmRelease installed or upgraded, at both revisions, and diff its manifests (fetches charts from their OCI or https sources: needs the network)")
+	fl.StringVar(&c.caFile, "charts-ca-file", "", "PEM CA bundle trusted for chart sources, with the system roots (a source's rendered certSecretRef ca.crt is trusted too)")
+	fl.DurationVar(&c.timeout, "charts-timeout", chartrender.DefaultTimeout, "bound on fetching each chart")
+}
+
+// apply validates the flags (before any request) and sets o.Charts.
+func (c *chartFlags) apply(cmd *cobra.Command, o *diff.Options) error {
+	fl := cmd.Flags()
+	if !c.on {
+		for _, n := range []string{"charts-ca-file", "charts-timeout"} {
+			if fl.Changed(n) {
+				return verify.InputErrorf("--%s applies to --charts: add --charts", n)
+			}
+		}
+		return nil
+	}
+	if c.timeout <= 0 {
+		return verify.InputErrorf("--charts-timeout %s: a positive duration (e.g. 60s)", c.timeout)
+	}
+	co := chartrender.Options{Timeout: c.timeout, CAFile: c.caFile}
+	if err := co.Validate(); err != nil {
+		return verify.InputErrorf("%v", err)
+	}
+	o.Charts = &co
+	return nil
 }
 
 // diff validates every flag, then compares and writes the result.

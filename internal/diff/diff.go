@@ -29,6 +29,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/homelab-ops/bootstrap/internal/chartrender"
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gitrev"
@@ -53,6 +54,12 @@ type Options struct {
 	// FluxVersion judges both revisions by this Flux release ("": the one
 	// each declares, as check does).
 	FluxVersion string
+
+	// Charts, when set (--charts), renders the chart of every HelmRelease
+	// installed or upgraded at both revisions (charts.go); the network is
+	// used only then.
+	Charts  *chartrender.Options
+	fetcher *chartrender.Fetcher
 }
 
 // Revision is one side of the diff.
@@ -105,6 +112,8 @@ type Cluster struct {
 	Kustomizations []*Kustomization `json:"kustomizations,omitempty"`
 	Windows        []*Window        `json:"windows,omitempty"`
 	Notes          []string         `json:"notes,omitempty"`
+	// Charts are the rendered charts' diffs (--charts).
+	Charts []*Chart `json:"charts,omitempty"`
 }
 
 // Failed says the cluster fails at head: its root, or a Kustomization.
@@ -185,6 +194,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	red := newRedactor()
 	// Whether the revisions may load concurrently (cluster), once per run.
 	serial := setsOpenAPI(baseDir) || setsOpenAPI(headDir)
+	if o.Charts != nil {
+		if o.fetcher, err = chartrender.NewFetcher(*o.Charts); err != nil {
+			return nil, verify.InputErrorf("%v", err)
+		}
+		defer o.fetcher.Close()
+	}
 	for _, root := range roots {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -347,6 +362,9 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 			return nil, err
 		}
 		c.Windows = ws
+	}
+	if o.fetcher != nil {
+		c.Charts = chartDiffs(ctx, o.fetcher, c, b, h, red)
 	}
 	if c.Change == "" {
 		c.Change = Unchanged

@@ -50,6 +50,7 @@ func WriteText(w io.Writer, r *Result) error {
 				b.WriteString(o.Diff)
 			}
 		}
+		writeCharts(&b, c)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
