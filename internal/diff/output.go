@@ -28,6 +28,7 @@ type jsonDoc struct {
 func WriteJSON(w io.Writer, r *Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a diff's "<redacted: …>" as it reads
 	return enc.Encode(jsonDoc{Schema: JSONSchema, Changed: r.Changed(), Failed: r.Failed(), Result: r})
 }
 
