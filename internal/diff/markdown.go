@@ -13,6 +13,10 @@ import (
 // are never fewer than characters).
 const CommentLimit = 65536
 
+// MarkdownMinLimit is the least MarkdownOptions.Limit taken: room for
+// the summary of a small change and the notice saying what is cut.
+const MarkdownMinLimit = 2048
+
 // commentMargin is left free under the limit for what a comment step
 // adds around the body (a sticky comment's header, a footer).
 const commentMargin = 1024
