@@ -273,12 +273,12 @@ func actions(objs []*Object) string {
 			}
 		}
 		if !tagged && o.Change != Removed {
-			// Applied, nothing more: "created", "updated".
-			n[o.Change]++
+			// Applied, nothing more.
+			n[map[string]string{Added: "created", Changed: "updated"}[o.Change]]++
 		}
 	}
 	var out []string
-	for _, a := range append(actionKinds, struct{ name, match string }{Added, ""}, struct{ name, match string }{Changed, ""}) {
+	for _, a := range append(actionKinds, struct{ name, match string }{"created", ""}, struct{ name, match string }{"updated", ""}) {
 		if c := n[a.name]; c == 1 {
 			out = append(out, a.name)
 		} else if c > 1 {
