@@ -49,13 +49,22 @@ helm-controller's post-renderers (spec.postRenderers, commonMetadata, the origin
 and its manifests at both revisions are diffed per object, Secret values redacted. A chart
 that cannot be fetched or rendered is a note on its HelmRelease, not a failure.
 
+Output (-o): text (a summary line per changed Kustomization, the window's steps, then the
+diffs), markdown (a pull-request comment: the window's steps first, a summary table, each
+Kustomization's diff in a collapsible block, kept under GitHub's 65,536-character comment
+limit by cutting the largest diffs first and naming them), json (schema bootstrap.diff/v1:
+clusters, Kustomizations, objects with their change, action and diff, windows).
+
 Exit codes: 0 no change, or changes without a failure; 1 a Kustomization (or a cluster's
 root directory) fails to build at head, said as check says it; 2 input error (a flag, an
-unknown revision, not a Git repository, no cluster root).`
+unknown revision, not a Git repository, no cluster root). With --exit-code, as git diff has
+it: 0 no difference, 1 differences (a failure at head is one: the output names it), 2 input
+error.`
 
 func newDiffCommand(a *app) *cobra.Command {
 	var (
 		o  diff.Options
+		df diffOutput
 		rf repoFlags
 		cf chartFlags
 	)
@@ -65,13 +74,16 @@ func newDiffCommand(a *app) *cobra.Command {
 		Long:  diffLong,
 		Example: `  bootstrap diff                                  # this branch (or the uncommitted change) against main
   bootstrap diff --base main --head HEAD --env dev
-  bootstrap diff --base v1.4.0 --head v1.5.0 -o json`,
-		Args: cobra.NoArgs,
+  bootstrap diff --base v1.4.0 --head v1.5.0 -o json
+  bootstrap diff --base origin/main -o markdown > comment.md   # a pull-request comment
+  bootstrap diff --exit-code > /dev/null || echo "the change renders differently, or fails"`,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{outputFormatsAnnotation: "markdown"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cf.apply(cmd, &o); err != nil {
 				return err
 			}
-			return a.diff(cmd, o, rf)
+			return a.diff(cmd, o, df, rf)
 		},
 	}
 	fl := cmd.Flags()
@@ -81,8 +93,16 @@ func newDiffCommand(a *app) *cobra.Command {
 	fl.StringVar(&o.Base, "base", "", "the revision compared from (branch, tag, commit, HEAD~1); default: the merge-base of HEAD with the default branch, or HEAD when the work tree is dirty")
 	fl.StringVar(&o.Head, "head", "", "the revision compared to; default: the work tree")
 	fl.StringVar(&o.FluxVersion, "flux-version", "", "judge both revisions by this embedded Flux release (default: the release each declares, else the pinned one)")
+	fl.BoolVar(&df.exitCode, "exit-code", false, "exit 1 when the revisions render differently (a failure at head included), 0 when not, as git diff --exit-code")
+	fl.IntVar(&df.limit, "markdown-limit", 0, "-o markdown: the most bytes of the comment (default 64512: GitHub's 65,536-character limit less room for a comment step's header); the largest diffs are cut first")
 	cf.add(fl)
 	return cmd
+}
+
+// diffOutput are diff's output flags.
+type diffOutput struct {
+	exitCode bool
+	limit    int
 }
 
 // chartFlags are diff's --charts flags (the network is used only with
@@ -122,7 +142,13 @@ func (c *chartFlags) apply(cmd *cobra.Command, o *diff.Options) error {
 }
 
 // diff validates every flag, then compares and writes the result.
-func (a *app) diff(cmd *cobra.Command, o diff.Options, rf repoFlags) error {
+func (a *app) diff(cmd *cobra.Command, o diff.Options, df diffOutput, rf repoFlags) error {
+	if df.limit < 0 || (df.limit > 0 && df.limit < diff.MarkdownMinLimit) {
+		return verify.InputErrorf("--markdown-limit %d: want at least %d bytes (0: GitHub's comment limit)", df.limit, diff.MarkdownMinLimit)
+	}
+	if df.limit != 0 && a.s.Output.Format != "markdown" {
+		return verify.InputErrorf("--markdown-limit is for -o markdown (the output is %s): drop it, or add -o markdown", a.s.Output.Format)
+	}
 	if err := gitrev.CheckRev("--base", o.Base); err != nil {
 		return err
 	}
@@ -144,16 +170,29 @@ func (a *app) diff(cmd *cobra.Command, o diff.Options, rf repoFlags) error {
 	if err != nil {
 		return err
 	}
-	if a.s.Output.Format == "json" {
+	switch a.s.Output.Format {
+	case "json":
 		err = diff.WriteJSON(cmd.OutOrStdout(), res)
-	} else {
+	case "markdown":
+		err = diff.WriteMarkdown(cmd.OutOrStdout(), res, diff.MarkdownOptions{Limit: df.limit})
+	default:
 		err = diff.WriteText(cmd.OutOrStdout(), res)
 	}
 	if err != nil {
 		return err
 	}
-	if res.Failed() {
-		return &session.ExitError{Code: session.ExitFailed}
+	if code := diffExitCode(res, df.exitCode); code != session.ExitOK {
+		return &session.ExitError{Code: code}
 	}
 	return nil
+}
+
+// diffExitCode is diff's exit code (docs/diff.md "Exit codes"): 1 when a
+// Kustomization or a cluster's root fails at head; with --exit-code, 1
+// when anything differs (a failure is a difference), as git diff.
+func diffExitCode(res *diff.Result, exitCode bool) int {
+	if res.Failed() || (exitCode && res.Changed()) {
+		return session.ExitFailed
+	}
+	return session.ExitOK
 }

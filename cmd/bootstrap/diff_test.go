@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,10 @@ func TestDiffBadInput(t *testing.T) {
 		{"--env and --path", []string{"--env", "dev", "--path", "clusters/dev"}, []string{"--env and --path are exclusive"}},
 		{"--path neither revision has", []string{"--path", "clusters/nope", "--base", "HEAD~1"}, []string{"--path clusters/nope: a directory at neither revision"}},
 		{"--flux-version not embedded", []string{"--flux-version", "v1.0.0"}, []string{"not embedded in this build"}},
-		{"-o yaml", []string{"-o", "yaml"}, []string{`--output "yaml": want text or json`}},
+		{"-o yaml", []string{"-o", "yaml"}, []string{`--output "yaml": want text, json or markdown`}},
+		{"--markdown-limit too small", []string{"-o", "markdown", "--markdown-limit", "100"}, []string{"--markdown-limit 100: want at least 2048 bytes"}},
+		{"--markdown-limit negative", []string{"-o", "markdown", "--markdown-limit=-1"}, []string{"--markdown-limit -1: want at least"}},
+		{"--markdown-limit without -o markdown", []string{"--markdown-limit", "4096"}, []string{"--markdown-limit is for -o markdown (the output is text)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, append([]string{"diff", "--repo", repo}, tc.args...)...)
@@ -129,5 +133,64 @@ func TestDiffCommand(t *testing.T) {
 	r = runCLI(t, "diff", "--repo", broken)
 	if r.code != 1 || !strings.Contains(r.stdout, "FAIL Kustomization flux-system/infra") || !strings.Contains(r.stdout, "the work tree has uncommitted changes") {
 		t.Errorf("exit %d, want 1 with the FAIL against HEAD:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestDiffOutputOnlyForDiff: markdown is diff's format; another command
+// refuses it as it did.
+func TestDiffOutputOnlyForDiff(t *testing.T) {
+	r := runCLI(t, "check", "--repo", t.TempDir(), "-o", "markdown")
+	if r.code != 2 || !strings.Contains(r.stderr, `--output "markdown": want text or json`) {
+		t.Errorf("exit %d, want 2 refusing markdown:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestDiffExitCode is the exit-code table of docs/diff.md: without
+// --exit-code 1 only for a failure at head; with it, as git diff, 1 for
+// any difference (a failure is one), 0 for none. Each format says the same.
+func TestDiffExitCode(t *testing.T) {
+	repo := seedRepo(t, nil)
+	broken := seedRepo(t, func(dir string) {
+		if err := os.WriteFile(filepath.Join(dir, "infra", "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - missing.yaml\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, tc := range []struct {
+		name     string
+		repo     string
+		args     []string
+		code     int
+		markdown string // the marker's verdict
+	}{
+		{"changes", repo, []string{"--base", "HEAD~1", "--head", "HEAD"}, 0, "changed=true failed=false windows=1"},
+		{"changes, --exit-code", repo, []string{"--base", "HEAD~1", "--head", "HEAD", "--exit-code"}, 1, "changed=true failed=false windows=1"},
+		{"no change", repo, []string{"--base", "HEAD", "--head", "HEAD"}, 0, "changed=false failed=false windows=0"},
+		{"no change, --exit-code", repo, []string{"--base", "HEAD", "--head", "HEAD", "--exit-code"}, 0, "changed=false failed=false windows=0"},
+		{"fails at head", broken, nil, 1, "changed=true failed=true"},
+		{"fails at head, --exit-code", broken, []string{"--exit-code"}, 1, "changed=true failed=true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, format := range []string{"text", "json", "markdown"} {
+				r := runCLI(t, append([]string{"diff", "--repo", tc.repo, "--flux-version", "v2.8.5", "-o", format}, tc.args...)...)
+				if r.code != tc.code {
+					t.Errorf("-o %s: exit %d, want %d:\n%s\n%s", format, r.code, tc.code, r.stdout, r.stderr)
+				}
+				switch format {
+				case "markdown":
+					if !strings.HasPrefix(r.stdout, "<!-- bootstrap-diff "+tc.markdown) || !strings.Contains(r.stdout, "| Cluster | Kustomization |") {
+						t.Errorf("-o markdown: want the marker %q and the table:\n%s", tc.markdown, r.stdout)
+					}
+				case "json":
+					var doc struct {
+						Schema          string
+						Changed, Failed bool
+					}
+					if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Schema != "bootstrap.diff/v1" ||
+						!strings.Contains(tc.markdown, "changed="+strconv.FormatBool(doc.Changed)) || !strings.Contains(tc.markdown, "failed="+strconv.FormatBool(doc.Failed)) {
+						t.Errorf("-o json: %v %+v, want %s:\n%s", err, doc, tc.markdown, r.stdout)
+					}
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -80,7 +81,7 @@ repository's controller overlays, and proves with gates that they landed.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &verify.InputError{Err: err} })
 	pf := root.PersistentFlags()
 	out := &a.s.Output
-	pf.StringVarP(&out.Format, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout)")
+	pf.StringVarP(&out.Format, "output", "o", "text", "report format on stdout: text (report on stderr) or json (one summary document on stdout); diff also markdown")
 	pf.BoolVarP(&out.Quiet, "quiet", "q", false, "text output: no progress, and only the checks that did not pass and the summary line")
 	pf.BoolVar(&out.Verbose, "verbose", false, "text output: every check, passes included, with all its evidence (default: a summary line per gate and the findings grouped by cause)")
 	pf.Var(input.NewOutputFile(&out.ReportJSON), "report-json", "also write the JSON report to this file")
@@ -111,7 +112,10 @@ func (a *app) prepare(cmd *cobra.Command) error {
 	}
 	format := func() error {
 		if f := a.s.Output.Format; f != "text" && f != "json" {
-			return &verify.InputError{Err: fmt.Errorf("--output %q: want text or json", f)}
+			// A command may write more formats (diff: markdown).
+			if more := cmd.Annotations[outputFormatsAnnotation]; more == "" || !slices.Contains(strings.Split(more, ","), f) {
+				return &verify.InputError{Err: fmt.Errorf("--output %q: want %s", f, outputFormats(cmd))}
+			}
 		}
 		if a.s.Output.Quiet && a.s.Output.Verbose {
 			return &verify.InputError{Err: fmt.Errorf("--quiet and --verbose are exclusive: pick one")}

@@ -21,10 +21,20 @@
 #   CHECK_SARIF      the SARIF file to write (default bootstrap.sarif)
 #   CHECK_JUNIT      the JUnit file to write (default bootstrap-junit.xml)
 #   CHECK_INSTALL_DIR where to install (default $RUNNER_TEMP or a temporary directory)
+#   CHECK_MODE       check (default) or diff: `bootstrap diff -o markdown` instead of check,
+#                    for a pull-request comment (docs/diff.md "In a pull request")
+#   CHECK_BASE       diff: the revision compared from (default: the merge-base with the
+#                    default branch); in a pull request, its base commit
+#   CHECK_HEAD       diff: the revision compared to (default: the work tree)
+#   CHECK_MARKDOWN   diff: the Markdown file to write (default bootstrap-diff.md)
 #
 # Exit code: check's (0 pass, 1 a gate failed, 2 input error, 3 a required
 # check could not run), or 2 when installing fails. The SARIF and JUnit files
 # are written whatever the verdict; the script says so when they are missing.
+# Diff mode: diff's (0 changes or none, 1 a Kustomization fails at head, 2
+# input error); the Markdown is written whatever the verdict, and the step
+# outputs say markdown=FILE, changed=, failed=, windows= (from the
+# Markdown's first line) and comment= (the Markdown itself).
 set -euo pipefail
 
 repo_url=https://github.com/homelab-ops/bootstrap
@@ -77,6 +87,12 @@ install() {
 	CHECK_BIN=$dir/$name/bootstrap
 }
 
+# Every input checked before anything is installed.
+case ${CHECK_MODE:-check} in
+check | diff) ;;
+*) die "CHECK_MODE=${CHECK_MODE}: want check or diff" ;;
+esac
+
 if [[ -z ${CHECK_BIN:-} ]]; then
 	install
 fi
@@ -86,20 +102,89 @@ if [[ $CHECK_BIN != */* ]]; then
 fi
 [[ -x $CHECK_BIN ]] || die "CHECK_BIN=$CHECK_BIN is not an executable file"
 
+# extra_args appends CHECK_ARGS to args.
+extra_args() {
+	if [[ -n ${CHECK_ARGS:-} ]]; then
+		# -d '': every line (an action input written as a YAML block), not the first only.
+		read -r -d '' -a extra <<<"$CHECK_ARGS" || true
+		args+=("${extra[@]}")
+	fi
+}
+
+# env_args appends the environment (CHECK_ENV or CHECK_PATH) to args.
+env_args() {
+	if [[ -n ${CHECK_ENV:-} ]]; then
+		args+=(--env "$CHECK_ENV")
+	fi
+	if [[ -n ${CHECK_PATH:-} ]]; then
+		args+=(--path "$CHECK_PATH")
+	fi
+}
+
+# diff_mode runs bootstrap diff -o markdown into CHECK_MARKDOWN and exits
+# with its code.
+diff_mode() {
+	local md=${CHECK_MARKDOWN:-bootstrap-diff.md}
+	args=(diff --repo "${CHECK_REPO:-.}" -o markdown)
+	if [[ -n ${CHECK_BASE:-} ]]; then
+		args+=(--base "$CHECK_BASE")
+	fi
+	if [[ -n ${CHECK_HEAD:-} ]]; then
+		args+=(--head "$CHECK_HEAD")
+	fi
+	env_args
+	extra_args
+	"$CHECK_BIN" version >&2 || true
+	set +e
+	"$CHECK_BIN" "${args[@]}" >"$md"
+	local code=$?
+	set -e
+	local marker changed=false failed=false windows=0 written=$md
+	marker=$(head -n 1 "$md" 2>/dev/null || true)
+	if [[ $marker =~ ^'<!-- bootstrap-diff changed='(true|false)' failed='(true|false)' windows='([0-9]+) ]]; then
+		changed=${BASH_REMATCH[1]} failed=${BASH_REMATCH[2]} windows=${BASH_REMATCH[3]}
+	else
+		# No comment to post: markdown= and comment= are empty.
+		echo "bootstrap-ci: $md was not written (exit $code: see the report above)" >&2
+		written=
+	fi
+	if [[ -n ${GITHUB_OUTPUT:-} ]]; then
+		# A delimiter no line of the Markdown is (random, checked).
+		local eof
+		eof=BOOTSTRAP_DIFF_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+		if grep -qxF "$eof" "$md"; then
+			die "the Markdown holds the output delimiter $eof: run again"
+		fi
+		{
+			echo "exit-code=$code"
+			echo "markdown=$written"
+			echo "changed=$changed"
+			echo "failed=$failed"
+			echo "windows=$windows"
+			echo "comment<<$eof"
+			if [[ -n $written ]]; then
+				cat "$md"
+			fi
+			echo "$eof"
+		} >>"$GITHUB_OUTPUT"
+	fi
+	case $code in
+	0) echo "bootstrap-ci: diff written to $md (changed: $changed, window steps: $windows)" >&2 ;;
+	1) echo "bootstrap-ci: diff written to $md: a Kustomization fails to build at head (its FAIL is in the Markdown)" >&2 ;;
+	*) echo "bootstrap-ci: diff refused its input (usage or input error)" >&2 ;;
+	esac
+	exit "$code"
+}
+
+if [[ ${CHECK_MODE:-check} == diff ]]; then
+	diff_mode
+fi
+
 sarif=${CHECK_SARIF:-bootstrap.sarif}
 junit=${CHECK_JUNIT:-bootstrap-junit.xml}
 args=(check --repo "${CHECK_REPO:-.}" --sarif "$sarif" --junit "$junit")
-if [[ -n ${CHECK_ENV:-} ]]; then
-	args+=(--env "$CHECK_ENV")
-fi
-if [[ -n ${CHECK_PATH:-} ]]; then
-	args+=(--path "$CHECK_PATH")
-fi
-if [[ -n ${CHECK_ARGS:-} ]]; then
-	# -d '': every line (an action input written as a YAML block), not the first only.
-	read -r -d '' -a extra <<<"$CHECK_ARGS" || true
-	args+=("${extra[@]}")
-fi
+env_args
+extra_args
 
 "$CHECK_BIN" version >&2 || true
 set +e

@@ -7,11 +7,29 @@ import (
 	"strings"
 )
 
-// WriteJSON writes the result as one JSON document.
+// JSONSchema names the JSON document's layout (docs/diff.md "JSON"): a
+// field is added within it, never renamed, removed or given another
+// meaning; a change that would is a new schema name.
+const JSONSchema = "bootstrap.diff/v1"
+
+// jsonDoc is the JSON document: the schema, the verdicts the exit code is
+// made of, then the result (base, head, clusters → kustomizations →
+// objects {key, change, action, pruned, diff}, windows, notes).
+type jsonDoc struct {
+	Schema string `json:"schema"`
+	// Changed: a cluster changes (--exit-code's 1).
+	Changed bool `json:"changed"`
+	// Failed: a Kustomization or a cluster's root fails at head (exit 1).
+	Failed bool `json:"failed"`
+	*Result
+}
+
+// WriteJSON writes the result as one JSON document (JSONSchema).
 func WriteJSON(w io.Writer, r *Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	enc.SetEscapeHTML(false) // a diff's "<redacted: …>" as it reads
+	return enc.Encode(jsonDoc{Schema: JSONSchema, Changed: r.Changed(), Failed: r.Failed(), Result: r})
 }
 
 // WriteText writes the summary (one line per changed Kustomization, each
