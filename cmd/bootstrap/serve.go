@@ -39,7 +39,7 @@ type serveFlags struct {
 }
 
 func (f *serveFlags) add(fl *pflag.FlagSet) {
-	fl.Var(input.NewRuled(&f.addr, "ADDR", serveAddrRule), "serve", "serve the repository to the cluster from this machine as the temporary source (HTTPS, read-only, a token made for the run) until cutover; --serve alone listens on the address this machine reaches the API server from and a free port, --serve=HOST:PORT on that address")
+	fl.Var(input.NewRuled(&f.addr, "ADDR", serveAddrRule), "serve", "serve the repository to the cluster from this machine as the temporary source (HTTPS, read-only, a token made for the run) until cutover: a Git repository for a GitRepository root, a Flux OCI artifact of the work tree for an OCIRepository root; --serve alone listens on the address this machine reaches the API server from and a free port, --serve=HOST:PORT on that address")
 	fl.Lookup("serve").NoOptDefVal = serveAuto
 	fl.StringVar(&f.url, "serve-url", "", "with --serve: the base URL the cluster reaches this machine at (https://HOST[:PORT], a DNS name or NAT) instead of the listen address")
 	fl.Var(input.NewDuration(&f.serveFor, 24*time.Hour), "serve-for", "with --serve: stop serving after this long even without a cutover")

@@ -154,7 +154,6 @@ type Result struct {
 // Run loads the environment and checks it. The error is an input error
 // (verify.InputError) for what the user gave (see Phase.Before).
 func Run(ctx context.Context, o Options) (*Result, error) {
-	defer tuneGC()()
 	// The flag first, before the repository is read.
 	if err := Preflight(o); err != nil {
 		return nil, err

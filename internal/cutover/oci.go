@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
@@ -77,9 +76,8 @@ func ociReady(ctx context.Context, cl *apply.Cluster, ns, name, url, token strin
 	defer cancel()
 	last, failed := "", ""
 	o, err := wait.For(wctx, cl.Client, &sourcev1.OCIRepositoryList{}, ns, name, func(o *sourcev1.OCIRepository) (bool, string) {
-		ok, desc := fluxobj.Ready(o)
-		fetched := token == "" || o.Status.LastHandledReconcileAt == token
-		if fetched && !ok && fluxobj.Failed(o) && o.Spec.URL == url {
+		ok, bad, desc := rootsync.OCISourceReady(o, token, url)
+		if bad {
 			failed = desc
 			return true, desc
 		}
@@ -87,7 +85,7 @@ func ociReady(ctx context.Context, cl *apply.Cluster, ns, name, url, token strin
 			last = desc
 			progress(fmt.Sprintf("OCIRepository %s/%s from %s: %s", ns, name, url, desc))
 		}
-		return ok && fetched && o.Spec.URL == url && o.Status.Artifact != nil, desc
+		return ok, desc
 	})
 	switch {
 	case failed != "":

@@ -3,14 +3,17 @@ package fluxrepo
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	kloader "sigs.k8s.io/kustomize/api/pkg/loader"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -22,18 +25,68 @@ import (
 // that holds the remote files fetched for it (Options.FetchRemote).
 const fetchedDir = ".fetched"
 
-// remoteFile says whether e names a remote file kustomize's loader fetches
-// over HTTP(S) (a resource URL or a generator file), not a remote base,
-// which it clones with git (sigs.k8s.io/kustomize/api/loader: IsRemoteFile
-// is an http(s) URL that does not parse as a repository spec).
-func remoteFile(e entry) bool {
-	u := e.path
-	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-		return false
+// remoteKind is how kustomize reads a kustomization file's entry
+// (remoteForm).
+type remoteKind int
+
+const (
+	// remoteNone: a path inside the repository, read from the copy.
+	remoteNone remoteKind = iota
+	// remoteFile: a file kustomize's loader reads from elsewhere: an
+	// http(s) URL it GETs (kustomize api v0.21 internal/loader
+	// fileloader.go IsRemoteFile, Load), or another path outside the
+	// repository (an absolute one).
+	remoteFile
+	// remoteBase: a repository kustomize clones (internal/git
+	// repospec.go NewRepoSpecFromURL, through FileLoader.New).
+	remoteBase
+)
+
+// remoteForm classifies entry e the one way both the offline holes
+// (offlineWhy) and --fetch-remote (leaveOutOffline) read it. Not local is
+// fluxcd/pkg kustomize IsLocalRelativePath's rule (kustomize's own list of
+// repository prefixes: git::, gh:, ssh://, http(s)://, git@, github.com/).
+// A generator file (!e.dir) is only ever loaded as a file. A resource,
+// component or base (e.dir) is a base unless it is an http(s) URL of a
+// file: kustomize's accumulateResources (internal/target/kusttarget.go)
+// GETs a URL as a file first and clones it when that is no YAML, so a URL
+// that spells a repository (?ref= or ?version=, a //path, a .git segment)
+// or a directory (a last segment without an extension) is taken for the
+// base it names.
+func remoteForm(e entry) remoteKind {
+	p := e.path
+	switch {
+	case fluxkustomize.IsLocalRelativePath(p):
+		return remoteNone
+	case !e.dir:
+		return remoteFile
+	case !isHTTP(p):
+		if filepath.IsAbs(p) {
+			return remoteFile
+		}
+		return remoteBase
 	}
-	// A repository spec: ?ref=, a //path, or a .git URL; kustomize clones those.
-	rest := u[strings.Index(u, "//")+2:]
-	return !strings.Contains(u, "?ref=") && !strings.Contains(u, "?version=") && !strings.Contains(rest, "//") && !strings.Contains(u, ".git")
+	u, query, _ := strings.Cut(p, "?")
+	if q, err := url.ParseQuery(query); err == nil && (q.Has("ref") || q.Has("version")) {
+		return remoteBase
+	}
+	_, rest, _ := strings.Cut(u, "://")
+	segs := strings.Split(rest, "/")
+	if strings.Contains(rest, "//") || !strings.Contains(segs[len(segs)-1], ".") {
+		return remoteBase
+	}
+	for _, s := range segs {
+		if strings.HasSuffix(s, ".git") {
+			return remoteBase
+		}
+	}
+	return remoteFile
+}
+
+// isHTTP says p is an http(s) URL (kustomize's IsRemoteFile schemes).
+func isHTTP(p string) bool {
+	l := strings.ToLower(p)
+	return strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://")
 }
 
 // fetch gets url into dir/.fetched (in the copy) and returns its path
@@ -71,12 +124,35 @@ func (l *loader) fetch(dir, url string) (string, error) {
 	return fetchedDir + "/" + name, nil
 }
 
-// redactURL keeps a URL's credentials (user:password@) out of an error.
-func redactURL(err error, url string) error {
-	if i, j := strings.Index(url, "://"), strings.Index(url, "@"); i >= 0 && j > i {
-		return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), url[i+3:j+1], "***@"))
+// redactURL keeps a URL's credentials out of an error: raw, and its
+// userinfo wherever the message repeats it, shown as net/url's
+// (*URL).Redacted (user:xxxxx@), a user without a password (a token
+// spelled as the user) as xxxxx@. A URL that does not parse keeps the
+// rule that needs no parse: whatever stands between :// and @ is masked.
+func redactURL(err error, raw string) error {
+	msg := err.Error()
+	u, perr := url.Parse(raw)
+	if perr != nil {
+		if i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@"); i >= 0 && j > i {
+			return errors.New(strings.ReplaceAll(msg, raw[i+3:j+1], "xxxxx@"))
+		}
+		return err
 	}
-	return err
+	if u.User == nil {
+		return err
+	}
+	shown := *u
+	if _, ok := u.User.Password(); !ok {
+		shown.User = url.User("xxxxx")
+	}
+	red := shown.Redacted()
+	msg = strings.ReplaceAll(msg, raw, red)
+	if i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@"); i >= 0 && j > i {
+		_, after, _ := strings.Cut(red, "://")
+		userinfo, _, _ := strings.Cut(after, "@")
+		msg = strings.ReplaceAll(msg, raw[i+3:j+1], userinfo+"@")
+	}
+	return errors.New(msg)
 }
 
 // replaceValue sets every scalar of n whose value is old to new: the

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -157,16 +156,13 @@ func kustomizationFile(dir string) string {
 // in dir (absolute, in the copy) offline: a remote reference, or a file
 // left out of the copy for its size; "" when it can.
 func (l *loader) offlineWhy(dir string, e entry) string {
-	if !fluxkustomize.IsLocalRelativePath(e.path) {
+	switch remoteForm(e) {
+	case remoteBase:
+		return "a remote base, which kustomize-controller clones when it builds (unless run with --no-remote-bases) and this offline check cannot"
+	case remoteFile:
 		what := "a remote file"
-		switch {
-		case strings.HasPrefix(e.field, "configMapGenerator") || strings.HasPrefix(e.field, "secretGenerator"):
+		if strings.HasPrefix(e.field, "configMapGenerator") || strings.HasPrefix(e.field, "secretGenerator") {
 			what = "a remote generator file"
-		case !strings.Contains(path.Base(strings.SplitN(e.path, "?", 2)[0]), ".") || strings.Contains(e.path, "//") && !strings.HasPrefix(e.path, "http") || strings.Contains(e.path, "?ref="):
-			what = "a remote base"
-		}
-		if what == "a remote base" {
-			return what + ", which kustomize-controller clones when it builds (unless run with --no-remote-bases) and this offline check cannot"
 		}
 		return what + ", which kustomize-controller fetches when it builds and this offline check cannot"
 	}
@@ -207,9 +203,10 @@ func (l *loader) leaveOutOffline() error {
 		fetched := false
 		for _, e := range entries(n) {
 			why := l.offlineWhy(filepath.Dir(p), e)
-			if why != "" && l.env.Options.FetchRemote && !fluxkustomize.IsLocalRelativePath(e.path) && (remoteFile(e) || e.dir) {
+			form := remoteForm(e)
+			if why != "" && l.env.Options.FetchRemote && (form == remoteFile && isHTTP(e.path) || form == remoteBase) {
 				fetch := l.fetch
-				if !remoteFile(e) {
+				if form == remoteBase {
 					fetch = l.fetchBase
 				}
 				local, err := fetch(filepath.Dir(p), e.path)

@@ -121,6 +121,9 @@ type Origin struct {
 	// (spec.kustomize.patches; spec.values.instance.kustomize.patches in
 	// a flux-instance HelmRelease).
 	PatchesField string `json:"patchesField,omitempty"`
+	// declared is the root Kustomization as generated from Sync, before
+	// the patches (SyncObjects'); Env.Root holds it patched.
+	declared *kustomizev1.Kustomization
 }
 
 func (o Origin) String() string {
@@ -350,11 +353,18 @@ func (l *loader) declaredRoot(root string) error {
 	if s.Path == "" {
 		s.Path = "./" + root
 	}
-	k := synthesize(s, ns)
+	d := synthesize(s, ns)
+	e.Origin.declared = d
+	// check judges the root the operator creates: patched (a patched
+	// spec.wait, timeout or healthChecks is the cluster's).
+	k, err := patchedRoot(e.Origin)
+	if err != nil {
+		return err
+	}
 	e.Options.Namespace, e.Options.RootName = k.Namespace, k.Name
 	e.Root = &Kustomization{Kustomization: k, Location: loc, Path: root}
 	l.seen["K/"+e.Root.Ref()] = true
-	src := &Source{Ref: fluxobj.Ref{Kind: s.Kind, Namespace: k.Namespace, Name: k.Name}, Location: loc}
+	src := &Source{Ref: fluxobj.Ref{Kind: s.Kind, Namespace: d.Namespace, Name: d.Name}, Location: loc}
 	e.Sources = append(e.Sources, src)
 	l.seen["S/"+src.Ref.String()] = true
 	return nil
@@ -481,21 +491,29 @@ func (e *Env) ControllersDir() string {
 
 // SyncObjects are the source and the root Kustomization of a declared root
 // (a FluxInstance's spec.sync, or the command line), as the Flux Operator
-// generates them, before the instance's patches; nil when the root is not
-// declared.
+// generates them, before the instance's patches (Env.Root holds the root
+// patched); nil when the root is not declared.
 func (e *Env) SyncObjects() ([]*unstructured.Unstructured, error) {
 	if e.Root == nil || e.Origin.Sync == nil || (e.Origin.Layout != LayoutFluxInstance && e.Origin.Layout != LayoutCommandLine) {
 		return nil, nil
 	}
-	root := e.Root.Kustomization
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(root)
+	k := e.Origin.declared
+	if k == nil { // an Env not made by Load
+		k = e.Root.Kustomization
+	}
+	return syncObjects(e.Origin.Sync, k)
+}
+
+// syncObjects are the source of s and the root Kustomization k, unstructured.
+func syncObjects(s *Sync, k *kustomizev1.Kustomization) ([]*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(k)
 	if err != nil {
 		return nil, err
 	}
 	delete(m, "status")
-	k := &unstructured.Unstructured{Object: m}
-	unstructured.RemoveNestedField(k.Object, "metadata", "creationTimestamp")
-	return []*unstructured.Unstructured{e.Origin.Sync.SourceObject(root.Namespace), k}, nil
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return []*unstructured.Unstructured{s.SourceObject(k.Namespace), u}, nil
 }
 
 // DeclaredObjects are SyncObjects as the Flux Operator creates them: with
@@ -507,9 +525,42 @@ func (e *Env) DeclaredObjects() ([]*unstructured.Unstructured, error) {
 	if err != nil || objs == nil || e.Origin.Layout != LayoutFluxInstance || len(e.Origin.Patches) == 0 {
 		return objs, err
 	}
-	out, err := patches.PatchSync(objs, e.Origin.Patches)
+	return patchSync(e.Origin, objs)
+}
+
+func patchSync(o Origin, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	out, err := patches.PatchSync(objs, o.Patches)
 	if err != nil {
-		return nil, verify.InputErrorf("%s %s: %v; fix the patch", e.Origin.PatchesLocation, e.Origin.PatchesField, err)
+		return nil, verify.InputErrorf("%s %s: %v; fix the patch", o.PatchesLocation, o.PatchesField, err)
 	}
 	return out, nil
+}
+
+// patchedRoot is the declared root Kustomization (o.declared) as the Flux
+// Operator creates it: a FluxInstance's spec.kustomize.patches applied to
+// the sync objects in its one build (patches.PatchSync, as
+// DeclaredObjects), typed; o.declared itself when nothing patches it.
+func patchedRoot(o Origin) (*kustomizev1.Kustomization, error) {
+	d := o.declared
+	if o.Layout != LayoutFluxInstance || len(o.Patches) == 0 {
+		return d, nil
+	}
+	objs, err := syncObjects(o.Sync, d)
+	if err != nil {
+		return nil, err
+	}
+	if objs, err = patchSync(o, objs); err != nil {
+		return nil, err
+	}
+	for _, u := range objs {
+		if !fluxobj.IsKustomization(u.GetAPIVersion(), u.GetKind()) {
+			continue
+		}
+		k := &kustomizev1.Kustomization{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, k); err != nil {
+			return nil, verify.InputErrorf("%s %s: the patched Kustomization %s/%s: %v; fix the patch", o.PatchesLocation, o.PatchesField, u.GetNamespace(), u.GetName(), err)
+		}
+		return k, nil
+	}
+	return d, nil
 }

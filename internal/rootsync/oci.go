@@ -113,18 +113,20 @@ func ociRefString(o *sourcev1.OCIRepository) string {
 	return "tag " + name.DefaultTag
 }
 
-// ociSourceReady is sync.source-ready's condition on an OCIRepository:
-// Ready with an artifact, from wantURL, having handled the fetch asked for
-// (token; "" when none was). failed is source-controller's own verdict on
-// that fetch (fluxobj.Failed once it handled the request: a missing tag,
-// refused credentials), so the wait ends with its reason, not a timeout.
-func ociSourceReady(o *sourcev1.OCIRepository, token, wantURL string) (ok, failed bool, desc string) {
+// OCISourceReady is the condition an OCIRepository is waited on (sync's
+// source-ready gate and the cutover's probe and hand-back): Ready with an
+// artifact, from wantURL, having handled the fetch asked for (token; ""
+// when none was). failed is source-controller's own verdict on that fetch
+// from wantURL (fluxobj.Failed once it handled the request: a missing tag,
+// refused credentials), so the wait ends with its reason, not a timeout; a
+// failure while the spec still names another URL is not that fetch's.
+func OCISourceReady(o *sourcev1.OCIRepository, token, wantURL string) (ok, failed bool, desc string) {
 	ok, desc = fluxobj.Ready(o)
 	fetched := token == "" || o.Status.LastHandledReconcileAt == token
 	if !fetched {
 		desc += "; the fetch asked for is not handled yet"
 	}
-	if fetched && !ok && fluxobj.Failed(o) {
+	if fetched && !ok && fluxobj.Failed(o) && o.Spec.URL == wantURL {
 		return false, true, desc
 	}
 	return ok && fetched && o.Status.Artifact != nil && o.Spec.URL == wantURL, false, desc
@@ -237,7 +239,7 @@ func afterOCI(ctx context.Context, cl *apply.Cluster, r *Render, timeout time.Du
 	}
 	var failed string
 	o, err := wait.For(wctx, cl.Client, &sourcev1.OCIRepositoryList{}, ns, nm, func(o *sourcev1.OCIRepository) (bool, string) {
-		ok, bad, desc := ociSourceReady(o, token, wantURL)
+		ok, bad, desc := OCISourceReady(o, token, wantURL)
 		if bad {
 			failed = desc
 			return true, desc

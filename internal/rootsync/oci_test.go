@@ -146,12 +146,13 @@ func TestOCISourceReady(t *testing.T) {
 		{"no artifact", oci(metav1.ConditionTrue, meta.SucceededReason, "t1", ""), "t1", url, false, false, ""},
 		{"another URL", oci(metav1.ConditionTrue, meta.SucceededReason, "t1", rev), "t1", "oci://other.example/fleet", false, false, ""},
 		{"the controller failed the fetch asked for", oci(metav1.ConditionFalse, sourcev1.OCIPullFailedReason, "t1", ""), "t1", url, false, true, sourcev1.OCIPullFailedReason + " message"},
+		{"a failure while the spec names another URL", oci(metav1.ConditionFalse, sourcev1.OCIPullFailedReason, "t1", ""), "t1", "oci://other.example/fleet", false, false, ""},
 		{"an earlier failure, the fetch not handled yet", oci(metav1.ConditionFalse, sourcev1.OCIPullFailedReason, "t0", ""), "t1", url, false, false, "not handled yet"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ok, failed, desc := ociSourceReady(tt.o, tt.token, tt.want)
+			ok, failed, desc := OCISourceReady(tt.o, tt.token, tt.want)
 			if ok != tt.ok || failed != tt.failed || !strings.Contains(desc, tt.says) {
-				t.Fatalf("ociSourceReady = %t, %t, %q; want %t, %t saying %q", ok, failed, desc, tt.ok, tt.failed, tt.says)
+				t.Fatalf("OCISourceReady = %t, %t, %q; want %t, %t saying %q", ok, failed, desc, tt.ok, tt.failed, tt.says)
 			}
 		})
 	}
