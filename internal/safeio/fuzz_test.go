@@ -66,6 +66,26 @@ func FuzzBoundedRead(f *testing.F) {
 	f.Add([]byte(""), int64(1), "/etc/passwd")
 	f.Add([]byte("0123456789"), int64(9), "link")
 	f.Add([]byte("0123456789"), int64(10), "sub/../a.yaml")
+	// One directory per fuzzing process (its executions run one at a
+	// time): a root holding a.yaml, sub/ and a symlink out to a file
+	// beside it.
+	top := f.TempDir()
+	root := filepath.Join(top, "root")
+	outside := []byte("outside the root")
+	if err := os.MkdirAll(filepath.Join(root, "sub"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(top, "outside"), outside, 0o644); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Symlink("../outside", filepath.Join(root, "link")); err != nil {
+		f.Fatal(err)
+	}
+	d, err := OpenDir(root, "--repo "+root)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer d.Close()
 	f.Fuzz(func(t *testing.T, data []byte, max int64, name string) {
 		if max < 0 || max > 1<<20 {
 			max = int64(len(data))
@@ -78,18 +98,7 @@ func FuzzBoundedRead(f *testing.F) {
 			t.Fatalf("ReadLimited(%d bytes, %d) read %d bytes without an error", len(data), max, len(got))
 		}
 
-		top := t.TempDir()
-		root := filepath.Join(top, "root")
-		outside := []byte("outside the root")
-		must(t, os.MkdirAll(filepath.Join(root, "sub"), 0o755))
-		must(t, os.WriteFile(filepath.Join(top, "outside"), outside, 0o644))
 		must(t, os.WriteFile(filepath.Join(root, "a.yaml"), data, 0o644))
-		must(t, os.Symlink("../outside", filepath.Join(root, "link")))
-		d, err := OpenDir(root, "--repo "+root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
 		b, err := d.ReadFileMax(name, max)
 		if err == nil && bytes.Equal(b, outside) && !bytes.Equal(data, outside) {
 			t.Fatalf("Dir.ReadFileMax(%q) read the file outside the root", name)
