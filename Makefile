@@ -48,6 +48,25 @@ dist: generate
 dist-check: generate
 	bash hack/dist-check.sh
 
+## fuzz: run every native fuzz target (the parsers a repository or a flag feeds) for FUZZTIME each, one after the other; not in CI. A crasher is kept in the package's testdata/fuzz/FuzzX/ and fails `go test` until fixed
+FUZZTIME ?= 10m
+FUZZ_TARGETS := \
+	./internal/check:FuzzSubstExpressions \
+	./internal/check:FuzzPolicy \
+	./internal/fluxrepo:FuzzMentionsVar \
+	./internal/fluxrepo:FuzzSyncDeclarations \
+	./internal/safeio:FuzzAliasBomb \
+	./internal/safeio:FuzzBoundedRead \
+	./internal/fluxrelease:FuzzResolve \
+	./internal/fluxrelease:FuzzVersionsParse
+.PHONY: fuzz
+fuzz: generate
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 

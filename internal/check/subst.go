@@ -560,8 +560,11 @@ func (s *substitution) defaultText(n *parse.FuncNode) string {
 // exprText writes n back as envsubst's parser reads it (false for a form
 // it cannot write faithfully).
 func exprText(n *parse.FuncNode) (string, bool) {
+	if isLength(n) {
+		return opening(n) + "}", true
+	}
 	var b strings.Builder
-	b.WriteString("${" + n.Param + n.Name)
+	b.WriteString(opening(n))
 	sep := ""
 	switch n.Name {
 	case ":":
@@ -591,6 +594,21 @@ func exprText(n *parse.FuncNode) (string, bool) {
 	}
 	b.WriteString("}")
 	return b.String(), true
+}
+
+// isLength says whether n is ${#A}, A's length: the parser's FuncNode
+// named "#" with no argument (fluxcd/pkg/envsubst parse.parseLenFunc; a
+// ${A#pattern} has its pattern as an argument, and ${A#} does not parse).
+func isLength(n *parse.FuncNode) bool { return n.Name == "#" && len(n.Args) == 0 }
+
+// opening is n as written up to its arguments: "${A:-" for ${A:-b}, and
+// "${#A" for the length, whose operator comes before the name (found by
+// FuzzSubstExpressions: "${A#}" was written for ${#A}).
+func opening(n *parse.FuncNode) string {
+	if isLength(n) {
+		return "${#" + n.Param
+	}
+	return "${" + n.Param + n.Name
 }
 
 // fallbackDefaultText is the literal text of n's arguments, quoted.
@@ -734,7 +752,10 @@ func funcNodes(text string, tree *parse.Tree, perr error) ([]*parse.FuncNode, []
 type expr struct{ show, search, name string }
 
 func exprOf(n *parse.FuncNode) expr {
-	search := "${" + n.Param + n.Name
+	search := opening(n)
+	if isLength(n) {
+		return expr{show: search + "}", search: search + "}", name: n.Param}
+	}
 	if n.Name == "" && len(n.Args) == 0 {
 		return expr{show: search + "}", search: search + "}", name: n.Param}
 	}

@@ -61,7 +61,8 @@ func EmbeddedVersions() ([]string, error) { return embeddedVersions(bundles.Vers
 
 func embeddedVersions(versions []string, err error) ([]string, error) {
 	if errors.Is(err, bundles.ErrNotGenerated) {
-		return nil, errors.New("this binary was built without the embedded Flux bundles: run `make generate` (go generate ./pkg/render/bundles) and rebuild, or pass --manifests DIR|TARBALL")
+		// %w keeps errors.Is(err, bundles.ErrNotGenerated) true for callers.
+		return nil, fmt.Errorf("this binary was built without the embedded Flux bundles: run `make generate` (go generate ./pkg/render/bundles) and rebuild, or pass --manifests DIR|TARBALL (%w)", bundles.ErrNotGenerated)
 	}
 	return versions, err
 }

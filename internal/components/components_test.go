@@ -3,6 +3,7 @@ package components
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +135,14 @@ func TestBuildWithoutGeneratedBundles(t *testing.T) {
 	_, err := embeddedVersions(nil, bundles.ErrNotGenerated)
 	if err == nil || !strings.Contains(err.Error(), "run `make generate`") {
 		t.Fatalf("got %v, want an error telling to run make generate", err)
+	}
+	// A caller can still tell this case from any other failure.
+	if !errors.Is(err, bundles.ErrNotGenerated) {
+		t.Fatalf("errors.Is(%v, bundles.ErrNotGenerated) = false, want true", err)
+	}
+	// Any other error passes through as it is.
+	other := errors.New("disk on fire")
+	if _, err := embeddedVersions(nil, other); err != other || errors.Is(err, bundles.ErrNotGenerated) {
+		t.Fatalf("got %v, want the error unchanged", err)
 	}
 }

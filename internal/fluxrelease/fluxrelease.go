@@ -389,6 +389,10 @@ func (d declaration) refusal() refusal {
 
 var numberRe = regexp.MustCompile(`\d+`)
 
+// satisfiableBudget bounds satisfiable's work (candidates × the range's
+// length): well under a second.
+const satisfiableBudget = 1 << 22
+
 // satisfiable says whether some release (no prerelease) satisfies c, the
 // constraint r parses to. A comparison's bounds are the numbers r names
 // (and the next ones: ~2.3 ends before 2.4.0, ^2.3 before 3.0.0), so if a
@@ -407,6 +411,12 @@ func satisfiable(c *semver.Constraints, r string) bool {
 		if n > 0 {
 			parts[n-1] = true
 		}
+	}
+	// The candidates are cubic in the numbers named, each tried against
+	// the whole range: a range naming dozens (a repository's file may
+	// hold anything; 20 comparisons took 12 s) is not decided here.
+	if n := len(parts); n*n*n*len(r) > satisfiableBudget {
+		return true
 	}
 	for major := range parts {
 		for minor := range parts {

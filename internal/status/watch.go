@@ -39,41 +39,120 @@ type WatchOptions struct {
 // list, then a watch, no polling), a burst of events gathered into one
 // evaluation, until ctx ends. eval gets what changed ("" the first time).
 func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(cause string)) error {
+	o = o.withDefaults()
+	ch := newChanges()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	synced, err := startInformers(wctx, c, o, watchedKinds(o), ch)
+	if err != nil {
+		return err
+	}
+	if err := waitSynced(ctx, wctx, o, synced); err != nil {
+		return err
+	}
+	// Armed before the first evaluation: a change made while it reads is
+	// seen, and evaluated again.
+	ch.arm()
+	eval("")
+	ch.loop(ctx, o.Debounce, eval)
+	return nil
+}
+
+// withDefaults fills the zero fields of o.
+func (o WatchOptions) withDefaults() WatchOptions {
 	if o.Debounce <= 0 {
 		o.Debounce = 300 * time.Millisecond
 	}
 	if o.SyncTimeout <= 0 {
 		o.SyncTimeout = 30 * time.Second
 	}
-	var mu sync.Mutex
-	armed := false
-	pending := ""
-	kick := make(chan struct{}, 1)
-	notify := func(kind string, obj any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !armed {
-			return // the informers' initial lists: already evaluated
-		}
-		if m, ok := obj.(metav1.Object); ok && pending == "" {
-			pending = fmt.Sprintf("%s %s/%s", kind, m.GetNamespace(), m.GetName())
-		} else if pending == "" {
-			pending = kind
-		}
+	return o
+}
+
+// changes gathers the watches' events into a kick and the first cause of a
+// burst; events before it is armed (the informers' initial lists, already
+// evaluated) are dropped.
+type changes struct {
+	mu      sync.Mutex
+	armed   bool
+	pending string
+	kick    chan struct{}
+}
+
+func newChanges() *changes { return &changes{kick: make(chan struct{}, 1)} }
+
+// arm starts recording events.
+func (ch *changes) arm() {
+	ch.mu.Lock()
+	ch.armed = true
+	ch.mu.Unlock()
+}
+
+// notify records an event on obj of kind, the cause when it is a burst's
+// first.
+func (ch *changes) notify(kind string, obj any) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if !ch.armed {
+		return // the informers' initial lists: already evaluated
+	}
+	if m, ok := obj.(metav1.Object); ok && ch.pending == "" {
+		ch.pending = fmt.Sprintf("%s %s/%s", kind, m.GetNamespace(), m.GetName())
+	} else if ch.pending == "" {
+		ch.pending = kind
+	}
+	select {
+	case ch.kick <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the burst's cause and clears it, with any kick left over.
+func (ch *changes) take() string {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	cause := ch.pending
+	ch.pending = ""
+	select {
+	case <-ch.kick:
+	default:
+	}
+	return cause
+}
+
+// loop evaluates after each burst of changes (the first kick, then
+// debounce to gather the rest) until ctx ends.
+func (ch *changes) loop(ctx context.Context, debounce time.Duration, eval func(cause string)) {
+	for {
 		select {
-		case kick <- struct{}{}:
-		default:
+		case <-ctx.Done():
+			return
+		case <-ch.kick:
 		}
+		// Gather the rest of the burst.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(debounce):
+		}
+		eval(ch.take())
 	}
-	type watched struct {
-		kind string
-		list client.ObjectList
-		obj  client.Object
-		sel  fields.Selector
-		// all: every namespace. HelmReleases and their chart sources live
-		// in their applications' namespaces, not Flux's.
-		all bool
-	}
+}
+
+// watched is one kind Watch watches.
+type watched struct {
+	kind string
+	list client.ObjectList
+	obj  client.Object
+	sel  fields.Selector
+	// all: every namespace. HelmReleases and their chart sources live
+	// in their applications' namespaces, not Flux's.
+	all bool
+}
+
+// watchedKinds are the kinds status reads, the age-key Secret by name when
+// o names it.
+func watchedKinds(o WatchOptions) []watched {
 	ws := []watched{
 		{"Deployment", &appsv1.DeploymentList{}, &appsv1.Deployment{}, nil, false},
 		{"ReplicaSet", &appsv1.ReplicaSetList{}, &appsv1.ReplicaSet{}, nil, false},
@@ -89,8 +168,12 @@ func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(ca
 	if o.Secret != "" {
 		ws = append(ws, watched{"Secret", &corev1.SecretList{}, &corev1.Secret{}, fields.OneTermEqualSelector("metadata.name", o.Secret), false})
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	return ws
+}
+
+// startInformers runs an informer per watched kind until wctx ends, each
+// event sent to ch; it returns their HasSynced.
+func startInformers(wctx context.Context, c client.WithWatch, o WatchOptions, ws []watched, ch *changes) ([]cache.InformerSynced, error) {
 	var synced []cache.InformerSynced
 	for _, w := range ws {
 		ns := o.Namespace
@@ -105,18 +188,24 @@ func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(ca
 			if m, ok := obj.(metav1.Object); ok && sel != nil && !sel.Matches(fields.Set{"metadata.name": m.GetName()}) {
 				return
 			}
-			notify(kind, obj)
+			ch.notify(kind, obj)
 		}
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    h,
 			UpdateFunc: func(_, obj any) { h(obj) },
 			DeleteFunc: h,
 		}); err != nil {
-			return err
+			return nil, err
 		}
 		go inf.Run(wctx.Done())
 		synced = append(synced, inf.HasSynced)
 	}
+	return synced, nil
+}
+
+// waitSynced waits for the watches' first lists, at most o.SyncTimeout:
+// ctx's error when it ended, else an error saying what to check.
+func waitSynced(ctx, wctx context.Context, o WatchOptions, synced []cache.InformerSynced) error {
 	sctx, scancel := context.WithTimeout(wctx, o.SyncTimeout)
 	defer scancel()
 	if !cache.WaitForCacheSync(sctx.Done(), synced...) {
@@ -125,34 +214,7 @@ func Watch(ctx context.Context, c client.WithWatch, o WatchOptions, eval func(ca
 		}
 		return fmt.Errorf("status --watch: the watches on %s did not list within %s: check --kubeconfig/--context and the network", o.Namespace, o.SyncTimeout)
 	}
-	// Armed before the first evaluation: a change made while it reads is
-	// seen, and evaluated again.
-	mu.Lock()
-	armed = true
-	mu.Unlock()
-	eval("")
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-kick:
-		}
-		// Gather the rest of the burst.
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(o.Debounce):
-		}
-		mu.Lock()
-		cause := pending
-		pending = ""
-		select {
-		case <-kick:
-		default:
-		}
-		mu.Unlock()
-		eval(cause)
-	}
+	return nil
 }
 
 // informer lists and watches one kind in ns through c (the read-only

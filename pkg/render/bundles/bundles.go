@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+
+	"golang.org/x/mod/semver"
 )
 
 //go:generate go run ./internal/genbundles -out flux
@@ -27,7 +29,7 @@ var embedded embed.FS
 var ErrNotGenerated = errors.New("built without the embedded Flux bundles: run `go generate ./pkg/render/bundles` (make generate) and rebuild")
 
 // Versions lists the Flux versions embedded, e.g. "v2.4.0", in ascending
-// order.
+// semver order (v2.2.3 before v2.10.0, which directory order would invert).
 func Versions() ([]string, error) { return versions(embedded) }
 
 func versions(fsys fs.FS) ([]string, error) {
@@ -37,13 +39,15 @@ func versions(fsys fs.FS) ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() {
+		// Only a directory named as a release is a bundle.
+		if e.IsDir() && semver.IsValid(e.Name()) {
 			out = append(out, e.Name())
 		}
 	}
 	if len(out) == 0 {
 		return nil, ErrNotGenerated
 	}
+	semver.Sort(out)
 	return out, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"testing/fstest"
+
+	"golang.org/x/mod/semver"
 )
 
 func TestBuildWithoutGeneratedBundles(t *testing.T) {
@@ -35,5 +37,39 @@ func TestOpen(t *testing.T) {
 	}
 	if _, err := Open("v2.1.0"); err == nil {
 		t.Error("Open(v2.1.0) succeeded; it is not embedded")
+	}
+}
+
+// TestVersionsSemverOrder: releases are listed in semver order, not the
+// directory's lexical order (where v2.10.0 sorts before v2.2.3), and a
+// directory that is not named as a release is no bundle.
+func TestVersionsSemverOrder(t *testing.T) {
+	fsys := fstest.MapFS{
+		"flux/README.md":            {Data: []byte("x")},
+		"flux/v2.10.0/rbac.yaml":    {Data: []byte("x")},
+		"flux/v2.2.3/rbac.yaml":     {Data: []byte("x")},
+		"flux/v2.9.5/rbac.yaml":     {Data: []byte("x")},
+		"flux/v3.0.0/rbac.yaml":     {Data: []byte("x")},
+		"flux/v2.10.1/rbac.yaml":    {Data: []byte("x")},
+		"flux/not-a-release/x.yaml": {Data: []byte("x")},
+	}
+	got, err := versions(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"v2.2.3", "v2.9.5", "v2.10.0", "v2.10.1", "v3.0.0"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("versions = %v, want %v", got, want)
+	}
+}
+
+// TestVersionsEmbeddedSorted: the embedded list is in semver order.
+func TestVersionsEmbeddedSorted(t *testing.T) {
+	vs, err := Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.IsSortedFunc(vs, semver.Compare) {
+		t.Fatalf("embedded versions not in semver order: %v", vs)
 	}
 }
