@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -50,6 +51,9 @@ type ahead struct {
 	byDir map[string][]*prebuilt
 }
 
+// noAhead makes the walk build one by one (tests).
+var noAhead = false
+
 // prebuilt is one build ahead.
 type prebuilt struct {
 	dir   string
@@ -65,7 +69,7 @@ type prebuilt struct {
 // safe (see ahead) or not faster (one processor).
 func newAhead(l *loader) *ahead {
 	n := runtime.GOMAXPROCS(0)
-	if n < 2 || !l.plainSchema || upstreamBuildOnly || l.env.Options.UpstreamBuild {
+	if n < 2 || noAhead || !l.plainSchema || upstreamBuildOnly || l.env.Options.UpstreamBuild {
 		return nil
 	}
 	a := &ahead{l: l, workers: n, byDir: map[string][]*prebuilt{}}
@@ -126,9 +130,13 @@ func (a *ahead) work() {
 		a.pending = a.pending[1:]
 		p.taken = true
 		a.mu.Unlock()
+		workerBuilds.Add(1)
 		a.run(p)
 	}
 }
+
+// workerBuilds counts the builds the workers ran (tests).
+var workerBuilds atomic.Int64
 
 func (a *ahead) run(p *prebuilt) {
 	defer close(p.done)
