@@ -30,21 +30,51 @@ func (l *loader) build(dir string, obj map[string]any) ([]*resource.Resource, []
 }
 
 // buildIn is build with root as the artifact's root (the copy, or an
-// ExternalArtifact staged).
-func (l *loader) buildIn(root, dir string, obj map[string]any) (_ []*resource.Resource, _ []string, err error) {
-	abs := filepath.Join(root, filepath.FromSlash(dir))
+// ExternalArtifact staged). A build of the copy the walk started ahead
+// (ahead.go) is taken instead of built again. A failed build stops the
+// builds ahead first: a repair (buildRepaired) may change the copy next.
+func (l *loader) buildIn(root, dir string, obj map[string]any) (res []*resource.Resource, files []string, err error) {
 	if obj == nil {
 		obj = map[string]any{}
 	}
+	if l.ahead != nil {
+		defer func() {
+			if err != nil {
+				l.ahead.drain()
+				if l.cache != nil {
+					l.cache.done(false) // as the build's own buildFS does
+				}
+			}
+		}()
+		if root == l.tmp {
+			if res, files, err, ok := l.ahead.take(filepath.ToSlash(dir), obj); ok {
+				return res, files, err
+			}
+		}
+	}
+	return l.buildCopy(root, dir, obj, false)
+}
+
+// buildCopy builds dir of root. ahead: a build ahead of its turn
+// (ahead.go), run beside others while the copy is as committed: it always
+// uses the cache and leaves the cache's state (done) to the walk.
+func (l *loader) buildCopy(root, dir string, obj map[string]any, ahead bool) (_ []*resource.Resource, _ []string, err error) {
+	abs := filepath.Join(root, filepath.FromSlash(dir))
 	var fsys filesys.FileSystem
 	var action fluxkustomize.Action
 	if root == l.tmp && !upstreamBuildOnly && !l.env.Options.UpstreamBuild {
 		// The copy: the generated kustomization file in memory, the
 		// copy's files read once per load (fscache.go).
-		if fsys, action, err = l.generated(root, abs, obj); err != nil {
+		var bfs *buildFS
+		if bfs, action, err = l.generated(root, abs, obj, ahead); err != nil {
 			return nil, nil, err
 		}
-		defer func() { fsys.(*buildFS).done(err == nil) }()
+		fsys = bfs
+		if ahead {
+			bfs.use = bfs.cache != nil
+		} else {
+			defer func() { bfs.done(err == nil) }()
+		}
 	} else {
 		// As kustomize-controller does: written, built, restored.
 		action, err = fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: obj}).WriteFile(abs, fluxkustomize.WithSaveOriginalKustomization())
@@ -90,10 +120,10 @@ func (l *loader) buildIn(root, dir string, obj map[string]any) (_ []*resource.Re
 // (the kustomization file found, or a new kustomization.yaml). The build's
 // filesystem serves that result at that path (buildFS), as the disk would
 // after the write.
-func (l *loader) generated(root, abs string, obj map[string]any) (*buildFS, fluxkustomize.Action, error) {
+func (l *loader) generated(root, abs string, obj map[string]any, ahead bool) (*buildFS, fluxkustomize.Action, error) {
 	manifest, kfile, action, err := fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: obj}).GenerateManifest(abs)
 	if err != nil {
-		if l.cache != nil {
+		if l.cache != nil && !ahead {
 			l.cache.done(false)
 		}
 		return nil, action, fmt.Errorf("generate kustomization.yaml: %w", err)
@@ -102,7 +132,7 @@ func (l *loader) generated(root, abs string, obj map[string]any) (*buildFS, flux
 	if err != nil {
 		return nil, action, err
 	}
-	if l.cache == nil {
+	if l.cache == nil && !ahead {
 		l.cache = newFSCache()
 	}
 	return newBuildFS(sec, l.cache, kfile, manifest), action, nil
@@ -116,7 +146,8 @@ func (l *loader) generated(root, abs string, obj map[string]any) (*buildFS, flux
 // fluxkustomize.Build. Re-parsing the built-in schema is more than half the
 // time of checking a large repository (BenchmarkLoad: 0.12× of upstream's
 // time on 101 Kustomizations; docs/benchmarks.md, "The forks"). Builds
-// here are sequential.
+// here run concurrently (ahead.go): the built-in schema, once initialised,
+// is only read.
 func buildBuiltinSchema(fsys filesys.FileSystem, dir string) (m resmap.ResMap, err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/fluxcd/pkg/sourceignore"
 	"github.com/fluxcd/pkg/sourceignore/gitignore"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/homelab-ops/bootstrap/internal/safeio"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
@@ -71,6 +73,11 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 	// is made once (the walk makes each directory before its files, unless
 	// the ignore rules matched the directory itself).
 	made := map[string]bool{".": true}
+	// The walk makes the directories and lists the files; the files are
+	// copied concurrently (the copy is mostly system calls), and what each
+	// copy found is taken in the walk's order: the notes, bombs and
+	// callbacks are those of a copy one file after another.
+	var steps []*copyStep
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
 			return werr
@@ -87,7 +94,7 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 			return nil
 		case d.Type()&fs.ModeSymlink != 0:
 			target, _ := os.Readlink(p)
-			notes = append(notes, fmt.Sprintf("%s (a symlink to %s): source-controller leaves symlinks out of the artifact, so it was left out; commit the file itself", filepath.ToSlash(rel), target))
+			steps = append(steps, &copyStep{note: fmt.Sprintf("%s (a symlink to %s): source-controller leaves symlinks out of the artifact, so it was left out; commit the file itself", filepath.ToSlash(rel), target)})
 			return nil
 		case d.IsDir():
 			if ignored(p, true) {
@@ -106,36 +113,78 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 			}
 			made[dir] = true
 		}
-		b, err := copyFile(p, filepath.Join(dst, rel), max)
-		if err != nil {
-			return err
+		steps = append(steps, &copyStep{src: p, dst: filepath.Join(dst, rel), rel: filepath.ToSlash(rel)})
+		return nil
+	})
+	if err != nil {
+		return notes, bombs, big, err
+	}
+	var g errgroup.Group
+	g.SetLimit(copyWorkers())
+	for _, st := range steps {
+		if st.src != "" {
+			g.Go(func() error { return st.copy(max) })
 		}
-		if b == nil {
-			notes = append(notes, fmt.Sprintf("%s: larger than %s (this tool's read bound; no flag or policy raises it), left out: its objects are not checked", filepath.ToSlash(rel), bytesText(max)))
+	}
+	if err := g.Wait(); err != nil {
+		return notes, bombs, big, err
+	}
+	for _, st := range steps {
+		switch {
+		case st.src == "":
+			notes = append(notes, st.note)
+			continue
+		case st.b == nil:
+			notes = append(notes, fmt.Sprintf("%s: larger than %s (this tool's read bound; no flag or policy raises it), left out: its objects are not checked", st.rel, bytesText(max)))
 			if big == nil {
 				big = map[string]bool{}
 			}
-			big[filepath.ToSlash(rel)] = true
-			return nil
-		}
-		// Kept from anything that would expand it (see safeio.AliasBomb).
-		if line, why := safeio.AliasBomb(b); why != "" {
+			big[st.rel] = true
+			continue
+		case st.bomb != "":
 			if bombs == nil {
 				bombs = map[string]error{}
 			}
-			bombs[filepath.ToSlash(rel)] = verify.InputErrorf("%s: %s; kustomize, here and in kustomize-controller, would expand every alias in memory: write the values out, or alias less", Location{File: filepath.ToSlash(rel), Line: line}, why)
-			if err := os.WriteFile(filepath.Join(dst, rel), nil, 0o600); err != nil {
-				return err
-			}
-			b = []byte{}
+			bombs[st.rel] = verify.InputErrorf("%s: %s; kustomize, here and in kustomize-controller, would expand every alias in memory: write the values out, or alias less", Location{File: st.rel, Line: st.bombLine}, st.bomb)
 		}
 		if copied != nil {
-			copied(filepath.ToSlash(rel), b)
+			copied(st.rel, st.b)
 		}
-		return nil
-	})
-	return notes, bombs, big, err
+	}
+	return notes, bombs, big, nil
 }
+
+// copyStep is one entry of the copy, in the walk's order: a file (src) or
+// a note.
+type copyStep struct {
+	src, dst, rel string
+	note          string
+	// What the copy of src found: the bytes written (nil: over the
+	// bound), and the YAML alias bomb kept out, if any.
+	b        []byte
+	bomb     string
+	bombLine int
+}
+
+// copy copies the step's file, at most max bytes; an alias bomb is
+// written as an empty file (see safeio.AliasBomb).
+func (st *copyStep) copy(max int64) error {
+	b, err := readCapped(st.src, max)
+	if err != nil || b == nil {
+		return err
+	}
+	// Kept from anything that would expand it (see safeio.AliasBomb).
+	if line, why := safeio.AliasBomb(b); why != "" {
+		st.bomb, st.bombLine = why, line
+		b = []byte{}
+	}
+	st.b = b
+	return writeNew(st.dst, b)
+}
+
+// copyWorkers is how many files are copied at once: system calls wait on
+// the kernel more than on a processor.
+func copyWorkers() int { return 2 * runtime.GOMAXPROCS(0) }
 
 // applySpecIgnore removes from the copy dir what a GitRepository's
 // spec.ignore excludes from its artifact.
@@ -162,9 +211,9 @@ func applySpecIgnore(dir string, specIgnore string) error {
 	return err
 }
 
-// copyFile copies at most max bytes and returns them; it returns nil (and
-// writes nothing) when the file is larger.
-func copyFile(src, dst string, max int64) ([]byte, error) {
+// readCapped reads src, a regular file, if it holds at most max bytes;
+// nil (no error) when it is larger.
+func readCapped(src string, max int64) ([]byte, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return nil, err
@@ -191,15 +240,20 @@ func copyFile(src, dst string, max int64) ([]byte, error) {
 	if b == nil {
 		b = []byte{}
 	}
+	return b, nil
+}
+
+// writeNew writes b to dst, a file that must not exist yet.
+func writeNew(dst string, b []byte) error {
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	_, err = out.Write(b)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	return b, err
+	return err
 }
 
 // isLocal says whether rel (slash-separated, relative) stays inside its root.

@@ -39,6 +39,7 @@ func Load(o Options) (*Env, error) {
 		return nil, err
 	}
 	l.workspace = filepath.Join(base, "artifacts")
+	defer l.ahead.forget() // before the copy is removed
 	return l.env, l.run(root)
 }
 
@@ -69,6 +70,9 @@ type loader struct {
 	stagedDirs map[string]*staged
 	// cache holds the copy's files across builds (fscache.go).
 	cache *fsCache
+	// ahead builds the walk's Kustomizations concurrently (ahead.go);
+	// nil: one by one.
+	ahead *ahead
 }
 
 // newLoader copies repo into the private directory tmp, indexes the copy
@@ -99,5 +103,6 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 	}
 	l.cache = newFSCache()
 	l.cache.seed(tmp, copied)
+	l.ahead = newAhead(l)
 	return l, nil
 }

@@ -145,6 +145,7 @@ func (l *loader) rootNamed(root string, res []*resource.Resource) error {
 func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
 	var waiting []*Kustomization
 	for {
+		l.ahead.submit(queue, sourceKey)
 		for i := 0; i < len(queue); i++ {
 			k := queue[i]
 			if k.Built {
@@ -158,8 +159,10 @@ func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
 			if err != nil {
 				return err
 			}
+			l.ahead.submit(more, sourceKey)
 			queue = append(queue, more...)
 		}
+		l.ahead.forget() // the ExternalArtifacts' builds, in turn
 		if len(waiting) == 0 {
 			return nil
 		}
