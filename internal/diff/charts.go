@@ -2,7 +2,6 @@ package diff
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,8 +12,6 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/chartutil"
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -163,6 +160,7 @@ func (s *side) index() map[ObjectKey]*unstructured.Unstructured {
 // chart is rendered without it, and a note says so.
 func chartValues(ctx context.Context, idx map[ObjectKey]*unstructured.Unstructured, hr *helmv2.HelmRelease) (map[string]any, []string) {
 	var notes []string
+	cl := &objectClient{objs: map[ObjectKey]client.Object{}}
 	refs := make([]meta.ValuesReference, 0, len(hr.Spec.ValuesFrom))
 	for _, v := range hr.Spec.ValuesFrom {
 		u := idx[ObjectKey{Kind: v.Kind, Namespace: hr.Namespace, Name: v.Name}]
@@ -174,56 +172,22 @@ func chartValues(ctx context.Context, idx map[ObjectKey]*unstructured.Unstructur
 			notes = append(notes, fmt.Sprintf("valuesFrom %s %s/%s is SOPS-encrypted: rendered without it", v.Kind, hr.Namespace, v.Name))
 			continue
 		}
+		if u != nil {
+			obj, err := served(u)
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("valuesFrom %s %s/%s does not decode: rendered without it", v.Kind, hr.Namespace, v.Name))
+				continue
+			}
+			cl.objs[ObjectKey{Kind: v.Kind, Namespace: hr.Namespace, Name: v.Name}] = obj
+		}
 		refs = append(refs, v)
 	}
-	vals, err := chartutil.ChartValuesFromReferences(ctx, logr.Discard(), renderedReader{idx: idx}, hr.Namespace, hr.GetValues(), refs...)
+	vals, err := chartutil.ChartValuesFromReferences(ctx, logr.Discard(), cl, hr.Namespace, hr.GetValues(), refs...)
 	if err != nil {
 		notes = append(notes, "values: "+err.Error()+": rendered with spec.values only")
 		return hr.GetValues(), notes
 	}
 	return vals, notes
-}
-
-// renderedReader answers helm-controller's valuesFrom Get from the
-// objects the repository renders. Only Get is implemented.
-type renderedReader struct {
-	client.Client // nil: only Get is called
-	idx           map[ObjectKey]*unstructured.Unstructured
-}
-
-// Get implements client.Reader for ConfigMaps and Secrets.
-func (r renderedReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	var kind string
-	switch obj.(type) {
-	case *corev1.ConfigMap:
-		kind = "ConfigMap"
-	case *corev1.Secret:
-		kind = "Secret"
-	default:
-		return fmt.Errorf("unexpected Get of %T", obj)
-	}
-	u := r.idx[ObjectKey{Kind: kind, Namespace: key.Namespace, Name: key.Name}]
-	if u == nil {
-		return apierrors.NewNotFound(corev1.Resource(strings.ToLower(kind)+"s"), key.Name)
-	}
-	b, err := u.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, obj); err != nil {
-		return err
-	}
-	// The API server writes stringData into data (it wins over data).
-	if s, ok := obj.(*corev1.Secret); ok && len(s.StringData) > 0 {
-		if s.Data == nil {
-			s.Data = map[string][]byte{}
-		}
-		for k, v := range s.StringData {
-			s.Data[k] = []byte(v)
-		}
-		s.StringData = nil
-	}
-	return nil
 }
 
 // writeCharts writes each rendered chart's diff (--charts).

@@ -162,6 +162,29 @@ func (vs *valuesSource) unknown(key ObjectKey) string {
 // Secret's stringData merged into data (the API server does so on write),
 // every Secret value a key of hr reads replaced by redactSecret.
 func typed(u *unstructured.Unstructured, hr *helmv2.HelmRelease, red *redactor) (kubeclient.Object, error) {
+	obj, err := served(u)
+	s, ok := obj.(*corev1.Secret)
+	if err != nil || !ok {
+		return obj, err
+	}
+	// How hr reads each key: as a values document (merged) or as one
+	// value at a targetPath.
+	asDocument := map[string]bool{}
+	for _, ref := range hr.Spec.ValuesFrom {
+		if ref.Kind == "Secret" && ref.Name == s.Name && ref.TargetPath == "" {
+			asDocument[ref.GetValuesKey()] = true
+		}
+	}
+	for k, v := range s.Data {
+		s.Data[k] = redactSecret(v, asDocument[k], red)
+	}
+	return s, nil
+}
+
+// served is the ConfigMap or Secret u as the API server serves it: a
+// Secret's stringData merged into data (the API server does so on write;
+// stringData wins).
+func served(u *unstructured.Unstructured) (kubeclient.Object, error) {
 	if u.GetKind() == "ConfigMap" {
 		cm := &corev1.ConfigMap{}
 		return cm, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm)
@@ -177,17 +200,6 @@ func typed(u *unstructured.Unstructured, hr *helmv2.HelmRelease, red *redactor) 
 		s.Data[k] = []byte(v)
 	}
 	s.StringData = nil
-	// How hr reads each key: as a values document (merged) or as one
-	// value at a targetPath.
-	asDocument := map[string]bool{}
-	for _, ref := range hr.Spec.ValuesFrom {
-		if ref.Kind == "Secret" && ref.Name == s.Name && ref.TargetPath == "" {
-			asDocument[ref.GetValuesKey()] = true
-		}
-	}
-	for k, v := range s.Data {
-		s.Data[k] = redactSecret(v, asDocument[k], red)
-	}
 	return s, nil
 }
 
