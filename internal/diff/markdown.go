@@ -412,20 +412,24 @@ func truncate(d string, limit int) (string, int, int) {
 	return kept, strings.Count(kept, "\n"), all
 }
 
-// fence is content in a fenced code block whose fence is longer than any
-// run of backquotes in it, so no content line closes it.
-func fence(lang, content string) string {
-	n := 3
-	run := 0
-	for _, r := range content {
+// longestBackquotes is the longest run of backquotes in s.
+func longestBackquotes(s string) int {
+	longest, run := 0, 0
+	for _, r := range s {
 		if r == '`' {
 			run++
-			n = max(n, run+1)
+			longest = max(longest, run)
 		} else {
 			run = 0
 		}
 	}
-	f := strings.Repeat("`", n)
+	return longest
+}
+
+// fence is content in a fenced code block whose fence is longer than any
+// run of backquotes in it, so no content line closes it.
+func fence(lang, content string) string {
+	f := strings.Repeat("`", max(3, longestBackquotes(content)+1))
 	if !strings.HasSuffix(content, "\n") {
 		content += "\n"
 	}
@@ -434,17 +438,7 @@ func fence(lang, content string) string {
 
 // code is s as an inline code span that survives backquotes in s.
 func code(s string) string {
-	n := 1
-	run := 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			n = max(n, run+1)
-		} else {
-			run = 0
-		}
-	}
-	f := strings.Repeat("`", n)
+	f := strings.Repeat("`", longestBackquotes(s)+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 		s = " " + s + " "
 	}
