@@ -12,7 +12,6 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -81,9 +80,8 @@ func Build(o Options) (*Render, error) {
 		return nil, verify.InputErrorf("%s: %w", o.Path, err)
 	}
 	r := &Render{Options: o, Objects: objs, Env: env}
-	// patched is the declared root as the FluxInstance's patches leave it
-	// (nil: no patches): the gates judge what is created.
-	var patched *kustomizev1.Kustomization
+	// env.Root is the declared root as the FluxInstance's patches leave it
+	// (fluxrepo declaredRoot): the gates judge what is created.
 	if (env.Origin.Layout == fluxrepo.LayoutFluxInstance || env.Origin.Layout == fluxrepo.LayoutCommandLine) && env.Root != nil {
 		// Sync creates what the operator would where none runs (and,
 		// where one does, applies nothing: sync.flux-operator); a root
@@ -93,9 +91,6 @@ func Build(o Options) (*Render, error) {
 			return nil, err
 		}
 		r.Objects = append(declared, r.Objects...)
-		if patched, err = patchedRoot(env, declared); err != nil {
-			return nil, err
-		}
 		origin := env.Origin
 		r.Declared = &origin
 		objs = r.Objects
@@ -113,18 +108,11 @@ func Build(o Options) (*Render, error) {
 			if k == nil {
 				return nil, fmt.Errorf("%s: Kustomization %s/%s is not in the repository model", o.Path, u.GetNamespace(), u.GetName())
 			}
-			if k == env.Root && patched != nil {
-				r.Kustomizations = append(r.Kustomizations, patched)
-				continue
-			}
 			r.Kustomizations = append(r.Kustomizations, k.Kustomization)
 		}
 	}
 	if env.Root != nil {
 		r.Root = env.Root.Kustomization
-		if patched != nil {
-			r.Root = patched
-		}
 		ref := fluxobj.KustomizationSource(r.Root)
 		for _, u := range objs {
 			if u.GetKind() == ref.Kind && u.GetName() == ref.Name && fluxobj.NamespaceOr(u.GetNamespace(), o.Namespace) == ref.Namespace &&
@@ -141,24 +129,6 @@ func Build(o Options) (*Render, error) {
 // spec.kustomize.patches applied (fluxrepo.Env.DeclaredObjects).
 func declaredObjects(env *fluxrepo.Env) ([]*unstructured.Unstructured, error) {
 	return env.DeclaredObjects()
-}
-
-// patchedRoot is the declared root Kustomization among declared, typed,
-// when a FluxInstance's patches were applied to it (nil otherwise).
-func patchedRoot(env *fluxrepo.Env, declared []*unstructured.Unstructured) (*kustomizev1.Kustomization, error) {
-	if env.Origin.Layout != fluxrepo.LayoutFluxInstance || len(env.Origin.Patches) == 0 {
-		return nil, nil
-	}
-	for _, u := range declared {
-		if fluxobj.IsKustomization(u.GetAPIVersion(), u.GetKind()) && u.GetNamespace() == env.Root.Namespace && u.GetName() == env.Root.Name {
-			k := &kustomizev1.Kustomization{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, k); err != nil {
-				return nil, verify.InputErrorf("%s %s: the patched Kustomization %s/%s: %v; fix the patch", env.Origin.PatchesLocation, env.Origin.PatchesField, u.GetNamespace(), u.GetName(), err)
-			}
-			return k, nil
-		}
-	}
-	return nil, nil
 }
 
 // where names the file and line declaring an object of the root's render,
