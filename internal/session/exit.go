@@ -114,22 +114,13 @@ func Code(ctx context.Context, err error, r *verify.Report) int {
 	if r == nil {
 		return ExitOK
 	}
-	if r.Error != "" {
-		return ExitInput
-	}
-	incomplete := false
-	for _, c := range r.Checks {
-		switch {
-		case c.Verdict == verify.Fail:
-			return ExitFailed
-		case c.Verdict == verify.Skip && !c.Optional:
-			incomplete = true
-		case c.Verdict != verify.Pass && c.Verdict != verify.Warn && c.Verdict != verify.Skip:
-			// An unknown verdict is a bug in a gate; never count it as success.
-			return ExitFailed
-		}
-	}
-	if incomplete {
+	// The report's own verdict, one tally (verify.Tally): a run that
+	// stopped with an Error is a failure here too (Fail gives it the
+	// error's own code).
+	switch r.Verdict() {
+	case verify.Fail:
+		return ExitFailed
+	case verify.Skip:
 		return ExitIncomplete
 	}
 	return ExitOK

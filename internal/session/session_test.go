@@ -88,7 +88,10 @@ func TestCodeOfReport(t *testing.T) {
 		{"required skip is incomplete", []verify.Verdict{verify.Pass, verify.Skip}, false, "", ExitIncomplete},
 		{"optional skip is fine", []verify.Verdict{verify.Pass, verify.Skip}, true, "", ExitOK},
 		{"unknown verdict is never success", []verify.Verdict{"maybe"}, false, "", ExitFailed},
-		{"input error", nil, false, "bad flag", ExitInput},
+		// A report that stopped with an Error is a failure, as its verdict
+		// says (Report.Verdict); the command's exit code for it is the
+		// error's own (Session.Fail: 2 for an input error, TestFinishWritesEveryReport).
+		{"stopped with an error", nil, false, "bad flag", ExitFailed},
 		{"no checks", nil, false, "", ExitOK},
 	}
 	for _, tt := range tests {

@@ -56,15 +56,8 @@ func (d Def) Skipf(format string, a ...any) Check { return d.Skip(fmt.Sprintf(fo
 // Blocks says whether checks stop what follows: a failure, or a required
 // gate that could not be checked.
 func Blocks(cs ...Check) bool {
-	for _, c := range cs {
-		if c.Verdict == Fail || (c.Verdict == Skip && !c.Optional) {
-			return true
-		}
-		if c.Verdict != Pass && c.Verdict != Warn && c.Verdict != Skip {
-			return true
-		}
-	}
-	return false
+	t := TallyOf(cs...)
+	return t.Fail > 0 || t.RequiredSkips > 0
 }
 
 // Missing lists the gates of defs that no check reports (families count when

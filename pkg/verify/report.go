@@ -55,12 +55,9 @@ func writeEnd(b *strings.Builder, r, whole *Report) {
 	if r.Error != "" {
 		fmt.Fprintf(b, "error: %s\n", r.Error)
 	}
-	counts := map[Verdict]int{}
-	for _, c := range whole.Checks {
-		counts[c.Verdict]++
-	}
+	t := TallyOf(whole.Checks...)
 	fmt.Fprintf(b, "%s: %s (%d pass, %d fail, %d warn, %d skip; exit %d)\n",
-		whole.Command, strings.ToUpper(string(whole.Verdict())), counts[Pass], counts[Fail], counts[Warn], counts[Skip], whole.ExitCode)
+		whole.Command, strings.ToUpper(string(whole.Verdict())), t.Pass, t.Fail, t.Warn, t.Skip, whole.ExitCode)
 }
 
 // family is the checks of one gate: a single check, or the members of a
@@ -89,31 +86,17 @@ func families(cs []Check) []*family {
 // write writes the family's summary line, its members that did not pass
 // (those without findings with their evidence) and its findings' blocks.
 func (f *family) write(b *strings.Builder) {
-	var p PhaseResult
-	required, findings := 0, 0
+	var p Tally
+	findings := 0
 	for _, c := range f.checks {
-		switch c.Verdict {
-		case Pass:
-			p.Pass++
-		case Fail:
-			p.Fail++
-		case Warn:
-			p.Warn++
-		case Skip:
-			p.Skip++
-			if !c.Optional {
-				required++
-			}
-		default:
-			p.Fail++ // an unknown verdict is never success (Report.Verdict)
-		}
+		p.Add(c)
 		for _, x := range c.Findings {
 			if x.Verdict != Pass {
 				findings++
 			}
 		}
 	}
-	v := summarise(p, required)
+	v := p.Verdict()
 	if p.Skip > 0 && p.Pass+p.Fail+p.Warn == 0 {
 		// Optional checks that did not run (a dry run's after-gates) are
 		// written as what they are; the run's verdict does not count them.

@@ -149,52 +149,78 @@ func (r *Report) Rewrite(f func(string) string) {
 // Warn records a run-wide warning.
 func (r *Report) Warn(msg string) { r.Warnings = append(r.Warnings, msg) }
 
-// Phases summarises checks per phase, in first-seen order.
-func (r *Report) Phases() []PhaseResult {
-	var out []PhaseResult
-	idx := map[string]int{}
-	// A phase whose only skips are optional is headed as the summary
-	// line and the exit code count it: pass or warn, not skip.
-	required := map[int]int{}
-	for _, c := range r.Checks {
-		i, ok := idx[c.Phase]
-		if !ok {
-			i = len(out)
-			idx[c.Phase] = i
-			out = append(out, PhaseResult{Name: c.Phase})
-		}
-		p := &out[i]
-		switch c.Verdict {
-		case Pass:
-			p.Pass++
-		case Fail:
-			p.Fail++
-		case Warn:
-			p.Warn++
-		case Skip:
-			p.Skip++
-			if !c.Optional {
-				required[i]++
-			}
-		}
-	}
-	for i := range out {
-		out[i].Verdict = summarise(out[i], required[i])
-		out[i].Duration = r.Facts["duration."+out[i].Name]
-	}
-	return out
+// Tally is checks counted by verdict: the one count the phase summaries,
+// the run's verdict, Blocks and the exit code are decided from. A verdict
+// not in the vocabulary (a bug in a gate) counts as a failure, never as
+// success.
+type Tally struct {
+	Pass, Fail, Warn, Skip int
+	// RequiredSkips are the skips of required (not Optional) checks.
+	RequiredSkips int
 }
 
-func summarise(p PhaseResult, requiredSkips int) Verdict {
+// TallyOf counts cs.
+func TallyOf(cs ...Check) Tally {
+	var t Tally
+	for _, c := range cs {
+		t.Add(c)
+	}
+	return t
+}
+
+// Add counts c.
+func (t *Tally) Add(c Check) {
+	switch c.Verdict {
+	case Pass:
+		t.Pass++
+	case Warn:
+		t.Warn++
+	case Skip:
+		t.Skip++
+		if !c.Optional {
+			t.RequiredSkips++
+		}
+	default: // Fail, or an unknown verdict
+		t.Fail++
+	}
+}
+
+// Verdict is what the counted checks say together: fail when one failed,
+// skip when a required one could not be checked, warn when one warned,
+// pass otherwise (optional skips do not count).
+func (t Tally) Verdict() Verdict {
 	switch {
-	case p.Fail > 0:
+	case t.Fail > 0:
 		return Fail
-	case requiredSkips > 0:
+	case t.RequiredSkips > 0:
 		return Skip
-	case p.Warn > 0:
+	case t.Warn > 0:
 		return Warn
 	}
 	return Pass
+}
+
+// Phases summarises checks per phase, in first-seen order.
+func (r *Report) Phases() []PhaseResult {
+	var names []string
+	tallies := map[string]*Tally{}
+	for _, c := range r.Checks {
+		t := tallies[c.Phase]
+		if t == nil {
+			t = &Tally{}
+			tallies[c.Phase] = t
+			names = append(names, c.Phase)
+		}
+		t.Add(c)
+	}
+	out := make([]PhaseResult, 0, len(names))
+	for _, n := range names {
+		t := tallies[n]
+		// A phase whose only skips are optional is headed as the summary
+		// line and the exit code count it: pass or warn, not skip.
+		out = append(out, PhaseResult{Name: n, Duration: r.Facts["duration."+n], Verdict: t.Verdict(), Pass: t.Pass, Fail: t.Fail, Warn: t.Warn, Skip: t.Skip})
+	}
+	return out
 }
 
 // Verdict is the run's overall verdict: fail when the run stopped with an
@@ -206,25 +232,11 @@ func (r *Report) Verdict() Verdict {
 	if r.Error != "" {
 		return Fail
 	}
-	incomplete, warned := false, len(r.Warnings) > 0
-	for _, c := range r.Checks {
-		switch c.Verdict {
-		case Pass:
-		case Warn:
-			warned = true
-		case Skip:
-			incomplete = incomplete || !c.Optional
-		default: // Fail, or an unknown verdict
-			return Fail
-		}
-	}
-	switch {
-	case incomplete:
-		return Skip
-	case warned:
+	v := TallyOf(r.Checks...).Verdict()
+	if v == Pass && len(r.Warnings) > 0 {
 		return Warn
 	}
-	return Pass
+	return v
 }
 
 // InputError is a domain error: the caller's input was refused — a bad

@@ -282,3 +282,43 @@ func TestWriteTextOptionalSkip(t *testing.T) {
 		t.Errorf("verdict %s, want pass", r.Verdict())
 	}
 }
+
+// TestTally: one count decides a phase's verdict, the run's and Blocks;
+// an unknown verdict is a failure everywhere, an optional skip nowhere.
+func TestTally(t *testing.T) {
+	tests := []struct {
+		name   string
+		checks []Check
+		want   Verdict
+		blocks bool
+	}{
+		{"empty", nil, Pass, false},
+		{"pass", []Check{{Verdict: Pass}}, Pass, false},
+		{"warn", []Check{{Verdict: Pass}, {Verdict: Warn}}, Warn, false},
+		{"optional skip", []Check{{Verdict: Pass}, {Verdict: Skip, Optional: true}}, Pass, false},
+		{"required skip", []Check{{Verdict: Warn}, {Verdict: Skip}}, Skip, true},
+		{"fail wins", []Check{{Verdict: Skip}, {Verdict: Fail}}, Fail, true},
+		{"unknown verdict", []Check{{Verdict: "maybe"}}, Fail, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := TallyOf(tt.checks...).Verdict(); got != tt.want {
+				t.Errorf("Tally verdict %s, want %s", got, tt.want)
+			}
+			if got := Blocks(tt.checks...); got != tt.blocks {
+				t.Errorf("Blocks %v, want %v", got, tt.blocks)
+			}
+			r := NewReport("t")
+			for i, c := range tt.checks {
+				c.Phase, c.ID = "p", string(rune('a'+i))
+				r.Add(c)
+			}
+			if got := r.Verdict(); got != tt.want {
+				t.Errorf("Report.Verdict %s, want %s", got, tt.want)
+			}
+			if ps := r.Phases(); len(tt.checks) > 0 && (len(ps) != 1 || ps[0].Verdict != tt.want) {
+				t.Errorf("Phases %+v, want one phase %s", ps, tt.want)
+			}
+		})
+	}
+}
