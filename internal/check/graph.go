@@ -62,24 +62,7 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) v
 				fix:  fmt.Sprintf("set spec.path: ./%s", path)})
 		}
 		if o.on(RootWait) {
-			if direct, through := fluxgraph.RootWaiters(env, g); len(direct)+len(through) > 0 {
-				// wait: true, or (without it) spec.healthChecks naming them.
-				how, field, fix := "has wait: true: it health-checks", "wait:", "set wait: false on the root (it is then Ready on apply)"
-				if !root.Spec.Wait {
-					how, field, fix = "names in spec.healthChecks", "healthChecks:", "drop those entries from the root's spec.healthChecks"
-				}
-				what := fmt.Sprintf("the root Kustomization %s %s Kustomization %s, which depend(s) on it", rootRef, how, strings.Join(direct, ", "))
-				if len(direct) == 0 {
-					what = fmt.Sprintf("the root Kustomization %s %s Kustomization %s, which wait(s) for it through dependsOn", rootRef, how, strings.Join(through, ", "))
-				} else if len(through) > 0 {
-					what += fmt.Sprintf(" (and %s, through dependsOn)", strings.Join(through, ", "))
-				}
-				if len(direct) > 0 {
-					fix += fmt.Sprintf(", or drop the dependsOn on %s from %s", rootRef, strings.Join(direct, ", "))
-				}
-				fs = append(fs, finding{det: RootWait, loc: env.FindLine([]string{root.Location.File}, "", field), fix: fix,
-					what: what + " — a deadlock: the root is not Ready until they are, and they wait for the root (DependencyNotReady) until its health check fails at its timeout"})
-			}
+			fs = append(fs, rootWaitFindings(env, g, rootRef)...)
 		}
 	}
 	unbuilt := failedBuilds(env)
@@ -142,6 +125,33 @@ func checkGraph(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) v
 		return ch.verdict(Graph, fs, fmt.Sprintf("%d Kustomization(s), no cycle, every dependsOn rendered", len(env.Kustomizations))+helmSummary(env)+"; "+noRootNote)
 	}
 	return ch.verdict(Graph, fs, fmt.Sprintf("root %s (%s) applies %s; %d Kustomization(s), no cycle, every dependsOn rendered, every node reachable from the root", rootRef, env.Origin, path, len(env.Kustomizations))+helmSummary(env))
+}
+
+// rootWaitFindings is [root-wait]: the root health-checks (wait: true, or
+// spec.healthChecks) Kustomizations that wait for it through dependsOn —
+// kustomize-controller leaves the Kustomization itself out of its own
+// health check, so only those are a deadlock (fluxgraph.RootWaiters).
+func rootWaitFindings(env *fluxrepo.Env, g *fluxgraph.Graph, rootRef string) []finding {
+	root := env.Root
+	if direct, through := fluxgraph.RootWaiters(env, g); len(direct)+len(through) > 0 {
+		// wait: true, or (without it) spec.healthChecks naming them.
+		how, field, fix := "has wait: true: it health-checks", "wait:", "set wait: false on the root (it is then Ready on apply)"
+		if !root.Spec.Wait {
+			how, field, fix = "names in spec.healthChecks", "healthChecks:", "drop those entries from the root's spec.healthChecks"
+		}
+		what := fmt.Sprintf("the root Kustomization %s %s Kustomization %s, which depend(s) on it", rootRef, how, strings.Join(direct, ", "))
+		if len(direct) == 0 {
+			what = fmt.Sprintf("the root Kustomization %s %s Kustomization %s, which wait(s) for it through dependsOn", rootRef, how, strings.Join(through, ", "))
+		} else if len(through) > 0 {
+			what += fmt.Sprintf(" (and %s, through dependsOn)", strings.Join(through, ", "))
+		}
+		if len(direct) > 0 {
+			fix += fmt.Sprintf(", or drop the dependsOn on %s from %s", rootRef, strings.Join(direct, ", "))
+		}
+		return []finding{{det: RootWait, loc: env.FindLine([]string{root.Location.File}, "", field), fix: fix,
+			what: what + " — a deadlock: the root is not Ready until they are, and they wait for the root (DependencyNotReady) until its health check fails at its timeout"}}
+	}
+	return nil
 }
 
 // failedBuilds names the Kustomizations whose path did not build ([build]),
