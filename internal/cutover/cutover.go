@@ -322,14 +322,29 @@ func (c *cutoverRun) handBack(ctx context.Context) error {
 	if err := c.write(ctx, back); err != nil {
 		return err
 	}
-	// The root applies this object from git again: what this apply wrote
-	// becomes kustomize-controller's, as after sync (apply.HandOver), so a
-	// field git drops later leaves the cluster too.
-	_, hoErr := apply.HandOver(ctx, c.cl.Client, []*unstructured.Unstructured{back}, nil)
+	hb, err := handBackGate(ctx, c.cl, back, id, c.final, c.tmp.Secret, func() (*unstructured.Unstructured, error) {
+		return rootsync.LiveSource(ctx, c.cl.Client, o.Namespace, o.Name)
+	})
+	if err != nil {
+		return err
+	}
+	c.report.Add(hb)
+	return nil
+}
+
+// handBackGate is [handed-back] for back, the root's source as just applied
+// with the final source and none of our annotations: the root applies it
+// from git again, so what this apply wrote becomes kustomize-controller's,
+// as after sync (apply.HandOver), and a field git drops later leaves the
+// cluster too. Re-read (reread) to prove no annotation and no field of
+// ours is left; then, switched and read by nothing, the temporary source's
+// serve Secret goes either way.
+func handBackGate(ctx context.Context, cl *apply.Cluster, back *unstructured.Unstructured, id, final, serveSecret string, reread func() (*unstructured.Unstructured, error)) (verify.Check, error) {
+	_, hoErr := apply.HandOver(ctx, cl.Client, []*unstructured.Unstructured{back}, nil)
 	hb := GateHandedBack.New()
-	cur, err = rootsync.LiveSource(ctx, c.cl.Client, o.Namespace, o.Name)
+	cur, err := reread()
 	if err != nil || cur == nil {
-		return fmt.Errorf("re-read %s: %v", id, err)
+		return hb, fmt.Errorf("re-read %s: %v", id, err)
 	}
 	var problems []string
 	if left := ours(cur); len(left) > 0 {
@@ -344,16 +359,14 @@ func (c *cutoverRun) handBack(ctx context.Context) error {
 	if len(problems) > 0 {
 		hb.Verdict, hb.Message = verify.Fail, strings.Join(problems, "; ")
 	} else {
-		hb.Verdict, hb.Message = verify.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, c.final)
+		hb.Verdict, hb.Message = verify.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, final)
 	}
-	// Switched, nothing reads the temporary source: its Secret goes either way.
-	if msg, err := deleteServeSecret(ctx, c.cl.Client, o.Namespace, c.tmp.Secret); err != nil {
+	if msg, err := deleteServeSecret(ctx, cl.Client, back.GetNamespace(), serveSecret); err != nil {
 		hb.Verdict, hb.Message = verify.Fail, hb.Message+"; but "+err.Error()
 	} else if msg != "" {
 		hb.Message += "; " + msg
 	}
-	c.report.Add(hb)
-	return nil
+	return hb, nil
 }
 
 // rollback re-applies the object as sync left it (temporary source,

@@ -13,7 +13,6 @@ package cutover
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -104,6 +103,34 @@ func ociReady(ctx context.Context, cl *apply.Cluster, ns, name, url, token strin
 	return rev, nil
 }
 
+// ociProbe creates the probe OCIRepository: the declared spec under
+// another name, proving the final source from inside the cluster without
+// touching the root's; remove deletes it and waits until it is gone.
+func (p *WhenReadyPhase) ociProbe(ctx context.Context, report *verify.Report, spec map[string]any) (probe *unstructured.Unstructured, remove func(), err error) {
+	o := p.o
+	pspec := map[string]any{}
+	for k, v := range spec {
+		pspec[k] = v
+	}
+	pspec["interval"], pspec["timeout"] = "30s", "20s"
+	probe = ociSpecOf(o.Namespace, o.Name+ProbeSuffix, pspec, nil)
+	probe.SetLabels(map[string]string{serve.SecretLabel: "probe"})
+	if _, err := apply.Object(ctx, p.cl.Manager, probe); err != nil {
+		return nil, nil, fmt.Errorf("create the probe OCIRepository %s/%s: %w", o.Namespace, probe.GetName(), err)
+	}
+	return probe, func() {
+		dctx, cancel := context.WithTimeout(kube.Detach(ctx), 30*time.Second)
+		defer cancel()
+		err := p.cl.Client.Delete(dctx, &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: probe.GetName()}})
+		if err == nil || apierrors.IsNotFound(err) {
+			err = wait.Gone[*sourcev1.OCIRepository](dctx, p.cl.Client, &sourcev1.OCIRepositoryList{}, o.Namespace, probe.GetName())
+		}
+		if err != nil {
+			report.Warn(fmt.Sprintf("delete the probe OCIRepository %s/%s: %v (delete it by hand)", o.Namespace, probe.GetName(), err))
+		}
+	}, nil
+}
+
 // doOCI is --cutover-when-ready for an OCI root.
 func (p *WhenReadyPhase) doOCI(ctx context.Context, run *pipeline.Run) error {
 	o, report := p.o, run.Report
@@ -140,27 +167,11 @@ func (p *WhenReadyPhase) doOCI(ctx context.Context, run *pipeline.Run) error {
 	report.Changed = true
 
 	// 1. The probe: the declared spec under another name.
-	pspec := map[string]any{}
-	for k, v := range spec {
-		pspec[k] = v
+	probe, removeProbe, err := p.ociProbe(ctx, report, spec)
+	if err != nil {
+		return err
 	}
-	pspec["interval"], pspec["timeout"] = "30s", "20s"
-	probe := ociSpecOf(o.Namespace, o.Name+ProbeSuffix, pspec, nil)
-	probe.SetLabels(map[string]string{serve.SecretLabel: "probe"})
-	if _, err := apply.Object(ctx, p.cl.Manager, probe); err != nil {
-		return fmt.Errorf("create the probe OCIRepository %s/%s: %w", o.Namespace, probe.GetName(), err)
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(kube.Detach(ctx), 30*time.Second)
-		defer cancel()
-		err := p.cl.Client.Delete(dctx, &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: probe.GetName()}})
-		if err == nil || apierrors.IsNotFound(err) {
-			err = wait.Gone[*sourcev1.OCIRepository](dctx, p.cl.Client, &sourcev1.OCIRepositoryList{}, o.Namespace, probe.GetName())
-		}
-		if err != nil {
-			report.Warn(fmt.Sprintf("delete the probe OCIRepository %s/%s: %v (delete it by hand)", o.Namespace, probe.GetName(), err))
-		}
-	}()
+	defer removeProbe()
 	run.Progressf("waiting for the final source %s to be Ready from inside the cluster (probe %s, timeout %s)", finalURL, probe.GetName(), o.Wait)
 	probeRev, err := ociReady(ctx, p.cl, o.Namespace, probe.GetName(), finalURL, "", o.Wait, run.Progress)
 	if err != nil {
@@ -194,31 +205,11 @@ func (p *WhenReadyPhase) doOCI(ctx context.Context, run *pipeline.Run) error {
 	}
 	fr.Verdict, fr.Message = verify.Pass, fmt.Sprintf("%s Ready from %s, artifact %s: the digest the registry serves for its ref", id, finalURL, rev)
 	report.Add(fr)
-	_, hoErr := apply.HandOver(ctx, p.cl.Client, []*unstructured.Unstructured{back}, nil)
-	hb := GateHandedBack.New()
-	cur, err := liveOCI(ctx, p.cl.Client, o.Namespace, o.Name)
-	if err != nil || cur == nil {
-		return fmt.Errorf("re-read %s: %v", id, err)
-	}
-	var problems []string
-	if left := ours(cur); len(left) > 0 {
-		problems = append(problems, fmt.Sprintf("annotations left on %s: %v (another field manager owns them?)", id, left))
-	}
-	switch m := apply.OwnedBy(cur, kube.FieldManager); {
-	case hoErr != nil:
-		problems = append(problems, fmt.Sprintf("handing %s's fields to kustomize-controller failed: %v", id, hoErr))
-	case len(m) > 0:
-		problems = append(problems, fmt.Sprintf("%s still has fields owned by %s (%s)", id, kube.FieldManager, strings.Join(m, ", ")))
-	}
-	if len(problems) > 0 {
-		hb.Verdict, hb.Message = verify.Fail, strings.Join(problems, "; ")
-	} else {
-		hb.Verdict, hb.Message = verify.Pass, fmt.Sprintf("%s reads %s with no temporary-source annotations; kustomize-controller reconciles it from git again", id, finalURL)
-	}
-	if msg, err := deleteServeSecret(ctx, p.cl.Client, o.Namespace, tmpSecret); err != nil {
-		hb.Verdict, hb.Message = verify.Fail, hb.Message+"; but "+err.Error()
-	} else if msg != "" {
-		hb.Message += "; " + msg
+	hb, err := handBackGate(ctx, p.cl, back, id, finalURL, tmpSecret, func() (*unstructured.Unstructured, error) {
+		return liveOCI(ctx, p.cl.Client, o.Namespace, o.Name)
+	})
+	if err != nil {
+		return err
 	}
 	report.Add(hb)
 	co := Options{Namespace: o.Namespace, Name: o.Name, Kind: sourcev1.OCIRepositoryKind, Timeout: o.Timeout, Progress: run.Progress}

@@ -143,11 +143,18 @@ func (p *SyncPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Che
 		c, err := ociSourceGate(r)
 		return append(checks, c), err
 	}
-	// The temporary source: asked for, or already in place and kept.
+	return p.gitSource(ctx, report, r, checks)
+}
+
+// gitSource is the Git root's source gate (appended to checks): the
+// temporary source asked for (--serve, --source-url), or one already in
+// place and kept, or git's declared url.
+func (p *SyncPhase) gitSource(ctx context.Context, report *verify.Report, r *Render, checks []verify.Check) ([]verify.Check, error) {
+	var err error
 	src := r.Source
 	var live *unstructured.Unstructured
 	if p.planned == nil { // without Flux there is no live source
-		if live, err = LiveSource(ctx, cl.Client, src.GetNamespace(), src.GetName()); err != nil {
+		if live, err = LiveSource(ctx, p.cl.Client, src.GetNamespace(), src.GetName()); err != nil {
 			return checks, err
 		}
 	}
