@@ -382,6 +382,14 @@ func TestFluxRelease(t *testing.T) {
 			checks: []want{
 				has("check.flux-release", verify.Pass, `Flux v2.9.5, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.semver "2.9.x" at clusters/dev/flux.yaml:11`),
 			}},
+		// source-controller v1.9.5 getTagBySemver: a range Masterminds
+		// semver does not parse fails the OCIRepository ("semver '…' parse
+		// error"): the release is never fetched — a FAIL, not the default.
+		{name: "OCIRepository ref.semver that does not parse", repo: "oci-manifests", exit: session.ExitFailed,
+			edits: []edit{{"clusters/dev/flux.yaml", "    tag: v2.3.0\n", "    tag: v2.3.0\n    semver: \">=2.3 <2.0 || &&\"\n"}},
+			checks: []want{
+				has("check.flux-release", verify.Fail, `source-controller does not parse it as a semver range and fails the OCIRepository ("semver '>=2.3 <2.0 || &&' parse error`),
+			}},
 		{name: "OCIRepository ref.digest wins over ref.tag", repo: "oci-manifests", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux.yaml", "    tag: v2.3.0\n", "    tag: v2.3.0\n    digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n"}},
 			checks: []want{

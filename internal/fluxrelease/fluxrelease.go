@@ -363,8 +363,11 @@ type refusal struct{ why, fix string }
 // fails it too ("no match found for semver: <range> …"). The library's
 // own error is quoted, not the operator's code.
 func (d declaration) refusal() refusal {
-	if !d.operator || !d.rangeOf || (d.unresolved != "" && !d.literal) {
+	if !d.rangeOf || (d.unresolved != "" && !d.literal) {
 		return refusal{}
+	}
+	if !d.operator {
+		return d.sourceRefusal()
 	}
 	c, err := semver.NewConstraint(d.value)
 	switch {
@@ -385,6 +388,26 @@ func (d declaration) refusal() refusal {
 		}
 	}
 	return refusal{}
+}
+
+// sourceRefusal is source-controller's verdict on a ref.semver (of the
+// flux-manifests OCIRepository or the flux2 GitRepository) it cannot
+// parse: the source fails, so the release is never fetched.
+// source-controller v1.9.5 internal/controller/ocirepository_controller.go
+// getTagBySemver ("semver '%s' parse error"); fluxcd/pkg/git v0.52.0
+// gogit/clone.go cloneSemVer ("semver parse error"); both Masterminds
+// semver's NewConstraint. Which tags exist is not known offline: a range
+// that parses is not judged.
+func (d declaration) sourceRefusal() refusal {
+	_, err := semver.NewConstraint(d.value)
+	if err == nil {
+		return refusal{}
+	}
+	why := fmt.Sprintf("source-controller does not parse it as a semver range and fails the OCIRepository (\"semver '%s' parse error: %v\"): the release is never fetched", d.value, err)
+	if strings.HasPrefix(d.form, "GitRepository") {
+		why = fmt.Sprintf("source-controller does not parse it as a semver range and fails the GitRepository (\"semver parse error: %v\"): the release is never fetched", err)
+	}
+	return refusal{why: why, fix: `write a range the Masterminds semver library parses, such as "2.x" or ">=2.7.0 <2.8.0"`}
 }
 
 var numberRe = regexp.MustCompile(`\d+`)

@@ -45,7 +45,7 @@ func TestResolve(t *testing.T) {
 		{d: declaration{value: "2.1.x", rangeOf: true}, old: true},
 		{d: declaration{value: "0.x", rangeOf: true}, old: true},
 		{d: declaration{value: "3.x", rangeOf: true}, note: "no embedded release matches it"},
-		{d: declaration{value: "two", rangeOf: true}, note: "not a semver range"},
+		{d: declaration{value: "two", rangeOf: true}, note: `fails the OCIRepository ("semver 'two' parse error: improper constraint: "two"")`},
 		// Issue 45 item 7: the Flux Operator refuses a range it cannot
 		// parse, with the Masterminds library's words.
 		{d: declaration{value: ">=2.3 <2.0 || &&", rangeOf: true, operator: true}, note: `semver '>=2.3 <2.0 || &&' parse error: improper constraint: " &&"`},
@@ -96,7 +96,8 @@ func TestResolve(t *testing.T) {
 // variable is refused only when the cluster gets it as written (a
 // Kustomization without postBuild applies it); read from a file applied
 // outside the repository's Kustomizations it is not known. Not the
-// operator's (an OCIRepository ref.semver): no refusal here.
+// operator's (an OCIRepository or GitRepository ref.semver):
+// source-controller refuses only a range it cannot parse (sourceRefusal).
 func TestRefusal(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -106,7 +107,10 @@ func TestRefusal(t *testing.T) {
 		{declaration{value: "${FLUX_VERSION}", rangeOf: true, operator: true, unresolved: "it holds a variable", literal: true}, `semver '${FLUX_VERSION}' parse error: improper constraint: "${FLUX_VERSION}"`},
 		{declaration{value: "${FLUX_VERSION}", rangeOf: true, operator: true, unresolved: "it holds a variable"}, ""},
 		{declaration{value: ">=2.3 <2.0 || &&", rangeOf: true, operator: true}, `semver '>=2.3 <2.0 || &&' parse error: improper constraint: " &&"`},
-		{declaration{value: ">=2.3 <2.0 || &&", rangeOf: true}, ""},
+		{declaration{value: ">=2.3 <2.0 || &&", rangeOf: true, form: FormOCIManifests}, `fails the OCIRepository ("semver '>=2.3 <2.0 || &&' parse error: improper constraint: " &&"")`},
+		{declaration{value: ">=2.3 <2.0 || &&", rangeOf: true, form: FormGitFlux2}, `fails the GitRepository ("semver parse error: improper constraint: " &&"")`},
+		{declaration{value: ">=2.3 <2.0", rangeOf: true, form: FormOCIManifests}, ""}, // the registry's tags are not known offline
+		{declaration{value: "${FLUX_VERSION}", rangeOf: true, form: FormOCIManifests, unresolved: "it holds a variable"}, ""},
 		{declaration{value: ">=2.3 <2.0", rangeOf: true, operator: true}, "no match found for semver: >=2.3 <2.0"},
 		{declaration{value: "2.x", rangeOf: true, operator: true}, ""},
 		{declaration{value: "3.x", rangeOf: true, operator: true}, ""},
