@@ -200,11 +200,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		defer o.fetcher.Close()
 	}
-	for _, root := range roots {
+	for i, root := range roots {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		c, err := cluster(ctx, o, fo, root, baseDir, headDir, serial, red)
+		// The trees written from the object store are private: the last
+		// root's loads take them over (fluxrepo.LoadInPlace) rather than
+		// copy them again; earlier roots' loads copy them, as the tree
+		// must stay as committed for the next root. The work tree is
+		// always copied.
+		last := i == len(roots)-1
+		own := owned{base: last, head: last && head != nil}
+		c, err := cluster(ctx, o, fo, root, baseDir, headDir, serial, own, red)
 		if err != nil {
 			return nil, err
 		}
@@ -255,14 +262,23 @@ func isDir(p string) bool {
 	return err == nil && st.IsDir()
 }
 
+// owned says which revisions' trees a cluster's loads may take over:
+// private trees gitrev wrote, read by nothing after them.
+type owned struct{ base, head bool }
+
 // load loads one revision's cluster root; nil when the revision lacks
-// the directory.
-func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string) (*side, error) {
+// the directory. inPlace: dir is a private tree no one reads after this
+// load, loaded in place (fluxrepo.LoadInPlace: written once, not copied).
+func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string, inPlace bool) (*side, error) {
 	if !isDir(filepath.Join(dir, root)) {
 		return nil, nil
 	}
 	fo.Repo, fo.Path = dir, root
-	env, err := fluxrepo.Load(fo)
+	loadEnv := fluxrepo.Load
+	if inPlace {
+		loadEnv = fluxrepo.LoadInPlace
+	}
+	env, err := loadEnv(fo)
 	if err != nil {
 		return nil, err
 	}
@@ -274,10 +290,11 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string)
 }
 
 // cluster compares one root.
-func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, red *redactor) (*Cluster, error) {
+func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, red *redactor) (*Cluster, error) {
 	c := &Cluster{Path: root}
 	// The two revisions load concurrently: each fluxrepo.Load works on a
-	// private copy of its own tree, and what they share is synchronized
+	// private copy of its own tree (or, LoadInPlace, on the private tree
+	// itself), and what they share is synchronized
 	// (the embedded releases' schemas, crdschema; kustomize's built-in
 	// OpenAPI schema, kyaml/openapi's schemaLock). Not when a revision
 	// sets openapi: in a kustomization file: fluxrepo then builds with
@@ -290,8 +307,8 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 		berr, herr error
 		eg         errgroup.Group
 	)
-	loadBase := func() error { b, berr = load(ctx, o, fo, baseDir, root); return nil }
-	loadHead := func() error { h, herr = load(ctx, o, fo, headDir, root); return nil }
+	loadBase := func() error { b, berr = load(ctx, o, fo, baseDir, root, own.base); return nil }
+	loadHead := func() error { h, herr = load(ctx, o, fo, headDir, root, own.head); return nil }
 	if serial {
 		_, _ = loadBase(), loadHead()
 	} else {

@@ -54,7 +54,7 @@ func TestDiffSameInputs(t *testing.T) {
 		if edit != nil {
 			edit(dir)
 		}
-		s, err := load(context.Background(), Options{}, fluxrepo.Options{KeepGoing: true, Holes: true}, dir, "clusters/bench")
+		s, err := load(context.Background(), Options{}, fluxrepo.Options{KeepGoing: true, Holes: true}, dir, "clusters/bench", false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,7 +56,15 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 
 // copyRepoFiles is copyRepo, calling copied (when not nil) with each file
 // written to the copy and the bytes written, in the order of the walk.
+//
+// dst "" prepares src in place instead (Options.InPlace): the same walk,
+// rules, notes, bombs and callbacks, but what the copy would leave out is
+// removed from src (a symlink, a file the ignore rules exclude, a file
+// over max, a directory the ignore rules exclude once nothing is left in
+// it) and an alias bomb is emptied; a file kept is read, never written.
+// src then holds exactly what the copy would have held.
 func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)) (notes []string, bombs map[string]error, big map[string]bool, err error) {
+	inPlace := dst == ""
 	src, err = filepath.Abs(src)
 	if err != nil {
 		return nil, nil, nil, err
@@ -78,6 +86,10 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 	// copy found is taken in the walk's order: the notes, bombs and
 	// callbacks are those of a copy one file after another.
 	var steps []*copyStep
+	// In place: what the copy leaves out, removed after the walk (drop),
+	// and the directories the ignore rules exclude, removed when empty
+	// (the copy makes them only for a file they keep).
+	var drop, ignoredDirs []string
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
 			return werr
@@ -87,24 +99,41 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 			return nil
 		}
 		if d.IsDir() && d.Name() == ".git" {
+			if inPlace {
+				// Never a tree the caller wrote for this load (gitrev
+				// writes no .git): refused rather than changed in place.
+				return fmt.Errorf("%s holds %s: a Git checkout is never prepared in place (Options.InPlace is for a private tree); load it without InPlace", src, filepath.ToSlash(rel))
+			}
 			return filepath.SkipDir
 		}
 		switch {
 		case d.Type()&fs.ModeSymlink != 0 && ignored(p, false):
+			drop = append(drop, p)
 			return nil
 		case d.Type()&fs.ModeSymlink != 0:
 			target, _ := os.Readlink(p)
 			steps = append(steps, &copyStep{note: fmt.Sprintf("%s (a symlink to %s): source-controller leaves symlinks out of the artifact, so it was left out; commit the file itself", filepath.ToSlash(rel), target)})
+			drop = append(drop, p)
 			return nil
 		case d.IsDir():
 			if ignored(p, true) {
+				ignoredDirs = append(ignoredDirs, p)
 				return nil // its files are matched one by one, as the archiver does
 			}
 			made[rel] = true
+			if inPlace {
+				return nil
+			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
 		case !d.Type().IsRegular():
+			drop = append(drop, p)
 			return nil
 		case ignored(p, false):
+			drop = append(drop, p)
+			return nil
+		}
+		if inPlace {
+			steps = append(steps, &copyStep{src: p, rel: filepath.ToSlash(rel)})
 			return nil
 		}
 		if dir := filepath.Dir(rel); !made[dir] {
@@ -128,6 +157,11 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 	}
 	if err := g.Wait(); err != nil {
 		return notes, bombs, big, err
+	}
+	if inPlace {
+		if err := dropAll(drop, ignoredDirs); err != nil {
+			return notes, bombs, big, err
+		}
 	}
 	for _, st := range steps {
 		switch {
@@ -157,6 +191,7 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 // copyStep is one entry of the copy, in the walk's order: a file (src) or
 // a note.
 type copyStep struct {
+	// dst "": in place (src is the file kept, removed or emptied).
 	src, dst, rel string
 	note          string
 	// What the copy of src found: the bytes written (nil: over the
@@ -168,18 +203,58 @@ type copyStep struct {
 
 // copy copies the step's file, at most max bytes; an alias bomb is
 // written as an empty file (see safeio.AliasBomb).
+//
+// In place (dst ""), a file over max is removed, a bomb emptied, and a
+// file kept is left as it is.
 func (st *copyStep) copy(max int64) error {
 	b, err := readCapped(st.src, max)
-	if err != nil || b == nil {
+	if err != nil {
 		return err
+	}
+	if b == nil {
+		if st.dst == "" {
+			return os.Remove(st.src)
+		}
+		return nil
 	}
 	// Kept from anything that would expand it (see safeio.AliasBomb).
 	if line, why := safeio.AliasBomb(b); why != "" {
 		st.bomb, st.bombLine = why, line
 		b = []byte{}
+		if st.dst == "" {
+			// The walk found a regular file of a private tree: emptied
+			// where it is, as the copy writes an empty file.
+			st.b = b
+			return os.Truncate(st.src, 0)
+		}
 	}
 	st.b = b
+	if st.dst == "" {
+		return nil
+	}
 	return writeNew(st.dst, b)
+}
+
+// dropAll removes files (what an in-place preparation leaves out) and then
+// the directories of dirs left empty, deepest first.
+func dropAll(files, dirs []string) error {
+	for _, p := range files {
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		entries, err := os.ReadDir(dirs[i])
+		if err != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			if err := os.Remove(dirs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // copyWorkers is how many files are copied at once: system calls wait on

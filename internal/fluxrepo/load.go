@@ -18,6 +18,25 @@ import (
 // first read, walk.go walks from the root to the Kustomizations its builds
 // declare, build.go builds one directory as kustomize-controller does.
 func Load(o Options) (*Env, error) {
+	return load(o, false)
+}
+
+// LoadInPlace is Load for a repository directory o.Repo that is already a
+// private tree the caller wrote for this one load (internal/gitrev writes
+// a commit's tree from Git's object store): instead of copying it, Load
+// prepares it in place by the copy's rules — what source-controller's
+// artifact leaves out (a symlink, a file the ignore rules exclude, a file
+// over MaxFileBytes) is removed with the same note, a YAML alias bomb is
+// emptied and refused by the build that reads it — and builds in it,
+// writing into it (generated kustomization files, the holes left out).
+// So the tree is written once, not twice. The caller removes o.Repo
+// after LoadInPlace returns and reads nothing from it (it is changed). A
+// directory holding .git (a checkout) is refused: never the user's.
+func LoadInPlace(o Options) (*Env, error) {
+	return load(o, true)
+}
+
+func load(o Options, inPlace bool) (*Env, error) {
 	o = o.withDefaults()
 	repo, root, err := checkInput(o)
 	if err != nil {
@@ -29,9 +48,12 @@ func Load(o Options) (*Env, error) {
 	}
 	defer os.RemoveAll(base)
 	// The copy, and beside it (never inside: a build or a pathPattern
-	// would see them) the ExternalArtifacts staged from it.
+	// would see them) the ExternalArtifacts staged from it. In place, the
+	// caller's tree is the copy.
 	tmp := filepath.Join(base, "repo")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
+	if inPlace {
+		tmp = ""
+	} else if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, err
 	}
 	l, err := newLoader(o, repo, tmp)
@@ -76,8 +98,13 @@ type loader struct {
 }
 
 // newLoader copies repo into the private directory tmp, indexes the copy
-// and returns the loader that builds it.
+// and returns the loader that builds it. tmp "": repo is prepared in
+// place and is the copy (LoadInPlace).
 func newLoader(o Options, repo, tmp string) (*loader, error) {
+	dst := tmp
+	if tmp == "" {
+		tmp = repo
+	}
 	// kustomize resolves symlinks in the paths it reads (a symlinked
 	// $TMPDIR, macOS's /var): the files a build read are recorded relative
 	// to the resolved copy.
@@ -85,7 +112,10 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 		tmp = real
 	}
 	copied := []copiedFile{}
-	notes, bombs, big, err := copyRepoFiles(repo, tmp, o.MaxFileBytes, func(rel string, b []byte) {
+	if dst != "" {
+		dst = tmp
+	}
+	notes, bombs, big, err := copyRepoFiles(repo, dst, o.MaxFileBytes, func(rel string, b []byte) {
 		copied = append(copied, copiedFile{rel, b})
 	})
 	if err != nil {
