@@ -127,6 +127,10 @@ func TestExprTextLength(t *testing.T) {
 		{"${A#x}", "${A#x}", "${A#…}"},
 		{"${A}", "${A}", "${A}"},
 		{"${A:=b}", "${A:=b}", "${A:=…}"},
+		{"${A/x/y}", "${A/x/y}", ""},
+		// The empty replacement has no argument; ${A/x} does not parse.
+		{"${A/x/}", "${A/x/}", ""},
+		{"${A//x/}", "${A//x/}", ""},
 	} {
 		tree, err := parse.Parse(tc.in)
 		if err != nil {
@@ -135,6 +139,9 @@ func TestExprTextLength(t *testing.T) {
 		n := tree.Root.(*parse.FuncNode)
 		if got, ok := exprText(n); !ok || got != tc.text {
 			t.Errorf("exprText(%s) = %q, %v; want %q", tc.in, got, ok, tc.text)
+		}
+		if tc.show == "" {
+			continue
 		}
 		if e := exprOf(n); e.show != tc.show || !strings.Contains(tc.in, e.search) {
 			t.Errorf("exprOf(%s) = %+v; want show %q and a search text found in it", tc.in, e, tc.show)

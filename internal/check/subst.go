@@ -592,6 +592,12 @@ func exprText(n *parse.FuncNode) (string, bool) {
 			return "", false
 		}
 	}
+	if sep == "/" && len(n.Args) == 1 {
+		// ${A/pattern/} replaces with nothing: the parser keeps no
+		// argument for the empty replacement, and ${A/pattern} does not
+		// parse (found by FuzzSubstExpressions: "${0/0/}").
+		b.WriteString("/")
+	}
 	b.WriteString("}")
 	return b.String(), true
 }
