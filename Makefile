@@ -11,7 +11,7 @@ all: build
 
 ## generate: extract the embedded Flux release bundles (skipped when up to date)
 generate:
-	$(GO) generate ./pkg/render/bundles
+	$(GO) generate ./pkg/components/bundles
 
 ## build: the bootstrap binary in $(BIN)
 build: generate

@@ -22,8 +22,8 @@ version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo de
 commit=$(git rev-parse HEAD 2>/dev/null || true)
 pkg=github.com/homelab-ops/bootstrap/internal/buildinfo
 
-if ! ls pkg/render/bundles/flux/v*/ >/dev/null 2>&1; then
-	echo "dist: no Flux bundles in pkg/render/bundles/flux: run make generate first" >&2
+if ! ls pkg/components/bundles/flux/v*/ >/dev/null 2>&1; then
+	echo "dist: no Flux bundles in pkg/components/bundles/flux: run make generate first" >&2
 	exit 1
 fi
 for tool in tar gzip sha256sum; do

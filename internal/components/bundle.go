@@ -20,7 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/safeio"
-	"github.com/homelab-ops/bootstrap/pkg/render/bundles"
+	"github.com/homelab-ops/bootstrap/pkg/components/bundles"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -55,14 +55,14 @@ func EmbeddedBundle(version string) (*Bundle, error) {
 }
 
 // EmbeddedVersions lists the Flux versions whose bundles are embedded
-// (pkg/render/bundles). A build that skipped generation has none, and gets
+// (pkg/components/bundles). A build that skipped generation has none, and gets
 // an error saying how to fix it.
 func EmbeddedVersions() ([]string, error) { return embeddedVersions(bundles.Versions()) }
 
 func embeddedVersions(versions []string, err error) ([]string, error) {
 	if errors.Is(err, bundles.ErrNotGenerated) {
 		// %w keeps errors.Is(err, bundles.ErrNotGenerated) true for callers.
-		return nil, fmt.Errorf("this binary was built without the embedded Flux bundles: run `make generate` (go generate ./pkg/render/bundles) and rebuild, or pass --manifests DIR|TARBALL (%w)", bundles.ErrNotGenerated)
+		return nil, fmt.Errorf("this binary was built without the embedded Flux bundles: run `make generate` (go generate ./pkg/components/bundles) and rebuild, or pass --manifests DIR|TARBALL (%w)", bundles.ErrNotGenerated)
 	}
 	return versions, err
 }

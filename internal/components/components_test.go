@@ -11,7 +11,7 @@ import (
 
 	"github.com/fluxcd/pkg/tar"
 
-	"github.com/homelab-ops/bootstrap/pkg/render/bundles"
+	"github.com/homelab-ops/bootstrap/pkg/components/bundles"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -130,7 +130,7 @@ func TestOptionsReachTheRender(t *testing.T) {
 
 func TestBuildWithoutGeneratedBundles(t *testing.T) {
 	// What a fresh clone that skipped `make generate` embeds: the README
-	// only, which pkg/render/bundles reports as ErrNotGenerated
+	// only, which pkg/components/bundles reports as ErrNotGenerated
 	// (bundles_test.go).
 	_, err := embeddedVersions(nil, bundles.ErrNotGenerated)
 	if err == nil || !strings.Contains(err.Error(), "run `make generate`") {

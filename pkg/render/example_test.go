@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/resid"
 
 	"github.com/homelab-ops/bootstrap/pkg/render"
-	"github.com/homelab-ops/bootstrap/pkg/render/bundles"
+	"github.com/homelab-ops/bootstrap/pkg/components/bundles"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 

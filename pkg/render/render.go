@@ -11,7 +11,7 @@
 // gate set is one its controller's version supports.
 //
 // A program brings its own bundle as an fs.FS, or imports
-// pkg/render/bundles for the releases this module embeds:
+// pkg/components/bundles for the releases this module embeds:
 //
 //	b, _ := bundles.Open("v2.4.0")
 //	res, err := render.Render(ctx, render.DefaultOptions("v2.4.0", b))
