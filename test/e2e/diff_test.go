@@ -303,6 +303,22 @@ func TestDiffAgainstControllers(t *testing.T) {
 	if len(pred) != len(want) {
 		t.Errorf("diff predicts %d changes, want %d: %+v", len(pred), len(want), pred)
 	}
+	// --charts: the chart of HelmRelease app rendered at both revisions
+	// (from the sandbox's registry), to be judged against the manifests
+	// helm-controller stores for the release before and after its upgrade.
+	caFile := filepath.Join(t.TempDir(), "registry-ca.pem")
+	if err := os.WriteFile(caFile, reg.CA(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withCharts := runDiff(t, 0, "--repo", clone, "--env", "dev", "--base", baseSHA, "--head", headSHA, "--charts", "--charts-ca-file", caFile)
+	chartPred, chartNotes := chartPredictions(withCharts, diffNS+"/app")
+	appConfig := chartKey("", "ConfigMap", "app-config")
+	if cp := chartPred[appConfig]; cp.change != diff.Changed || !hasLine(cp.diff, '-', "blue.example.test") || !hasLine(cp.diff, '+', "green.example.test") {
+		t.Errorf("diff --charts predicts for HelmRelease %s/app: %+v (notes %q); want %s changed from blue to green", diffNS, chartPred, chartNotes, appConfig)
+	}
+	if got := predictions(withCharts); !samePredictions(got, pred) {
+		t.Errorf("diff --charts predicts other object changes than diff: %+v, want %+v", got, pred)
+	}
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -382,6 +398,31 @@ func TestDiffAgainstControllers(t *testing.T) {
 	}
 	if web.Generation <= genBefore || len(rsAfter) <= len(rsBefore) {
 		t.Errorf("diff says rollout; Deployment web generation %d → %d, ReplicaSets %v → %v", genBefore, web.Generation, rsBefore, rsAfter)
+	}
+	// The chart's render: what diff --charts predicted is what
+	// helm-controller applied (its stored manifests, after its
+	// post-renderers), and the judge fails a prediction with a value
+	// helm-controller never applied.
+	mBefore, err := manifestObjects(relBefore.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mAfter, err := manifestObjects(relAfter.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range judgeCharts(chartPred, mBefore, mAfter) {
+		t.Error(msg)
+	}
+	if got := judgeCharts(brokenChartPrediction(chartPred), mBefore, mAfter); len(got) != 1 || !strings.Contains(got[0], "purple") {
+		t.Errorf("the chart judge given a broken prediction says %q; want the line helm-controller never applied", got)
+	}
+	t.Logf("diff --charts: %d chart object(s) predicted to change, judged against helm-controller's manifests of %d and %d object(s)", len(chartPred), len(mBefore), len(mAfter))
+	var cm corev1.ConfigMap
+	if err := suite.client.Get(ctx, client.ObjectKey{Namespace: diffNS, Name: "app-config"}, &cm); err != nil {
+		t.Fatal(err)
+	} else if cm.Data["host"] != "green.example.test" {
+		t.Errorf("diff --charts predicts ConfigMap app-config host green.example.test; the live one has %q", cm.Data["host"])
 	}
 	t.Logf("Helm release app v%d → v%d; Deployment web generation %d → %d, ReplicaSets %v → %v; %d repository object(s) compared",
 		relBefore.Version, relAfter.Version, genBefore, web.Generation, rsBefore, rsAfter, len(keys))
