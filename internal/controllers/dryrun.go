@@ -49,7 +49,12 @@ func dryRunCreates(ctx context.Context, cl *apply.Cluster, objs []*unstructured.
 	for i, o := range ask {
 		g.Go(func() error {
 			if _, _, _, err := cl.Manager.Diff(gctx, o.DeepCopy(), ssa.DefaultDiffOptions()); err != nil {
-				refused[i] = fmt.Sprintf("%s: %v", apply.ID(o), err)
+				// ssa's error names the object already ("Kind/ns/name
+				// dry-run failed (Invalid): …"); name it once.
+				refused[i] = err.Error()
+				if !strings.HasPrefix(refused[i], apply.ID(o)) {
+					refused[i] = apply.ID(o) + ": " + refused[i]
+				}
 			}
 			return nil
 		})

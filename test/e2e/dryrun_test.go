@@ -116,6 +116,30 @@ func TestDryRunFreshCluster(t *testing.T) {
 		untouched(t, "the failed dry run")
 	})
 
+	t.Run("RefusedControllerObjectFails", func(t *testing.T) {
+		// An overlay the render proofs accept (the strict gate kept) but
+		// the API server refuses: a CRD whose scope is not Namespaced or
+		// Cluster. The controllers' dry run asks the API server about the
+		// objects it creates (cluster-scoped here: the Flux namespace does
+		// not exist yet) and fails with its words; nothing is written.
+		ov := t.TempDir()
+		if err := os.CopyFS(ov, os.DirFS(filepath.Join(suite.root, "overlays"))); err != nil {
+			t.Fatal(err)
+		}
+		crd := "kustomizations.kustomize.toolkit.fluxcd.io"
+		writeFiles(t, ov, map[string]string{
+			"scope.yaml":         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: " + crd + "\nspec:\n  scope: Galaxy\n",
+			"kustomization.yaml": readFile(t, filepath.Join(ov, "kustomization.yaml")) + "  - path: scope.yaml\n    target:\n      kind: CustomResourceDefinition\n      name: " + crd + "\n",
+		})
+		r, _ := dryRunCLI(t, e, key, "controllers", "--overlays", ov, "--dry-run")
+		got := r.report.check("controllers.dry-run")
+		if r.code != 1 || !strings.HasPrefix(got, "fail: the API server refuses") || !strings.Contains(got, "CustomResourceDefinition/"+crd) || !strings.Contains(got, "Galaxy") {
+			t.Fatalf("controllers --dry-run with a CRD the API server refuses: exit %d, controllers.dry-run %q; want exit 1 and a fail naming the CRD and its scope\n%s", r.code, got, problems(r.report))
+		}
+		t.Logf("controllers.dry-run: %s", got)
+		untouched(t, "the refused dry run")
+	})
+
 	var plan syncRun
 	t.Run("DryRunPlansEveryPhase", func(t *testing.T) {
 		var phases map[string]string
