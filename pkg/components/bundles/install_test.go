@@ -68,7 +68,7 @@ func TestGoInstallRendersAndChecks(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"version lists the embedded releases", []string{"version"}, []string{"v2.2.3", "v2.9.5"}},
+		{"version: the module version and the embedded releases", []string{"version"}, []string{version, "v2.2.3", "v2.9.5"}},
 		{"render", []string{"render"}, []string{"kind: Deployment", "name: kustomize-controller", "--feature-gates"}},
 		{"render an older embedded release", []string{"render", "--flux-version", "v2.4.0"}, []string{"kustomize-controller:v1.4.0"}},
 		{"check the homelab fixture", []string{"check", "--repo", filepath.Join(src, "testdata", "homelab")}, nil},
