@@ -8,12 +8,9 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
-)
 
-// installTestEnv gates the tests that build bootstrap the way a user's tool
-// does, from scratch (minutes: a full build). docs/development.md, "Flux
-// release bundles", says how to run them.
-const installTestEnv = "BOOTSTRAP_TEST_GOINSTALL"
+	"github.com/homelab-ops/bootstrap/internal/installtest"
+)
 
 // TestPreCommitHookDefinition: the hook is `language: golang`, so pre-commit
 // builds it with a plain `go install ./...` (which embeds the committed
@@ -70,19 +67,12 @@ func TestPreCommitHookDefinition(t *testing.T) {
 // from this machine's module cache first (file:// GOPROXY), then the
 // configured proxy; -trimpath lets the shared build cache serve a second run.
 func TestPreCommitHook(t *testing.T) {
-	if os.Getenv(installTestEnv) == "" {
-		t.Skipf("builds bootstrap from scratch in pre-commit's clone (minutes): set %s=1", installTestEnv)
-	}
-	for _, tool := range []string{"pre-commit", "git", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (hack/sandbox/install-deps.sh installs pre-commit): %v", tool, err)
-		}
-	}
+	installtest.Require(t, "pre-commit", "git", "go") // hack/sandbox/install-deps.sh installs pre-commit
 	tmp := t.TempDir()
-	env := append(os.Environ(), "HOME="+tmp, "PRE_COMMIT_HOME="+filepath.Join(tmp, "pre-commit"),
+	env := append(installtest.GoEnv(t), "HOME="+tmp, "PRE_COMMIT_HOME="+filepath.Join(tmp, "pre-commit"),
 		"KUBECONFIG="+filepath.Join(tmp, "none"),
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.org",
-		"GIT_CONFIG_NOSYSTEM=1", "GOFLAGS=-trimpath", "GOPROXY="+localFirstProxy(t), "GOWORK=off")
+		"GIT_CONFIG_NOSYSTEM=1")
 	run := func(dir, name string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(name, args...)
@@ -93,10 +83,8 @@ func TestPreCommitHook(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	top := run(".", "git", "rev-parse", "--show-toplevel")
-	hooks := filepath.Join(tmp, "hook-repo")
-	run(tmp, "git", "clone", "-q", top, hooks)
-	hookCopyFile(t, filepath.Join(top, ".pre-commit-hooks.yaml"), filepath.Join(hooks, ".pre-commit-hooks.yaml"))
+	hooks := installtest.CloneHEAD(t, filepath.Join(tmp, "hook-repo"))
+	hookCopyFile(t, "../../.pre-commit-hooks.yaml", filepath.Join(hooks, ".pre-commit-hooks.yaml"))
 	if run(hooks, "git", "status", "--porcelain") != "" {
 		run(hooks, "git", "commit", "-q", "-am", "the working tree's hook definition")
 	}
@@ -146,22 +134,6 @@ func TestPreCommitHook(t *testing.T) {
 			}
 		})
 	}
-}
-
-// localFirstProxy is a GOPROXY list that serves modules from this machine's
-// module cache first, so a build in a fresh GOPATH needs no network for
-// what the cache holds, then falls back to the configured proxy.
-func localFirstProxy(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMODCACHE", "GOPROXY").Output()
-	if err != nil {
-		t.Fatalf("go env: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("go env GOMODCACHE GOPROXY: %q", out)
-	}
-	return "file://" + filepath.ToSlash(filepath.Join(lines[0], "cache", "download")) + "," + lines[1]
 }
 
 func hookCopyFile(t *testing.T, from, to string) {

@@ -12,12 +12,9 @@ import (
 
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
-)
 
-// installTestEnv gates the tests that build from a fresh clone the way a
-// user's tool does (minutes each: a full build). docs/development.md, "Flux
-// release bundles", says how to run them.
-const installTestEnv = "BOOTSTRAP_TEST_GOINSTALL"
+	"github.com/homelab-ops/bootstrap/internal/installtest"
+)
 
 const modulePath = "github.com/homelab-ops/bootstrap"
 
@@ -30,29 +27,29 @@ const modulePath = "github.com/homelab-ops/bootstrap"
 // configured proxy. The install runs outside any module into a temporary
 // GOBIN, so nothing of this working tree is used.
 func TestGoInstallRendersAndChecks(t *testing.T) {
-	skipUnlessInstallTest(t)
+	installtest.Require(t, "git", "go")
 	tmp := t.TempDir()
-	src := cloneHEAD(t, filepath.Join(tmp, "src"))
+	src := installtest.CloneHEAD(t, filepath.Join(tmp, "src"))
 
 	// A pseudo-version from the commit, as `go get @<commit>` would name it.
-	commitTime, err := time.Parse(time.RFC3339, gitOut(t, src, "log", "-1", "--format=%cI"))
+	commitTime, err := time.Parse(time.RFC3339, installtest.Git(t, src, nil, "log", "-1", "--format=%cI"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev := gitOut(t, src, "rev-parse", "HEAD")
+	rev := installtest.Git(t, src, nil, "rev-parse", "HEAD")
 	version := module.PseudoVersion("v0", "", commitTime.UTC(), rev[:12])
 	proxy := filepath.Join(tmp, "proxy")
 	serveModule(t, proxy, src, module.Version{Path: modulePath, Version: version}, commitTime)
 
 	gobin := filepath.Join(tmp, "bin")
-	env := append(os.Environ(),
-		"GOBIN="+gobin,
-		"GOPROXY=file://"+filepath.ToSlash(proxy)+","+localFirstProxy(t),
-		// Our pseudo-version is in no checksum database; the dependencies still are checked.
-		"GONOSUMDB="+modulePath,
-		"GOFLAGS=-trimpath", // the shared build cache serves a second run
-		"GOWORK=off",
-	)
+	env := installtest.GoEnv(t)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "GOPROXY=") { // ours first
+			env[i] = "GOPROXY=file://" + filepath.ToSlash(proxy) + "," + strings.TrimPrefix(kv, "GOPROXY=")
+		}
+	}
+	// Our pseudo-version is in no checksum database; the dependencies still are checked.
+	env = append(env, "GOBIN="+gobin, "GONOSUMDB="+modulePath)
 	start := time.Now()
 	install := exec.Command("go", "install", modulePath+"/cmd/bootstrap@"+version)
 	install.Dir, install.Env = tmp, env // outside any module
@@ -95,49 +92,17 @@ func TestGoInstallRendersAndChecks(t *testing.T) {
 // packages) build in a fresh `git clone` with no generate step: the bundles
 // they embed are committed.
 func TestExamplesBuildInFreshClone(t *testing.T) {
-	skipUnlessInstallTest(t)
-	src := cloneHEAD(t, filepath.Join(t.TempDir(), "src"))
+	installtest.Require(t, "git", "go")
+	src := installtest.CloneHEAD(t, filepath.Join(t.TempDir(), "src"))
 	if _, err := os.Stat(filepath.Join(src, "pkg", "components", "bundles", "flux", ".stamp")); err != nil {
 		t.Fatalf("a fresh clone lacks the committed bundles: %v", err)
 	}
 	cmd := exec.Command("go", "build", "-o", os.DevNull, "./examples/...")
 	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOFLAGS=-trimpath -mod=readonly", "GOPROXY="+localFirstProxy(t), "GOWORK=off")
+	cmd.Env = installtest.GoEnv(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./examples/... in a fresh clone: %v\n%s", err, out)
 	}
-}
-
-func skipUnlessInstallTest(t *testing.T) {
-	t.Helper()
-	if os.Getenv(installTestEnv) == "" {
-		t.Skipf("builds bootstrap from a fresh clone (minutes): set %s=1", installTestEnv)
-	}
-	for _, tool := range []string{"git", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
-}
-
-// cloneHEAD clones the repository holding this package, at HEAD, into dir:
-// what a user's clone has, not this working tree's uncommitted files.
-func cloneHEAD(t *testing.T, dir string) string {
-	t.Helper()
-	top := gitOut(t, ".", "rev-parse", "--show-toplevel")
-	gitOut(t, ".", "clone", "-q", top, dir)
-	return dir
-}
-
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // serveModule writes m as a file:// GOPROXY serves it: list, .info, .mod
@@ -182,20 +147,4 @@ func serveModule(t *testing.T, proxy, src string, m module.Version, at time.Time
 			t.Fatal(err)
 		}
 	}
-}
-
-// localFirstProxy is a GOPROXY list that serves modules from this machine's
-// module cache first (no network for what it holds), then the configured
-// proxy.
-func localFirstProxy(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMODCACHE", "GOPROXY").Output()
-	if err != nil {
-		t.Fatalf("go env: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("go env GOMODCACHE GOPROXY: %q", out)
-	}
-	return "file://" + filepath.ToSlash(filepath.Join(lines[0], "cache", "download")) + "," + lines[1]
 }
