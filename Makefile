@@ -5,47 +5,52 @@ include versions.env
 GO  ?= go
 BIN ?= bin/bootstrap
 
-.PHONY: all build generate test unit bench fmt vet demo clean docs man dist dist-check
+.PHONY: all build generate check-generated test unit bench fmt vet demo clean docs man dist dist-check
 
 all: build
 
-## generate: extract the embedded Flux release bundles (skipped when up to date)
+## generate: refresh the committed Flux release bundles after a change to versions.env (a no-op while the pin matches flux/.stamp); commit the result. No build needs it
 generate:
 	$(GO) generate ./pkg/components/bundles
 
-## build: the bootstrap binary in $(BIN)
-build: generate
+## check-generated: regenerate the Flux release bundles into a temporary directory and fail unless the committed ones are byte-identical (about a second with the module cached)
+check-generated:
+	$(GO) run ./pkg/components/bundles/internal/genbundles -check -out pkg/components/bundles/flux
+
+## build: the bootstrap binary in $(BIN) (the committed Flux release bundles embedded; no generate step)
+build:
 	$(GO) build -o $(BIN) ./cmd/bootstrap
 
 ## unit: gofmt, go vet and the unit tests (no cluster needed)
-unit: generate
+unit:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
-## test: everything CI runs: unit tests, the reproducible-release check, then the end-to-end suite on the sandbox
+## test: everything CI runs: unit tests, the committed bundles against versions.env, the reproducible-release check, then the end-to-end suite on the sandbox
 test: unit
+	$(MAKE) check-generated
 	$(MAKE) dist-check
 	$(MAKE) e2e
 
 ## bench: render benchmarks (time, allocations, peak RSS)
-bench: generate
+bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/render/
 
 ## docs: regenerate the reference (docs/reference) from the code; a unit test fails when it is stale
-docs: generate
+docs:
 	$(GO) run ./cmd/bootstrap docgen --dir docs/reference
 
 ## man: man pages for every command into bin/man (from the same source as docs/reference)
-man: generate
+man:
 	$(GO) run ./cmd/bootstrap docgen --man-dir bin/man
 
 ## dist: release archives in dist/ — linux and darwin × amd64 and arm64, reproducible (-trimpath, CGO_ENABLED=0, no build timestamps), SHA256SUMS, provenance (go version -m); VERSION=… overrides git describe
-dist: generate
+dist:
 	bash hack/dist.sh dist
 
 ## dist-check: two builds of this commit (one platform) give byte-identical archives; DIST_CHECK_COLD=1 rebuilds the second from an empty build cache
-dist-check: generate
+dist-check:
 	bash hack/dist-check.sh
 
 ## fuzz: run every native fuzz target (the parsers a repository or a flag feeds) for FUZZTIME each, one after the other; not in CI. A crasher is kept in the package's testdata/fuzz/FuzzX/ and fails `go test` until fixed
@@ -60,7 +65,7 @@ FUZZ_TARGETS := \
 	./internal/fluxrelease:FuzzResolve \
 	./internal/fluxrelease:FuzzVersionsParse
 .PHONY: fuzz
-fuzz: generate
+fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "== $$fn ($$pkg, $(FUZZTIME))"; \

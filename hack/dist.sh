@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Release archives, reproducibly: one bootstrap binary per platform, each in a
 # tar.gz whose bytes depend only on the commit and the toolchain, plus
-# SHA256SUMS and the build's provenance (`go version -m`). `make dist` runs it
-# after `make generate` (the Flux bundles must be embedded).
+# SHA256SUMS and the build's provenance (`go version -m`). `make dist` runs it;
+# the Flux release bundles it embeds are committed (pkg/components/bundles/flux),
+# so no generate step comes first.
 #
 #   hack/dist.sh [OUT_DIR]          default dist/
 #   PLATFORMS="linux/amd64 ..."     default linux and darwin on amd64 and arm64
@@ -23,7 +24,7 @@ commit=$(git rev-parse HEAD 2>/dev/null || true)
 pkg=github.com/homelab-ops/bootstrap/internal/buildinfo
 
 if ! ls pkg/components/bundles/flux/v*/ >/dev/null 2>&1; then
-	echo "dist: no Flux bundles in pkg/components/bundles/flux: run make generate first" >&2
+	echo "dist: no Flux bundles in pkg/components/bundles/flux, where they are committed: restore them (git checkout -- pkg/components/bundles/flux, or make generate)" >&2
 	exit 1
 fi
 for tool in tar gzip sha256sum; do

@@ -35,7 +35,6 @@ sandbox-down: $(SANDBOX_CMD)
 
 ## e2e: the end-to-end suite against fresh sandboxes, in a random order (builds what is missing)
 e2e: sandbox-deps sandbox-build
-	$(MAKE) generate
 	rm -f gauntlet/report.md
 	BOOTSTRAP_SANDBOX_BIN="$$(bash hack/sandbox/build.sh --print)" \
 		$(GO) test -count=1 -tags e2e -shuffle=$(E2E_SHUFFLE) -timeout $(E2E_TIMEOUT) -v ./test/e2e/ 2>&1 | tee $${E2E_LOG:-/tmp/bootstrap-e2e.log}; \
@@ -45,7 +44,6 @@ GAUNTLET_OUT ?= $(CURDIR)/gauntlet
 
 ## gauntlet: the lifecycle run on fresh sandboxes; writes $(GAUNTLET_OUT)/report.md, junit.xml, timeline.svg (BREAK=<stage> breaks one stage on purpose)
 gauntlet: sandbox-deps sandbox-build
-	$(MAKE) generate
 	BOOTSTRAP_SANDBOX_BIN="$$(bash hack/sandbox/build.sh --print)" GAUNTLET_OUT="$(GAUNTLET_OUT)" BREAK="$(BREAK)" \
 		$(GO) test -count=1 -tags e2e -timeout 30m -run '^TestGauntlet$$' -v ./test/e2e/ 2>&1 | tee $${GAUNTLET_LOG:-/tmp/bootstrap-gauntlet.log}; \
 		rc=$${PIPESTATUS[0]}; test -f "$(GAUNTLET_OUT)/report.md" && cat "$(GAUNTLET_OUT)/report.md"; exit $$rc

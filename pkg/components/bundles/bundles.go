@@ -1,9 +1,11 @@
-// Package bundles embeds the Flux release bundles this module pins (the
+// Package bundles embeds the Flux release bundles this module pins: the
 // files of each release's manifests.tar.gz, extracted from the Flux
-// Operator's module at build time), for pkg/render. It is a package of its
-// own so that a program bringing its own bundle does not carry them (about
-// 16 MB). A build that skipped `go generate ./pkg/components/bundles` (make
-// generate) embeds none: Versions then returns an error.
+// Operator's module by `go generate` (internal/genbundles) and committed in
+// flux/, so every clone, `go get` and `go install` of this module has them
+// without a generate step. It is a package of its own so that a program
+// bringing its own bundle does not carry them (about 15 MB; TestSizeBudget
+// holds them under 20 MB). Why committed rather than a separately versioned
+// module: docs/development.md, "Flux release bundles".
 package bundles
 
 import (
@@ -18,15 +20,18 @@ import (
 
 //go:generate go run ./internal/genbundles -out flux
 
-// The directory holds a committed README.md, so the pattern matches in a
-// build that skipped generation too.
+// The directory also holds a README.md, so the pattern matches even in a
+// tree whose releases were deleted.
 //
 //go:embed flux
 var embedded embed.FS
 
 // ErrNotGenerated is returned by Versions and Open when the build embeds no
-// bundle because generation was skipped.
-var ErrNotGenerated = errors.New("built without the embedded Flux bundles: run `go generate ./pkg/components/bundles` (make generate) and rebuild")
+// bundle. Since the bundles are committed, no build of this module's own
+// tree, module zip or clone can lack them; it remains for a tree whose
+// flux/v* directories were deleted (a fork trimming the module, say) and so
+// that callers' errors.Is checks keep working.
+var ErrNotGenerated = errors.New("built without the embedded Flux bundles: pkg/components/bundles/flux holds no release (they are committed: restore them with git, or regenerate with `go generate ./pkg/components/bundles`, make generate) and rebuild")
 
 // Versions lists the Flux versions embedded, e.g. "v2.4.0", in ascending
 // semver order (v2.2.3 before v2.10.0, which directory order would invert).

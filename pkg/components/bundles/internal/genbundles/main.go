@@ -2,7 +2,15 @@
 // from the pinned bundle module's zip into pkg/components/bundles/flux, after
 // checking the zip against the h1: sum pinned in versions.env.
 //
-// Run it through `go generate ./pkg/components/bundles` (or `make generate`).
+// The output is committed (docs/development.md, "Flux release bundles"), so
+// it must be a function of versions.env alone: the files are the zip's bytes,
+// the stamp lists the pin and the versions in versions.env's order, and
+// nothing records a time, a path or an order of the file system. -check
+// regenerates into a temporary directory and compares it with the committed
+// one, byte for byte, both ways (make check-generated).
+//
+// Refresh the committed bundles after changing versions.env with
+// `go generate ./pkg/components/bundles` (make generate).
 package main
 
 import (
@@ -25,7 +33,12 @@ import (
 
 func main() {
 	out := flag.String("out", "bundles", "directory to write <flux-version>/*.yaml into")
+	check := flag.Bool("check", false, "write nothing: regenerate into a temporary directory and fail unless -out holds the same files, byte for byte")
 	flag.Parse()
+	run := run
+	if *check {
+		run = checkDir
+	}
 	if err := run(*out); err != nil {
 		fmt.Fprintln(os.Stderr, "genbundles:", err)
 		os.Exit(1)
@@ -36,17 +49,46 @@ func main() {
 // unchanged pin skips the work.
 const stampFile = ".stamp"
 
+// stamp is the content of stampFile for pins.
+func stamp(pins versions.Pins) string {
+	return fmt.Sprintf("%s@%s %s %s\n", pins.BundleModule, pins.BundleModuleVersion, pins.BundleModuleSum, strings.Join(pins.EmbeddedFluxVersions, ","))
+}
+
 func run(out string) error {
 	pins, err := versions.Load()
 	if err != nil {
 		return err
 	}
-	stamp := fmt.Sprintf("%s@%s %s %s\n", pins.BundleModule, pins.BundleModuleVersion, pins.BundleModuleSum, strings.Join(pins.EmbeddedFluxVersions, ","))
-	if old, err := os.ReadFile(filepath.Join(out, stampFile)); err == nil && string(old) == stamp {
+	if old, err := os.ReadFile(filepath.Join(out, stampFile)); err == nil && string(old) == stamp(pins) {
 		fmt.Printf("genbundles: %s up to date (%s)\n", out, strings.Join(pins.EmbeddedFluxVersions, ", "))
 		return nil
 	}
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), ".bundles-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := generate(pins, tmp); err != nil {
+		return err
+	}
+	// Keep the committed README; replace everything else.
+	if readme, err := os.ReadFile(filepath.Join(out, readmeFile)); err == nil {
+		if err := os.WriteFile(filepath.Join(tmp, readmeFile), readme, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return err
+	}
+	return os.Rename(tmp, out)
+}
 
+// readmeFile is written by hand, not generated: -check ignores it.
+const readmeFile = "README.md"
+
+// generate extracts the pinned bundles and the stamp into the empty
+// directory dir.
+func generate(pins versions.Pins, dir string) error {
 	zipPath, err := download(pins)
 	if err != nil {
 		return err
@@ -67,14 +109,9 @@ func run(out string) error {
 	}
 	defer zr.Close()
 
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), ".bundles-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
 	for _, fv := range pins.EmbeddedFluxVersions {
 		prefix := fmt.Sprintf("%s@%s/config/data/flux/%s/", pins.BundleModule, pins.BundleModuleVersion, fv)
-		n, err := extract(&zr.Reader, prefix, filepath.Join(tmp, fv))
+		n, err := extract(&zr.Reader, prefix, filepath.Join(dir, fv))
 		if err != nil {
 			return err
 		}
@@ -84,19 +121,7 @@ func run(out string) error {
 		}
 		fmt.Printf("genbundles: Flux %s: %d files\n", fv, n)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, stampFile), []byte(stamp), 0o644); err != nil {
-		return err
-	}
-	// Keep the committed README; replace everything else.
-	if readme, err := os.ReadFile(filepath.Join(out, "README.md")); err == nil {
-		if err := os.WriteFile(filepath.Join(tmp, "README.md"), readme, 0o644); err != nil {
-			return err
-		}
-	}
-	if err := os.RemoveAll(out); err != nil {
-		return err
-	}
-	return os.Rename(tmp, out)
+	return os.WriteFile(filepath.Join(dir, stampFile), []byte(stamp(pins)), 0o644)
 }
 
 // download puts the module zip in the module cache and returns its path.
