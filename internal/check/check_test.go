@@ -63,9 +63,25 @@ func run(t *testing.T, repo string, disable ...Detector) *verify.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tableGates(t, r)
 	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
 	return rep
+}
+
+// tableGates holds every finding to its row of the table of detectors: a
+// row there is, and the finding reports under the row's gate.
+func tableGates(t *testing.T, r *Result) {
+	t.Helper()
+	for _, f := range r.Findings {
+		row := detectorRow(f.Detector)
+		switch {
+		case row == nil:
+			t.Errorf("finding of detector %q, which has no row in the table of detectors", f.Detector)
+		case f.Gate != row.Gate.ID && !strings.HasPrefix(f.Gate, row.Gate.ID+"/"):
+			t.Errorf("finding of detector %q reports under %s; its row says %s", f.Detector, f.Gate, row.Gate.ID)
+		}
+	}
 }
 
 // checkOf is the check id of rep (the zero Check when none).
@@ -327,8 +343,8 @@ func TestDefects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if detectorText[tc.det] == "" {
-				t.Errorf("detector %s has no SARIF rule text (detectorText)", tc.det)
+			if r := detectorRow(tc.det); r == nil || r.Short == "" {
+				t.Errorf("detector %s has no row with a SARIF rule text in the table of detectors", tc.det)
 			}
 			repo := fixture(t, tc.ms...)
 			rep := run(t, repo)

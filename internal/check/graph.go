@@ -612,3 +612,6 @@ func reachingPatch(env *fluxrepo.Env, p, k *fluxrepo.Kustomization, name string)
 	}
 	return -1, fluxrepo.Location{}
 }
+
+// graphScan is what the detectors of check.graph read.
+type graphScan struct{}
