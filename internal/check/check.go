@@ -403,28 +403,6 @@ func rootBuildFinding(env *fluxrepo.Env) finding {
 	return finding{det: Build, loc: loc, what: what, fix: fix}
 }
 
-// unreadFinding is the [unread] warning of an entry this offline check
-// cannot read: left out of the builds that read it; what it adds is not
-// checked (kustomize-controller reads it).
-func unreadFinding(h *fluxrepo.Hole) finding {
-	var by []string
-	for _, b := range h.By {
-		if b == "" {
-			b = "the root directory"
-		} else {
-			b = "Kustomization " + b
-		}
-		by = append(by, b)
-	}
-	fix := "vendor it into the repository to have it checked offline; kustomize-controller fetches it as written"
-	if !strings.Contains(h.Why, "remote") {
-		fix = "split it into files under the read bound to have them checked"
-	}
-	return finding{det: Unread, warn: true, loc: h.Location,
-		what: fmt.Sprintf("%s entry %q is %s: left out of the build of %s, so the objects it adds are not checked", h.Field, h.Entry, h.Why, strings.Join(by, ", ")),
-		fix:  fix}
-}
-
 // loadOthers loads the environments to compare knobs with.
 func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []string) {
 	out := map[string]*fluxrepo.Env{}
