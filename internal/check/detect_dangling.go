@@ -21,7 +21,7 @@ func danglingFindings(gs *graphScan, p fluxgraph.Problem) []finding {
 		return nil
 	}
 	e := p.Edge
-	loc := gs.env.FindLine(nodeFiles(gs.env, e.From), "", "name: "+e.To.Name)
+	loc := entryLocation(gs.env, nodeLocation(gs.env, e.From), e.To.Name, "name", "spec", "dependsOn")
 	if gs.unbuilt != "" {
 		return []finding{{det: Dangling, warn: true, loc: loc,
 			what: fmt.Sprintf("%s %s depends on %s, which no path that built renders; %s did not build whole and may render it: judged once it builds", e.From.KindName(), e.From.Key(), e.To.Key(), gs.unbuilt),

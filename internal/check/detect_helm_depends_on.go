@@ -20,7 +20,7 @@ func helmDependsOnFindings(gs *graphScan, p fluxgraph.Problem) []finding {
 		return nil
 	}
 	e := p.Edge
-	return []finding{{det: HelmDependsOn, loc: gs.env.FindLine(nodeFiles(gs.env, e.From), "", "name: "+e.To.Name),
+	return []finding{{det: HelmDependsOn, loc: entryLocation(gs.env, nodeLocation(gs.env, e.From), e.To.Name, "name", "spec", "dependsOn"),
 		what: fmt.Sprintf("HelmRelease %s depends on %s, which is a Kustomization: helm-controller reads dependsOn as HelmReleases only (checkDependencies) and it waits forever", e.From.Key(), e.To.Key()),
 		fix:  helmDependsOnFix(gs.g, e)}}
 }

@@ -30,10 +30,8 @@ func prerequisiteFinding(env *fluxrepo.Env, u usage, key string, readers []strin
 		keys = "keys " + strings.Join(slices.Sorted(maps.Keys(need)), ", ")
 	}
 	kind, _, _ := strings.Cut(key, "/")
-	loc := env.FindLine([]string{first.Location.File}, "", "name: "+d2name(key))
-	if loc.File == "" {
-		loc = first.Location // the reference came from a patch
-	}
+	// The reference's entry; the Kustomization when a patch added it.
+	loc := entryLocation(env, first.Location, d2name(key), "name", "spec", "postBuild", "substituteFrom")
 	return finding{det: Prerequisite, name: key, warn: true, loc: loc,
 		what: fmt.Sprintf("prerequisite %s (%s used) is substituted from by %s and no Kustomization of %s renders it: it must exist before they reconcile, or the controller fails them with \"substitute from '%s/%s' error: not found\"%s", key, keys, users, env.Options.Path, kind, d2name(key), elsewhere.say()),
 		fix:  fmt.Sprintf("create %s out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization they depend on); mark the reference optional: true if it may be absent", key),

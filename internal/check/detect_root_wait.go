@@ -31,9 +31,9 @@ func rootWaitFindings(env *fluxrepo.Env, g *fluxgraph.Graph, rootRef string) []f
 	root := env.Root
 	if direct, through := fluxgraph.RootWaiters(env, g); len(direct)+len(through) > 0 {
 		// wait: true, or (without it) spec.healthChecks naming them.
-		how, field, fix := "has wait: true: it health-checks", "wait:", "set wait: false on the root (it is then Ready on apply)"
+		how, field, fix := "has wait: true: it health-checks", "wait", "set wait: false on the root (it is then Ready on apply)"
 		if !root.Spec.Wait {
-			how, field, fix = "names in spec.healthChecks", "healthChecks:", "drop those entries from the root's spec.healthChecks"
+			how, field, fix = "names in spec.healthChecks", "healthChecks", "drop those entries from the root's spec.healthChecks"
 		}
 		what := fmt.Sprintf("the root Kustomization %s %s Kustomization %s, which depend(s) on it", rootRef, how, strings.Join(direct, ", "))
 		if len(direct) == 0 {
@@ -44,7 +44,7 @@ func rootWaitFindings(env *fluxrepo.Env, g *fluxgraph.Graph, rootRef string) []f
 		if len(direct) > 0 {
 			fix += fmt.Sprintf(", or drop the dependsOn on %s from %s", rootRef, strings.Join(direct, ", "))
 		}
-		return []finding{{det: RootWait, loc: env.FindLine([]string{root.Location.File}, "", field), fix: fix,
+		return []finding{{det: RootWait, loc: fieldLocation(env, root.Location, "spec", field), fix: fix,
 			what: what + " — a deadlock: the root is not Ready until they are, and they wait for the root (DependencyNotReady) until its health check fails at its timeout"}}
 	}
 	return nil

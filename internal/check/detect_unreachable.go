@@ -24,7 +24,7 @@ func unreachableFindings(gs *graphScan) []finding {
 	}
 	var fs []finding
 	if root.Path != path {
-		fs = append(fs, finding{det: Unreachable, loc: env.FindLine([]string{root.Location.File}, "", "path:"),
+		fs = append(fs, finding{det: Unreachable, loc: fieldLocation(env, root.Location, "spec", "path"),
 			what: fmt.Sprintf("the root Kustomization %s applies %s, not the environment's directory %s", rootRef, root.Spec.Path, path),
 			fix:  fmt.Sprintf("set spec.path: ./%s", path)})
 	}

@@ -105,11 +105,3 @@ func nodeLocation(env *fluxrepo.Env, ids ...fluxgraph.NodeID) fluxrepo.Location 
 	}
 	return fluxrepo.Location{}
 }
-
-// nodeFiles is the file declaring id (nil when not known: all files).
-func nodeFiles(env *fluxrepo.Env, id fluxgraph.NodeID) []string {
-	if l := nodeLocation(env, id); l.File != "" {
-		return []string{l.File}
-	}
-	return nil
-}

@@ -164,10 +164,13 @@ func keyLine(env *fluxrepo.Env, d *fluxrepo.Data, key string) fluxrepo.Location 
 	if d.Location.File == "" {
 		return d.Location
 	}
-	if l := env.FindLine([]string{d.Location.File}, "", key+":"); l.File != "" {
+	// The key of its data (stringData: a Secret's), as the YAML node has
+	// it; the object's location when the key is not written there (a
+	// generator's source file).
+	if l := fieldLocation(env, d.Location, "data", key); l != d.Location {
 		return l
 	}
-	return d.Location
+	return fieldLocation(env, d.Location, "stringData", key)
 }
 
 func orRoot(appliedBy string) string {
