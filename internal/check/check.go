@@ -51,8 +51,10 @@ func Gates() []verify.Def {
 }
 
 // Detector names one defect class; Options.Disable turns it off (the tests
-// prove each one load-bearing that way).
-type Detector string
+// prove each one load-bearing that way). It is verify.Finding's Detector,
+// the public vocabulary, so a Finding's Detector compares with the
+// constants below as it is.
+type Detector = string
 
 // The detectors.
 const (
@@ -403,28 +405,6 @@ func rootBuildFinding(env *fluxrepo.Env) finding {
 	return finding{det: Build, loc: loc, what: what, fix: fix}
 }
 
-// unreadFinding is the [unread] warning of an entry this offline check
-// cannot read: left out of the builds that read it; what it adds is not
-// checked (kustomize-controller reads it).
-func unreadFinding(h *fluxrepo.Hole) finding {
-	var by []string
-	for _, b := range h.By {
-		if b == "" {
-			b = "the root directory"
-		} else {
-			b = "Kustomization " + b
-		}
-		by = append(by, b)
-	}
-	fix := "vendor it into the repository to have it checked offline; kustomize-controller fetches it as written"
-	if !strings.Contains(h.Why, "remote") {
-		fix = "split it into files under the read bound to have them checked"
-	}
-	return finding{det: Unread, warn: true, loc: h.Location,
-		what: fmt.Sprintf("%s entry %q is %s: left out of the build of %s, so the objects it adds are not checked", h.Field, h.Entry, h.Why, strings.Join(by, ", ")),
-		fix:  fix}
-}
-
 // loadOthers loads the environments to compare knobs with.
 func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []string) {
 	out := map[string]*fluxrepo.Env{}
@@ -519,7 +499,12 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 
 var _ pipeline.Phase = (*Phase)(nil)
 
-// finding is one defect, located.
+// finding is what a detector says of one defect, located: its draft,
+// before the policy (which may allow it or make a warning a failure) and
+// the merge of its repeats (count, lines) decide what verify.Finding it
+// becomes (record). Beyond verify.Finding it holds what only those steps
+// read: warn (the verdict not yet decided), name (what the policy
+// matches) and search (the text that finds its other lines).
 type finding struct {
 	det  Detector
 	loc  fluxrepo.Location
@@ -567,27 +552,14 @@ func linesText(lines []int) string {
 	return " on line(s) " + strings.Join(s, ", ")
 }
 
-// Finding is one located defect.
+// Finding is one located defect and the gate reporting it: the public
+// verify.Finding (its Subject is the Kustomization the defect affects,
+// namespace/name) and the ID of the check it is in, which Result.Findings
+// of several checks needs.
 type Finding struct {
 	// Gate is the ID of the check reporting it.
-	Gate     string   `json:"gate"`
-	Detector Detector `json:"detector"`
-	// Verdict is fail or warn.
-	Verdict verify.Verdict `json:"verdict"`
-	File    string         `json:"file,omitempty"`
-	Line    int            `json:"line,omitempty"`
-	// Lines are every line of File where the defect is written in its
-	// object, when more than one; Count is how many times it occurs there.
-	Lines   []int  `json:"lines,omitempty"`
-	Count   int    `json:"count,omitempty"`
-	Message string `json:"message"`
-	Fix     string `json:"fix,omitempty"`
-	// Policy says how the repository's policy changed it: "allowed by …
-	// (reason)" (Verdict pass) or "required by policy: …".
-	Policy string `json:"policy,omitempty"`
-	// Kustomization is the one the defect affects (namespace/name), when
-	// it affects one.
-	Kustomization string `json:"kustomization,omitempty"`
+	Gate string `json:"gate"`
+	verify.Finding
 }
 
 // checker gathers the findings of one run.
@@ -645,10 +617,10 @@ func (ch *checker) record(def verify.Def, f finding, v verify.Verdict, policy st
 	if count < 2 {
 		count = 0
 	}
-	ch.findings = append(ch.findings, Finding{Gate: def.ID, Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Lines: f.lines, Count: count,
-		Message: f.what, Fix: f.fix, Policy: policy, Kustomization: f.subject})
-	*gfs = append(*gfs, verify.Finding{Detector: string(f.det), Verdict: v, File: f.loc.File, Line: f.loc.Line, Lines: f.lines, Count: count,
-		Message: f.what, Fix: f.fix, Policy: policy, Subject: f.subject, Cause: f.cause, Item: f.item, CauseFix: f.causeFix})
+	vf := verify.Finding{Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Lines: f.lines, Count: count,
+		Message: f.what, Fix: f.fix, Policy: policy, Subject: f.subject, Cause: f.cause, Item: f.item, CauseFix: f.causeFix}
+	ch.findings = append(ch.findings, Finding{Gate: def.ID, Finding: vf})
+	*gfs = append(*gfs, vf)
 }
 
 // verdict turns findings into one check of def.

@@ -63,9 +63,25 @@ func run(t *testing.T, repo string, disable ...Detector) *verify.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tableGates(t, r)
 	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
 	return rep
+}
+
+// tableGates holds every finding to its row of the table of detectors: a
+// row there is, and the finding reports under the row's gate.
+func tableGates(t *testing.T, r *Result) {
+	t.Helper()
+	for _, f := range r.Findings {
+		row := detectorRow(f.Detector)
+		switch {
+		case row == nil:
+			t.Errorf("finding of detector %q, which has no row in the table of detectors", f.Detector)
+		case f.Gate != row.Gate.ID && !strings.HasPrefix(f.Gate, row.Gate.ID+"/"):
+			t.Errorf("finding of detector %q reports under %s; its row says %s", f.Detector, f.Gate, row.Gate.ID)
+		}
+	}
 }
 
 // checkOf is the check id of rep (the zero Check when none).
@@ -211,6 +227,11 @@ func TestDefects(t *testing.T) {
 		{name: "dangling dependsOn", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n    - name: ghost\n"}}, det: Dangling,
 			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "clusters/base/apps.yaml:16: [dangling] Kustomization flux-system/apps depends on flux-system/ghost"},
+		// Located from the YAML node: the entry naming "inf", not the
+		// first line of the file containing "name: inf" (infra's).
+		{name: "dangling dependsOn, a prefix of another name", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n    - name: inf\n"}}, det: Dangling,
+			id: "check.graph", verdict: verify.Fail, alone: true,
+			want: "clusters/base/apps.yaml:16: [dangling] Kustomization flux-system/apps depends on flux-system/inf,"},
 		// HelmReleases, with helm-controller's rules (v1.6.4): dependsOn
 		// names HelmReleases only, its namespace defaults to the
 		// dependent's (checkDependencies); exactly one of chart/chartRef
@@ -327,8 +348,8 @@ func TestDefects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if detectorText[tc.det] == "" {
-				t.Errorf("detector %s has no SARIF rule text (detectorText)", tc.det)
+			if r := detectorRow(tc.det); r == nil || r.Short == "" {
+				t.Errorf("detector %s has no row with a SARIF rule text in the table of detectors", tc.det)
 			}
 			repo := fixture(t, tc.ms...)
 			rep := run(t, repo)
@@ -340,6 +361,9 @@ func TestDefects(t *testing.T) {
 			}
 			if got == nil || got.Verdict != tc.verdict || !strings.Contains(text(*got), tc.want) {
 				t.Fatalf("want %s %s containing %q; got:\n%s", tc.id, tc.verdict, tc.want, dump(rep))
+			}
+			if !slices.ContainsFunc(got.Findings, func(f verify.Finding) bool { return f.Detector == tc.det }) {
+				t.Errorf("%s has no finding of detector %s: %+v", tc.id, tc.det, got.Findings)
 			}
 			// Exactly that defect: no other gate trips.
 			for _, c := range rep.Checks {
@@ -357,8 +381,7 @@ func TestDefects(t *testing.T) {
 			// Load-bearing: with the detector off, the defect goes unseen.
 			off := run(t, repo, tc.det)
 			for _, c := range off.Checks {
-				tag := "[" + string(tc.det) + "]"
-				if strings.Contains(text(c), tag) {
+				if slices.ContainsFunc(c.Findings, func(f verify.Finding) bool { return f.Detector == tc.det }) {
 					t.Errorf("detector %s disabled, still reported: %s", tc.det, text(c))
 				}
 				if c.ID == tc.id && tc.alone && c.Verdict != verify.Pass {
@@ -564,7 +587,7 @@ func TestSchemaSkipsEncrypted(t *testing.T) {
 		mutation{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  driftDetection:\n    mode: ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]\n  chartRef:\n    kind: OCIRepository\n"},
 		mutation{"apps/releases.yaml", "", "sops:\n  version: 3.9.0\n  mac: ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]\n"}))
 	for _, c := range rep.Checks {
-		if strings.Contains(text(c), "[schema]") {
+		if slices.ContainsFunc(c.Findings, func(f verify.Finding) bool { return f.Detector == Schema }) {
 			t.Errorf("an encrypted object was judged by the schema: %s", text(c))
 		}
 	}

@@ -164,10 +164,13 @@ func keyLine(env *fluxrepo.Env, d *fluxrepo.Data, key string) fluxrepo.Location 
 	if d.Location.File == "" {
 		return d.Location
 	}
-	if l := env.FindLine([]string{d.Location.File}, "", key+":"); l.File != "" {
+	// The key of its data (stringData: a Secret's), as the YAML node has
+	// it; the object's location when the key is not written there (a
+	// generator's source file).
+	if l := fieldLocation(env, d.Location, "data", key); l != d.Location {
 		return l
 	}
-	return d.Location
+	return fieldLocation(env, d.Location, "stringData", key)
 }
 
 func orRoot(appliedBy string) string {
@@ -175,61 +178,6 @@ func orRoot(appliedBy string) string {
 		return "no Kustomization (only the root directory renders it)"
 	}
 	return "Kustomization " + appliedBy
-}
-
-// knobEnv compares the keys of d (key, read by users here) with the same
-// object in the other environments: an advisory, no controller's verdict
-// (each environment's own substitution check reports what its controller
-// would say of a name it lacks). A key is compared only with an
-// environment where a Kustomization substituting from the object uses it
-// too: a cluster of another role that never renders the readers of a knob
-// need not define it.
-func knobEnv(env *fluxrepo.Env, others map[string]*fluxrepo.Env, key string, d *fluxrepo.Data, users []string, u usage, readers map[*fluxrepo.Env]map[string]map[string]bool) ([]finding, []string) {
-	here := map[string][]string{} // knob -> readers here using it
-	for _, by := range users {
-		for n := range u.names[by] {
-			here[n] = append(here[n], by)
-		}
-	}
-	var fs []finding
-	var ev []string
-	for _, p := range slices.Sorted(maps.Keys(others)) {
-		od := others[p].Data[key]
-		if od == nil {
-			continue // the other environment's own check reports it
-		}
-		there := knobReaders(others[p], key, readers)
-		var skipped []string
-		for _, k := range slices.Sorted(maps.Keys(d.Values)) {
-			if _, ok := od.Values[k]; ok || od.Open {
-				continue
-			}
-			if len(here[k]) == 0 || len(there[k]) == 0 {
-				skipped = append(skipped, k)
-				continue
-			}
-			fs = append(fs, finding{det: KnobEnv, warn: true, loc: keyLine(env, d, k),
-				what: fmt.Sprintf("knob %s of %s is defined in %s but not in %s (%s), where Kustomization %s reads ${%s} too: there it takes its default or is undefined (that environment's check says which)", k, key, env.Options.Path, p, od.Location, strings.Join(there[k], ", "), k),
-				fix:  fmt.Sprintf("define %s in %s too if %s should get a value of its own", k, od.Location.File, p)})
-		}
-		for _, k := range slices.Sorted(maps.Keys(od.Values)) {
-			if d.Defines(k) {
-				continue
-			}
-			if len(here[k]) == 0 || len(there[k]) == 0 {
-				skipped = append(skipped, k)
-				continue
-			}
-			fs = append(fs, finding{det: KnobEnv, warn: true, loc: d.Location,
-				what: fmt.Sprintf("knob %s of %s is defined in %s (%s) but not in %s, where Kustomization %s reads ${%s} too: here it takes its default or is undefined (check.substitution says which)", k, key, p, keyLine(others[p], od, k), env.Options.Path, strings.Join(here[k], ", "), k),
-				fix:  fmt.Sprintf("define %s in %s too if %s should get a value of its own", k, d.Location.File, env.Options.Path)})
-		}
-		if len(skipped) > 0 {
-			slices.Sort(skipped)
-			ev = append(ev, fmt.Sprintf("not compared with %s: %s (defined in one environment only, and no Kustomization of the other substituting from %s uses it)", p, strings.Join(slices.Compact(skipped), ", "), key))
-		}
-	}
-	return fs, ev
 }
 
 // knobReaders is, for one environment, the names each built Kustomization
@@ -384,32 +332,4 @@ func listSome(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
-}
-
-// prerequisiteFinding is the warning for key, which no Kustomization of env
-// renders and readers substitute from (not optionally): made outside the
-// environment (out of band at bootstrap, by another tool), a prerequisite,
-// not a defect offline; the live gates require it, with these keys.
-func prerequisiteFinding(env *fluxrepo.Env, u usage, key string, readers []string, users string, first *fluxrepo.Kustomization, elsewhere otherSourceKs) finding {
-	need := map[string]bool{}
-	for _, by := range readers {
-		maps.Copy(need, u.assumed[by])
-	}
-	keys := "no key the repository shows"
-	if len(need) > 0 {
-		keys = "keys " + strings.Join(slices.Sorted(maps.Keys(need)), ", ")
-	}
-	kind, _, _ := strings.Cut(key, "/")
-	loc := env.FindLine([]string{first.Location.File}, "", "name: "+d2name(key))
-	if loc.File == "" {
-		loc = first.Location // the reference came from a patch
-	}
-	return finding{det: Prerequisite, name: key, warn: true, loc: loc,
-		what: fmt.Sprintf("prerequisite %s (%s used) is substituted from by %s and no Kustomization of %s renders it: it must exist before they reconcile, or the controller fails them with \"substitute from '%s/%s' error: not found\"%s", key, keys, users, env.Options.Path, kind, d2name(key), elsewhere.say()),
-		fix:  fmt.Sprintf("create %s out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization they depend on); mark the reference optional: true if it may be absent", key),
-		// One block for every prerequisite (issue #45 item 6):
-		// the text report groups them by this cause.
-		cause:    prereqCause(env, elsewhere),
-		item:     fmt.Sprintf("%s (%s; read by %s)", key, keys, users),
-		causeFix: "create each out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization its readers depend on), or declare it under prerequisites.declared in " + PolicyFile + "; mark a reference optional: true if it may be absent"}
 }

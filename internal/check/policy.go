@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -86,9 +85,6 @@ type AdvisoryOff struct {
 	Reason   string   `json:"reason"`
 }
 
-// advisoryDetectors are the detectors whose findings are warnings.
-var advisoryDetectors = []Detector{DefaultOp, Literal, KnobEnv, KnobUnused, Prerequisite, RaceDep, Prune, Schema, WaitOrder, TwoAppliers, Unread}
-
 // LoadPolicy reads PolicyFile from the repository (nil when there is
 // none), held to its schema: unknown fields, values and missing reasons are
 // input errors naming the file, the line and the fix.
@@ -155,8 +151,8 @@ func (p *Policy) validate() error {
 		}
 	}
 	for i, o := range p.Advisories.Disable {
-		if !slices.Contains(advisoryDetectors, o.Detector) || strings.TrimSpace(o.Reason) == "" {
-			return bad(fmt.Sprintf("advisories.disable.%d", i), "detector %q: one of %v, with a reason", o.Detector, advisoryDetectors)
+		if r := detectorRow(o.Detector); r == nil || !r.Advisory || strings.TrimSpace(o.Reason) == "" {
+			return bad(fmt.Sprintf("advisories.disable.%d", i), "detector %q: one of %v, with a reason", o.Detector, advisoryDetectors())
 		}
 	}
 	if v := p.OtherSources; v != "" && v != "note" && v != "required" {

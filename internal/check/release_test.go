@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,6 +132,8 @@ func TestFluxRelease(t *testing.T) {
 		// no check may carry.
 		checks []want
 		not    []string
+		// notDet: detectors no check may have a finding of.
+		notDet []Detector
 	}{
 		{name: "FluxInstance version range", repo: "instance-version", exit: session.ExitFailed,
 			checks: []want{
@@ -138,7 +141,7 @@ func TestFluxRelease(t *testing.T) {
 				has("check.substitution/flux-system/apps", verify.Fail, "apps/greeting.yaml:8: [undefined] ${GREETING} in ConfigMap/podinfo/greeting is not defined", failOpen),
 				has("check.substitution/flux-system/flux-system", verify.Pass),
 			},
-			not: []string{"[schema]"}},
+			notDet: []Detector{Schema}},
 		// Review item 4: from flux-operator v0.54.0 the FluxInstance
 		// controller matches the range only among the Flux minors its own
 		// image embeds (internal/controller/fluxinstance_controller.go
@@ -193,7 +196,7 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Pass, `Flux v2.3.0, declared by FluxInstance spec.distribution.artifact (flux-operator-manifests:v0.9.0 ships Flux up to v2.3.0) "2.x" at clusters/dev/flux-system/flux-instance.yaml:8`),
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
-			not: []string{"[schema]"}},
+			notDet: []Detector{Schema}},
 		{name: "operator artifact of a 2.9 operator", repo: "instance-artifact", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", "manifests:v0.9.0", "manifests:v0.46.0"}},
 			checks: []want{
@@ -259,7 +262,7 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header at clusters/dev/flux-system/gotk-components.yaml:3"),
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
-			not: []string{"[schema]"}},
+			notDet: []Detector{Schema}},
 		{name: "header: the repository's patch turns strict substitution on", repo: "header", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/kustomization.yaml", "value: --requeue-dependency=5s", "value: --feature-gates=StrictPostBuildSubstitutions=true"}},
 			checks: []want{
@@ -296,13 +299,13 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by the kustomize remote base github.com/fluxcd/flux2/manifests/install at infrastructure/flux/kustomization.yaml:4"),
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
-			not: []string{"[schema]"}},
+			notDet: []Detector{Schema}},
 		{name: "OCIRepository of flux-manifests", repo: "oci-manifests", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag at clusters/dev/flux.yaml:10"),
 				has("check.substitution/flux-system/apps", verify.Fail, failOpen),
 			},
-			not: []string{"[schema]"}},
+			notDet: []Detector{Schema}},
 		// Issue 45 item 3: the declaring field after the applying
 		// Kustomization's post-build substitution (kustomize-controller
 		// v1.9.x kustomization_controller.go build → fluxcd/pkg/kustomize
@@ -405,7 +408,7 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Skip, "Flux v0.41.2, declared by GitRepository https://github.com/fluxcd/flux2 ref.tag at clusters/dev/flux.yaml:10: older than the releases embedded in this build", "were not checked against a schema"),
 				has("check.substitution/flux-system/apps", verify.Fail, "it renders empty: fail open on this release — Flux v0.41.2's kustomize-controller substitutes without StrictPostBuildSubstitutions"),
 			},
-			not: []string{"[schema]"}},
+			notDet: []Detector{Schema}},
 		{name: "GitRepository of flux2 at v0.x, the variable defined: skip, exit 3", repo: "git-flux2", exit: session.ExitIncomplete,
 			edits: []edit{{"apps/greeting.yaml", "${GREETING}", "hello"}},
 			checks: []want{
@@ -436,6 +439,13 @@ func TestFluxRelease(t *testing.T) {
 				for _, c := range rep.Checks {
 					if strings.Contains(text(c), n) {
 						t.Fatalf("%s carries %q:\n%s", c.ID, n, dump(rep))
+					}
+				}
+			}
+			for _, d := range tc.notDet {
+				for _, c := range rep.Checks {
+					if slices.ContainsFunc(c.Findings, func(f verify.Finding) bool { return f.Detector == d }) {
+						t.Fatalf("%s has a [%s] finding:\n%s", c.ID, d, dump(rep))
 					}
 				}
 			}

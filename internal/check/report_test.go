@@ -91,7 +91,7 @@ func TestReportReadable(t *testing.T) {
 					t.Fatalf("want one [undefined] finding, got %+v", r.Findings)
 				}
 				f := und[0]
-				if f.File != "apps/monitoring/dashboards/node.json" || f.Line != 5 || f.Count != 3 || !slices.Equal(f.Lines, []int{5, 6, 7}) || f.Kustomization != "flux-system/monitoring" {
+				if f.File != "apps/monitoring/dashboards/node.json" || f.Line != 5 || f.Count != 3 || !slices.Equal(f.Lines, []int{5, 6, 7}) || f.Subject != "flux-system/monitoring" {
 					t.Fatalf("finding %+v: want apps/monitoring/dashboards/node.json:5, 3 occurrences on lines 5, 6, 7", f)
 				}
 				if b := blocks(text, Undefined); len(b) != 1 || !strings.Contains(b[0], "apps/monitoring/dashboards/node.json:5: ${DS_PROMETHEUS} in ConfigMap/monitoring/grafana-dashboards-") ||
@@ -204,7 +204,7 @@ func TestReportReadable(t *testing.T) {
 				var subjects []string
 				for _, f := range r.Findings {
 					if f.Detector == RaceDep {
-						subjects = append(subjects, f.Kustomization)
+						subjects = append(subjects, f.Subject)
 					}
 				}
 				slices.Sort(subjects)

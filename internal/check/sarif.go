@@ -3,40 +3,11 @@ package check
 import (
 	"encoding/json"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
-
-// detectorText describes each detector for SARIF rules.
-var detectorText = map[Detector]string{
-	Undefined:     "undefined variable: strict post-build substitution fails the whole Kustomization; without it, it renders empty (fail open)",
-	DefaultOp:     "default-operator expansion on an undefined name: a dead shell check in a script, a message rendered as a value, or (advisory) a template default",
-	ParseError:    "expansion the controller's parser rejects: the whole Kustomization fails",
-	Literal:       "${…} that nothing substitutes: the literal ships",
-	KnobEnv:       "substituteFrom knob defined in one environment only",
-	Prerequisite:  "substituteFrom object made outside the environment: it must exist before the Kustomizations reading it reconcile",
-	KnobUnused:    "substituteFrom knob nobody references",
-	Cycle:         "dependsOn cycle",
-	Dangling:      "dependsOn on a Kustomization or HelmRelease the environment does not render",
-	Unreachable:   "object not applied by any Kustomization reachable from the root",
-	RootWait:      "root Kustomization whose health check waits for a Kustomization that depends on it: a deadlock",
-	WaitOrder:     "Kustomization health-checking a HelmRelease whose dependencies another Kustomization applies, without depending on it: it holds a kustomize-controller worker meanwhile",
-	NoRoot:        "environment without its own root Kustomization or GitRepository",
-	RaceDep:       "substitution race: substitutes from an object another Kustomization applies without depending on it",
-	Prune:         "prune: true Kustomization is the only declarer of a shared Namespace",
-	HelmDependsOn: "HelmRelease dependsOn naming a Kustomization: helm-controller waits for HelmReleases only",
-	ChartSource:   "HelmRelease whose chart source is invalid or not rendered by the environment",
-	TypeChange:    "built-in object invalid after substitution (a value whose YAML type changed): the API server refuses it",
-	BadCEL:        "readyExpr or healthCheckExprs the controller cannot compile: the object stalls",
-	Schema:        "Flux object the API server refuses (or whose field it drops) under the Flux release's CRDs",
-	Build:         "Kustomization whose path does not build: kustomize-controller fails it (BuildFailed) and applies the others",
-	Unread:        "kustomization entry an offline check cannot read (remote resource, base or generator file; a file over the read bound): what it adds is not checked",
-	TwoAppliers:   "object applied by two Kustomizations: each reconcile overwrites the other's, and prune by one deletes what the other declares",
-}
 
 type sarifMessage struct {
 	Text string `json:"text"`
@@ -87,10 +58,9 @@ func sarifAt(file string, line int) sarifLocation {
 // places it is written as relatedLocations, warnings at level note.
 func WriteSARIF(w io.Writer, r *Result) error {
 	var rules []sarifRule
-	// Every detector with a text is a rule (TestDefects requires a text of
-	// each detector it proves), in name order.
-	for _, d := range slices.Sorted(maps.Keys(detectorText)) {
-		rules = append(rules, sarifRule{ID: string(d), ShortDescription: sarifMessage{detectorText[d]}})
+	// Every detector of the table is a rule, in name order.
+	for _, d := range detectorsByID() {
+		rules = append(rules, sarifRule{ID: string(d.ID), ShortDescription: sarifMessage{d.Short}})
 	}
 	rules = append(rules, sarifRule{ID: "not-checked", ShortDescription: sarifMessage{"a gate that could not be checked (the run is incomplete)"}})
 	// One result per defect, grouped as the text report groups them (issue

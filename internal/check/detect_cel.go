@@ -10,6 +10,13 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
+// detBadCEL is the [cel] row of the table of detectors.
+var detBadCEL = detector{ID: BadCEL, Gate: CEL, Advisory: false,
+	Short:   "readyExpr or healthCheckExprs the controller cannot compile: the object stalls",
+	Rule:    "kustomize-controller v1.9.5 and helm-controller v1.6.4 compile readyExpr (dependsOn) and healthCheckExprs with fluxcd/pkg/runtime/cel: a failure is InvalidCELExpression, stalled",
+	Emitted: "checkCEL",
+}
+
 // checkCEL is check.cel: every CEL expression of the environment's Flux
 // objects compiled as its controller compiles it (kustomize-controller
 // v1.9.5 and helm-controller v1.6.4):
@@ -26,7 +33,7 @@ func checkCEL(ch *checker, o Options, env *fluxrepo.Env) verify.Check {
 	readyExpr := func(kind, ref string, loc fluxrepo.Location, dep, expr string) {
 		n++
 		if _, err := fluxobj.CompileReadyExpr(expr); err != nil && o.on(BadCEL) {
-			fs = append(fs, finding{det: BadCEL, loc: env.FindLine([]string{loc.File}, "", "readyExpr"),
+			fs = append(fs, finding{det: BadCEL, loc: entryLocation(env, loc, dep, "readyExpr", "spec", "dependsOn"),
 				what: fmt.Sprintf("%s %s: dependsOn %s readyExpr does not compile (%v): the controller stalls it (InvalidCELExpression) and it never becomes Ready", kind, ref, dep, err),
 				fix:  "write a CEL expression over self and dep that returns a bool, e.g. dep.status.conditions.filter(c, c.type == 'Ready').all(c, c.status == 'True')"})
 		}
@@ -40,7 +47,7 @@ func checkCEL(ch *checker, o Options, env *fluxrepo.Env) verify.Check {
 		if len(k.Spec.HealthCheckExprs) > 0 {
 			n += len(k.Spec.HealthCheckExprs)
 			if _, err := cel.NewStatusReader(k.Spec.HealthCheckExprs); err != nil && o.on(BadCEL) {
-				fs = append(fs, finding{det: BadCEL, loc: env.FindLine([]string{k.Location.File}, "", "healthCheckExprs"),
+				fs = append(fs, finding{det: BadCEL, loc: fieldLocation(env, k.Location, "spec", "healthCheckExprs"),
 					what: fmt.Sprintf("Kustomization %s: healthCheckExprs: %v: kustomize-controller stalls it (InvalidCELExpression) before applying anything", k.Ref(), err),
 					fix:  "fix the expression (current is required; one entry per apiVersion/kind)"})
 			}
