@@ -16,14 +16,16 @@
 //	b, _ := bundles.Open("v2.4.0")
 //	res, err := render.Render(ctx, render.DefaultOptions("v2.4.0", b))
 //
-// The bootstrap CLI's step 1 (`bootstrap render`) is built on the same internals:
-// the same bundle loading, patch application and proofs.
+// Render is a convenience over the three packages it joins:
+// pkg/components generates, pkg/patches applies and proves the overlays,
+// pkg/verify holds the proofs. Run is that sequence itself, and the only
+// copy of it: the bootstrap CLI's step 1 (`bootstrap render`, and every
+// command that installs the controllers) runs it too.
 package render
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -32,9 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/types"
 
-	"github.com/homelab-ops/bootstrap/internal/components"
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/pkg/components"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -114,24 +115,26 @@ type Result struct {
 // overlays.
 type deployment struct {
 	name, image string
-	flags       fluxobj.Flags
+	flags       patches.Flags
 	err         error
 }
 
 // Render renders the components of o.Bundle, applies o's overlays and
 // proves them. An error is bad input (a bundle, option or overlay the render
-// refuses) or a failed render; a patch that does not land is a failed check
-// in the Result, not an error.
+// refuses: *components.OptionError, *components.BundleError, or a
+// verify.InputError naming the overlay's file) or a failed render; a patch
+// that does not land is a failed check in the Result, not an error.
 func Render(ctx context.Context, o Options) (*Result, error) {
 	switch {
 	case o.FluxVersion == "":
-		return nil, errors.New("render: Options.FluxVersion is empty: name the bundle's Flux release, e.g. v2.4.0")
+		return nil, &components.OptionError{Field: "FluxVersion", Reason: "is empty: name the bundle's Flux release, e.g. v2.4.0"}
 	case o.Bundle == nil:
-		return nil, errors.New("render: Options.Bundle is nil: pass a release bundle (bundles.Open gives an embedded one)")
+		return nil, &components.OptionError{Field: "Bundle", Reason: "is nil: pass a release bundle (bundles.Open gives an embedded one)"}
 	case o.Overlays != nil && len(o.Patches) > 0:
-		return nil, errors.New("render: Options.Overlays and Options.Patches are both set: pass one of them")
+		return nil, &components.OptionError{Field: "Overlays", Reason: "and Options.Patches are both set: pass one of them"}
 	}
 	co := components.DefaultOptions(o.FluxVersion)
+	co.Bundle = o.Bundle
 	co.ComponentsExtra = o.ComponentsExtra
 	co.ImagePullSecret, co.NetworkPolicy, co.WatchAllNamespaces = o.ImagePullSecret, o.NetworkPolicy, o.WatchAllNamespaces
 	co.TolerationKeys = o.TolerationKeys
@@ -143,15 +146,8 @@ func Render(ctx context.Context, o Options) (*Result, error) {
 	orDefault(&co.ClusterDomain, o.ClusterDomain)
 	orDefault(&co.LogLevel, o.LogLevel)
 
-	b, err := components.NewBundle(o.Bundle, "Flux "+o.FluxVersion+" release bundle")
-	if err != nil {
-		return nil, err
-	}
-	r, err := components.RenderBundle(ctx, b, co)
-	if err != nil {
-		return nil, err
-	}
 	ov := &patches.Overlay{Name: "(none)"}
+	var err error
 	switch {
 	case o.Overlays != nil:
 		ov, err = patches.LoadOverlay(o.Overlays, "overlays")
@@ -161,22 +157,59 @@ func Render(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	run, err := Run(ctx, co, ov)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := ssautils.ReadObjects(bytes.NewReader(run.YAML))
+	if err != nil {
+		return nil, fmt.Errorf("parse the render: %w", err)
+	}
+	out := &Result{YAML: run.YAML, Objects: objs, Components: slices.Clone(run.Components.Components), Checks: run.Checks}
+	for i := range run.Overlay.Final {
+		d := &run.Overlay.Final[i]
+		f, err := patches.ManagerFlags(d)
+		out.final = append(out.final, deployment{name: d.Name, image: patches.ManagerImage(d), flags: f, err: err})
+	}
+	return out, nil
+}
+
+// Output is what Run returns: the render, the overlays' effect and the
+// proofs.
+type Output struct {
+	// YAML is the render with the overlays applied.
+	YAML []byte
+	// Components is the render before the overlays, with the bundle it
+	// came from and the controllers rendered.
+	Components *components.Rendered
+	// Overlay holds each patch's effect and the Deployments before and
+	// after the overlays.
+	Overlay *patches.Result
+	// Checks are the proofs (patches.Proofs).
+	Checks []verify.Check
+}
+
+// Run is the render sequence: generate the components of co
+// (components.Generate), apply the overlay ov (patches.Apply) and prove it
+// (patches.Proofs). A nil ov skips the overlays on purpose (`bootstrap
+// render --plain`): the proofs then carry a warning, never a silent pass;
+// an empty overlay (&patches.Overlay{Name: "(none)"}) applies nothing
+// without one.
+func Run(ctx context.Context, co components.Options, ov *patches.Overlay) (*Output, error) {
+	r, err := components.Generate(ctx, co)
+	if err != nil {
+		return nil, err
+	}
+	plain := ov == nil
+	if plain {
+		ov = &patches.Overlay{Name: "(none)"}
+	}
 	res, err := patches.Apply(r.YAML, ov)
 	if err != nil {
 		return nil, fmt.Errorf("apply overlays %s: %w", ov.Name, err)
 	}
-	objs, err := ssautils.ReadObjects(bytes.NewReader(res.YAML))
-	if err != nil {
-		return nil, fmt.Errorf("parse the render: %w", err)
-	}
-	out := &Result{YAML: res.YAML, Objects: objs, Components: slices.Clone(r.Components),
-		Checks: patches.Proofs(r.FluxVersion, r.Origin, res, false)}
-	for i := range res.Final {
-		d := &res.Final[i]
-		f, err := fluxobj.ManagerFlags(d)
-		out.final = append(out.final, deployment{name: d.Name, image: fluxobj.ManagerImage(d), flags: f, err: err})
-	}
-	return out, nil
+	return &Output{YAML: res.YAML, Components: r, Overlay: res,
+		Checks: patches.Proofs(r.FluxVersion, r.Origin, res, plain)}, nil
 }
 
 func orDefault(to *string, v string) {
@@ -219,8 +252,8 @@ func (r *Result) EffectiveGate(controller, gate string) (Gate, error) {
 		if d.err != nil {
 			return Gate{}, fmt.Errorf("%s: %w", controller, d.err)
 		}
-		v := fluxobj.ImageVersion(d.image)
-		g := fluxobj.EffectiveGate(controller, v, d.flags, gate)
+		v := patches.ImageVersion(d.image)
+		g := patches.EffectiveGate(controller, v, d.flags, gate)
 		return Gate{Value: g.Value, Explicit: g.Explicit, Default: g.Default, DefaultKnown: g.DefaultKnown, Unsupported: g.Unsupported, Version: v}, nil
 	}
 	return Gate{}, fmt.Errorf("%s is not among the rendered controllers %v", controller, r.Components)
