@@ -27,6 +27,7 @@ type OptionError struct {
 	Reason string
 }
 
+// Error says which field refused which value and what it allows.
 func (e *OptionError) Error() string {
 	allowed := strings.Join(e.Allowed, ", ")
 	switch {
@@ -53,6 +54,7 @@ type BundleError struct {
 	Err error
 }
 
+// Error names the bundle and what is wrong with it.
 func (e *BundleError) Error() string {
 	if len(e.Missing) == 0 {
 		return fmt.Sprintf("%s: %v", e.Origin, e.Err)
