@@ -39,37 +39,13 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
-// Options select what to render. They mirror `flux install`'s flags; start
-// from DefaultOptions. An empty Namespace, Registry, ClusterDomain or
-// LogLevel, and nil Components, take `flux install`'s defaults.
+// Options select what to render: the components' options (start from
+// DefaultOptions; an empty Namespace, Registry, ClusterDomain or LogLevel,
+// and nil Components, take `flux install`'s defaults) and the overlays.
 type Options struct {
-	// FluxVersion is the Flux release, e.g. "v2.4.0"; manifestgen templates
-	// it into the render, so it must be the bundle's release.
-	FluxVersion string
-	// Bundle is the release's manifests: <component>.yaml for each
-	// controller, rbac.yaml and policies.yaml at its root.
-	// bundles.Open returns an embedded one.
-	Bundle fs.FS
-	// Components are the controllers to install.
-	Components []string
-	// ComponentsExtra are added to them, e.g. image-reflector-controller.
-	ComponentsExtra []string
-	// Namespace is the namespace Flux is installed in.
-	Namespace string
-	// Registry is the container registry the controller images come from.
-	Registry string
-	// ImagePullSecret names the Secret the controllers pull images with.
-	ImagePullSecret string
-	// NetworkPolicy denies ingress to the namespace from other namespaces.
-	NetworkPolicy bool
-	// WatchAllNamespaces makes the controllers watch every namespace.
-	WatchAllNamespaces bool
-	// ClusterDomain is the cluster's DNS domain.
-	ClusterDomain string
-	// TolerationKeys are taint keys the controllers tolerate.
-	TolerationKeys []string
-	// LogLevel is the controllers' log level: debug, info or error.
-	LogLevel string
+	// Options are the components' options; Bundle is the release's
+	// manifests (bundles.Open returns an embedded one) and must be set.
+	components.Options
 	// Overlays is an overlay directory: a kustomization.yaml at its root
 	// listing patches (or Flux's "customize Flux manifests" form, whose
 	// resources name gotk-components.yaml), e.g. os.DirFS("overlays").
@@ -82,18 +58,9 @@ type Options struct {
 // DefaultOptions are `flux install`'s defaults for a release and its
 // bundle, except that no extra components are added.
 func DefaultOptions(fluxVersion string, bundle fs.FS) Options {
-	d := components.DefaultOptions(fluxVersion)
-	return Options{
-		FluxVersion:        fluxVersion,
-		Bundle:             bundle,
-		Components:         d.Components,
-		Namespace:          d.Namespace,
-		Registry:           d.Registry,
-		NetworkPolicy:      d.NetworkPolicy,
-		WatchAllNamespaces: d.WatchAllNamespaces,
-		ClusterDomain:      d.ClusterDomain,
-		LogLevel:           d.LogLevel,
-	}
+	o := Options{Options: components.DefaultOptions(fluxVersion)}
+	o.Bundle = bundle
+	return o
 }
 
 // Result is a render and its proofs.
@@ -134,17 +101,13 @@ func Render(ctx context.Context, o Options) (*Result, error) {
 		return nil, &components.OptionError{Field: "Overlays", Reason: "and Options.Patches are both set: pass one of them"}
 	}
 	co := components.DefaultOptions(o.FluxVersion)
-	co.Bundle = o.Bundle
-	co.ComponentsExtra = o.ComponentsExtra
-	co.ImagePullSecret, co.NetworkPolicy, co.WatchAllNamespaces = o.ImagePullSecret, o.NetworkPolicy, o.WatchAllNamespaces
-	co.TolerationKeys = o.TolerationKeys
-	if o.Components != nil {
-		co.Components = o.Components
+	if o.Components == nil {
+		o.Components = co.Components
 	}
-	orDefault(&co.Namespace, o.Namespace)
-	orDefault(&co.Registry, o.Registry)
-	orDefault(&co.ClusterDomain, o.ClusterDomain)
-	orDefault(&co.LogLevel, o.LogLevel)
+	orDefault(&o.Namespace, co.Namespace)
+	orDefault(&o.Registry, co.Registry)
+	orDefault(&o.ClusterDomain, co.ClusterDomain)
+	orDefault(&o.LogLevel, co.LogLevel)
 
 	ov := &patches.Overlay{Name: "(none)"}
 	var err error
@@ -157,7 +120,7 @@ func Render(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, err := Run(ctx, co, ov)
+	run, err := Run(ctx, o.Options, ov)
 	if err != nil {
 		return nil, err
 	}
@@ -212,27 +175,18 @@ func Run(ctx context.Context, co components.Options, ov *patches.Overlay) (*Outp
 		Checks: patches.Proofs(r.FluxVersion, r.Origin, res, plain)}, nil
 }
 
-func orDefault(to *string, v string) {
-	if v != "" {
-		*to = v
+// orDefault sets an empty *to to def.
+func orDefault(to *string, def string) {
+	if *to == "" {
+		*to = def
 	}
 }
 
-// Gate is a controller's feature gate as the render leaves it.
+// Gate is a controller's feature gate as the render leaves it: its value,
+// whether the args set it, the version's default (patches.Gate), and the
+// version.
 type Gate struct {
-	// Value is the gate's effective value: set by the args, else the
-	// controller version's default.
-	Value bool
-	// Explicit is true when the controller's args set the gate.
-	Explicit bool
-	// Default is the controller version's default.
-	Default bool
-	// DefaultKnown is false when the image carries no version tag or no
-	// default is recorded.
-	DefaultKnown bool
-	// Unsupported is true when the version's gates are recorded and lack
-	// this one: the controller would exit at start-up were it set.
-	Unsupported bool
+	patches.Gate
 	// Version is the controller's version, from its image tag ("" when
 	// untagged).
 	Version string
@@ -253,8 +207,7 @@ func (r *Result) EffectiveGate(controller, gate string) (Gate, error) {
 			return Gate{}, fmt.Errorf("%s: %w", controller, d.err)
 		}
 		v := patches.ImageVersion(d.image)
-		g := patches.EffectiveGate(controller, v, d.flags, gate)
-		return Gate{Value: g.Value, Explicit: g.Explicit, Default: g.Default, DefaultKnown: g.DefaultKnown, Unsupported: g.Unsupported, Version: v}, nil
+		return Gate{Gate: patches.EffectiveGate(controller, v, d.flags, gate), Version: v}, nil
 	}
 	return Gate{}, fmt.Errorf("%s is not among the rendered controllers %v", controller, r.Components)
 }
