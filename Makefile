@@ -35,7 +35,7 @@ test: unit
 
 ## bench: render benchmarks (time, allocations, peak RSS)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/render/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/customize/
 
 ## docs: regenerate the reference (docs/reference) from the code; a unit test fails when it is stale
 docs:

@@ -41,7 +41,7 @@ func runCLI(t *testing.T, args ...string) result {
 	return cli(t, "", nil, args...)
 }
 
-const fixtures = "../../internal/render/testdata/overlays/"
+const fixtures = "../../internal/customize/testdata/overlays/"
 
 func TestExitCodes(t *testing.T) {
 	tests := []struct {

@@ -11,19 +11,20 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/internal/customize"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/input"
-	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/safeio"
 	"github.com/homelab-ops/bootstrap/internal/versions"
+	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // renderFlags are the flags of every command that renders the components.
 type renderFlags struct {
 	components components.Options
+	manifests  string
 	overlays   string
 	plain      bool
 	fl         *pflag.FlagSet
@@ -35,7 +36,7 @@ func addRenderFlags(cmd *cobra.Command, f *renderFlags, pins versions.Pins) {
 	f.fl = fl
 	c := &f.components
 	fl.StringVar(&c.FluxVersion, "flux-version", c.FluxVersion, "Flux release to render (embedded: "+strings.Join(pins.EmbeddedFluxVersions, ", ")+")")
-	fl.StringVar(&c.Manifests, "manifests", "", "render from this directory or manifests.tar.gz instead of the embedded bundle")
+	fl.StringVar(&f.manifests, "manifests", "", "render from this directory or manifests.tar.gz instead of the embedded bundle")
 	fl.StringSliceVar(&c.Components, "components", c.Components, "controllers to install")
 	fl.StringSliceVar(&c.ComponentsExtra, "components-extra", nil, "additional controllers, e.g. image-reflector-controller,image-automation-controller")
 	fl.Var(input.NewNamespace(&c.Namespace, c.Namespace), "namespace", "namespace to install Flux in")
@@ -53,21 +54,21 @@ func addRenderFlags(cmd *cobra.Command, f *renderFlags, pins versions.Pins) {
 // options resolves the flags into render options: which flags were given,
 // and their conflicts, are settled here; the render only learns which
 // customization to apply.
-func (f *renderFlags) options() (render.Options, error) {
+func (f *renderFlags) options() (customize.Options, error) {
 	// The values' own rules ran when they were set (internal/input); the
 	// version and components are checked against the embedded bundle here,
 	// before the first read or request.
-	o := render.Options{Components: f.components}
-	if err := components.Preflight(f.components); err != nil {
+	o := customize.Options{Components: f.components, Manifests: f.manifests}
+	if err := customize.Preflight(o); err != nil {
 		return o, err
 	}
 	if f.plain && input.Given(f.fl, "plain") && input.Given(f.fl, "overlays") {
 		return o, verify.InputErrorf("--overlays has no effect with --plain, which skips the overlays: drop one of them")
 	}
 	if f.overlays == "" {
-		src, err := render.Builtin()
+		src, err := customize.Builtin()
 		if f.plain {
-			src.Kind = render.SourceNone
+			src.Kind = customize.SourceNone
 		}
 		o.Overlays = src
 		return o, err
@@ -76,11 +77,11 @@ func (f *renderFlags) options() (render.Options, error) {
 	if err != nil {
 		return o, verify.InputErrorf("%w; point it at a directory holding kustomization.yaml", err)
 	}
-	o.Overlays = render.Source{Kind: render.SourceDir, FS: d, Name: f.overlays}
+	o.Overlays = customize.Source{Kind: customize.SourceDir, FS: d, Name: f.overlays}
 	if f.plain {
 		// --overlays and --plain, one of them from --config or the
 		// environment: --plain skips the overlays.
-		o.Overlays.Kind = render.SourceNone
+		o.Overlays.Kind = customize.SourceNone
 	}
 	return o, nil
 }
@@ -126,7 +127,7 @@ func newRenderCommand(a *app) *cobra.Command {
 			if err != nil {
 				return a.s.Fail(cmd.Context(), run.Report, err)
 			}
-			phase := render.NewPhase(opts)
+			phase := customize.NewPhase(opts)
 			return a.s.ExecuteThen(cmd.Context(), run, func() error { return a.writeManifests(run.Report, phase, outDir) }, phase)
 		},
 	}
@@ -138,7 +139,7 @@ func newRenderCommand(a *app) *cobra.Command {
 // writeManifests writes the render to --output-dir, or to stdout in text
 // mode. Fail closed: a render whose overlays did not prove out is not
 // written, so a pipe into an apply cannot ship it.
-func (a *app) writeManifests(r *verify.Report, phase *render.Phase, outDir string) error {
+func (a *app) writeManifests(r *verify.Report, phase *customize.Phase, outDir string) error {
 	if r.Verdict() == verify.Fail {
 		return nil
 	}

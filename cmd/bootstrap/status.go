@@ -14,11 +14,11 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/customize"
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/kube"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/status"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
@@ -140,7 +140,7 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 	connect := a.s.ReadOnlyConnect(rec)
 	return flow.Status(flow.StatusOptions{
 		Controllers: controllers.StatusOptions{Render: ro,
-			LiveVersion:    live && !fl.Changed("flux-version") && ro.Components.Manifests == "",
+			LiveVersion:    live && !fl.Changed("flux-version") && ro.Manifests == "",
 			LiveComponents: !fl.Changed("components") && !fl.Changed("components-extra"),
 		},
 		Converge: co,
@@ -153,7 +153,7 @@ func (a *app) statusPhases(cmd *cobra.Command, f *renderFlags, sf statusFlags, r
 // statusRender is the environment's render (nil for the cluster alone,
 // path ""), its root named root; the live controllers are then compared
 // with the customization the repository keeps, when it keeps one.
-func statusRender(fl *pflag.FlagSet, sf statusFlags, repo, path string, root converge.NodeID, ro *render.Options) (*rootsync.Render, error) {
+func statusRender(fl *pflag.FlagSet, sf statusFlags, repo, path string, root converge.NodeID, ro *customize.Options) (*rootsync.Render, error) {
 	live := path == ""
 	if live && input.Given(fl, "secret-name") {
 		return nil, verify.InputErrorf("--secret-name needs --env or --path: the age-key Secret is checked against the environment's SOPS files")

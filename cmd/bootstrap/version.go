@@ -8,7 +8,7 @@ import (
 
 	bootstrap "github.com/homelab-ops/bootstrap"
 	"github.com/homelab-ops/bootstrap/internal/buildinfo"
-	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/pkg/components"
 )
 
 func newVersionsCommand(_ *app) *cobra.Command {

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 
-	"github.com/homelab-ops/bootstrap/pkg/render"
 	"github.com/homelab-ops/bootstrap/pkg/components/bundles"
+	"github.com/homelab-ops/bootstrap/pkg/render"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 

@@ -204,7 +204,7 @@ func TestNoFeaturesStatus(t *testing.T) {
 }
 
 // TestDefaultOutIsTheEmbeddedTable: the file gengates writes by default is
-// the one internal/fluxobj embeds (//go:embed gatedefaults.txt), so a
+// the one pkg/patches embeds (//go:embed gatedefaults.txt), so a
 // regenerated table lands where the tool reads it.
 func TestDefaultOutIsTheEmbeddedTable(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("..", "..", defaultOut)); err != nil {

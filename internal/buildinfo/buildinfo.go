@@ -69,7 +69,7 @@ type Flux struct {
 }
 
 // Read assembles the Info of the running binary. embedded and embedErr are
-// internal/components.EmbeddedVersions' results; fluxDefault is the pinned
+// pkg/components.EmbeddedVersions' results; fluxDefault is the pinned
 // FLUX_VERSION.
 func Read(embedded []string, embedErr error, fluxDefault string) Info {
 	bi, _ := debug.ReadBuildInfo()

@@ -6,12 +6,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
+	"github.com/homelab-ops/bootstrap/internal/customize"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/render"
+	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -79,18 +79,18 @@ func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged,
 // as the environment deploys it: the release's Deployment with the
 // repository's own customization of the controllers (a FluxInstance's
 // spec.kustomize.patches, flux bootstrap's flux-system/kustomization.yaml
-// patches; render.UseRepository), the gate resolved from its args, else
+// patches; customize.UseRepository), the gate resolved from its args, else
 // that controller version's default (fluxobj.EffectiveGate).
 func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictness, error) {
-	ro := render.Options{Components: components.DefaultOptions(version)}
+	ro := customize.Options{Components: components.DefaultOptions(version)}
 	if err := ro.UseRepository(env); err != nil {
 		return strictness{}, err
 	}
-	custom := ro.Overlays.Kind == render.SourceInstance || ro.Overlays.Kind == render.SourceRepository
+	custom := ro.Overlays.Kind == customize.SourceInstance || ro.Overlays.Kind == customize.SourceRepository
 	var deps []appsv1.Deployment
 	var unread error
 	if custom {
-		out, err := render.Run(ctx, ro)
+		out, err := customize.Run(ctx, ro)
 		if err == nil {
 			deps = out.Overlay.Final
 		} else {

@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/kustomize/api/resource"
 
 	"github.com/homelab-ops/bootstrap/internal/artifactgen"
-	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 

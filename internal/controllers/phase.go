@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/internal/customize"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/wait"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -32,7 +32,7 @@ var (
 
 // Options of the controllers phase.
 type Options struct {
-	Render render.Options
+	Render customize.Options
 	// MinKubernetes is the Flux version's minimum Kubernetes (versions.env).
 	MinKubernetes string
 	// Force applies over a Flux managed by Flux itself.
@@ -54,16 +54,16 @@ type Options struct {
 // carry the rendered flags. connect opens the cluster only once the render
 // passed.
 func NewPhase(o Options, connect func() (*apply.Cluster, error)) *Phase {
-	return &Phase{opts: o, connect: connect, render: render.NewPhase(o.Render)}
+	return &Phase{opts: o, connect: connect, render: customize.NewPhase(o.Render)}
 }
 
 // Phase is step 1 as a pipeline phase.
 type Phase struct {
 	opts    Options
 	connect func() (*apply.Cluster, error)
-	render  *render.Phase
+	render  *customize.Phase
 
-	out     *render.Output
+	out     *customize.Output
 	objs    []*unstructured.Unstructured
 	cl      *apply.Cluster
 	dropped []apply.Dropped

@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/components"
-	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/internal/customize"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/render"
+	"github.com/homelab-ops/bootstrap/pkg/components"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -32,7 +32,7 @@ const (
 
 // StatusOptions drive the read-only controllers phase.
 type StatusOptions struct {
-	Render render.Options
+	Render customize.Options
 	// LiveVersion renders the Flux version the live Deployments carry
 	// (their app.kubernetes.io/version label) instead of Render's;
 	// LiveComponents renders the components that run (the Flux
@@ -51,7 +51,7 @@ type StatusPhase struct {
 	o             StatusOptions
 	connect       func() (*apply.Cluster, error)
 	cl            *apply.Cluster
-	out           *render.Output
+	out           *customize.Output
 	objs          []*unstructured.Unstructured
 }
 
@@ -104,7 +104,7 @@ func (p *StatusPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.C
 			}
 		}
 		if p.o.LiveComponents && len(names) > 0 {
-			if b, err := components.EmbeddedBundle(c.FluxVersion); err == nil && c.Manifests == "" {
+			if b, err := components.EmbeddedBundle(c.FluxVersion); err == nil && ro.Manifests == "" {
 				var known []string
 				for _, n := range names {
 					if slices.Contains(b.Components, n) {
@@ -117,7 +117,7 @@ func (p *StatusPhase) Before(ctx context.Context, run *pipeline.Run) ([]verify.C
 			}
 		}
 	}
-	rp := render.NewPhase(ro)
+	rp := customize.NewPhase(ro)
 	checks, err := rp.Before(ctx, run)
 	checks = append([]verify.Check{reach}, checks...)
 	if err != nil || verify.Blocks(checks...) {

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/internal/customize"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
-	"github.com/homelab-ops/bootstrap/internal/render"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -50,7 +50,7 @@ func TestStatusDrift(t *testing.T) {
 			}
 			cl := fakeCluster(t, "v1.36.3", nil, objs...)
 			p := &StatusPhase{cl: cl, objs: []*unstructured.Unstructured{obj},
-				out: &render.Output{Overlay: &patches.Result{Final: []appsv1.Deployment{*rendered}}, Facts: map[string]string{"fluxVersion": "v2.9.5", "overlays": "overlays (built in)"}}}
+				out: &customize.Output{Overlay: &patches.Result{Final: []appsv1.Deployment{*rendered}}, Facts: map[string]string{"fluxVersion": "v2.9.5", "overlays": "overlays (built in)"}}}
 			checks := p.After(context.Background(), &pipeline.Run{Report: verify.NewReport("status")})
 			d := verdictOf(checks, GateDrift.ID)
 			if d.Verdict != tt.verdict || !strings.Contains(d.Message, tt.want) {

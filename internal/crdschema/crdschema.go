@@ -30,7 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
-	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/pkg/components"
 )
 
 // Validator validates the kinds of one set of CRDs.

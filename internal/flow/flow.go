@@ -256,7 +256,7 @@ func (o Options) static(built *rootsync.Render, r *verify.Report) []pipeline.Pha
 	co := check.Options{
 		Options: fluxrepo.Options{Repo: b.Repo, Path: b.Path, Namespace: b.Namespace, RootName: b.RootName},
 		Compare: o.Static.Compare, NoCompare: o.Static.NoCompare, Env: built.Env}
-	if c := o.Controllers; o.Release.FluxVersion != "" && (c == nil || c.Render.Components.Manifests == "") {
+	if c := o.Controllers; o.Release.FluxVersion != "" && (c == nil || c.Render.Manifests == "") {
 		// The release chosen is the one installed: the Flux objects are
 		// validated by its CRDs (with --manifests the version only labels
 		// the objects: check judges by what the repository declares).

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/converge"
+	"github.com/homelab-ops/bootstrap/internal/customize"
 	"github.com/homelab-ops/bootstrap/internal/cutover"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/versions"
+	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -27,7 +27,7 @@ var homelab = rootsync.Options{Repo: "../../testdata/homelab", Path: "clusters/d
 // them: the pinned release's defaults.
 func ctrlOptions() *controllers.Options {
 	pins, _ := versions.Load()
-	return &controllers.Options{Render: render.Options{Components: components.DefaultOptions(pins.FluxVersion)}}
+	return &controllers.Options{Render: customize.Options{Components: components.DefaultOptions(pins.FluxVersion)}}
 }
 
 // noCluster fails every connect: Assemble must not open the cluster.

@@ -3,13 +3,13 @@ package flow
 import (
 	"fmt"
 
-	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
+	"github.com/homelab-ops/bootstrap/internal/customize"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/render"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
 	"github.com/homelab-ops/bootstrap/internal/versions"
+	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -38,7 +38,7 @@ func InstallRelease(env *fluxrepo.Env, co *controllers.Options, c Choice) (fluxr
 	if err != nil {
 		return rel, err
 	}
-	if co.Render.Components.Manifests != "" {
+	if co.Render.Manifests != "" {
 		return rel, nil
 	}
 	embedded, err := components.EmbeddedVersions()
@@ -63,9 +63,9 @@ func InstallRelease(env *fluxrepo.Env, co *controllers.Options, c Choice) (fluxr
 // cluster with over env, as check judges it: a declared release this build
 // does not embed is judged by the nearest embedded one, and said so in the
 // returned warning ("": none).
-func JudgeRelease(env *fluxrepo.Env, ro *render.Options, c Choice) (fluxrelease.Release, string, error) {
+func JudgeRelease(env *fluxrepo.Env, ro *customize.Options, c Choice) (fluxrelease.Release, string, error) {
 	rel, err := resolve(env, c, ro.Components.FluxVersion)
-	if err != nil || ro.Components.Manifests != "" {
+	if err != nil || ro.Manifests != "" {
 		return rel, "", err
 	}
 	embedded, err := components.EmbeddedVersions()
@@ -94,12 +94,12 @@ func resolve(env *fluxrepo.Env, c Choice, def string) (fluxrelease.Release, erro
 }
 
 // useRelease renders rel's bundle, the components checked against it.
-func useRelease(ro *render.Options, rel fluxrelease.Release) error {
+func useRelease(ro *customize.Options, rel fluxrelease.Release) error {
 	if rel.Version == ro.Components.FluxVersion {
 		return nil
 	}
 	ro.Components.FluxVersion = rel.Version
-	if err := components.Preflight(ro.Components); err != nil {
+	if err := customize.Preflight(*ro); err != nil {
 		return verify.InputErrorf("%s: %v", rel, err)
 	}
 	return nil

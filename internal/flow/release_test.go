@@ -76,7 +76,7 @@ func TestOneRelease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			co := ctrlOptions()
 			if tc.manif {
-				co.Render.Components.Manifests = "/nonexistent/manifests" // read when the render runs
+				co.Render.Manifests = "/nonexistent/manifests" // read when the render runs
 			}
 			r := verify.NewReport("up")
 			p, err := Assemble(context.Background(), Options{Env: tc.env, Static: &Static{}, Controllers: co, Sync: &Sync{}, Release: tc.choice, Cluster: noCluster(t)}, r)
@@ -118,7 +118,7 @@ func TestOneRelease(t *testing.T) {
 			}
 			co = ctrlOptions()
 			if tc.manif {
-				co.Render.Components.Manifests = "/nonexistent/manifests"
+				co.Render.Manifests = "/nonexistent/manifests"
 			}
 			if _, err := InstallRelease(b.Env, co, tc.choice); err != nil || co.Render.Components.FluxVersion != tc.version || (co.MinKubernetes == "") != tc.manif {
 				t.Errorf("the render is Flux %q (min Kubernetes %q, %v), want %s", co.Render.Components.FluxVersion, co.MinKubernetes, err, tc.version)

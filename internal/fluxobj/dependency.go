@@ -10,12 +10,14 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	celtypes "github.com/google/cel-go/common/types"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
 // AdditiveCELDependencyCheck is the feature gate (helm-controller and
 // kustomize-controller, off by default) that runs the built-in readiness
 // check of a dependency beside its readyExpr instead of replacing it.
-const AdditiveCELDependencyCheck = "AdditiveCELDependencyCheck"
+const AdditiveCELDependencyCheck = patches.AdditiveCELDependencyCheck
 
 // HelmReleaseWaitReasons are the Ready=False reasons with which
 // helm-controller waits rather than fails: a dependency not ready

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/versions"
+	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 

@@ -16,14 +16,16 @@
 //	b, _ := bundles.Open("v2.4.0")
 //	res, err := render.Render(ctx, render.DefaultOptions("v2.4.0", b))
 //
-// The bootstrap CLI's step 1 (`bootstrap render`) is built on the same internals:
-// the same bundle loading, patch application and proofs.
+// Render is a convenience over the three packages it joins:
+// pkg/components generates, pkg/patches applies and proves the overlays,
+// pkg/verify holds the proofs. Run is that sequence itself, and the only
+// copy of it: the bootstrap CLI's step 1 (`bootstrap render`, and every
+// command that installs the controllers) runs it too.
 package render
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -32,43 +34,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/types"
 
-	"github.com/homelab-ops/bootstrap/internal/components"
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/patches"
+	"github.com/homelab-ops/bootstrap/pkg/components"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
-// Options select what to render. They mirror `flux install`'s flags; start
-// from DefaultOptions. An empty Namespace, Registry, ClusterDomain or
-// LogLevel, and nil Components, take `flux install`'s defaults.
+// Options select what to render: the components' options (start from
+// DefaultOptions; an empty Namespace, Registry, ClusterDomain or LogLevel,
+// and nil Components, take `flux install`'s defaults) and the overlays.
 type Options struct {
-	// FluxVersion is the Flux release, e.g. "v2.4.0"; manifestgen templates
-	// it into the render, so it must be the bundle's release.
-	FluxVersion string
-	// Bundle is the release's manifests: <component>.yaml for each
-	// controller, rbac.yaml and policies.yaml at its root.
-	// bundles.Open returns an embedded one.
-	Bundle fs.FS
-	// Components are the controllers to install.
-	Components []string
-	// ComponentsExtra are added to them, e.g. image-reflector-controller.
-	ComponentsExtra []string
-	// Namespace is the namespace Flux is installed in.
-	Namespace string
-	// Registry is the container registry the controller images come from.
-	Registry string
-	// ImagePullSecret names the Secret the controllers pull images with.
-	ImagePullSecret string
-	// NetworkPolicy denies ingress to the namespace from other namespaces.
-	NetworkPolicy bool
-	// WatchAllNamespaces makes the controllers watch every namespace.
-	WatchAllNamespaces bool
-	// ClusterDomain is the cluster's DNS domain.
-	ClusterDomain string
-	// TolerationKeys are taint keys the controllers tolerate.
-	TolerationKeys []string
-	// LogLevel is the controllers' log level: debug, info or error.
-	LogLevel string
+	// Options are the components' options; Bundle is the release's
+	// manifests (bundles.Open returns an embedded one) and must be set.
+	components.Options
 	// Overlays is an overlay directory: a kustomization.yaml at its root
 	// listing patches (or Flux's "customize Flux manifests" form, whose
 	// resources name gotk-components.yaml), e.g. os.DirFS("overlays").
@@ -81,18 +58,9 @@ type Options struct {
 // DefaultOptions are `flux install`'s defaults for a release and its
 // bundle, except that no extra components are added.
 func DefaultOptions(fluxVersion string, bundle fs.FS) Options {
-	d := components.DefaultOptions(fluxVersion)
-	return Options{
-		FluxVersion:        fluxVersion,
-		Bundle:             bundle,
-		Components:         d.Components,
-		Namespace:          d.Namespace,
-		Registry:           d.Registry,
-		NetworkPolicy:      d.NetworkPolicy,
-		WatchAllNamespaces: d.WatchAllNamespaces,
-		ClusterDomain:      d.ClusterDomain,
-		LogLevel:           d.LogLevel,
-	}
+	o := Options{Options: components.DefaultOptions(fluxVersion)}
+	o.Bundle = bundle
+	return o
 }
 
 // Result is a render and its proofs.
@@ -114,44 +82,35 @@ type Result struct {
 // overlays.
 type deployment struct {
 	name, image string
-	flags       fluxobj.Flags
+	flags       patches.Flags
 	err         error
 }
 
 // Render renders the components of o.Bundle, applies o's overlays and
 // proves them. An error is bad input (a bundle, option or overlay the render
-// refuses) or a failed render; a patch that does not land is a failed check
-// in the Result, not an error.
+// refuses: *components.OptionError, *components.BundleError, or a
+// verify.InputError naming the overlay's file) or a failed render; a patch
+// that does not land is a failed check in the Result, not an error.
 func Render(ctx context.Context, o Options) (*Result, error) {
 	switch {
 	case o.FluxVersion == "":
-		return nil, errors.New("render: Options.FluxVersion is empty: name the bundle's Flux release, e.g. v2.4.0")
+		return nil, &components.OptionError{Field: "FluxVersion", Reason: "is empty: name the bundle's Flux release, e.g. v2.4.0"}
 	case o.Bundle == nil:
-		return nil, errors.New("render: Options.Bundle is nil: pass a release bundle (bundles.Open gives an embedded one)")
+		return nil, &components.OptionError{Field: "Bundle", Reason: "is nil: pass a release bundle (bundles.Open gives an embedded one)"}
 	case o.Overlays != nil && len(o.Patches) > 0:
-		return nil, errors.New("render: Options.Overlays and Options.Patches are both set: pass one of them")
+		return nil, &components.OptionError{Field: "Overlays", Reason: "and Options.Patches are both set: pass one of them"}
 	}
 	co := components.DefaultOptions(o.FluxVersion)
-	co.ComponentsExtra = o.ComponentsExtra
-	co.ImagePullSecret, co.NetworkPolicy, co.WatchAllNamespaces = o.ImagePullSecret, o.NetworkPolicy, o.WatchAllNamespaces
-	co.TolerationKeys = o.TolerationKeys
-	if o.Components != nil {
-		co.Components = o.Components
+	if o.Components == nil {
+		o.Components = co.Components
 	}
-	orDefault(&co.Namespace, o.Namespace)
-	orDefault(&co.Registry, o.Registry)
-	orDefault(&co.ClusterDomain, o.ClusterDomain)
-	orDefault(&co.LogLevel, o.LogLevel)
+	orDefault(&o.Namespace, co.Namespace)
+	orDefault(&o.Registry, co.Registry)
+	orDefault(&o.ClusterDomain, co.ClusterDomain)
+	orDefault(&o.LogLevel, co.LogLevel)
 
-	b, err := components.NewBundle(o.Bundle, "Flux "+o.FluxVersion+" release bundle")
-	if err != nil {
-		return nil, err
-	}
-	r, err := components.RenderBundle(ctx, b, co)
-	if err != nil {
-		return nil, err
-	}
 	ov := &patches.Overlay{Name: "(none)"}
+	var err error
 	switch {
 	case o.Overlays != nil:
 		ov, err = patches.LoadOverlay(o.Overlays, "overlays")
@@ -161,45 +120,73 @@ func Render(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := patches.Apply(r.YAML, ov)
+	run, err := Run(ctx, o.Options, ov)
 	if err != nil {
-		return nil, fmt.Errorf("apply overlays %s: %w", ov.Name, err)
+		return nil, err
 	}
-	objs, err := ssautils.ReadObjects(bytes.NewReader(res.YAML))
+	objs, err := ssautils.ReadObjects(bytes.NewReader(run.YAML))
 	if err != nil {
 		return nil, fmt.Errorf("parse the render: %w", err)
 	}
-	out := &Result{YAML: res.YAML, Objects: objs, Components: slices.Clone(r.Components),
-		Checks: patches.Proofs(r.FluxVersion, r.Origin, res, false)}
-	for i := range res.Final {
-		d := &res.Final[i]
-		f, err := fluxobj.ManagerFlags(d)
-		out.final = append(out.final, deployment{name: d.Name, image: fluxobj.ManagerImage(d), flags: f, err: err})
+	out := &Result{YAML: run.YAML, Objects: objs, Components: slices.Clone(run.Components.Components), Checks: run.Checks}
+	for i := range run.Overlay.Final {
+		d := &run.Overlay.Final[i]
+		f, err := patches.ManagerFlags(d)
+		out.final = append(out.final, deployment{name: d.Name, image: patches.ManagerImage(d), flags: f, err: err})
 	}
 	return out, nil
 }
 
-func orDefault(to *string, v string) {
-	if v != "" {
-		*to = v
+// Output is what Run returns: the render, the overlays' effect and the
+// proofs.
+type Output struct {
+	// YAML is the render with the overlays applied.
+	YAML []byte
+	// Components is the render before the overlays, with the bundle it
+	// came from and the controllers rendered.
+	Components *components.Rendered
+	// Overlay holds each patch's effect and the Deployments before and
+	// after the overlays.
+	Overlay *patches.Result
+	// Checks are the proofs (patches.Proofs).
+	Checks []verify.Check
+}
+
+// Run is the render sequence: generate the components of co
+// (components.Generate), apply the overlay ov (patches.Apply) and prove it
+// (patches.Proofs). A nil ov skips the overlays on purpose (`bootstrap
+// render --plain`): the proofs then carry a warning, never a silent pass;
+// an empty overlay (&patches.Overlay{Name: "(none)"}) applies nothing
+// without one.
+func Run(ctx context.Context, co components.Options, ov *patches.Overlay) (*Output, error) {
+	r, err := components.Generate(ctx, co)
+	if err != nil {
+		return nil, err
+	}
+	plain := ov == nil
+	if plain {
+		ov = &patches.Overlay{Name: "(none)"}
+	}
+	res, err := patches.Apply(r.YAML, ov)
+	if err != nil {
+		return nil, fmt.Errorf("apply overlays %s: %w", ov.Name, err)
+	}
+	return &Output{YAML: res.YAML, Components: r, Overlay: res,
+		Checks: patches.Proofs(r.FluxVersion, r.Origin, res, plain)}, nil
+}
+
+// orDefault sets an empty *to to def.
+func orDefault(to *string, def string) {
+	if *to == "" {
+		*to = def
 	}
 }
 
-// Gate is a controller's feature gate as the render leaves it.
+// Gate is a controller's feature gate as the render leaves it: its value,
+// whether the args set it, the version's default (patches.Gate), and the
+// version.
 type Gate struct {
-	// Value is the gate's effective value: set by the args, else the
-	// controller version's default.
-	Value bool
-	// Explicit is true when the controller's args set the gate.
-	Explicit bool
-	// Default is the controller version's default.
-	Default bool
-	// DefaultKnown is false when the image carries no version tag or no
-	// default is recorded.
-	DefaultKnown bool
-	// Unsupported is true when the version's gates are recorded and lack
-	// this one: the controller would exit at start-up were it set.
-	Unsupported bool
+	patches.Gate
 	// Version is the controller's version, from its image tag ("" when
 	// untagged).
 	Version string
@@ -219,9 +206,8 @@ func (r *Result) EffectiveGate(controller, gate string) (Gate, error) {
 		if d.err != nil {
 			return Gate{}, fmt.Errorf("%s: %w", controller, d.err)
 		}
-		v := fluxobj.ImageVersion(d.image)
-		g := fluxobj.EffectiveGate(controller, v, d.flags, gate)
-		return Gate{Value: g.Value, Explicit: g.Explicit, Default: g.Default, DefaultKnown: g.DefaultKnown, Unsupported: g.Unsupported, Version: v}, nil
+		v := patches.ImageVersion(d.image)
+		return Gate{Gate: patches.EffectiveGate(controller, v, d.flags, gate), Version: v}, nil
 	}
 	return Gate{}, fmt.Errorf("%s is not among the rendered controllers %v", controller, r.Components)
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 
+	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/components/bundles"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -87,16 +89,20 @@ func TestRenderRefuses(t *testing.T) {
 		name   string
 		mutate func(*Options)
 		want   string
+		// field is the Options field a *components.OptionError names ("":
+		// another error).
+		field string
 	}{
-		{"no bundle", func(o *Options) { o.Bundle = nil }, "Options.Bundle is nil"},
-		{"no version", func(o *Options) { o.FluxVersion = "" }, "Options.FluxVersion is empty"},
+		{"no bundle", func(o *Options) { o.Bundle = nil }, "Options.Bundle is nil", "Bundle"},
+		{"no version", func(o *Options) { o.FluxVersion = "" }, "Options.FluxVersion is empty", "FluxVersion"},
 		{"overlays and patches", func(o *Options) {
 			o.Overlays = os.DirFS("../../overlays")
 			o.Patches = []types.Patch{{Patch: "x"}}
-		}, "both set"},
-		{"not a bundle", func(o *Options) { o.Bundle = fstest.MapFS{"README.md": {Data: []byte("x")}} }, "is not a Flux release bundle: missing rbac.yaml, policies.yaml"},
-		{"unknown component", func(o *Options) { o.Components = []string{"nope-controller"} }, "unknown component nope-controller"},
-		{"a patch with a path", func(o *Options) { o.Patches = []types.Patch{{Path: "x.yaml"}} }, "needs an inline patch"},
+		}, "both set", "Overlays"},
+		{"not a bundle", func(o *Options) { o.Bundle = fstest.MapFS{"README.md": {Data: []byte("x")}} }, "is not a Flux release bundle: missing rbac.yaml, policies.yaml", ""},
+		{"unknown component", func(o *Options) { o.Components = []string{"nope-controller"} }, "unknown component nope-controller", "Components"},
+		{"a bad log level", func(o *Options) { o.LogLevel = "loud" }, `Options.LogLevel "loud" is not one of debug, info, error`, "LogLevel"},
+		{"a patch with a path", func(o *Options) { o.Patches = []types.Patch{{Path: "x.yaml"}} }, "needs an inline patch", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := bundle(t, "v2.4.0")
@@ -104,6 +110,10 @@ func TestRenderRefuses(t *testing.T) {
 			_, err := Render(context.Background(), o)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+			var oe *components.OptionError
+			if errors.As(err, &oe) != (tt.field != "") || (oe != nil && oe.Field != tt.field) {
+				t.Errorf("got %#v, want a *components.OptionError on %q", err, tt.field)
 			}
 		})
 	}

@@ -38,11 +38,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/controllers"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
+	"github.com/homelab-ops/bootstrap/pkg/components"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
 // pinnedRelease is the release testdata/releases/up-pinned declares.

@@ -25,7 +25,7 @@ func TestScriptPathEqualsRender(t *testing.T) {
 	if _, err := os.Stat(kubectl); err != nil {
 		t.Fatalf("kubectl is built by hack/sandbox/build.sh: %v", err)
 	}
-	overlay := filepath.Join(suite.root, "internal", "render", "testdata", "overlays", "flux-convention")
+	overlay := filepath.Join(suite.root, "internal", "customize", "testdata", "overlays", "flux-convention")
 	for _, version := range []string{"v2.4.0", "v2.9.5"} {
 		t.Run(version, func(t *testing.T) {
 			extras := []string{"--flux-version", version, "--components-extra", "image-reflector-controller,image-automation-controller"}

@@ -28,7 +28,7 @@ import (
 const StrictGate = fluxobj.StrictSubstitution
 
 // strictDefaultFrom is the first kustomize-controller version whose
-// StrictGate defaults to on (internal/patches holds the table).
+// StrictGate defaults to on (pkg/patches holds the table).
 const strictDefaultFrom = "v1.9.0"
 
 // PlanInput is what BuildPlan needs besides the Deployment.
@@ -249,7 +249,7 @@ func splitFlag(a string) (name, val string, hasEq bool) {
 }
 
 // EffectiveGates merges every --feature-gates arg the way the controllers
-// do (internal/patches parses them with the controllers' own flag type); later
+// do (pkg/patches parses them with the controllers' own flag type); later
 // values win.
 func EffectiveGates(args []string) map[string]string {
 	f, _ := fluxobj.ParseArgs(args)

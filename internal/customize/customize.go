@@ -1,27 +1,35 @@
-// Package render is step 1's render: the Flux components for a pinned
-// version with the controller overlays applied, and the gates proving the
-// overlays landed.
-package render
+// Package customize decides which customization the Flux controllers get —
+// the overlays this tool ships, an --overlays directory, none (--plain), the
+// customization the environment's repository keeps, or a FluxInstance's
+// spec.kustomize.patches — and renders them with it through pkg/render.Run
+// (generate, apply, prove), as the CLI's render phase. It maps the library's
+// typed refusals to the CLI's flags.
+package customize
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
 
 	bootstrap "github.com/homelab-ops/bootstrap"
-	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/safeio"
+	"github.com/homelab-ops/bootstrap/pkg/components"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
+	"github.com/homelab-ops/bootstrap/pkg/render"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // Options select what to render.
 type Options struct {
+	// Components are the render's options; Components.Bundle is set from
+	// Manifests when the render runs.
 	Components components.Options
+	// Manifests is a directory or manifests.tar.gz (--manifests) to render
+	// from instead of the embedded release; empty means embedded.
+	Manifests string
 	// Overlays is the controllers' customization, read when the render
 	// runs; the zero value is the overlays this tool ships.
 	Overlays Source
@@ -88,45 +96,54 @@ type Output struct {
 // PlainWarning is the loud notice every report carries under --plain.
 const PlainWarning = "--plain: controller overlays skipped on purpose; kustomize-controller runs with its version's default feature gates"
 
-// Run renders the components, applies the overlays and proves them.
+// Run renders the components, applies the overlays and proves them
+// (render.Run), with the customization o.Overlays selects.
 func Run(ctx context.Context, o Options) (*Output, error) {
-	r, err := components.Render(ctx, o.Components)
-	if err != nil {
-		return nil, err
+	co := o.Components
+	if o.Manifests != "" {
+		b, cleanup, err := OpenManifests(o.Manifests)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		co.Bundle = b
 	}
 	src := o.Overlays
+	var err error
 	if src.Kind == SourceBuiltin && src.FS == nil {
 		if src, err = Builtin(); err != nil {
 			return nil, err
 		}
 	}
-	ov := &patches.Overlay{Name: "(none)"}
+	var ov *patches.Overlay // nil: --plain
 	switch src.Kind {
 	case SourceInstance:
 		ov = src.Inline
 	case SourceRepository:
-		if ov, err = patches.LoadRepositoryOverlay(src.FS, src.Name); err != nil {
-			return nil, err
-		}
+		ov, err = patches.LoadRepositoryOverlay(src.FS, src.Name)
 	case SourceBuiltin, SourceDir:
-		if ov, err = patches.LoadOverlay(src.FS, src.Name); err != nil {
-			return nil, err
-		}
+		ov, err = patches.LoadOverlay(src.FS, src.Name)
 	}
-	plain := src.Kind == SourceNone
-	res, err := patches.Apply(r.YAML, ov)
 	if err != nil {
-		return nil, fmt.Errorf("apply overlays %s: %w", src.Name, err)
+		return nil, err
+	}
+	r, err := render.Run(ctx, co, ov)
+	if err != nil {
+		return nil, FlagError(err)
 	}
 	out := &Output{
-		YAML:    res.YAML,
-		Overlay: res,
+		YAML:    r.YAML,
+		Overlay: r.Overlay,
+		Checks:  r.Checks,
 		Facts: map[string]string{
-			"fluxVersion": r.FluxVersion,
-			"bundle":      r.Origin,
-			"components":  strings.Join(r.Components, ","),
-			"overlays":    ov.Name,
+			"fluxVersion": r.Components.FluxVersion,
+			"bundle":      r.Components.Origin,
+			"components":  strings.Join(r.Components.Components, ","),
+			"overlays":    "(none)",
 		},
+	}
+	if ov != nil {
+		out.Facts["overlays"] = ov.Name
 	}
 	switch src.Kind {
 	case SourceRepository:
@@ -137,7 +154,6 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 		out.Warnings = append(out.Warnings, PlainWarning)
 		out.Facts["overlays"] = "skipped (--plain)"
 	}
-	out.Checks = patches.Proofs(r.FluxVersion, r.Origin, res, plain)
 	return out, nil
 }
 

@@ -8,18 +8,18 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/homelab-ops/bootstrap/internal/components"
+	"github.com/homelab-ops/bootstrap/pkg/components"
 )
 
 // TestApplyMatchesKustomizeBuild: applying patches one at a time gives what
 // `kustomize build` of one kustomization listing them all gives.
 func TestApplyMatchesKustomizeBuild(t *testing.T) {
 	t.Parallel()
-	r, err := components.Render(context.Background(), components.DefaultOptions("v2.4.0"))
+	r, err := components.Generate(context.Background(), components.DefaultOptions("v2.4.0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const dir = "../render/testdata/overlays/later-disable"
+	const dir = "../../internal/customize/testdata/overlays/later-disable"
 	ov, err := LoadOverlay(os.DirFS(dir), dir)
 	if err != nil {
 		t.Fatal(err)

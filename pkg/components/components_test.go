@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +14,6 @@ import (
 	"github.com/fluxcd/pkg/tar"
 
 	"github.com/homelab-ops/bootstrap/pkg/components/bundles"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // writeBundleDir copies an embedded bundle to a directory, as a user's
@@ -42,58 +43,96 @@ func TestManifestsDirAndTarball(t *testing.T) {
 	}
 	f.Close()
 
-	embedded, err := Render(context.Background(), DefaultOptions("v2.4.0"))
+	embedded, err := Generate(context.Background(), DefaultOptions("v2.4.0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, src := range []string{dir, tgz} {
+	tf, err := os.Open(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tf.Close()
+	fromTar, cleanup, err := ExtractBundle(tf, "tarball "+tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	for name, b := range map[string]fs.FS{"a directory": os.DirFS(dir), "a tarball": fromTar} {
 		o := DefaultOptions("v2.4.0")
-		o.Manifests = src
-		r, err := Render(context.Background(), o)
+		o.Bundle = b
+		r, err := Generate(context.Background(), o)
 		if err != nil {
-			t.Fatalf("--manifests %s: %v", src, err)
+			t.Fatalf("%s: %v", name, err)
 		}
 		if !bytes.Equal(r.YAML, embedded.YAML) {
-			t.Errorf("--manifests %s renders differently from the embedded bundle", src)
+			t.Errorf("%s renders differently from the embedded bundle", name)
 		}
 	}
 }
 
-func TestManifestsNotABundle(t *testing.T) {
+func TestNotABundle(t *testing.T) {
 	// A valid tarball of the wrong thing.
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "README.md"), []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tgz := filepath.Join(t.TempDir(), "other.tar.gz")
-	f, _ := os.Create(tgz)
-	if _, err := tar.Tar(src, f); err != nil {
+	var tgz bytes.Buffer
+	if _, err := tar.Tar(src, &tgz); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
-	notTar := filepath.Join(t.TempDir(), "manifests.tar.gz")
-	if err := os.WriteFile(notTar, []byte("not gzip"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tests := map[string]string{
-		tgz:                        "is not a Flux release bundle: missing rbac.yaml, policies.yaml, <component>.yaml",
-		notTar:                     "neither a directory nor a readable manifests.tar.gz",
-		filepath.Join(src, "nope"): "no such file",
-	}
-	for p, want := range tests {
-		o := DefaultOptions("v2.9.5")
-		o.Manifests = p
-		_, err := Render(context.Background(), o)
-		if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), want) {
-			t.Errorf("--manifests %s: got %v, want an input error saying %q", p, err, want)
+	for name, tc := range map[string]struct {
+		r       io.Reader
+		missing bool
+		want    string
+	}{
+		"a tarball of something else": {&tgz, true, "is not a Flux release bundle: missing rbac.yaml, policies.yaml, <component>.yaml"},
+		"not a tarball":               {strings.NewReader("not gzip"), false, "not gzip: "},
+	} {
+		_, _, err := ExtractBundle(tc.r, "not gzip")
+		var be *BundleError
+		if !errors.As(err, &be) || (len(be.Missing) > 0) != tc.missing || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want a *BundleError saying %q", name, err, tc.want)
 		}
+	}
+	// The same directory given as Options.Bundle.
+	o := DefaultOptions("v2.9.5")
+	o.Bundle = os.DirFS(src)
+	var be *BundleError
+	if _, err := Generate(context.Background(), o); !errors.As(err, &be) || len(be.Missing) != 3 {
+		t.Errorf("Options.Bundle of a README: got %v, want a *BundleError missing three files", err)
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Options)
+		field string
+		value string
+	}{
+		{"a bad log level", func(o *Options) { o.LogLevel = "loud" }, "LogLevel", "loud"},
+		{"a version not embedded", func(o *Options) { o.FluxVersion = "v2.1.0" }, "FluxVersion", "v2.1.0"},
+		{"an unknown component", func(o *Options) { o.ComponentsExtra = []string{"nope-controller"} }, "Components", "nope-controller"},
+		{"no component", func(o *Options) { o.Components = nil }, "Components", ""},
+	} {
+		o := DefaultOptions("v2.9.5")
+		tc.edit(&o)
+		for fn, err := range map[string]error{"Preflight": Preflight(o), "Generate": func() error { _, err := Generate(context.Background(), o); return err }()} {
+			var oe *OptionError
+			if !errors.As(err, &oe) || oe.Field != tc.field || oe.Value != tc.value || len(oe.Allowed) == 0 || !strings.Contains(err.Error(), "Options."+tc.field) {
+				t.Errorf("%s: %s: got %v, want an *OptionError on %s=%q", tc.name, fn, err, tc.field, tc.value)
+			}
+		}
+	}
+	if err := Preflight(DefaultOptions("v2.9.5")); err != nil {
+		t.Errorf("the defaults: %v", err)
 	}
 }
 
 func TestExtrasAppended(t *testing.T) {
 	o := DefaultOptions("v2.9.5")
 	o.ComponentsExtra = []string{"image-reflector-controller", "image-automation-controller"}
-	r, err := Render(context.Background(), o)
+	r, err := Generate(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +152,7 @@ func TestOptionsReachTheRender(t *testing.T) {
 	o.TolerationKeys = []string{"node-role.kubernetes.io/control-plane"}
 	o.WatchAllNamespaces = false
 	o.NetworkPolicy = false
-	r, err := Render(context.Background(), o)
+	r, err := Generate(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +172,8 @@ func TestBuildWithoutGeneratedBundles(t *testing.T) {
 	// only, which pkg/components/bundles reports as ErrNotGenerated
 	// (bundles_test.go).
 	_, err := embeddedVersions(nil, bundles.ErrNotGenerated)
-	if err == nil || !strings.Contains(err.Error(), "run `make generate`") {
-		t.Fatalf("got %v, want an error telling to run make generate", err)
+	if err == nil || !strings.Contains(err.Error(), "give Options.Bundle") {
+		t.Fatalf("got %v, want an error naming Options.Bundle", err)
 	}
 	// A caller can still tell this case from any other failure.
 	if !errors.Is(err, bundles.ErrNotGenerated) {

@@ -7,9 +7,9 @@ import (
 )
 
 // Proofs are the checks of a render: the components rendered (each
-// Deployment's images as evidence), then Prove's. internal/render (the CLI's
-// step 1) and pkg/render (the library) both prove a render with it, so the
-// two cannot drift. fluxVersion and origin name the release and its bundle.
+// Deployment's images as evidence), then Prove's. pkg/render.Run, the one
+// render sequence, proves with it. fluxVersion and origin name the release
+// and its bundle.
 func Proofs(fluxVersion, origin string, res *Result, plain bool) []verify.Check {
 	var images []string
 	for _, d := range res.Final {

@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -28,8 +27,8 @@ func featureGates(final []appsv1.Deployment) verify.Check {
 	var bad, unknown, set []string
 	for i := range final {
 		d := &final[i]
-		mc := fluxobj.ManagerContainer(d.Spec.Template.Spec.Containers)
-		f, err := fluxobj.ParseArgs(mc.Args)
+		mc := ManagerContainer(d.Spec.Template.Spec.Containers)
+		f, err := ParseArgs(mc.Args)
 		if err != nil {
 			// The controller's flag parsing refuses it (the same
 			// MapStringBool): it exits before it starts.
@@ -39,8 +38,8 @@ func featureGates(final []appsv1.Deployment) verify.Check {
 		if len(f.FeatureGates) == 0 {
 			continue
 		}
-		version := fluxobj.ImageVersion(mc.Image)
-		g := fluxobj.SupportedGates(d.Name, version)
+		version := ImageVersion(mc.Image)
+		g := SupportedGates(d.Name, version)
 		names := slices.Sorted(maps.Keys(f.FeatureGates))
 		if !g.Known {
 			unknown = append(unknown, fmt.Sprintf("%s %s (%s)", d.Name, orNone(version), strings.Join(names, ", ")))

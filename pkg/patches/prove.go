@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -159,13 +158,13 @@ func argsPreserved(base, final []appsv1.Deployment) verify.Check {
 				lost = append(lost, where+": container removed by the overlay")
 				continue
 			}
-			ff, _ := fluxobj.ParseArgs(fc.Args)
+			ff, _ := ParseArgs(fc.Args)
 			for _, a := range bc.Args {
 				if slices.Contains(fc.Args, a) {
 					continue
 				}
 				name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-				if _, ok := ff.Values[name]; ok || (name == fluxobj.FeatureGatesFlag && len(ff.GateArgs) > 0) {
+				if _, ok := ff.Values[name]; ok || (name == FeatureGatesFlag && len(ff.GateArgs) > 0) {
 					c.Evidence = append(c.Evidence, fmt.Sprintf("%s: %s overridden by the overlay", where, a))
 					continue
 				}
@@ -198,23 +197,23 @@ func strictInvariant(base, final []appsv1.Deployment, plain bool) verify.Check {
 		c.Message = "kustomize-controller is not among the rendered components, so StrictPostBuildSubstitutions cannot be checked; add it to --components"
 		return c
 	}
-	fc := fluxobj.ManagerContainer(fd.Spec.Template.Spec.Containers)
-	flags, err := fluxobj.ParseArgs(fc.Args)
+	fc := ManagerContainer(fd.Spec.Template.Spec.Containers)
+	flags, err := ParseArgs(fc.Args)
 	if err != nil {
 		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("Deployment/%s/%s container %s: %v; fix the --feature-gates value", fd.Namespace, fd.Name, fc.Name, err)
 		return c
 	}
-	version := fluxobj.ImageVersion(fc.Image)
-	g := fluxobj.EffectiveGate("kustomize-controller", version, flags, fluxobj.StrictSubstitution)
+	version := ImageVersion(fc.Image)
+	g := EffectiveGate("kustomize-controller", version, flags, StrictSubstitution)
 	c.Evidence = []string{
 		fmt.Sprintf("Deployment/%s/%s container %s image %s", fd.Namespace, fd.Name, fc.Name, fc.Image),
 		"--feature-gates args, in order: " + orNone(strings.Join(flags.GateArgs, " ")),
 	}
 	var setByOverlay bool
 	if bd := findDeployment(base, fd.Namespace, fd.Name); bd != nil {
-		bf, _ := fluxobj.ParseArgs(fluxobj.ManagerContainer(bd.Spec.Template.Spec.Containers).Args)
-		bv, bok := bf.FeatureGates[fluxobj.StrictSubstitution]
+		bf, _ := ParseArgs(ManagerContainer(bd.Spec.Template.Spec.Containers).Args)
+		bv, bok := bf.FeatureGates[StrictSubstitution]
 		setByOverlay = g.Explicit && (!bok || bv != g.Value)
 	}
 	def := "unknown"
@@ -229,25 +228,25 @@ func strictInvariant(base, final []appsv1.Deployment, plain bool) verify.Check {
 	switch {
 	case !g.Explicit && !g.DefaultKnown:
 		c.Verdict = verify.Skip
-		c.Message = fmt.Sprintf("image %s carries no version tag, so the default of %s is unknown and no arg sets it; set it explicitly in an overlay", fc.Image, fluxobj.StrictSubstitution)
+		c.Message = fmt.Sprintf("image %s carries no version tag, so the default of %s is unknown and no arg sets it; set it explicitly in an overlay", fc.Image, StrictSubstitution)
 	case g.Value && g.Explicit && g.Default:
 		c.Verdict = verify.Pass
-		c.Message = fmt.Sprintf("%s=true: on by default in kustomize-controller %s; the setting by %s is redundant here", fluxobj.StrictSubstitution, version, who)
+		c.Message = fmt.Sprintf("%s=true: on by default in kustomize-controller %s; the setting by %s is redundant here", StrictSubstitution, version, who)
 	case g.Value && g.Explicit:
 		c.Verdict = verify.Pass
-		c.Message = fmt.Sprintf("%s=true only because of %s: kustomize-controller %s defaults it to %s", fluxobj.StrictSubstitution, who, orNone(version), def)
+		c.Message = fmt.Sprintf("%s=true only because of %s: kustomize-controller %s defaults it to %s", StrictSubstitution, who, orNone(version), def)
 	case g.Value:
 		c.Verdict = verify.Pass
-		c.Message = fmt.Sprintf("%s=true by default in kustomize-controller %s; no arg sets it", fluxobj.StrictSubstitution, version)
+		c.Message = fmt.Sprintf("%s=true by default in kustomize-controller %s; no arg sets it", StrictSubstitution, version)
 	case plain:
 		c.Verdict = verify.Warn
-		c.Message = fmt.Sprintf("%s=false: --plain skipped the overlays and kustomize-controller %s defaults it off; an undefined ${VAR} will render as an empty string", fluxobj.StrictSubstitution, version)
+		c.Message = fmt.Sprintf("%s=false: --plain skipped the overlays and kustomize-controller %s defaults it off; an undefined ${VAR} will render as an empty string", StrictSubstitution, version)
 	case g.Explicit:
 		c.Verdict = verify.Fail
-		c.Message = fmt.Sprintf("%s=false: turned off by %s (%s); remove the patch that disables it", fluxobj.StrictSubstitution, who, flags.GateArgs[len(flags.GateArgs)-1])
+		c.Message = fmt.Sprintf("%s=false: turned off by %s (%s); remove the patch that disables it", StrictSubstitution, who, flags.GateArgs[len(flags.GateArgs)-1])
 	default:
 		c.Verdict = verify.Fail
-		c.Message = fmt.Sprintf("%s=false: kustomize-controller %s defaults it off and no overlay sets it; apply the shipped overlays (or an --overlays dir that appends --feature-gates=%s=true)", fluxobj.StrictSubstitution, version, fluxobj.StrictSubstitution)
+		c.Message = fmt.Sprintf("%s=false: kustomize-controller %s defaults it off and no overlay sets it; apply the shipped overlays (or an --overlays dir that appends --feature-gates=%s=true)", StrictSubstitution, version, StrictSubstitution)
 	}
 	return c
 }

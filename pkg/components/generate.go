@@ -3,6 +3,7 @@ package components
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -16,25 +17,41 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
-// Options mirror `flux install`'s flags.
+// Options select what Generate renders. They mirror `flux install`'s flags;
+// start from DefaultOptions.
 type Options struct {
+	// FluxVersion is the Flux release, e.g. "v2.4.0"; manifestgen templates
+	// it into the render, so it must be the bundle's release.
 	FluxVersion string
-	// Manifests is a directory or manifests.tar.gz; empty means embedded.
-	Manifests          string
-	Components         []string
-	ComponentsExtra    []string
-	Namespace          string
-	Registry           string
-	ImagePullSecret    string
-	NetworkPolicy      bool
+	// Bundle is the release's manifests: <component>.yaml for each
+	// controller, rbac.yaml and policies.yaml at its root. A *Bundle keeps
+	// its Origin; nil means the embedded release FluxVersion names
+	// (EmbeddedBundle).
+	Bundle fs.FS
+	// Components are the controllers to install.
+	Components []string
+	// ComponentsExtra are added to them, e.g. image-reflector-controller.
+	ComponentsExtra []string
+	// Namespace is the namespace Flux is installed in.
+	Namespace string
+	// Registry is the container registry the controller images come from.
+	Registry string
+	// ImagePullSecret names the Secret the controllers pull images with.
+	ImagePullSecret string
+	// NetworkPolicy denies ingress to the namespace from other namespaces.
+	NetworkPolicy bool
+	// WatchAllNamespaces makes the controllers watch every namespace.
 	WatchAllNamespaces bool
-	ClusterDomain      string
-	TolerationKeys     []string
-	LogLevel           string
+	// ClusterDomain is the cluster's DNS domain.
+	ClusterDomain string
+	// TolerationKeys are taint keys the controllers tolerate.
+	TolerationKeys []string
+	// LogLevel is the controllers' log level, one of LogLevels.
+	LogLevel string
 }
 
-// DefaultOptions are `flux install`'s defaults, except that no extra
-// components are added unless asked for.
+// DefaultOptions are `flux install`'s defaults for the embedded release
+// fluxVersion, except that no extra components are added unless asked for.
 func DefaultOptions(fluxVersion string) Options {
 	d := install.MakeDefaultOptions()
 	return Options{
@@ -52,25 +69,37 @@ func DefaultOptions(fluxVersion string) Options {
 // LogLevels are the values the controllers accept for --log-level.
 var LogLevels = []string{"debug", "info", "error"}
 
-// Rendered is the output of Render.
+// Rendered is the output of Generate.
 type Rendered struct {
 	// YAML is the multi-document render, as `flux install --export` prints it.
 	YAML []byte
 	// Origin says which bundle was rendered.
-	Origin      string
+	Origin string
+	// FluxVersion is Options.FluxVersion.
 	FluxVersion string
-	Components  []string
+	// Components are the controllers rendered, Components then
+	// ComponentsExtra, each once.
+	Components []string
 }
 
-// Preflight checks, before anything is read or requested, what Render
-// would refuse of o without reading a file: the log level and, for the
-// embedded bundle (no --manifests), the version and the components.
-func Preflight(o Options) error {
-	if !slices.Contains(LogLevels, o.LogLevel) {
-		return verify.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
+// CheckLogLevel refuses a LogLevel the controllers do not accept (an
+// *OptionError).
+func CheckLogLevel(level string) error {
+	if !slices.Contains(LogLevels, level) {
+		return &OptionError{Field: "LogLevel", Value: level, Allowed: LogLevels}
 	}
-	if o.Manifests != "" {
-		return nil // the bundle is a file: read when the render runs
+	return nil
+}
+
+// Preflight checks, before anything is read or requested, what Generate
+// would refuse of o without reading a file: the log level and, with Bundle
+// nil (the embedded release), the version and the components.
+func Preflight(o Options) error {
+	if err := CheckLogLevel(o.LogLevel); err != nil {
+		return err
+	}
+	if o.Bundle != nil {
+		return nil // read when the render runs
 	}
 	b, err := EmbeddedBundle(o.FluxVersion)
 	if err != nil {
@@ -91,7 +120,7 @@ func selected(b *Bundle, o Options) ([]string, error) {
 		}
 	}
 	if len(components) == 0 {
-		return nil, verify.InputErrorf("--components: no components selected; available in %s: %s", b.Origin, strings.Join(b.Components, ", "))
+		return nil, &OptionError{Field: "Components", Allowed: b.Components, Origin: b.Origin}
 	}
 	var unknown []string
 	for _, c := range components {
@@ -100,46 +129,24 @@ func selected(b *Bundle, o Options) ([]string, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, verify.InputErrorf("--components/--components-extra: unknown component %s; available in %s: %s",
-			strings.Join(unknown, ", "), b.Origin, strings.Join(b.Components, ", "))
+		return nil, &OptionError{Field: "Components", Value: strings.Join(unknown, ", "), Allowed: b.Components, Origin: b.Origin}
 	}
 	return components, nil
 }
 
-// Render generates the Flux components in-process. It never touches the
-// network: manifestgen is given the bundle's files, so it only templates and
-// builds them with kustomize.
-func Render(ctx context.Context, o Options) (*Rendered, error) {
+// Generate renders the Flux components of o.Bundle in-process. It never
+// touches the network: manifestgen is given the bundle's files, so it only
+// templates and builds them with kustomize.
+func Generate(ctx context.Context, o Options) (*Rendered, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(LogLevels, o.LogLevel) {
-		return nil, verify.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
+	if err := CheckLogLevel(o.LogLevel); err != nil {
+		return nil, err
 	}
-	var (
-		b   *Bundle
-		err error
-	)
-	if o.Manifests != "" {
-		var cleanup func()
-		b, cleanup, err = LoadBundle(o.Manifests)
-		defer cleanup()
-	} else {
-		b, err = EmbeddedBundle(o.FluxVersion)
-	}
+	b, err := bundleOf(o)
 	if err != nil {
 		return nil, err
-	}
-	return RenderBundle(ctx, b, o)
-}
-
-// RenderBundle is Render from the bundle b; o.Manifests is not read.
-func RenderBundle(ctx context.Context, b *Bundle, o Options) (*Rendered, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if !slices.Contains(LogLevels, o.LogLevel) {
-		return nil, verify.InputErrorf("--log-level %q is not one of %s", o.LogLevel, strings.Join(LogLevels, ", "))
 	}
 	components, err := selected(b, o)
 	if err != nil {
@@ -180,6 +187,19 @@ func RenderBundle(ctx context.Context, b *Bundle, o Options) (*Rendered, error) 
 		return nil, fmt.Errorf("render Flux %s from %s: %w", o.FluxVersion, b.Origin, err)
 	}
 	return &Rendered{YAML: []byte(m.Content), Origin: b.Origin, FluxVersion: o.FluxVersion, Components: components}, nil
+}
+
+// bundleOf is o's bundle: o.Bundle (as it is when a *Bundle), else the
+// embedded release o.FluxVersion.
+func bundleOf(o Options) (*Bundle, error) {
+	switch b := o.Bundle.(type) {
+	case nil:
+		return EmbeddedBundle(o.FluxVersion)
+	case *Bundle:
+		return b, nil
+	default:
+		return NewBundle(b, "Flux "+o.FluxVersion+" release bundle")
+	}
 }
 
 // prewarmSchema starts kustomize's parse of its built-in OpenAPI schema on

@@ -1,4 +1,4 @@
-package render
+package customize
 
 import (
 	"bytes"
@@ -14,11 +14,11 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	bootstrap "github.com/homelab-ops/bootstrap"
-	"github.com/homelab-ops/bootstrap/internal/components"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
-	"github.com/homelab-ops/bootstrap/internal/patches"
 	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/internal/versions"
+	"github.com/homelab-ops/bootstrap/pkg/components"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 

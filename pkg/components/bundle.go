@@ -1,6 +1,3 @@
-// Package components renders the Flux components for a pinned Flux version
-// in-process, with flux2's manifestgen, from a release bundle that is either
-// embedded in the binary or given as a directory or manifests.tar.gz.
 package components
 
 import (
@@ -19,7 +16,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/homelab-ops/bootstrap/internal/safeio"
 	"github.com/homelab-ops/bootstrap/pkg/components/bundles"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -37,15 +33,15 @@ type Bundle struct {
 	Components []string
 }
 
-// EmbeddedBundle returns the bundle of an embedded Flux version.
+// EmbeddedBundle returns the bundle of an embedded Flux version. A version
+// not embedded is an *OptionError on FluxVersion listing the embedded ones.
 func EmbeddedBundle(version string) (*Bundle, error) {
 	available, err := EmbeddedVersions()
 	if err != nil {
 		return nil, err
 	}
 	if !slices.Contains(available, version) {
-		return nil, verify.InputErrorf("Flux %s is not embedded in this build (embedded: %s); pick one of those with --flux-version, or pass --manifests DIR|TARBALL with that release's manifests",
-			version, strings.Join(available, ", "))
+		return nil, &OptionError{Field: "FluxVersion", Value: version, Allowed: available}
 	}
 	sub, err := bundles.Open(version)
 	if err != nil {
@@ -55,67 +51,61 @@ func EmbeddedBundle(version string) (*Bundle, error) {
 }
 
 // EmbeddedVersions lists the Flux versions whose bundles are embedded
-// (pkg/components/bundles). A build that skipped generation has none, and gets
-// an error saying how to fix it.
+// (pkg/components/bundles), in semver order. A build without them errs with
+// bundles.ErrNotGenerated (errors.Is finds it).
 func EmbeddedVersions() ([]string, error) { return embeddedVersions(bundles.Versions()) }
 
 func embeddedVersions(versions []string, err error) ([]string, error) {
 	if errors.Is(err, bundles.ErrNotGenerated) {
 		// %w keeps errors.Is(err, bundles.ErrNotGenerated) true for callers.
-		return nil, fmt.Errorf("this binary was built without the embedded Flux bundles: run `make generate` (go generate ./pkg/components/bundles) and rebuild, or pass --manifests DIR|TARBALL (%w)", bundles.ErrNotGenerated)
+		return nil, fmt.Errorf("no embedded Flux release bundles; give Options.Bundle: %w", err)
 	}
 	return versions, err
 }
 
 // NewBundle is the bundle whose files are at the root of fsys (the
 // contents of a Flux release's manifests.tar.gz); origin says where it came
-// from, for messages and evidence.
+// from, for messages and evidence. An fs.FS with a Check(name) error method
+// (a directory that vets each file before it is read) has every file vetted
+// before any is read. A directory that is not a bundle is a *BundleError.
 func NewBundle(fsys fs.FS, origin string) (*Bundle, error) { return newBundle(fsys, origin) }
 
-// LoadBundle reads a bundle from a directory or a manifests.tar.gz. The
-// returned cleanup removes any temporary extraction.
-func LoadBundle(p string) (*Bundle, func(), error) {
+// MaxTarballSize bounds what ExtractBundle unpacks.
+const MaxTarballSize = 64 << 20
+
+// ExtractBundle unpacks a Flux release's manifests.tar.gz read from r into a
+// temporary directory and returns its bundle; cleanup removes the
+// directory. It unpacks at most MaxTarballSize bytes. A stream that is not a
+// tarball, or a tarball that is not a bundle, is a *BundleError.
+func ExtractBundle(r io.Reader, origin string) (*Bundle, func(), error) {
 	noop := func() {}
-	label := "--manifests " + p
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, noop, verify.InputErrorf("%s: %w", label, err)
-	}
-	if fi.IsDir() {
-		d, err := safeio.OpenDir(p, label)
-		if err != nil {
-			return nil, noop, err
-		}
-		b, err := newBundle(d, "directory "+p)
-		return b, func() { _ = d.Close() }, err
-	}
-	f, err := safeio.Open(p, label)
-	if err != nil {
-		return nil, noop, verify.InputErrorf("%w: pass a Flux release's manifests.tar.gz or a directory of its files", err)
-	}
-	defer f.Close()
 	dir, err := os.MkdirTemp("", "bootstrap-manifests-")
 	if err != nil {
-		return nil, noop, fmt.Errorf("extract %s: %w", p, err)
+		return nil, noop, fmt.Errorf("extract %s: %w", origin, err)
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
-	if err := tar.Untar(f, dir, tar.WithMaxUntarSize(64<<20)); err != nil {
+	if err := tar.Untar(r, dir, tar.WithMaxUntarSize(MaxTarballSize)); err != nil {
 		cleanup()
-		return nil, noop, verify.InputErrorf("--manifests %s is neither a directory nor a readable manifests.tar.gz: %w", p, err)
+		return nil, noop, &BundleError{Origin: origin, Err: err}
 	}
-	d, err := safeio.OpenDir(dir, label)
+	// os.Root keeps every read inside the extraction.
+	root, err := os.OpenRoot(dir)
 	if err != nil {
+		cleanup()
+		return nil, noop, fmt.Errorf("extract %s: %w", origin, err)
+	}
+	b, err := newBundle(root.FS(), origin)
+	if err != nil {
+		_ = root.Close()
 		cleanup()
 		return nil, noop, err
 	}
-	b, err := newBundle(d, "tarball "+p)
-	if err != nil {
-		_ = d.Close()
-		cleanup()
-		return nil, noop, err
-	}
-	return b, func() { _ = d.Close(); cleanup() }, nil
+	return b, func() { _ = root.Close(); cleanup() }, nil
 }
+
+// Open implements fs.FS: a Bundle is a valid Options.Bundle, and keeps its
+// Origin in what Generate reports.
+func (b *Bundle) Open(name string) (fs.File, error) { return b.fsys.Open(name) }
 
 func newBundle(fsys fs.FS, origin string) (*Bundle, error) {
 	entries, err := fs.ReadDir(fsys, ".")
@@ -151,8 +141,7 @@ func newBundle(fsys fs.FS, origin string) (*Bundle, error) {
 		if len(b.Components) == 0 {
 			missing = append(missing, "<component>.yaml")
 		}
-		return nil, verify.InputErrorf("%s is not a Flux release bundle: missing %s; expected the contents of a Flux release's manifests.tar.gz (<component>.yaml for each controller, rbac.yaml, policies.yaml)",
-			origin, strings.Join(missing, ", "))
+		return nil, &BundleError{Origin: origin, Missing: missing}
 	}
 	slices.Sort(b.Components)
 	return b, nil

@@ -1,7 +1,3 @@
-// Package patches applies controller overlays to the rendered Flux
-// components with the kustomize api, and proves each patch landed: every
-// patch changed something, no generated container arg was lost, and the
-// controllers' effective flags hold the invariants this tool exists for.
 package patches
 
 import (

@@ -1,4 +1,4 @@
-package fluxobj
+package patches
 
 import (
 	"go/ast"

@@ -1,0 +1,56 @@
+package patches_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/resid"
+
+	"github.com/homelab-ops/bootstrap/pkg/components"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
+)
+
+// Apply the strict-substitution patch to the embedded Flux v2.4.0 render
+// and prove it: kustomize-controller v1.4.0 defaults
+// StrictPostBuildSubstitutions off, so only the patch turns it on.
+func Example() {
+	r, err := components.Generate(context.Background(), components.DefaultOptions("v2.4.0"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ov, err := patches.InlineOverlay([]types.Patch{{
+		Target: &types.Selector{ResId: resid.NewResIdKindOnly("Deployment", "kustomize-controller")},
+		Patch: `- op: add
+  path: /spec/template/spec/containers/0/args/-
+  value: --feature-gates=StrictPostBuildSubstitutions=true`,
+	}}, "strict")
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := patches.Apply(r.YAML, ov)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range patches.Prove(res, false) {
+		fmt.Println(c.Verdict, c.ID)
+	}
+	// Output:
+	// pass overlay.patch-landed/1
+	// pass overlay.args-preserved
+	// pass controllers.strict-substitution
+	// pass overlay.feature-gates
+}
+
+// The gate as kustomize-controller v1.4.0 reads its args.
+func ExampleEffectiveGate() {
+	f, err := patches.ParseArgs([]string{"--feature-gates=StrictPostBuildSubstitutions=true"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	g := patches.EffectiveGate("kustomize-controller", "v1.4.0", f, patches.StrictSubstitution)
+	fmt.Printf("value %t, explicit %t, default %t\n", g.Value, g.Explicit, g.Default)
+	// Output:
+	// value true, explicit true, default false
+}
