@@ -3,6 +3,8 @@ package verify
 import (
 	"errors"
 	"fmt"
+
+	"github.com/fluxcd/pkg/ssa"
 )
 
 // Verdict is the outcome of one check.
@@ -54,8 +56,10 @@ type Check struct {
 type ObjectChange struct {
 	// Object is kind/namespace/name.
 	Object string `json:"object"`
-	// Action is created, configured, unchanged, deleted or skipped.
-	Action string `json:"action"`
+	// Action is what server-side apply does or did to it: created,
+	// configured, unchanged, deleted or skipped (fluxcd/pkg/ssa's
+	// ChangeSetEntry.Action, the actions Flux's own apply reports).
+	Action ssa.Action `json:"action"`
 	// Restarts is true for a workload whose pod template changes.
 	Restarts bool `json:"restarts,omitempty"`
 	// TakenOverFrom lists other field managers this apply takes over.
@@ -65,7 +69,7 @@ type ObjectChange struct {
 // Changed says whether any change is more than unchanged or skipped.
 func Changed(changes []ObjectChange) bool {
 	for _, c := range changes {
-		if c.Action != "unchanged" && c.Action != "skipped" {
+		if c.Action != ssa.UnchangedAction && c.Action != ssa.SkippedAction {
 			return true
 		}
 	}
