@@ -149,16 +149,9 @@ func (a *app) checkEvery(cmd *cobra.Command, run *pipeline.Run, o check.Options,
 }
 
 // flagOrigin says where a flag's value came from: the command line, or
-// what applyEnvironment noted (--versions-file, BOOTSTRAP_…).
+// the Origin applyEnvironment recorded (--versions-file, BOOTSTRAP_…).
 func (a *app) flagOrigin(name string) string {
-	for _, n := range a.s.Notes {
-		if rest, ok := strings.CutPrefix(n, "--"+name+" "); ok {
-			if _, from, ok := strings.Cut(rest, "(from "); ok {
-				return strings.TrimSuffix(from, ")")
-			}
-		}
-	}
-	return "--" + name
+	return a.s.FlagOrigin(name)
 }
 
 // writeSARIF writes the findings to --sarif (when given and the check ran).

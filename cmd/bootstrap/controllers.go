@@ -105,7 +105,7 @@ func writePlan(w io.Writer, plan []verify.ObjectChange, dryRun bool) {
 	counts := map[ssa.Action]int{}
 	var restarts []string
 	for _, p := range plan {
-		counts[ssa.Action(p.Action)]++
+		counts[p.Action]++
 		if p.Restarts {
 			restarts = append(restarts, p.Object)
 		}
@@ -116,7 +116,7 @@ func writePlan(w io.Writer, plan []verify.ObjectChange, dryRun bool) {
 	}
 	fmt.Fprintf(w, "%s: %d object(s): %d created, %d configured, %d deleted, %d unchanged\n", head, len(plan), counts[ssa.CreatedAction], counts[ssa.ConfiguredAction], counts[ssa.DeletedAction], counts[ssa.UnchangedAction])
 	for _, p := range plan {
-		if ssa.Action(p.Action) == ssa.UnchangedAction && len(p.TakenOverFrom) == 0 {
+		if p.Action == ssa.UnchangedAction && len(p.TakenOverFrom) == 0 {
 			continue
 		}
 		line := fmt.Sprintf("  %-10s %s", p.Action, p.Object)

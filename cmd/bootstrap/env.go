@@ -1,13 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/homelab-ops/bootstrap/internal/input"
+	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -59,7 +59,7 @@ func (a *app) applyEnvironment(cmd *cobra.Command) error {
 			return err
 		}
 		if name != "age-key-file" { // a path, but keep key plumbing out of reports
-			a.s.Notes = append(a.s.Notes, fmt.Sprintf("--%s %s (from %s)", name, value, from))
+			a.s.Origins = append(a.s.Origins, session.Origin{Flag: name, Value: value, From: from})
 		}
 		return nil
 	}

@@ -31,7 +31,7 @@ func PlanSecret(ctx context.Context, c client.Client, rm *ssa.ResourceManager, i
 	var live corev1.Secret
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &live); {
 	case apierrors.IsNotFound(err):
-		oc.Action = string(ssa.CreatedAction)
+		oc.Action = ssa.CreatedAction
 		return nil, oc, obj, nil
 	case err != nil:
 		return nil, oc, nil, fmt.Errorf("read Secret %s: %w", ref, err)
@@ -48,7 +48,7 @@ func PlanSecret(ctx context.Context, c client.Client, rm *ssa.ResourceManager, i
 		}
 		rot.Verdict = verify.Fail
 		rot.Message = fmt.Sprintf("Secret %s already holds %s; replacing it changes the key every Kustomization decrypts with: pass --rotate to replace it with %s", ref, what, strings.Join(ids.Recipients(), ", "))
-		oc.Action = string(ssa.SkippedAction)
+		oc.Action = ssa.SkippedAction
 		return []verify.Check{rot}, oc, nil, nil
 	default:
 		rot.Verdict = verify.Pass
@@ -58,6 +58,6 @@ func PlanSecret(ctx context.Context, c client.Client, rm *ssa.ResourceManager, i
 	if err != nil {
 		return []verify.Check{rot}, oc, nil, fmt.Errorf("server-side dry run of Secret %s: %w", ref, err)
 	}
-	oc.Action = string(entry.Action)
+	oc.Action = entry.Action
 	return []verify.Check{rot}, oc, obj, nil
 }

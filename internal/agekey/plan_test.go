@@ -37,7 +37,7 @@ func TestPlanSecret(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if oc.Object != "Secret/flux-system/sops-age" || oc.Action != tt.action || (obj != nil) != tt.staged {
+			if oc.Object != "Secret/flux-system/sops-age" || string(oc.Action) != tt.action || (obj != nil) != tt.staged {
 				t.Fatalf("plan %+v, staged %t; want %s, staged %t", oc, obj != nil, tt.action, tt.staged)
 			}
 			if tt.rotation != "" {

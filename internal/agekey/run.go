@@ -209,11 +209,11 @@ func (p *InstallPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	run.Report.Changed = run.Report.Changed || changed
 	if err == nil && !verify.Blocks(ins...) {
 		// The report's object changes hold the Secret as the plan listed it.
-		action := string(ssa.UnchangedAction)
+		action := ssa.UnchangedAction
 		if changed {
-			action = string(ssa.ConfiguredAction)
+			action = ssa.ConfiguredAction
 			if !slices.ContainsFunc(ins, func(c verify.Check) bool { return c.ID == GateRotation.ID }) {
-				action = string(ssa.CreatedAction) // no Secret was there to rotate
+				action = ssa.CreatedAction // no Secret was there to rotate
 			}
 		}
 		run.Report.Objects = append(run.Report.Objects, verify.ObjectChange{Object: "Secret/" + io.Namespace + "/" + io.Name, Action: action})

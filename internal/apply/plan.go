@@ -86,7 +86,7 @@ func planOne(ctx context.Context, lv *Live, mgr *ssa.ResourceManager, o *unstruc
 	oc := verify.ObjectChange{Object: ID(o)}
 	if !nsExists {
 		// Nothing to dry-run against: the namespace comes first.
-		oc.Action = string(ssa.CreatedAction)
+		oc.Action = ssa.CreatedAction
 		return oc, nil
 	}
 	live, err := lv.Get(ctx, o)
@@ -94,19 +94,19 @@ func planOne(ctx context.Context, lv *Live, mgr *ssa.ResourceManager, o *unstruc
 		return oc, fmt.Errorf("plan: read %s: %w", oc.Object, err)
 	}
 	if live == nil {
-		oc.Action = string(ssa.CreatedAction)
+		oc.Action = ssa.CreatedAction
 		return oc, nil
 	}
 	oc.TakenOverFrom = otherManagers(live)
 	if slices.ContainsFunc(migrating, func(d Dropped) bool { return d.CRD.GetName() == o.GetName() && o.GetKind() == d.CRD.GetKind() }) {
-		oc.Action = string(ssa.ConfiguredAction)
+		oc.Action = ssa.ConfiguredAction
 		return oc, nil
 	}
 	entry, _, merged, err := mgr.Diff(ctx, o.DeepCopy(), ssa.DefaultDiffOptions())
 	if err != nil {
 		return oc, fmt.Errorf("plan: server-side dry run of %s: %w", oc.Object, err)
 	}
-	oc.Action = string(entry.Action)
+	oc.Action = entry.Action
 	if entry.Action == ssa.ConfiguredAction && o.GetKind() == "Deployment" && merged != nil {
 		before, _, _ := unstructured.NestedMap(live.Object, "spec", "template")
 		after, _, _ := unstructured.NestedMap(merged.Object, "spec", "template")

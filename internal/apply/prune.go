@@ -102,7 +102,7 @@ func customResources(ctx context.Context, cl *Cluster, name string) (int, error)
 // PlanStale adds the prune to a plan.
 func PlanStale(plan []verify.ObjectChange, s *Stale) []verify.ObjectChange {
 	for _, o := range s.Delete {
-		plan = append(plan, verify.ObjectChange{Object: ID(o), Action: string(ssa.DeletedAction)})
+		plan = append(plan, verify.ObjectChange{Object: ID(o), Action: ssa.DeletedAction})
 	}
 	return plan
 }
@@ -116,7 +116,7 @@ func Prune(ctx context.Context, cl *Cluster, s *Stale) ([]verify.ObjectChange, e
 	var out []verify.ObjectChange
 	if cs != nil {
 		for _, e := range cs.Entries {
-			out = append(out, verify.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)})
+			out = append(out, verify.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: e.Action})
 		}
 	}
 	if err != nil {

@@ -33,11 +33,11 @@ func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, 
 	absent := map[string]bool{}
 	for _, o := range objs {
 		i := slices.IndexFunc(plan, func(p verify.ObjectChange) bool { return p.Object == ID(o) })
-		if i >= 0 && plan[i].Action == string(ssa.UnchangedAction) && len(plan[i].TakenOverFrom) == 0 {
+		if i >= 0 && plan[i].Action == ssa.UnchangedAction && len(plan[i].TakenOverFrom) == 0 {
 			out = append(out, plan[i])
 			continue
 		}
-		if i >= 0 && plan[i].Action == string(ssa.CreatedAction) {
+		if i >= 0 && plan[i].Action == ssa.CreatedAction {
 			absent[ID(o)] = true
 		}
 		todo = append(todo, o)
@@ -48,7 +48,7 @@ func Apply(ctx context.Context, cl *Cluster, objs []*unstructured.Unstructured, 
 	cs, err := stagedApply(ctx, cl, todo, absent, opts, timeout)
 	if cs != nil {
 		for _, e := range cs.Entries {
-			oc := verify.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: string(e.Action)}
+			oc := verify.ObjectChange{Object: objectID(e.ObjMetadata.GroupKind.Kind, e.ObjMetadata.Namespace, e.ObjMetadata.Name), Action: e.Action}
 			if i := slices.IndexFunc(plan, func(p verify.ObjectChange) bool { return p.Object == oc.Object }); i >= 0 {
 				oc.Restarts = plan[i].Restarts && e.Action == ssa.ConfiguredAction
 				oc.TakenOverFrom = plan[i].TakenOverFrom

@@ -9,6 +9,7 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -313,25 +314,28 @@ func renderCheck(ch *checker, o Options, env *fluxrepo.Env, others map[string]*f
 // reconcile and goes on. Built again without the entries that broke it
 // (k.Repaired), what it would apply is checked as once they are fixed.
 func buildFinding(env *fluxrepo.Env, k *fluxrepo.Kustomization) finding {
-	// The loader's message begins with the Kustomization and its location,
-	// which the finding carries already.
-	msg := strings.TrimPrefix(k.Err.Error(), fmt.Sprintf("Kustomization %s (%s)", k.Ref(), k.Location))
-	msg = strings.TrimSpace(strings.TrimPrefix(msg, ":"))
+	// The loader's BuildError carries the Kustomization and its location
+	// apart from the cause, and says why (its Reason).
+	msg, reason := k.Err.Error(), fluxrepo.BuildFailed
+	var be *fluxrepo.BuildError
+	if errors.As(k.Err, &be) {
+		msg, reason = be.Cause.Error(), be.Reason
+	}
 	fix := fmt.Sprintf("make spec.path %q build (kustomize build %s)", k.Spec.Path, k.Path)
 	switch {
-	case strings.Contains(msg, "expected kind != 'Component'"):
+	case reason == fluxrepo.ComponentUnderResources:
 		// kustomize (api v0.21, internal/target/kusttarget.go
 		// accumulateDirectory) accepts a kind: Component directory only
 		// under components:.
 		fix = "move the directory of the kind: Component kustomization from resources: to components: in the kustomization.yaml listing it (kustomize accepts a Component only under components:)"
-	case strings.Contains(msg, "is not a directory"):
+	case reason == fluxrepo.PathNotFound:
 		fix = fmt.Sprintf("point spec.path at a directory of the repository (relative to its root), or add %s", k.Path)
 	case len(k.Repaired) > 0:
 		fix = repairFix(k.Repaired[0])
 	}
 	consequence := "kustomize-controller fails it (BuildFailed) and applies nothing of it; the other Kustomizations are applied"
-	if strings.Contains(msg, "-controller fails it") || strings.Contains(msg, "source-watcher fails it") {
-		consequence = "the other Kustomizations are applied" // the loader named the controller's words
+	if reason == fluxrepo.PathNotFound || reason == fluxrepo.GeneratorFailed {
+		consequence = "the other Kustomizations are applied" // the loader's cause names the controller's words
 	}
 	what := fmt.Sprintf("Kustomization %s: %s; %s — what it would apply is unknown here, not checked", k.Ref(), msg, consequence)
 	if k.Built {

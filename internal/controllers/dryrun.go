@@ -29,7 +29,7 @@ var GateDryRun = verify.Def{ID: "controllers.dry-run", Phase: PhaseName, Stage: 
 func dryRunCreates(ctx context.Context, cl *apply.Cluster, objs []*unstructured.Unstructured, plan []verify.ObjectChange, newNamespaces []string) verify.Check {
 	created := map[string]bool{}
 	for _, oc := range plan {
-		if oc.Action == string(ssa.CreatedAction) {
+		if oc.Action == ssa.CreatedAction {
 			created[oc.Object] = true
 		}
 	}

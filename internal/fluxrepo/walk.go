@@ -313,7 +313,7 @@ func (l *loader) buildPath(k *Kustomization, st *staged) ([]*Kustomization, erro
 	}
 	dir := filepath.Join(root, filepath.FromSlash(k.Path))
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, l.childFailed(k, verify.InputErrorf("Kustomization %s (%s): spec.path %q is not a directory of %s: kustomize-controller fails it with 'kustomization path not found'", k.Ref(), k.Location, k.Spec.Path, in))
+		return nil, l.childFailed(k, buildError(k, PathNotFound, verify.InputErrorf("spec.path %q is not a directory of %s: kustomize-controller fails it with 'kustomization path not found'", k.Spec.Path, in)))
 	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(k.Kustomization)
 	if err != nil {
@@ -328,7 +328,7 @@ func (l *loader) buildPath(k *Kustomization, st *staged) ([]*Kustomization, erro
 			l.notBuilt(k, fmt.Sprintf("path %s has remote bases (%s): not built offline", k.Path, strings.Join(remote, ", ")))
 			return nil, nil
 		}
-		ferr := l.childFailed(k, verify.InputErrorf("Kustomization %s (%s): kustomize build of spec.path %q%s failed: %w%s", k.Ref(), k.Location, k.Spec.Path, where, l.inRepo(err), leftOut(l.copyNotes)))
+		ferr := l.childFailed(k, buildError(k, kustomizeReason(err), verify.InputErrorf("kustomize build of spec.path %q%s failed: %w%s", k.Spec.Path, where, l.inRepo(err), leftOut(l.copyNotes))))
 		if ferr != nil || !built {
 			return nil, ferr
 		}
@@ -374,7 +374,7 @@ func (l *loader) buildFromArtifact(k *Kustomization) ([]*Kustomization, error) {
 	var nm *notMade
 	switch {
 	case errors.As(err, &nm) && nm.failed:
-		return nil, l.childFailed(k, verify.InputErrorf("Kustomization %s (%s) reads %s, which ArtifactGenerator %s (%s) does not make: %s; fix the generator's spec (kustomize-controller waits for the artifact until then)", k.Ref(), k.Location, src, nm.gen.Ref(), nm.gen.Location, nm.reason))
+		return nil, l.childFailed(k, buildError(k, generatorReason(nm), verify.InputErrorf("reads %s, which ArtifactGenerator %s (%s) does not make: %s; fix the generator's spec (kustomize-controller waits for the artifact until then)", src, nm.gen.Ref(), nm.gen.Location, nm.reason)))
 	case errors.As(err, &nm):
 		l.notBuilt(k, fmt.Sprintf("reads %s, made by ArtifactGenerator %s (%s), but %s: not built, so its objects are not checked", src, nm.gen.Ref(), nm.gen.Location, nm.reason))
 		return nil, nil

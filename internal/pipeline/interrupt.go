@@ -93,7 +93,7 @@ func interrupted(ctx context.Context, run *Run, phase string, stage verify.Stage
 	}
 	n := 0
 	for _, o := range run.Report.Objects {
-		if a := ssa.Action(o.Action); a != ssa.UnchangedAction && a != ssa.SkippedAction {
+		if a := o.Action; a != ssa.UnchangedAction && a != ssa.SkippedAction {
 			n++
 		}
 	}

@@ -84,9 +84,6 @@ func (r *Run) Progressf(format string, a ...any) {
 // (Interrupted.Stage).
 const Do verify.Stage = "do"
 
-// Timing is how long each phase took, in the report's facts.
-const timingFact = "duration."
-
 // Execute runs the phases in order under the stop rule and returns the first
 // error that is not a gate result (nil when every stop was a gate).
 func Execute(ctx context.Context, run *Run, phases ...Phase) error {
@@ -114,7 +111,7 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 		}
 		start := run.Now()
 		why, afterOnly, stage, err := runPhase(ctx, run, p)
-		r.Facts[timingFact+name] = run.Now().Sub(start).Round(time.Millisecond).String()
+		r.Timed(name, run.Now().Sub(start).Round(time.Millisecond))
 		// A signal stops the run whatever the phase made of its cancelled
 		// context (an error, or a wait that failed as a gate).
 		if ie := interrupted(ctx, run, name, stage, done); ie != nil {

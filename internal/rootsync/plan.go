@@ -133,7 +133,7 @@ func (pf *plannedFlux) plan(ctx context.Context, cl *apply.Cluster, objs []*unst
 	out := make([]verify.ObjectChange, 0, len(objs))
 	for _, o := range objs {
 		if pf.unserved[o] {
-			out = append(out, verify.ObjectChange{Object: apply.ID(o), Action: string(ssa.CreatedAction)})
+			out = append(out, verify.ObjectChange{Object: apply.ID(o), Action: ssa.CreatedAction})
 			continue
 		}
 		out, asked = append(out, asked[0]), asked[1:]

@@ -270,7 +270,7 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	// apply.HandOver): the root's next revision removes what Git removed.
 	changed := map[string]bool{}
 	for _, a := range applied {
-		if a.Action == string(ssa.CreatedAction) || a.Action == string(ssa.ConfiguredAction) {
+		if a.Action == ssa.CreatedAction || a.Action == ssa.ConfiguredAction {
 			changed[a.Object] = true
 		}
 	}

@@ -54,8 +54,9 @@ type Session struct {
 	Cluster     *genericclioptions.ConfigFlags
 	// BreakLock takes the cluster lock even though another run holds it.
 	BreakLock bool
-	// Notes say which flags the environment set: facts of every report.
-	Notes []string
+	// Origins say which flags the environment set, and from where: facts
+	// of every report (environment.N).
+	Origins []Origin
 	// Setup is an error found before the command ran (the pinned versions
 	// did not load): Execute reports it instead of running.
 	Setup error
@@ -205,8 +206,8 @@ func (s *Session) release(r *verify.Report) {
 func (s *Session) NewRun(command string, dryRun bool) *pipeline.Run {
 	r := verify.NewReport(command)
 	r.DryRun = dryRun
-	for i, n := range s.Notes {
-		r.Facts[fmt.Sprintf("environment.%d", i+1)] = n
+	for i, o := range s.Origins {
+		r.Facts[fmt.Sprintf("environment.%d", i+1)] = o.String()
 	}
 	pr := progress.New(s.ErrOut, progress.Options{Quiet: s.Output.Quiet || s.Output.Format != "text", Getenv: s.Getenv})
 	s.printer = pr

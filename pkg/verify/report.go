@@ -56,8 +56,15 @@ func writeEnd(b *strings.Builder, r, whole *Report) {
 		fmt.Fprintf(b, "error: %s\n", r.Error)
 	}
 	t := TallyOf(whole.Checks...)
-	fmt.Fprintf(b, "%s: %s (%d pass, %d fail, %d warn, %d skip; exit %d)\n",
-		whole.Command, strings.ToUpper(string(whole.Verdict())), t.Pass, t.Fail, t.Warn, t.Skip, whole.ExitCode)
+	v := whole.Verdict()
+	exit := fmt.Sprintf("; exit %d", whole.ExitCode)
+	if whole.ExitCode == 0 && (v == Fail || v == Skip) {
+		// No program set the exit code (a library caller's report): a
+		// failure is never written as "exit 0".
+		exit = ""
+	}
+	fmt.Fprintf(b, "%s: %s (%d pass, %d fail, %d warn, %d skip%s)\n",
+		whole.Command, strings.ToUpper(string(v)), t.Pass, t.Fail, t.Warn, t.Skip, exit)
 }
 
 // family is the checks of one gate: a single check, or the members of a

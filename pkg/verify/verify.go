@@ -3,6 +3,9 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/ssa"
 )
 
 // Verdict is the outcome of one check.
@@ -54,8 +57,10 @@ type Check struct {
 type ObjectChange struct {
 	// Object is kind/namespace/name.
 	Object string `json:"object"`
-	// Action is created, configured, unchanged, deleted or skipped.
-	Action string `json:"action"`
+	// Action is what server-side apply does or did to it: created,
+	// configured, unchanged, deleted or skipped (fluxcd/pkg/ssa's
+	// ChangeSetEntry.Action, the actions Flux's own apply reports).
+	Action ssa.Action `json:"action"`
 	// Restarts is true for a workload whose pod template changes.
 	Restarts bool `json:"restarts,omitempty"`
 	// TakenOverFrom lists other field managers this apply takes over.
@@ -65,7 +70,7 @@ type ObjectChange struct {
 // Changed says whether any change is more than unchanged or skipped.
 func Changed(changes []ObjectChange) bool {
 	for _, c := range changes {
-		if c.Action != "unchanged" && c.Action != "skipped" {
+		if c.Action != ssa.UnchangedAction && c.Action != ssa.SkippedAction {
 			return true
 		}
 	}
@@ -76,7 +81,8 @@ func Changed(changes []ObjectChange) bool {
 type PhaseResult struct {
 	// Name is the phase's.
 	Name string `json:"name"`
-	// Duration is how long the phase ran (empty when it did not).
+	// Duration is how long the phase ran (Report.Durations, as
+	// time.Duration writes it; empty when it did not).
 	Duration string `json:"duration,omitempty"`
 	// Verdict sums the phase's checks up.
 	Verdict Verdict `json:"verdict"`
@@ -110,11 +116,22 @@ type Report struct {
 	DryRun bool `json:"dryRun,omitempty"`
 	// Facts are named results a caller may want, e.g. the Flux version.
 	Facts map[string]string `json:"facts,omitempty"`
+	// Durations are how long each phase ran, by phase name (Timed); the
+	// writers show them as PhaseResult.Duration.
+	Durations map[string]time.Duration `json:"-"`
 }
 
 // NewReport starts a report for a command.
 func NewReport(command string) *Report {
 	return &Report{Command: command, Checks: []Check{}, Facts: map[string]string{}}
+}
+
+// Timed records how long phase ran.
+func (r *Report) Timed(phase string, d time.Duration) {
+	if r.Durations == nil {
+		r.Durations = map[string]time.Duration{}
+	}
+	r.Durations[phase] = d
 }
 
 // Add appends checks.
@@ -218,7 +235,11 @@ func (r *Report) Phases() []PhaseResult {
 		t := tallies[n]
 		// A phase whose only skips are optional is headed as the summary
 		// line and the exit code count it: pass or warn, not skip.
-		out = append(out, PhaseResult{Name: n, Duration: r.Facts["duration."+n], Verdict: t.Verdict(), Pass: t.Pass, Fail: t.Fail, Warn: t.Warn, Skip: t.Skip})
+		dur := ""
+		if d, ok := r.Durations[n]; ok {
+			dur = d.String()
+		}
+		out = append(out, PhaseResult{Name: n, Duration: dur, Verdict: t.Verdict(), Pass: t.Pass, Fail: t.Fail, Warn: t.Warn, Skip: t.Skip})
 	}
 	return out
 }

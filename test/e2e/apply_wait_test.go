@@ -56,7 +56,7 @@ func TestApplyWaitsForEveryCRD(t *testing.T) {
 	created := func(objs ...*unstructured.Unstructured) []verify.ObjectChange {
 		var out []verify.ObjectChange
 		for _, o := range objs {
-			out = append(out, verify.ObjectChange{Object: apply.ID(o), Action: string(ssa.CreatedAction)})
+			out = append(out, verify.ObjectChange{Object: apply.ID(o), Action: ssa.CreatedAction})
 		}
 		return out
 	}
