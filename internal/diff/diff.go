@@ -295,7 +295,8 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string,
 // cluster compares one root.
 func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, red *redactor) (*Cluster, error) {
 	c := &Cluster{Path: root}
-	// The two revisions load concurrently: each fluxrepo.Load works on a
+	// Without build reuse (tests), the two revisions load concurrently:
+	// each fluxrepo.Load works on a
 	// private copy of its own tree (or, LoadInPlace, on the private tree
 	// itself), and what they share is synchronized
 	// (the embedded releases' schemas, crdschema; kustomize's built-in
