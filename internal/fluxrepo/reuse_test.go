@@ -2,8 +2,6 @@ package fluxrepo
 
 import (
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -50,21 +48,6 @@ func reuseKs(name, extra string) string {
 
 func reuseCM(name string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: default}\ndata: {x: y}\n"
-}
-
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for rel, s := range files {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 // TestBuildReuse loads the fixture (base, recording its builds), then a
@@ -114,10 +97,10 @@ func TestBuildReuse(t *testing.T) {
 			if strings.HasPrefix(tc.name, "a repair differing") {
 				baseFiles["apps/plain/kustomization.yaml"] = brokenPlain
 			}
-			base := writeTree(t, baseFiles)
+			base := writeRepo(t, baseFiles)
 			headFiles := maps.Clone(reuseFixture)
 			tc.change(headFiles)
-			head := writeTree(t, headFiles)
+			head := writeRepo(t, headFiles)
 			o := Options{Path: "clusters/dev", KeepGoing: true, Holes: true}
 
 			builds := NewBuilds()
