@@ -141,7 +141,7 @@ func (l *loader) buildCopy(root, dir string, obj map[string]any, ahead bool) (_ 
 // filesystem serves that result at that path (buildFS), as the disk would
 // after the write.
 func (l *loader) generated(root, abs string, obj map[string]any, ahead bool) (*buildFS, fluxkustomize.Action, error) {
-	manifest, kfile, action, err := fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: obj}).GenerateManifest(abs)
+	manifest, kfile, action, err := l.generateManifest(root, abs, obj)
 	if err != nil {
 		if l.cache != nil && !ahead {
 			l.cache.done(false)

@@ -3,6 +3,10 @@ package fluxrepo
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +14,8 @@ import (
 	"sync/atomic"
 
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -46,11 +52,14 @@ type Builds struct {
 	// reusedDirs them by directory (tests; under mu).
 	reused, recorded atomic.Int64
 	reusedDirs       map[string]int
+	// gens are the generator's results for directories without a
+	// kustomization file (generateManifest; under mu).
+	gens map[string]generated
 }
 
 // NewBuilds returns an empty record of builds.
 func NewBuilds() *Builds {
-	return &Builds{byKey: map[buildKey][]*builtRecord{}, reusedDirs: map[string]int{}}
+	return &Builds{byKey: map[buildKey][]*builtRecord{}, reusedDirs: map[string]int{}, gens: map[string]generated{}}
 }
 
 // Reused is how many builds loads took from b instead of building.
@@ -359,4 +368,111 @@ func cloneResources(res []*resource.Resource) []*resource.Resource {
 func (l *loader) reusable() bool {
 	o := l.env.Options
 	return o.Holes && !o.FetchRemote
+}
+
+// generateManifest is kustomize-controller's generator on abs (fluxcd/pkg/
+// kustomize v1.35.6 Generator.GenerateManifest). For a directory without a
+// kustomization file the generator walks it and parses every YAML file
+// below it to list them; its result depends only on the Kustomization
+// (obj) and on that subtree (it reads nothing else: no ignore rules with
+// NewGenerator), so a load recording builds keeps it by both, and a load
+// reusing builds takes it when the Kustomization and every entry below abs
+// — path, type, a file's content, a link's target — are the same.
+func (l *loader) generateManifest(root, abs string, obj map[string]any) ([]byte, string, fluxkustomize.Action, error) {
+	gen := func() ([]byte, string, fluxkustomize.Action, error) {
+		return fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: obj}).GenerateManifest(abs)
+	}
+	o := l.env.Options
+	if (o.RecordBuilds == nil && o.ReuseBuilds == nil) || root != l.tmp || !l.reusable() || hasKustomizationFile(abs) {
+		return gen() // with a kustomization file the generator only reads it
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil {
+		return gen()
+	}
+	key, ok := generatorKey(filepath.ToSlash(rel), abs, obj)
+	if !ok {
+		return gen()
+	}
+	if b := o.ReuseBuilds; b != nil {
+		b.mu.Lock()
+		g, ok := b.gens[key]
+		if ok {
+			b.reusedDirs["generator:"+filepath.ToSlash(rel)]++
+		}
+		b.mu.Unlock()
+		if ok {
+			return slices.Clone(g.kdata), filepath.Join(root, filepath.FromSlash(g.kfile)), g.action, nil
+		}
+	}
+	m, kfile, action, err := gen()
+	if b := o.RecordBuilds; b != nil && err == nil {
+		if kr, rerr := filepath.Rel(root, kfile); rerr == nil && filepath.IsLocal(kr) {
+			b.mu.Lock()
+			b.gens[key] = generated{kdata: slices.Clone(m), kfile: filepath.ToSlash(kr), action: action}
+			b.mu.Unlock()
+		}
+	}
+	return m, kfile, action, err
+}
+
+// generated is a generator's result kept (kfile relative to the copy).
+type generated struct {
+	kdata  []byte
+	kfile  string
+	action fluxkustomize.Action
+}
+
+// hasKustomizationFile says whether dir holds a kustomization file the
+// generator would take (a recognized name that is not a directory).
+func hasKustomizationFile(dir string) bool {
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		if st, err := os.Lstat(filepath.Join(dir, n)); err == nil && !st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// generatorKey is the generator's input for a directory without a
+// kustomization file: rel, the Kustomization, and every entry below abs.
+// Not with spec.ignoreMissingComponents: the generator then asks whether
+// each component (outside abs) exists.
+func generatorKey(rel, abs string, obj map[string]any) (string, bool) {
+	if spec, _ := obj["spec"].(map[string]any); spec != nil && spec["ignoreMissingComponents"] == true {
+		return "", false
+	}
+	h := sha256.New()
+	spec, err := json.Marshal(obj) // map keys sorted: the same object, the same bytes
+	if err != nil {
+		return "", false
+	}
+	h.Write(spec)
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		r, _ := filepath.Rel(abs, p)
+		fmt.Fprintf(h, "\x00%s\x00%v\x00", filepath.ToSlash(r), d.Type())
+		switch {
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			s := sha256.Sum256(b)
+			h.Write(s[:])
+		case d.Type()&fs.ModeSymlink != 0:
+			t, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			h.Write([]byte(t))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", false
+	}
+	return rel + "\x00" + hex.EncodeToString(h.Sum(nil)), true
 }

@@ -138,6 +138,19 @@ func TestBuildReuse(t *testing.T) {
 			if !slices.Equal(reused, wantReused) {
 				t.Errorf("reused %v, want %v (rebuilt: %v)", reused, wantReused, tc.rebuilt)
 			}
+			// The directories without a kustomization file: the
+			// generator's result is taken when nothing below changed.
+			for _, d := range []string{"apps/gen", "apps/other"} {
+				changed := slices.ContainsFunc(slices.Collect(maps.Keys(headFiles)), func(f string) bool {
+					return strings.HasPrefix(f, d+"/") && headFiles[f] != baseFiles[f]
+				}) || slices.ContainsFunc(slices.Collect(maps.Keys(baseFiles)), func(f string) bool {
+					_, ok := headFiles[f]
+					return strings.HasPrefix(f, d+"/") && !ok
+				}) || d == "apps/other" && strings.Contains(tc.name, "spec changed")
+				if got := builds.reusedDirs["generator:"+d] > 0; got == changed {
+					t.Errorf("%s: generator's result reused %v, want %v", d, got, !changed)
+				}
+			}
 		})
 	}
 }
