@@ -60,6 +60,9 @@ type Options struct {
 	// used only then.
 	Charts  *chartrender.Options
 	fetcher *chartrender.Fetcher
+	// noBuildReuse builds every Kustomization at both revisions (tests:
+	// the diff is the same with and without reuse).
+	noBuildReuse bool
 }
 
 // Revision is one side of the diff.
@@ -292,7 +295,8 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string,
 // cluster compares one root.
 func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, red *redactor) (*Cluster, error) {
 	c := &Cluster{Path: root}
-	// The two revisions load concurrently: each fluxrepo.Load works on a
+	// Without build reuse (tests), the two revisions load concurrently:
+	// each fluxrepo.Load works on a
 	// private copy of its own tree (or, LoadInPlace, on the private tree
 	// itself), and what they share is synchronized
 	// (the embedded releases' schemas, crdschema; kustomize's built-in
@@ -307,8 +311,18 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 		berr, herr error
 		eg         errgroup.Group
 	)
-	loadBase := func() error { b, berr = load(ctx, o, fo, baseDir, root, own.base); return nil }
-	loadHead := func() error { h, herr = load(ctx, o, fo, headDir, root, own.head); return nil }
+	bfo, hfo := fo, fo
+	if !o.noBuildReuse {
+		// Base first, recording its builds; head takes each build whose
+		// inputs answer the same at head (fluxrepo.Builds) instead of
+		// building it again: most of a load's work, so one after the
+		// other (base's builds already use every core, ahead.go).
+		builds := fluxrepo.NewBuilds()
+		bfo.RecordBuilds, hfo.ReuseBuilds = builds, builds
+		serial = true
+	}
+	loadBase := func() error { b, berr = load(ctx, o, bfo, baseDir, root, own.base); return nil }
+	loadHead := func() error { h, herr = load(ctx, o, hfo, headDir, root, own.head); return nil }
 	if serial {
 		_, _ = loadBase(), loadHead()
 	} else {

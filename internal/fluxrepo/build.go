@@ -62,10 +62,10 @@ func (l *loader) buildCopy(root, dir string, obj map[string]any, ahead bool) (_ 
 	abs := filepath.Join(root, filepath.FromSlash(dir))
 	var fsys filesys.FileSystem
 	var action fluxkustomize.Action
+	var bfs *buildFS
 	if root == l.tmp && !upstreamBuildOnly && !l.env.Options.UpstreamBuild {
 		// The copy: the generated kustomization file in memory, the
 		// copy's files read once per load (fscache.go).
-		var bfs *buildFS
 		if bfs, action, err = l.generated(root, abs, obj, ahead); err != nil {
 			return nil, nil, err
 		}
@@ -90,11 +90,28 @@ func (l *loader) buildCopy(root, dir string, obj map[string]any, ahead bool) (_ 
 	if root == l.tmp {
 		rec.refused = l.bombs
 	}
+	// Another load's build of the same inputs (reuse.go), or this one's
+	// recorded for another load.
+	var bfsys filesys.FileSystem = rec
+	var q *queryFS
+	var key buildKey
+	if bfs != nil && l.plainSchema && l.reusable() {
+		key = newBuildKey(root, dir, bfs, action)
+		if b := l.env.Options.ReuseBuilds; b != nil {
+			if res, files, ok := b.take(key, rec, root); ok {
+				return res, files, nil
+			}
+		}
+		if l.env.Options.RecordBuilds != nil {
+			q = newQueryFS(rec, root)
+			bfsys = q
+		}
+	}
 	var m resmap.ResMap
 	if l.plainSchema {
-		m, err = buildBuiltinSchema(rec, abs)
+		m, err = buildBuiltinSchema(bfsys, abs)
 	} else {
-		m, err = fluxkustomize.Build(rec, abs)
+		m, err = fluxkustomize.Build(bfsys, abs)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -111,6 +128,9 @@ func (l *loader) buildCopy(root, dir string, obj map[string]any, ahead bool) (_ 
 		gen := filepath.ToSlash(filepath.Join(dir, konfig.DefaultKustomizationFileName()))
 		files = slices.DeleteFunc(files, func(f string) bool { return f == gen })
 	}
+	if q != nil {
+		l.env.Options.RecordBuilds.record(key, q, res, files)
+	}
 	return res, files, nil
 }
 
@@ -121,7 +141,7 @@ func (l *loader) buildCopy(root, dir string, obj map[string]any, ahead bool) (_ 
 // filesystem serves that result at that path (buildFS), as the disk would
 // after the write.
 func (l *loader) generated(root, abs string, obj map[string]any, ahead bool) (*buildFS, fluxkustomize.Action, error) {
-	manifest, kfile, action, err := fluxkustomize.NewGenerator(root, unstructured.Unstructured{Object: obj}).GenerateManifest(abs)
+	manifest, kfile, action, err := l.generateManifest(root, abs, obj)
 	if err != nil {
 		if l.cache != nil && !ahead {
 			l.cache.done(false)

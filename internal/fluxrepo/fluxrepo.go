@@ -95,6 +95,11 @@ type Options struct {
 	// remote base cloned by kustomize's own remote loader. What cannot be
 	// fetched stays a hole. Off: nothing is ever fetched.
 	FetchRemote bool
+	// RecordBuilds, when set, records this load's kustomize builds of the
+	// repository's own directories there, and ReuseBuilds takes a build
+	// recorded there (by the load of another revision) instead of building
+	// again when its inputs answer the same (reuse.go: `bootstrap diff`).
+	RecordBuilds, ReuseBuilds *Builds
 }
 
 // FetchTimeout bounds one fetch of a remote file (Options.FetchRemote).
