@@ -42,6 +42,7 @@ func ciWrapper(t *testing.T) string {
 // of it is), whatever the verdict; a failure at head is exit 1 with its
 // Markdown; a bad mode or revision is exit 2.
 func TestActionDiffMode(t *testing.T) {
+	t.Parallel()
 	bin := ciWrapper(t)
 	script, err := filepath.Abs("../../hack/ci/check.sh")
 	if err != nil {
@@ -74,6 +75,7 @@ func TestActionDiffMode(t *testing.T) {
 			code: 2, stderr: "CHECK_MODE=dif: want check or diff"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			work := t.TempDir()
 			cmd := exec.Command("bash", script)
 			cmd.Dir = work
@@ -144,6 +146,7 @@ func contains(lines []string, s string) bool {
 // CHECK_* variable the script reads, every output is one the script
 // writes, and mode: diff's inputs are there.
 func TestActionInputs(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../action.yml")
 	if err != nil {
 		t.Fatal(err)

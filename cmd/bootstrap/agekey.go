@@ -8,10 +8,17 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 )
 
+// ageKeyFlags are age-key's flags: the phase's options, the environment
+// (repoFlags) and where the identity comes from (--age-key-file).
+type ageKeyFlags struct {
+	o       agekey.Options
+	rf      repoFlags
+	keyFile string
+}
+
 func newAgeKeyCommand(a *app) *cobra.Command {
-	o := agekey.Options{}
-	rf := &repoFlags{}
-	var keyFile string
+	f := &ageKeyFlags{}
+	o, rf := &f.o, &f.rf
 	cmd := &cobra.Command{
 		Use:   "age-key",
 		Short: "Install the SOPS age key Secret after proving it decrypts the environment's files",
@@ -30,8 +37,8 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.s.NewRun("age-key", false)
 			a.s.Writes("age-key", o.Namespace, false)
-			in := agekey.Input{Flag: keyFile, Stdin: a.streams.In, Getenv: a.getenv}
-			return a.ageKey(cmd, run, rf, &o, func(o agekey.Options) pipeline.Phase { return agekey.NewInstallPhase(in, o, a.s.AgeKeyConnect) })
+			in := agekey.Input{Flag: f.keyFile, Stdin: a.streams.In, Getenv: a.getenv}
+			return a.ageKey(cmd, run, rf, o, func(o agekey.Options) pipeline.Phase { return agekey.NewInstallPhase(in, o, a.s.AgeKeyConnect) })
 		},
 	}
 	pf := cmd.PersistentFlags()
@@ -39,7 +46,7 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 	pf.Var(input.NewNamespace(&o.Namespace, agekey.DefaultNamespace), "namespace", "namespace of the Secret")
 	pf.Var(input.NewName(&o.SecretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the Secret the Kustomizations' decryption.secretRef names")
 	fl := cmd.Flags()
-	fl.StringVar(&keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE)")
+	fl.StringVar(&f.keyFile, "age-key-file", "", "age identity file, or - for stdin (default: $SOPS_AGE_KEY, then $SOPS_AGE_KEY_FILE)")
 	fl.BoolVar(&o.Rotate, "rotate", false, "replace a Secret that holds different identities")
 	fl.BoolVar(&o.Force, "force", false, forceUsage+forceAgeKey)
 
@@ -49,7 +56,7 @@ $SOPS_AGE_KEY_FILE, in that order. It is never written to disk, logged or report
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run := a.s.NewRun("age-key verify", false)
-			return a.ageKey(cmd, run, rf, &o, func(o agekey.Options) pipeline.Phase { return agekey.NewVerifyPhase(o, a.s.AgeKeyConnect) })
+			return a.ageKey(cmd, run, rf, o, func(o agekey.Options) pipeline.Phase { return agekey.NewVerifyPhase(o, a.s.AgeKeyConnect) })
 		},
 	})
 	return cmd

@@ -57,6 +57,10 @@ func runAgeKey(t *testing.T, stdin string, env []string, args ...string) (result
 	return res, doc
 }
 
+// TestAgeKeyCLIRefusals: age-key's refusals and reports, none holding key
+// material. Not parallel: runAgeKey points the process's TMPDIR (t.Setenv)
+// at a directory of its own to scan what the libraries' temporary files
+// (os.MkdirTemp reads the process's TMPDIR) left behind.
 func TestAgeKeyCLIRefusals(t *testing.T) {
 	devKey, devR, err := agekeytest.NewIdentity()
 	if err != nil {

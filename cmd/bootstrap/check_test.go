@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,6 +13,7 @@ import (
 // bootstrap check: exit 0 on the clean fixture, 1 on a defect, 2 on input
 // errors, 3 when a path cannot be checked; --sarif names file and line.
 func TestCheckCLI(t *testing.T) {
+	t.Parallel()
 	const clean = "../../testdata/check/clean"
 	mutated := func(file, old, new string) string {
 		dst := t.TempDir()
@@ -72,6 +74,7 @@ func TestCheckCLI(t *testing.T) {
 		{"a root declared where a FluxInstance declares it", []string{"--repo", "../../testdata/layouts/operator", "--path", "kubernetes/flux/cluster", "--source-url", "https://git.example.invalid/x.git"}, 2, "already declares it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, append([]string{"check", "-o", "json"}, tc.args...)...)
 			var doc struct{ ExitCode int }
 			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
@@ -80,14 +83,17 @@ func TestCheckCLI(t *testing.T) {
 			if r.code != tc.code || doc.ExitCode != tc.code || !strings.Contains(r.stdout, tc.want) {
 				t.Fatalf("exit %d (report %d); want %d and %q in:\n%s%s", r.code, doc.ExitCode, tc.code, tc.want, r.stdout, r.stderr)
 			}
+			if !slices.Contains(tc.args, "--sarif") {
+				return
+			}
+			b, err := os.ReadFile(sarif)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := string(b); !strings.Contains(s, `"ruleId": "undefined"`) || !strings.Contains(s, `"uri": "apps/web.yaml"`) || !strings.Contains(s, `"startLine": 8`) {
+				t.Fatalf("sarif:\n%s", s)
+			}
 		})
-	}
-	b, err := os.ReadFile(sarif)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := string(b); !strings.Contains(s, `"ruleId": "undefined"`) || !strings.Contains(s, `"uri": "apps/web.yaml"`) || !strings.Contains(s, `"startLine": 8`) {
-		t.Fatalf("sarif:\n%s", s)
 	}
 }
 
@@ -95,6 +101,7 @@ func TestCheckCLI(t *testing.T) {
 // grouped; --verbose every check with its evidence; -q as before; -q and
 // --verbose together are a usage error.
 func TestCheckTextReport(t *testing.T) {
+	t.Parallel()
 	const clean = "../../testdata/check/clean"
 	for _, tc := range []struct {
 		name      string
@@ -108,6 +115,7 @@ func TestCheckTextReport(t *testing.T) {
 		{"quiet and verbose", []string{"-q", "--verbose"}, 2, []string{"--quiet and --verbose are exclusive"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, append([]string{"check", "--repo", clean, "--env", "dev"}, tc.args...)...)
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d:\n%s", r.code, tc.code, r.stderr)
@@ -131,6 +139,7 @@ func TestCheckTextReport(t *testing.T) {
 // report (a section per cluster: its path in its checks' IDs) and exits with
 // the worst code: 1 over 3 over 0; 2 only for what the caller gave.
 func TestCheckEveryCluster(t *testing.T) {
+	t.Parallel()
 	const multi = "../../testdata/layouts/multi"
 	// copyEdit copies multi and replaces old by new in each file.
 	copyEdit := func(edits ...[3]string) string {
@@ -217,6 +226,7 @@ func TestCheckEveryCluster(t *testing.T) {
 			want: []string{".bootstrap.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			junit := filepath.Join(t.TempDir(), "check.xml")
 			sarif := filepath.Join(t.TempDir(), "check.sarif")
 			r := runCLI(t, append([]string{"check", "-o", "json", "--repo", tc.repo, "--junit", junit, "--sarif", sarif}, tc.args...)...)
@@ -285,6 +295,7 @@ func TestCheckEveryCluster(t *testing.T) {
 // The text report of several clusters: check.clusters first, then each
 // cluster's gates, its path in their IDs.
 func TestCheckEveryClusterText(t *testing.T) {
+	t.Parallel()
 	r := runCLI(t, "check", "--repo", "../../testdata/layouts/multi")
 	if r.code != 0 {
 		t.Fatalf("exit %d:\n%s", r.code, r.stderr)

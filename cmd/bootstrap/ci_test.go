@@ -25,6 +25,8 @@ import (
 const ciHelperEnv = "GO_WANT_BOOTSTRAP_CLI"
 
 // TestCIHelperProcess is not a test: it is bootstrap, when ciHelperEnv is set.
+// Not parallel: it is a process of its own, reading the process's
+// environment (os.Getenv) as the binary does, and it exits.
 func TestCIHelperProcess(t *testing.T) {
 	if os.Getenv(ciHelperEnv) != "1" {
 		t.Skip("the bootstrap CLI for TestCIScript")
@@ -69,6 +71,7 @@ type sarifDoc struct {
 // undefined variable is (file and line), which is where code scanning
 // annotates the diff.
 func TestCIScript(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("the CI script is bash")
 	}
@@ -147,6 +150,7 @@ func TestCIScript(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			work := t.TempDir()
 			cmd := exec.Command("bash", script)
 			cmd.Dir = work

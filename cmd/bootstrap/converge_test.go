@@ -11,6 +11,7 @@ import (
 // The converge command line: input errors exit 2 before any cluster is
 // contacted.
 func TestConvergeCLIRefusals(t *testing.T) {
+	t.Parallel()
 	const repo = "../../testdata/homelab"
 	for _, tc := range []struct {
 		name string
@@ -25,6 +26,7 @@ func TestConvergeCLIRefusals(t *testing.T) {
 		{"no kubeconfig", []string{"--repo", repo, "--env", "dev", "--kubeconfig", "/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, append([]string{"converge", "-o", "json"}, tc.args...)...)
 			var doc struct {
 				ExitCode int
@@ -43,6 +45,7 @@ func TestConvergeCLIRefusals(t *testing.T) {
 // TestConvergeUnreachable: a cluster that does not answer is named at once
 // by cluster.reachable, as every other command does, not after --timeout.
 func TestConvergeUnreachable(t *testing.T) {
+	t.Parallel()
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kc, []byte(`apiVersion: v1
 kind: Config

@@ -11,12 +11,17 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/input"
 )
 
+// cutoverFlags are cutover's flags: the phase's options, --dry-run and
+// the converge phase's flags.
+type cutoverFlags struct {
+	o      cutover.Options
+	dryRun bool
+	cf     convergeFlags
+}
+
 func newCutoverCommand(a *app) *cobra.Command {
-	o := cutover.Options{}
-	var (
-		dryRun bool
-		cf     convergeFlags
-	)
+	f := &cutoverFlags{}
+	o, cf := &f.o, &f.cf
 	cmd := &cobra.Command{
 		Use:   "cutover",
 		Short: "Move a cluster synced from a temporary source to its final source",
@@ -36,12 +41,12 @@ exits 130 (143). A second interrupt stops at once; then run 'bootstrap cutover' 
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			run := a.s.NewRun("cutover", dryRun)
-			if err := errors.Join(cutover.Validate(o), cf.validate(cmd.Flags())); err != nil {
+			run := a.s.NewRun("cutover", f.dryRun)
+			if err := errors.Join(cutover.Validate(*o), cf.validate(cmd.Flags())); err != nil {
 				return a.s.Fail(ctx, run.Report, err)
 			}
-			a.s.Writes("cutover", o.Namespace, dryRun)
-			plan, err := flow.Assemble(ctx, flow.Options{Cutover: &o, Converge: cf.options(), DryRun: dryRun, Timeout: o.Timeout, Cluster: a.opener()}, run.Report)
+			a.s.Writes("cutover", o.Namespace, f.dryRun)
+			plan, err := flow.Assemble(ctx, flow.Options{Cutover: o, Converge: cf.options(), DryRun: f.dryRun, Timeout: o.Timeout, Cluster: a.opener()}, run.Report)
 			if err != nil {
 				return a.s.Fail(ctx, run.Report, err)
 			}
@@ -54,6 +59,6 @@ exits 130 (143). A second interrupt stops at once; then run 'bootstrap cutover' 
 	fl.Var(input.NewNamespace(&o.Namespace, DefaultFluxNamespace), "namespace", "namespace of the GitRepository")
 	fl.Var(input.NewName(&o.Name, DefaultFluxNamespace, "GitRepository"), "source", "name of the GitRepository")
 	fl.Var(input.NewDuration(&o.Timeout, 3*time.Minute), "timeout", "how long to wait for the final source, then for the Kustomizations; a rollback (the final source not Ready in time, or an interrupt while waiting for it) gets its own wait of the same length, so the command can take up to twice this (must be positive)")
-	fl.BoolVar(&dryRun, "dry-run", false, "say what would be switched and change nothing")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "say what would be switched and change nothing")
 	return cmd
 }

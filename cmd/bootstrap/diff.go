@@ -186,13 +186,3 @@ func (a *app) diff(cmd *cobra.Command, o diff.Options, df diffOutput, rf repoFla
 	}
 	return nil
 }
-
-// diffExitCode is diff's exit code (docs/diff.md "Exit codes"): 1 when a
-// Kustomization or a cluster's root fails at head; with --exit-code, 1
-// when anything differs (a failure is a difference), as git diff.
-func diffExitCode(res *diff.Result, exitCode bool) int {
-	if res.Failed() || (exitCode && res.Changed()) {
-		return session.ExitFailed
-	}
-	return session.ExitOK
-}

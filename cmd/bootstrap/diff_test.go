@@ -65,6 +65,7 @@ func seedRepo(t *testing.T, edit func(dir string)) string {
 // TestDiffBadInput: every bad flag is exit 2 naming the flag (or the
 // revision) and the fix, and nothing is written on stdout.
 func TestDiffBadInput(t *testing.T) {
+	t.Parallel()
 	repo := seedRepo(t, nil)
 	for _, tc := range []struct {
 		name string
@@ -83,6 +84,7 @@ func TestDiffBadInput(t *testing.T) {
 		{"--markdown-limit without -o markdown", []string{"--markdown-limit", "4096"}, []string{"--markdown-limit is for -o markdown (the output is text)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, append([]string{"diff", "--repo", repo}, tc.args...)...)
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2:\n%s", r.code, r.stderr)
@@ -98,6 +100,7 @@ func TestDiffBadInput(t *testing.T) {
 		})
 	}
 	t.Run("not a Git repository", func(t *testing.T) {
+		t.Parallel()
 		r := runCLI(t, "diff", "--repo", t.TempDir())
 		if r.code != 2 || !strings.Contains(r.stderr, "not inside a Git repository") {
 			t.Errorf("exit %d:\n%s", r.code, r.stderr)
@@ -109,6 +112,7 @@ func TestDiffBadInput(t *testing.T) {
 // too; an uncommitted change that breaks a build is exit 1 with its FAIL
 // (the default base of a dirty work tree is HEAD).
 func TestDiffCommand(t *testing.T) {
+	t.Parallel()
 	repo := seedRepo(t, nil)
 	r := runCLI(t, "diff", "--repo", repo, "--base", "HEAD~1", "--head", "HEAD", "--flux-version", "v2.8.5")
 	if r.code != 0 || !strings.Contains(r.stdout, "WINDOW if flux-system/infra reconciles before flux-system/vars: HelmRelease.helm.toolkit.fluxcd.io kube-system/cilium renders `k8sServiceHost: null` (fail open on this release) → Helm upgrade") {
@@ -139,6 +143,7 @@ func TestDiffCommand(t *testing.T) {
 // TestDiffOutputOnlyForDiff: markdown is diff's format; another command
 // refuses it as it did.
 func TestDiffOutputOnlyForDiff(t *testing.T) {
+	t.Parallel()
 	r := runCLI(t, "check", "--repo", t.TempDir(), "-o", "markdown")
 	if r.code != 2 || !strings.Contains(r.stderr, `--output "markdown": want text or json`) {
 		t.Errorf("exit %d, want 2 refusing markdown:\n%s", r.code, r.stderr)
@@ -149,6 +154,7 @@ func TestDiffOutputOnlyForDiff(t *testing.T) {
 // --exit-code 1 only for a failure at head; with it, as git diff, 1 for
 // any difference (a failure is one), 0 for none. Each format says the same.
 func TestDiffExitCode(t *testing.T) {
+	t.Parallel()
 	repo := seedRepo(t, nil)
 	broken := seedRepo(t, func(dir string) {
 		if err := os.WriteFile(filepath.Join(dir, "infra", "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - missing.yaml\n"), 0o644); err != nil {
@@ -170,6 +176,7 @@ func TestDiffExitCode(t *testing.T) {
 		{"fails at head, --exit-code", broken, []string{"--exit-code"}, 1, "changed=true failed=true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			for _, format := range []string{"text", "json", "markdown"} {
 				r := runCLI(t, append([]string{"diff", "--repo", tc.repo, "--flux-version", "v2.8.5", "-o", format}, tc.args...)...)
 				if r.code != tc.code {

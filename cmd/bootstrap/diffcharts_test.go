@@ -15,6 +15,7 @@ import (
 // TestDiffChartsBadInput: the --charts flags are checked before anything
 // is fetched: exit 2 naming the flag and the fix, nothing on stdout.
 func TestDiffChartsBadInput(t *testing.T) {
+	t.Parallel()
 	repo := seedRepo(t, nil)
 	notPEM := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
@@ -32,6 +33,7 @@ func TestDiffChartsBadInput(t *testing.T) {
 		{"--charts-timeout 0", []string{"--charts", "--charts-timeout", "0s"}, "--charts-timeout 0s: a positive duration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, append([]string{"diff", "--repo", repo, "--base", "HEAD~1", "--head", "HEAD"}, tc.args...)...)
 			if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("exit %d, want 2 and %q:\n%s", r.code, tc.want, r.stderr)
@@ -48,6 +50,7 @@ func TestDiffChartsBadInput(t *testing.T) {
 // manifests, trusted through --charts-ca-file; without the CA the chart is
 // a note and the diff still succeeds.
 func TestDiffChartsCLI(t *testing.T) {
+	t.Parallel()
 	pki, err := sandbox.GeneratePKI(filepath.Join(t.TempDir(), "pki"))
 	if err != nil {
 		t.Fatal(err)

@@ -13,33 +13,36 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/session"
 )
 
+// docgenFlags are docgen's flags: where the reference and the man pages go.
+type docgenFlags struct{ dir, manDir string }
+
 // newDocgenCommand writes the reference from the code, as flux2's docgen
 // does: every command's page (cobra), the gates from their declarations,
 // the environment variables; with --man-dir the man pages too.
 func newDocgenCommand(root *cobra.Command) *cobra.Command {
-	var dir, manDir string
+	var f docgenFlags
 	cmd := &cobra.Command{
 		Use:    "docgen",
 		Short:  "Write the reference (docs/reference) from the code",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if dir != "" {
-				if err := writeReference(root, dir); err != nil {
+			if f.dir != "" {
+				if err := writeReference(root, f.dir); err != nil {
 					return err
 				}
 			}
-			if manDir != "" {
-				if err := os.MkdirAll(manDir, 0o755); err != nil {
+			if f.manDir != "" {
+				if err := os.MkdirAll(f.manDir, 0o755); err != nil {
 					return err
 				}
-				return doc.GenManTree(root, &doc.GenManHeader{Title: "BOOTSTRAP", Section: "1", Source: "bootstrap"}, manDir)
+				return doc.GenManTree(root, &doc.GenManHeader{Title: "BOOTSTRAP", Section: "1", Source: "bootstrap"}, f.manDir)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "", "write the Markdown reference here (e.g. docs/reference)")
-	cmd.Flags().StringVar(&manDir, "man-dir", "", "write man pages here")
+	cmd.Flags().StringVar(&f.dir, "dir", "", "write the Markdown reference here (e.g. docs/reference)")
+	cmd.Flags().StringVar(&f.manDir, "man-dir", "", "write man pages here")
 	return cmd
 }
 

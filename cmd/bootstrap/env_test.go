@@ -9,6 +9,7 @@ import (
 )
 
 func TestEnvironment(t *testing.T) {
+	t.Parallel()
 	pinned := filepath.Join(t.TempDir(), "versions.env")
 	if err := os.WriteFile(pinned, []byte("# the homelab's own pins\nFLUX_VERSION=2.4.0\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -38,6 +39,7 @@ func TestEnvironment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			args := append([]string{"render", "-o", "json", "--output-dir", out}, tt.args...)
 			r := cli(t, "", tt.env, args...)
 			if r.code != tt.code {
@@ -64,6 +66,7 @@ func TestEnvironment(t *testing.T) {
 // script's FLUX_VERSION, is refused naming that variable, not a
 // --flux-version never given (review item 10).
 func TestCheckNamesTheVersionOrigin(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		env  map[string]string
@@ -74,6 +77,7 @@ func TestCheckNamesTheVersionOrigin(t *testing.T) {
 		{"--flux-version", nil, []string{"--flux-version", "v2.4.1"}, "Flux v2.4.1 (from --flux-version): not embedded"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			args := append([]string{"check", "--repo", "../../testdata/check/clean", "--path", "clusters/dev"}, tt.args...)
 			r := cli(t, "", tt.env, args...)
 			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {

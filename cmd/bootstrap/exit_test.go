@@ -13,6 +13,7 @@ import (
 // v1.10.2 args.go, command.go Find) as plain errors before the command's
 // hooks run; commandLineError types them.
 func TestCommandLineRefusedIsExit2(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -25,6 +26,7 @@ func TestCommandLineRefusedIsExit2(t *testing.T) {
 		{"unknown command", []string{"no-such-command"}, `unknown command "no-such-command" for "bootstrap"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, tc.args...)
 			if r.code != 2 || !strings.Contains(r.stderr, tc.stderr) {
 				t.Fatalf("exit %d, want 2 saying %q:\n%s", r.code, tc.stderr, r.stderr)

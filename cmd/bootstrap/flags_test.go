@@ -32,6 +32,7 @@ var badValues = map[string]string{
 // type has a rule, gives it a bad value and wants exit 2 naming the flag,
 // before any request (there is no kubeconfig).
 func TestEveryFlagValidatesItself(t *testing.T) {
+	t.Parallel()
 	root := newRootCommand(genericiooptions.NewTestIOStreamsDiscard(), func(string) string { return "" })
 	checked := 0
 	var walk func(c *cobra.Command)

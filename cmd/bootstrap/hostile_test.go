@@ -33,6 +33,7 @@ func runHostile(t *testing.T, cases []hostileCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			out := t.TempDir()
 			reportJSON, junit := filepath.Join(out, "report.json"), filepath.Join(out, "junit.xml")
 			start := time.Now()
@@ -95,6 +96,7 @@ func writeTestFile(t *testing.T, p, content string) {
 // reads a file, and a symlink out of the directory, are exit 2 at once,
 // naming the file and the fix; nothing is read until memory runs out.
 func TestHostileFiles(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/zero"); err != nil {
 		t.Skip("no /dev/zero")
 	}
@@ -179,6 +181,7 @@ func TestHostileFiles(t *testing.T) {
 // cluster is contacted (there is no cluster here: a request would fail
 // with another message), and a dry run refuses what the real run refuses.
 func TestHostileFlags(t *testing.T) {
+	t.Parallel()
 	const repo = "../../testdata/homelab"
 	sync := func(args ...string) []string {
 		return append([]string{"sync", "--repo", repo, "--env", "dev"}, args...)
@@ -258,6 +261,7 @@ func TestHostileFlags(t *testing.T) {
 // TestComponentsDeduplicated: a component named twice in --components is
 // rendered once, as --components-extra already de-duplicates.
 func TestComponentsDeduplicated(t *testing.T) {
+	t.Parallel()
 	r := runCLI(t, "render", "--components", "source-controller,kustomize-controller,source-controller", "--components-extra", "kustomize-controller")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
@@ -271,6 +275,7 @@ func TestComponentsDeduplicated(t *testing.T) {
 // the repository is an input error naming it and its path (exit 2), not
 // an incomplete run (exit 3) that hides why.
 func TestHostileRepository(t *testing.T) {
+	t.Parallel()
 	repo := t.TempDir()
 	writeTestFile(t, filepath.Join(repo, "clusters/dev/apps.yaml"), agekeytest.Kustomization("apps", "../../../../etc", "sops-age"))
 	keyText, _, err := agekeytest.NewIdentity()
@@ -345,6 +350,7 @@ spec:
 // command that takes the flag, before the cluster is contacted (there is
 // none: a request would fail with another message).
 func TestHostileFluxInstance(t *testing.T) {
+	t.Parallel()
 	repo := rootedRepo(t, nil)
 	if err := os.Symlink("flux-instance.yaml", filepath.Join(repo, "bootstrap/link.yaml")); err != nil {
 		t.Fatal(err)
@@ -408,6 +414,7 @@ func laughs(key, indent string) string {
 // builds refuses nothing), and allocate a small fraction of what expanding them would (which crashed
 // the check: kustomize expands every alias in memory).
 func TestHostileMemory(t *testing.T) {
+	t.Parallel()
 	var policy strings.Builder
 	policy.WriteString("version: 1\nprerequisites:\n  declared:\n")
 	for policy.Len() < 22<<20 {
@@ -450,6 +457,7 @@ func TestHostileMemory(t *testing.T) {
 // manifest over the read bound is said to be over it, with the bound and
 // what raises it (nothing), never "no such file or directory".
 func TestHostileRootAndBound(t *testing.T) {
+	t.Parallel()
 	repo := rootedRepo(t, map[string]string{
 		"clusters/dev/apps.yaml":          "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps/web\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
 		"apps/web/kustomization.yaml":     "resources:\n  - small.yaml\n  - big.yaml\n",

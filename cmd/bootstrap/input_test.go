@@ -73,6 +73,7 @@ current-context: c
 // names a directory that does not exist: reading it would be another
 // error) and before any request (the kubeconfig's server counts them).
 func TestSharedFlagsSameVerdict(t *testing.T) {
+	t.Parallel()
 	kc, requests := countingKubeconfig(t)
 	missingRepo := filepath.Join(t.TempDir(), "no-such-repo")
 	root := newRootCommand(genericiooptions.NewTestIOStreamsDiscard(), func(string) string { return "" })
@@ -121,6 +122,7 @@ func TestSharedFlagsSameVerdict(t *testing.T) {
 // environment goes through the flag's own type; a wrong shape or value
 // is exit 2 naming the key and the file (or the variable).
 func TestConfigAndEnvironmentThroughTheTypes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -150,6 +152,7 @@ func TestConfigAndEnvironmentThroughTheTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r := cli(t, "", tt.env, append([]string{"up", "--repo", "../../testdata/homelab", "--dry-run"}, tt.args...)...)
 			if r.code != 2 {
 				t.Fatalf("exit %d, want 2:\n%s", r.code, r.stderr)
@@ -167,6 +170,7 @@ func TestConfigAndEnvironmentThroughTheTypes(t *testing.T) {
 // exit 2 naming what it needs, before any read; from the environment it
 // is ambient and not refused.
 func TestFlagsWithoutEffect(t *testing.T) {
+	t.Parallel()
 	const repo = "../../testdata/homelab"
 	up := []string{"up", "--repo", repo, "--env", "dev", "--dry-run"}
 	sync := []string{"sync", "--repo", repo, "--env", "dev", "--dry-run"}
@@ -189,6 +193,7 @@ func TestFlagsWithoutEffect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, tt.args...)
 			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
 				t.Errorf("exit %d, want 2 saying %q:\n%s", r.code, tt.want, r.stderr)
@@ -208,6 +213,7 @@ func TestFlagsWithoutEffect(t *testing.T) {
 // refuses connections ends within seconds, as plain status does (exit 3,
 // cluster.reachable named), instead of waiting for watches for ever.
 func TestStatusWatchUnreachable(t *testing.T) {
+	t.Parallel()
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kc, []byte(`apiVersion: v1
 kind: Config
@@ -218,13 +224,13 @@ current-context: c
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	env := map[string]string{"KUBECONFIG": kc, "HOME": t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	t.Setenv("KUBECONFIG", kc)
 	var o, e strings.Builder
 	start := time.Now()
 	code := run(ctx, []string{"status", "--watch", "-o", "json", "--request-timeout", "2s"},
-		genericiooptions.IOStreams{In: strings.NewReader(""), Out: &o, ErrOut: &e}, func(string) string { return "" })
+		genericiooptions.IOStreams{In: strings.NewReader(""), Out: &o, ErrOut: &e}, func(k string) string { return env[k] })
 	if took := time.Since(start); ctx.Err() != nil || took > 30*time.Second {
 		t.Fatalf("status --watch took %s (still waiting when the test gave up: %v)", took, ctx.Err())
 	}
@@ -244,6 +250,7 @@ current-context: c
 // default, flux-system/flux-system, next to another --namespace; without
 // --root the root is named after --namespace.
 func TestStatusExplicitRoot(t *testing.T) {
+	t.Parallel()
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kc, []byte(`apiVersion: v1
 kind: Config

@@ -22,17 +22,19 @@ import (
 // TestInterruptExitCodes: a run whose context a signal cancelled reports
 // "interrupted" with the phase, in text and JSON, and exits 128+signal.
 func TestInterruptExitCodes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		sig  syscall.Signal
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
-			t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+			t.Parallel()
+			env := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": filepath.Join(t.TempDir(), "none")}
 			ctx, cancel := context.WithCancelCause(context.Background())
 			cancel(pipeline.Signal(tc.sig))
 			for _, format := range []string{"text", "json"} {
 				var o, e bytes.Buffer
-				code := run(ctx, []string{"render", "-o", format, "--output-dir", t.TempDir()}, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &o, ErrOut: &e}, func(string) string { return "" })
+				code := run(ctx, []string{"render", "-o", format, "--output-dir", t.TempDir()}, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &o, ErrOut: &e}, func(k string) string { return env[k] })
 				if code != tc.code {
 					t.Fatalf("%s: exit %d, want %d\n%s%s", format, code, tc.code, o.String(), e.String())
 				}
@@ -53,6 +55,7 @@ func TestInterruptExitCodes(t *testing.T) {
 
 // TestWithSignals: the signal that arrives is the context's cause.
 func TestWithSignals(t *testing.T) {
+	t.Parallel()
 	ctx, stop := session.WithSignals(context.Background(), syscall.SIGUSR1)
 	defer stop()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
@@ -73,6 +76,7 @@ func TestWithSignals(t *testing.T) {
 // API server that accepts connections and never answers) stops the run
 // at once with the interrupt's exit code and the phase it was in.
 func TestInterruptWhileTalkingToCluster(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,18 +22,18 @@ type result struct {
 
 // cli runs the command line in-process (as flux2's executeCommand does),
 // with stdin, an environment of its own and no kubeconfig unless env names
-// one, and collects the exit code and both streams.
+// one, and collects the exit code and both streams. The environment is
+// run's getenv, never the process's: HOME is a directory of the test's
+// own and KUBECONFIG names no file unless env says otherwise, so tests
+// run in parallel (t.Parallel) without t.Setenv.
 func cli(t *testing.T, stdin string, env map[string]string, args ...string) result {
 	t.Helper()
 	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("KUBECONFIG", filepath.Join(home, "no-kubeconfig"))
-	if k, ok := env["KUBECONFIG"]; ok {
-		t.Setenv("KUBECONFIG", k)
-	}
+	vars := map[string]string{"HOME": home, "KUBECONFIG": filepath.Join(home, "no-kubeconfig")}
+	maps.Copy(vars, env)
 	var o, e bytes.Buffer
 	streams := genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &o, ErrOut: &e}
-	code := run(context.Background(), args, streams, func(k string) string { return env[k] })
+	code := run(context.Background(), args, streams, func(k string) string { return vars[k] })
 	return result{code, o.String(), e.String()}
 }
 
@@ -44,6 +45,7 @@ func runCLI(t *testing.T, args ...string) result {
 const fixtures = "../../internal/customize/testdata/overlays/"
 
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		args       []string
@@ -68,6 +70,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, tt.args...)
 			if r.code != tt.code {
 				t.Fatalf("exit %d, want %d\n%s", r.code, tt.code, r.stderr)
@@ -88,6 +91,7 @@ func TestExitCodes(t *testing.T) {
 // TestIncomplete: with no kustomize-controller the strict gate cannot be
 // checked, which is exit 3, never 0.
 func TestIncomplete(t *testing.T) {
+	t.Parallel()
 	r := runCLI(t, "render", "--components", "source-controller", "--overlays", t.TempDir())
 	if r.code != 3 || !strings.Contains(r.stderr, "SKIP  controllers/before  controllers.strict-substitution") {
 		t.Fatalf("exit %d, want 3 with a skipped strict gate\n%s", r.code, r.stderr)
@@ -97,6 +101,7 @@ func TestIncomplete(t *testing.T) {
 // TestPlainIsVisibleEverywhere: --plain passes (exit 0) but the warning is in
 // the text, JSON and JUnit reports.
 func TestPlainIsVisibleEverywhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	junit := filepath.Join(dir, "junit.xml")
 	reportJSON := filepath.Join(dir, "report.json")
@@ -130,6 +135,7 @@ func TestPlainIsVisibleEverywhere(t *testing.T) {
 }
 
 func TestJSONOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := runCLI(t, "render", "-o", "json", "--output-dir", dir)
 	if r.code != 0 {
@@ -158,6 +164,7 @@ func TestJSONOutput(t *testing.T) {
 }
 
 func TestWritePlan(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	writePlan(&b, []verify.ObjectChange{
 		{Object: "Namespace/flux-system", Action: "unchanged"},

@@ -23,6 +23,7 @@ const gateTablesPage = "../../docs/commands.md"
 // TestDocsListEveryGate fails when a gate is declared but the commands
 // manual's gate tables do not name it.
 func TestDocsListEveryGate(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(gateTablesPage)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +54,7 @@ func TestDocsListEveryGate(t *testing.T) {
 
 // TestGateIDsUnique fails when two gates of different phases share an ID.
 func TestGateIDsUnique(t *testing.T) {
+	t.Parallel()
 	owner := map[string]verify.Def{}
 	for _, p := range flow.Every() {
 		for _, d := range p.Gates() {
@@ -68,6 +70,7 @@ func TestGateIDsUnique(t *testing.T) {
 // the input rules page, or the README's exit-code table lacks the
 // interrupt codes.
 func TestDocsInputRules(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../docs/input-rules.md")
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +101,7 @@ func TestDocsInputRules(t *testing.T) {
 // TestReferenceUpToDate fails when the committed reference (docs/reference)
 // differs from what the code generates, as flux2 does for its docs/cmd.
 func TestReferenceUpToDate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := runCLI(t, "docgen", "--dir", dir)
 	if r.code != 0 {
@@ -140,6 +144,7 @@ func TestReferenceUpToDate(t *testing.T) {
 // TestUsageLines: pflag takes a back-quoted word in a usage string as the
 // value's name ("--check bootstrap check"); no flag's usage may have one.
 func TestUsageLines(t *testing.T) {
+	t.Parallel()
 	root := newRootCommand(genericiooptions.NewTestIOStreamsDiscard(), func(string) string { return "" })
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -158,6 +163,7 @@ func TestUsageLines(t *testing.T) {
 // TestReadmeExitCodes holds the README's exit-code table to the one in
 // code (session.ExitCodes), which the root command's help is made from.
 func TestReadmeExitCodes(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

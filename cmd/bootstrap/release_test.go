@@ -33,6 +33,7 @@ func pinnedAt(t *testing.T, version string) string {
 // is declared, the embedded releases and the fix. --flux-version gets past
 // the refusal, renders the release chosen and says what it overrides.
 func TestReleaseNotEmbeddedRefused(t *testing.T) {
+	t.Parallel()
 	repo := pinnedAt(t, "v2.7.9")
 	for _, args := range [][]string{
 		{"up", "--repo", repo, "--env", "dev", "--dry-run"},

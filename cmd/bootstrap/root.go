@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -33,29 +31,17 @@ type app struct {
 }
 
 func newApp(streams genericiooptions.IOStreams, getenv func(string) string) *app {
-	a := &app{streams: streams, getenv: getenv, s: session.New(streams.Out, streams.ErrOut, getenv, kube.ClusterFlags())}
+	a := &app{streams: streams, getenv: getenv, s: session.New(streams.Out, streams.ErrOut, getenv, kube.ClusterFlags(getenv))}
 	a.pins, a.s.Setup = versions.Load()
 	return a
 }
 
-// run executes the command line and returns the exit code (session.Exit).
+// run executes the command line and returns the exit code (app.exit).
 func run(ctx context.Context, args []string, streams genericiooptions.IOStreams, getenv func(string) string) int {
 	a := newApp(streams, getenv)
 	root := newRoot(a)
 	root.SetArgs(args)
-	return session.Exit(ctx, a.commandLineError(root.ExecuteContext(ctx)), streams.ErrOut)
-}
-
-// commandLineError types an error cobra returned before the command's
-// hooks ran as an input error: cobra refused the command line itself (an
-// unknown command, an argument too many or missing: cobra.NoArgs,
-// cobra.ExactArgs, its subcommand lookup), which it returns as plain
-// errors. Flag errors are typed already (SetFlagErrorFunc).
-func (a *app) commandLineError(err error) error {
-	if err == nil || a.started || verify.IsInput(err) {
-		return err
-	}
-	return &verify.InputError{Err: err}
+	return a.exit(ctx, root.ExecuteContext(ctx))
 }
 
 func newRootCommand(streams genericiooptions.IOStreams, getenv func(string) string) *cobra.Command {
@@ -110,19 +96,7 @@ func (a *app) prepare(cmd *cobra.Command) error {
 	fail := func(err error) error {
 		return a.s.Fail(cmd.Context(), verify.NewReport(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")), err)
 	}
-	format := func() error {
-		if f := a.s.Output.Format; f != "text" && f != "json" {
-			// A command may write more formats (diff: markdown).
-			if more := cmd.Annotations[outputFormatsAnnotation]; more == "" || !slices.Contains(strings.Split(more, ","), f) {
-				return &verify.InputError{Err: fmt.Errorf("--output %q: want %s", f, outputFormats(cmd))}
-			}
-		}
-		if a.s.Output.Quiet && a.s.Output.Verbose {
-			return &verify.InputError{Err: fmt.Errorf("--quiet and --verbose are exclusive: pick one")}
-		}
-		return nil
-	}
-	if err := format(); err != nil {
+	if err := a.checkOutput(cmd); err != nil {
 		return err
 	}
 	// An input error with a report, like every other.
@@ -132,7 +106,7 @@ func (a *app) prepare(cmd *cobra.Command) error {
 	if err := a.applyEnvironment(cmd); err != nil {
 		return err
 	}
-	if err := format(); err != nil { // BOOTSTRAP_OUTPUT
+	if err := a.checkOutput(cmd); err != nil { // BOOTSTRAP_OUTPUT
 		return err
 	}
 	if f := cmd.Flags().Lookup("config"); f != nil {

@@ -33,12 +33,13 @@ type statusFlags struct {
 	// declared declares the root when the repository holds none (as
 	// check's flags do).
 	declared rootFlags
+	// watch evaluates again on every change (--watch).
+	watch bool
 }
 
 func newStatusCommand(a *app) *cobra.Command {
 	f := &renderFlags{}
 	var sf statusFlags
-	var watch bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Read-only: every phase's after-gates against the live cluster, one verdict and exit code",
@@ -70,7 +71,7 @@ report each time (-o json: one document per evaluation), until interrupted.`,
   bootstrap status --env dev -q --junit /var/log/bootstrap/status.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if watch {
+			if sf.watch {
 				return a.watchStatus(cmd, f, sf)
 			}
 			run := a.s.NewRun("status", false)
@@ -91,7 +92,7 @@ report each time (-o json: one document per evaluation), until interrupted.`,
 	fl.Var(input.NewRef(&sf.root, "flux-system/flux-system"), "root", "the root Kustomization, NAME or NAMESPACE/NAME")
 	fl.Var(input.NewName(&sf.secretName, agekey.DefaultSecretName, "age key Secret"), "secret-name", "name of the age key Secret (with --repo/--env)")
 	sf.declared.add(fl)
-	fl.BoolVarP(&watch, "watch", "w", false, "evaluate again on every change (watches on Flux's Deployments, ReplicaSets, pods, Kustomizations, sources and the age-key Secret; no polling) until interrupted; exits with the last evaluation's code")
+	fl.BoolVarP(&sf.watch, "watch", "w", false, "evaluate again on every change (watches on Flux's Deployments, ReplicaSets, pods, Kustomizations, sources and the age-key Secret; no polling) until interrupted; exits with the last evaluation's code")
 	return cmd
 }
 

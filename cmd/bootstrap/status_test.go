@@ -19,6 +19,7 @@ import (
 // The status command line: input errors exit 2 before any cluster is
 // contacted.
 func TestStatusCLIRefusals(t *testing.T) {
+	t.Parallel()
 	const repo = "../../testdata/homelab"
 	for _, tc := range []struct {
 		name string
@@ -33,6 +34,7 @@ func TestStatusCLIRefusals(t *testing.T) {
 		{"no kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, append([]string{"status", "-o", "json"}, tc.args...)...)
 			var doc struct {
 				ExitCode int
@@ -52,6 +54,7 @@ func TestStatusCLIRefusals(t *testing.T) {
 // status exits 3 (never 0, never "healthy"), names the API server, and
 // lists every gate it could not run as skip.
 func TestStatusUnreachable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kc, []byte(`apiVersion: v1
@@ -99,6 +102,7 @@ func (d cliDoc) check(id string) struct{ ID, Verdict, Message string } {
 // TestStatusDocsListEveryGate: docs/status.md names every gate status can
 // report.
 func TestStatusDocsListEveryGate(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../docs/status.md")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 // The sync command line: input errors exit 2 before any cluster is
 // contacted; a before-gate failure exits 1 with the gate in the JSON.
 func TestSyncCLIRefusals(t *testing.T) {
+	t.Parallel()
 	const repo, operator = "../../testdata/homelab", "../../testdata/layouts/operator"
 	for _, tc := range []struct {
 		name string
@@ -36,6 +37,7 @@ func TestSyncCLIRefusals(t *testing.T) {
 		{"--flux-instance and --source-kind both declare it", []string{"--repo", operator, "--path", "kubernetes/flux/cluster", "--flux-instance", "bootstrap/helmfile.d/values-flux-instance.yaml", "--source-kind", "GitRepository", "--source-url", "https://git.example.invalid/x.git", "--kubeconfig", "/nonexistent/kubeconfig"}, 2, "already declares it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, append([]string{"sync", "-o", "json"}, tc.args...)...)
 			var doc struct {
 				ExitCode int
@@ -52,6 +54,7 @@ func TestSyncCLIRefusals(t *testing.T) {
 }
 
 func TestCutoverCLINoCluster(t *testing.T) {
+	t.Parallel()
 	r := runCLI(t, "cutover", "-o", "json", "--kubeconfig", "/nonexistent/kubeconfig")
 	if r.code != 2 || !strings.Contains(r.stdout, "/nonexistent/kubeconfig") {
 		t.Fatalf("cutover without a kubeconfig: exit %d\n%s%s", r.code, r.stdout, r.stderr)

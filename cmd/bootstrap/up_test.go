@@ -21,6 +21,7 @@ import (
 )
 
 func TestUpInputErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -60,6 +61,7 @@ func TestUpInputErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, append(tt.args, "--dry-run")...)
 			if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) {
 				t.Errorf("exit %d, want %d; stderr should say %q:\n%s", r.code, tt.code, tt.msg, r.stderr)
@@ -72,6 +74,7 @@ func TestUpInputErrors(t *testing.T) {
 // first request (the kubeconfig names no reachable cluster: a request
 // would fail with exit 1, not name the file with exit 2).
 func TestUpReadsTheKeyFirst(t *testing.T) {
+	t.Parallel()
 	repo := "../../testdata/homelab"
 	r := runCLI(t, "up", "--repo", repo, "--env", "dev", "--age-key-file", "/nonexistent/age.key")
 	if r.code != 2 || !strings.Contains(r.stderr, "/nonexistent/age.key") {
@@ -84,6 +87,7 @@ func TestUpReadsTheKeyFirst(t *testing.T) {
 // but holds no SOPS file yet: without --force age-key.scope skips (up
 // stops there, exit 3); with it the gate warns and the key is installed.
 func TestUpForceReachesAgeKey(t *testing.T) {
+	t.Parallel()
 	key, _, err := agekeytest.NewIdentity()
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +156,7 @@ func upOptions(t *testing.T, args ...string) flow.Options {
 // flags reach it — the controllers', age-key's, sync's (--root), static's
 // (--compare, --no-compare) and converge's (--retries, --fail-after).
 func TestUpPhaseFlagsReachThePhases(t *testing.T) {
+	t.Parallel()
 	o := upOptions(t, "--repo", "../../testdata/homelab", "--env", "dev", "--timeout", "7m", "--force", "--migrate-crds", "--prune-crds",
 		"--age-key-file", "key.txt", "--secret-name", "age", "--rotate", "--root", "main", "--compare", "clusters/prod", "--no-compare",
 		"--nudge=false", "--retries", "5", "--fail-after", "0", "--cutover-when-ready", "--cutover-timeout", "9m",

@@ -13,6 +13,7 @@ import (
 // and the embedded Flux range, as text and as one JSON document; versions
 // still prints versions.env; a bad -o is a usage error.
 func TestVersionCommand(t *testing.T) {
+	t.Parallel()
 	pins, err := versions.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +31,7 @@ func TestVersionCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r := runCLI(t, tt.args...)
 			if r.code != tt.code {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.stdout, r.stderr)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"sync/atomic"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
@@ -21,7 +20,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,22 +33,23 @@ import (
 const FieldManager = "bootstrap"
 
 // Config loads the REST config from the cluster flags (kubeconfig,
-// context, request timeout), with this tool's user agent and rate limits.
-func Config(getter genericclioptions.RESTClientGetter) (*rest.Config, error) {
+// context, request timeout) and the environment they were given, with
+// this tool's user agent and rate limits.
+func Config(f *Flags) (*rest.Config, error) {
 	// cli-runtime falls back to localhost:8080 when no kubeconfig is found;
 	// this tool refuses to guess a cluster (unless it runs in one).
-	loader := getter.ToRawKubeConfigLoader()
+	loader := f.ToRawKubeConfigLoader()
 	if err := checkKubeconfigs(loader.ConfigAccess()); err != nil {
 		return nil, err
 	}
 	raw, err := loader.RawConfig()
-	if err == nil && len(raw.Clusters) == 0 && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+	if err == nil && len(raw.Clusters) == 0 && f.getenv("KUBERNETES_SERVICE_HOST") == "" {
 		err = errors.New("no kubeconfig found")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w; pass --kubeconfig or set KUBECONFIG", err)
 	}
-	cfg, err := getter.ToRESTConfig()
+	cfg, err := f.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w; pass --kubeconfig or set KUBECONFIG", err)
 	}
@@ -79,18 +78,6 @@ func checkKubeconfigs(ca clientcmd.ConfigAccess) error {
 		return fmt.Errorf("%w; pass --kubeconfig or set KUBECONFIG to a kubeconfig file", err)
 	}
 	return nil
-}
-
-// ClusterFlags are the flags that pick the cluster: --kubeconfig, --context
-// and --request-timeout (cli-runtime's, as kubectl has them).
-func ClusterFlags() *genericclioptions.ConfigFlags {
-	f := genericclioptions.NewConfigFlags(false)
-	// Only the flags this tool documents; a nil field registers no flag.
-	f.CacheDir, f.ClusterName, f.AuthInfoName, f.Namespace, f.APIServer, f.TLSServerName = nil, nil, nil, nil, nil, nil
-	f.Insecure, f.CertFile, f.KeyFile, f.CAFile, f.BearerToken, f.Username, f.Password = nil, nil, nil, nil, nil, nil, nil
-	f.Impersonate, f.ImpersonateUID, f.ImpersonateGroup, f.ImpersonateUserExtra, f.DisableCompression = nil, nil, nil, nil, nil
-	*f.Timeout = "30s"
-	return f
 }
 
 // Scheme knows the core types, CRDs and Flux's source and kustomize APIs.

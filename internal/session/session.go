@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/ssa"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,7 +50,7 @@ type Session struct {
 	Out, ErrOut io.Writer
 	Getenv      func(string) string
 	Output      Output
-	Cluster     *genericclioptions.ConfigFlags
+	Cluster     *kube.Flags
 	// BreakLock takes the cluster lock even though another run holds it.
 	BreakLock bool
 	// Origins say which flags the environment set, and from where: facts
@@ -76,7 +75,7 @@ type Session struct {
 
 // New is a session writing to out and errOut, reading the environment with
 // getenv and the cluster flags cluster.
-func New(out, errOut io.Writer, getenv func(string) string, cluster *genericclioptions.ConfigFlags) *Session {
+func New(out, errOut io.Writer, getenv func(string) string, cluster *kube.Flags) *Session {
 	return &Session{Out: out, ErrOut: errOut, Getenv: getenv, Cluster: cluster, Output: Output{Format: "text"}}
 }
 

@@ -114,7 +114,7 @@ func TestCodeOfReport(t *testing.T) {
 func TestFinishWritesEveryReport(t *testing.T) {
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
-	s := New(&out, &errOut, func(string) string { return "" }, kube.ClusterFlags())
+	s := New(&out, &errOut, func(string) string { return "" }, kube.ClusterFlags(func(string) string { return "" }))
 	s.Output = Output{Format: "json", ReportJSON: filepath.Join(dir, "r.json"), JUnit: filepath.Join(dir, "r.xml")}
 	run := s.NewRun("test", false)
 	run.Report.Facts["url"] = "https://u:pw@git.lan/x"
