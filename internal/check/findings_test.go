@@ -59,3 +59,12 @@ func hasFinding(c verify.Check, det Detector, text string) bool {
 func hasDetector(c verify.Check, det Detector) bool {
 	return slices.ContainsFunc(c.Findings, func(f verify.Finding) bool { return f.Detector == det })
 }
+
+// holds: c has a finding of det whose line holds want, or (det "") c's
+// message or evidence holds want.
+func holds(c verify.Check, det Detector, want string) bool {
+	if det == "" {
+		return strings.Contains(text(c), want)
+	}
+	return hasFinding(c, det, want)
+}
