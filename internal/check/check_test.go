@@ -526,13 +526,13 @@ func TestInvalidVariableName(t *testing.T) {
 	rep := run(t, fixture(t,
 		mutation{"clusters/dev/cluster-vars.yaml", "", "  bad-key: x\n"},
 		mutation{"clusters/prod/cluster-vars.yaml", "", "  bad-key: x\n"}))
-	want := "[parse-error] kustomize-controller's substitution fails Kustomization flux-system/infra: post build failed for 'ConfigMap/kube-system/cni-config': envsubst error: 'bad-key' var name is invalid"
+	want := "kustomize-controller's substitution fails Kustomization flux-system/infra: post build failed for 'ConfigMap/kube-system/cni-config': envsubst error: 'bad-key' var name is invalid"
 	for _, c := range rep.Checks {
-		if c.ID == "check.substitution/flux-system/infra" && c.Verdict == verify.Fail && strings.Contains(text(c), want) {
+		if c.ID == "check.substitution/flux-system/infra" && c.Verdict == verify.Fail && hasFinding(c, ParseError, want) {
 			return
 		}
 	}
-	t.Fatalf("want %q in:\n%s", want, dump(rep))
+	t.Fatalf("want a parse-error finding holding %q in:\n%s", want, dump(rep))
 }
 
 // A SOPS-encrypted object in a substituting path: its plaintext is not
@@ -573,7 +573,7 @@ func TestSharedModelThatKeptGoing(t *testing.T) {
 	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
 	c := checkOf(rep, "check.render")
-	if session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !strings.Contains(text(c), "clusters/base/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path") || !strings.Contains(text(c), "missing.yaml") {
+	if session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !hasFinding(c, Build, "clusters/base/apps.yaml:1: Kustomization flux-system/apps: kustomize build of spec.path") || !strings.Contains(text(c), "missing.yaml") {
 		t.Fatalf("exit %d, want 1 with the [build] failure naming missing.yaml:\n%s", session.ReportCode(rep), dump(rep))
 	}
 }
@@ -639,9 +639,9 @@ func TestOverReadBound(t *testing.T) {
 			if c.Verdict != tc.want || strings.Contains(text(c), "no such file") {
 				t.Fatalf("check.render %s, want %s:\n%s", c.Verdict, tc.want, dump(rep))
 			}
-			want := `apps/kustomization.yaml:5: [unread] resources entry "big.yaml" is a file over this tool's read bound: apps/big.yaml is larger than 2000 bytes, so it was left out of the copy and not read (no flag or policy raises the bound, fluxrepo.DefaultMaxFileBytes)`
-			if tc.want == verify.Warn && (!strings.Contains(text(c), want) || !strings.Contains(text(c), "left out of the build of Kustomization flux-system/apps")) {
-				t.Fatalf("want %q:\n%s", want, dump(rep))
+			want := `apps/kustomization.yaml:5: resources entry "big.yaml" is a file over this tool's read bound: apps/big.yaml is larger than 2000 bytes, so it was left out of the copy and not read (no flag or policy raises the bound, fluxrepo.DefaultMaxFileBytes)`
+			if tc.want == verify.Warn && (!hasFinding(c, Unread, want) || !strings.Contains(text(c), "left out of the build of Kustomization flux-system/apps")) {
+				t.Fatalf("want an unread finding holding %q:\n%s", want, dump(rep))
 			}
 		})
 	}
@@ -663,7 +663,7 @@ func TestRepairBounded(t *testing.T) {
 			writeApps(t, repo, missing...)
 			rep := run(t, repo)
 			c := checkOf(rep, "check.render")
-			if session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !strings.Contains(text(c), "[build] Kustomization flux-system/apps") {
+			if session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !hasFinding(c, Build, "Kustomization flux-system/apps") {
 				t.Fatalf("exit %d, want 1 and a [build] failure:\n%s", session.ReportCode(rep), dump(rep))
 			}
 			repaired := strings.Contains(text(c), "once apps/kustomization.yaml is fixed")
@@ -704,7 +704,7 @@ func TestRemoteNeverFetched(t *testing.T) {
 	writeApps(t, repo, srv.URL+"/crds.yaml")
 	rep := run(t, repo)
 	c := checkOf(rep, "check.render")
-	if hits.Load() != 0 || c.Verdict != verify.Warn || !strings.Contains(text(c), `apps/kustomization.yaml:5: [unread] resources entry "`+srv.URL+`/crds.yaml" is a remote file`) {
+	if hits.Load() != 0 || c.Verdict != verify.Warn || !hasFinding(c, Unread, `apps/kustomization.yaml:5: resources entry "`+srv.URL+`/crds.yaml" is a remote file`) {
 		t.Fatalf("%d request(s); check.render:\n%s", hits.Load(), dump(rep))
 	}
 }
@@ -806,7 +806,7 @@ func TestFetchRemoteBase(t *testing.T) {
 		check func(rep *verify.Report) string
 	}{
 		{"without --fetch-remote: a hole", false, func(rep *verify.Report) string {
-			if c := checkOf(rep, "check.render"); c.Verdict != verify.Warn || !strings.Contains(text(c), "is a remote base") {
+			if c := checkOf(rep, "check.render"); c.Verdict != verify.Warn || !hasFinding(c, Unread, "is a remote base") {
 				return "want check.render's [unread] remote base"
 			}
 			return ""
