@@ -20,24 +20,16 @@ type wantFinding struct {
 
 func (w wantFinding) String() string { return fmt.Sprintf("a %s finding holding %q", w.det, w.text) }
 
-// findingLine is f as the report's evidence writes it, less its
-// "[detector]" tag: "file:line: message (n occurrence(s) on line(s) …) —
-// fix: … — policy".
+// findingLine is f as the report's evidence writes it (finding.String),
+// less its "[detector]" tag: "file:line: message (n occurrence(s) on
+// line(s) …) — fix: … — policy".
 func findingLine(f verify.Finding) string {
 	s := f.Message
 	if loc := f.Location(); loc != "" {
 		s = loc + ": " + s
 	}
 	if f.Count > 1 || len(f.Lines) > 1 {
-		s += fmt.Sprintf(" (%d occurrence(s)", max(f.Count, 1))
-		if len(f.Lines) > 0 {
-			ls := make([]string, len(f.Lines))
-			for i, l := range f.Lines {
-				ls[i] = fmt.Sprint(l)
-			}
-			s += " on line(s) " + strings.Join(ls, ", ")
-		}
-		s += ")"
+		s += fmt.Sprintf(" (%d occurrence(s)%s)", max(f.Count, 1), linesText(f.Lines))
 	}
 	if f.Fix != "" {
 		s += " — fix: " + f.Fix
