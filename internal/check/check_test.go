@@ -164,7 +164,7 @@ func TestDefects(t *testing.T) {
 		det     Detector
 		id      string
 		verdict verify.Verdict
-		want    string   // in the gate's message or evidence
+		want    string   // in the line of a finding of det
 		also    []string // other gates this defect legitimately trips
 		// alone: the detector's finding is the only one in its gate, so
 		// disabling it makes the gate pass.
@@ -174,120 +174,120 @@ func TestDefects(t *testing.T) {
 	}{
 		{name: "undefined", ms: []mutation{webExtra("${undefinedKnob}")}, det: Undefined,
 			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
-			want: "apps/web.yaml:10: [undefined] ${undefinedKnob} in ConfigMap/web/web is not defined"},
+			want: "apps/web.yaml:10: ${undefinedKnob} in ConfigMap/web/web is not defined"},
 		// Default-operator forms are judged by where they stand (issue
 		// #29): on a defined name never; on an undefined one a template
 		// default is an advisory, a script's shell variable and a :?
 		// message rendered as the value are defects.
 		{name: "default on undefined", ms: []mutation{webExtra("${missingKnob:-fallback}")}, det: DefaultOp,
 			id: "check.substitution/flux-system/apps", verdict: verify.Warn, alone: true,
-			want: `apps/web.yaml:10: [default-op] ${missingKnob:-…} in ConfigMap/web/web: missingKnob is not defined for Kustomization flux-system/apps`},
+			want: `apps/web.yaml:10: ${missingKnob:-…} in ConfigMap/web/web: missingKnob is not defined for Kustomization flux-system/apps`},
 		{name: "alternate on undefined", ms: []mutation{webExtra("${missingKnob:+set}")}, det: DefaultOp,
 			id: "check.substitution/flux-system/apps", verdict: verify.Warn, alone: true,
-			want: "[default-op] ${missingKnob:+…}"},
+			want: "${missingKnob:+…}"},
 		{name: "error operator on undefined", ms: []mutation{webExtra("${missingKnob:?must be set}")}, det: DefaultOp,
 			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
-			want: "[default-op] ${missingKnob:?…} in ConfigMap/web/web: missingKnob is not defined in this environment"},
+			want: "${missingKnob:?…} in ConfigMap/web/web: missingKnob is not defined in this environment"},
 		{name: "shell default in a script", ms: []mutation{{"apps/web.yaml", "", "  check.sh: \"#!/bin/sh\\nif [ -z \\\"${OIDC_SECRET:-}\\\" ]; then exit 1; fi\\n\"\n"}}, det: DefaultOp,
 			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
-			want: "[default-op] ${OIDC_SECRET:-…} in a script of ConfigMap/web/web: OIDC_SECRET is not defined in this environment"},
+			want: "${OIDC_SECRET:-…} in a script of ConfigMap/web/web: OIDC_SECRET is not defined in this environment"},
 		{name: "array subscript", ms: []mutation{webExtra("${ARR[0]}")}, det: ParseError,
 			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
-			want: "apps/web.yaml:10: [parse-error] ${ARR[0]} in ConfigMap/web/web: the substitution parser rejects it (missing closing brace)"},
+			want: "apps/web.yaml:10: ${ARR[0]} in ConfigMap/web/web: the substitution parser rejects it (missing closing brace)"},
 		// Measured with fluxcd/pkg/envsubst v1.7.1 (kustomize-controller
 		// v1.9.5): the colon-less forms other than = do not parse.
 		{name: "colon-less default", ms: []mutation{webExtra("${domain-x}")}, det: ParseError,
 			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
-			want: "[parse-error] ${domain-x}"},
+			want: "${domain-x}"},
 		{name: "block scalar comment line", ms: []mutation{{"infrastructure/cni.yaml", "# the API host is ${k8sServiceHost}", "# the API host is ${undefinedInComment}"}}, det: Undefined,
 			id: "check.substitution/flux-system/infra", verdict: verify.Fail, alone: true,
-			want: "infrastructure/cni.yaml:11: [undefined] ${undefinedInComment} in ConfigMap/kube-system/cni-config"},
+			want: "infrastructure/cni.yaml:11: ${undefinedInComment} in ConfigMap/kube-system/cni-config"},
 		{name: "literal without postBuild", ms: []mutation{{"docs/readme.yaml", "plain text, no variables", "see https://${domain}"}}, det: Literal,
 			id: "check.substitution/flux-system/docs", verdict: verify.Warn, alone: true,
-			want: "docs/readme.yaml:7: [literal] ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs has no postBuild, so it ships literally"},
+			want: "docs/readme.yaml:7: ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs has no postBuild, so it ships literally"},
 		{name: "literal with postBuild but no variables", ms: []mutation{
 			{"docs/readme.yaml", "plain text, no variables", "see https://${domain}"},
 			{"clusters/base/apps.yaml", "  dependsOn:\n    - name: apps\n", "  dependsOn:\n    - name: apps\n  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: docs-vars\n        optional: true\n"}}, det: Literal,
 			id: "check.substitution/flux-system/docs", verdict: verify.Warn, alone: true,
-			want: "docs/readme.yaml:7: [literal] ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs substitutes from nothing (no variables), so nothing is substituted and it ships literally"},
+			want: "docs/readme.yaml:7: ${domain} in ConfigMap/default/docs: Kustomization flux-system/docs substitutes from nothing (no variables), so nothing is substituted and it ships literally"},
 		// An advisory (issue #38 item 5): no controller compares
 		// environments; prod's own check reports its undefined ${newKnob}.
 		{name: "knob in one environment", ms: []mutation{{"clusters/dev/cluster-vars.yaml", "", "  newKnob: x\n"}, webExtra("${newKnob}")}, det: KnobEnv,
 			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Warn, alone: true,
-			want: "clusters/dev/cluster-vars.yaml:10: [knob-env] knob newKnob of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod"},
+			want: "clusters/dev/cluster-vars.yaml:10: knob newKnob of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod"},
 		{name: "substituteFrom object nobody renders", ms: []mutation{{"clusters/base/apps.yaml", "      - kind: Secret\n        name: app-secrets\n", "      - kind: Secret\n        name: app-secrets\n      - kind: ConfigMap\n        name: ghost-vars\n"}}, det: Prerequisite,
 			id: "check.knobs/ConfigMap/flux-system/ghost-vars", verdict: verify.Warn, alone: true,
-			want: "clusters/base/apps.yaml:25: [prerequisite] prerequisite ConfigMap/flux-system/ghost-vars (no key the repository shows used) is substituted from by flux-system/apps and no Kustomization of clusters/dev renders it"},
+			want: "clusters/base/apps.yaml:25: prerequisite ConfigMap/flux-system/ghost-vars (no key the repository shows used) is substituted from by flux-system/apps and no Kustomization of clusters/dev renders it"},
 		{name: "unused knob", ms: []mutation{{"clusters/dev/cluster-vars.yaml", "", "  unusedKnob: x\n"}, {"clusters/prod/cluster-vars.yaml", "", "  unusedKnob: x\n"}}, det: KnobUnused,
 			id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Warn, alone: true,
-			want: "clusters/dev/cluster-vars.yaml:10: [knob-unused] knob unusedKnob of ConfigMap/flux-system/cluster-vars is referenced by none"},
+			want: "clusters/dev/cluster-vars.yaml:10: knob unusedKnob of ConfigMap/flux-system/cluster-vars is referenced by none"},
 		{name: "cycle", ms: []mutation{{"clusters/base/infrastructure.yaml", "    - name: flux-system\n", "    - name: flux-system\n    - name: docs\n"}}, det: Cycle,
 			id: "check.graph", verdict: verify.Fail, alone: true,
-			want: "[cycle] dependsOn circular dependency detected: flux-system/infra -> flux-system/docs -> flux-system/apps -> flux-system/infra"},
+			want: "dependsOn circular dependency detected: flux-system/infra -> flux-system/docs -> flux-system/apps -> flux-system/infra"},
 		{name: "dangling dependsOn", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n    - name: ghost\n"}}, det: Dangling,
 			id: "check.graph", verdict: verify.Fail, alone: true,
-			want: "clusters/base/apps.yaml:16: [dangling] Kustomization flux-system/apps depends on flux-system/ghost"},
+			want: "clusters/base/apps.yaml:16: Kustomization flux-system/apps depends on flux-system/ghost"},
 		// Located from the YAML node: the entry naming "inf", not the
 		// first line of the file containing "name: inf" (infra's).
 		{name: "dangling dependsOn, a prefix of another name", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n    - name: inf\n"}}, det: Dangling,
 			id: "check.graph", verdict: verify.Fail, alone: true,
-			want: "clusters/base/apps.yaml:16: [dangling] Kustomization flux-system/apps depends on flux-system/inf,"},
+			want: "clusters/base/apps.yaml:16: Kustomization flux-system/apps depends on flux-system/inf,"},
 		// HelmReleases, with helm-controller's rules (v1.6.4): dependsOn
 		// names HelmReleases only, its namespace defaults to the
 		// dependent's (checkDependencies); exactly one of chart/chartRef
 		// (isValidChartRef); the chart source must exist (getSource).
 		{name: "dangling HelmRelease dependsOn", ms: []mutation{{"apps/releases.yaml", "    - name: web-db\n", "    - name: web-db\n    - name: ghost\n"}}, det: Dangling,
 			id: "check.graph", verdict: verify.Fail, alone: true,
-			want: "apps/releases.yaml:53: [dangling] HelmRelease web/web depends on web/ghost, which the environment does not render"},
+			want: "apps/releases.yaml:53: HelmRelease web/web depends on web/ghost, which the environment does not render"},
 		{name: "HelmRelease cycle", ms: []mutation{{"apps/releases.yaml", "  interval: 10m\n  chart:\n", "  interval: 10m\n  dependsOn:\n    - name: web\n  chart:\n"}}, det: Cycle,
 			id: "check.graph", verdict: verify.Fail, alone: true,
-			want: "apps/releases.yaml:26: [cycle] dependsOn circular dependency detected: web/web-db -> web/web -> web/web-db: none of these HelmReleases can ever become Ready"},
+			want: "apps/releases.yaml:26: dependsOn circular dependency detected: web/web-db -> web/web -> web/web-db: none of these HelmReleases can ever become Ready"},
 		{name: "HelmRelease depends on a Kustomization", ms: []mutation{{"apps/releases.yaml", "    - name: web-db\n", "    - name: web-db\n    - name: apps\n      namespace: flux-system\n"}}, det: HelmDependsOn,
 			id: "check.graph", verdict: verify.Fail, alone: true,
-			want: "apps/releases.yaml:53: [helm-depends-on] HelmRelease web/web depends on flux-system/apps, which is a Kustomization"},
+			want: "apps/releases.yaml:53: HelmRelease web/web depends on flux-system/apps, which is a Kustomization"},
 		// A Kustomization's health check (wait: true) waits for a release
 		// whose dependency another Kustomization applies (kustomize-
 		// controller v1.9.5 checkHealth holds a worker; helm-controller
 		// v1.6.4 checkDependencies keeps the release DependencyNotReady).
 		{name: "health check waits on a release its dependent applies", ms: []mutation{{"infrastructure/cni.yaml", "", waitOrderRelease}}, det: WaitOrder,
 			id: "check.graph", verdict: verify.Fail, alone: true, also: []string{"check.prune-hazard/flux-system/apps/web"},
-			want: "[wait-order] Kustomization flux-system/infra health-checks HelmReleases that need releases Kustomization flux-system/apps applies (web/web-ui needs web/web-db), and flux-system/apps waits for flux-system/infra: a deadlock"},
+			want: "Kustomization flux-system/infra health-checks HelmReleases that need releases Kustomization flux-system/apps applies (web/web-ui needs web/web-db), and flux-system/apps waits for flux-system/infra: a deadlock"},
 		{name: "health check waits on a release of an unordered Kustomization", ms: []mutation{
 			{"clusters/base/apps.yaml", "  path: ./docs\n  prune: true\n", "  path: ./docs\n  prune: true\n  wait: true\n"},
 			{"clusters/base/apps.yaml", "  dependsOn:\n    - name: apps\n", "  dependsOn:\n    - name: infra\n"},
 			{"docs/readme.yaml", "", waitOrderRelease}}, det: WaitOrder,
 			id: "check.graph", verdict: verify.Warn, alone: true, also: []string{"check.prune-hazard/flux-system/apps/web"},
-			want: "[wait-order] Kustomization flux-system/docs health-checks HelmReleases that need releases Kustomization flux-system/apps applies (web/web-ui needs web/web-db), without depending on flux-system/apps: it holds one of kustomize-controller's --concurrent workers"},
+			want: "Kustomization flux-system/docs health-checks HelmReleases that need releases Kustomization flux-system/apps applies (web/web-ui needs web/web-db), without depending on flux-system/apps: it holds one of kustomize-controller's --concurrent workers"},
 		{name: "chartRef source not rendered", ms: []mutation{{"apps/releases.yaml", "    name: web-chart\n  dependsOn", "    name: app-chart\n  dependsOn"}}, det: ChartSource,
 			id: "check.graph", verdict: verify.Fail, alone: true,
-			want: "apps/releases.yaml:41: [chart-source] HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which the environment does not render"},
+			want: "apps/releases.yaml:41: HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which the environment does not render"},
 		// Review item 19: the chart's source is not rendered, but a path
 		// did not build and may render it: a warning, judged once it
 		// builds.
 		{name: "chartRef source not rendered, a path unbuilt", ms: []mutation{{"apps/releases.yaml", "    name: web-chart\n  dependsOn", "    name: app-chart\n  dependsOn"}, {"clusters/base/apps.yaml", "  path: ./docs\n", "  path: ./doc\n"}}, det: ChartSource,
 			id: "check.graph", verdict: verify.Warn, alone: true, also: []string{"check.render", "check.substitution/flux-system/docs"}, alsoFails: true,
-			want: "[chart-source] HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which no path that built renders"},
+			want: "HelmRelease web/web reads its chart from OCIRepository/web/app-chart, which no path that built renders"},
 		{name: "chart template source not rendered", ms: []mutation{{"apps/releases.yaml", "        name: charts\n", "        name: other-charts\n"}}, det: ChartSource,
 			id: "check.graph", verdict: verify.Fail, alone: true,
-			want: "[chart-source] HelmRelease web/web-db reads its chart from HelmRepository/web/other-charts"},
+			want: "HelmRelease web/web-db reads its chart from HelmRepository/web/other-charts"},
 		{name: "chart and chartRef both set", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n", "  chart:\n    spec:\n      chart: app\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n  chartRef:\n"}}, det: ChartSource,
 			// The CRD's own rule refuses it too, before the controller sees it.
 			id: "check.graph", verdict: verify.Fail, alone: true, also: []string{"check.substitution/flux-system/apps"},
-			want: "[chart-source] HelmRelease web/web: spec.chart and spec.chartRef are mutually exclusive"},
+			want: "HelmRelease web/web: spec.chart and spec.chartRef are mutually exclusive"},
 		// CEL compiled as the controllers compile it: readyExpr with
 		// variables self and dep and a bool result (evalReadyExpr,
 		// kustomize-controller v1.9.5 and helm-controller v1.6.4),
 		// healthCheckExprs with fluxcd/pkg/runtime/cel.NewStatusReader.
 		{name: "readyExpr that does not compile", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n      readyExpr: dep.status.conditions.filter(c, c.type == 'Ready'\n"}}, det: BadCEL,
 			id: "check.cel", verdict: verify.Fail, alone: true,
-			want: "[cel] Kustomization flux-system/apps: dependsOn infra readyExpr does not compile"},
+			want: "Kustomization flux-system/apps: dependsOn infra readyExpr does not compile"},
 		{name: "readyExpr that is not a bool", ms: []mutation{{"apps/releases.yaml", "    - name: web-db\n", "    - name: web-db\n      readyExpr: dep.metadata.name\n"}}, det: BadCEL,
 			id: "check.cel", verdict: verify.Fail, alone: true,
-			want: "[cel] HelmRelease web/web: dependsOn web-db readyExpr does not compile"},
+			want: "HelmRelease web/web: dependsOn web-db readyExpr does not compile"},
 		{name: "healthCheckExprs without current", ms: []mutation{{"clusters/base/apps.yaml", "    - name: infra\n", "    - name: infra\n  healthCheckExprs:\n    - apiVersion: example.com/v1\n      kind: Thing\n      failed: status.phase == 'Failed'\n"}}, det: BadCEL,
 			// The CRD requires current too: the API server refuses it first.
 			id: "check.cel", verdict: verify.Fail, alone: true, also: []string{"check.substitution/flux-system/flux-system"},
-			want: "[cel] Kustomization flux-system/apps: healthCheckExprs: failed to create custom status evaluator for healthchecks[0]: expression Current not specified"},
+			want: "Kustomization flux-system/apps: healthCheckExprs: failed to create custom status evaluator for healthchecks[0]: expression Current not specified"},
 		// kustomize-controller v1.9.5 substitutes the YAML of each built
 		// object and decodes it again: a quoted "${replicas}" is written
 		// unquoted by the build, so "3" becomes a number and a ConfigMap's
@@ -297,19 +297,19 @@ func TestDefects(t *testing.T) {
 			{"clusters/dev/cluster-vars.yaml", "", "  replicas: \"3\"\n"}, {"clusters/prod/cluster-vars.yaml", "", "  replicas: \"3\"\n"},
 			{"apps/web.yaml", "", "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sizes\n  namespace: web\ndata:\n  replicas: \"${replicas}\"\n"}}, det: TypeChange,
 			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
-			want: "apps/web.yaml:17: [type] ConfigMap/web/sizes after substitution is not a valid ConfigMap"},
+			want: "apps/web.yaml:17: ConfigMap/web/sizes after substitution is not a valid ConfigMap"},
 		{name: "root applies another directory", ms: []mutation{{"clusters/dev/sync.yaml", "path: ./clusters/dev", "path: ./clusters/base"}}, det: Unreachable,
 			id: "check.graph", verdict: verify.Fail, alone: true,
-			want: "[unreachable] the root Kustomization flux-system/flux-system applies ./clusters/base, not the environment's directory clusters/dev"},
+			want: "the root Kustomization flux-system/flux-system applies ./clusters/base, not the environment's directory clusters/dev"},
 		{name: "root waits", ms: []mutation{{"clusters/dev/sync.yaml", "wait: false", "wait: true"}}, det: RootWait,
 			id: "check.graph", verdict: verify.Fail, alone: true,
-			want: "clusters/dev/sync.yaml:10: [root-wait] the root Kustomization flux-system/flux-system has wait: true"},
+			want: "clusters/dev/sync.yaml:10: the root Kustomization flux-system/flux-system has wait: true"},
 		{name: "no root", ms: []mutation{{"clusters/dev/kustomization.yaml", "  - sync.yaml\n", ""}}, det: NoRoot,
 			id: "check.graph", verdict: verify.Fail,
-			want: "clusters/dev/kustomization.yaml: [no-root] clusters/dev renders no root Kustomization flux-system/flux-system"},
+			want: "clusters/dev/kustomization.yaml: clusters/dev renders no root Kustomization flux-system/flux-system"},
 		{name: "substitution race", ms: []mutation{{"clusters/base/infrastructure.yaml", "  dependsOn:\n    - name: flux-system\n", ""}}, det: RaceDep,
 			id: "check.race/flux-system/infra", verdict: verify.Fail, alone: true, also: []string{"check.race/flux-system/apps"},
-			want: "clusters/base/infrastructure.yaml:1: [race] Kustomization flux-system/infra substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system, without depending on it"},
+			want: "clusters/base/infrastructure.yaml:1: Kustomization flux-system/infra substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system, without depending on it"},
 		// kustomize-controller v1.9.5 watches substituteFrom objects
 		// labelled reconcile.fluxcd.io/watch: Enabled (main.go's
 		// GetWatchConfigsPredicate, kustomization_manager.go's indexers):
@@ -318,14 +318,14 @@ func TestDefects(t *testing.T) {
 			{"clusters/base/infrastructure.yaml", "  dependsOn:\n    - name: flux-system\n", ""},
 			{"clusters/dev/cluster-vars.yaml", "  namespace: flux-system\n", "  namespace: flux-system\n  labels:\n    reconcile.fluxcd.io/watch: Enabled\n"}}, det: RaceDep,
 			id: "check.race/flux-system/infra", verdict: verify.Warn, alone: true, also: []string{"check.race/flux-system/apps"}, alsoFails: true,
-			want: "[race] Kustomization flux-system/infra substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system, without depending on it; it is watched"},
+			want: "Kustomization flux-system/infra substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system, without depending on it; it is watched"},
 		// Flux objects validated after substitution against the release's
 		// CRDs, as the API server does on create (crdschema): an enum
 		// value the schema does not allow refuses the object, and with it
 		// the whole Kustomization's apply.
 		{name: "a Flux field outside its enum", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  driftDetection:\n    mode: enable\n  chartRef:\n    kind: OCIRepository\n"}}, det: Schema,
 			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
-			want: "apps/releases.yaml:49: [schema] HelmRelease/web/web is refused by the API server (Flux v2.9.5's CRDs): spec.driftDetection.mode: Unsupported value: \"enable\""},
+			want: "apps/releases.yaml:49: HelmRelease/web/web is refused by the API server (Flux v2.9.5's CRDs): spec.driftDetection.mode: Unsupported value: \"enable\""},
 		// The issue's class: a knob that reads as a number, substituted
 		// into a field the CRD types as a string.
 		{name: "a substituted number where a Flux field wants a string", ms: []mutation{
@@ -335,16 +335,16 @@ func TestDefects(t *testing.T) {
 			want: "spec.timeout: Invalid value: \"integer\": spec.timeout in body must be of type string"},
 		{name: "an unknown field in a Flux object", ms: []mutation{{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  intervl: 5m\n  chartRef:\n    kind: OCIRepository\n"}}, det: Schema,
 			id: "check.substitution/flux-system/apps", verdict: verify.Warn, alone: true,
-			want: "apps/releases.yaml:48: [schema] HelmRelease/web/web: field spec.intervl is not in Flux v2.9.5's CRDs, so the API server drops it"},
+			want: "apps/releases.yaml:48: HelmRelease/web/web: field spec.intervl is not in Flux v2.9.5's CRDs, so the API server drops it"},
 		// kustomize-controller v1.9.x (kustomization_controller.go,
 		// reconcile) fails only the Kustomization whose build fails
 		// (BuildFailed); the others are applied: one [build] finding.
 		{name: "a path that is not a directory", ms: []mutation{{"clusters/base/apps.yaml", "  path: ./docs\n", "  path: ./doc\n"}}, det: Build,
 			id: "check.render", verdict: verify.Fail, alone: true, also: []string{"check.substitution/flux-system/docs"},
-			want: `clusters/base/apps.yaml:25: [build] Kustomization flux-system/docs: spec.path "./doc" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`},
+			want: `clusters/base/apps.yaml:25: Kustomization flux-system/docs: spec.path "./doc" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`},
 		{name: "prune hazard", ms: []mutation{{"apps/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n"}}, det: Prune,
 			id: "check.prune-hazard/flux-system/apps/kube-system", verdict: verify.Warn,
-			want: "apps/namespace.yaml:6: [prune-hazard] Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},
+			want: "apps/namespace.yaml:6: Kustomization flux-system/apps (prune: true) is the only declarer of Namespace kube-system (Kustomizations flux-system/infra deploy into it)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -359,11 +359,8 @@ func TestDefects(t *testing.T) {
 					got = &rep.Checks[i]
 				}
 			}
-			if got == nil || got.Verdict != tc.verdict || !strings.Contains(text(*got), tc.want) {
-				t.Fatalf("want %s %s containing %q; got:\n%s", tc.id, tc.verdict, tc.want, dump(rep))
-			}
-			if !slices.ContainsFunc(got.Findings, func(f verify.Finding) bool { return f.Detector == tc.det }) {
-				t.Errorf("%s has no finding of detector %s: %+v", tc.id, tc.det, got.Findings)
+			if got == nil || got.Verdict != tc.verdict || !hasFinding(*got, tc.det, tc.want) {
+				t.Fatalf("want %s %s with a %s finding holding %q; got:\n%s", tc.id, tc.verdict, tc.det, tc.want, dump(rep))
 			}
 			// Exactly that defect: no other gate trips.
 			for _, c := range rep.Checks {
@@ -381,7 +378,7 @@ func TestDefects(t *testing.T) {
 			// Load-bearing: with the detector off, the defect goes unseen.
 			off := run(t, repo, tc.det)
 			for _, c := range off.Checks {
-				if slices.ContainsFunc(c.Findings, func(f verify.Finding) bool { return f.Detector == tc.det }) {
+				if hasDetector(c, tc.det) {
 					t.Errorf("detector %s disabled, still reported: %s", tc.det, text(c))
 				}
 				if c.ID == tc.id && tc.alone && c.Verdict != verify.Pass {
@@ -526,13 +523,13 @@ func TestInvalidVariableName(t *testing.T) {
 	rep := run(t, fixture(t,
 		mutation{"clusters/dev/cluster-vars.yaml", "", "  bad-key: x\n"},
 		mutation{"clusters/prod/cluster-vars.yaml", "", "  bad-key: x\n"}))
-	want := "[parse-error] kustomize-controller's substitution fails Kustomization flux-system/infra: post build failed for 'ConfigMap/kube-system/cni-config': envsubst error: 'bad-key' var name is invalid"
+	want := "kustomize-controller's substitution fails Kustomization flux-system/infra: post build failed for 'ConfigMap/kube-system/cni-config': envsubst error: 'bad-key' var name is invalid"
 	for _, c := range rep.Checks {
-		if c.ID == "check.substitution/flux-system/infra" && c.Verdict == verify.Fail && strings.Contains(text(c), want) {
+		if c.ID == "check.substitution/flux-system/infra" && c.Verdict == verify.Fail && hasFinding(c, ParseError, want) {
 			return
 		}
 	}
-	t.Fatalf("want %q in:\n%s", want, dump(rep))
+	t.Fatalf("want a parse-error finding holding %q in:\n%s", want, dump(rep))
 }
 
 // A SOPS-encrypted object in a substituting path: its plaintext is not
@@ -573,7 +570,7 @@ func TestSharedModelThatKeptGoing(t *testing.T) {
 	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
 	c := checkOf(rep, "check.render")
-	if session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !strings.Contains(text(c), "clusters/base/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path") || !strings.Contains(text(c), "missing.yaml") {
+	if session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !hasFinding(c, Build, "clusters/base/apps.yaml:1: Kustomization flux-system/apps: kustomize build of spec.path") || !strings.Contains(text(c), "missing.yaml") {
 		t.Fatalf("exit %d, want 1 with the [build] failure naming missing.yaml:\n%s", session.ReportCode(rep), dump(rep))
 	}
 }
@@ -587,7 +584,7 @@ func TestSchemaSkipsEncrypted(t *testing.T) {
 		mutation{"apps/releases.yaml", "  chartRef:\n    kind: OCIRepository\n", "  driftDetection:\n    mode: ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]\n  chartRef:\n    kind: OCIRepository\n"},
 		mutation{"apps/releases.yaml", "", "sops:\n  version: 3.9.0\n  mac: ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]\n"}))
 	for _, c := range rep.Checks {
-		if slices.ContainsFunc(c.Findings, func(f verify.Finding) bool { return f.Detector == Schema }) {
+		if hasDetector(c, Schema) {
 			t.Errorf("an encrypted object was judged by the schema: %s", text(c))
 		}
 	}
@@ -639,9 +636,9 @@ func TestOverReadBound(t *testing.T) {
 			if c.Verdict != tc.want || strings.Contains(text(c), "no such file") {
 				t.Fatalf("check.render %s, want %s:\n%s", c.Verdict, tc.want, dump(rep))
 			}
-			want := `apps/kustomization.yaml:5: [unread] resources entry "big.yaml" is a file over this tool's read bound: apps/big.yaml is larger than 2000 bytes, so it was left out of the copy and not read (no flag or policy raises the bound, fluxrepo.DefaultMaxFileBytes)`
-			if tc.want == verify.Warn && (!strings.Contains(text(c), want) || !strings.Contains(text(c), "left out of the build of Kustomization flux-system/apps")) {
-				t.Fatalf("want %q:\n%s", want, dump(rep))
+			want := `apps/kustomization.yaml:5: resources entry "big.yaml" is a file over this tool's read bound: apps/big.yaml is larger than 2000 bytes, so it was left out of the copy and not read (no flag or policy raises the bound, fluxrepo.DefaultMaxFileBytes)`
+			if tc.want == verify.Warn && (!hasFinding(c, Unread, want) || !strings.Contains(text(c), "left out of the build of Kustomization flux-system/apps")) {
+				t.Fatalf("want an unread finding holding %q:\n%s", want, dump(rep))
 			}
 		})
 	}
@@ -663,7 +660,7 @@ func TestRepairBounded(t *testing.T) {
 			writeApps(t, repo, missing...)
 			rep := run(t, repo)
 			c := checkOf(rep, "check.render")
-			if session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !strings.Contains(text(c), "[build] Kustomization flux-system/apps") {
+			if session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !hasFinding(c, Build, "Kustomization flux-system/apps") {
 				t.Fatalf("exit %d, want 1 and a [build] failure:\n%s", session.ReportCode(rep), dump(rep))
 			}
 			repaired := strings.Contains(text(c), "once apps/kustomization.yaml is fixed")
@@ -704,7 +701,7 @@ func TestRemoteNeverFetched(t *testing.T) {
 	writeApps(t, repo, srv.URL+"/crds.yaml")
 	rep := run(t, repo)
 	c := checkOf(rep, "check.render")
-	if hits.Load() != 0 || c.Verdict != verify.Warn || !strings.Contains(text(c), `apps/kustomization.yaml:5: [unread] resources entry "`+srv.URL+`/crds.yaml" is a remote file`) {
+	if hits.Load() != 0 || c.Verdict != verify.Warn || !hasFinding(c, Unread, `apps/kustomization.yaml:5: resources entry "`+srv.URL+`/crds.yaml" is a remote file`) {
 		t.Fatalf("%d request(s); check.render:\n%s", hits.Load(), dump(rep))
 	}
 }
@@ -806,7 +803,7 @@ func TestFetchRemoteBase(t *testing.T) {
 		check func(rep *verify.Report) string
 	}{
 		{"without --fetch-remote: a hole", false, func(rep *verify.Report) string {
-			if c := checkOf(rep, "check.render"); c.Verdict != verify.Warn || !strings.Contains(text(c), "is a remote base") {
+			if c := checkOf(rep, "check.render"); c.Verdict != verify.Warn || !hasFinding(c, Unread, "is a remote base") {
 				return "want check.render's [unread] remote base"
 			}
 			return ""

@@ -2,7 +2,6 @@ package check
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +47,8 @@ func TestComponents(t *testing.T) {
 		id         string
 		verdict    verify.Verdict
 		want       []string
+		// found: the findings id must have.
+		found []wantFinding
 		// absent are texts no check of the run may hold.
 		absent []string
 		// absentDet are detectors no check of the run may have a finding of.
@@ -60,7 +61,7 @@ func TestComponents(t *testing.T) {
 			absentDet: []Detector{ChartSource}},
 		{name: "main as committed: the shared settings judged once across their copies", path: "clusters/main", exit: session.ExitOK,
 			id: "check.knobs/ConfigMap/default/app-settings", verdict: verify.Warn,
-			want: []string{"kubernetes/components/settings/settings.yaml:12: [knob-unused] knob BACKUP_BUCKET of kubernetes/components/settings/settings.yaml (2 copies: ConfigMap/default/app-settings, ConfigMap/media/app-settings)"},
+			found: []wantFinding{{KnobUnused, "kubernetes/components/settings/settings.yaml:12: knob BACKUP_BUCKET of kubernetes/components/settings/settings.yaml (2 copies: ConfigMap/default/app-settings, ConfigMap/media/app-settings)"}},
 			// LOG_LEVEL: only media's app uses it, default's copy is not
 			// unused for that.
 			absent:   []string{"knob LOG_LEVEL", "knob TZ", "knob APP_DOMAIN"},
@@ -72,7 +73,7 @@ func TestComponents(t *testing.T) {
 			edits: []edit{{"kubernetes/apps/media/jelly/app/config.yaml", "${LOG_LEVEL}", "debug"}},
 			exit:  session.ExitOK, id: "check.knobs/ConfigMap/default/app-settings", verdict: verify.Warn,
 			// Still one advisory for the file, naming both.
-			want:     []string{"[knob-unused] 2 knobs of kubernetes/components/settings/settings.yaml (2 copies: ConfigMap/default/app-settings, ConfigMap/media/app-settings) are referenced by none of the Kustomizations substituting from it (default/echo, media/jelly): BACKUP_BUCKET, LOG_LEVEL"},
+			found:    []wantFinding{{KnobUnused, "2 knobs of kubernetes/components/settings/settings.yaml (2 copies: ConfigMap/default/app-settings, ConfigMap/media/app-settings) are referenced by none of the Kustomizations substituting from it (default/echo, media/jelly): BACKUP_BUCKET, LOG_LEVEL"}},
 			findings: map[Detector]int{KnobUnused: 1}},
 		{name: "edge as committed", path: "clusters/edge", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"each chart source rendered"}, findings: map[Detector]int{KnobUnused: 1, KnobEnv: 0}},
@@ -81,28 +82,28 @@ func TestComponents(t *testing.T) {
 			want: []string{"not compared with clusters/edge: GPU_NODE"}, findings: map[Detector]int{KnobEnv: 0}},
 		{name: "a knob the other cluster lacks, where it renders the reader", path: "clusters/main", edits: []edit{edgeGPU},
 			exit: session.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: verify.Warn,
-			want:     []string{"clusters/main/cluster-settings.yaml:9: [knob-env] knob GPU_NODE of ConfigMap/flux-system/cluster-settings is defined in clusters/main but not in clusters/edge (clusters/edge/cluster-settings.yaml:4), where Kustomization flux-system/gpu reads ${GPU_NODE} too"},
+			found:    []wantFinding{{KnobEnv, "clusters/main/cluster-settings.yaml:9: knob GPU_NODE of ConfigMap/flux-system/cluster-settings is defined in clusters/main but not in clusters/edge (clusters/edge/cluster-settings.yaml:4), where Kustomization flux-system/gpu reads ${GPU_NODE} too"}},
 			findings: map[Detector]int{KnobEnv: 1}},
 		{name: "the same, seen from the cluster lacking it", path: "clusters/edge", edits: []edit{edgeGPU},
 			// edge renders the default: its substitution check says so.
 			exit: session.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: verify.Warn,
-			want:     []string{"[knob-env] knob GPU_NODE of ConfigMap/flux-system/cluster-settings is defined in clusters/main (clusters/main/cluster-settings.yaml:9) but not in clusters/edge"},
+			found:    []wantFinding{{KnobEnv, "knob GPU_NODE of ConfigMap/flux-system/cluster-settings is defined in clusters/main (clusters/main/cluster-settings.yaml:9) but not in clusters/edge"}},
 			findings: map[Detector]int{KnobEnv: 1, DefaultOp: 1}},
 		{name: "a dependsOn named by ${APP}", path: "clusters/main", edits: withDB("${APP}-db"), exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"4 HelmRelease(s), each dependsOn a rendered HelmRelease"}},
 		{name: "a dependsOn named by ${APP} that nothing renders", path: "clusters/main", edits: withDB("${APP}-dbx"), exit: session.ExitFailed,
-			id: "check.graph", verdict: verify.Fail, want: []string{"[dangling] HelmRelease default/echo-anubis depends on default/echo-dbx, which the environment does not render"},
+			id: "check.graph", verdict: verify.Fail, found: []wantFinding{{Dangling, "HelmRelease default/echo-anubis depends on default/echo-dbx, which the environment does not render"}},
 			findings: map[Detector]int{Dangling: 2}},
 		// Prune ownership under the substituted name: the Namespace
 		// ${GPU_NS:=kube-system} is kube-system on this cluster.
 		{name: "a prune: true Kustomization the only declarer of a namespace named by a variable", path: "clusters/main",
 			edits: []edit{{"kubernetes/gpu/namespace.yaml", "", "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${GPU_NS:=kube-system}\n"}},
 			exit:  session.ExitOK, id: "check.prune-hazard/flux-system/gpu/kube-system", verdict: verify.Warn,
-			want: []string{"kubernetes/gpu/namespace.yaml:2: [prune-hazard] Kustomization flux-system/gpu (prune: true) is the only declarer of Namespace kube-system"}},
+			found: []wantFinding{{Prune, "kubernetes/gpu/namespace.yaml:2: Kustomization flux-system/gpu (prune: true) is the only declarer of Namespace kube-system"}}},
 		{name: "a chartRef to a name that does not exist after substitution", path: "clusters/main",
 			edits: []edit{{"kubernetes/components/chart/helmrelease.yaml", "    kind: OCIRepository\n    name: ${APP}-anubis\n", "    kind: OCIRepository\n    name: ${APP}-chart\n"}},
 			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
-			want:     []string{"kubernetes/components/chart/helmrelease.yaml:2: [chart-source] HelmRelease default/echo-anubis reads its chart from OCIRepository/default/echo-chart, which the environment does not render"},
+			found:    []wantFinding{{ChartSource, "kubernetes/components/chart/helmrelease.yaml:2: HelmRelease default/echo-anubis reads its chart from OCIRepository/default/echo-chart, which the environment does not render"}},
 			findings: map[Detector]int{ChartSource: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +137,7 @@ func TestComponents(t *testing.T) {
 					}
 				}
 				for _, d := range tc.absentDet {
-					if slices.ContainsFunc(c.Findings, func(f verify.Finding) bool { return f.Detector == d }) {
+					if hasDetector(c, d) {
 						t.Errorf("%s has a [%s] finding:\n%s", c.ID, d, dump(rep))
 					}
 				}
@@ -147,6 +148,11 @@ func TestComponents(t *testing.T) {
 				for _, w := range tc.want {
 					if c.Verdict != tc.verdict || !strings.Contains(text(c), w) {
 						t.Fatalf("want %s %s containing %q; got:\n%s", tc.id, tc.verdict, w, dump(rep))
+					}
+				}
+				for _, w := range tc.found {
+					if c.Verdict != tc.verdict || !hasFinding(c, w.det, w.text) {
+						t.Fatalf("want %s %s with %s; got:\n%s", tc.id, tc.verdict, w, dump(rep))
 					}
 				}
 			}

@@ -64,7 +64,7 @@ func TestHomelabIncidents(t *testing.T) {
 			[3]string{"clusters/base/platform.yaml", "    - name: flux-system\n    - name: cni\n", "    - name: cni\n"},
 			[3]string{"clusters/base/infrastructure.yaml", "  dependsOn:\n    - name: flux-system\n", ""})
 		c := find(check(t, repo, "dev"), "check.race/flux-system/platform")
-		if c.Verdict != verify.Fail || !strings.Contains(text(c), "[race] Kustomization flux-system/platform substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system") {
+		if c.Verdict != verify.Fail || !hasFinding(c, RaceDep, "Kustomization flux-system/platform substitutes from ConfigMap/flux-system/cluster-vars (clusters/dev/cluster-vars.yaml:1), applied by flux-system/flux-system") {
 			t.Fatalf("%s: %s", c.Verdict, text(c))
 		}
 	})
@@ -72,8 +72,8 @@ func TestHomelabIncidents(t *testing.T) {
 		t.Parallel()
 		repo := homelab(t, [3]string{"clusters/prod/kustomization.yaml", "  - sync.yaml\n", ""})
 		c := find(check(t, repo, "prod"), "check.graph")
-		if c.Verdict != verify.Fail || !strings.Contains(text(c), "[no-root] clusters/prod renders no root Kustomization flux-system/flux-system") ||
-			!strings.Contains(text(c), "[dangling] Kustomization flux-system/cni depends on flux-system/flux-system") {
+		if c.Verdict != verify.Fail || !hasFinding(c, NoRoot, "clusters/prod renders no root Kustomization flux-system/flux-system") ||
+			!hasFinding(c, Dangling, "Kustomization flux-system/cni depends on flux-system/flux-system") {
 			t.Fatalf("%s: %s", c.Verdict, text(c))
 		}
 	})
@@ -85,10 +85,10 @@ func TestHomelabIncidents(t *testing.T) {
 		dev, prod := check(t, repo, "dev"), check(t, repo, "prod")
 		// dev's comparison is an advisory (issue #38 item 5); the defect
 		// is prod's own [undefined], which its controller reports.
-		if c := find(dev, "check.knobs/ConfigMap/flux-system/cluster-vars"); c.Verdict != verify.Warn || !strings.Contains(text(c), "knob podCIDR of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod") {
+		if c := find(dev, "check.knobs/ConfigMap/flux-system/cluster-vars"); c.Verdict != verify.Warn || !hasFinding(c, KnobEnv, "knob podCIDR of ConfigMap/flux-system/cluster-vars is defined in clusters/dev but not in clusters/prod") {
 			t.Fatalf("dev: %s: %s", c.Verdict, text(c))
 		}
-		if c := find(prod, "check.substitution/flux-system/cni"); c.Verdict != verify.Fail || !strings.Contains(text(c), "[undefined] ${podCIDR}") {
+		if c := find(prod, "check.substitution/flux-system/cni"); c.Verdict != verify.Fail || !hasFinding(c, Undefined, "${podCIDR}") {
 			t.Fatalf("prod: %s: %s", c.Verdict, text(c))
 		}
 	})

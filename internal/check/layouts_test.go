@@ -72,11 +72,13 @@ func TestLayouts(t *testing.T) {
 		name, layout, path string
 		edits              []edit
 		// exit is the run's exit code; want are texts of the gate id's
-		// message or evidence with that verdict ("" id: none).
+		// message or evidence with that verdict ("" id: none), found the
+		// findings it must have.
 		exit    int
 		id      string
 		verdict verify.Verdict
 		want    []string
+		found   []wantFinding
 	}{
 		{name: "bootstrap staging as committed", layout: "bootstrap", path: "clusters/staging", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"root flux-system/flux-system (rendered by the root directory) applies clusters/staging; 4 Kustomization(s)"}},
@@ -85,30 +87,30 @@ func TestLayouts(t *testing.T) {
 		{name: "bootstrap: a HelmRelease dependsOn nothing renders", layout: "bootstrap", path: "clusters/staging",
 			edits: []edit{{"apps/base/podinfo/release.yaml", "  interval: 50m\n", "  interval: 50m\n  dependsOn:\n    - name: redis\n"}},
 			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
-			want: []string{"[dangling] HelmRelease podinfo/podinfo depends on podinfo/redis, which the environment does not render"}},
+			found: []wantFinding{{Dangling, "HelmRelease podinfo/podinfo depends on podinfo/redis, which the environment does not render"}}},
 		{name: "bootstrap: a knob nothing defines", layout: "bootstrap", path: "clusters/staging",
 			edits: []edit{{"clusters/staging/apps.yaml", "  wait: true\n", "  wait: true\n  postBuild:\n    substitute:\n      region: eu\n"},
 				{"apps/staging/podinfo-values.yaml", "podinfo.staging.example.invalid", "podinfo.${zone}.example.invalid"}},
 			exit: session.ExitFailed, id: "check.substitution/flux-system/apps", verdict: verify.Fail,
-			want: []string{"apps/staging/podinfo-values.yaml:10: [undefined] ${zone} in HelmRelease/podinfo/podinfo is not defined"}},
+			found: []wantFinding{{Undefined, "apps/staging/podinfo-values.yaml:10: ${zone} in HelmRelease/podinfo/podinfo is not defined"}}},
 
 		{name: "operator as committed", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
 			id: "check.knobs/Secret/default/cluster-secrets", verdict: verify.Warn,
-			want: []string{"[prerequisite] prerequisite Secret/default/cluster-secrets (keys SECRET_DOMAIN used) is substituted from by default/echo"}},
+			found: []wantFinding{{Prerequisite, "prerequisite Secret/default/cluster-secrets (keys SECRET_DOMAIN used) is substituted from by default/echo"}}},
 		{name: "operator: the root comes from the flux-instance values", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass,
 			want: []string{"root flux-system/flux-system (declared by the FluxInstance spec.sync at kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml:18"}},
 		{name: "operator: a component default overridden is no finding, one left is an advisory", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
 			id: "check.substitution/default/echo", verdict: verify.Warn,
 			// The component's ${APP} name is shown as the controller applies it.
-			want: []string{`kubernetes/components/volsync/pvc.yaml:11: [default-op] ${VOLSYNC_STORAGECLASS:=…} in PersistentVolumeClaim/default/echo:`, `so its default "ceph-block" renders here`}},
+			want: []string{`so its default "ceph-block" renders here`}, found: []wantFinding{{DefaultOp, `kubernetes/components/volsync/pvc.yaml:11: ${VOLSYNC_STORAGECLASS:=…} in PersistentVolumeClaim/default/echo:`}}},
 		{name: "operator: the ExternalSecret's keys define the knobs", layout: "operator", path: "kubernetes/flux/cluster", exit: session.ExitOK,
 			id: "check.knobs/Secret/default/echo-env", verdict: verify.Pass,
 			want: []string{"2 knob(s) ECHO_REALM, ECHO_TOKEN"}},
 		{name: "operator: a shell default in a container script", layout: "operator", path: "kubernetes/flux/cluster",
 			edits: []edit{{"kubernetes/apps/default/echo/app/helmrelease.yaml", `"$${ECHO_DEBUG:-}"`, `"${ECHO_DEBUG:-}"`}},
 			exit:  session.ExitFailed, id: "check.substitution/default/echo", verdict: verify.Fail,
-			want: []string{"kubernetes/apps/default/echo/app/helmrelease.yaml:27: [default-op] ${ECHO_DEBUG:-…} in a script of HelmRelease/default/echo", "escape it as $${ECHO_DEBUG:-…}"}},
+			want: []string{"escape it as $${ECHO_DEBUG:-…}"}, found: []wantFinding{{DefaultOp, "kubernetes/apps/default/echo/app/helmrelease.yaml:27: ${ECHO_DEBUG:-…} in a script of HelmRelease/default/echo"}}},
 		// Issue 38: a path with no root that nothing here depends on is
 		// checked as a path whose root is made elsewhere (a note), and
 		// [no-root] fails only where a Kustomization waits for the root.
@@ -122,7 +124,7 @@ func TestLayouts(t *testing.T) {
 				{"bootstrap/helmfile.d/values-flux-instance.yaml", "", ""},
 				{"kubernetes/flux/cluster/ks.yaml", "  interval: 1h\n", "  interval: 1h\n  dependsOn:\n    - name: flux-system\n"}},
 			exit: session.ExitFailed, id: "check.graph", verdict: verify.Fail,
-			want: []string{"[no-root] kubernetes/flux/cluster renders no root Kustomization flux-system/flux-system and no FluxInstance spec.sync", "but flux-system/cluster-apps depend(s) on it"}},
+			want: []string{"but flux-system/cluster-apps depend(s) on it"}, found: []wantFinding{{NoRoot, "kubernetes/flux/cluster renders no root Kustomization flux-system/flux-system and no FluxInstance spec.sync"}}},
 
 		// flux bootstrap's placeholder (issue 38): gotk-sync.yaml committed
 		// with no object declares the root flux bootstrap writes there
@@ -139,22 +141,22 @@ func TestLayouts(t *testing.T) {
 		{name: "placeholder: a gotk-sync.yaml holding an object is no placeholder", layout: "placeholder", path: "clusters/staging",
 			edits: []edit{{"clusters/staging/flux-system/gotk-sync.yaml", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: not-the-root\n  namespace: flux-system\n"}},
 			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
-			want: []string{"[no-root] clusters/staging renders no root Kustomization flux-system/flux-system", "but flux-system/infrastructure depend(s) on it"}},
+			want: []string{"but flux-system/infrastructure depend(s) on it"}, found: []wantFinding{{NoRoot, "clusters/staging renders no root Kustomization flux-system/flux-system"}}},
 		{name: "placeholder: not read by the build", layout: "placeholder", path: "clusters/staging",
 			edits: []edit{{"clusters/staging/flux-system/kustomization.yaml", "  - gotk-sync.yaml\n", ""}},
 			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
-			want: []string{"[no-root] clusters/staging renders no root Kustomization flux-system/flux-system"}},
+			found: []wantFinding{{NoRoot, "clusters/staging renders no root Kustomization flux-system/flux-system"}}},
 		{name: "placeholder: a real dangling edge still fails", layout: "placeholder", path: "clusters/staging",
 			edits: []edit{{"clusters/staging/apps.yaml", "    - name: infrastructure\n", "    - name: infrastructure\n    - name: databases\n"}},
 			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
-			want: []string{"[dangling] Kustomization flux-system/apps depends on flux-system/databases, which the environment does not render"}},
+			found: []wantFinding{{Dangling, "Kustomization flux-system/apps depends on flux-system/databases, which the environment does not render"}}},
 		{name: "tenant path with no root", layout: "placeholder", path: "tenants/team-a", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass,
 			want: []string{"no root here: tenants/team-a renders no Kustomization flux-system/flux-system", "a tenant path, a fleet's ResourceSet", "--source-kind GitRepository --source-url URL create the GitRepository and the Kustomization flux-system/flux-system applying ./tenants/team-a"}},
 		{name: "tenant path depending on a root nothing declares", layout: "placeholder", path: "tenants/team-a",
 			edits: []edit{{"tenants/team-a/apps.yaml", "  interval: 10m\n", "  interval: 10m\n  dependsOn:\n    - name: flux-system\n      namespace: flux-system\n"}},
 			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
-			want: []string{"[no-root] tenants/team-a renders no root Kustomization flux-system/flux-system", "but team-a/team-a-apps depend(s) on it"}},
+			want: []string{"but team-a/team-a-apps depend(s) on it"}, found: []wantFinding{{NoRoot, "tenants/team-a renders no root Kustomization flux-system/flux-system"}}},
 
 		// One Kustomization that does not build is one failure (issue 38):
 		// kustomize-controller v1.9.x (internal/controller/
@@ -165,11 +167,12 @@ func TestLayouts(t *testing.T) {
 		// Kustomizations: both are reported, exit 1.
 		{name: "broken-build: a Component under resources: is the [build] failure of its Kustomization", layout: "broken-build", path: "clusters/prod", exit: session.ExitFailed,
 			id: "check.render", verdict: verify.Fail,
-			want: []string{`clusters/prod/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path "./apps" failed:`, "expected kind != 'Component' for path 'components/team-labels'",
+			found: []wantFinding{{Build, `clusters/prod/apps.yaml:1: Kustomization flux-system/apps: kustomize build of spec.path "./apps" failed:`}},
+			want: []string{"expected kind != 'Component' for path 'components/team-labels'",
 				"fix: move the directory of the kind: Component kustomization from resources: to components:", "Kustomization flux-system/ingress (clusters/prod/ingress.yaml:1) path infrastructure/ingress: 1 object(s)"}},
 		{name: "broken-build: the other Kustomizations are still checked", layout: "broken-build", path: "clusters/prod", exit: session.ExitFailed,
 			id: "check.substitution/flux-system/ingress", verdict: verify.Fail,
-			want: []string{"infrastructure/ingress/settings.yaml:8: [undefined] ${ingress_class} in ConfigMap/flux-system/ingress-settings is not defined"}},
+			found: []wantFinding{{Undefined, "infrastructure/ingress/settings.yaml:8: ${ingress_class} in ConfigMap/flux-system/ingress-settings is not defined"}}},
 		// Issue 45 item 2 (this case asserted the wall before: what apps
 		// would apply was unknown, so monitoring's dependsOn on databases
 		// was a warning): apps is built again without the broken entry,
@@ -187,8 +190,8 @@ func TestLayouts(t *testing.T) {
 		{name: "broken-build: a patch file the commit does not have", layout: "broken-build", path: "clusters/prod",
 			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\npatches:\n  - path: replicas-patch.yaml # scale\n"}},
 			exit:  session.ExitFailed, id: "check.render", verdict: verify.Fail,
-			want: []string{`clusters/prod/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path "./apps" failed`,
-				`built again without apps/kustomization.yaml:9: patches entry "replicas-patch.yaml" (apps/replicas-patch.yaml is not in the repository): what it renders (Kustomization flux-system/databases) is checked as it would be once apps/kustomization.yaml is fixed`,
+			found: []wantFinding{{Build, `clusters/prod/apps.yaml:1: Kustomization flux-system/apps: kustomize build of spec.path "./apps" failed`}},
+			want: []string{`built again without apps/kustomization.yaml:9: patches entry "replicas-patch.yaml" (apps/replicas-patch.yaml is not in the repository): what it renders (Kustomization flux-system/databases) is checked as it would be once apps/kustomization.yaml is fixed`,
 				`fix: commit apps/replicas-patch.yaml, or remove the entry "replicas-patch.yaml" from patches of apps/kustomization.yaml`}},
 		{name: "broken-build: both defects fixed", layout: "broken-build", path: "clusters/prod",
 			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"},
@@ -199,7 +202,7 @@ func TestLayouts(t *testing.T) {
 				{"infrastructure/ingress/settings.yaml", "${ingress_class}", "nginx"},
 				{"clusters/prod/monitoring.yaml", "path: ./monitoring", "path: ./monitor"}},
 			exit: session.ExitFailed, id: "check.render", verdict: verify.Fail,
-			want: []string{`clusters/prod/monitoring.yaml:1: [build] Kustomization flux-system/monitoring: spec.path "./monitor" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`, "fix: point spec.path at a directory of the repository"}},
+			want: []string{"fix: point spec.path at a directory of the repository"}, found: []wantFinding{{Build, `clusters/prod/monitoring.yaml:1: Kustomization flux-system/monitoring: spec.path "./monitor" is not a directory of the repository: kustomize-controller fails it with 'kustomization path not found'`}}},
 
 		// Issue 45 item 1: what kustomize-controller fetches and this
 		// offline check cannot read (a remote file, a remote base, a
@@ -208,16 +211,16 @@ func TestLayouts(t *testing.T) {
 		// Kustomization below is checked. Nothing is fetched (.invalid).
 		{name: "remote-root as committed: each remote entry is one warning", layout: "remote-root", path: "clusters/prod", exit: session.ExitOK,
 			id: "check.render", verdict: verify.Warn,
-			want: []string{`clusters/prod/kustomization.yaml:7: [unread] resources entry "https://github.example.invalid/org/project/releases/download/v1.2.3/crds.yaml" is a remote file, which kustomize-controller fetches when it builds and this offline check cannot: left out of the build of Kustomization flux-system/flux-system, so the objects it adds are not checked`,
-				`clusters/prod/kustomization.yaml:8: [unread] resources entry "github.com/example-org/platform//config?ref=v1" is a remote base`,
-				`clusters/prod/kustomization.yaml:13: [unread] configMapGenerator[grafana-dashboards].files entry "nodes.json=https://raw.example.invalid/dashboards/nodes.json" is a remote generator file`,
-				`apps/monitoring/kustomization.yaml:10: [unread] configMapGenerator[app-dashboards].files entry "web.json=https://raw.example.invalid/dashboards/web.json" is a remote generator file`,
-				"fix: vendor it into the repository", "Kustomization flux-system/monitoring (clusters/prod/apps.yaml:1) path apps/monitoring: 2 object(s)",
+			found: []wantFinding{{Unread, `clusters/prod/kustomization.yaml:7: resources entry "https://github.example.invalid/org/project/releases/download/v1.2.3/crds.yaml" is a remote file, which kustomize-controller fetches when it builds and this offline check cannot: left out of the build of Kustomization flux-system/flux-system, so the objects it adds are not checked`},
+				{Unread, `clusters/prod/kustomization.yaml:8: resources entry "github.com/example-org/platform//config?ref=v1" is a remote base`},
+				{Unread, `clusters/prod/kustomization.yaml:13: configMapGenerator[grafana-dashboards].files entry "nodes.json=https://raw.example.invalid/dashboards/nodes.json" is a remote generator file`},
+				{Unread, `apps/monitoring/kustomization.yaml:10: configMapGenerator[app-dashboards].files entry "web.json=https://raw.example.invalid/dashboards/web.json" is a remote generator file`}},
+			want: []string{"fix: vendor it into the repository", "Kustomization flux-system/monitoring (clusters/prod/apps.yaml:1) path apps/monitoring: 2 object(s)",
 				"Kustomization flux-system/web (apps/monitoring/web.yaml:1) path apps/web: 1 object(s)"}},
 		{name: "remote-root: a defect below the remote entries is found", layout: "remote-root", path: "clusters/prod",
 			edits: []edit{{"apps/web/configmap.yaml", "${domain}", "${domian}"}},
 			exit:  session.ExitFailed, id: "check.substitution/flux-system/web", verdict: verify.Fail,
-			want: []string{"apps/web/configmap.yaml:7: [undefined] ${domian} in ConfigMap/default/web is not defined"}},
+			found: []wantFinding{{Undefined, "apps/web/configmap.yaml:7: ${domian} in ConfigMap/default/web is not defined"}}},
 		{name: "remote-root: vendored, no warning", layout: "remote-root", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/kustomization.yaml", "  - https://github.example.invalid/org/project/releases/download/v1.2.3/crds.yaml\n  - github.com/example-org/platform//config?ref=v1\n", ""},
 				{"clusters/prod/kustomization.yaml", "nodes.json=https://raw.example.invalid/dashboards/nodes.json", "../../apps/monitoring/local.json"},
@@ -230,20 +233,21 @@ func TestLayouts(t *testing.T) {
 		// so the dangling dependsOn below both is still found.
 		{name: "broken-root: the root's [build] failure, with kustomize's words, file:line and fix", layout: "broken-root", path: "clusters/prod", exit: session.ExitFailed,
 			id: "check.render", verdict: verify.Fail,
-			want: []string{"clusters/prod/kustomization.yaml:6: [build] the root directory clusters/prod does not build: kustomize build clusters/prod: accumulating resources: accumulation err='accumulating resources from 'ingress.yaml': open clusters/prod/ingress.yaml: no such file or directory'",
-				"kustomize-controller fails the root Kustomization applying it (BuildFailed)",
+			found: []wantFinding{{Build, "clusters/prod/kustomization.yaml:6: the root directory clusters/prod does not build: kustomize build clusters/prod: accumulating resources: accumulation err='accumulating resources from 'ingress.yaml': open clusters/prod/ingress.yaml: no such file or directory'"},
+				{Build, "clusters/prod/apps.yaml:1: Kustomization flux-system/apps: kustomize build of spec.path \"./apps\" failed"}},
+			want: []string{"kustomize-controller fails the root Kustomization applying it (BuildFailed)",
 				`built again without clusters/prod/kustomization.yaml:6: resources entry "ingress.yaml" (clusters/prod/ingress.yaml is not in the repository): what it renders (Kustomization flux-system/apps) is checked as it would be once clusters/prod/kustomization.yaml is fixed`,
 				`fix: commit clusters/prod/ingress.yaml, or remove the entry "ingress.yaml" from resources of clusters/prod/kustomization.yaml`,
-				"clusters/prod/apps.yaml:1: [build] Kustomization flux-system/apps: kustomize build of spec.path \"./apps\" failed", "unknown anchor 'defaults' referenced",
+				"unknown anchor 'defaults' referenced",
 				`apps/kustomization.yaml:5: resources entry "shop-config.yaml"`, "fix: make shop-config.yaml valid YAML",
 				"Kustomization flux-system/shop (apps/shop.yaml:1) path apps/shop: 1 object(s) (checked as it would be once apps/kustomization.yaml, clusters/prod/kustomization.yaml is fixed)"}},
 		{name: "broken-root: the defect below both walls is found", layout: "broken-root", path: "clusters/prod", exit: session.ExitFailed,
 			id: "check.graph", verdict: verify.Warn,
-			want: []string{"apps/shop.yaml:9: [dangling] Kustomization flux-system/shop depends on flux-system/payments"}},
+			found: []wantFinding{{Dangling, "apps/shop.yaml:9: Kustomization flux-system/shop depends on flux-system/payments"}}},
 		{name: "broken-root: both files fixed, the dangling dependsOn fails", layout: "broken-root", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/ingress.yaml", "", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ingress\n"}, {"apps/shop-config.yaml", "data: *defaults", "data: {}"}},
 			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
-			want: []string{"apps/shop.yaml:9: [dangling] Kustomization flux-system/shop depends on flux-system/payments, which the environment does not render"}},
+			found: []wantFinding{{Dangling, "apps/shop.yaml:9: Kustomization flux-system/shop depends on flux-system/payments, which the environment does not render"}}},
 		{name: "broken-root: all fixed", layout: "broken-root", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/ingress.yaml", "", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ingress\n"}, {"apps/shop-config.yaml", "data: *defaults", "data: {}"},
 				{"apps/shop.yaml", "    - name: payments\n", "    - name: apps\n"}},
@@ -265,23 +269,23 @@ func TestLayouts(t *testing.T) {
 			edits: []edit{{"clusters/prod/cluster-vars.yaml", "  cluster_env: prod\n", "  cluster_env: prod\n  web_size: large\n"},
 				{"apps/web.yaml", "  url: https://web.${ingress_domain}\n", "  url: https://web.${ingress_domain}\n  size: ${web_size:=small}\n"}},
 			exit: session.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Warn,
-			want: []string{"[knob-env] knob web_size of ConfigMap/flux-system/cluster-vars is defined in clusters/prod but not in clusters/staging"}},
+			found: []wantFinding{{KnobEnv, "knob web_size of ConfigMap/flux-system/cluster-vars is defined in clusters/prod but not in clusters/staging"}}},
 		{name: "fleet: a knob in one environment that the other never reads", layout: "fleet", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/cluster-vars.yaml", "  cluster_env: prod\n", "  cluster_env: prod\n  web_size: large\n"}},
 			// Unused here too: that advisory only, no [knob-env].
 			exit: session.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-vars", verdict: verify.Warn,
-			want: []string{"[knob-unused] knob web_size", "not compared with clusters/staging: web_size"}},
+			want: []string{"not compared with clusters/staging: web_size"}, found: []wantFinding{{KnobUnused, "knob web_size"}}},
 		{name: "fleet: a typo in a knob", layout: "fleet", path: "clusters/prod",
 			edits: []edit{{"apps/web.yaml", "${ingress_domain}", "${ingress_domian}"}},
 			exit:  session.ExitFailed, id: "check.substitution/flux-system/apps", verdict: verify.Fail,
-			want: []string{"apps/web.yaml:12: [undefined] ${ingress_domian} in ConfigMap/web/web is not defined"}},
+			found: []wantFinding{{Undefined, "apps/web.yaml:12: ${ingress_domian} in ConfigMap/web/web is not defined"}}},
 
 		{name: "monorepo as committed", layout: "monorepo", path: "clusters/prod", exit: session.ExitOK,
 			id: "check.render", verdict: verify.Pass, want: []string{"5 Kustomization(s), 5 built, 16 object(s)", "Kustomization flux-system/podinfo (clusters/prod/apps.yaml:16) path .: 1 object(s)"}},
 		{name: "monorepo: a knob typo in a pathPattern artifact, located in the repository", layout: "monorepo", path: "clusters/prod",
 			edits: []edit{{"apps/podinfo/deployment.yaml", "${podinfo_replicas}", "${podinfo_replica}"}},
 			exit:  session.ExitFailed, id: "check.substitution/flux-system/podinfo", verdict: verify.Fail,
-			want: []string{"apps/podinfo/deployment.yaml:6: [undefined] ${podinfo_replica} in Deployment/apps/podinfo is not defined"}},
+			found: []wantFinding{{Undefined, "apps/podinfo/deployment.yaml:6: ${podinfo_replica} in Deployment/apps/podinfo is not defined"}}},
 		{name: "monorepo: an artifact copied from a source that is not this repository", layout: "monorepo", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/generators.yaml", "          exclude: [\"*.md\"]\n", "          exclude: [\"*.md\"]\n        - from: \"@chart/**\"\n          to: \"@artifact/chart/\"\n"},
 				{"clusters/prod/generators.yaml", "      name: flux-system\n  artifacts:", "      name: flux-system\n    - alias: chart\n      kind: OCIRepository\n      name: ingress-chart\n  artifacts:"}},
@@ -294,7 +298,7 @@ func TestLayouts(t *testing.T) {
 		{name: "monorepo: a generator the API server refuses", layout: "monorepo", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/generators.yaml", `originRevision: "@repo"`, `originRevision: "repo"`}},
 			exit:  session.ExitFailed, id: "check.substitution/flux-system/flux-system", verdict: verify.Fail,
-			want: []string{`clusters/prod/generators.yaml:14: [schema] ArtifactGenerator/flux-system/platform is refused by the API server (Flux v2.9.5's CRDs): spec.artifacts[0].originRevision: Invalid value: "repo"`}},
+			found: []wantFinding{{Schema, `clusters/prod/generators.yaml:14: ArtifactGenerator/flux-system/platform is refused by the API server (Flux v2.9.5's CRDs): spec.artifacts[0].originRevision: Invalid value: "repo"`}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -315,6 +319,11 @@ func TestLayouts(t *testing.T) {
 				for _, w := range tc.want {
 					if c.Verdict != tc.verdict || !strings.Contains(text(c), w) {
 						t.Fatalf("want %s %s containing %q; got:\n%s", tc.id, tc.verdict, w, dump(rep))
+					}
+				}
+				for _, w := range tc.found {
+					if c.Verdict != tc.verdict || !hasFinding(c, w.det, w.text) {
+						t.Fatalf("want %s %s with %s; got:\n%s", tc.id, tc.verdict, w, dump(rep))
 					}
 				}
 				return
@@ -362,8 +371,8 @@ func TestArtifactGeneratorFails(t *testing.T) {
 	}
 	rep := verify.NewReport("check")
 	rep.Add(r.Checks...)
-	want := `clusters/prod/infrastructure.yaml:1: [build] Kustomization flux-system/infra-controllers: reads ExternalArtifact/flux-system/infra-controllers, which ArtifactGenerator flux-system/platform (clusters/prod/generators.yaml:2) does not make: source-watcher fails it with "infra-controllers build failed: failed to apply copy operations: failed to apply copy operation from '@repo/infrastructure/controler/**' to '@artifact/': no files match pattern 'infrastructure/controler/**' in source 'repo'"`
-	if c := checkOf(rep, "check.render"); session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !strings.Contains(text(c), want) {
-		t.Fatalf("exit %d, want 1 and check.render containing %q:\n%s", session.ReportCode(rep), want, dump(rep))
+	want := `clusters/prod/infrastructure.yaml:1: Kustomization flux-system/infra-controllers: reads ExternalArtifact/flux-system/infra-controllers, which ArtifactGenerator flux-system/platform (clusters/prod/generators.yaml:2) does not make: source-watcher fails it with "infra-controllers build failed: failed to apply copy operations: failed to apply copy operation from '@repo/infrastructure/controler/**' to '@artifact/': no files match pattern 'infrastructure/controler/**' in source 'repo'"`
+	if c := checkOf(rep, "check.render"); session.ReportCode(rep) != session.ExitFailed || c.Verdict != verify.Fail || !hasFinding(c, Build, want) {
+		t.Fatalf("exit %d, want 1 and check.render with a build finding holding %q:\n%s", session.ReportCode(rep), want, dump(rep))
 	}
 }

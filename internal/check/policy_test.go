@@ -25,18 +25,21 @@ func TestPolicy(t *testing.T) {
 		// verdict of id, and texts of its message or evidence.
 		verdict verify.Verdict
 		want    []string
+		// found: the findings it must have.
+		found []wantFinding
 		// finding: a Finding whose Policy contains this.
 		finding string
 	}{
 		{name: "stricter: every default on an undefined name fails (the seed's homelab)",
 			policy: "version: 1\ndefaultOperators:\n  onUndefined: fail\n",
 			exit:   session.ExitFailed, id: "check.substitution/default/echo", verdict: verify.Fail,
-			want:    []string{"[default-op] ${VOLSYNC_STORAGECLASS:=…}", "required by policy: .bootstrap.yaml:3 onUndefined: fail"},
+			want: []string{"required by policy: .bootstrap.yaml:3 onUndefined: fail"}, found: []wantFinding{{DefaultOp, "${VOLSYNC_STORAGECLASS:=…}"}},
 			finding: "required by policy"},
 		{name: "looser: names allowed with a reason",
 			policy: "version: 1\ndefaultOperators:\n  allow:\n    - names: [VOLSYNC_*]\n      reason: the volsync component's defaults are the house defaults\n",
 			exit:   session.ExitOK, id: "check.substitution/default/echo", verdict: verify.Pass,
-			want:    []string{"allowed by .bootstrap.yaml:4 (the volsync component's defaults are the house defaults): kubernetes/components/volsync/pvc.yaml:11: [default-op] ${VOLSYNC_STORAGECLASS:=…}"},
+			want:    []string{"allowed by .bootstrap.yaml:4 (the volsync component's defaults are the house defaults): kubernetes/components/volsync/pvc.yaml:11: "},
+			found:   []wantFinding{{DefaultOp, "kubernetes/components/volsync/pvc.yaml:11: ${VOLSYNC_STORAGECLASS:=…}"}},
 			finding: "allowed by .bootstrap.yaml:4"},
 		{name: "a declared prerequisite passes, with its keys",
 			policy: "version: 1\nprerequisites:\n  declared:\n    - {kind: Secret, namespace: default, name: cluster-secrets, keys: [SECRET_DOMAIN], createdBy: the Ansible bootstrap play}\n",
@@ -48,16 +51,17 @@ func TestPolicy(t *testing.T) {
 			edits: []edit{{"kubernetes/apps/default/echo/app/helmrelease.yaml", "${SECRET_DOMAIN}", "${SECRET_DOMIAN}"},
 				{"kubernetes/apps/default/echo-config/app/externalsecret.yaml", "  dataFrom:\n    - extract:\n        key: echo\n", ""}},
 			exit: session.ExitFailed, id: "check.substitution/default/echo", verdict: verify.Fail,
-			want: []string{"[undefined] ${SECRET_DOMIAN} in HelmRelease/default/echo is not defined"}},
+			found: []wantFinding{{Undefined, "${SECRET_DOMIAN} in HelmRelease/default/echo is not defined"}}},
 		{name: "undeclared prerequisites fail by policy",
 			policy: "version: 1\nprerequisites:\n  undeclared: fail\n",
 			exit:   session.ExitFailed, id: "check.knobs/Secret/flux-system/cluster-secrets", verdict: verify.Fail,
-			want:    []string{"[prerequisite] prerequisite Secret/flux-system/cluster-secrets", "required by policy: .bootstrap.yaml:3 undeclared: fail"},
+			want: []string{"required by policy: .bootstrap.yaml:3 undeclared: fail"}, found: []wantFinding{{Prerequisite, "prerequisite Secret/flux-system/cluster-secrets"}},
 			finding: "required by policy"},
 		{name: "an advisory turned off is still listed",
 			policy: "version: 1\nadvisories:\n  disable:\n    - detector: prerequisite\n      reason: cluster-secrets is made by the bootstrap play\n",
 			exit:   session.ExitOK, id: "check.knobs/Secret/flux-system/cluster-secrets", verdict: verify.Pass,
-			want:    []string{"allowed by .bootstrap.yaml:4 (advisory off: cluster-secrets is made by the bootstrap play): kubernetes/flux/cluster/ks.yaml:17: [prerequisite]"},
+			want:    []string{"allowed by .bootstrap.yaml:4 (advisory off: cluster-secrets is made by the bootstrap play): kubernetes/flux/cluster/ks.yaml:17: "},
+			found:   []wantFinding{{Prerequisite, "kubernetes/flux/cluster/ks.yaml:17: "}},
 			finding: "advisory off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,6 +83,11 @@ func TestPolicy(t *testing.T) {
 					for _, w := range tc.want {
 						if c.Verdict != tc.verdict || !strings.Contains(text(c), w) {
 							t.Fatalf("want %s %s containing %q; got:\n%s", tc.id, tc.verdict, w, dump(rep))
+						}
+					}
+					for _, w := range tc.found {
+						if c.Verdict != tc.verdict || !hasFinding(c, w.det, w.text) {
+							t.Fatalf("want %s %s with %s; got:\n%s", tc.id, tc.verdict, w, dump(rep))
 						}
 					}
 				}

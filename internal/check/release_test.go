@@ -138,7 +138,7 @@ func TestFluxRelease(t *testing.T) {
 		{name: "FluxInstance version range", repo: "instance-version", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, `Flux v2.3.0, declared by FluxInstance spec.distribution.version "2.3.x" at clusters/dev/flux-system/flux-instance.yaml:8`),
-				has("check.substitution/flux-system/apps", verify.Fail, "apps/greeting.yaml:8: [undefined] ${GREETING} in ConfigMap/podinfo/greeting is not defined", failOpen),
+				has("check.substitution/flux-system/apps", verify.Fail, failOpen).with(Undefined, "apps/greeting.yaml:8: ${GREETING} in ConfigMap/podinfo/greeting is not defined"),
 				has("check.substitution/flux-system/flux-system", verify.Pass),
 			},
 			notDet: []Detector{Schema}},
@@ -156,12 +156,12 @@ func TestFluxRelease(t *testing.T) {
 			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", `"2.3.x"`, `"2.9.x"`}},
 			checks: []want{
 				has("check.flux-release", verify.Pass, `Flux v2.9.5, declared by FluxInstance spec.distribution.version "2.9.x"`),
-				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.9.5's CRDs as the Flux Operator installs them)", "strict substitution fails the whole Kustomization flux-system/apps"),
+				has("check.substitution/flux-system/apps", verify.Fail, "strict substitution fails the whole Kustomization flux-system/apps").with(Schema, "HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.9.5's CRDs as the Flux Operator installs them)"),
 			}},
 		{name: "--flux-version overrides the declaration", repo: "instance-version", flux: "v2.9.5", exit: session.ExitFailed,
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.9.5 (--flux-version)", `--flux-version overrides FluxInstance spec.distribution.version "2.3.x"`),
-				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRepository/podinfo/podinfo is refused by the API server"),
+				has("check.substitution/flux-system/apps", verify.Fail).with(Schema, "HelmRepository/podinfo/podinfo is refused by the API server"),
 			}},
 		// Issue 45 item 3: the chart values declaring the root are also
 		// applied by Kustomization flux-instance, whose substitution the
@@ -189,7 +189,7 @@ func TestFluxRelease(t *testing.T) {
 		{name: "FluxInstance: no operator, the Alert on FluxInstance is refused", repo: "header", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/alerts.yaml", "", alertOnFluxInstance}},
 			checks: []want{
-				has("check.substitution/flux-system/flux-system", verify.Fail, `[schema] Alert/flux-system/flux-instance is refused by the API server (Flux v2.3.0's CRDs): spec.eventSources[0].kind: Unsupported value: "FluxInstance"`),
+				has("check.substitution/flux-system/flux-system", verify.Fail).with(Schema, `Alert/flux-system/flux-instance is refused by the API server (Flux v2.3.0's CRDs): spec.eventSources[0].kind: Unsupported value: "FluxInstance"`),
 			}},
 		{name: "operator artifact caps the range", repo: "instance-artifact", exit: session.ExitFailed,
 			checks: []want{
@@ -201,7 +201,7 @@ func TestFluxRelease(t *testing.T) {
 			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", "manifests:v0.9.0", "manifests:v0.46.0"}},
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.8.5, declared by FluxInstance spec.distribution.artifact (flux-operator-manifests:v0.46.0 ships Flux up to v2.8.5)"),
-				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.8.5's CRDs"),
+				has("check.substitution/flux-system/apps", verify.Fail).with(Schema, "HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.8.5's CRDs"),
 			}},
 		// Review item 3: a range only releases above what the artifact
 		// ships match. The Flux Operator matches the range among the
@@ -272,7 +272,7 @@ func TestFluxRelease(t *testing.T) {
 		{name: "header of a 2.9 release", repo: "header", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/gotk-components.yaml", "v2.3.0", "v2.9.5"}},
 			checks: []want{
-				has("check.substitution/flux-system/apps", verify.Fail, "[schema] HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.9.5's CRDs)", "strict substitution fails"),
+				has("check.substitution/flux-system/apps", verify.Fail, "strict substitution fails").with(Schema, "HelmRelease/podinfo/podinfo is refused by the API server (Flux v2.9.5's CRDs)"),
 			}},
 		{name: "a release not embedded: its minor's newest", repo: "header", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/gotk-components.yaml", "v2.3.0", "v2.3.1"}},
@@ -444,7 +444,7 @@ func TestFluxRelease(t *testing.T) {
 			}
 			for _, d := range tc.notDet {
 				for _, c := range rep.Checks {
-					if slices.ContainsFunc(c.Findings, func(f verify.Finding) bool { return f.Detector == d }) {
+					if hasDetector(c, d) {
 						t.Fatalf("%s has a [%s] finding:\n%s", c.ID, d, dump(rep))
 					}
 				}
@@ -453,14 +453,24 @@ func TestFluxRelease(t *testing.T) {
 	}
 }
 
-// want is a check the report must hold: its id, verdict and texts.
+// want is a check the report must hold: its id, verdict and texts, and
+// the findings it must have.
 type want struct {
 	id      string
 	verdict verify.Verdict
 	texts   []string
+	found   []wantFinding
 }
 
-func has(id string, v verify.Verdict, texts ...string) want { return want{id, v, texts} }
+func has(id string, v verify.Verdict, texts ...string) want {
+	return want{id: id, verdict: v, texts: texts}
+}
+
+// with: the check has a finding of det whose line holds text too.
+func (w want) with(det Detector, text string) want {
+	w.found = append(slices.Clip(w.found), wantFinding{det, text})
+	return w
+}
 
 func (w want) in(t *testing.T, rep *verify.Report) {
 	t.Helper()
@@ -471,6 +481,11 @@ func (w want) in(t *testing.T, rep *verify.Report) {
 		for _, s := range w.texts {
 			if c.Verdict != w.verdict || !strings.Contains(text(c), s) {
 				t.Fatalf("want %s %s containing %q; got:\n%s", w.id, w.verdict, s, dump(rep))
+			}
+		}
+		for _, f := range w.found {
+			if c.Verdict != w.verdict || !hasFinding(c, f.det, f.text) {
+				t.Fatalf("want %s %s with %s; got:\n%s", w.id, w.verdict, f, dump(rep))
 			}
 		}
 		if c.Verdict != w.verdict {

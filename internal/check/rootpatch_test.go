@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -39,11 +38,13 @@ spec:
 		name    string
 		edits   []edit
 		verdict verify.Verdict
-		want    string
+		// det: want is in a finding of det ("": in the check's text).
+		det  Detector
+		want string
 	}{
 		{"the patch makes the root wait", []edit{apps, listed, wait}, verify.Fail,
-			"[root-wait] the root Kustomization flux-system/flux-system has wait: true: it health-checks Kustomization flux-system/apps, which depend(s) on it"},
-		{"no wait patch", []edit{apps, listed}, verify.Pass, "root flux-system/flux-system"},
+			RootWait, "the root Kustomization flux-system/flux-system has wait: true: it health-checks Kustomization flux-system/apps, which depend(s) on it"},
+		{"no wait patch", []edit{apps, listed}, verify.Pass, "", "root flux-system/flux-system"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -63,8 +64,8 @@ spec:
 			rep.Add(r.Checks...)
 			for _, c := range rep.Checks {
 				if c.ID == "check.graph" {
-					if c.Verdict != tt.verdict || !strings.Contains(text(c), tt.want) {
-						t.Fatalf("want check.graph %s containing %q; got:\n%s", tt.verdict, tt.want, dump(rep))
+					if c.Verdict != tt.verdict || !holds(c, tt.det, tt.want) {
+						t.Fatalf("want check.graph %s with %q (detector %q); got:\n%s", tt.verdict, tt.want, tt.det, dump(rep))
 					}
 					return
 				}

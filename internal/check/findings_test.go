@@ -1,0 +1,62 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/homelab-ops/bootstrap/pkg/verify"
+)
+
+// wantFinding is a finding a test requires of a check: one of detector
+// det whose line (as the report writes it, without the detector's tag)
+// holds text — its location and what users read. The detector is
+// identified by Findings[].Detector, never by a "[det]" tag in the text
+// (issue 48 item 3).
+type wantFinding struct {
+	det  Detector
+	text string
+}
+
+func (w wantFinding) String() string { return fmt.Sprintf("a %s finding holding %q", w.det, w.text) }
+
+// findingLine is f as the report's evidence writes it (finding.String),
+// less its "[detector]" tag: "file:line: message (n occurrence(s) on
+// line(s) …) — fix: … — policy".
+func findingLine(f verify.Finding) string {
+	s := f.Message
+	if loc := f.Location(); loc != "" {
+		s = loc + ": " + s
+	}
+	if f.Count > 1 || len(f.Lines) > 1 {
+		s += fmt.Sprintf(" (%d occurrence(s)%s)", max(f.Count, 1), linesText(f.Lines))
+	}
+	if f.Fix != "" {
+		s += " — fix: " + f.Fix
+	}
+	if f.Policy != "" {
+		s += " — " + f.Policy
+	}
+	return s
+}
+
+// hasFinding: c has a finding of det whose line holds text.
+func hasFinding(c verify.Check, det Detector, text string) bool {
+	return slices.ContainsFunc(c.Findings, func(f verify.Finding) bool {
+		return f.Detector == det && strings.Contains(findingLine(f), text)
+	})
+}
+
+// hasDetector: c has a finding of det.
+func hasDetector(c verify.Check, det Detector) bool {
+	return slices.ContainsFunc(c.Findings, func(f verify.Finding) bool { return f.Detector == det })
+}
+
+// holds: c has a finding of det whose line holds want, or (det "") c's
+// message or evidence holds want.
+func holds(c verify.Check, det Detector, want string) bool {
+	if det == "" {
+		return strings.Contains(text(c), want)
+	}
+	return hasFinding(c, det, want)
+}
