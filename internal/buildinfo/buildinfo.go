@@ -62,7 +62,7 @@ type Flux struct {
 	Oldest string `json:"oldest,omitempty"`
 	Newest string `json:"newest,omitempty"`
 	// Embedded is every embedded release, oldest first; empty when the
-	// binary was built without `make generate`.
+	// binary was built from a tree whose committed bundles were removed.
 	Embedded []string `json:"embedded"`
 	// Missing says why none are embedded, and how to fix it.
 	Missing string `json:"missing,omitempty"`
@@ -117,7 +117,7 @@ func From(bi *debug.BuildInfo, ld Stamp, embedded []string, embedErr error, flux
 	list := slices.Clone(embedded)
 	semver.Sort(list)
 	if len(list) == 0 {
-		info.Flux.Missing = "no Flux release is embedded: run `make generate` and rebuild"
+		info.Flux.Missing = "no Flux release is embedded: restore pkg/components/bundles/flux (committed) with git, or run make generate, and rebuild"
 		return info
 	}
 	info.Flux.Embedded = list

@@ -49,7 +49,7 @@ func FlagError(err error) error {
 	case errors.As(err, &be):
 		return &verify.InputError{Err: err}
 	case errors.Is(err, bundles.ErrNotGenerated):
-		return fmt.Errorf("this binary was built without the embedded Flux bundles: run `make generate` (go generate ./pkg/components/bundles) and rebuild, or pass --manifests DIR|TARBALL (%w)", bundles.ErrNotGenerated)
+		return fmt.Errorf("this binary was built without the embedded Flux bundles (pkg/components/bundles/flux, committed: restore it with git, or run make generate) and rebuild, or pass --manifests DIR|TARBALL (%w)", bundles.ErrNotGenerated)
 	}
 	return err
 }

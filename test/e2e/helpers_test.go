@@ -49,7 +49,7 @@ func bootstrapCLI(t testing.TB) string {
 		cmd := exec.Command("go", "build", "-o", cliPath, "./cmd/bootstrap")
 		cmd.Dir = suite.root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			cliErr = fmt.Errorf("go build ./cmd/bootstrap (run `make generate` first if bundles are missing): %v\n%s", err, out)
+			cliErr = fmt.Errorf("go build ./cmd/bootstrap (the Flux bundles are committed in pkg/components/bundles/flux: restore them with git if missing): %v\n%s", err, out)
 		}
 	})
 	if cliErr != nil {
