@@ -15,7 +15,7 @@ generate:
 
 ## check-generated: regenerate the Flux release bundles into a temporary directory and fail unless the committed ones are byte-identical (about a second with the module cached)
 check-generated:
-	$(GO) run ./pkg/components/bundles/internal/genbundles -check -out pkg/components/bundles/flux
+	$(GO) run ./internal/genbundles -check -out pkg/components/bundles/flux
 
 ## build: the bootstrap binary in $(BIN) (the committed Flux release bundles embedded; no generate step)
 build:

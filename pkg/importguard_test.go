@@ -47,12 +47,6 @@ func violations(t *testing.T, roots []string, patterns ...string) []string {
 		if !slices.ContainsFunc(roots, func(r string) bool { return p.ImportPath == module+r || strings.HasPrefix(p.ImportPath, module+r+"/") }) {
 			continue
 		}
-		// A command under a public package's own internal/ (the bundles'
-		// generator) is no program's import; were a public package to
-		// import it, that package's Deps would show what it drags in.
-		if strings.Contains(strings.TrimPrefix(p.ImportPath, module), "/internal/") {
-			continue
-		}
 		for _, d := range p.Deps {
 			if strings.HasPrefix(d, module+"internal/") {
 				bad = append(bad, p.ImportPath+" imports "+strings.TrimPrefix(d, module)+" (transitively)")

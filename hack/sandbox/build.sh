@@ -237,7 +237,7 @@ pf_kwok() {
 # The tool's own graph (what `make build` and `make demo` compile); -e: the
 # embedded bundles may not be extracted yet, which only go:embed minds.
 pf_tool() {
-	(cd "$root" && go list -e -deps ./cmd/bootstrap ./cmd/sandbox ./hack/demo/homelab ./internal/components/internal/genbundles >/dev/null)
+	(cd "$root" && go list -e -deps ./cmd/bootstrap ./cmd/sandbox ./hack/demo/homelab ./internal/genbundles >/dev/null)
 }
 
 # prefetch downloads, all groups at once, the modules of the missing wanted

@@ -1,6 +1,6 @@
 // Package bundles embeds the Flux release bundles this module pins: the
 // files of each release's manifests.tar.gz, extracted from the Flux
-// Operator's module by `go generate` (internal/genbundles) and committed in
+// Operator's module by `go generate` (the generator internal/genbundles, outside pkg/ so no public package reaches into internal/) and committed in
 // flux/, so every clone, `go get` and `go install` of this module has them
 // without a generate step. It is a package of its own so that a program
 // bringing its own bundle does not carry them (about 15 MB; TestSizeBudget
@@ -18,7 +18,7 @@ import (
 	"golang.org/x/mod/semver"
 )
 
-//go:generate go run ./internal/genbundles -out flux
+//go:generate go run github.com/homelab-ops/bootstrap/internal/genbundles -out flux
 
 // The directory also holds a README.md, so the pattern matches even in a
 // tree whose releases were deleted.
