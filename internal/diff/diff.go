@@ -292,9 +292,9 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string,
 	return &side{env: env, sub: substitution{strict: strict, why: why}, rend: map[string]*rendered{}}, nil
 }
 
-// cluster compares one root.
-func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, red *redactor) (*Cluster, error) {
-	c := &Cluster{Path: root}
+// loadSides loads root at both revisions: base first, recording its
+// builds for head to reuse, or (without reuse) both at once.
+func loadSides(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned) (b, h *side, berr, herr error) {
 	// Without build reuse (tests), the two revisions load concurrently:
 	// each fluxrepo.Load works on a
 	// private copy of its own tree (or, LoadInPlace, on the private tree
@@ -306,11 +306,7 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 	// around each build (under a lock of its own that fluxrepo's other
 	// builds do not take), so a concurrent build of the other revision
 	// could see that schema: they load one after the other.
-	var (
-		b, h       *side
-		berr, herr error
-		eg         errgroup.Group
-	)
+	var eg errgroup.Group
 	bfo, hfo := fo, fo
 	if !o.noBuildReuse {
 		// Base first, recording its builds; head takes each build whose
@@ -330,6 +326,13 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 		eg.Go(loadHead)
 		_ = eg.Wait() // the loads' errors are berr and herr, judged apart below
 	}
+	return b, h, berr, herr
+}
+
+// cluster compares one root.
+func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, red *redactor) (*Cluster, error) {
+	c := &Cluster{Path: root}
+	b, h, berr, herr := loadSides(ctx, o, fo, root, baseDir, headDir, serial, own)
 	if berr != nil {
 		// The base does not load: everything at head is compared with nothing.
 		c.Notes = append(c.Notes, fmt.Sprintf("base: %s does not load (%v): compared with nothing", root, berr))

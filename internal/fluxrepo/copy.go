@@ -77,6 +77,35 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("source ignore patterns: %w", err)
 	}
+	steps, drop, ignoredDirs, err := planCopy(src, dst, ignored)
+	if err != nil {
+		return notes, bombs, big, err
+	}
+	var g errgroup.Group
+	g.SetLimit(copyWorkers())
+	for _, st := range steps {
+		if st.src != "" {
+			g.Go(func() error { return st.copy(max) })
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return notes, bombs, big, err
+	}
+	if inPlace {
+		if err := dropAll(drop, ignoredDirs); err != nil {
+			return notes, bombs, big, err
+		}
+	}
+	notes, bombs, big = collectCopy(steps, max, copied)
+	return notes, bombs, big, nil
+}
+
+// planCopy walks src for copyRepoFiles: it makes the copy's directories
+// (dst "": none, in place) and lists, in the walk's order, the files to
+// copy and the notes; drop is what an in-place preparation removes, and
+// ignoredDirs the directories the ignore rules exclude (removed when empty).
+func planCopy(src, dst string, ignored func(string, bool) bool) (steps []*copyStep, drop, ignoredDirs []string, err error) {
+	inPlace := dst == ""
 	// made are the directories of the copy made so far: a file's directory
 	// is made once (the walk makes each directory before its files, unless
 	// the ignore rules matched the directory itself).
@@ -85,11 +114,9 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 	// copied concurrently (the copy is mostly system calls), and what each
 	// copy found is taken in the walk's order: the notes, bombs and
 	// callbacks are those of a copy one file after another.
-	var steps []*copyStep
 	// In place: what the copy leaves out, removed after the walk (drop),
 	// and the directories the ignore rules exclude, removed when empty
 	// (the copy makes them only for a file they keep).
-	var drop, ignoredDirs []string
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
 			return werr
@@ -145,24 +172,12 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 		steps = append(steps, &copyStep{src: p, dst: filepath.Join(dst, rel), rel: filepath.ToSlash(rel)})
 		return nil
 	})
-	if err != nil {
-		return notes, bombs, big, err
-	}
-	var g errgroup.Group
-	g.SetLimit(copyWorkers())
-	for _, st := range steps {
-		if st.src != "" {
-			g.Go(func() error { return st.copy(max) })
-		}
-	}
-	if err := g.Wait(); err != nil {
-		return notes, bombs, big, err
-	}
-	if inPlace {
-		if err := dropAll(drop, ignoredDirs); err != nil {
-			return notes, bombs, big, err
-		}
-	}
+	return steps, drop, ignoredDirs, err
+}
+
+// collectCopy takes what each copied file found, in the walk's order: the
+// notes, the alias bombs, the files over max, and the callback per file.
+func collectCopy(steps []*copyStep, max int64, copied func(rel string, b []byte)) (notes []string, bombs map[string]error, big map[string]bool) {
 	for _, st := range steps {
 		switch {
 		case st.src == "":
@@ -185,7 +200,7 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 			copied(st.rel, st.b)
 		}
 	}
-	return notes, bombs, big, nil
+	return notes, bombs, big
 }
 
 // copyStep is one entry of the copy, in the walk's order: a file (src) or
