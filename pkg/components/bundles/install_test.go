@@ -92,14 +92,20 @@ func TestGoInstallRendersAndChecks(t *testing.T) {
 // packages) build in a fresh `git clone` with no generate step: the bundles
 // they embed are committed.
 func TestExamplesBuildInFreshClone(t *testing.T) {
-	installtest.Require(t, "git", "go")
+	// Not gated: with this machine's build cache only our own packages
+	// compile (seconds), so every make test proves it.
+	for _, tool := range []string{"git", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
 	src := installtest.CloneHEAD(t, filepath.Join(t.TempDir(), "src"))
 	if _, err := os.Stat(filepath.Join(src, "pkg", "components", "bundles", "flux", ".stamp")); err != nil {
 		t.Fatalf("a fresh clone lacks the committed bundles: %v", err)
 	}
 	cmd := exec.Command("go", "build", "-o", os.DevNull, "./examples/...")
 	cmd.Dir = src
-	cmd.Env = installtest.GoEnv(t)
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./examples/... in a fresh clone: %v\n%s", err, out)
 	}
