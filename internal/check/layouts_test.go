@@ -221,6 +221,14 @@ func TestLayouts(t *testing.T) {
 			edits: []edit{{"apps/web/configmap.yaml", "${domain}", "${domian}"}},
 			exit:  session.ExitFailed, id: "check.substitution/flux-system/web", verdict: verify.Fail,
 			found: []wantFinding{{Undefined, "apps/web/configmap.yaml:7: ${domian} in ConfigMap/default/web is not defined"}}},
+		// Issue 55 item 3: a generator whose files are all remote and
+		// whose files: line ends in a comment is left out without making
+		// the file invalid (it was "yaml: line 6: did not find expected key").
+		{name: "remote-root: a generator of remote files only, its key commented", layout: "remote-root", path: "clusters/prod",
+			edits: []edit{{"apps/monitoring/kustomization.yaml", "    files:\n      - local.json\n", "    files: # TODO vendor the dashboards\n"}},
+			exit:  session.ExitOK, id: "check.render", verdict: verify.Warn,
+			found: []wantFinding{{Unread, `apps/monitoring/kustomization.yaml:9: configMapGenerator[app-dashboards].files entry "web.json=https://raw.example.invalid/dashboards/web.json" is a remote generator file`}},
+			want:  []string{"Kustomization flux-system/web (apps/monitoring/web.yaml:1) path apps/web: 1 object(s)"}},
 		{name: "remote-root: vendored, no warning", layout: "remote-root", path: "clusters/prod",
 			edits: []edit{{"clusters/prod/kustomization.yaml", "  - https://github.example.invalid/org/project/releases/download/v1.2.3/crds.yaml\n  - github.com/example-org/platform//config?ref=v1\n", ""},
 				{"clusters/prod/kustomization.yaml", "nodes.json=https://raw.example.invalid/dashboards/nodes.json", "../../apps/monitoring/local.json"},

@@ -50,8 +50,10 @@ func entries(n *kyaml.RNode) []entry {
 			}
 			v, i := f.Value.YNode().Value, i
 			out = append(out, entry{field: "patches", value: v, path: v, drop: func(n *kyaml.RNode) error {
-				ps := n.YNode().Content[indexOf(n, "patches")+1]
+				k := indexOf(n, "patches")
+				ps := n.YNode().Content[k+1]
 				ps.Content = slices.Delete(slices.Clone(ps.Content), i, i+1)
+				keepValid(n.YNode().Content[k], ps)
 				return nil
 			}})
 		}
@@ -119,10 +121,27 @@ func dropValue(n *kyaml.RNode, v, field string) error {
 	for i, e := range c {
 		if e.Kind == kyaml.ScalarNode && e.Value == v {
 			f.Value.YNode().Content = slices.Delete(slices.Clone(c), i, i+1)
+			keepValid(f.Key.YNode(), f.Value.YNode())
 			return nil
 		}
 	}
 	return fmt.Errorf("no %q in %s", v, field)
+}
+
+// keepValid keeps a sequence that dropping emptied valid YAML: an empty
+// block sequence is written as "[]" on the line after its key, which a
+// comment on the key (`files: # TODO`) turns into text no parser reads
+// (issue 55: a hole must never create an error). Written in flow style,
+// with the key's comment after it: `files: [] # TODO`.
+func keepValid(key, seq *kyaml.Node) {
+	if len(seq.Content) > 0 {
+		return
+	}
+	seq.Style = kyaml.FlowStyle
+	if seq.LineComment == "" {
+		seq.LineComment = key.LineComment
+	}
+	key.LineComment = ""
 }
 
 // entryLine is the line of value v in the text of a kustomization file, 0
