@@ -32,6 +32,9 @@ func copyLayout(t *testing.T, name string, edits ...edit) string {
 			}
 			continue
 		case e.old == "":
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(p, []byte(e.new), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -193,6 +196,25 @@ func TestLayouts(t *testing.T) {
 			found: []wantFinding{{Build, `clusters/prod/apps.yaml:1: Kustomization flux-system/apps: kustomize build of spec.path "./apps" failed`}},
 			want: []string{`built again without apps/kustomization.yaml:9: patches entry "replicas-patch.yaml" (apps/replicas-patch.yaml is not in the repository): what it renders (Kustomization flux-system/databases) is checked as it would be once apps/kustomization.yaml is fixed`,
 				`fix: commit apps/replicas-patch.yaml, or remove the entry "replicas-patch.yaml" from patches of apps/kustomization.yaml`}},
+		// Issue 55 item 5: a file listed but missing in a kustomization
+		// file nested below a generated directory (monitoring/ has none;
+		// monitoring/observability/ has one listing ./nut-exporter/ks.yaml)
+		// breaks the parent's build: built again without the entry, and
+		// what is past it checked (a real dangling dependsOn found).
+		{name: "broken-build: a nested kustomization lists a missing file", layout: "broken-build", path: "clusters/prod",
+			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"},
+				{"infrastructure/ingress/settings.yaml", "${ingress_class}", "nginx"},
+				{"monitoring/observability/kustomization.yaml", "", "resources:\n  - ./nut-exporter/ks.yaml\n  - ./grafana/ks.yaml\n"},
+				{"monitoring/observability/grafana/ks.yaml", "", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: grafana\n  namespace: flux-system\nspec:\n  interval: 10m\n  dependsOn:\n    - name: loki\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  path: ./monitoring/observability/grafana/app\n  prune: true\n"},
+				{"monitoring/observability/grafana/app/configmap.yaml", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: grafana\n  namespace: default\n"}},
+			exit: session.ExitFailed, id: "check.graph", verdict: verify.Fail,
+			found: []wantFinding{{Dangling, "monitoring/observability/grafana/ks.yaml:9: Kustomization flux-system/grafana depends on flux-system/loki, which the environment does not render"}},
+		},
+		{name: "broken-build: a nested kustomization lists a missing file, the build", layout: "broken-build", path: "clusters/prod",
+			edits: []edit{{"monitoring/observability/kustomization.yaml", "", "resources:\n  - ./nut-exporter/ks.yaml\n"}},
+			exit:  session.ExitFailed, id: "check.render", verdict: verify.Fail,
+			found: []wantFinding{{Build, `Kustomization flux-system/monitoring: kustomize build of spec.path "./monitoring" failed`}},
+			want:  []string{`built again without monitoring/observability/kustomization.yaml:2: resources entry "./nut-exporter/ks.yaml" (monitoring/observability/nut-exporter/ks.yaml is not in the repository)`}},
 		{name: "broken-build: both defects fixed", layout: "broken-build", path: "clusters/prod",
 			edits: []edit{{"apps/kustomization.yaml", "  - ../components/team-labels\n", "components:\n  - ../components/team-labels\n"},
 				{"infrastructure/ingress/settings.yaml", "${ingress_class}", "nginx"}},

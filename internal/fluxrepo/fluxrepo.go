@@ -127,6 +127,10 @@ type Hole struct {
 	Offline bool
 	// Why says what the entry is, or what is wrong with it.
 	Why string
+	// Absent: the entry names a file the artifact does not hold (not in
+	// the repository, or ignored): left out, the build is what the commit
+	// renders, nothing unknown.
+	Absent bool
 	// By are the builds that left it out: Kustomizations (namespace/name),
 	// "" for the root directory when no Kustomization applies it.
 	By []string

@@ -1,6 +1,7 @@
 package fluxrepo
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -332,7 +333,15 @@ func (l *loader) leaveOutBroken(root, dir string, buildErr error, committed map[
 		kf := kustomizationFile(d)
 		if kf == "" {
 			if top {
-				found = append(found, l.generatedBroken(root, d, msg)...)
+				gb, subs := l.generatedBroken(root, d, msg)
+				found = append(found, gb...)
+				// The generated kustomization.yaml lists each directory
+				// below that has a kustomization file: their entries
+				// break this build too (a file listed but missing in a
+				// nested apps/observability/kustomization.yaml).
+				for _, sub := range subs {
+					visit(sub, false)
+				}
 			}
 			return
 		}
@@ -371,8 +380,9 @@ func (l *loader) leaveOutBroken(root, dir string, buildErr error, committed map[
 				continue
 			}
 			krel, _ := filepath.Rel(root, kf)
+			_, serr := os.Lstat(p)
 			found = append(found, broken{file: kf, e: e, mention: strings.Contains(msg, e.value) || strings.Contains(msg, filepath.ToSlash(rel)),
-				hole: &Hole{Location: Location{File: filepath.ToSlash(krel), Line: entryLine(committed[kf], e.value)}, Field: e.field, Entry: e.value, Why: why}})
+				hole: &Hole{Location: Location{File: filepath.ToSlash(krel), Line: entryLine(committed[kf], e.value)}, Field: e.field, Entry: e.value, Why: why, Absent: errors.Is(serr, fs.ErrNotExist)}})
 		}
 	}
 	visit(dir, true)
@@ -485,15 +495,17 @@ func decodes(p string) (err error) {
 
 // generatedBroken lists the files of dir (no kustomization file: the
 // controller generates one listing its manifests, fluxkustomize
-// scanManifests) that break the build: refused or not decoding.
-func (l *loader) generatedBroken(root, dir, msg string) []broken {
-	var out []broken
+// scanManifests) that break the build: refused or not decoding; subs are
+// the directories below that the generated file lists as resources
+// because they have a kustomization file of their own.
+func (l *loader) generatedBroken(root, dir, msg string) (out []broken, subs []string) {
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
 		if d.IsDir() {
 			if p != dir && kustomizationFile(p) != "" {
+				subs = append(subs, p)
 				return filepath.SkipDir
 			}
 			return nil
@@ -522,7 +534,7 @@ func (l *loader) generatedBroken(root, dir, msg string) []broken {
 		}
 		return nil
 	})
-	return out
+	return out, subs
 }
 
 func mustRel(root, p string) string {
