@@ -603,6 +603,45 @@ func TestLocateRenamedByBuild(t *testing.T) {
 	}
 }
 
+// TestLocateByNamespaceTransformer: two Kustomizations of one name, each
+// written without a namespace and given one by the kustomization file above
+// it (kustomize's namespace transformer), are each located in their own
+// file (issue 55 item 7: home/netbox was cited at databases/netbox's line).
+func TestLocateByNamespaceTransformer(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	files := map[string]string{
+		"clusters/prod/sync.yaml": "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: flux-system, namespace: flux-system}\nspec: {interval: 1m, url: https://git.example.invalid/r.git, ref: {branch: main}}\n---\n" +
+			"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: flux-system, namespace: flux-system}\nspec: {interval: 10m, path: ./clusters/prod, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n---\n" +
+			"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {interval: 10m, path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}\n",
+		"apps/databases/kustomization.yaml": "namespace: databases\nresources: [./netbox/ks.yaml]\n",
+		"apps/databases/netbox/ks.yaml":     "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: netbox}\nspec: {interval: 10m, path: ./apps/databases/netbox/app, prune: true, sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}}\n",
+		"apps/databases/netbox/app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: netbox-db, namespace: databases}\n",
+		"apps/home/kustomization.yaml":      "namespace: home\nresources: [./netbox/ks.yaml]\n",
+		"apps/home/netbox/ks.yaml":          "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: netbox}\nspec: {interval: 10m, path: ./apps/home/netbox/app, prune: true, sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}}\n",
+		"apps/home/netbox/app/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: netbox, namespace: home}\n",
+	}
+	for f, c := range files {
+		if err := os.MkdirAll(filepath.Join(repo, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, repo, f, c)
+	}
+	e, err := Load(Options{Repo: repo, Path: "clusters/prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns, want := range map[string]string{"home": "apps/home/netbox/ks.yaml", "databases": "apps/databases/netbox/ks.yaml"} {
+		k := e.Kustomization(ns, "netbox")
+		if k == nil {
+			t.Fatalf("no %s/netbox", ns)
+		}
+		if k.Location.File != want {
+			t.Errorf("%s/netbox located at %v, want %s", ns, k.Location, want)
+		}
+	}
+}
+
 // TestLoadArtifactGenerators: Kustomizations reading ExternalArtifacts are
 // built from the artifacts the environment's ArtifactGenerators make from
 // this repository (testdata/layouts/monorepo), their files mapped back to

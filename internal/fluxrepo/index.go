@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fluxcd/pkg/envsubst/parse"
 	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/konfig"
 )
 
 // fileIndex maps objects to the files and lines declaring them, read lazily
@@ -26,6 +28,9 @@ type fileIndex struct {
 	// the order the files were walked.
 	templates map[string][]template
 	lines     map[string][]string
+	// kustNamespace: directory -> the namespace: its kustomization file
+	// sets (kustomize's namespace transformer), where it sets one.
+	kustNamespace map[string]string
 	// copied are the copy's files as the copy wrote them, in the order of
 	// its walk (nil: load reads the disk). load indexes them instead of
 	// reading every file of the copy again, then drops them.
@@ -86,6 +91,7 @@ func (ix *fileIndex) load() {
 		ix.decl = map[string][]decl{}
 		ix.templates = map[string][]template{}
 		ix.lines = map[string][]string{}
+		ix.kustNamespace = map[string]string{}
 		if ix.copied != nil {
 			for _, f := range ix.copied {
 				yamlFile := isYAMLName(f.rel)
@@ -143,6 +149,9 @@ func (ix *fileIndex) add(rel string, b []byte, yamlFile bool) {
 		}
 		m := n.Content[0]
 		kind := scalar(m, "kind")
+		if ns := scalar(m, "namespace"); ns != "" && slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(rel)) {
+			ix.kustNamespace[path.Dir(rel)] = ns
+		}
 		md := child(m, "metadata")
 		if kind == "" || md == nil {
 			continue
@@ -212,9 +221,18 @@ func (ix *fileIndex) locate(files []string, kind, namespace, name string) Locati
 	ix.load()
 	cands := ix.decl[kind+"/"+name]
 	in := func(f string) bool { return files == nil || slices.Contains(files, f) }
-	// Best: same namespace; then no namespace (set by kustomize); then any.
+	// Best: same namespace; then no namespace, set to this one by a
+	// kustomization file above it (kustomize's namespace transformer:
+	// home/netbox is not databases/netbox, both written without one); then
+	// no namespace and none other set above; then no namespace; then any.
 	for _, want := range []func(d decl) bool{
 		func(d decl) bool { return d.namespace == namespace },
+		func(d decl) bool {
+			return d.namespace == "" && slices.Contains(ix.namespacesAbove(d.loc.File), namespace)
+		},
+		func(d decl) bool {
+			return d.namespace == "" && !slices.ContainsFunc(ix.namespacesAbove(d.loc.File), func(ns string) bool { return ns != namespace })
+		},
 		func(d decl) bool { return d.namespace == "" },
 		func(d decl) bool { return true },
 	} {
@@ -263,6 +281,20 @@ func (ix *fileIndex) locate(files []string, kind, namespace, name string) Locati
 		}
 	}
 	return Location{}
+}
+
+// namespacesAbove are the namespaces the kustomization files in the
+// directories holding file rel set, nearest first.
+func (ix *fileIndex) namespacesAbove(rel string) []string {
+	var out []string
+	for d := path.Dir(rel); ; d = path.Dir(d) {
+		if ns, ok := ix.kustNamespace[d]; ok {
+			out = append(out, ns)
+		}
+		if d == "." || d == "/" {
+			return out
+		}
+	}
 }
 
 func (ix *fileIndex) findLine(files []string, prefer, text string) Location {
