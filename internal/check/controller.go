@@ -98,7 +98,13 @@ func controllerOf(ctx context.Context, env *fluxrepo.Env, version string) (contr
 	if c.watch, err = watchOf(f, kv, by); err != nil {
 		return controller{}, err
 	}
-	c.flags = flagFacts(f, by)
+	unset := "the default"
+	if env.Origin.Layout == fluxrepo.LayoutFluxInstance {
+		// The operator's size profiles set --concurrent and
+		// --requeue-dependency (DESIGN.md §8); they are not rendered here.
+		unset = "the default unless the FluxInstance's spec.cluster.size profile sets it, which this check does not model"
+	}
+	c.flags = flagFacts(f, by, unset)
 	return c, nil
 }
 
@@ -238,8 +244,9 @@ const (
 // kustomize-controller that bear on how it runs what check judges:
 // --requeue-dependency (how long a blocked dependent waits), --concurrent
 // (its workers), --sops-age-secret (the fallback age key) and the
-// --feature-gates args. Read, not judged.
-func flagFacts(f fluxobj.Flags, by string) []string {
+// --feature-gates args. Read, not judged; unset says what an unset flag
+// is.
+func flagFacts(f fluxobj.Flags, by, unset string) []string {
 	var out []string
 	switch d, explicit, err := fluxobj.RequeueDependency(f); {
 	case err != nil:
@@ -247,16 +254,17 @@ func flagFacts(f fluxobj.Flags, by string) []string {
 	case explicit:
 		out = append(out, fmt.Sprintf("kustomize-controller --%s=%s set by %s", fluxobj.RequeueDependencyFlag, d, by))
 	default:
-		out = append(out, fmt.Sprintf("kustomize-controller --%s: %s (the default)", fluxobj.RequeueDependencyFlag, d))
+		out = append(out, fmt.Sprintf("kustomize-controller --%s: %s (%s)", fluxobj.RequeueDependencyFlag, d, unset))
 	}
 	if v, ok := f.Values[concurrentFlag]; ok {
-		if _, err := strconv.Atoi(v); err != nil {
+		// pflag's int: strconv.ParseInt(s, 0, 64).
+		if _, err := strconv.ParseInt(v, 0, 64); err != nil {
 			out = append(out, fmt.Sprintf("kustomize-controller --%s=%s (set by %s): not an integer, the controller would not start", concurrentFlag, v, by))
 		} else {
 			out = append(out, fmt.Sprintf("kustomize-controller --%s=%s set by %s", concurrentFlag, v, by))
 		}
 	} else {
-		out = append(out, fmt.Sprintf("kustomize-controller --%s: %d (the default)", concurrentFlag, defaultConcurrent))
+		out = append(out, fmt.Sprintf("kustomize-controller --%s: %d (%s)", concurrentFlag, defaultConcurrent, unset))
 	}
 	if v := f.Values[fluxobj.SOPSAgeFlag]; v != "" {
 		out = append(out, fmt.Sprintf("kustomize-controller --%s=%s set by %s: a Kustomization decrypting with provider sops and no secretRef imports that Secret", fluxobj.SOPSAgeFlag, v, by))
