@@ -102,7 +102,7 @@ func controllerOf(ctx context.Context, env *fluxrepo.Env, version string) (contr
 	if env.Origin.Layout == fluxrepo.LayoutFluxInstance {
 		// The operator's size profiles set --concurrent and
 		// --requeue-dependency (DESIGN.md §8); they are not rendered here.
-		unset = "the default unless the FluxInstance's spec.cluster.size profile sets it, which this check does not model"
+		unset = "the default unless the FluxInstance's cluster.size profile sets it, which this check does not model"
 	}
 	c.flags = flagFacts(f, by, unset)
 	return c, nil

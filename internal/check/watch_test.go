@@ -103,7 +103,7 @@ func TestWatchSelector(t *testing.T) {
 		{name: "FluxInstance owner!=helm: the selector is a fact of the release", layout: "instance-patches", path: "clusters/staging",
 			edits: append(instanceRace, instanceArgs(ownerNotHelm)), id: "check.flux-release", verdict: verify.Pass,
 			want: []string{"kustomize-controller --watch-configs-label-selector=owner!=helm set by flux/instance.yaml:17 spec.kustomize",
-				"kustomize-controller --requeue-dependency=5s set by flux/instance.yaml:17 spec.kustomize", "kustomize-controller --concurrent: 4 (the default unless the FluxInstance's spec.cluster.size profile sets it"}},
+				"kustomize-controller --requeue-dependency=5s set by flux/instance.yaml:17 spec.kustomize", "kustomize-controller --concurrent: 4 (the default unless the FluxInstance's cluster.size profile sets it"}},
 		{name: "FluxInstance owner!=helm: labelled owner: helm stays a FAIL", layout: "instance-patches", path: "clusters/staging",
 			edits: append(instanceRace, instanceArgs(ownerNotHelm), labelStaging("    owner: helm\n")), id: race, verdict: verify.Fail,
 			want:  []string{"ConfigMap/flux-system/staging is not watched: its labels do not match --watch-configs-label-selector=owner!=helm set by flux/instance.yaml:17 spec.kustomize"},
@@ -166,7 +166,7 @@ func TestWatchSelector(t *testing.T) {
 				"kustomize-controller --feature-gates=StrictPostBuildSubstitutions=true set by clusters/staging/flux-system"}},
 		{name: "flux bootstrap: no patch, the defaults", layout: "bootstrap", path: "clusters/staging",
 			edits: []edit{{"clusters/staging/flux-system/kustomization.yaml", "", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-components.yaml\n  - gotk-sync.yaml\n"}},
-			id: "check.flux-release", verdict: verify.Pass,
+			id:    "check.flux-release", verdict: verify.Pass,
 			want: []string{"kustomize-controller --requeue-dependency: 30s (the default)", "kustomize-controller --concurrent: 4 (the default)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
