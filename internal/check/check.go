@@ -131,12 +131,12 @@ type Options struct {
 	// the report (e.g. "--flux-version", "FLUX_VERSION in versions.env").
 	FluxVersionFrom string
 
-	// strict is kustomize-controller's substitution mode on the release
-	// (set by Run).
-	strict strictness
 	// watch is kustomize-controller's watch on ConfigMaps and Secrets
 	// (set by Run).
 	watch watching
+	// strict is kustomize-controller's substitution mode on the release
+	// (set by Run).
+	strict strictness
 	// siblings caches the environments loaded for comparison, by path,
 	// across the roots one check of every cluster visits (nil: no cache).
 	siblings map[string]sibling
