@@ -131,6 +131,9 @@ type Options struct {
 	// the report (e.g. "--flux-version", "FLUX_VERSION in versions.env").
 	FluxVersionFrom string
 
+	// watch is kustomize-controller's watch on ConfigMaps and Secrets
+	// (set by Run).
+	watch watching
 	// strict is kustomize-controller's substitution mode on the release
 	// (set by Run).
 	strict strictness
@@ -187,7 +190,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	sv := j.schema
-	o.strict = j.strict
+	o.strict, o.watch = j.strict, j.watch
 	r := &Result{Env: env, Release: j.rel, Others: map[string]*fluxrepo.Env{}}
 	var compareNotes []string
 	if !o.NoCompare {

@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -65,15 +66,19 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 				continue
 			}
 			cause, causeFix := raceCause(env, k, d, applier)
-			if o.on(RaceDep) && d.Watched {
+			watched := o.watch.matches(clusterLabels(d, applier))
+			if o.on(RaceDep) && watched {
 				// kustomize-controller v1.9.5 watches substituteFrom objects
 				// matching --watch-configs-label-selector and reconciles
 				// their readers when one changes (kustomization_manager.go):
 				// the window is one reconcile, failed in strict mode.
 				fs = append(fs, finding{det: RaceDep, warn: true, loc: k.Location, cause: cause + " (watched: one reconcile late)", item: key, causeFix: causeFix,
-					what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it; it is watched (reconcile.fluxcd.io/watch: Enabled), so a knob added in one commit fails (strict) or renders empty for one reconcile, until %s applies it and the watch reconciles %s again", k.Ref(), key, d.Location, d.AppliedBy, d.AppliedBy, k.Ref()),
+					what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it; it is watched (%s), so a knob added in one commit fails (strict) or renders empty for one reconcile, until %s applies it and the watch reconciles %s again", k.Ref(), key, d.Location, d.AppliedBy, o.watch.because(), d.AppliedBy, k.Ref()),
 					fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s) to close the window", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)})
 				continue
+			}
+			if o.watch.explicit || o.watch.off != "" {
+				ev = append(ev, fmt.Sprintf("%s is not watched: %s", key, o.watch.missed()))
 			}
 			if o.on(RaceDep) {
 				fs = append(fs, finding{det: RaceDep, loc: k.Location, cause: cause, item: key, causeFix: causeFix,
@@ -87,6 +92,21 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 		out = append(out, Race.Pass("no Kustomization substitutes from an object the environment renders"))
 	}
 	return out
+}
+
+// clusterLabels are the labels d carries in the cluster, which the watch
+// selects on: its own, and the owner labels kustomize-controller's apply
+// sets on every object it applies (fluxgraph.AppliedByNameLabel), unless
+// another controller makes it.
+func clusterLabels(d *fluxrepo.Data, applier fluxgraph.NodeID) map[string]string {
+	l := maps.Clone(d.Labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	if d.MadeBy == "" {
+		l[fluxgraph.AppliedByNameLabel], l[fluxgraph.AppliedByNamespaceLabel] = applier.Name, applier.Namespace
+	}
+	return l
 }
 
 // madeBy says which object k applies makes d at runtime, when one does.

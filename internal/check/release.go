@@ -4,14 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
-	"github.com/homelab-ops/bootstrap/internal/customize"
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -43,13 +38,13 @@ func (s strictness) mode() string {
 type judged struct {
 	rel    fluxrelease.Release
 	schema *crdschema.Validator // nil: not schema-checked (Old)
-	strict strictness
+	controller
 }
 
 // resolveRelease finds the release env deploys (fluxrelease.ForEnv), the
 // CRDs that validate its Flux objects (the Flux Operator's version of them
 // where a FluxInstance manages the cluster) and kustomize-controller's
-// strictness there.
+// strictness and watch there (controllerOf).
 func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged, error) {
 	// The one resolution up, controllers, sync and status make too.
 	rel, err := fluxrelease.ForEnv(env, o.FluxVersion, o.FluxVersionFrom)
@@ -61,6 +56,7 @@ func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged,
 		// kustomize-controller before v1.1.0 has no strict mode, and no
 		// later release defaults it on before v1.9.0 (Flux 2.9).
 		j.strict = strictness{why: fmt.Sprintf("Flux %s's kustomize-controller substitutes without StrictPostBuildSubstitutions (on by default only from kustomize-controller v1.9.0, Flux v2.9.0)", rel.Declared)}
+		j.watch = defaultWatch()
 		return j, nil
 	}
 	if rel.Operator != nil {
@@ -71,76 +67,15 @@ func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged,
 	if err != nil {
 		return nil, err
 	}
-	j.strict, err = strictOf(ctx, env, rel.Version)
+	j.controller, err = controllerOf(ctx, env, rel.Version)
 	return j, err
-}
-
-// strictOf is kustomize-controller's effective StrictPostBuildSubstitutions
-// as the environment deploys it: the release's Deployment with the
-// repository's own customization of the controllers (a FluxInstance's
-// spec.kustomize.patches, flux bootstrap's flux-system/kustomization.yaml
-// patches; customize.UseRepository), the gate resolved from its args, else
-// that controller version's default (fluxobj.EffectiveGate).
-func strictOf(ctx context.Context, env *fluxrepo.Env, version string) (strictness, error) {
-	ro := customize.Options{Components: components.DefaultOptions(version)}
-	if err := ro.UseRepository(env); err != nil {
-		return strictness{}, err
-	}
-	custom := ro.Overlays.Kind == customize.SourceInstance || ro.Overlays.Kind == customize.SourceRepository
-	var deps []appsv1.Deployment
-	var unread error
-	if custom {
-		out, err := customize.Run(ctx, ro)
-		if err == nil {
-			deps = out.Overlay.Final
-		} else {
-			// The sync and controllers phases refuse it; the offline
-			// check judges by the release's default and says so.
-			unread = fmt.Errorf("the repository's customization of the controllers (%s) does not render over Flux %s: %w", ro.Overlays.Name, version, err)
-			custom = false
-		}
-	}
-	if !custom {
-		// The release's kustomize-controller as released: no render needed.
-		b, err := components.EmbeddedBundle(version)
-		if err != nil {
-			return strictness{}, err
-		}
-		d, err := b.Deployment("kustomize-controller")
-		if err != nil {
-			return strictness{}, err
-		}
-		deps = []appsv1.Deployment{*d}
-	}
-	for i := range deps {
-		d := &deps[i]
-		if d.Name != "kustomize-controller" {
-			continue
-		}
-		kv := fluxobj.ImageVersion(fluxobj.ManagerImage(d))
-		f, err := fluxobj.ManagerFlags(d)
-		if err != nil {
-			return strictness{}, verify.InputErrorf("kustomize-controller of Flux %s as %s customizes it: %v; fix the --feature-gates value", version, ro.Overlays.Name, err)
-		}
-		g := fluxobj.EffectiveGate("kustomize-controller", kv, f, fluxobj.StrictSubstitution)
-		s := strictness{on: g.Value, unread: unread}
-		switch {
-		case g.Explicit:
-			s.why = fmt.Sprintf("%s=%t set by %s (kustomize-controller %s)", fluxobj.StrictSubstitution, g.Value, ro.Overlays.Name, kv)
-		case g.DefaultKnown:
-			s.why = fmt.Sprintf("kustomize-controller %s (Flux %s) defaults %s to %t", kv, version, fluxobj.StrictSubstitution, g.Default)
-		default:
-			s.why = fmt.Sprintf("kustomize-controller %s (Flux %s): the default of %s is not recorded, taken as off", kv, version, fluxobj.StrictSubstitution)
-		}
-		return s, nil
-	}
-	return strictness{why: fmt.Sprintf("Flux %s renders no kustomize-controller", version)}, nil
 }
 
 // releaseCheck states the release as a fact. An Old release is a skip:
 // the Flux objects were not schema-checked.
 func releaseCheck(j *judged, env *fluxrepo.Env) verify.Check {
-	ev := []string{"post-build substitution: " + j.strict.why}
+	ev := []string{"post-build substitution: " + j.strict.why, j.watch.fact()}
+	ev = append(ev, j.flags...)
 	if j.rel.Operator != nil {
 		ev = append(ev, fmt.Sprintf("a FluxInstance manages the cluster (%s): the notification CRDs are validated as the Flux Operator installs them (FluxInstance, ResourceSet, ResourceSetInputProvider added to Alert and Receiver kinds)", *j.rel.Operator))
 	}

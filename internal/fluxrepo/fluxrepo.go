@@ -287,10 +287,12 @@ type Data struct {
 	// ExternalSecret, a SealedSecret: "Kind namespace/name"); Location is
 	// then that object's. Its keys are the ones it declares.
 	MadeBy string
-	// Watched: labelled reconcile.fluxcd.io/watch: Enabled (the default of
-	// kustomize-controller's --watch-configs-label-selector), so the
-	// controller reconciles the Kustomizations reading it when it changes.
-	Watched bool
+	// Labels are the object's labels (for a made Secret, those its maker
+	// puts on it): kustomize-controller reconciles the Kustomizations
+	// reading it when it changes if they match its
+	// --watch-configs-label-selector, which check reads from the
+	// controller's flags.
+	Labels map[string]string
 	// Open: the maker may add keys the repository does not show
 	// (ExternalSecret dataFrom, templateFrom), so any key may be defined.
 	Open bool

@@ -57,8 +57,8 @@ func madeSecret(r *resource.Resource, ns string) *Data {
 		for _, k := range keysOf("spec", "target", "template", "data") {
 			d.Values[k] = madeValue
 		}
-		labels, _, _ := unstructured.NestedStringMap(m, "spec", "target", "template", "metadata", "labels")
-		d.Watched = watched(labels)
+		// external-secrets puts the template's labels on the Secret.
+		d.Labels, _, _ = unstructured.NestedStringMap(m, "spec", "target", "template", "metadata", "labels")
 		from, tf := list("spec", "dataFrom"), list("spec", "target", "template", "templateFrom")
 		d.Open = len(from) > 0 || len(tf) > 0
 	case r.GetKind() == "SealedSecret" && group == "bitnami.com":
@@ -67,8 +67,8 @@ func madeSecret(r *resource.Resource, ns string) *Data {
 			name = r.GetName()
 		}
 		d = &Data{Kind: "Secret", Namespace: ns, Name: name, MadeBy: "SealedSecret " + ns + "/" + r.GetName(), Values: map[string]string{}}
-		labels, _, _ := unstructured.NestedStringMap(m, "spec", "template", "metadata", "labels")
-		d.Watched = watched(labels)
+		// The controller puts the template's labels on the Secret.
+		d.Labels, _, _ = unstructured.NestedStringMap(m, "spec", "template", "metadata", "labels")
 		for _, k := range append(keysOf("spec", "encryptedData"), keysOf("spec", "template", "data")...) {
 			d.Values[k] = madeValue
 		}

@@ -14,7 +14,6 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -630,7 +629,7 @@ func orCLI(appliedBy string) string {
 
 func dataOf(r *resource.Resource, ns string) *Data {
 	m, _ := r.Map()
-	d := &Data{Kind: r.GetKind(), Namespace: ns, Name: r.GetName(), Values: map[string]string{}, Watched: watched(r.GetLabels())}
+	d := &Data{Kind: r.GetKind(), Namespace: ns, Name: r.GetName(), Values: map[string]string{}, Labels: r.GetLabels()}
 	_, d.Encrypted = m["sops"]
 	for _, field := range []string{"data", "stringData"} {
 		// No copy: a substituted value may have become a YAML number,
@@ -697,13 +696,6 @@ func fromResource(r *resource.Resource, into any) error {
 
 func isKustomization(r *resource.Resource) bool {
 	return fluxobj.IsKustomization(r.GetApiVersion(), r.GetKind())
-}
-
-// watched says whether labels match kustomize-controller's default
-// --watch-configs-label-selector (fluxcd/pkg/runtime/controller
-// WatchOptions: reconcile.fluxcd.io/watch=Enabled).
-func watched(labels map[string]string) bool {
-	return labels[meta.LabelKeyWatch] == meta.LabelValueWatchEnabled
 }
 
 // substituteValues holds spec.postBuild.substitute to the CRD's schema
