@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	ssautils "github.com/fluxcd/pkg/ssa/utils"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/resource"
 
@@ -28,6 +30,10 @@ type applier struct {
 	path  string
 	res   []*resource.Resource
 	files []string
+	// cluster is where it applies: "" for this cluster, else the
+	// spec.kubeConfig it applies through (another cluster: its objects
+	// are not this cluster's, however alike).
+	cluster string
 }
 
 // copyOf is one object as one applier applies it.
@@ -56,7 +62,7 @@ func appliersOf(env *fluxrepo.Env) []*applier {
 		if k.Via == "" && k.Path == root {
 			rootApplied = true
 		}
-		out = append(out, &applier{k: k, label: "Kustomization " + k.Ref(), path: k.Path, res: k.Resources, files: k.Files})
+		out = append(out, &applier{k: k, label: "Kustomization " + k.Ref(), path: k.Path, res: k.Resources, files: k.Files, cluster: remoteCluster(k)})
 	}
 	// With a root Kustomization the root directory is its build, whatever
 	// its path ([unreachable] reports a root applying another directory).
@@ -64,6 +70,25 @@ func appliersOf(env *fluxrepo.Env) []*applier {
 		out = append([]*applier{{label: "the root directory " + root + " (applied by a root made outside the repository)", path: root, res: env.RootResources, files: env.RootFiles}}, out...)
 	}
 	return out
+}
+
+// remoteCluster names the cluster k applies to when spec.kubeConfig sends
+// its objects to another one ("" for this cluster): kustomize-controller
+// v1.9.5 builds the apply client from that kubeconfig (kustomization
+// controller: runtime/client Impersonator with KubeConfig), so the objects
+// live on that cluster's API server.
+func remoteCluster(k *fluxrepo.Kustomization) string {
+	kc := k.Spec.KubeConfig
+	if kc == nil {
+		return ""
+	}
+	switch {
+	case kc.SecretRef != nil:
+		return fmt.Sprintf("the cluster of kubeconfig Secret %s/%s", k.Namespace, kc.SecretRef.Name)
+	case kc.ConfigMapRef != nil:
+		return fmt.Sprintf("the cluster of kubeconfig ConfigMap %s/%s", k.Namespace, kc.ConfigMapRef.Name)
+	}
+	return "another cluster"
 }
 
 // objectID is an object's identity to the API server: group, kind,
@@ -161,6 +186,9 @@ func twoAppliers(env *fluxrepo.Env) []finding {
 				named = env.Applied(a.k, r)
 			}
 			id := objectID(named)
+			if a.cluster != "" {
+				id += " on " + a.cluster
+			}
 			if mine[id] {
 				continue
 			}
@@ -183,6 +211,7 @@ func twoAppliers(env *fluxrepo.Env) []finding {
 			if err != nil {
 				continue
 			}
+			withCommonMetadata(x.by.k, m)
 			cs = append(cs, copyOf{by: x.by, obj: comparable(m), raw: x.r, skipped: leftAlone(applied)})
 		}
 		if len(cs) < 2 || slices.ContainsFunc(cs, func(c copyOf) bool { return c.skipped }) {
@@ -191,6 +220,16 @@ func twoAppliers(env *fluxrepo.Env) []finding {
 		fs = append(fs, appliersFinding(env, id, cs))
 	}
 	return fs
+}
+
+// withCommonMetadata sets k's spec.commonMetadata on object m as
+// kustomize-controller v1.9.5 does after the build, before it applies
+// (kustomization_controller.go build: fluxcd/pkg/ssa utils.SetCommonMetadata).
+func withCommonMetadata(k *fluxrepo.Kustomization, m map[string]any) {
+	if k == nil || k.Spec.CommonMetadata == nil {
+		return
+	}
+	ssautils.SetCommonMetadata([]*unstructured.Unstructured{{Object: m}}, k.Spec.CommonMetadata.Labels, k.Spec.CommonMetadata.Annotations)
 }
 
 // leftAlone says whether kustomize-controller's apply skips the object
@@ -245,6 +284,10 @@ func appliersFinding(env *fluxrepo.Env, id string, cs []copyOf) finding {
 			locs[l.String()] = true
 		}
 	}
+	// Differing only in labels and annotations: every copy does the same.
+	metaOnly := !slices.ContainsFunc(cs[1:], func(c copyOf) bool {
+		return firstDiff(withoutLabels(cs[0].obj), withoutLabels(c.obj), "") != ""
+	})
 	diff := ""
 	for _, c := range cs[1:] {
 		if d := firstDiff(cs[0].obj, c.obj, ""); d != "" {
@@ -267,9 +310,17 @@ func appliersFinding(env *fluxrepo.Env, id string, cs []copyOf) finding {
 		both += " (" + strings.Join(slices.Sorted(maps.Keys(locs)), ", ") + ")"
 	}
 	prune := "the one whose owner labels (kustomize.toolkit.fluxcd.io/name) it carries deletes it when it prunes it, though the other still declares it"
-	if diff != "" {
+	switch {
+	case diff != "" && metaOnly:
+		// Labels and annotations flip with every reconcile, as the owner
+		// labels of any shared object do; no controller refuses it and
+		// nothing the object does changes (a shared component's
+		// commonLabels stamped per app).
+		f.warn = true
+		f.what = fmt.Sprintf("%s is applied by %s, differing only in its labels or annotations (%s): each reconcile overwrites the other's labels and owner labels, and %s (until the other's next reconcile recreates it)", id, both, diff, prune)
+	case diff != "":
 		f.what = fmt.Sprintf("%s is applied by %s with different content after substitution (%s): both apply it server-side with kustomize-controller's field manager, so each reconcile overwrites the other's; and %s", id, both, diff, prune)
-	} else {
+	default:
 		f.warn = true
 		f.what = fmt.Sprintf("%s is applied by %s, with the same content: each reconcile takes the other's owner labels, and %s (until the other's next reconcile recreates it)", id, both, prune)
 	}
@@ -287,6 +338,21 @@ func appliersFinding(env *fluxrepo.Env, id string, cs []copyOf) finding {
 	}
 	f.causeFix = f.fix
 	return f
+}
+
+// withoutLabels is obj without metadata.labels and metadata.annotations:
+// what is left is what the object does.
+func withoutLabels(obj map[string]any) map[string]any {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return obj
+	}
+	md = maps.Clone(md)
+	delete(md, "labels")
+	delete(md, "annotations")
+	out := maps.Clone(obj)
+	out["metadata"] = md
+	return out
 }
 
 func depth(p string) int {
