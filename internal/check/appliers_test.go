@@ -114,17 +114,17 @@ spec:
 		// warning; a difference in what the object does stays a FAIL
 		// (the rows above).
 		{name: "a difference in labels only is a warning",
-			ms: []mutation{{"clusters/dev/issuers.yaml", "  postBuild:\n    substitute:\n      email: ops@example.invalid\n", "  commonMetadata:\n    labels:\n      app.kubernetes.io/part-of: issuers\n"}},
+			ms:      []mutation{{"clusters/dev/issuers.yaml", "  postBuild:\n    substitute:\n      email: ops@example.invalid\n", "  commonMetadata:\n    labels:\n      app.kubernetes.io/part-of: issuers\n"}},
 			verdict: verify.Warn, warns: 2, sarif: [2]int{0, 1},
 			want: []string{"ClusterIssuer.cert-manager.io letsencrypt is applied by Kustomization flux-system/flux-system and by Kustomization flux-system/issuers, differing only in its labels or annotations (metadata.labels"}},
 		{name: "a difference in labels and in spec is a FAIL",
-			ms: []mutation{{"clusters/dev/issuers.yaml", "  postBuild:\n", "  commonMetadata:\n    labels:\n      app.kubernetes.io/part-of: issuers\n  postBuild:\n"}},
+			ms:      []mutation{{"clusters/dev/issuers.yaml", "  postBuild:\n", "  commonMetadata:\n    labels:\n      app.kubernetes.io/part-of: issuers\n  postBuild:\n"}},
 			verdict: verify.Fail, fails: 1, warns: 1, sarif: [2]int{1, 1},
 			want: []string{"ClusterIssuer.cert-manager.io letsencrypt is applied by Kustomization flux-system/flux-system and by Kustomization flux-system/issuers with different content after substitution"}},
 		// A Kustomization with spec.kubeConfig applies to another cluster
 		// (hub and spoke): its objects are not the hub's.
 		{name: "a Kustomization applying to another cluster (spec.kubeConfig) shares no object",
-			ms: []mutation{{"clusters/dev/issuers.yaml", "  prune: true\n", "  prune: true\n  kubeConfig:\n    secretRef:\n      name: spoke-kubeconfig\n"}},
+			ms:      []mutation{{"clusters/dev/issuers.yaml", "  prune: true\n", "  prune: true\n  kubeConfig:\n    secretRef:\n      name: spoke-kubeconfig\n"}},
 			verdict: verify.Pass, not: []string{"is applied by"}},
 		{name: "a Secret's differing values are not shown",
 			ms:      []mutation{{"clusters/dev/issuers/secret.yaml", "", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: acme\n  namespace: cert-manager\nstringData:\n  token: ${email}-token\n"}},
