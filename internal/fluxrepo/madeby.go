@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/resource"
 )
 
@@ -61,6 +64,25 @@ func madeSecret(r *resource.Resource, ns string) *Data {
 		d.Labels, _, _ = unstructured.NestedStringMap(m, "spec", "target", "template", "metadata", "labels")
 		from, tf := list("spec", "dataFrom"), list("spec", "target", "template", "templateFrom")
 		d.Open = len(from) > 0 || len(tf) > 0
+	case r.GetKind() == "Terraform" && group == "infra.contrib.fluxcd.io":
+		name, _, _ := unstructured.NestedString(m, "spec", "writeOutputsToSecret", "name")
+		if name == "" {
+			return nil
+		}
+		d = &Data{Kind: "Secret", Namespace: ns, Name: name, MadeBy: "Terraform " + ns + "/" + r.GetName(), Values: map[string]string{}}
+		outputs, _, _ := unstructured.NestedStringSlice(m, "spec", "writeOutputsToSecret", "outputs")
+		for _, o := range outputs {
+			// "output:key" renames an output (tofu-controller's
+			// writeOutputsToSecret: the key is what follows the colon).
+			_, key, renamed := strings.Cut(o, ":")
+			if !renamed {
+				key = o
+			}
+			d.Values[key] = madeValue
+		}
+		// No outputs listed: every output of the module, which the
+		// repository does not show.
+		d.Open = len(outputs) == 0
 	case r.GetKind() == "SealedSecret" && group == "bitnami.com":
 		name, _, _ := unstructured.NestedString(m, "spec", "template", "metadata", "name")
 		if name == "" {
@@ -105,3 +127,126 @@ const (
 	// PrerequisiteValue stands for a value a prerequisite will hold.
 	PrerequisiteValue = "<prerequisite>"
 )
+
+// Made by a cluster-scoped or infrastructure controller from what the
+// repository renders, counted as rendered by the object's applier:
+//   - external-secrets' ClusterExternalSecret (external-secrets.io): an
+//     ExternalSecret named spec.externalSecretName (default metadata.name)
+//     with spec.externalSecretSpec in every namespace of spec.namespaces
+//     and every namespace spec.namespaceSelectors (or the older
+//     spec.namespaceSelector) select; each makes its Secret as an
+//     ExternalSecret does (madeSecret). The namespaces a selector selects
+//     are the Namespaces the environment renders with matching labels.
+//   - tofu-controller's Terraform (infra.contrib.fluxcd.io):
+//     spec.writeOutputsToSecret.name in the Terraform's namespace, its keys
+//     spec.writeOutputsToSecret.outputs (every output when none is listed:
+//     keys the repository does not show).
+
+// clusterMadeSecrets ingests the Secrets every ClusterExternalSecret the
+// environment renders makes, once every build is known (its selectors
+// read the Namespaces of them all).
+func (l *loader) clusterMadeSecrets() {
+	e := l.env
+	type built struct {
+		res       []*resource.Resource
+		files     []string
+		appliedBy string
+	}
+	all := []built{{e.RootResources, e.RootFiles, ""}}
+	if e.Root != nil && e.Root.Built {
+		all[0].appliedBy = e.Root.Ref()
+	}
+	for _, k := range e.Kustomizations {
+		if k.Built && k != e.Root {
+			all = append(all, built{k.Resources, k.Files, k.Ref()})
+		}
+	}
+	namespaces := map[string]map[string]string{} // name -> labels
+	for _, b := range all {
+		for _, r := range b.res {
+			if r.GetKind() == "Namespace" && r.GetApiVersion() == "v1" {
+				namespaces[r.GetName()] = r.GetLabels()
+			}
+		}
+	}
+	for _, b := range all {
+		for _, r := range b.res {
+			group, _, _ := strings.Cut(r.GetApiVersion(), "/")
+			if r.GetKind() != "ClusterExternalSecret" || group != "external-secrets.io" {
+				continue
+			}
+			applied := l.substituted(b.appliedBy, r)
+			for _, ns := range selectedNamespaces(applied, namespaces) {
+				if d := cesSecret(applied, ns); d != nil {
+					l.ingestData(r.GetName(), "", b.files, b.appliedBy, d)
+				}
+			}
+		}
+	}
+}
+
+// selectedNamespaces are the namespaces ClusterExternalSecret r makes its
+// ExternalSecret in: spec.namespaces, and the rendered namespaces its
+// selectors match (external-secrets' clusterexternalsecret controller:
+// a namespace is selected when any selector matches it).
+func selectedNamespaces(r *resource.Resource, rendered map[string]map[string]string) []string {
+	m, err := r.Map()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	names, _, _ := unstructured.NestedStringSlice(m, "spec", "namespaces")
+	out = append(out, names...)
+	var sels []any
+	if l, ok, _ := unstructured.NestedFieldNoCopy(m, "spec", "namespaceSelectors"); ok {
+		sels, _ = l.([]any)
+	}
+	if one, ok, _ := unstructured.NestedFieldNoCopy(m, "spec", "namespaceSelector"); ok && one != nil {
+		sels = append(sels, one)
+	}
+	for _, s := range sels {
+		sm, ok := s.(map[string]any)
+		if !ok {
+			continue
+		}
+		var ls metav1.LabelSelector
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(sm, &ls) != nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&ls)
+		if err != nil {
+			continue
+		}
+		for _, ns := range slices.Sorted(maps.Keys(rendered)) {
+			if sel.Matches(labels.Set(rendered[ns])) {
+				out = append(out, ns)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// cesSecret is the Secret the ExternalSecret ClusterExternalSecret r
+// makes in namespace ns makes.
+func cesSecret(r *resource.Resource, ns string) *Data {
+	m, err := r.Map()
+	if err != nil {
+		return nil
+	}
+	spec, _, _ := unstructured.NestedMap(m, "spec", "externalSecretSpec")
+	name, _, _ := unstructured.NestedString(m, "spec", "externalSecretName")
+	if name == "" {
+		name = r.GetName()
+	}
+	es := map[string]any{"apiVersion": r.GetApiVersion(), "kind": "ExternalSecret", "metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}
+	er, err := resource.NewFactory(nil).FromMap(es)
+	if err != nil {
+		return nil
+	}
+	d := madeSecret(er, ns)
+	if d != nil {
+		d.MadeBy = "ClusterExternalSecret " + r.GetName()
+	}
+	return d
+}

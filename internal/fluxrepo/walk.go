@@ -90,6 +90,7 @@ func (l *loader) run(root string) error {
 		return err
 	}
 	l.generatorSources()
+	l.clusterMadeSecrets()
 	if e.Root != nil {
 		for _, g := range e.GitRepositories {
 			if "GitRepository/"+g.Namespace+"/"+g.Name == sourceKey {
