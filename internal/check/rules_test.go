@@ -282,13 +282,23 @@ func TestUnreadText(t *testing.T) {
 		{name: "strict: the controller fails it, at its line", edits: []edit{strictOn}, verdict: verify.Fail, exit: session.ExitFailed,
 			found: []wantFinding{{Undefined, "apps/scripts.yaml:12: ${RESTORE_HOST} in ConfigMap/default/scripts (a commented-out line of backup.sh) is not defined (substitutes from spec.postBuild.substitute of flux-system/apps (clusters/dev/apps.yaml:1)): though nothing reads it there, strict substitution fails the whole Kustomization flux-system/apps"},
 				{Undefined, "apps/crd.yaml:28: ${WIDGET_NAME} in CustomResourceDefinition/widgets.example.invalid (a description)"}}},
-		{name: "the line uncommented: read, a failure", edits: []edit{{"apps/scripts.yaml", "    # restore with: restic", "    echo restore with: restic"}}, verdict: verify.Fail, exit: session.ExitFailed,
+		{name: "the line uncommented: read, an advisory on this fail-open release", edits: []edit{{"apps/scripts.yaml", "    # restore with: restic", "    echo restore with: restic"}}, verdict: verify.Warn, exit: session.ExitOK,
 			found: []wantFinding{{Undefined, "apps/scripts.yaml:12: ${RESTORE_HOST} in ConfigMap/default/scripts is not defined (substitutes from spec.postBuild.substitute of flux-system/apps (clusters/dev/apps.yaml:1)): it renders empty: fail open on this release"},
 				{Undefined, "apps/scripts.yaml:18: ${UPSTREAM_HOST} in ConfigMap/default/scripts (a commented-out line of nginx.conf)"}}},
-		{name: "also in a line that is read: a failure", edits: []edit{{"apps/scripts.yaml", "  cluster: ${CLUSTER}\n", "  cluster: ${CLUSTER}\n  upstream: ${UPSTREAM_HOST}\n"}}, verdict: verify.Fail, exit: session.ExitFailed,
+		{name: "also in a line that is read: an advisory on this fail-open release", edits: []edit{{"apps/scripts.yaml", "  cluster: ${CLUSTER}\n", "  cluster: ${CLUSTER}\n  upstream: ${UPSTREAM_HOST}\n"}}, verdict: verify.Warn, exit: session.ExitOK,
 			found: []wantFinding{{Undefined, "apps/scripts.yaml:8: ${UPSTREAM_HOST} in ConfigMap/default/scripts is not defined"}}},
-		{name: "a description-like field outside a CRD is read", edits: []edit{{"apps/scripts.yaml", "  cluster: ${CLUSTER}\n", "  cluster: ${CLUSTER}\n  description: for ${WIDGET_NAME}\n"}}, verdict: verify.Fail, exit: session.ExitFailed,
+		{name: "a description-like field outside a CRD is read: an advisory on this fail-open release", edits: []edit{{"apps/scripts.yaml", "  cluster: ${CLUSTER}\n", "  cluster: ${CLUSTER}\n  description: for ${WIDGET_NAME}\n"}}, verdict: verify.Warn, exit: session.ExitOK,
 			found: []wantFinding{{Undefined, "apps/scripts.yaml:8: ${WIDGET_NAME} in ConfigMap/default/scripts is not defined"}}},
+		// Issue 55 item 4: fail open, an undefined variable renders empty and
+		// the Kustomization is Ready (the rows above: advisories) — unless the
+		// emptied value is a name the API server refuses, which fails the
+		// apply; a strict release fails it wherever it stands (strictOn).
+		{name: "fail open, a name the variable empties into an invalid one: a failure", edits: []edit{{"apps/scripts.yaml", "  name: scripts\n", "  name: scripts-${SUFFIX}-\n"}}, verdict: verify.Fail, exit: session.ExitFailed,
+			found: []wantFinding{{Undefined, `its name renders "scripts--", which is not a valid name: the API server refuses it`}}},
+		{name: "fail open, a name the variable empties into a valid one: an advisory", edits: []edit{{"apps/scripts.yaml", "  name: scripts\n", "  name: scripts-v${SUFFIX}\n"}}, verdict: verify.Warn, exit: session.ExitOK,
+			found: []wantFinding{{Undefined, "${SUFFIX} in ConfigMap/default/scripts-v${SUFFIX} is not defined"}}},
+		{name: "strict, a name the variable empties into a valid one: a failure", edits: []edit{strictOn, {"apps/scripts.yaml", "  name: scripts\n", "  name: scripts-v${SUFFIX}\n"}}, verdict: verify.Fail, exit: session.ExitFailed,
+			found: []wantFinding{{Undefined, "strict substitution fails the whole Kustomization flux-system/apps"}}},
 		{name: "a commented default uncommented: the script's check is dead", edits: []edit{{"apps/scripts.yaml", `    # if [ -z "${RESTIC_PASSWORD:-}" ]`, `    if [ -z "${RESTIC_PASSWORD:-}" ]`}}, verdict: verify.Fail, exit: session.ExitFailed,
 			found: []wantFinding{{DefaultOp, "apps/scripts.yaml:13: ${RESTIC_PASSWORD:-…} in a script of ConfigMap/default/scripts"}}},
 	} {

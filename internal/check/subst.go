@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"maps"
 	"path"
 	"slices"
@@ -504,7 +505,16 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 			}
 			warn := false
 			if !o.strict.on {
-				what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty: fail open on this release — %s, so Kustomization %s reports Ready and applies %s with an empty value", n.Param, s.objName(r), from, o.strict.why, k.Ref(), s.objName(r))
+				// Fail open, the controller reports Ready and applies the
+				// object with the value emptied: an advisory — unless the
+				// emptied value is a name the API server refuses, which
+				// fails the apply (the Kustomization's dry run).
+				what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty: fail open on this release — %s, so Kustomization %s reports Ready and applies %s with an empty value; a release with strict substitution fails it", n.Param, s.objName(r), from, o.strict.why, k.Ref(), s.objName(r))
+				warn = true
+				if bad := s.refusedName(r); bad != "" {
+					warn = false
+					what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty (fail open on this release — %s), and %s: the API server refuses it, so Kustomization %s fails its apply", n.Param, s.objName(r), from, o.strict.why, bad, k.Ref())
+				}
 				if quiet != "" {
 					// Fail open, it renders empty where nothing reads it: an
 					// advisory (a release that turns strict on fails it).
@@ -835,6 +845,33 @@ func rejected(text string) []rejection {
 		out = append(out, rejection{text: "(an expression spanning lines)", err: err})
 	}
 	return out
+}
+
+// refusedName says how r's name or namespace, as the controller renders
+// them without strict substitution (an undefined variable empty), is one
+// the API server refuses ("" when both are valid, or hold no ${…}):
+// apimachinery's name rules, DNS-1123 subdomain for a name (the rule most
+// kinds validate with; ValidateObjectMeta) and label for a namespace.
+func (s *substitution) refusedName(r *resource.Resource) string {
+	render := func(v string) string {
+		// Not strict: an undefined variable is the empty string.
+		out, err := envsubst.Eval(v, func(k string) (string, bool) { return s.vars[k], true })
+		if err != nil {
+			return v
+		}
+		return out
+	}
+	if n := r.GetName(); strings.Contains(n, "${") {
+		if out := render(n); len(validation.IsDNS1123Subdomain(out)) > 0 {
+			return fmt.Sprintf("its name renders %q, which is not a valid name", out)
+		}
+	}
+	if ns := r.GetNamespace(); strings.Contains(ns, "${") {
+		if out := render(ns); len(validation.IsDNS1123Label(out)) > 0 {
+			return fmt.Sprintf("its namespace renders %q, which is not a valid namespace", out)
+		}
+	}
+	return ""
 }
 
 // objName is r's name as the controller will apply it: a name with

@@ -8,7 +8,7 @@ package e2e
 // repository turns the gate off in its own controller customization (flux
 // bootstrap's flux-system/kustomization.yaml), as a cluster of a release
 // before v1.9.0 has it by default. check must call the variable "renders
-// empty: fail open on this release", and the real controller, with the
+// empty: fail open on this release" (a warning), and the real controller, with the
 // gate set off the same way, must render it empty and report Ready.
 
 import (
@@ -69,10 +69,12 @@ func TestCheckAgreesOnFailOpen(t *testing.T) {
 	c := bootstrapJSON(t, "check", "--repo", dir, "--env", "dev", "--no-compare")
 	rel := c.report.check("check.flux-release") + " " + c.report.evidence("check.flux-release")
 	sub := c.report.check("check.substitution/flux-system/failopen")
-	if c.code != 1 || !strings.Contains(rel, "Flux v2.9.5, declared by flux bootstrap's gotk-components.yaml header") ||
+	// Fail open the controller reports Ready (below): an advisory, exit 0
+	// (issue 55 item 4), not a FAIL the controller would not give.
+	if c.code != 0 || !strings.Contains(rel, "Flux v2.9.5, declared by flux bootstrap's gotk-components.yaml header") ||
 		!strings.Contains(rel, runner.StrictGate+"=false set by clusters/dev/flux-system (kustomize-controller v1.9.5)") ||
-		!strings.HasPrefix(sub, "fail") || !strings.Contains(sub, "${SANDBOX_UNDEFINED}") || !strings.Contains(sub, "it renders empty: fail open on this release") {
-		t.Fatalf("check: exit %d\n%s\n%s\nwant exit 1, the release read from the header with the gate off, and the fail-open wording\n%s", c.code, rel, sub, c)
+		!strings.HasPrefix(sub, "warn") || !strings.Contains(sub, "${SANDBOX_UNDEFINED}") || !strings.Contains(sub, "it renders empty: fail open on this release") {
+		t.Fatalf("check: exit %d\n%s\n%s\nwant exit 0, the release read from the header with the gate off, and the fail-open wording as a warning\n%s", c.code, rel, sub, c)
 	}
 	// The negative control: without the repository's patch, the same
 	// release fails the Kustomization (strict on by default in v1.9.5).
