@@ -134,8 +134,9 @@ type Options struct {
 	// strict is kustomize-controller's substitution mode on the release
 	// (set by Run).
 	strict strictness
-	// siblings caches the environments loaded for comparison, by path,
-	// across the roots one check of every cluster visits (nil: no cache).
+	// siblings caches the environments loaded for comparison, by root
+	// name and path, across the roots one check of every cluster visits
+	// (nil: no cache).
 	siblings map[string]sibling
 }
 
@@ -437,12 +438,15 @@ func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []strin
 		oo.FluxInstance = ""
 		var other *fluxrepo.Env
 		var err error
-		if c, ok := o.siblings[p]; ok {
+		// By root name too: the roots of one check of every cluster may
+		// have different names.
+		key := oo.Namespace + "/" + oo.RootName + " " + p
+		if c, ok := o.siblings[key]; ok {
 			other, err = c.env, c.err
 		} else {
 			other, err = fluxrepo.Load(oo)
 			if o.siblings != nil {
-				o.siblings[p] = sibling{other, err}
+				o.siblings[key] = sibling{other, err}
 			}
 		}
 		switch {
