@@ -502,6 +502,9 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 	}
 	p.Result = r
 	run.Report.Facts["fluxRelease"] = r.Release.String()
+	if r.Env.Origin.Adopted != "" && r.Env.Root != nil {
+		run.Report.Facts["root"] = r.Env.Root.Ref() + " (" + r.Env.Origin.Adopted + ")"
+	}
 	return r.Checks, nil
 }
 

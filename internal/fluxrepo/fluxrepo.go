@@ -54,6 +54,13 @@ type Options struct {
 	// flux-system/flux-system). Namespace is also the namespace of rendered
 	// objects that set none.
 	Namespace, RootName string
+	// AdoptRoot: Namespace and RootName are the defaults, not chosen (no
+	// --namespace, --root). Where the root directory renders no such root
+	// and nothing declares one, the one self-applying root Kustomization
+	// it renders (spec.path the root directory, reading a GitRepository or
+	// OCIRepository it renders) is taken as the root, and Origin.Adopted
+	// says so.
+	AdoptRoot bool
 	// MaxFileBytes caps each file read (default DefaultMaxFileBytes).
 	MaxFileBytes int64
 	// Sync declares the root when the repository renders none (the

@@ -58,6 +58,13 @@ func (l *loader) run(root string) error {
 			appliedBy = e.Root.Ref()
 		}
 	}
+	if e.Root == nil && !slices.ContainsFunc(res, l.isRoot) && e.Options.AdoptRoot && l.adoptRoot(root, res, files) {
+		// Built again with the adopted root's spec, as the controller builds it.
+		if res, files, appliedBy, err = l.buildRoot(root); err != nil {
+			return err
+		}
+		e.RootResources, e.RootFiles = res, files
+	}
 	if e.Root == nil && !slices.ContainsFunc(res, l.isRoot) && e.Options.Holes {
 		if err := l.rootNamed(root, res); err != nil {
 			return err
@@ -136,6 +143,43 @@ func (l *loader) rootNamed(root string, res []*resource.Resource) error {
 		flags = append(flags, fmt.Sprintf("--namespace %s --root %s", ns, name))
 	}
 	return verify.InputErrorf("the root Kustomization %s/%s: %s renders no such Kustomization, nor does anything declare it; it renders %s, applying %s: pass %s", o.Namespace, o.RootName, root, "Kustomization "+strings.Join(roots, ", "), root, strings.Join(flags, ", or "))
+}
+
+// adoptRoot takes as the root the one self-applying root Kustomization
+// the root directory renders (res, from files), when no --root named one
+// (Options.AdoptRoot): its spec.path is the root directory, and it reads
+// a GitRepository or OCIRepository res renders (Discover's
+// FormSelfApplying, as the Taskfile layout's flux-system/cluster). None,
+// or several, adopt nothing (rootNamed then names them).
+func (l *loader) adoptRoot(root string, res []*resource.Resource, files []string) bool {
+	e := l.env
+	o := e.Options
+	sources := map[string]bool{}
+	for _, r := range res {
+		if k := r.GetKind(); (k == sourcev1.GitRepositoryKind || k == sourcev1.OCIRepositoryKind) && fluxobj.IsSource(r.GetApiVersion(), k) {
+			sources[fluxobj.Ref{Kind: k, Namespace: fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace), Name: r.GetName()}.String()] = true
+		}
+	}
+	var found []*kustomizev1.Kustomization
+	for _, r := range res {
+		k := &kustomizev1.Kustomization{}
+		if !isKustomization(r) || fromResource(r, k) != nil || strings.Contains(k.Spec.Path, "${") || cleanPath(strings.TrimLeft(k.Spec.Path, "/")) != root {
+			continue
+		}
+		k.Namespace = fluxobj.NamespaceOr(k.Namespace, o.Namespace)
+		if sources[fluxobj.KustomizationSource(k).String()] {
+			found = append(found, k)
+		}
+	}
+	if len(found) != 1 {
+		return false
+	}
+	k := found[0]
+	loc := e.Locate(files, kustomizev1.KustomizationKind, k.Namespace, k.Name)
+	e.Options.Namespace, e.Options.RootName = k.Namespace, k.Name
+	e.Origin.Adopted = fmt.Sprintf("no --root given and no %s/%s here: the one self-applying root Kustomization %s renders (%s) is the root", o.Namespace, o.RootName, root, loc)
+	e.Notes = append(e.Notes, fmt.Sprintf("the root is Kustomization %s (%s): %s renders no Kustomization %s/%s and nothing declares one, and %s is the one Kustomization it renders that applies %s from a source it renders (a self-applying root); pass --namespace and --root to name another", k.Namespace+"/"+k.Name, loc, root, o.Namespace, o.RootName, k.Namespace+"/"+k.Name, root))
+	return true
 }
 
 // walk builds the path of every Kustomization in queue not built yet, and
