@@ -371,6 +371,7 @@ func (l *loader) declaredRoot(root string) error {
 	e.Root = &Kustomization{Kustomization: k, Location: loc, Path: root}
 	l.seen["K/"+e.Root.Ref()] = true
 	src := &Source{Ref: fluxobj.Ref{Kind: s.Kind, Namespace: d.Namespace, Name: d.Name}, Location: loc}
+	src.URL, src.Reference = sourceIdentity(s.Kind, s.SourceObject(d.Namespace).Object)
 	e.Sources = append(e.Sources, src)
 	l.seen["S/"+src.Ref.String()] = true
 	return nil

@@ -186,8 +186,10 @@ func (l *loader) adoptRoot(root string, res []*resource.Resource, files []string
 // of those their builds declare, breadth first.
 // A Kustomization reading an ExternalArtifact waits until the walk has
 // found no more: the ArtifactGenerator making it may be rendered anywhere.
+// A Kustomization of another source waits too: a second source of this
+// repository (secondSource) may be rendered by a build after it.
 func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
-	var waiting []*Kustomization
+	var waiting, others []*Kustomization
 	for {
 		l.ahead.submit(queue, sourceKey)
 		for i := 0; i < len(queue); i++ {
@@ -199,6 +201,10 @@ func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
 				waiting = append(waiting, k)
 				continue
 			}
+			if !l.ownSource(k, sourceKey) {
+				others = append(others, k)
+				continue
+			}
 			more, err := l.buildChild(k, sourceKey)
 			if err != nil {
 				return err
@@ -206,8 +212,12 @@ func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
 			l.ahead.submit(more, sourceKey)
 			queue = append(queue, more...)
 		}
+		if queue, others = l.becameOwn(others, sourceKey); len(queue) > 0 {
+			continue
+		}
 		l.ahead.forget() // the ExternalArtifacts' builds, in turn
 		if len(waiting) == 0 {
+			l.noteOthers(others, sourceKey)
 			return nil
 		}
 		queue = nil
@@ -220,6 +230,7 @@ func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
 		}
 		waiting = nil
 		if len(queue) == 0 {
+			l.noteOthers(others, sourceKey)
 			return nil
 		}
 	}
@@ -313,15 +324,15 @@ func holeList(holes []*Hole) string {
 }
 
 // buildChild builds the path of Kustomization k, which the walk reached,
-// and returns the Kustomizations its build declares. A path that is not
-// built (another source, a variable, remote bases) is noted on k; one that
-// fails to build ends Load unless KeepGoing.
+// and returns the Kustomizations its build declares; it reads this
+// repository (the root's source, or a second source of it: noted when at
+// another reference). A path that is not built (a variable, remote
+// bases) is noted on k; one that fails to build ends Load unless
+// KeepGoing.
 func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomization, error) {
 	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/")) // as specPath; shown for one not built
 	if k.SourceKey() != sourceKey {
-		k.OtherSource = true
-		l.notBuilt(k, fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey))
-		return nil, nil
+		l.noteSecondSource(k)
 	}
 	if ok, err := l.specPath(k, "repository"); !ok {
 		return nil, err
@@ -630,7 +641,9 @@ func (l *loader) ingestSource(r *resource.Resource, raw, ns string, files []stri
 		return
 	}
 	l.seen[key] = true
-	e.Sources = append(e.Sources, &Source{Ref: ref, Location: e.Locate(files, r.GetKind(), ns, raw), AppliedBy: appliedBy})
+	src := &Source{Ref: ref, Location: e.Locate(files, r.GetKind(), ns, raw), AppliedBy: appliedBy}
+	l.identify(src, r, appliedBy)
+	e.Sources = append(e.Sources, src)
 }
 
 // ingestData records d, the ConfigMap or Secret r renders (r itself, or
