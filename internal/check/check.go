@@ -102,6 +102,10 @@ const (
 	// read bound), left out of the build: what it adds is not checked.
 	Unread Detector = "unread"
 
+	// SourceMissing: a Kustomization's sourceRef nothing renders (not the
+	// root's source): it waits forever.
+	SourceMissing Detector = "source-missing"
+
 	// TwoAppliers: an object applied by two Kustomizations (appliers.go).
 	TwoAppliers Detector = "two-appliers"
 )
@@ -226,6 +230,12 @@ func otherSources(env *fluxrepo.Env, p *Policy, subs []verify.Check) {
 		}
 		for _, k := range env.Kustomizations {
 			if !k.OtherSource || c.ID != Substitution.Each(k.Ref()).ID {
+				continue
+			}
+			if env.SourceOf(k) == nil {
+				// Never applied: check.graph's [source-missing] says so.
+				subs[i].Optional = true
+				subs[i].Message += " (its source is not rendered: check.graph's [source-missing])"
 				continue
 			}
 			subs[i].Optional = !required
