@@ -25,8 +25,11 @@ environment renders (ExternalSecrets and SealedSecrets count, with the keys they
 Without --env and --path, check finds every cluster root the repository declares (a
 Kustomization flux-system/flux-system, or --namespace/--root, whose spec.path is a directory
 of the repository: this tool's sync.yaml, flux bootstrap's gotk-sync.yaml, one applied by
-hand; flux bootstrap's placeholder; a FluxInstance's or the flux-instance chart values'
-spec.sync.path) and checks each by itself, into one report: check.clusters names the roots
+hand; a self-applying root Kustomization of any name, in a file inside the directory its
+spec.path names and reading a GitRepository or OCIRepository the repository declares, as a
+Taskfile bootstrap applies it; flux bootstrap's placeholder; a FluxInstance's or the
+flux-instance chart values' spec.sync.path) and checks each by itself, with its own root
+name, into one report: check.clusters names the roots
 and the file:line that declares each, and a cluster's checks carry its path in their IDs
 (clusters.dev:check.render for clusters/dev). The exit code is the worst of the clusters'
 (1, then 3, then 0); a cluster whose root directory does not build is its check.render
@@ -42,7 +45,9 @@ FluxInstance manages the cluster), and its kustomize-controller's StrictPostBuil
 Kustomization or renders empty. The report's check.flux-release says which release, from where.
 
 The root is found as the cluster will have it: rendered by the root directory (this tool's
-sync.yaml, flux bootstrap's flux-system/gotk-sync.yaml), or declared by a FluxInstance
+sync.yaml, flux bootstrap's flux-system/gotk-sync.yaml; without --root and --namespace,
+the one self-applying root Kustomization of another name the path renders, said in the
+report), or declared by a FluxInstance
 (plain, or as flux-instance chart values) whose spec.sync.path is the path, or by
 --source-url when it is made outside the repository, or by flux bootstrap's placeholder (a
 flux-system/gotk-sync.yaml holding no object: the root flux bootstrap writes there, noted). A
@@ -122,6 +127,10 @@ func (a *app) check(cmd *cobra.Command, o check.Options, rf repoFlags, root root
 		return a.s.Fail(cmd.Context(), run.Report, err)
 	}
 	o.FluxInstance = root.fluxInstance
+	// No --root, --namespace, nor a declared root: a path whose one
+	// self-applying root Kustomization has another name is checked as
+	// that root (said in the report).
+	o.AdoptRoot = !cmd.Flags().Changed("root") && !cmd.Flags().Changed("namespace") && o.Sync == nil && o.FluxInstance == ""
 	run.Report.Facts["path"] = o.Path
 	phase := &check.Phase{Options: o}
 	return a.s.ExecuteThen(cmd.Context(), run, func() error { return writeSARIF(sarif, phase.Result) }, phase)

@@ -312,3 +312,28 @@ func TestCheckEveryClusterText(t *testing.T) {
 		at += i
 	}
 }
+
+// check --path of the Taskfile layout, without --root, checks the one
+// self-applying root Kustomization the path renders (flux-system/cluster)
+// and says so in the facts; --root or --namespace given keeps the name
+// given (an input error naming the candidate).
+func TestCheckPathAdoptsSelfApplyingRoot(t *testing.T) {
+	t.Parallel()
+	const repo = "../../testdata/layouts/taskfile"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, `"root": "flux-system/cluster (no --root given and no flux-system/flux-system here: the one self-applying root Kustomization kubernetes/flux renders`},
+		{[]string{"--root", "flux-system"}, "pass --namespace flux-system --root cluster"},
+		{[]string{"--namespace", "flux-system"}, "pass --namespace flux-system --root cluster"},
+	} {
+		r := runCLI(t, append([]string{"check", "--repo", repo, "--path", "kubernetes/flux", "-o", "json"}, tc.args...)...)
+		if !strings.Contains(r.stdout+r.stderr, tc.want) {
+			t.Errorf("%v: exit %d, no %q in:\n%s\n%s", tc.args, r.code, tc.want, r.stdout, r.stderr)
+		}
+		if tc.args != nil && r.code != 2 {
+			t.Errorf("%v: exit %d, want 2", tc.args, r.code)
+		}
+	}
+}

@@ -102,6 +102,10 @@ const (
 	// read bound), left out of the build: what it adds is not checked.
 	Unread Detector = "unread"
 
+	// SourceMissing: a Kustomization's sourceRef nothing renders (not the
+	// root's source): it waits forever.
+	SourceMissing Detector = "source-missing"
+
 	// TwoAppliers: an object applied by two Kustomizations (appliers.go).
 	TwoAppliers Detector = "two-appliers"
 )
@@ -137,8 +141,9 @@ type Options struct {
 	// strict is kustomize-controller's substitution mode on the release
 	// (set by Run).
 	strict strictness
-	// siblings caches the environments loaded for comparison, by path,
-	// across the roots one check of every cluster visits (nil: no cache).
+	// siblings caches the environments loaded for comparison, by root
+	// name and path, across the roots one check of every cluster visits
+	// (nil: no cache).
 	siblings map[string]sibling
 }
 
@@ -228,6 +233,12 @@ func otherSources(env *fluxrepo.Env, p *Policy, subs []verify.Check) {
 		}
 		for _, k := range env.Kustomizations {
 			if !k.OtherSource || c.ID != Substitution.Each(k.Ref()).ID {
+				continue
+			}
+			if env.SourceOf(k) == nil {
+				// Never applied: check.graph's [source-missing] says so.
+				subs[i].Optional = true
+				subs[i].Message += " (its source is not rendered: check.graph's [source-missing])"
 				continue
 			}
 			subs[i].Optional = !required
@@ -440,12 +451,15 @@ func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []strin
 		oo.FluxInstance = ""
 		var other *fluxrepo.Env
 		var err error
-		if c, ok := o.siblings[p]; ok {
+		// By root name too: the roots of one check of every cluster may
+		// have different names.
+		key := oo.Namespace + "/" + oo.RootName + " " + p
+		if c, ok := o.siblings[key]; ok {
 			other, err = c.env, c.err
 		} else {
 			other, err = fluxrepo.Load(oo)
 			if o.siblings != nil {
-				o.siblings[p] = sibling{other, err}
+				o.siblings[key] = sibling{other, err}
 			}
 		}
 		switch {
@@ -501,6 +515,9 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 	}
 	p.Result = r
 	run.Report.Facts["fluxRelease"] = r.Release.String()
+	if r.Env.Origin.Adopted != "" && r.Env.Root != nil {
+		run.Report.Facts["root"] = r.Env.Root.Ref() + " (" + r.Env.Origin.Adopted + ")"
+	}
 	return r.Checks, nil
 }
 

@@ -298,6 +298,13 @@ func TestDefects(t *testing.T) {
 			{"apps/web.yaml", "", "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sizes\n  namespace: web\ndata:\n  replicas: \"${replicas}\"\n"}}, det: TypeChange,
 			id: "check.substitution/flux-system/apps", verdict: verify.Fail, alone: true,
 			want: "apps/web.yaml:17: ConfigMap/web/sizes after substitution is not a valid ConfigMap"},
+		// kustomize-controller v1.9.5 getSource: "Source '…' not found",
+		// requeued forever (the rendered source of another repository is
+		// TestNotCheckableSkips' note, no finding).
+		{name: "sourceRef nothing renders", ms: []mutation{{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps"}}, det: SourceMissing,
+			// Its substitution is an optional skip: its path never applies.
+			id: "check.graph", verdict: verify.Fail, alone: true, also: []string{"check.substitution/flux-system/docs"},
+			want: "clusters/base/apps.yaml:36: Kustomization flux-system/docs reads GitRepository/flux-system/other, which nothing in the environment renders and which is not the root's source (GitRepository/flux-system/flux-system): kustomize-controller reports \"Source 'GitRepository/flux-system/other' not found\" and retries forever"},
 		{name: "root applies another directory", ms: []mutation{{"clusters/dev/sync.yaml", "path: ./clusters/dev", "path: ./clusters/base"}}, det: Unreachable,
 			id: "check.graph", verdict: verify.Fail, alone: true,
 			want: "the root Kustomization flux-system/flux-system applies ./clusters/base, not the environment's directory clusters/dev"},
@@ -402,17 +409,24 @@ func TestOptionalAndProtectedPass(t *testing.T) {
 	}
 }
 
+// otherRepo renders GitRepository flux-system/other, of another
+// repository (its URL is not the root source's).
+var otherRepo = mutation{"clusters/base/flux-system/gotk-source.yaml", "", "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: other\n  namespace: flux-system\nspec:\n  interval: 1m\n  ref:\n    branch: main\n  url: https://git.example.invalid/other.git\n"}
+
 func TestNotCheckableSkips(t *testing.T) {
 	t.Parallel()
 	// A Kustomization of another source that substitutes: its path is in
 	// another repository, which the controllers read and this check does
 	// not. Issue 45 item 4 (this case asserted exit 3 before): what lies
 	// outside the repository is a note, not a check that could not run.
-	rep := run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps\n  postBuild:\n    substitute:\n      x: y"}))
+	rep := run(t, fixture(t, otherRepo, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps\n  postBuild:\n    substitute:\n      x: y"}))
 	if session.ReportCode(rep) != session.ExitOK {
 		t.Fatalf("exit %d, want 0:\n%s", session.ReportCode(rep), dump(rep))
 	}
 	for _, c := range rep.Checks {
+		if hasDetector(c, SourceMissing) {
+			t.Fatalf("the rendered source of another repository is no [source-missing]: %s", text(c))
+		}
 		if c.ID == "check.substitution/flux-system/docs" && (c.Verdict != verify.Skip || !c.Optional || !strings.Contains(c.Message, "reads GitRepository/flux-system/other") || !strings.Contains(c.Message, "a note: its path is in another repository")) {
 			t.Fatalf("docs: %s %s (optional %v)", c.Verdict, c.Message, c.Optional)
 		}
@@ -428,7 +442,7 @@ func TestNotCheckableSkips(t *testing.T) {
 		{"version: 1\notherSources: note\n", session.ExitOK, ""},
 		{"version: 1\notherSources: always\n", 0, `.bootstrap.yaml:2: otherSources "always": note (the default) or required`},
 	} {
-		repo := fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps"})
+		repo := fixture(t, otherRepo, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps"})
 		if err := os.WriteFile(filepath.Join(repo, PolicyFile), []byte(tc.policy), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -450,7 +464,7 @@ func TestNotCheckableSkips(t *testing.T) {
 	}
 	// Without postBuild nothing is substituted there: the skip is reported
 	// but does not make the run incomplete.
-	rep = run(t, fixture(t, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps"}))
+	rep = run(t, fixture(t, otherRepo, mutation{"clusters/base/apps.yaml", "    name: flux-system\n  dependsOn:\n    - name: apps", "    name: other\n  dependsOn:\n    - name: apps"}))
 	found := false
 	for _, c := range rep.Checks {
 		if c.ID == "check.substitution/flux-system/docs" {

@@ -83,6 +83,11 @@ func (e *Every) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 		paths = append(paths, r.Path)
 		oo := o
 		oo.Path = r.Path
+		// Each root by its own name: a self-applying root's (flux-system/
+		// cluster), the default's otherwise.
+		if r.Name != "" {
+			oo.Namespace, oo.RootName = r.Namespace, r.Name
+		}
 		p := &Phase{Options: oo}
 		cs, err := p.Before(ctx, run)
 		if err != nil {
@@ -121,6 +126,9 @@ func (e *Every) found() verify.Check {
 		// says the path's root is made outside it).
 		if !slices.ContainsFunc(r.By, func(d fluxrepo.Declaration) bool { return d.Form != fluxrepo.FormHandApplied }) {
 			by = append(by, "its directory checked as a path whose root is made outside it")
+		}
+		if slices.ContainsFunc(r.By, func(d fluxrepo.Declaration) bool { return d.Form == fluxrepo.FormSelfApplying }) {
+			by = append(by, "root "+r.Namespace+"/"+r.Name)
 		}
 		roots = append(roots, fmt.Sprintf("%s (%s)", r.Path, strings.Join(by, "; ")))
 		ev = append(ev, fmt.Sprintf("%s: checked as %scheck.*, found by %s", r.Path, ClusterPrefix(r.Path), strings.Join(by, "; ")))

@@ -41,7 +41,7 @@ var detectors = []*detector{
 	&detUndefined, &detDefaultOp, &detParseError, &detLiteral, &detTypeChange,
 	&detKnobEnv, &detKnobUnused, &detPrerequisite,
 	&detRace, &detPrune, &detSchema,
-	&detNoRoot, &detRootWait, &detCycle, &detDangling, &detHelmDependsOn, &detChartSource, &detWaitOrder, &detUnreachable,
+	&detNoRoot, &detRootWait, &detCycle, &detDangling, &detHelmDependsOn, &detChartSource, &detSourceMissing, &detWaitOrder, &detUnreachable,
 	&detTwoAppliers, &detBadCEL, &detBuild, &detUnread,
 }
 

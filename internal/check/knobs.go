@@ -106,7 +106,8 @@ func otherSourceKustomizations(env *fluxrepo.Env) otherSourceKs {
 	}
 	var out otherSourceKs
 	for _, k := range env.Kustomizations {
-		if !k.Built && k.Err == nil && k.Via == "" && k.SourceKey() != env.Root.SourceKey() {
+		// One whose source nothing renders never applies anything.
+		if !k.Built && k.Err == nil && k.Via == "" && k.SourceKey() != env.Root.SourceKey() && env.SourceOf(k) != nil {
 			out = append(out, k)
 		}
 	}

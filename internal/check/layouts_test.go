@@ -406,3 +406,53 @@ func TestArtifactGeneratorFails(t *testing.T) {
 		t.Fatalf("exit %d, want 1 and check.render with a build finding holding %q:\n%s", session.ReportCode(rep), want, dump(rep))
 	}
 }
+
+// TestTaskfileSources: in the Taskfile layout (root flux-system/cluster
+// reading GitRepository home-kubernetes), a Kustomization reading a
+// second GitRepository of this repository (its URL the root source's
+// without .git) is built from this checkout and checked as the root's
+// are (its undefined ${VAR} fails); one of another URL is another
+// repository's (an optional skip, a note); one whose source nothing
+// renders is [source-missing].
+func TestTaskfileSources(t *testing.T) {
+	t.Parallel()
+	alt := func(url string) string {
+		return "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: home-ops-alt\n  namespace: flux-system\nspec:\n  interval: 30m\n  ref:\n    branch: main\n  url: " + url + "\n"
+	}
+	const reader = "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: extra\n  namespace: flux-system\nspec:\n  interval: 30m\n  path: ./kubernetes/apps/default/echo/app\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: home-ops-alt\n  postBuild:\n    substitute:\n      ECHO: x\n"
+	undefined := edit{"kubernetes/apps/default/echo/app/configmap.yaml", "", "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: default\ndata:\n  v: ${NOT_DEFINED_ANYWHERE}\n"}
+	for _, tc := range []struct {
+		name   string
+		source string // "": not rendered
+		id     string
+		want   verify.Verdict
+		found  wantFinding
+		text   string
+	}{
+		{name: "a second source of this repository", source: alt("https://git.example.invalid/owner/home-ops"),
+			id: "check.substitution/flux-system/extra", want: verify.Fail, found: wantFinding{Undefined, "${NOT_DEFINED_ANYWHERE} in ConfigMap/default/extra is not defined"}},
+		{name: "another repository", source: alt("https://git.example.invalid/owner/other-ops.git"),
+			id: "check.substitution/flux-system/extra", want: verify.Skip, text: "a note: its path is in another repository"},
+		{name: "nothing renders its source",
+			id: "check.graph", want: verify.Fail, found: wantFinding{SourceMissing, "Kustomization flux-system/extra reads GitRepository/flux-system/home-ops-alt, which nothing in the environment renders"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			edits := []edit{{"kubernetes/flux/apps.yaml", "", reader + tc.source}, undefined}
+			repo := copyLayout(t, "taskfile", edits...)
+			r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "kubernetes/flux", RootName: "cluster"}, Disable: map[Detector]bool{RaceDep: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := verify.NewReport("check")
+			rep.Add(r.Checks...)
+			c := checkOf(rep, tc.id)
+			if c.Verdict != tc.want || tc.found.det != "" && !hasFinding(c, tc.found.det, tc.found.text) || !strings.Contains(text(c), tc.text) {
+				t.Fatalf("want %s %s with %v %q:\n%s", tc.id, tc.want, tc.found, tc.text, dump(rep))
+			}
+			if tc.found.det != SourceMissing && hasDetector(checkOf(rep, "check.graph"), SourceMissing) {
+				t.Errorf("a rendered source is [source-missing]:\n%s", dump(rep))
+			}
+		})
+	}
+}

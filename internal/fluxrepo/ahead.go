@@ -85,7 +85,7 @@ func (a *ahead) submit(queue []*Kustomization, sourceKey string) {
 		return
 	}
 	for _, k := range queue {
-		if k.Built || k.SourceKey() != sourceKey || strings.Contains(k.Spec.Path, "${") {
+		if k.Built || !a.l.ownSource(k, sourceKey) || strings.Contains(k.Spec.Path, "${") {
 			continue
 		}
 		dir := cleanPath(strings.TrimLeft(k.Spec.Path, "/"))

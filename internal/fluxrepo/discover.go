@@ -39,6 +39,12 @@ const (
 	// flux-instance chart's values: a HelmRelease's
 	// spec.values.instance.sync.path, a values file's instance.sync.path).
 	FormFluxInstance = "FluxInstance spec.sync.path"
+	// FormSelfApplying: a root Kustomization of another name than the
+	// default (--root), in a file inside the directory its spec.path
+	// names, reading a GitRepository or OCIRepository the repository
+	// declares: a bootstrap made outside Flux applies it (a Taskfile's
+	// kubectl apply of <k8s>/flux/config), and then it applies itself.
+	FormSelfApplying = "self-applying root Kustomization"
 )
 
 // Discovery bounds: a scan never reads more than this many YAML files,
@@ -56,6 +62,12 @@ type Root struct {
 	// Path is the directory, relative to the repository, slash-separated
 	// ("." for the repository's root).
 	Path string `json:"path"`
+	// Namespace and Name are the root Kustomization's, as the check of
+	// Path names it: --namespace and --root (default flux-system) for
+	// every form but FormSelfApplying, whose own they are (a FluxInstance's
+	// spec.sync may name another, which the load reads there).
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 	// By are the declarations naming Path, in file order.
 	By []Declaration `json:"by"`
 }
@@ -81,7 +93,7 @@ func (d Declaration) String() string {
 // finds nothing (o's root Kustomization name, default flux-system/flux-system).
 func DiscoverLooksFor(o Options) string {
 	o = o.withDefaults()
-	return fmt.Sprintf("looked for a Kustomization %s/%s whose spec.path is a directory of the repository (this tool's sync.yaml, flux bootstrap's <dir>/%s/%s, or one applied by hand), flux bootstrap's placeholder <dir>/%s/%s holding no object, and a FluxInstance spec.sync.path (or the flux-instance chart's values instance.sync.path)",
+	return fmt.Sprintf("looked for a Kustomization %s/%s whose spec.path is a directory of the repository (this tool's sync.yaml, flux bootstrap's <dir>/%s/%s, or one applied by hand), a Kustomization of any name in a file inside the directory its spec.path names and reading a GitRepository or OCIRepository the repository declares (a self-applying root), flux bootstrap's placeholder <dir>/%s/%s holding no object, and a FluxInstance spec.sync.path (or the flux-instance chart's values instance.sync.path)",
 		o.Namespace, o.RootName, o.Namespace, SyncFile, o.Namespace, SyncFile)
 }
 
@@ -89,7 +101,10 @@ func DiscoverLooksFor(o Options) string {
 // understands (the Form* constants), each root once with every
 // declaration naming it, sorted by path. o gives the root
 // Kustomization's namespace and name (default flux-system/flux-system)
-// and the per-file bound (MaxFileBytes). The scan reads what
+// and the per-file bound (MaxFileBytes); a self-applying root
+// Kustomization of another name is a root too (FormSelfApplying), unless
+// a root of o's name already applies its directory or a root's directory
+// holds it. The scan reads what
 // source-controller would put in the artifact: regular YAML files, no
 // symlink followed, the .sourceignore rules applied, each file bounded,
 // and at most maxDiscoverYAML of them. notes say what it passed over: a
@@ -117,55 +132,42 @@ func Discover(repo string, o Options) (roots []Root, notes []string, err error) 
 	ix := &fileIndex{root: abs, lines: lines}
 	ix.once.Do(func() {})
 
-	byPath := map[string]*Root{}
-	add := func(p string, d Declaration, field string) {
-		if strings.Contains(p, "${") {
-			notes = append(notes, fmt.Sprintf("%s: %s %s is written with a variable: not checked (pass --path)", d.Location, field, p))
-			return
-		}
-		root := cleanPath(strings.TrimLeft(p, "/"))
-		if !isLocal(root) {
-			notes = append(notes, fmt.Sprintf("%s: %s %s is not inside the repository: not checked", d.Location, field, p))
-			return
-		}
-		if fi, err := os.Lstat(filepath.Join(abs, filepath.FromSlash(root))); err != nil || !fi.IsDir() {
-			notes = append(notes, fmt.Sprintf("%s: %s %s is not a directory of this repository (another repository's path?): not checked", d.Location, field, p))
-			return
-		}
-		r := byPath[root]
-		if r == nil {
-			r = &Root{Path: root}
-			byPath[root] = r
-		}
-		if !slices.Contains(r.By, d) {
-			r.By = append(r.By, d)
-		}
-	}
-	files := slices.Sorted(maps.Keys(lines))
-	for _, rel := range files {
-		for _, k := range rootKustomizations(lines[rel], o) {
-			root := cleanPath(strings.TrimLeft(k.path, "/"))
-			d := Declaration{Form: FormHandApplied, Location: Location{File: rel, Line: k.line}}
+	d := &discovery{abs: abs, o: o, byPath: map[string]*Root{}, notes: notes}
+	var selfApplying []fluxDoc
+	sources := map[string]bool{}
+	for _, rel := range slices.Sorted(maps.Keys(lines)) {
+		for _, k := range fluxDocs(lines[rel], o) {
+			k.file = rel
 			switch {
-			case rel == path.Join(root, o.Namespace, SyncFile):
-				d.Form = FormBootstrapSync
-			case root == "." || strings.HasPrefix(rel, root+"/"):
-				d.Form = FormRootKustomization
+			case k.kind != fluxobj.KustomizationKind:
+				sources[fluxobj.Ref{Kind: k.kind, Namespace: k.namespace, Name: k.name}.String()] = true
+			case k.name == o.RootName && k.namespace == o.Namespace:
+				root := cleanPath(strings.TrimLeft(k.path, "/"))
+				decl := Declaration{Form: FormHandApplied, Location: Location{File: rel, Line: k.line}}
+				switch {
+				case rel == path.Join(root, o.Namespace, SyncFile):
+					decl.Form = FormBootstrapSync
+				case inDir(rel, root):
+					decl.Form = FormRootKustomization
+				}
+				d.add(k.path, decl, "spec.path")
+			case inDir(rel, cleanPath(strings.TrimLeft(k.path, "/"))):
+				selfApplying = append(selfApplying, k)
 			}
-			add(k.path, d, "spec.path")
 		}
 		// flux bootstrap's placeholder: <dir>/<namespace>/gotk-sync.yaml
 		// with no object (bootstrapRoot's rule).
 		if path.Base(rel) == SyncFile && path.Base(path.Dir(rel)) == o.Namespace && holdsNoObject(lines[rel]) {
-			add(path.Dir(path.Dir(rel)), Declaration{Form: FormBootstrapPlaceholder, Location: Location{File: rel}}, "its directory")
+			d.add(path.Dir(path.Dir(rel)), Declaration{Form: FormBootstrapPlaceholder, Location: Location{File: rel}}, "its directory")
 		}
 	}
 	for _, s := range ix.syncDeclarations() {
 		what := map[string]string{"HelmRelease values": "flux-instance HelmRelease values", "values file": "flux-instance chart values"}[s.how]
-		add(s.sync.Path, Declaration{Form: FormFluxInstance, What: what, Location: s.loc}, "spec.sync.path")
+		d.add(s.sync.Path, Declaration{Form: FormFluxInstance, What: what, Location: s.loc}, "spec.sync.path")
 	}
-	for _, p := range slices.Sorted(maps.Keys(byPath)) {
-		r := byPath[p]
+	d.selfApplying(selfApplying, sources)
+	for _, p := range slices.Sorted(maps.Keys(d.byPath)) {
+		r := d.byPath[p]
 		slices.SortStableFunc(r.By, func(a, b Declaration) int { return strings.Compare(a.Location.File, b.Location.File) })
 		roots = append(roots, *r)
 	}
@@ -174,12 +176,112 @@ func Discover(repo string, o Options) (roots []Root, notes []string, err error) 
 	if entries, err := os.ReadDir(filepath.Join(abs, "clusters")); err == nil {
 		for _, e := range entries {
 			p := "clusters/" + e.Name()
-			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && byPath[p] == nil {
-				notes = append(notes, fmt.Sprintf("%s: no root declares it (no Kustomization %s/%s with spec.path ./%s, no %s/%s, no FluxInstance spec.sync.path): not checked; bootstrap check --path %s checks it as a path whose root is made elsewhere", p, o.Namespace, o.RootName, p, o.Namespace, SyncFile, p))
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && d.byPath[p] == nil {
+				d.notes = append(d.notes, fmt.Sprintf("%s: no root declares it (no Kustomization %s/%s with spec.path ./%s, no self-applying Kustomization in it, no %s/%s, no FluxInstance spec.sync.path): not checked; bootstrap check --path %s checks it as a path whose root is made elsewhere", p, o.Namespace, o.RootName, p, o.Namespace, SyncFile, p))
 			}
 		}
 	}
-	return roots, notes, nil
+	return roots, d.notes, nil
+}
+
+// discovery is Discover's state: the roots found by path, and its notes.
+type discovery struct {
+	abs    string
+	o      Options
+	byPath map[string]*Root
+	notes  []string
+}
+
+// localDir is p (a spec.path) cleaned, when it names a directory of the
+// repository; why says why not.
+func (d *discovery) localDir(p string) (root, why string) {
+	if strings.Contains(p, "${") {
+		return "", "is written with a variable: not checked (pass --path)"
+	}
+	root = cleanPath(strings.TrimLeft(p, "/"))
+	if !isLocal(root) {
+		return "", "is not inside the repository: not checked"
+	}
+	if fi, err := os.Lstat(filepath.Join(d.abs, filepath.FromSlash(root))); err != nil || !fi.IsDir() {
+		return "", "is not a directory of this repository (another repository's path?): not checked"
+	}
+	return root, ""
+}
+
+// add records declaration decl of the root at p (field names p's field
+// for a note), the root Kustomization o's.
+func (d *discovery) add(p string, decl Declaration, field string) {
+	root, why := d.localDir(p)
+	if why != "" {
+		d.notes = append(d.notes, fmt.Sprintf("%s: %s %s %s", decl.Location, field, p, why))
+		return
+	}
+	r := d.byPath[root]
+	if r == nil {
+		r = &Root{Path: root, Namespace: d.o.Namespace, Name: d.o.RootName}
+		d.byPath[root] = r
+	}
+	if !slices.Contains(r.By, decl) {
+		r.By = append(r.By, decl)
+	}
+}
+
+// selfApplying adds the self-applying root Kustomizations of another
+// name than o's (ks: the Kustomizations of any name declared inside their
+// own spec.path, in file order) whose spec.sourceRef is a GitRepository or
+// OCIRepository the repository declares (sources, by Ref): the root of a
+// bootstrap made outside Flux (a Taskfile applying <k8s>/flux/config,
+// whose root Kustomization applies <k8s>/flux and so itself). One a
+// root already applies (a root of o's name at the same directory wins),
+// or inside another root's directory (that root's child), is noted, not
+// a root. The shallowest directories come first.
+func (d *discovery) selfApplying(ks []fluxDoc, sources map[string]bool) {
+	depth := func(p string) int { return strings.Count(p, "/") }
+	slices.SortStableFunc(ks, func(a, b fluxDoc) int {
+		pa, pb := cleanPath(strings.TrimLeft(a.path, "/")), cleanPath(strings.TrimLeft(b.path, "/"))
+		return depth(pa) - depth(pb)
+	})
+	for _, k := range ks {
+		src := fluxobj.Ref{Kind: k.srcKind, Namespace: fluxobj.NamespaceOr(k.srcNamespace, k.namespace), Name: k.srcName}
+		if (src.Kind != fluxobj.GitRepositoryKind && src.Kind != fluxobj.OCIRepositoryKind) || !sources[src.String()] {
+			continue // not reading a source of this repository: no root here
+		}
+		root, why := d.localDir(k.path)
+		if why != "" {
+			continue
+		}
+		loc := Location{File: k.file, Line: k.line}
+		ref := k.namespace + "/" + k.name
+		if r := d.byPath[root]; r != nil {
+			if r.Namespace+"/"+r.Name != ref {
+				d.notes = append(d.notes, fmt.Sprintf("%s: Kustomization %s applies its own directory %s, whose root is %s/%s: not a root of its own (pass --path %s --namespace %s --root %s to check it as one)", loc, ref, root, r.Namespace, r.Name, root, k.namespace, k.name))
+				continue
+			}
+			r.By = append(r.By, Declaration{Form: FormSelfApplying, Location: loc})
+			continue
+		}
+		if outer := d.holding(root); outer != "" {
+			d.notes = append(d.notes, fmt.Sprintf("%s: Kustomization %s applies its own directory %s, inside the cluster root %s: not a root of its own (pass --path %s --namespace %s --root %s to check it as one)", loc, ref, root, outer, root, k.namespace, k.name))
+			continue
+		}
+		d.byPath[root] = &Root{Path: root, Namespace: k.namespace, Name: k.name, By: []Declaration{{Form: FormSelfApplying, Location: loc}}}
+	}
+}
+
+// holding is the root whose directory holds p (a subdirectory), "" when none.
+func (d *discovery) holding(p string) string {
+	for _, r := range slices.Sorted(maps.Keys(d.byPath)) {
+		if r != p && inDir(p, r) {
+			return r
+		}
+	}
+	return ""
+}
+
+// inDir says whether the slash path rel is inside the directory dir ("."
+// holds everything).
+func inDir(rel, dir string) bool {
+	return dir == "." || strings.HasPrefix(rel, dir+"/")
 }
 
 // discoverRead reads the YAML files of the repository at abs as
@@ -265,22 +367,29 @@ func readBounded(p string, d fs.DirEntry, max int64) (b []byte, big bool, err er
 	return b, int64(len(b)) > max, nil
 }
 
-// rootKustomization is a root Kustomization document of a file: its
-// spec.path and the line of that field.
-type rootKustomization struct {
-	path string
-	line int
+// fluxDoc is a Flux Kustomization document of a file (kind
+// Kustomization: its spec.path, the line of that field, its sourceRef) or
+// a GitRepository or OCIRepository document (kind and name only).
+type fluxDoc struct {
+	kind, namespace, name string
+	path                  string
+	line                  int
+	file                  string
+	// srcKind, srcNamespace and srcName are the Kustomization's
+	// spec.sourceRef as written.
+	srcKind, srcNamespace, srcName string
 }
 
-// rootKustomizations reads the documents of a YAML file that are the root
-// Kustomization o names (its namespace, when the document sets none, is
-// the one kustomize-controller's root has: o.Namespace) with a spec.path.
-func rootKustomizations(lines []string, o Options) []rootKustomization {
+// fluxDocs reads the documents of a YAML file that are Flux
+// Kustomizations with a spec.path (a namespace the document does not set
+// is the one kustomize-controller's root has: o.Namespace), and the
+// GitRepositories and OCIRepositories (namespace defaulted alike).
+func fluxDocs(lines []string, o Options) []fluxDoc {
 	b := []byte(strings.Join(lines, "\n"))
-	if !bytes.Contains(b, []byte(fluxobj.KustomizeGroup)) {
+	if !bytes.Contains(b, []byte(fluxobj.KustomizeGroup)) && !bytes.Contains(b, []byte(fluxobj.SourceGroup)) {
 		return nil
 	}
-	var out []rootKustomization
+	var out []fluxDoc
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	for {
 		var n yaml.Node
@@ -292,14 +401,21 @@ func rootKustomizations(lines []string, o Options) []rootKustomization {
 		}
 		m := n.Content[0]
 		md := child(m, "metadata")
-		if !fluxobj.IsKustomization(scalar(m, "apiVersion"), scalar(m, "kind")) || scalar(md, "name") != o.RootName ||
-			fluxobj.NamespaceOr(scalar(md, "namespace"), o.Namespace) != o.Namespace {
-			continue
+		api, kind := scalar(m, "apiVersion"), scalar(m, "kind")
+		doc := fluxDoc{kind: kind, namespace: fluxobj.NamespaceOr(scalar(md, "namespace"), o.Namespace), name: scalar(md, "name")}
+		switch {
+		case (kind == fluxobj.GitRepositoryKind || kind == fluxobj.OCIRepositoryKind) && fluxobj.IsSource(api, kind):
+			out = append(out, doc)
+		case fluxobj.IsKustomization(api, kind):
+			spec := child(m, "spec")
+			pn := value(spec, "path")
+			if pn == nil || pn.Kind != yaml.ScalarNode || pn.Value == "" {
+				continue
+			}
+			doc.path, doc.line = pn.Value, pn.Line
+			sr := child(spec, "sourceRef")
+			doc.srcKind, doc.srcNamespace, doc.srcName = scalar(sr, "kind"), scalar(sr, "namespace"), scalar(sr, "name")
+			out = append(out, doc)
 		}
-		pn := value(child(m, "spec"), "path")
-		if pn == nil || pn.Kind != yaml.ScalarNode || pn.Value == "" {
-			continue
-		}
-		out = append(out, rootKustomization{path: pn.Value, line: pn.Line})
 	}
 }

@@ -35,6 +35,9 @@ func summary(roots []Root) string {
 	var b strings.Builder
 	for _, r := range roots {
 		b.WriteString(r.Path + ":")
+		if r.Namespace+"/"+r.Name != "flux-system/flux-system" {
+			b.WriteString(" [" + r.Namespace + "/" + r.Name + "]")
+		}
 		for _, d := range r.By {
 			b.WriteString(" " + d.Form + " at " + d.Location.String() + ";")
 		}
@@ -143,11 +146,87 @@ func TestDiscoverRootName(t *testing.T) {
 	repo := writeRepo(t, map[string]string{"k/cluster.yaml": strings.Replace(rootKS("./k"), "name: flux-system\n  namespace", "name: cluster\n  namespace", 1)})
 	for _, tc := range []struct {
 		root, want string
-	}{{"", ""}, {"cluster", "k: root Kustomization at k/cluster.yaml:8;\n"}} {
+	}{{"", ""}, {"cluster", "k: [flux-system/cluster] root Kustomization at k/cluster.yaml:8;\n"}} {
 		roots, _, err := Discover(repo, Options{RootName: tc.root})
 		if err != nil || summary(roots) != tc.want {
 			t.Errorf("--root %q: %q, %v; want %q", tc.root, summary(roots), err, tc.want)
 		}
+	}
+}
+
+// namedKS is a Kustomization ns/name applying path from the source
+// kind/name.
+func namedKS(ns, name, path, kind, source string) string {
+	return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\nspec:\n  interval: 10m\n  path: " + path + "\n  prune: true\n  sourceRef:\n    kind: " + kind + "\n    name: " + source + "\n"
+}
+
+// gitRepo is a GitRepository ns/name of url.
+func gitRepo(ns, name, url string) string {
+	return "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\nspec:\n  interval: 1m\n  ref:\n    branch: main\n  url: " + url + "\n"
+}
+
+// A root Kustomization of any name is a root when it applies its own
+// directory and reads a source the repository declares (the Taskfile
+// bootstrap of flux-cluster-template applies it by hand, then it
+// manages itself); the default name still wins where it is, each root
+// is listed once, and a self-applying one inside another root's
+// directory is that root's child.
+func TestDiscoverSelfApplying(t *testing.T) {
+	t.Parallel()
+	const url = "https://git.example.invalid/o/r.git"
+	cluster := gitRepo("flux-system", "home", url) + "---\n" + namedKS("flux-system", "cluster", "./k8s/flux", "GitRepository", "home")
+	for _, tc := range []struct {
+		name  string
+		repo  string
+		want  string
+		notes []string
+	}{
+		{name: "the Taskfile layout", repo: "../../testdata/layouts/taskfile",
+			want: "kubernetes/flux: [flux-system/cluster] self-applying root Kustomization at kubernetes/flux/config/cluster.yaml:25;\n"},
+		{name: "its source in another file, an OCIRepository", repo: writeRepo(t, map[string]string{
+			"k8s/flux/config/cluster.yaml": namedKS("flux-system", "cluster", "./k8s/flux", "OCIRepository", "home"),
+			"k8s/flux/config/source.yaml":  "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: home\n  namespace: flux-system\nspec:\n  url: oci://ghcr.io/o/r\n",
+		}), want: "k8s/flux: [flux-system/cluster] self-applying root Kustomization at k8s/flux/config/cluster.yaml:8;\n"},
+		// Negative controls: each condition is load-bearing.
+		{name: "its source not declared", repo: writeRepo(t, map[string]string{"k8s/flux/config/cluster.yaml": namedKS("flux-system", "cluster", "./k8s/flux", "GitRepository", "home")}), want: ""},
+		{name: "its source another name", repo: writeRepo(t, map[string]string{"k8s/flux/config/cluster.yaml": gitRepo("flux-system", "other", url) + "---\n" + namedKS("flux-system", "cluster", "./k8s/flux", "GitRepository", "home")}), want: ""},
+		{name: "its source in another namespace", repo: writeRepo(t, map[string]string{"k8s/flux/config/cluster.yaml": gitRepo("other", "home", url) + "---\n" + namedKS("flux-system", "cluster", "./k8s/flux", "GitRepository", "home")}), want: ""},
+		{name: "a Bucket source", repo: writeRepo(t, map[string]string{"k8s/flux/config/cluster.yaml": strings.ReplaceAll(cluster, "GitRepository", "Bucket")}), want: ""},
+		{name: "applied by hand, outside its directory", repo: writeRepo(t, map[string]string{
+			"bootstrap/cluster.yaml": strings.Replace(cluster, "./k8s/flux", "./k8s/apps", 1), "k8s/apps/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+		}), want: ""},
+		{name: "both forms, each root once", repo: writeRepo(t, map[string]string{
+			"clusters/dev/sync.yaml":       rootKS("./clusters/dev"),
+			"k8s/flux/config/cluster.yaml": cluster,
+		}), want: "clusters/dev: root Kustomization at clusters/dev/sync.yaml:8;\nk8s/flux: [flux-system/cluster] self-applying root Kustomization at k8s/flux/config/cluster.yaml:"},
+		{name: "the default wins at one directory", repo: writeRepo(t, map[string]string{
+			"k8s/flux/sync.yaml":           rootKS("./k8s/flux"),
+			"k8s/flux/config/cluster.yaml": cluster,
+		}), want: "k8s/flux: root Kustomization at k8s/flux/sync.yaml:8;\n",
+			notes: []string{"k8s/flux/config/cluster.yaml:19: Kustomization flux-system/cluster applies its own directory k8s/flux, whose root is flux-system/flux-system: not a root of its own"}},
+		{name: "inside another root's directory", repo: writeRepo(t, map[string]string{
+			"k8s/flux/config/cluster.yaml":    cluster,
+			"k8s/flux/tenants/tenant.yaml":    namedKS("flux-system", "tenants", "./k8s/flux/tenants", "GitRepository", "home"),
+			"k8s/flux/tenants/team/team.yaml": namedKS("flux-system", "team", "./k8s/flux/tenants/team", "GitRepository", "home"),
+		}), want: "k8s/flux: [flux-system/cluster] self-applying root Kustomization at k8s/flux/config/cluster.yaml:19;\n",
+			notes: []string{"k8s/flux/tenants/tenant.yaml:8: Kustomization flux-system/tenants applies its own directory k8s/flux/tenants, inside the cluster root k8s/flux", "k8s/flux/tenants/team/team.yaml:8: Kustomization flux-system/team applies its own directory k8s/flux/tenants/team, inside the cluster root k8s/flux"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			roots, notes, err := Discover(tc.repo, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := summary(roots)
+			if !strings.HasPrefix(got, tc.want) || tc.want == "" && got != "" {
+				t.Errorf("roots:\n%s\nwant (a prefix of):\n%s", got, tc.want)
+			}
+			for _, n := range tc.notes {
+				if !strings.Contains(strings.Join(notes, "\n"), n) {
+					t.Errorf("no note %q in:\n%s", n, strings.Join(notes, "\n"))
+				}
+			}
+		})
 	}
 }
 

@@ -54,6 +54,13 @@ type Options struct {
 	// flux-system/flux-system). Namespace is also the namespace of rendered
 	// objects that set none.
 	Namespace, RootName string
+	// AdoptRoot: Namespace and RootName are the defaults, not chosen (no
+	// --namespace, --root). Where the root directory renders no such root
+	// and nothing declares one, the one self-applying root Kustomization
+	// it renders (spec.path the root directory, reading a GitRepository or
+	// OCIRepository it renders) is taken as the root, and Origin.Adopted
+	// says so.
+	AdoptRoot bool
 	// MaxFileBytes caps each file read (default DefaultMaxFileBytes).
 	MaxFileBytes int64
 	// Sync declares the root when the repository renders none (the
@@ -190,8 +197,10 @@ type Kustomization struct {
 	// out of a build above this Kustomization (its applier's, or further
 	// up): it is checked as it would be once they are fixed.
 	OnceFixed []string
-	// OtherSource: it reads a source that is not the root's (another
-	// repository): not built, a note rather than a check that could not run.
+	// OtherSource: it reads a source that is not the root's nor a second
+	// source of this repository: another repository (not built, a note
+	// rather than a check that could not run), or a source nothing
+	// renders (Env.SourceOf is nil: it never applies).
 	OtherSource bool
 	// Resources are the objects built from Path, unsubstituted, as
 	// kustomize-controller holds them before post-build substitution. Treat
@@ -269,6 +278,10 @@ type Source struct {
 	Ref       fluxobj.Ref
 	Location  Location
 	AppliedBy string
+	// URL is a GitRepository's or OCIRepository's spec.url (a declared
+	// sync's URL), Reference its spec.ref as JSON: which repository it
+	// reads (fluxobj.SameSourceURL), at which reference.
+	URL, Reference string
 }
 
 // Data is a ConfigMap or Secret the environment renders: its keys (the

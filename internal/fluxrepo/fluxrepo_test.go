@@ -210,7 +210,8 @@ func TestLoadNotBuilt(t *testing.T) {
 	t.Parallel()
 	repo := copyTree(t, clean)
 	edit(t, repo, "clusters/base/apps.yaml", "path: ./docs\n  prune: true\n  sourceRef:\n    kind: GitRepository", "path: ./docs\n  prune: true\n  sourceRef:\n    kind: OCIRepository")
-	edit(t, repo, "apps/web.yaml", "", "")
+	// The OCIRepository it reads is rendered, of another repository.
+	edit(t, repo, "clusters/base/apps.yaml", "", "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m\n  url: oci://registry.example.invalid/other\n  ref:\n    tag: latest\n")
 	// A remote base two levels down: infrastructure -> ./base -> remote.
 	if err := os.MkdirAll(filepath.Join(repo, "infrastructure", "base"), 0o700); err != nil {
 		t.Fatal(err)

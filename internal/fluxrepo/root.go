@@ -121,6 +121,9 @@ type Origin struct {
 	// (spec.kustomize.patches; spec.values.instance.kustomize.patches in
 	// a flux-instance HelmRelease).
 	PatchesField string `json:"patchesField,omitempty"`
+	// Adopted says why the root is a Kustomization no --root named
+	// (Options.AdoptRoot): "" when it was named.
+	Adopted string `json:"adopted,omitempty"`
 	// declared is the root Kustomization as generated from Sync, before
 	// the patches (SyncObjects'); Env.Root holds it patched.
 	declared *kustomizev1.Kustomization
@@ -134,6 +137,9 @@ func (o Origin) String() string {
 		return "declared on the command line (--source-url)"
 	case LayoutBootstrap:
 		return fmt.Sprintf("written by flux bootstrap into %s, a placeholder here: checked as flux bootstrap writes it; declare its real source with --source-url URL, or let bootstrap up/sync --source-kind GitRepository --source-url URL write it", o.Location.File)
+	}
+	if o.Adopted != "" {
+		return "rendered by the root directory; " + o.Adopted
 	}
 	return "rendered by the root directory"
 }
@@ -365,6 +371,7 @@ func (l *loader) declaredRoot(root string) error {
 	e.Root = &Kustomization{Kustomization: k, Location: loc, Path: root}
 	l.seen["K/"+e.Root.Ref()] = true
 	src := &Source{Ref: fluxobj.Ref{Kind: s.Kind, Namespace: d.Namespace, Name: d.Name}, Location: loc}
+	src.URL, src.Reference = sourceIdentity(s.Kind, s.SourceObject(d.Namespace).Object)
 	e.Sources = append(e.Sources, src)
 	l.seen["S/"+src.Ref.String()] = true
 	return nil

@@ -3,10 +3,13 @@ package fluxrepo
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // TestRootObjectsDeepCopy: the root's objects are as the API machinery
@@ -105,5 +108,60 @@ func TestBootstrapPlaceholder(t *testing.T) {
 	e, err = Load(Options{Repo: repo, Path: "clusters/staging", Sync: &Sync{Kind: "GitRepository", URL: "https://git.example.invalid/fork.git", Ref: "refs/heads/main"}})
 	if err != nil || e.Origin.Layout != LayoutCommandLine || e.Root == nil {
 		t.Fatalf("--source-url: err %v, origin %+v", err, e.Origin)
+	}
+}
+
+// TestAdoptRoot: with no --root (Options.AdoptRoot), a path that renders
+// no flux-system/flux-system and exactly one self-applying root
+// Kustomization (spec.path the path, its GitRepository or OCIRepository
+// rendered there: the Taskfile layout's flux-system/cluster) is checked
+// as that root, said in Origin.Adopted and a note. Each condition is
+// load-bearing: without AdoptRoot, with two such Kustomizations, or with
+// the source not rendered, the root name stays the default and the
+// loader's refusal names the candidates.
+func TestAdoptRoot(t *testing.T) {
+	t.Parallel()
+	const layout = "../../testdata/layouts/taskfile"
+	second := "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: cluster-2\n  namespace: flux-system\nspec:\n  interval: 30m\n  path: ./kubernetes/flux\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: home-kubernetes\n"
+	for _, tc := range []struct {
+		name  string
+		adopt bool
+		// old, new edit kubernetes/flux/config/cluster.yaml.
+		old, new string
+		// root is the root's ref when adopted; err a text of the refusal.
+		root, err string
+	}{
+		{name: "adopted", adopt: true, root: "flux-system/cluster"},
+		{name: "--root given", err: "the root Kustomization flux-system/flux-system: kubernetes/flux renders no such Kustomization"},
+		{name: "two self-applying", adopt: true, old: "", new: second, err: "it renders Kustomization flux-system/cluster-2, flux-system/cluster, applying kubernetes/flux"},
+		{name: "its source not rendered", adopt: true, old: "name: home-kubernetes\n  namespace", new: "name: elsewhere\n  namespace", err: "pass --namespace flux-system --root cluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := copyTree(t, layout)
+			if tc.old != "" || tc.new != "" {
+				edit(t, repo, "kubernetes/flux/config/cluster.yaml", tc.old, tc.new)
+			}
+			e, err := Load(Options{Repo: repo, Path: "kubernetes/flux", AdoptRoot: tc.adopt, Holes: true, KeepGoing: true})
+			if tc.err != "" {
+				if err == nil || !verify.IsInput(err) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Root == nil || e.Root.Ref() != tc.root || !e.Root.Built || e.Options.RootName != "cluster" || !strings.Contains(e.Origin.Adopted, "the one self-applying root Kustomization kubernetes/flux renders (kubernetes/flux/config/cluster.yaml:") {
+				t.Fatalf("root %v, options %s/%s, origin %+v", e.Root, e.Options.Namespace, e.Options.RootName, e.Origin)
+			}
+			if e.RootSource == nil || e.RootSource.Ref.String() != "GitRepository/flux-system/home-kubernetes" || len(e.Kustomizations) != 3 {
+				t.Fatalf("root source %+v, %d Kustomizations, notes %q", e.RootSource, len(e.Kustomizations), e.Notes)
+			}
+			// Built with the root's own spec: the GitRepository's spec.ignore applied.
+			if !slices.Contains(e.Notes, "the root's GitRepository spec.ignore was applied to the copy") {
+				t.Errorf("notes %q", e.Notes)
+			}
+		})
 	}
 }

@@ -57,6 +57,13 @@ func (l *loader) run(root string) error {
 			appliedBy = e.Root.Ref()
 		}
 	}
+	if e.Root == nil && !slices.ContainsFunc(res, l.isRoot) && e.Options.AdoptRoot && l.adoptRoot(root, res, files) {
+		// Built again with the adopted root's spec, as the controller builds it.
+		if res, files, appliedBy, err = l.buildRoot(root); err != nil {
+			return err
+		}
+		e.RootResources, e.RootFiles = res, files
+	}
 	if e.Root == nil && !slices.ContainsFunc(res, l.isRoot) && e.Options.Holes {
 		if err := l.rootNamed(root, res); err != nil {
 			return err
@@ -138,12 +145,51 @@ func (l *loader) rootNamed(root string, res []*resource.Resource) error {
 	return verify.InputErrorf("the root Kustomization %s/%s: %s renders no such Kustomization, nor does anything declare it; it renders %s, applying %s: pass %s", o.Namespace, o.RootName, root, "Kustomization "+strings.Join(roots, ", "), root, strings.Join(flags, ", or "))
 }
 
+// adoptRoot takes as the root the one self-applying root Kustomization
+// the root directory renders (res, from files), when no --root named one
+// (Options.AdoptRoot): its spec.path is the root directory, and it reads
+// a GitRepository or OCIRepository res renders (Discover's
+// FormSelfApplying, as the Taskfile layout's flux-system/cluster). None,
+// or several, adopt nothing (rootNamed then names them).
+func (l *loader) adoptRoot(root string, res []*resource.Resource, files []string) bool {
+	e := l.env
+	o := e.Options
+	sources := map[string]bool{}
+	for _, r := range res {
+		if k := r.GetKind(); (k == sourcev1.GitRepositoryKind || k == sourcev1.OCIRepositoryKind) && fluxobj.IsSource(r.GetApiVersion(), k) {
+			sources[fluxobj.Ref{Kind: k, Namespace: fluxobj.NamespaceOr(r.GetNamespace(), o.Namespace), Name: r.GetName()}.String()] = true
+		}
+	}
+	var found []*kustomizev1.Kustomization
+	for _, r := range res {
+		k := &kustomizev1.Kustomization{}
+		if !isKustomization(r) || fromResource(r, k) != nil || strings.Contains(k.Spec.Path, "${") || cleanPath(strings.TrimLeft(k.Spec.Path, "/")) != root {
+			continue
+		}
+		k.Namespace = fluxobj.NamespaceOr(k.Namespace, o.Namespace)
+		if sources[fluxobj.KustomizationSource(k).String()] {
+			found = append(found, k)
+		}
+	}
+	if len(found) != 1 {
+		return false
+	}
+	k := found[0]
+	loc := e.Locate(files, kustomizev1.KustomizationKind, k.Namespace, k.Name)
+	e.Options.Namespace, e.Options.RootName = k.Namespace, k.Name
+	e.Origin.Adopted = fmt.Sprintf("no --root given and no %s/%s here: the one self-applying root Kustomization %s renders (%s) is the root", o.Namespace, o.RootName, root, loc)
+	e.Notes = append(e.Notes, fmt.Sprintf("the root is Kustomization %s (%s): %s renders no Kustomization %s/%s and nothing declares one, and %s is the one Kustomization it renders that applies %s from a source it renders (a self-applying root); pass --namespace and --root to name another", k.Namespace+"/"+k.Name, loc, root, o.Namespace, o.RootName, k.Namespace+"/"+k.Name, root))
+	return true
+}
+
 // walk builds the path of every Kustomization in queue not built yet, and
 // of those their builds declare, breadth first.
 // A Kustomization reading an ExternalArtifact waits until the walk has
 // found no more: the ArtifactGenerator making it may be rendered anywhere.
+// A Kustomization of another source waits too: a second source of this
+// repository (secondSource) may be rendered by a build after it.
 func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
-	var waiting []*Kustomization
+	var waiting, others []*Kustomization
 	for {
 		l.ahead.submit(queue, sourceKey)
 		for i := 0; i < len(queue); i++ {
@@ -155,6 +201,10 @@ func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
 				waiting = append(waiting, k)
 				continue
 			}
+			if !l.ownSource(k, sourceKey) {
+				others = append(others, k)
+				continue
+			}
 			more, err := l.buildChild(k, sourceKey)
 			if err != nil {
 				return err
@@ -162,8 +212,12 @@ func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
 			l.ahead.submit(more, sourceKey)
 			queue = append(queue, more...)
 		}
+		if queue, others = l.becameOwn(others, sourceKey); len(queue) > 0 {
+			continue
+		}
 		l.ahead.forget() // the ExternalArtifacts' builds, in turn
 		if len(waiting) == 0 {
+			l.noteOthers(others, sourceKey)
 			return nil
 		}
 		queue = nil
@@ -176,6 +230,7 @@ func (l *loader) walk(queue []*Kustomization, sourceKey string) error {
 		}
 		waiting = nil
 		if len(queue) == 0 {
+			l.noteOthers(others, sourceKey)
 			return nil
 		}
 	}
@@ -269,15 +324,15 @@ func holeList(holes []*Hole) string {
 }
 
 // buildChild builds the path of Kustomization k, which the walk reached,
-// and returns the Kustomizations its build declares. A path that is not
-// built (another source, a variable, remote bases) is noted on k; one that
-// fails to build ends Load unless KeepGoing.
+// and returns the Kustomizations its build declares; it reads this
+// repository (the root's source, or a second source of it: noted when at
+// another reference). A path that is not built (a variable, remote
+// bases) is noted on k; one that fails to build ends Load unless
+// KeepGoing.
 func (l *loader) buildChild(k *Kustomization, sourceKey string) ([]*Kustomization, error) {
 	k.Path = cleanPath(strings.TrimLeft(k.Spec.Path, "/")) // as specPath; shown for one not built
 	if k.SourceKey() != sourceKey {
-		k.OtherSource = true
-		l.notBuilt(k, fmt.Sprintf("reads %s, not the root's source %s: its path is not in this repository and was not built", k.SourceKey(), sourceKey))
-		return nil, nil
+		l.noteSecondSource(k)
 	}
 	if ok, err := l.specPath(k, "repository"); !ok {
 		return nil, err
@@ -586,7 +641,9 @@ func (l *loader) ingestSource(r *resource.Resource, raw, ns string, files []stri
 		return
 	}
 	l.seen[key] = true
-	e.Sources = append(e.Sources, &Source{Ref: ref, Location: e.Locate(files, r.GetKind(), ns, raw), AppliedBy: appliedBy})
+	src := &Source{Ref: ref, Location: e.Locate(files, r.GetKind(), ns, raw), AppliedBy: appliedBy}
+	l.identify(src, r, appliedBy)
+	e.Sources = append(e.Sources, src)
 }
 
 // ingestData records d, the ConfigMap or Secret r renders (r itself, or
