@@ -1,0 +1,3 @@
+package bootstrapfiles
+
+func (r *reader) templates() {}
