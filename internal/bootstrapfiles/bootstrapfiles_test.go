@@ -5,12 +5,14 @@ import (
 )
 
 func TestDump(t *testing.T) {
-	b, err := Read("../../testdata/layouts/taskfile")
-	if err != nil {
-		t.Fatal(err)
+	for _, l := range []string{"taskfile", "helmfile", "operator"} {
+		b, err := Read("../../testdata/layouts/" + l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range b.Evidence() {
+			t.Log(e)
+		}
+		t.Log(b.Files)
 	}
-	for _, e := range b.Evidence() {
-		t.Log(e)
-	}
-	t.Log(b.Files)
 }
