@@ -80,18 +80,18 @@ func TestRead(t *testing.T) {
 			want: []string{"Taskfile task flux:apply: kubectl apply -f kubernetes/flux/vars/cluster-settings.yaml creates ConfigMap/flux-system/cluster-settings at .taskfiles/flux/Taskfile.yaml:20"}},
 		{name: "taskfile: a stdin the reader does not understand is a note", layout: "taskfile",
 			edits: []edit{{fluxTasks, "sops --decrypt {{.KUBERNETES_DIR}}/flux/vars/cluster-secrets.sops.yaml | kubectl apply -f -", "op inject -i {{.KUBERNETES_DIR}}/flux/vars/cluster-secrets.sops.yaml | kubectl apply -f -"}},
-			want: []string{"note: Taskfile task flux:bootstrap: what reaches kubectl apply -f - at .taskfiles/flux/Taskfile.yaml:10 is not read (op inject … | kubectl apply …)"},
-			not:  []string{"creates Secret/flux-system/cluster-secrets"}},
+			want:  []string{"note: Taskfile task flux:bootstrap: what reaches kubectl apply -f - at .taskfiles/flux/Taskfile.yaml:10 is not read (op inject … | kubectl apply …)"},
+			not:   []string{"creates Secret/flux-system/cluster-secrets"}},
 		{name: "taskfile: a file named through a shell variable is a note", layout: "taskfile",
 			edits: []edit{{fluxTasks, "kubectl apply -f {{.KUBERNETES_DIR}}/flux/vars/cluster-settings.yaml", "kubectl apply -f $SETTINGS"}},
-			want: []string{"note: Taskfile task flux:bootstrap: kubectl apply at .taskfiles/flux/Taskfile.yaml:11 names its file through a shell variable: not read"},
-			not:  []string{"cluster-settings"}},
+			want:  []string{"note: Taskfile task flux:bootstrap: kubectl apply at .taskfiles/flux/Taskfile.yaml:11 names its file through a shell variable: not read"},
+			not:   []string{"cluster-settings"}},
 		{name: "taskfile: a --from-literal value is never read", layout: "taskfile",
 			edits: []edit{{fluxTasks, "--from-file=age.agekey=/dev/stdin", "--from-literal=token=hunter2"}},
-			want: []string{"creates Secret/flux-system/sops-age at .taskfiles/flux/Taskfile.yaml:9 (keys token)"}, not: []string{"hunter2"}},
+			want:  []string{"creates Secret/flux-system/sops-age at .taskfiles/flux/Taskfile.yaml:9 (keys token)"}, not: []string{"hunter2"}},
 		{name: "taskfile: a Taskfile go-task refuses is a note", layout: "taskfile",
 			edits: []edit{{"Taskfile.yaml", "version: \"3\"\n", ""}},
-			want: []string{"note: Taskfile.yaml: go-task does not read it"}, not: []string{"creates"}},
+			want:  []string{"note: Taskfile.yaml: go-task does not read it"}, not: []string{"creates"}},
 		{name: "helmfile as committed", layout: "helmfile",
 			want: []string{
 				"bootstrap: resources template bootstrap/resources.yaml.j2 (rendered and applied by the bootstrap; values not read) creates Secret/flux-system/sops-age at bootstrap/resources.yaml.j2:7 (keys age.agekey)",
@@ -146,7 +146,7 @@ func TestFluxInstallVersion(t *testing.T) {
 		"https://github.com/fluxcd/flux2/releases/download/v2.6.0/install.yaml":   "v2.6.0",
 		"https://github.com/fluxcd/flux2/releases/download/v2.6.0/manifests.tar":  "",
 		"github.com/fluxcd/flux2/manifests/install":                               "",
-		"./flux":                                                                  "",
+		"./flux": "",
 	} {
 		if got := fluxInstallVersion(in); got != want {
 			t.Errorf("%s: %q, want %q", in, got, want)

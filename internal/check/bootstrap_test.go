@@ -42,13 +42,13 @@ func TestBootstrapBringUp(t *testing.T) {
 		{name: "taskfile: the settings line removed, bootstrap up seeds the root's vars", layout: "taskfile", edits: []edit{settingsLine},
 			id: "check.race/flux-system/cluster", verdict: verify.Warn,
 			found: []wantFinding{{RaceDep, "kubernetes/flux/config/cluster.yaml:18: root Kustomization flux-system/cluster substitutes from ConfigMap/flux-system/cluster-settings (kubernetes/flux/vars/cluster-settings.yaml:2), which only it applies: a plain flux bootstrap deadlocks here — kustomize-controller loads substituteFrom before it applies anything and fails the build (substitute from 'ConfigMap/cluster-settings' error: configmaps \"cluster-settings\" not found); bootstrap up seeds ConfigMap/flux-system/cluster-settings from kubernetes/flux/vars/cluster-settings.yaml before the root's first reconcile"}},
-			not: []string{"cluster-settings, which only flux-system/cluster applies, is seeded"}},
+			not:   []string{"cluster-settings, which only flux-system/cluster applies, is seeded"}},
 		{name: "taskfile: a non-root substituting from what only it applies cannot come up", layout: "taskfile", edits: appsSettings,
 			id: "check.race/flux-system/cluster-apps", verdict: verify.Fail,
 			found: []wantFinding{{RaceDep, "Kustomization flux-system/cluster-apps substitutes from ConfigMap/flux-system/apps-settings (kubernetes/apps/default/settings.yaml:1), which only it applies and nothing else creates: it cannot come up on a fresh cluster"}}},
 		{name: "taskfile: a non-root's object the Taskfile creates", layout: "taskfile",
 			edits: append(appsSettings, edit{fluxTasks, "      - kubectl apply --server-side --kustomize {{.KUBERNETES_DIR}}/flux/config\n", "      - kubectl apply -f {{.KUBERNETES_DIR}}/apps/default/settings.yaml\n      - kubectl apply --server-side --kustomize {{.KUBERNETES_DIR}}/flux/config\n"}),
-			id: "check.race/flux-system/cluster-apps", verdict: verify.Fail, // still the cross-Kustomization races of cluster-settings
+			id:    "check.race/flux-system/cluster-apps", verdict: verify.Fail, // still the cross-Kustomization races of cluster-settings
 			want: []string{"ConfigMap/flux-system/apps-settings, which only flux-system/cluster-apps applies, is seeded by the repository's bootstrap (Taskfile task flux:bootstrap: kubectl apply -f kubernetes/apps/default/settings.yaml at .taskfiles/flux/Taskfile.yaml:12)"},
 			not:  []string{"apps-settings (kubernetes/apps/default/settings.yaml:1), which only it applies and nothing else creates"}},
 		{name: "taskfile: the release the bootstrap's Flux install pins", layout: "taskfile",
