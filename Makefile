@@ -63,7 +63,8 @@ FUZZ_TARGETS := \
 	./internal/safeio:FuzzAliasBomb \
 	./internal/safeio:FuzzBoundedRead \
 	./internal/fluxrelease:FuzzResolve \
-	./internal/fluxrelease:FuzzVersionsParse
+	./internal/fluxrelease:FuzzVersionsParse \
+	./internal/bootstrapfiles:FuzzNeutralize
 .PHONY: fuzz
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -126,6 +127,10 @@ type Options struct {
 	// Policy is the repository's PolicyFile, already loaded; nil: Run
 	// loads it (none in the repository: the defaults).
 	Policy *Policy
+	// Bootstrap is what the repository's own bootstrap creates before Flux
+	// (bootstrapfiles.Read), already read; nil: Run reads it. Its objects
+	// count as prerequisites made before Flux, as the policy's declared ones.
+	Bootstrap *bootstrapfiles.Bootstrap
 	// FluxVersion is the Flux release whose CRDs and controller defaults
 	// judge the environment (embedded in the binary), given explicitly;
 	// "" is the release the repository declares, else the pinned one
@@ -176,6 +181,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		o.Policy = p
 	}
+	if o.Bootstrap == nil {
+		b, err := bootstrapfiles.Read(o.Repo)
+		if err != nil {
+			return nil, err
+		}
+		o.Bootstrap = b
+	}
+	o.Policy = o.Policy.withBootstrap(o.Bootstrap)
 	// A Kustomization whose path does not build is that Kustomization's
 	// failure ([build]), as kustomize-controller fails only it: the model
 	// keeps going past it, and builds it again without the entry that
@@ -202,10 +215,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.Others, compareNotes = loadOthers(o, env)
 	}
 	ch := &checker{policy: o.Policy, env: env}
-	if o.Policy != nil {
+	if o.Policy.fromFile() {
 		compareNotes = append(compareNotes, "policy: "+PolicyFile+" (docs/policy.md)")
 	}
-	r.Checks = append(r.Checks, renderCheck(ch, o, env, r.Others, compareNotes), releaseCheck(j, env))
+	r.Checks = append(r.Checks, renderCheck(ch, o, env, r.Others, compareNotes), releaseCheck(j, env, o.Bootstrap))
 	subs, refs := checkSubstitution(ch, ctx, o, env, sv)
 	otherSources(env, o.Policy, subs)
 	r.Checks = append(r.Checks, subs...)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
@@ -70,7 +71,16 @@ func (e *Every) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 		}
 		o.Policy = p
 	}
+	if o.Bootstrap == nil {
+		// Read once for every root.
+		b, err := bootstrapfiles.Read(o.Repo)
+		if err != nil {
+			return nil, err
+		}
+		o.Bootstrap = b
+	}
 	out := []verify.Check{e.found()}
+	out[0].Evidence = append(out[0].Evidence, o.Bootstrap.Evidence()...)
 	e.Result = &Result{Checks: out}
 	var paths []string
 	// Each cluster compares its knobs with its siblings: loaded once for

@@ -48,11 +48,15 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 			}
 			applier, _ := fluxgraph.ParseID(d.AppliedBy)
 			if d.AppliedBy == k.Ref() {
-				if o.on(RaceDep) && !ref.Optional && o.Policy.prerequisite(key) == nil && substitutesAny(k) {
-					fs = append(fs, finding{det: RaceDep, loc: k.Location,
-						what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), which only it applies%s and nothing else creates: it cannot come up on a fresh cluster — kustomize-controller loads substituteFrom before it applies anything and fails the build (%s), so %s is never created", k.Ref(), key, d.Location, madeBy(d), freshClusterError(k, ref), key),
-						fix:  fmt.Sprintf("mark it optional: true in spec.postBuild.substituteFrom of Kustomization %s (%s) (the first reconcile renders without it, the next substitutes it), or move %s to a Kustomization that %s depends on", k.Ref(), k.Location, key, k.Ref())})
-					continue
+				if o.on(RaceDep) && !ref.Optional && substitutesAny(k) {
+					f, seeded := selfApplied(o, env, k, ref, key, d)
+					if seeded != "" {
+						ev = append(ev, seeded)
+					}
+					if f != nil {
+						fs = append(fs, *f)
+						continue
+					}
 				}
 				if o.on(RaceDep) {
 					fs = append(fs, finding{det: RaceDep, warn: true, loc: k.Location,
@@ -107,6 +111,32 @@ func clusterLabels(d *fluxrepo.Data, applier fluxgraph.NodeID) map[string]string
 		l[fluxgraph.AppliedByNameLabel], l[fluxgraph.AppliedByNamespaceLabel] = applier.Name, applier.Namespace
 	}
 	return l
+}
+
+// selfApplied judges Kustomization k substituting (not optionally) from
+// d, which only k applies: on a fresh cluster kustomize-controller loads
+// substituteFrom before it applies anything (fluxcd/pkg/kustomize
+// LoadVariables fails the build), so d must exist before k's first
+// reconcile. Seeded by the repository's own bootstrap (bootstrapfiles) or
+// declared in PolicyFile: it does (seeded is the evidence; nil finding).
+// Not seeded, k the root: `bootstrap up` seeds it from the file before the
+// root's first reconcile, a plain flux bootstrap deadlocks (a warning).
+// Otherwise nothing creates it (a failure).
+func selfApplied(o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, ref kustomizev1.SubstituteReference, key string, d *fluxrepo.Data) (f *finding, seeded string) {
+	if b := o.Policy.seededBy(key); b != nil {
+		return nil, fmt.Sprintf("%s, which only %s applies, is seeded by the repository's bootstrap (%s at %s) before Flux: %s comes up on a fresh cluster", key, k.Ref(), b.How, b.Location, k.Ref())
+	}
+	if o.Policy.prerequisite(key) != nil {
+		return nil, ""
+	}
+	if env.Root != nil && env.Root.Ref() == k.Ref() && d.MadeBy == "" {
+		return &finding{det: RaceDep, warn: true, loc: k.Location,
+			what: fmt.Sprintf("root Kustomization %s substitutes from %s (%s), which only it applies: a plain flux bootstrap deadlocks here — kustomize-controller loads substituteFrom before it applies anything and fails the build (%s); bootstrap up seeds %s from %s before the root's first reconcile, and a changed knob is then substituted one reconcile late", k.Ref(), key, d.Location, freshClusterError(k, ref), key, d.Location.File),
+			fix:  fmt.Sprintf("create %s in the repository's bootstrap before Flux (or declare it under prerequisites.declared in %s), mark it optional: true in spec.postBuild.substituteFrom of Kustomization %s (%s), or move it to a Kustomization that %s depends on", key, PolicyFile, k.Ref(), k.Location, k.Ref())}, ""
+	}
+	return &finding{det: RaceDep, loc: k.Location,
+		what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), which only it applies%s and nothing else creates: it cannot come up on a fresh cluster — kustomize-controller loads substituteFrom before it applies anything and fails the build (%s), so %s is never created", k.Ref(), key, d.Location, madeBy(d), freshClusterError(k, ref), key),
+		fix:  fmt.Sprintf("mark it optional: true in spec.postBuild.substituteFrom of Kustomization %s (%s) (the first reconcile renders without it, the next substitutes it), or move %s to a Kustomization that %s depends on", k.Ref(), k.Location, key, k.Ref())}, ""
 }
 
 // madeBy says which object k applies makes d at runtime, when one does.

@@ -60,7 +60,11 @@ func checkKnobs(ch *checker, o Options, env *fluxrepo.Env, others map[string]*fl
 				if !pd.Open {
 					keys = "keys " + strings.Join(slices.Sorted(maps.Keys(pd.Values)), ", ")
 				}
-				out = append(out, ch.verdict(def, nil, fmt.Sprintf("%s is a declared prerequisite: %s; %s; substituted from by %s", key, pd.MadeBy, keys, users)))
+				what := "a declared prerequisite"
+				if !o.Policy.declares(key) {
+					what = "seeded by the repository's bootstrap"
+				}
+				out = append(out, ch.verdict(def, nil, fmt.Sprintf("%s is %s: %s; %s; substituted from by %s", key, what, pd.MadeBy, keys, users)))
 				continue
 			}
 			var fs []finding

@@ -430,7 +430,9 @@ func TestTaskfileSources(t *testing.T) {
 		text   string
 	}{
 		{name: "a second source of this repository", source: alt("https://git.example.invalid/owner/home-ops"),
-			id: "check.substitution/flux-system/extra", want: verify.Fail, found: wantFinding{Undefined, "${NOT_DEFINED_ANYWHERE} in ConfigMap/default/extra is not defined"}},
+			// Judged: the bootstrap's install pins Flux v2.4.0, fail open,
+			// so the undefined variable is an advisory.
+			id: "check.substitution/flux-system/extra", want: verify.Warn, found: wantFinding{Undefined, "${NOT_DEFINED_ANYWHERE} in ConfigMap/default/extra is not defined"}},
 		{name: "another repository", source: alt("https://git.example.invalid/owner/other-ops.git"),
 			id: "check.substitution/flux-system/extra", want: verify.Skip, text: "a note: its path is in another repository"},
 		{name: "nothing renders its source",

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/input"
 	"github.com/homelab-ops/bootstrap/internal/safeio"
@@ -34,6 +36,9 @@ type Policy struct {
 
 	file string
 	root *yaml.Node
+	// seeded is what the repository's bootstrap creates before Flux
+	// (withBootstrap): prerequisites as the declared ones.
+	seeded *bootstrapfiles.Bootstrap
 
 	// OtherSources (issue 45): "note" (the default: a Kustomization of
 	// another repository's source, which this check does not read, is a
@@ -214,7 +219,48 @@ func (p *Policy) prerequisite(key string) *fluxrepo.Data {
 		data.Open = len(d.Keys) == 0
 		return data
 	}
+	if o := p.seededBy(key); o != nil {
+		data := &fluxrepo.Data{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Values: map[string]string{}, Open: o.Open,
+			MadeBy: fmt.Sprintf("%s (created before Flux by the repository's bootstrap: %s at %s)", key, o.How, o.Location)}
+		for _, k := range o.Keys {
+			data.Values[k] = fluxrepo.PrerequisiteValue
+		}
+		return data
+	}
 	return nil
+}
+
+// withBootstrap is the policy (a copy; the defaults when p is nil) with
+// what the repository's bootstrap creates before Flux as prerequisites.
+func (p *Policy) withBootstrap(b *bootstrapfiles.Bootstrap) *Policy {
+	if b.Empty() {
+		return p
+	}
+	c := &Policy{}
+	if p != nil {
+		*c = *p
+	}
+	c.seeded = b
+	return c
+}
+
+// declares says PolicyFile's prerequisites.declared lists key.
+func (p *Policy) declares(key string) bool {
+	return p != nil && slices.ContainsFunc(p.Prerequisites.Declared, func(d DeclaredPrerequisite) bool {
+		return fluxrepo.DataKey(d.Kind, d.Namespace, d.Name) == key
+	})
+}
+
+// fromFile says the policy was read from PolicyFile.
+func (p *Policy) fromFile() bool { return p != nil && p.file != "" }
+
+// seededBy is the object with key the repository's bootstrap creates
+// before Flux (nil: none).
+func (p *Policy) seededBy(key string) *bootstrapfiles.Object {
+	if p == nil {
+		return nil
+	}
+	return p.seeded.Object(key)
 }
 
 // apply is the policy's word on one finding: it may allow it (allowed is

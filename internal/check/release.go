@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -47,7 +48,7 @@ type judged struct {
 // strictness and watch there (controllerOf).
 func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged, error) {
 	// The one resolution up, controllers, sync and status make too.
-	rel, err := fluxrelease.ForEnv(env, o.FluxVersion, o.FluxVersionFrom)
+	rel, err := fluxrelease.ForEnvWith(env, o.FluxVersion, o.FluxVersionFrom, o.Bootstrap)
 	if err != nil {
 		return nil, err
 	}
@@ -73,9 +74,12 @@ func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged,
 
 // releaseCheck states the release as a fact. An Old release is a skip:
 // the Flux objects were not schema-checked.
-func releaseCheck(j *judged, env *fluxrepo.Env) verify.Check {
+func releaseCheck(j *judged, env *fluxrepo.Env, b *bootstrapfiles.Bootstrap) verify.Check {
 	ev := []string{"post-build substitution: " + j.strict.why, j.watch.fact()}
 	ev = append(ev, j.flags...)
+	// What the repository's bootstrap does before Flux (the install it
+	// pins among them).
+	ev = append(ev, b.Evidence()...)
 	if j.rel.Operator != nil {
 		ev = append(ev, fmt.Sprintf("a FluxInstance manages the cluster (%s): the notification CRDs are validated as the Flux Operator installs them (FluxInstance, ResourceSet, ResourceSetInputProvider added to Alert and Receiver kinds)", *j.rel.Operator))
 	}

@@ -36,6 +36,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/resource"
 
+	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 )
@@ -139,6 +140,10 @@ type Options struct {
 	// OperatorMaxFlux maps a Flux Operator release to the newest Flux it
 	// ships (versions.env FLUX_OPERATOR_MAX_FLUX).
 	OperatorMaxFlux map[string]string
+	// Bootstrap are the Flux installs the repository's own bootstrap
+	// applies before Flux runs (bootstrapfiles: a Taskfile's kubectl apply
+	// of flux2's install): declarations of the form FormBootstrap.
+	Bootstrap []bootstrapfiles.Install
 }
 
 // declaration is one place the repository names its release.
@@ -520,6 +525,10 @@ const (
 	FormRemoteBase       = "the kustomize remote base github.com/fluxcd/flux2/manifests/install"
 	FormOCIManifests     = "OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag"
 	FormGitFlux2         = "GitRepository https://github.com/fluxcd/flux2 ref.tag"
+	// FormBootstrap: the Flux install the repository's bootstrap applies
+	// outside Flux (DESIGN §12), e.g. a Taskfile's kubectl apply --kustomize
+	// of a kustomization of github.com/fluxcd/flux2/manifests/install?ref=vX.
+	FormBootstrap = "the Flux install the repository's bootstrap applies"
 )
 
 // OperatorManifests is the repository of the Flux Operator's release data
@@ -603,6 +612,16 @@ func declarations(env *fluxrepo.Env, o Options) (out []declaration, op *fluxrepo
 	slices.Sort(files)
 	for _, f := range slices.Compact(files) {
 		add(fromFile(env, f)...)
+	}
+	// Last: the controllers the bootstrap installs run until the tree
+	// applies a release of its own (a declaration above).
+	for _, in := range o.Bootstrap {
+		d := declaration{form: FormBootstrap + " (" + in.How + ")", value: in.Version, loc: in.Location}
+		if i := slices.IndexFunc(out, func(o declaration) bool { return o.form == FormRemoteBase && o.loc == in.Location }); i >= 0 {
+			out[i].form = d.form // the same line, read by the tree's files too
+			continue
+		}
+		add(d)
 	}
 	return out, op
 }

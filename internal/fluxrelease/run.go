@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 	"github.com/homelab-ops/bootstrap/pkg/components"
@@ -16,10 +17,26 @@ import (
 // embedded releases and the Flux Operator's releases. explicit is the
 // release chosen on the command line, by --versions-file or the
 // environment ("": none), from says how.
+//
+// The repository's own bootstrap (bootstrapfiles.Read of env.Repo) is
+// read for the Flux install it applies (FormBootstrap).
 func ForEnv(env *fluxrepo.Env, explicit, from string) (Release, error) {
+	b, err := bootstrapfiles.Read(env.Repo)
+	if err != nil {
+		return Release{}, err
+	}
+	return ForEnvWith(env, explicit, from, b)
+}
+
+// ForEnvWith is ForEnv with the repository's bootstrap already read (nil:
+// none).
+func ForEnvWith(env *fluxrepo.Env, explicit, from string, b *bootstrapfiles.Bootstrap) (Release, error) {
 	o, err := BuildOptions(explicit, from)
 	if err != nil {
 		return Release{}, err
+	}
+	if b != nil {
+		o.Bootstrap = b.Installs
 	}
 	return Resolve(env, o), nil
 }

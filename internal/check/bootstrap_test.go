@@ -1,0 +1,108 @@
+package check
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
+)
+
+const fluxTasks = ".taskfiles/flux/Taskfile.yaml"
+
+// TestBootstrapBringUp (issue 54): check judges a repository by its own
+// bootstrap (bootstrapfiles): what the Taskfile or the resources template
+// creates before Flux exists before the first reconcile, and the Flux
+// install it applies is the release. The taskfile layout is checked at
+// kubernetes/flux with the root cluster; each bootstrap line removed
+// brings the verdict back.
+func TestBootstrapBringUp(t *testing.T) {
+	t.Parallel()
+	settingsLine := edit{fluxTasks, "      - kubectl apply -f {{.KUBERNETES_DIR}}/flux/vars/cluster-settings.yaml\n", ""}
+	// cluster-apps substitutes from a ConfigMap it applies itself.
+	appsSettings := []edit{{"kubernetes/apps/default/settings.yaml", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: apps-settings\n  namespace: flux-system\ndata:\n  REPLICAS: \"1\"\n"},
+		{"kubernetes/apps/default/kustomization.yaml", "resources:\n", "resources:\n  - ./settings.yaml\n"},
+		{"kubernetes/flux/apps.yaml", "      - kind: Secret\n        name: cluster-secrets\n  patches:", "      - kind: Secret\n        name: cluster-secrets\n      - kind: ConfigMap\n        name: apps-settings\n  patches:"}}
+	for _, tc := range []struct {
+		name, layout, path, root string
+		edits                    []edit
+		id                       string
+		verdict                  verify.Verdict
+		want                     []string
+		found                    []wantFinding
+		not                      []string
+	}{
+		{name: "taskfile: the root's vars are seeded by the Taskfile", layout: "taskfile",
+			id: "check.race/flux-system/cluster", verdict: verify.Warn,
+			want: []string{"ConfigMap/flux-system/cluster-settings, which only flux-system/cluster applies, is seeded by the repository's bootstrap (Taskfile task flux:bootstrap: kubectl apply -f kubernetes/flux/vars/cluster-settings.yaml at .taskfiles/flux/Taskfile.yaml:11) before Flux: flux-system/cluster comes up on a fresh cluster",
+				"Secret/flux-system/cluster-secrets, which only flux-system/cluster applies, is seeded by the repository's bootstrap (Taskfile task flux:bootstrap: sops --decrypt kubernetes/flux/vars/cluster-secrets.sops.yaml | kubectl apply -f - at .taskfiles/flux/Taskfile.yaml:10)"},
+			found: []wantFinding{{RaceDep, "kubernetes/flux/config/cluster.yaml:18: Kustomization flux-system/cluster substitutes from ConfigMap/flux-system/cluster-settings, which it applies itself: a changed knob is substituted one reconcile late"}},
+			not:   []string{"cannot come up", "deadlocks"}},
+		{name: "taskfile: the settings line removed, bootstrap up seeds the root's vars", layout: "taskfile", edits: []edit{settingsLine},
+			id: "check.race/flux-system/cluster", verdict: verify.Warn,
+			found: []wantFinding{{RaceDep, "kubernetes/flux/config/cluster.yaml:18: root Kustomization flux-system/cluster substitutes from ConfigMap/flux-system/cluster-settings (kubernetes/flux/vars/cluster-settings.yaml:2), which only it applies: a plain flux bootstrap deadlocks here — kustomize-controller loads substituteFrom before it applies anything and fails the build (substitute from 'ConfigMap/cluster-settings' error: configmaps \"cluster-settings\" not found); bootstrap up seeds ConfigMap/flux-system/cluster-settings from kubernetes/flux/vars/cluster-settings.yaml before the root's first reconcile"}},
+			not:   []string{"cluster-settings, which only flux-system/cluster applies, is seeded"}},
+		{name: "taskfile: a non-root substituting from what only it applies cannot come up", layout: "taskfile", edits: appsSettings,
+			id: "check.race/flux-system/cluster-apps", verdict: verify.Fail,
+			found: []wantFinding{{RaceDep, "Kustomization flux-system/cluster-apps substitutes from ConfigMap/flux-system/apps-settings (kubernetes/apps/default/settings.yaml:1), which only it applies and nothing else creates: it cannot come up on a fresh cluster"}}},
+		{name: "taskfile: a non-root's object the Taskfile creates", layout: "taskfile",
+			edits: append(appsSettings, edit{fluxTasks, "      - kubectl apply --server-side --kustomize {{.KUBERNETES_DIR}}/flux/config\n", "      - kubectl apply -f {{.KUBERNETES_DIR}}/apps/default/settings.yaml\n      - kubectl apply --server-side --kustomize {{.KUBERNETES_DIR}}/flux/config\n"}),
+			id:    "check.race/flux-system/cluster-apps", verdict: verify.Fail, // still the cross-Kustomization races of cluster-settings
+			want: []string{"ConfigMap/flux-system/apps-settings, which only flux-system/cluster-apps applies, is seeded by the repository's bootstrap (Taskfile task flux:bootstrap: kubectl apply -f kubernetes/apps/default/settings.yaml at .taskfiles/flux/Taskfile.yaml:12)"},
+			not:  []string{"apps-settings (kubernetes/apps/default/settings.yaml:1), which only it applies and nothing else creates"}},
+		{name: "taskfile: the release the bootstrap's Flux install pins", layout: "taskfile",
+			id: "check.flux-release", verdict: verify.Pass,
+			want: []string{"Flux v2.4.0, declared by the Flux install the repository's bootstrap applies (Taskfile task flux:bootstrap: kubectl apply --kustomize kubernetes/bootstrap/flux (.taskfiles/flux/Taskfile.yaml:8)) at kubernetes/bootstrap/flux/kustomization.yaml:5",
+				"bootstrap: Taskfile task flux:bootstrap: kubectl apply -f kubernetes/flux/vars/cluster-settings.yaml creates ConfigMap/flux-system/cluster-settings at .taskfiles/flux/Taskfile.yaml:11"}},
+		{name: "taskfile: the install line removed, the default", layout: "taskfile",
+			edits: []edit{{fluxTasks, "      - kubectl apply --server-side --kustomize {{.KUBERNETES_DIR}}/bootstrap/flux\n", ""}},
+			id:    "check.flux-release", verdict: verify.Pass,
+			want: []string{"(the default: the repository declares no release)"}},
+		{name: "helmfile: cluster-secrets comes from the resources template", layout: "helmfile", path: "kubernetes/flux/cluster",
+			id: "check.knobs/Secret/flux-system/cluster-secrets", verdict: verify.Pass,
+			want: []string{"Secret/flux-system/cluster-secrets is seeded by the repository's bootstrap: Secret/flux-system/cluster-secrets (created before Flux by the repository's bootstrap: resources template bootstrap/resources.yaml.j2 (rendered and applied by the bootstrap; values not read) at bootstrap/resources.yaml.j2:16); keys SECRET_ACME_EMAIL, SECRET_CLOUDFLARE_TOKEN, SECRET_DOMAIN"}},
+		{name: "helmfile: the template's Secret removed, a prerequisite again", layout: "helmfile", path: "kubernetes/flux/cluster",
+			edits: []edit{{"bootstrap/resources.yaml.j2", "  name: cluster-secrets\n", "  name: other-secrets\n"}},
+			id:    "check.knobs/Secret/flux-system/cluster-secrets", verdict: verify.Warn,
+			found: []wantFinding{{Prerequisite, "prerequisite Secret/flux-system/cluster-secrets (keys SECRET_ACME_EMAIL, SECRET_DOMAIN used)"}}},
+		{name: "helmfile: a key the template does not create is undefined", layout: "helmfile", path: "kubernetes/flux/cluster",
+			edits: []edit{{"kubernetes/apps/default/echo/app/configmap.yaml", "${SECRET_ACME_EMAIL}", "${SECRET_ACME_MAIL}"}},
+			id:    "check.substitution/flux-system/echo", verdict: verify.Fail,
+			found: []wantFinding{{Undefined, "${SECRET_ACME_MAIL} in ConfigMap/default/echo is not defined"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := copyLayout(t, tc.layout, tc.edits...)
+			o := Options{Options: fluxrepo.Options{Repo: repo, Path: tc.path, RootName: tc.root}, NoCompare: true}
+			if tc.layout == "taskfile" {
+				o.Path, o.RootName = "kubernetes/flux", "cluster"
+			}
+			r, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := verify.NewReport("check")
+			rep.Add(r.Checks...)
+			c := checkOf(rep, tc.id)
+			if c.ID == "" || c.Verdict != tc.verdict {
+				t.Fatalf("want %s %s; got:\n%s", tc.id, tc.verdict, dump(rep))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text(c), w) {
+					t.Errorf("want %s containing %q; got:\n%s", tc.id, w, text(c))
+				}
+			}
+			for _, w := range tc.found {
+				if !hasFinding(c, w.det, w.text) {
+					t.Errorf("want %s with %s; got:\n%s", tc.id, w, text(c))
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(dump(rep), n) {
+					t.Errorf("%q in:\n%s", n, dump(rep))
+				}
+			}
+		})
+	}
+}
