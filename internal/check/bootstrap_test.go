@@ -24,6 +24,11 @@ func TestBootstrapBringUp(t *testing.T) {
 	appsSettings := []edit{{"kubernetes/apps/default/settings.yaml", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: apps-settings\n  namespace: flux-system\ndata:\n  REPLICAS: \"1\"\n"},
 		{"kubernetes/apps/default/kustomization.yaml", "resources:\n", "resources:\n  - ./settings.yaml\n"},
 		{"kubernetes/flux/apps.yaml", "      - kind: Secret\n        name: cluster-secrets\n  patches:", "      - kind: Secret\n        name: cluster-secrets\n      - kind: ConfigMap\n        name: apps-settings\n  patches:"}}
+	undefinedMail := edit{"kubernetes/apps/default/echo/app/configmap.yaml", "${SECRET_ACME_EMAIL}", "${SECRET_ACME_MAIL}"}
+	kyvernoRelease := []edit{
+		{"bootstrap/helmfile.d/01-apps.yaml", "  - name: flux-operator\n", "  - name: cluster-policies\n    namespace: kyverno\n    chart: oci://registry.example.invalid/charts/raw\n    values: [\"./values-policies.yaml\"]\n\n  - name: flux-operator\n"},
+		{"bootstrap/helmfile.d/values-policies.yaml", "", "resources:\n  - apiVersion: kyverno.io/v1\n    kind: ClusterPolicy\n    metadata:\n      name: flux-cluster-vars\n    spec:\n      rules:\n        - name: add-vars\n          match:\n            any:\n              - resources:\n                  kinds: [kustomize.toolkit.fluxcd.io/v1/Kustomization]\n          exclude:\n            any:\n              - resources:\n                  namespaces: [kube-system]\n          mutate:\n            patchStrategicMerge:\n              spec:\n                postBuild:\n                  substituteFrom:\n                    - kind: ConfigMap\n                      name: cluster-vars\n"},
+	}
 	for _, tc := range []struct {
 		name, layout, path, root string
 		edits                    []edit
@@ -70,6 +75,26 @@ func TestBootstrapBringUp(t *testing.T) {
 			edits: []edit{{"kubernetes/apps/default/echo/app/configmap.yaml", "${SECRET_ACME_EMAIL}", "${SECRET_ACME_MAIL}"}},
 			id:    "check.substitution/flux-system/echo", verdict: verify.Fail,
 			found: []wantFinding{{Undefined, "${SECRET_ACME_MAIL} in ConfigMap/default/echo is not defined"}}},
+		// Issue 54 item 6: a mutating admission webhook or policy the
+		// bootstrap installs (a policy chart's values) or the tree applies
+		// may write the variable into the Kustomization: the undefined
+		// variable is not judged a failure, and the report names it.
+		{name: "helmfile: a Kyverno mutate policy the bootstrap installs may define it", layout: "helmfile", path: "kubernetes/flux/cluster",
+			edits: append([]edit{undefinedMail}, kyvernoRelease...),
+			id:    "check.substitution/flux-system/echo", verdict: verify.Warn,
+			found: []wantFinding{{Undefined, "unless Kyverno ClusterPolicy flux-cluster-vars (in the values of helmfile release kyverno/cluster-policies"}}},
+		{name: "helmfile: the policy excludes flux-system, where echo is: a failure", layout: "helmfile", path: "kubernetes/flux/cluster",
+			edits: append([]edit{undefinedMail, kyvernoRelease[0], {kyvernoRelease[1].file, "", strings.Replace(kyvernoRelease[1].new, "namespaces: [kube-system]", "namespaces: [flux-system]", 1)}}),
+			id:    "check.substitution/flux-system/echo", verdict: verify.Fail,
+			found: []wantFinding{{Undefined, "${SECRET_ACME_MAIL} in ConfigMap/default/echo is not defined"}}, not: []string{"unless Kyverno"}},
+		{name: "helmfile: a validate-only policy mutates nothing: a failure", layout: "helmfile", path: "kubernetes/flux/cluster",
+			edits: append([]edit{undefinedMail, kyvernoRelease[0], {kyvernoRelease[1].file, "", strings.Replace(kyvernoRelease[1].new, "mutate:", "validate:", 1)}}),
+			id:    "check.substitution/flux-system/echo", verdict: verify.Fail, not: []string{"unless Kyverno"}},
+		{name: "helmfile: a MutatingWebhookConfiguration the tree applies may define it", layout: "helmfile", path: "kubernetes/flux/cluster",
+			edits: []edit{undefinedMail, {"kubernetes/apps/default/webhook.yaml", "", "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: flux-vars\nwebhooks:\n  - name: vars.example.invalid\n    rules:\n      - apiGroups: [kustomize.toolkit.fluxcd.io]\n        apiVersions: [v1]\n        resources: [kustomizations]\n        operations: [CREATE, UPDATE]\n    clientConfig:\n      service: {name: vars, namespace: kube-system}\n    admissionReviewVersions: [v1]\n    sideEffects: None\n"},
+				{"kubernetes/apps/default/kustomization.yaml", "resources:\n", "resources:\n  - ./webhook.yaml\n"}},
+			id: "check.substitution/flux-system/echo", verdict: verify.Warn,
+			found: []wantFinding{{Undefined, "unless MutatingWebhookConfiguration flux-vars (kubernetes/apps/default/webhook.yaml:1) defines it"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -143,6 +143,9 @@ type Options struct {
 	// watch is kustomize-controller's watch on ConfigMaps and Secrets
 	// (set by Run).
 	watch watching
+	// mutators are the admission webhooks and policies that may rewrite
+	// Kustomizations (set by Run).
+	mutators []mutator
 	// strict is kustomize-controller's substitution mode on the release
 	// (set by Run).
 	strict strictness
@@ -209,6 +212,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	sv := j.schema
 	o.strict, o.watch = j.strict, j.watch
+	o.mutators = mutatorsOf(env, o.Bootstrap)
 	r := &Result{Env: env, Release: j.rel, Others: map[string]*fluxrepo.Env{}}
 	var compareNotes []string
 	if !o.NoCompare {

@@ -522,6 +522,13 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 					what = fmt.Sprintf("${%s} in %s (%s) is not defined (substitutes from %s): it renders empty there, where nothing reads it — fail open on this release (%s); a release with strict substitution fails Kustomization %s on it", n.Param, s.objName(r), quiet, from, o.strict.why, k.Ref())
 				}
 			}
+			if by := mutating(o.mutators, k); by != "" && !warn {
+				// An admission webhook may write the variable into the
+				// Kustomization's postBuild: a verdict it could reverse is
+				// not a failure (issue 54 item 6).
+				warn = true
+				what += fmt.Sprintf(" — unless %s defines it: it mutates Kustomizations at admission, which this check cannot see, so it is not judged a failure", by)
+			}
 			// Located by the whole ${X}: the prefix ${X would match an
 			// earlier ${X_longer:=…} (containsUnescaped matches substrings).
 			s.fs = append(s.fs, finding{det: Undefined, warn: warn, loc: locate(env, k, r, expr+"}"), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
@@ -706,7 +713,9 @@ func allCommented(v, text string) bool {
 func (s *substitution) unexplained() {
 	explained := false
 	for _, f := range s.fs {
-		explained = explained || (!f.warn && (f.det == Undefined || f.det == ParseError))
+		// An [undefined] a webhook may reverse is a warning that still
+		// explains the controller's strict error.
+		explained = explained || f.det == Undefined || (!f.warn && f.det == ParseError)
 	}
 	for _, e := range slices.Sorted(maps.Keys(s.controllerErrs)) {
 		badName := strings.Contains(e, "var name is invalid")
