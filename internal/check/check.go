@@ -146,6 +146,9 @@ type Options struct {
 	// mutators are the admission webhooks and policies that may rewrite
 	// Kustomizations (set by Run).
 	mutators []mutator
+	// live are the other roots running on the same cluster (set by
+	// Every; liveWith).
+	live []liveRoot
 	// strict is kustomize-controller's substitution mode on the release
 	// (set by Run).
 	strict strictness
@@ -228,7 +231,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.Checks = append(r.Checks, subs...)
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)
 	g := fluxgraph.FromEnv(env)
-	r.Checks = append(r.Checks, checkGraph(ch, o, env, g))
+	liveEv := shareLive(g, o.live)
+	graph := checkGraph(ch, o, env, g)
+	graph.Evidence = append(graph.Evidence, liveEv...)
+	r.Checks = append(r.Checks, graph)
 	r.Checks = checkAppliers(ch, o, env, r.Checks) // [two-appliers] joins check.graph
 	r.Checks = append(r.Checks, checkCEL(ch, o, env))
 	r.Checks = append(r.Checks, checkRace(ch, o, env, g)...)

@@ -86,7 +86,8 @@ func (e *Every) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 	// Each cluster compares its knobs with its siblings: loaded once for
 	// all the roots, not once per root.
 	o.siblings = map[string]sibling{}
-	for _, r := range e.Roots {
+	envs := e.liveEnvs(o)
+	for i, r := range e.Roots {
 		if ctx.Err() != nil {
 			break // the pipeline reports the interrupt
 		}
@@ -97,6 +98,16 @@ func (e *Every) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 		// cluster), the default's otherwise.
 		if r.Name != "" {
 			oo.Namespace, oo.RootName = r.Namespace, r.Name
+		}
+		// Roots running on one cluster are judged together: each with
+		// what the others render.
+		if envs[i] != nil {
+			oo.Env = envs[i]
+			for _, j := range liveWith(e.Roots, i) {
+				if envs[j] != nil {
+					oo.live = append(oo.live, liveRoot{path: e.Roots[j].Path, env: envs[j]})
+				}
+			}
 		}
 		p := &Phase{Options: oo}
 		cs, err := p.Before(ctx, run)
@@ -121,6 +132,27 @@ func (e *Every) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 	run.Report.Facts["clusters"] = strings.Join(paths, ", ")
 	e.Result.Checks = out
 	return out, nil
+}
+
+// liveEnvs loads, once each, the roots that run on one cluster with
+// another (liveWith); nil for the others, which their check loads, and for
+// a root that does not load (its check reports it).
+func (e *Every) liveEnvs(o Options) []*fluxrepo.Env {
+	envs := make([]*fluxrepo.Env, len(e.Roots))
+	for i, r := range e.Roots {
+		if len(liveWith(e.Roots, i)) == 0 {
+			continue
+		}
+		lo := o.Options
+		lo.Path, lo.KeepGoing, lo.Holes = r.Path, true, true
+		if r.Name != "" {
+			lo.Namespace, lo.RootName = r.Namespace, r.Name
+		}
+		if env, err := fluxrepo.Load(lo); err == nil {
+			envs[i] = env
+		}
+	}
+	return envs
 }
 
 // found is check.clusters: which roots, and how each was found.

@@ -27,7 +27,7 @@ func sourceMissingFindings(gs *graphScan) []finding {
 	var out []finding
 	for _, k := range gs.env.Kustomizations {
 		src := fluxobj.KustomizationSource(k.Kustomization)
-		if k == gs.root || k.SourceKey() == gs.root.SourceKey() || gs.env.SourceOf(k) != nil ||
+		if k == gs.root || k.SourceKey() == gs.root.SourceKey() || gs.env.SourceOf(k) != nil || liveSource(gs.o.live, src) ||
 			(src.Kind != fluxobj.GitRepositoryKind && src.Kind != fluxobj.OCIRepositoryKind && src.Kind != fluxobj.BucketKind) {
 			continue
 		}
