@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/resource"
 
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -301,6 +302,7 @@ func appliersFinding(env *fluxrepo.Env, id string, cs []copyOf) finding {
 		}
 	}
 	gen := generatedCause(env, cs)
+	self := selfApplying(env, cs)
 	f := finding{det: TwoAppliers, loc: loc, item: id}
 	if k := cs[len(cs)-1].by.k; k != nil {
 		f.subject = k.Ref()
@@ -328,11 +330,20 @@ func appliersFinding(env *fluxrepo.Env, id string, cs []copyOf) finding {
 	for i, c := range cs {
 		labels[i] = c.by.label
 	}
-	if gen != "" {
+	switch {
+	case self != nil:
+		// The Kustomization's own path lists the file declaring it: it
+		// applies itself. A kustomization.yaml in the parent would not
+		// change that.
+		kf := self.Path + "/kustomization.yaml"
+		f.cause = fmt.Sprintf("the path of Kustomization %s (%s) renders Kustomization %s itself", self.Ref(), self.Path, self.Ref())
+		f.what += ". Cause: " + f.cause + fmt.Sprintf(", so it applies itself besides its parent (%s)", self.Location.File)
+		f.fix = fmt.Sprintf("keep %s out of its own path: move what it deploys to a subdirectory (e.g. %s/app) and point spec.path there, or drop %s from %s", self.Location.File, self.Path, path.Base(self.Location.File), kf)
+	case gen != "":
 		f.what += ". Cause: " + gen
 		f.cause = gen
 		f.fix = fmt.Sprintf("add a kustomization.yaml to %s listing only what %s should apply, so its path stops including %s", cs[0].by.path, cs[0].by.label, strings.Join(paths(cs[1:]), ", "))
-	} else {
+	default:
 		f.cause = strings.Join(labels, " and ") + " apply the same object(s)"
 		f.fix = fmt.Sprintf("leave %s in one Kustomization's path only (the other may dependsOn it)", id)
 	}
@@ -353,6 +364,21 @@ func withoutLabels(obj map[string]any) map[string]any {
 	out := maps.Clone(obj)
 	out["metadata"] = md
 	return out
+}
+
+// selfApplying is the Kustomization among the appliers of cs that is the
+// object itself (its path renders its own declaration), nil when none.
+func selfApplying(env *fluxrepo.Env, cs []copyOf) *fluxrepo.Kustomization {
+	r := cs[0].raw
+	if !fluxobj.IsKustomization(r.GetApiVersion(), r.GetKind()) {
+		return nil
+	}
+	for _, c := range cs {
+		if k := c.by.k; k != nil && k.Name == r.GetName() && (r.GetNamespace() == "" || r.GetNamespace() == k.Namespace) {
+			return k
+		}
+	}
+	return nil
 }
 
 func depth(p string) int {

@@ -126,6 +126,17 @@ spec:
 		{name: "a Kustomization applying to another cluster (spec.kubeConfig) shares no object",
 			ms:      []mutation{{"clusters/dev/issuers.yaml", "  prune: true\n", "  prune: true\n  kubeConfig:\n    secretRef:\n      name: spoke-kubeconfig\n"}},
 			verdict: verify.Pass, not: []string{"is applied by"}},
+		// Issue 55 item 7: a path listing the file that declares its own
+		// Kustomization applies itself; the parent's missing
+		// kustomization.yaml is not the cause, and adding one would not fix it.
+		{name: "a Kustomization whose path lists its own file applies itself",
+			ms: []mutation{{"clusters/dev/imagemaid/kustomization.yaml", "", "resources:\n  - ./ks.yaml\n  - ./cm.yaml\n"},
+				{"clusters/dev/imagemaid/ks.yaml", "", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: imagemaid\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./clusters/dev/imagemaid\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"},
+				{"clusters/dev/imagemaid/cm.yaml", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: imagemaid\n  namespace: default\n"}},
+			verdict: verify.Fail, fails: 1, warns: 3, sarif: [2]int{1, 3},
+			want: []string{"Kustomization.kustomize.toolkit.fluxcd.io flux-system/imagemaid is applied by Kustomization flux-system/flux-system and by Kustomization flux-system/imagemaid, with the same content",
+				"Cause: the path of Kustomization flux-system/imagemaid (clusters/dev/imagemaid) renders Kustomization flux-system/imagemaid itself, so it applies itself besides its parent (clusters/dev/imagemaid/ks.yaml)",
+				"fix: keep clusters/dev/imagemaid/ks.yaml out of its own path: move what it deploys to a subdirectory (e.g. clusters/dev/imagemaid/app) and point spec.path there, or drop ks.yaml from clusters/dev/imagemaid/kustomization.yaml"}},
 		{name: "a Secret's differing values are not shown",
 			ms:      []mutation{{"clusters/dev/issuers/secret.yaml", "", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: acme\n  namespace: cert-manager\nstringData:\n  token: ${email}-token\n"}},
 			verdict: verify.Fail, fails: 2, warns: 1, sarif: [2]int{1, 1},
