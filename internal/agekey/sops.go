@@ -123,6 +123,18 @@ func (ids *Identities) DecryptJSON(data []byte) ([]byte, error) {
 	return common.StoreForFormat(formats.Json, config.NewStoresConfig()).EmitPlainFile(tree.Branches)
 }
 
+// DecryptYAML decrypts one SOPS-encrypted YAML document with only ids,
+// checking its MAC, in the order its keys are written (as `sops --decrypt`
+// reads a file), and returns it as plain YAML: for objects given to the
+// tool (--supply), not built by kustomize.
+func (ids *Identities) DecryptYAML(data []byte) ([]byte, error) {
+	tree, err := ids.decrypt(data, formats.Yaml)
+	if err != nil {
+		return nil, err
+	}
+	return common.StoreForFormat(formats.Yaml, config.NewStoresConfig()).EmitPlainFile(tree.Branches)
+}
+
 // decrypt parses and decrypts data in memory with only ids.
 func (ids *Identities) decrypt(data []byte, format formats.Format) (out *sops.Tree, err error) {
 	defer func() {

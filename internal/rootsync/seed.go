@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -85,10 +86,23 @@ func SelectSeeds(env *fluxrepo.Env) []*Seed {
 	return out
 }
 
-// Decrypter decrypts one SOPS-encrypted object written as JSON
-// (agekey.Identities.DecryptJSON, the tool's one decryption path).
+// Decrypter decrypts one SOPS-encrypted object written as JSON (as
+// kustomize-controller decrypts a built object) or YAML (a file given to
+// the tool): agekey.Identities, the tool's one decryption path.
 type Decrypter interface {
 	DecryptJSON(data []byte) ([]byte, error)
+	DecryptYAML(data []byte) ([]byte, error)
+}
+
+// macHint explains a MAC mismatch of a built object: kustomize-controller
+// decrypts it as JSON (kyaml's Resource.MarshalJSON: keys sorted), so a
+// file encrypted with its keys in another order fails in the controller
+// the same way.
+func macHint(err error) string {
+	if !strings.Contains(err.Error(), "MAC mismatch") {
+		return ""
+	}
+	return " (kustomize-controller decrypts the object as JSON, its keys sorted — apiVersion, data or stringData, kind, metadata, type — so a file encrypted with its keys in another order fails in the controller too: re-encrypt it with its keys in that order, as kubectl writes them)"
 }
 
 // build makes the seed's object as the root applies it: a plain object
@@ -112,7 +126,7 @@ func (s *Seed) build(env *fluxrepo.Env, dec Decrypter) error {
 			return verify.InputErrorf("%s (%s) is SOPS-encrypted and only the root %s applies it: give the age key (--age-key-file FILE or -, $SOPS_AGE_KEY, $SOPS_AGE_KEY_FILE) so it is seeded decrypted, or --supply FILE holding it", s.Key(), s.Location, root.Ref())
 		}
 		if data, err = dec.DecryptJSON(data); err != nil {
-			return verify.InputErrorf("%s (%s) does not decrypt with the age key: %v; give the key it is encrypted to, or --supply FILE holding it", s.Key(), s.Location, err)
+			return verify.InputErrorf("%s (%s) does not decrypt with the age key: %v%s; give the key it is encrypted to, or --supply FILE holding it", s.Key(), s.Location, err, macHint(err))
 		}
 	}
 	u := &unstructured.Unstructured{}

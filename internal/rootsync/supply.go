@@ -8,8 +8,10 @@ import (
 	"regexp"
 
 	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -35,7 +37,7 @@ type Supplied struct {
 	// Object is what is applied (decrypted); nil until decrypted.
 	Object *unstructured.Unstructured
 
-	json []byte
+	raw []byte // the document as YAML, in its own order
 }
 
 // Key is kind/namespace/name.
@@ -137,19 +139,9 @@ func supplied(label string, n int, doc *yaml.Node) (*Supplied, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	// JSON through kyaml, as kustomize-controller reads a built object
-	// (Resource.MarshalJSON) before it decrypts it.
-	rn, err := kyaml.Parse(string(raw))
-	if err != nil {
-		return nil, verify.InputErrorf("%s (%s) does not parse as a Kubernetes object", where, id)
-	}
-	js, err := rn.MarshalJSON()
-	if err != nil {
-		return nil, verify.InputErrorf("%s (%s) does not convert to JSON", where, id)
-	}
-	s := &Supplied{Kind: head.Kind, Namespace: head.Metadata.Namespace, Name: head.Metadata.Name, From: where, Encrypted: !head.Sops.IsZero(), json: js}
+	s := &Supplied{Kind: head.Kind, Namespace: head.Metadata.Namespace, Name: head.Metadata.Name, From: where, Encrypted: !head.Sops.IsZero(), raw: raw}
 	if !s.Encrypted {
-		if err := s.decode(js); err != nil {
+		if err := s.decode(raw); err != nil {
 			return nil, err
 		}
 	}
@@ -165,19 +157,31 @@ func (s *Supplied) Decrypt(dec Decrypter) error {
 	if dec == nil {
 		return verify.InputErrorf("%s (%s) is SOPS-encrypted: give the age key (--age-key-file FILE, $SOPS_AGE_KEY, $SOPS_AGE_KEY_FILE) or supply it decrypted", s.From, s.Key())
 	}
-	plain, err := dec.DecryptJSON(s.json)
+	plain, err := dec.DecryptYAML(s.raw)
 	if err != nil {
 		return verify.InputErrorf("%s (%s) does not decrypt with the age key: %v", s.From, s.Key(), err)
 	}
 	return s.decode(plain)
 }
 
-func (s *Supplied) decode(js []byte) error {
+func (s *Supplied) decode(y []byte) error {
+	js, err := sigsyaml.YAMLToJSON(y)
+	if err != nil {
+		return verify.InputErrorf("%s (%s) is not a valid %s", s.From, s.Key(), s.Kind)
+	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(js); err != nil {
 		return verify.InputErrorf("%s (%s) is not a valid %s", s.From, s.Key(), s.Kind)
 	}
 	unstructured.RemoveNestedField(u.Object, "sops")
+	// Typed, as the API server reads it (data base64, string values).
+	var typed any = &corev1.ConfigMap{}
+	if s.Kind == "Secret" {
+		typed = &corev1.Secret{}
+	}
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed) != nil {
+		return verify.InputErrorf("%s (%s) is not a valid %s (a data value that is not base64, or not a string): fix it", s.From, s.Key(), s.Kind)
+	}
 	if err := apply.Normalize(u); err != nil {
 		return verify.InputErrorf("%s (%s) is not a valid %s", s.From, s.Key(), s.Kind)
 	}
