@@ -217,36 +217,13 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		run.Report.Add(GateApplied.Pass(fmt.Sprintf("nothing applied: FluxInstance %s makes the root %s/%s and its source, which apply %s", p.operator, r.Root.Namespace, r.Root.Name, r.Options.Path)))
 		return nil
 	}
-	// The seeds and the supplied objects go first, in place of the
-	// repository's own (a seed is the root's object decrypted).
 	seeds, supplied, notes := r.Inputs.objects()
 	first := slices.Concat(seeds, supplied)
-	objs := slices.DeleteFunc(slices.Clone(r.Objects), func(o *unstructured.Unstructured) bool { return notes[apply.ID(o)] != "" })
-	sv := p.o.Serve
-	if sv != nil {
-		sec, err := sv.Secret()
-		if err != nil {
-			return err
-		}
-		objs = append(objs, sec)
-	}
-	var plan []verify.ObjectChange
-	var err error
-	if p.planned != nil {
-		plan, err = p.planned.plan(ctx, p.cl, slices.Concat(first, objs))
-	} else {
-		plan, err = apply.Plan(ctx, p.cl, slices.Concat(first, objs), apply.PlanOptions{})
-	}
-	if err != nil {
+	objs, plan, err := p.plan(ctx, run, first, notes)
+	if err != nil || run.DryRun {
 		return err
 	}
-	for i := range plan {
-		plan[i].Note = notes[plan[i].Object]
-	}
-	run.Planned(plan)
-	if run.DryRun {
-		return nil
-	}
+	sv := p.o.Serve
 	var done []verify.ObjectChange
 	if len(first) > 0 {
 		objs, done, err = p.applyFirst(ctx, run, seeds, supplied, objs, plan)
@@ -313,6 +290,36 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	}
 	run.Report.Add(GateApplied.Pass(msg))
 	return nil
+}
+
+// plan plans first (the seeds and the supplied objects, with their notes)
+// and the root's other objects (with --serve's Secret), and returns the
+// latter and the plan: the seeds and the supplied objects go first, in
+// place of the repository's own (a seed is the root's object decrypted).
+func (p *SyncPhase) plan(ctx context.Context, run *pipeline.Run, first []*unstructured.Unstructured, notes map[string]string) ([]*unstructured.Unstructured, []verify.ObjectChange, error) {
+	objs := slices.DeleteFunc(slices.Clone(p.Render.Objects), func(o *unstructured.Unstructured) bool { return notes[apply.ID(o)] != "" })
+	if sv := p.o.Serve; sv != nil {
+		sec, err := sv.Secret()
+		if err != nil {
+			return nil, nil, err
+		}
+		objs = append(objs, sec)
+	}
+	var plan []verify.ObjectChange
+	var err error
+	if p.planned != nil {
+		plan, err = p.planned.plan(ctx, p.cl, slices.Concat(first, objs))
+	} else {
+		plan, err = apply.Plan(ctx, p.cl, slices.Concat(first, objs), apply.PlanOptions{})
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range plan {
+		plan[i].Note = notes[plan[i].Object]
+	}
+	run.Planned(plan)
+	return objs, plan, nil
 }
 
 // applyFirst applies the namespaces the seeds and the supplied objects go
