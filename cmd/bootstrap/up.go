@@ -33,6 +33,8 @@ func newUpCommand(a *app) *cobra.Command {
 		Use:   "up",
 		Short: "The whole bring-up in one run: controllers, age key, cluster root, each gated before and after",
 		Long: `up runs the phases in order — static (bootstrap check of the environment, offline),
+inputs (when the root substitutes: every object it substitutes from is seeded from the
+repository, given with --supply FILE, or in the cluster, else nothing is written),
 controllers (render, overlays, apply, proven live), age-key (when
 a key is given: proven on the environment's SOPS files, then installed), sync (the environment's
 cluster root, optionally from a temporary source: --source-url, or --serve for this machine),
