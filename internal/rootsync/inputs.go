@@ -320,8 +320,11 @@ func rootInputs(ctx context.Context, c client.Client, r *Render) []verify.Check 
 			out = append(out, g.Pass(fmt.Sprintf("%s exists in the cluster (the root %s substitutes from it)", key, root.Ref())))
 		case apierrors.IsNotFound(err):
 			why := "the repository does not hold it"
-			if d := r.Env.Data[key]; d != nil {
-				why = fmt.Sprintf("%s renders it, not the root alone, so it is not seeded", orCLIRef(d))
+			switch d := r.Env.Data[key]; {
+			case d != nil && d.MadeBy != "":
+				why = fmt.Sprintf("%s makes it at runtime, once its controller runs: after the root", d.MadeBy)
+			case d != nil:
+				why = fmt.Sprintf("%s renders it, not the root alone, so it is not seeded", orCLI(d.AppliedBy))
 			}
 			out = append(out, g.Fail(fmt.Sprintf("%s %s/%s is not in the cluster, not seeded and not supplied (%s): the root %s (%s) substitutes from it, and kustomize-controller would fail its first reconcile (\"substitute from '%s/%s' error: not found\"), so nothing would come up; pass --supply FILE holding %s %s/%s with key(s) %s; nothing was written",
 				ref.Kind, root.Namespace, ref.Name, why, root.Ref(), where, ref.Kind, ref.Name, ref.Kind, root.Namespace, ref.Name, orNone(keys[key]))))
@@ -332,14 +335,11 @@ func rootInputs(ctx context.Context, c client.Client, r *Render) []verify.Check 
 	return out
 }
 
-func orCLIRef(d *fluxrepo.Data) string {
-	if d.MadeBy != "" {
-		return d.MadeBy + " (at runtime, once its controller runs)"
-	}
-	if d.AppliedBy == "" {
+func orCLI(appliedBy string) string {
+	if appliedBy == "" {
 		return "the root directory"
 	}
-	return "Kustomization " + d.AppliedBy
+	return "Kustomization " + appliedBy
 }
 
 // needed is inputs.prerequisite: each object Kustomizations other than
