@@ -116,10 +116,13 @@ func writePlan(w io.Writer, plan []verify.ObjectChange, dryRun bool) {
 	}
 	fmt.Fprintf(w, "%s: %d object(s): %d created, %d configured, %d deleted, %d unchanged\n", head, len(plan), counts[ssa.CreatedAction], counts[ssa.ConfiguredAction], counts[ssa.DeletedAction], counts[ssa.UnchangedAction])
 	for _, p := range plan {
-		if p.Action == ssa.UnchangedAction && len(p.TakenOverFrom) == 0 {
+		if p.Action == ssa.UnchangedAction && len(p.TakenOverFrom) == 0 && p.Note == "" {
 			continue
 		}
 		line := fmt.Sprintf("  %-10s %s", p.Action, p.Object)
+		if p.Note != "" {
+			line += "  (" + p.Note + ")"
+		}
 		if p.Restarts {
 			line += "  (pod template changes: restarts)"
 		}

@@ -100,6 +100,6 @@ func (c *syncCmd) options(a *app, fl *pflag.FlagSet) (flow.Options, error) {
 	if env.Path, err = c.rf.resolve(); err != nil {
 		return flow.Options{}, err
 	}
-	return flow.Options{Env: env, Static: c.sy.staticOptions(), Sync: c.sy.sync(a.getenv), Converge: c.cf.options(),
+	return flow.Options{Env: env, Static: c.sy.staticOptions(), Sync: c.sy.sync(a.getenv, a.streams.In), Converge: c.cf.options(),
 		DryRun: c.dryRun, Timeout: c.timeout, Cluster: a.opener()}, nil
 }

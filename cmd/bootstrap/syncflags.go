@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -30,6 +32,8 @@ type syncFlags struct {
 	// root, when several files of the repository name the path.
 	fluxInstance string
 	serve        serveFlags
+	// supply are the --supply inputs (files, or - for stdin).
+	supply []string
 }
 
 func (f *syncFlags) add(fl *pflag.FlagSet) {
@@ -53,6 +57,7 @@ func (f *syncFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.srcBranch, "source-branch", "", "branch of the temporary source (default: the declared ref)")
 	fl.Var(input.NewOptionalName(&f.srcSecret, "Secret with the temporary source's credentials"), "source-secret", "Secret with the temporary source's credentials (default: none)")
 	f.serve.add(fl)
+	fl.StringArrayVar(&f.supply, "supply", nil, "YAML file (or - for stdin) of v1 Secrets and ConfigMaps the repository does not hold that the root or its Kustomizations substitute from: validated before the first request, SOPS-encrypted ones decrypted with the age key, applied before the root, never printed (repeatable)")
 }
 
 // validate checks the flags and their combinations before anything is
@@ -71,11 +76,35 @@ func (f *syncFlags) validate(fl *pflag.FlagSet, env rootsync.Options) error {
 	if f.serve.whenReady && input.Given(fl, "cutover-when-ready") && f.srcURL == "" && f.serve.addr == "" {
 		return verify.InputErrorf("--cutover-when-ready needs a temporary source to cut over from: add --serve (this machine serves the checkout) or --source-url URL")
 	}
+	if err := f.validateSupply(); err != nil {
+		return err
+	}
 	if !f.withCheck && (input.Given(fl, "compare") || input.Given(fl, "no-compare")) {
 		return verify.InputErrorf("--compare and --no-compare are phase static's and need it: drop --check=false")
 	}
 	return errors.Join(rootsync.ValidateSync(rootsync.RunOptions{Build: env}, f.srcURL, f.srcSecret), f.serve.validate(fl, f.srcURL))
 }
+
+// validateSupply refuses a --supply that is no file name, and stdin read
+// twice.
+func (f *syncFlags) validateSupply() error {
+	stdin := 0
+	for _, p := range f.supply {
+		switch {
+		case p == "":
+			return verify.InputErrorf("--supply needs a file name (or - for stdin)")
+		case p == "-":
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return verify.InputErrorf("--supply - is given %d times: stdin is read once; put the objects in one input, or give files", stdin)
+	}
+	return nil
+}
+
+// suppliesStdin says whether a --supply reads stdin.
+func (f *syncFlags) suppliesStdin() bool { return slices.Contains(f.supply, "-") }
 
 // validateDeclared checks a root declared on the command line: its source
 // is the one the Kustomization keeps, so nothing temporary goes with it.
@@ -116,8 +145,8 @@ func (f *syncFlags) staticOptions() *flow.Static {
 
 // sync is the sync phase's options and what follows it: the temporary
 // source (--source-url or --serve) and --cutover-when-ready.
-func (f *syncFlags) sync(getenv func(string) string) *flow.Sync {
-	s := &flow.Sync{Serve: f.serve.options(getenv), CutoverWhenReady: f.serve.whenReady, CutoverWait: f.serve.cutoverWait}
+func (f *syncFlags) sync(getenv func(string) string, stdin io.Reader) *flow.Sync {
+	s := &flow.Sync{Serve: f.serve.options(getenv), CutoverWhenReady: f.serve.whenReady, CutoverWait: f.serve.cutoverWait, Supply: f.supply, Stdin: stdin}
 	if f.srcURL != "" && f.rootKind == "" && f.rootRef == "" {
 		s.Source = &rootsync.Temporary{URL: f.srcURL, Branch: f.srcBranch, Secret: f.srcSecret}
 	}

@@ -33,6 +33,8 @@ func newUpCommand(a *app) *cobra.Command {
 		Use:   "up",
 		Short: "The whole bring-up in one run: controllers, age key, cluster root, each gated before and after",
 		Long: `up runs the phases in order — static (bootstrap check of the environment, offline),
+inputs (when the root substitutes: every object it substitutes from is seeded from the
+repository, given with --supply FILE, or in the cluster, else nothing is written),
 controllers (render, overlays, apply, proven live), age-key (when
 a key is given: proven on the environment's SOPS files, then installed), sync (the environment's
 cluster root, optionally from a temporary source: --source-url, or --serve for this machine),
@@ -126,11 +128,14 @@ func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
 	}
 	env.Sync, _ = u.sy.declared() // validated
 	env.FluxInstance = u.sy.fluxInstance
-	o := flow.Options{Env: env, Static: u.sy.staticOptions(), Controllers: &co, Sync: u.sy.sync(a.getenv), Converge: u.cf.options(),
+	o := flow.Options{Env: env, Static: u.sy.staticOptions(), Controllers: &co, Sync: u.sy.sync(a.getenv, a.streams.In), Converge: u.cf.options(),
 		DryRun: u.dryRun, Timeout: u.timeout, Force: u.force, Cluster: a.opener(), Release: a.releaseChoice(fl)}
 	hasKey := u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != ""
 	if !hasKey && (input.Given(fl, "rotate") || input.Given(fl, "secret-name")) {
 		return flow.Options{}, verify.InputErrorf("--rotate and --secret-name are phase age-key's and need a key: add --age-key-file FILE (or -), or set $SOPS_AGE_KEY or $SOPS_AGE_KEY_FILE")
+	}
+	if u.keyFile == "-" && u.sy.suppliesStdin() {
+		return flow.Options{}, verify.InputErrorf("--supply - and --age-key-file - both read stdin, which is read once: give the age key in a file (--age-key-file FILE, $SOPS_AGE_KEY_FILE) or the supplied objects in one (--supply FILE)")
 	}
 	if hasKey {
 		o.AgeKey = &flow.AgeKey{Input: agekey.Input{Flag: u.keyFile, Stdin: a.streams.In, Getenv: a.getenv}, SecretName: u.secretName, Rotate: u.rotate}

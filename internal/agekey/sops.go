@@ -103,18 +103,51 @@ func ageRecipients(tree *sops.Tree) (recipients []string, others int) {
 // testDecrypt parses the encrypted file and decrypts it in memory with
 // only ids, checking its MAC, as kustomize-controller does. The plaintext
 // tree is dropped on return.
-func (ids *Identities) testDecrypt(data []byte, format formats.Format) (err error) {
+func (ids *Identities) testDecrypt(data []byte, format formats.Format) error {
+	_, err := ids.decrypt(data, format)
+	return err
+}
+
+// DecryptJSON decrypts one SOPS-encrypted object written as JSON with only
+// ids, checking its MAC, and returns it as plain JSON: what
+// kustomize-controller v1.9.5 applies for a SOPS-encrypted Secret it builds
+// (internal/decryptor, DecryptResource: the resource marshalled to JSON,
+// SopsDecryptWithFormat(data, formats.Json, formats.Json), unmarshalled
+// back). The one decryption path of the tool; its errors never hold a
+// value.
+func (ids *Identities) DecryptJSON(data []byte) ([]byte, error) {
+	tree, err := ids.decrypt(data, formats.Json)
+	if err != nil {
+		return nil, err
+	}
+	return common.StoreForFormat(formats.Json, config.NewStoresConfig()).EmitPlainFile(tree.Branches)
+}
+
+// DecryptYAML decrypts one SOPS-encrypted YAML document with only ids,
+// checking its MAC, in the order its keys are written (as `sops --decrypt`
+// reads a file), and returns it as plain YAML: for objects given to the
+// tool (--supply), not built by kustomize.
+func (ids *Identities) DecryptYAML(data []byte) ([]byte, error) {
+	tree, err := ids.decrypt(data, formats.Yaml)
+	if err != nil {
+		return nil, err
+	}
+	return common.StoreForFormat(formats.Yaml, config.NewStoresConfig()).EmitPlainFile(tree.Branches)
+}
+
+// decrypt parses and decrypts data in memory with only ids.
+func (ids *Identities) decrypt(data []byte, format formats.Format) (out *sops.Tree, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("sops failed while decrypting: %v", r)
+			out, err = nil, fmt.Errorf("sops failed while decrypting: %v", r)
 		}
 	}()
 	tree, ok, err := loadEncrypted(data, format)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !ok {
-		return errors.New("no sops metadata")
+		return nil, errors.New("no sops metadata")
 	}
 	_, err = common.DecryptTree(common.DecryptTreeOpts{
 		Tree:            tree,
@@ -125,11 +158,11 @@ func (ids *Identities) testDecrypt(data []byte, format formats.Format) (err erro
 	if err != nil {
 		var ue sops.UserError
 		if errors.As(err, &ue) {
-			return errors.New(strings.TrimSpace(ue.UserError()))
+			return nil, errors.New(strings.TrimSpace(ue.UserError()))
 		}
-		return err
+		return nil, err
 	}
-	return nil
+	return tree, nil
 }
 
 // EncryptOptions shape Encrypt's output.

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -110,6 +111,11 @@ type Sync struct {
 	// source's revision, waiting up to CutoverWait for that.
 	CutoverWhenReady bool
 	CutoverWait      time.Duration
+	// Supply are the --supply inputs (files, or "-" for Stdin): Secrets
+	// and ConfigMaps the repository does not hold, applied before the
+	// root. Assemble reads and validates them.
+	Supply []string
+	Stdin  io.Reader
 }
 
 // Serve is --serve's: where to listen and for how long, and where the
@@ -193,6 +199,23 @@ func Assemble(ctx context.Context, o Options, r *verify.Report) (*Plan, error) {
 		return nil, err
 	}
 	phases := o.static(built, r)
+	if o.AgeKey != nil {
+		// Read once, here: the seeds are decrypted with it too.
+		ak := *o.AgeKey
+		if ak.Input.Identities, err = agekey.Read(ak.Input); err != nil {
+			return nil, err
+		}
+		o.AgeKey = &ak
+	}
+	if o.Sync != nil {
+		p, err := o.inputs(built)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			phases = append(phases, p)
+		}
+	}
 	var ctrl *controllers.Phase
 	if o.Controllers != nil {
 		co := *o.Controllers
@@ -240,6 +263,34 @@ func Assemble(ctx context.Context, o Options, r *verify.Report) (*Plan, error) {
 	}
 	plan.Phases = phases
 	return plan, nil
+}
+
+// inputs reads the --supply inputs, prepares the seeds and the supplied
+// objects (decrypted with the age key when one is given) and returns the
+// inputs phase, run before anything is written; nil when the root
+// substitutes from nothing, nothing is supplied and every Kustomization's
+// substituteFrom is rendered.
+func (o Options) inputs(built *rootsync.Render) (pipeline.Phase, error) {
+	var supplied []*rootsync.Supplied
+	for _, f := range o.Sync.Supply {
+		s, err := rootsync.ReadSupply(f, o.Sync.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		supplied = append(supplied, s...)
+	}
+	var dec rootsync.Decrypter
+	if o.AgeKey != nil && o.AgeKey.Input.Identities != nil {
+		dec = o.AgeKey.Input.Identities
+	}
+	if err := rootsync.PrepareInputs(built, supplied, dec); err != nil {
+		return nil, err
+	}
+	root := built.Env.Root
+	if len(built.Inputs.Seeds)+len(supplied)+len(built.Env.Prerequisites()) == 0 && (root == nil || !root.Substitutes() || len(root.Spec.PostBuild.SubstituteFrom) == 0) {
+		return nil, nil
+	}
+	return rootsync.NewInputsPhase(built, o.Cluster.Connect), nil
 }
 
 // static is phase static over the environment built, or nothing when it

@@ -23,6 +23,10 @@ import (
 // homelab is the fixture repository's dev environment.
 var homelab = rootsync.Options{Repo: "../../testdata/homelab", Path: "clusters/dev", Namespace: "flux-system", RootName: "flux-system"}
 
+// taskfile is the flux-cluster-template layout: its root substitutes
+// from what only it applies.
+var taskfile = rootsync.Options{Repo: "../../testdata/layouts/taskfile", Path: "kubernetes/flux", Namespace: "flux-system", RootName: "cluster"}
+
 // ctrlOptions are the controllers phase's options as the commands make
 // them: the pinned release's defaults.
 func ctrlOptions() *controllers.Options {
@@ -64,6 +68,12 @@ func TestAssembleOrder(t *testing.T) {
 			[]string{"static", "sync", "converge"}, ""},
 		{"cutover", Options{Cutover: &cutover.Options{Namespace: "flux-system", Name: "flux-system"}, Converge: &conv},
 			[]string{"cutover", "converge"}, ""},
+		// A root substituting from what only it applies: the inputs phase
+		// (seeds, supplied objects) before the first write.
+		{"up of a root with seeds", Options{Env: taskfile, Static: &Static{}, Controllers: ctrlOptions(), Sync: &Sync{}, Converge: &conv},
+			[]string{"static", "inputs", "controllers", "sync", "converge"}, ""},
+		{"sync of a root with seeds", Options{Env: taskfile, Sync: &Sync{}},
+			[]string{"inputs", "sync"}, "--check=false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.Timeout, tc.o.Cluster = time.Minute, noCluster(t)

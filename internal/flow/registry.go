@@ -20,6 +20,7 @@ func Every() []pipeline.Phase {
 	return []pipeline.Phase{
 		&check.Phase{},
 		&check.Every{},
+		rootsync.NewInputsPhase(nil, nil),
 		controllers.NewPhase(controllers.Options{}, nil),
 		agekey.NewInstallPhase(agekey.Input{}, agekey.Options{}, nil),
 		agekey.NewVerifyPhase(agekey.Options{}, nil),

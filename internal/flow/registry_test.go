@@ -46,7 +46,7 @@ func TestStatusOrder(t *testing.T) {
 // the reference).
 func TestEveryHoldsEachPhase(t *testing.T) {
 	every := phaseNames(Every())
-	for _, name := range []string{"static", "controllers", "age-key", "sync", "cutover", "converge", "status"} {
+	for _, name := range []string{"static", "inputs", "controllers", "age-key", "sync", "cutover", "converge", "status"} {
 		if !slices.Contains(every, name) {
 			t.Errorf("Every() has no phase %q: %v", name, every)
 		}

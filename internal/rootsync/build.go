@@ -57,6 +57,9 @@ type Render struct {
 	// FluxInstance's spec.sync declares it, and Objects begin with the
 	// source and the root Kustomization as the Flux Operator creates them.
 	Declared *fluxrepo.Origin
+	// Inputs are what the sync writes before the root (PrepareInputs;
+	// nil: none prepared).
+	Inputs *Inputs
 }
 
 // Build builds the environment's root directory the way kustomize-controller

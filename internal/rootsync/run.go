@@ -217,28 +217,21 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		run.Report.Add(GateApplied.Pass(fmt.Sprintf("nothing applied: FluxInstance %s makes the root %s/%s and its source, which apply %s", p.operator, r.Root.Namespace, r.Root.Name, r.Options.Path)))
 		return nil
 	}
-	objs := r.Objects
-	sv := p.o.Serve
-	if sv != nil {
-		sec, err := sv.Secret()
-		if err != nil {
-			return err
-		}
-		objs = append(slices.Clone(objs), sec)
-	}
-	var plan []verify.ObjectChange
-	var err error
-	if p.planned != nil {
-		plan, err = p.planned.plan(ctx, p.cl, objs)
-	} else {
-		plan, err = apply.Plan(ctx, p.cl, objs, apply.PlanOptions{})
-	}
-	if err != nil {
+	seeds, supplied, notes := r.Inputs.objects()
+	first := slices.Concat(seeds, supplied)
+	objs, plan, err := p.plan(ctx, run, first, notes)
+	if err != nil || run.DryRun {
 		return err
 	}
-	run.Planned(plan)
-	if run.DryRun {
-		return nil
+	sv := p.o.Serve
+	var done []verify.ObjectChange
+	if len(first) > 0 {
+		objs, done, err = p.applyFirst(ctx, run, seeds, supplied, objs, plan)
+		run.Report.Changed = run.Report.Changed || apply.Changed(done)
+		if err != nil {
+			run.Report.Add(GateApplied.Fail(err.Error()))
+			return nil
+		}
 	}
 	if sv != nil {
 		if sv.Replaces != nil {
@@ -256,6 +249,7 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		run.Report.Facts["serveLog"] = st.Log
 	}
 	applied, err := apply.Apply(ctx, p.cl, objs, plan, p.o.Timeout)
+	applied = append(done, applied...)
 	run.Report.Changed = run.Report.Changed || apply.Changed(applied)
 	if err != nil {
 		if sv != nil {
@@ -276,7 +270,7 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 	}
 	var handed []*unstructured.Unstructured
 	for _, o := range r.Objects {
-		if changed[apply.ID(o)] {
+		if changed[apply.ID(o)] && notes[apply.ID(o)] == "" {
 			handed = append(handed, o)
 		}
 	}
@@ -288,11 +282,88 @@ func (p *SyncPhase) Do(ctx context.Context, run *pipeline.Run) error {
 		return nil
 	}
 	msg := fmt.Sprintf("%d object(s) server-side applied from %s", len(applied), r.Options.Path)
+	if len(first) > 0 {
+		msg += fmt.Sprintf(", after %d seeded and %d supplied (kustomize-controller's field manager for the seeds)", len(seeds), len(supplied))
+	}
 	if n > 0 {
 		msg += fmt.Sprintf("; the fields of %d written now handed to kustomize-controller's field manager, as it takes kubectl's", n)
 	}
 	run.Report.Add(GateApplied.Pass(msg))
 	return nil
+}
+
+// plan plans first (the seeds and the supplied objects, with their notes)
+// and the root's other objects (with --serve's Secret), and returns the
+// latter and the plan: the seeds and the supplied objects go first, in
+// place of the repository's own (a seed is the root's object decrypted).
+func (p *SyncPhase) plan(ctx context.Context, run *pipeline.Run, first []*unstructured.Unstructured, notes map[string]string) ([]*unstructured.Unstructured, []verify.ObjectChange, error) {
+	objs := slices.DeleteFunc(slices.Clone(p.Render.Objects), func(o *unstructured.Unstructured) bool { return notes[apply.ID(o)] != "" })
+	if sv := p.o.Serve; sv != nil {
+		sec, err := sv.Secret()
+		if err != nil {
+			return nil, nil, err
+		}
+		objs = append(objs, sec)
+	}
+	var plan []verify.ObjectChange
+	var err error
+	if p.planned != nil {
+		plan, err = p.planned.plan(ctx, p.cl, slices.Concat(first, objs))
+	} else {
+		plan, err = apply.Plan(ctx, p.cl, slices.Concat(first, objs), apply.PlanOptions{})
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range plan {
+		plan[i].Note = notes[plan[i].Object]
+	}
+	run.Planned(plan)
+	return objs, plan, nil
+}
+
+// applyFirst applies the namespaces the seeds and the supplied objects go
+// into (when the sync creates them), then the seeds as kustomize-controller
+// (apply.ApplyAsKustomizeController: the root adopts them) and the
+// supplied objects with this tool's field manager, before anything else.
+// It returns the objects left to apply.
+func (p *SyncPhase) applyFirst(ctx context.Context, run *pipeline.Run, seeds, supplied, objs []*unstructured.Unstructured, plan []verify.ObjectChange) ([]*unstructured.Unstructured, []verify.ObjectChange, error) {
+	nss := map[string]bool{}
+	for _, o := range slices.Concat(seeds, supplied) {
+		nss[o.GetNamespace()] = true
+	}
+	var namespaces, rest []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" && o.GetAPIVersion() == "v1" && nss[o.GetName()] {
+			namespaces = append(namespaces, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	var done []verify.ObjectChange
+	if len(namespaces) > 0 {
+		d, err := apply.Apply(ctx, p.cl, namespaces, plan, p.o.Timeout)
+		done = append(done, d...)
+		if err != nil {
+			return nil, done, err
+		}
+	}
+	run.Progressf("seeding %d object(s) for the root's first reconcile, applying %d supplied", len(seeds), len(supplied))
+	if len(seeds) > 0 {
+		d, err := apply.ApplyAsKustomizeController(ctx, p.cl.Client, seeds)
+		done = append(done, d...)
+		if err != nil {
+			return nil, done, fmt.Errorf("seeding before the root: %w", err)
+		}
+	}
+	if len(supplied) > 0 {
+		d, err := apply.Apply(ctx, p.cl, supplied, plan, p.o.Timeout)
+		done = append(done, d...)
+		if err != nil {
+			return nil, done, fmt.Errorf("applying the supplied objects: %w", err)
+		}
+	}
+	return rest, done, nil
 }
 
 // After proves the source and the root reconciled.

@@ -65,6 +65,10 @@ type ObjectChange struct {
 	Restarts bool `json:"restarts,omitempty"`
 	// TakenOverFrom lists other field managers this apply takes over.
 	TakenOverFrom []string `json:"takenOverFrom,omitempty"`
+	// Note says why the object is in the plan when its file does not
+	// (e.g. "seeded for the root's first reconcile, from FILE"); never a
+	// value.
+	Note string `json:"note,omitempty"`
 }
 
 // Changed says whether any change is more than unchanged or skipped.
