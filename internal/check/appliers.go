@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -90,6 +92,55 @@ func remoteCluster(k *fluxrepo.Kustomization) string {
 		return fmt.Sprintf("the cluster of kubeconfig ConfigMap %s/%s", k.Namespace, kc.ConfigMapRef.Name)
 	}
 	return "another cluster"
+}
+
+// clusterScopedKinds are the group/kinds the environment's
+// CustomResourceDefinitions declare spec.scope: Cluster (true) or
+// Namespaced (false).
+func clusterScopedKinds(env *fluxrepo.Env) map[string]bool {
+	out := map[string]bool{}
+	add := func(res []*resource.Resource) {
+		for _, r := range res {
+			if r.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			m, err := r.Map()
+			if err != nil {
+				continue
+			}
+			group, _, _ := unstructured.NestedString(m, "spec", "group")
+			kind, _, _ := unstructured.NestedString(m, "spec", "names", "kind")
+			scope, _, _ := unstructured.NestedString(m, "spec", "scope")
+			out[group+"/"+kind] = scope == "Cluster"
+		}
+	}
+	add(env.RootResources)
+	for _, k := range env.Kustomizations {
+		add(k.Resources)
+	}
+	return out
+}
+
+// clusterScoped says whether the API server keeps r without a namespace:
+// a cluster-scoped kind, whose metadata.namespace it clears on create and
+// update (apiserver rest.BeforeCreate/BeforeUpdate), so a copy a
+// targetNamespace stamped (kustomize assumes an unknown kind namespaced)
+// is the same object. The scope is the environment's CRD's, else the
+// built-in schema's (kyaml openapi, as kustomize reads it), else — a CRD
+// installed outside the repository — the Kubernetes naming convention of
+// its kind (ClusterIssuer, ClusterSecretStore, ClusterPolicy).
+func clusterScoped(r *resource.Resource, crds map[string]bool) bool {
+	group, _, _ := strings.Cut(r.GetApiVersion(), "/")
+	if !strings.Contains(r.GetApiVersion(), "/") {
+		group = ""
+	}
+	if scope, ok := crds[group+"/"+r.GetKind()]; ok {
+		return scope
+	}
+	if ns, found := openapi.IsNamespaceScoped(kyaml.TypeMeta{APIVersion: r.GetApiVersion(), Kind: r.GetKind()}); found {
+		return !ns
+	}
+	return strings.HasPrefix(r.GetKind(), "Cluster")
 }
 
 // objectID is an object's identity to the API server: group, kind,
@@ -179,12 +230,17 @@ func twoAppliers(env *fluxrepo.Env) []finding {
 	}
 	var order []string
 	byID := map[string][]seen{}
+	crds := clusterScopedKinds(env)
 	for _, a := range appliersOf(env) {
 		mine := map[string]bool{}
 		for _, r := range a.res {
 			named := r
 			if strings.Contains(r.GetName(), "${") || strings.Contains(r.GetNamespace(), "${") {
 				named = env.Applied(a.k, r)
+			}
+			if named.GetNamespace() != "" && clusterScoped(named, crds) {
+				named = named.DeepCopy()
+				named.SetNamespace("")
 			}
 			id := objectID(named)
 			if a.cluster != "" {
@@ -213,6 +269,9 @@ func twoAppliers(env *fluxrepo.Env) []finding {
 				continue
 			}
 			withCommonMetadata(x.by.k, m)
+			if clusterScoped(applied, crds) {
+				unstructured.RemoveNestedField(m, "metadata", "namespace") // cleared by the API server
+			}
 			cs = append(cs, copyOf{by: x.by, obj: comparable(m), raw: x.r, skipped: leftAlone(applied)})
 		}
 		if len(cs) < 2 || slices.ContainsFunc(cs, func(c copyOf) bool { return c.skipped }) {

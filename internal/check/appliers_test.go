@@ -137,6 +137,19 @@ spec:
 			want: []string{"Kustomization.kustomize.toolkit.fluxcd.io flux-system/imagemaid is applied by Kustomization flux-system/flux-system and by Kustomization flux-system/imagemaid, with the same content",
 				"Cause: the path of Kustomization flux-system/imagemaid (clusters/dev/imagemaid) renders Kustomization flux-system/imagemaid itself, so it applies itself besides its parent (clusters/dev/imagemaid/ks.yaml)",
 				"fix: keep clusters/dev/imagemaid/ks.yaml out of its own path: move what it deploys to a subdirectory (e.g. clusters/dev/imagemaid/app) and point spec.path there, or drop ks.yaml from clusters/dev/imagemaid/kustomization.yaml"}},
+		// Issue 55 item 2: the child stamps its targetNamespace on the
+		// ClusterIssuer (kustomize assumes an unknown kind namespaced); the
+		// API server clears the namespace of a cluster-scoped object, so it
+		// is still the object the parent applies literally.
+		{name: "a cluster-scoped object a child's targetNamespace stamps is still the same object",
+			ms:      []mutation{{"clusters/dev/issuers.yaml", "  prune: true\n", "  prune: true\n  targetNamespace: cert-manager\n"}},
+			verdict: verify.Fail, fails: 1, warns: 1, sarif: [2]int{1, 1},
+			want: []string{`ClusterIssuer.cert-manager.io letsencrypt is applied by Kustomization flux-system/flux-system and by Kustomization flux-system/issuers with different content after substitution (spec.acme.email is "${email}"`}},
+		{name: "a cluster-scoped object differing only in the namespace a targetNamespace stamps: the same content",
+			ms: []mutation{{"clusters/dev/issuers.yaml", "  prune: true\n", "  prune: true\n  targetNamespace: cert-manager\n"},
+				{"clusters/dev/issuers.yaml", "  postBuild:\n    substitute:\n      email: ops@example.invalid\n", ""}},
+			verdict: verify.Warn, warns: 2, sarif: [2]int{0, 1},
+			want: []string{"ClusterIssuer.cert-manager.io letsencrypt is applied by Kustomization flux-system/flux-system and by Kustomization flux-system/issuers, with the same content"}},
 		{name: "a Secret's differing values are not shown",
 			ms:      []mutation{{"clusters/dev/issuers/secret.yaml", "", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: acme\n  namespace: cert-manager\nstringData:\n  token: ${email}-token\n"}},
 			verdict: verify.Fail, fails: 2, warns: 1, sarif: [2]int{1, 1},
