@@ -17,6 +17,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/pkg/components"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -74,7 +75,7 @@ func kustomizeController(ctx context.Context, env *fluxrepo.Env, version string)
 
 // controllerOf reads kustomize-controller's effective flags as the
 // environment deploys it (kustomizeController): StrictPostBuildSubstitutions
-// (fluxobj.EffectiveGate, else that version's default), the watch on
+// (patches.EffectiveGate, else that version's default), the watch on
 // ConfigMaps and Secrets (watchOf), and the other flags repositories set.
 func controllerOf(ctx context.Context, env *fluxrepo.Env, version string) (controller, error) {
 	d, where, unread, err := kustomizeController(ctx, env, version)
@@ -88,8 +89,8 @@ func controllerOf(ctx context.Context, env *fluxrepo.Env, version string) (contr
 	if by == "" {
 		by = fmt.Sprintf("Flux %s's kustomize-controller Deployment", version)
 	}
-	kv := fluxobj.ImageVersion(fluxobj.ManagerImage(d))
-	f, err := fluxobj.ManagerFlags(d)
+	kv := patches.ImageVersion(patches.ManagerImage(d))
+	f, err := patches.ManagerFlags(d)
 	if err != nil {
 		return controller{}, verify.InputErrorf("kustomize-controller of Flux %s as %s customizes it: %v; fix the --feature-gates value", version, by, err)
 	}
@@ -110,16 +111,16 @@ func controllerOf(ctx context.Context, env *fluxrepo.Env, version string) (contr
 
 // strictOf is the effective StrictPostBuildSubstitutions in f, set by by,
 // else kustomize-controller kv's default.
-func strictOf(f fluxobj.Flags, kv, version, by string) strictness {
-	g := fluxobj.EffectiveGate("kustomize-controller", kv, f, fluxobj.StrictSubstitution)
+func strictOf(f patches.Flags, kv, version, by string) strictness {
+	g := patches.EffectiveGate("kustomize-controller", kv, f, patches.StrictSubstitution)
 	s := strictness{on: g.Value}
 	switch {
 	case g.Explicit:
-		s.why = fmt.Sprintf("%s=%t set by %s (kustomize-controller %s)", fluxobj.StrictSubstitution, g.Value, by, kv)
+		s.why = fmt.Sprintf("%s=%t set by %s (kustomize-controller %s)", patches.StrictSubstitution, g.Value, by, kv)
 	case g.DefaultKnown:
-		s.why = fmt.Sprintf("kustomize-controller %s (Flux %s) defaults %s to %t", kv, version, fluxobj.StrictSubstitution, g.Default)
+		s.why = fmt.Sprintf("kustomize-controller %s (Flux %s) defaults %s to %t", kv, version, patches.StrictSubstitution, g.Default)
 	default:
-		s.why = fmt.Sprintf("kustomize-controller %s (Flux %s): the default of %s is not recorded, taken as off", kv, version, fluxobj.StrictSubstitution)
+		s.why = fmt.Sprintf("kustomize-controller %s (Flux %s): the default of %s is not recorded, taken as off", kv, version, patches.StrictSubstitution)
 	}
 	return s
 }
@@ -154,13 +155,13 @@ const disableConfigWatchers = runtimectrl.FeatureGateDisableConfigWatchers
 
 // watchOf is the watch kustomize-controller kv runs with flags f, set by
 // by. The selector is parsed by the controller's own code: f's last value
-// of the flag (pflag's, as fluxobj.ParseArgs keeps it) bound by
+// of the flag (pflag's, as patches.ParseArgs keeps it) bound by
 // WatchOptions.BindFlags, whose default applies when the flag is unset,
 // and made a predicate by GetWatchConfigsPredicate (labels.Parse; an empty
 // selector watches everything). A selector that does not parse makes
 // main.go exit at start-up ("unable to configure watch configs label
 // selector"): an input error naming where it is set.
-func watchOf(f fluxobj.Flags, kv, by string) (watching, error) {
+func watchOf(f patches.Flags, kv, by string) (watching, error) {
 	var wo runtimectrl.WatchOptions
 	fs := pflag.NewFlagSet("kustomize-controller", pflag.ContinueOnError)
 	wo.BindFlags(fs)
@@ -177,15 +178,15 @@ func watchOf(f fluxobj.Flags, kv, by string) (watching, error) {
 			watchConfigsFlag, w.selector, by, err, w.def)
 	}
 	w.pred = pred
-	if g := fluxobj.EffectiveGate("kustomize-controller", kv, f, disableConfigWatchers); g.Value {
-		w.pred, w.off = nil, fmt.Sprintf("--%s=%s=true set by %s: it watches no ConfigMap or Secret", fluxobj.FeatureGatesFlag, disableConfigWatchers, by)
+	if g := patches.EffectiveGate("kustomize-controller", kv, f, disableConfigWatchers); g.Value {
+		w.pred, w.off = nil, fmt.Sprintf("--%s=%s=true set by %s: it watches no ConfigMap or Secret", patches.FeatureGatesFlag, disableConfigWatchers, by)
 	}
 	return w, nil
 }
 
 // defaultWatch is the watch of a kustomize-controller with no flag set.
 var defaultWatch = sync.OnceValue(func() watching {
-	w, err := watchOf(fluxobj.Flags{}, "", "")
+	w, err := watchOf(patches.Flags{}, "", "")
 	if err != nil {
 		panic(err) // the controller's own default parses
 	}
@@ -246,7 +247,7 @@ const (
 // (its workers), --sops-age-secret (the fallback age key) and the
 // --feature-gates args. Read, not judged; unset says what an unset flag
 // is.
-func flagFacts(f fluxobj.Flags, by, unset string) []string {
+func flagFacts(f patches.Flags, by, unset string) []string {
 	var out []string
 	switch d, explicit, err := fluxobj.RequeueDependency(f); {
 	case err != nil:

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/apply"
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -74,11 +74,11 @@ func compareFlags(name string, want corev1.Container, live []corev1.Container) (
 	if i < 0 {
 		return []string{fmt.Sprintf("%s: container %s missing", name, want.Name)}, nil
 	}
-	wf, err := fluxobj.ParseArgs(want.Args)
+	wf, err := patches.ParseArgs(want.Args)
 	if err != nil {
 		return []string{fmt.Sprintf("%s container %s (render): %v", name, want.Name, err)}, nil
 	}
-	lf, err := fluxobj.ParseArgs(live[i].Args)
+	lf, err := patches.ParseArgs(live[i].Args)
 	if err != nil {
 		return []string{fmt.Sprintf("%s container %s (live): %v", name, want.Name, err)}, nil
 	}

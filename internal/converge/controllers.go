@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
 // liveControllers is what the walk reads of the running controllers'
@@ -46,7 +47,7 @@ func (p *Phase) readControllers(ctx context.Context) liveControllers {
 			out.requeue = append(out.requeue, fmt.Sprintf("%s unknown (Deployment %s/%s not read: %v)", name, ns, name, err))
 			continue
 		}
-		f, err := fluxobj.ManagerFlags(&dep)
+		f, err := patches.ManagerFlags(&dep)
 		if err != nil {
 			out.requeue = append(out.requeue, fmt.Sprintf("%s unknown (%v)", name, err))
 			continue
@@ -60,7 +61,7 @@ func (p *Phase) readControllers(ctx context.Context) liveControllers {
 			out.requeue = append(out.requeue, fmt.Sprintf("%s %s (default)", name, d))
 		}
 		if name == "helm-controller" {
-			out.additiveCEL = fluxobj.EffectiveGate(name, fluxobj.ImageVersion(fluxobj.ManagerImage(&dep)), f, fluxobj.AdditiveCELDependencyCheck).Value
+			out.additiveCEL = patches.EffectiveGate(name, patches.ImageVersion(patches.ManagerImage(&dep)), f, fluxobj.AdditiveCELDependencyCheck).Value
 		}
 	}
 	return out

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	bootstrap "github.com/homelab-ops/bootstrap"
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/internal/versions"
 	"github.com/homelab-ops/bootstrap/pkg/components"
@@ -304,8 +303,8 @@ func TestEveryEmbeddedRelease(t *testing.T) {
 				}
 			}
 			for _, d := range out.Overlay.Final {
-				g := fluxobj.SupportedGates(d.Name, fluxobj.ImageVersion(fluxobj.ManagerImage(&d)))
-				if _, has := g.Defaults[fluxobj.StrictSubstitution]; d.Name == "kustomize-controller" && g.Known && !has {
+				g := patches.SupportedGates(d.Name, patches.ImageVersion(patches.ManagerImage(&d)))
+				if _, has := g.Defaults[patches.StrictSubstitution]; d.Name == "kustomize-controller" && g.Known && !has {
 					if got := verdicts(out)[patches.GateFeatureGates.ID]; got != verify.Fail {
 						t.Errorf("%s: %s is %s; the shipped overlay sets a gate its kustomize-controller lacks", v, patches.GateFeatureGates.ID, got)
 					}
@@ -375,12 +374,12 @@ func strictGateMissing(t *testing.T, out *Output, id string, v verify.Verdict) b
 		if d.Name != "kustomize-controller" {
 			continue
 		}
-		version := fluxobj.ImageVersion(fluxobj.ManagerImage(&d))
-		g := fluxobj.SupportedGates(d.Name, version)
-		if _, has := g.Defaults[fluxobj.StrictSubstitution]; !g.Known || has {
+		version := patches.ImageVersion(patches.ManagerImage(&d))
+		g := patches.SupportedGates(d.Name, version)
+		if _, has := g.Defaults[patches.StrictSubstitution]; !g.Known || has {
 			return false
 		}
-		want := fmt.Sprintf("kustomize-controller %s does not support feature gate %q", version, fluxobj.StrictSubstitution)
+		want := fmt.Sprintf("kustomize-controller %s does not support feature gate %q", version, patches.StrictSubstitution)
 		if c := check(t, out, id); !strings.Contains(c.Message, want) {
 			t.Errorf("%s: %s, want it to say %q", id, c.Message, want)
 		}
@@ -398,7 +397,7 @@ func unrecordedGates(out *Output, id string, v verify.Verdict) bool {
 	}
 	for _, d := range out.Overlay.Final {
 		if d.Name == "kustomize-controller" {
-			return !fluxobj.SupportedGates(d.Name, fluxobj.ImageVersion(fluxobj.ManagerImage(&d))).Known
+			return !patches.SupportedGates(d.Name, patches.ImageVersion(patches.ManagerImage(&d))).Known
 		}
 	}
 	return false

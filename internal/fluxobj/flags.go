@@ -9,39 +9,6 @@ import (
 	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
-// The controllers' --feature-gates flag, the gate tables and the manager
-// container live in pkg/patches, which proves the overlays with them; these
-// names keep them where every other Flux rule of this tool is read.
-type (
-	// Flags is patches.Flags.
-	Flags = patches.Flags
-	// Gate is patches.Gate.
-	Gate = patches.Gate
-	// GateDefault is patches.GateDefault.
-	GateDefault = patches.GateDefault
-	// ControllerGates is patches.ControllerGates.
-	ControllerGates = patches.ControllerGates
-)
-
-// The flag and gate names, as in pkg/patches.
-const (
-	FeatureGatesFlag   = patches.FeatureGatesFlag
-	StrictSubstitution = patches.StrictSubstitution
-	ExternalArtifact   = patches.ExternalArtifact
-)
-
-// The flag and gate functions, as in pkg/patches.
-var (
-	ParseArgs        = patches.ParseArgs
-	GateDefaults     = patches.GateDefaults
-	EffectiveGate    = patches.EffectiveGate
-	ImageVersion     = patches.ImageVersion
-	ManagerFlags     = patches.ManagerFlags
-	ManagerImage     = patches.ManagerImage
-	ManagerContainer = patches.ManagerContainer
-	SupportedGates   = patches.SupportedGates
-)
-
 // SOPSAgeFlag is kustomize-controller's flag naming the fallback age key.
 const SOPSAgeFlag = "sops-age-secret"
 
@@ -51,7 +18,7 @@ const SOPSAgeFlag = "sops-age-secret"
 // Kustomization with spec.decryption provider sops and no secretRef; one
 // without a decryption stanza is not decrypted at all, flag or not.
 func SOPSAgeSecret(dep *appsv1.Deployment) (string, error) {
-	f, err := ManagerFlags(dep)
+	f, err := patches.ManagerFlags(dep)
 	if err != nil {
 		return "", fmt.Errorf("Deployment %s/%s: %w", dep.Namespace, dep.Name, err)
 	}
@@ -71,7 +38,7 @@ const DefaultRequeueDependency = 30 * time.Second
 // RequeueDependency is the controller's effective --requeue-dependency in
 // f: the flag's value, parsed as the controller's flag package parses a
 // duration, else the default (explicit false).
-func RequeueDependency(f Flags) (d time.Duration, explicit bool, err error) {
+func RequeueDependency(f patches.Flags) (d time.Duration, explicit bool, err error) {
 	v, ok := f.Values[RequeueDependencyFlag]
 	if !ok {
 		return DefaultRequeueDependency, false, nil

@@ -5,6 +5,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
 func TestEffectiveGate(t *testing.T) {
@@ -28,11 +30,11 @@ func TestEffectiveGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f, err := ParseArgs(tt.args)
+			f, err := patches.ParseArgs(tt.args)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := EffectiveGate("kustomize-controller", tt.version, f, StrictSubstitution)
+			g := patches.EffectiveGate("kustomize-controller", tt.version, f, patches.StrictSubstitution)
 			if g.Value != tt.want || g.Explicit != tt.explicit {
 				t.Errorf("got value=%t explicit=%t, want %t %t", g.Value, g.Explicit, tt.want, tt.explicit)
 			}
@@ -42,14 +44,14 @@ func TestEffectiveGate(t *testing.T) {
 
 func TestParseArgsRejectsBadGate(t *testing.T) {
 	t.Parallel()
-	if _, err := ParseArgs([]string{"--feature-gates=StrictPostBuildSubstitutions=maybe"}); err == nil {
+	if _, err := patches.ParseArgs([]string{"--feature-gates=StrictPostBuildSubstitutions=maybe"}); err == nil {
 		t.Fatal("a non-boolean gate value must be an error")
 	}
 }
 
 func TestParseArgsValues(t *testing.T) {
 	t.Parallel()
-	f, err := ParseArgs([]string{"--log-level=info", "--watch-all-namespaces", "--log-level=debug", "--storage-path", "/data"})
+	f, err := patches.ParseArgs([]string{"--log-level=info", "--watch-all-namespaces", "--log-level=debug", "--storage-path", "/data"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestImageVersion(t *testing.T) {
 		"registry.local:5000/fluxcd/kustomize-controller":                                                                  "",
 		"ghcr.io/fluxcd/kustomize-controller@sha256:" + "0123456789012345678901234567890123456789012345678901234567890123": "",
 	} {
-		if got := ImageVersion(image); got != want {
+		if got := patches.ImageVersion(image); got != want {
 			t.Errorf("ImageVersion(%s) = %q, want %q", image, got, want)
 		}
 	}
@@ -123,13 +125,13 @@ func TestEffectiveGateFromTheTable(t *testing.T) {
 	}{
 		{"kustomize-controller", "v1.9.5", "DisableStatusPollerCache", true, true},
 		{"kustomize-controller", "v1.9.5", "GroupChangeLog", true, false},
-		{"kustomize-controller", "v1.6.0", ExternalArtifact, true, false},
-		{"kustomize-controller", "v1.6.0", StrictSubstitution, true, false},
+		{"kustomize-controller", "v1.6.0", patches.ExternalArtifact, true, false},
+		{"kustomize-controller", "v1.6.0", patches.StrictSubstitution, true, false},
 		{"helm-controller", "v1.4.0", "AdoptLegacyReleases", true, true},
 		{"helm-controller", "v1.6.4", "AdoptLegacyReleases", true, false},
-		{"source-controller", "v1.9.5", StrictSubstitution, false, false},
+		{"source-controller", "v1.9.5", patches.StrictSubstitution, false, false},
 	} {
-		g := EffectiveGate(tc.controller, tc.version, Flags{}, tc.gate)
+		g := patches.EffectiveGate(tc.controller, tc.version, patches.Flags{}, tc.gate)
 		if g.DefaultKnown != tc.known || g.Default != tc.def {
 			t.Errorf("%s %s %s: known %t default %t, want %t %t", tc.controller, tc.version, tc.gate, g.DefaultKnown, g.Default, tc.known, tc.def)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -378,34 +379,34 @@ func ExternalArtifactGate(ctx context.Context, cl client.Client, r *Render) veri
 	var dep appsv1.Deployment
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kustomize-controller"}, &dep); err != nil {
 		c.Verdict = verify.Skip
-		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact, and Deployment %s/kustomize-controller could not be read to see its %s gate: %v", strings.Join(readers, ", "), ns, fluxobj.ExternalArtifact, err)
+		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact, and Deployment %s/kustomize-controller could not be read to see its %s gate: %v", strings.Join(readers, ", "), ns, patches.ExternalArtifact, err)
 		return c
 	}
-	flags, err := fluxobj.ManagerFlags(&dep)
+	flags, err := patches.ManagerFlags(&dep)
 	if err != nil {
 		c.Verdict, c.Message = verify.Skip, fmt.Sprintf("Deployment %s/kustomize-controller: %v", ns, err)
 		return c
 	}
-	image := fluxobj.ManagerImage(&dep)
-	version := fluxobj.ImageVersion(image)
-	g := fluxobj.EffectiveGate("kustomize-controller", version, flags, fluxobj.ExternalArtifact)
+	image := patches.ManagerImage(&dep)
+	version := patches.ImageVersion(image)
+	g := patches.EffectiveGate("kustomize-controller", version, flags, patches.ExternalArtifact)
 	c.Evidence = []string{"--feature-gates args, in order: " + orNone(flags.GateArgs), "image " + image}
 	switch {
 	case g.Unsupported:
 		// Set, the controller would not start (features.SupportedFeatures).
 		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact, and kustomize-controller %s has no %s feature gate (it refuses such a source, and exits at start-up if the gate is set): upgrade kustomize-controller to v1.7.0 or later (Flux v2.7) and set --feature-gates=%s=true",
-			strings.Join(readers, ", "), version, fluxobj.ExternalArtifact, fluxobj.ExternalArtifact)
+			strings.Join(readers, ", "), version, patches.ExternalArtifact, patches.ExternalArtifact)
 	case g.Value:
 		c.Verdict = verify.Pass
-		c.Message = fmt.Sprintf("kustomize-controller %s runs with %s=true; Kustomization(s) %s read an ExternalArtifact", version, fluxobj.ExternalArtifact, strings.Join(readers, ", "))
+		c.Message = fmt.Sprintf("kustomize-controller %s runs with %s=true; Kustomization(s) %s read an ExternalArtifact", version, patches.ExternalArtifact, strings.Join(readers, ", "))
 	case !g.Explicit && !g.DefaultKnown:
 		c.Verdict = verify.Skip
-		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact; kustomize-controller's version (image %q) is unknown, so its %s default is too", strings.Join(readers, ", "), image, fluxobj.ExternalArtifact)
+		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact; kustomize-controller's version (image %q) is unknown, so its %s default is too", strings.Join(readers, ", "), image, patches.ExternalArtifact)
 	default:
 		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("Kustomization(s) %s read an ExternalArtifact, and kustomize-controller %s runs with %s=false (%s): it refuses them (\"can't access ExternalArtifact/…, %s feature gate is disabled\"); add --feature-gates=%s=true to kustomize-controller (and run source-watcher, which makes the artifacts)",
-			strings.Join(readers, ", "), version, fluxobj.ExternalArtifact, map[bool]string{true: "set so", false: "its default"}[g.Explicit], fluxobj.ExternalArtifact, fluxobj.ExternalArtifact)
+			strings.Join(readers, ", "), version, patches.ExternalArtifact, map[bool]string{true: "set so", false: "its default"}[g.Explicit], patches.ExternalArtifact, patches.ExternalArtifact)
 	}
 	return c
 }

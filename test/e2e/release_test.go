@@ -39,7 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/homelab-ops/bootstrap/internal/controllers"
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/sandbox/runner"
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/patches"
@@ -144,7 +143,7 @@ func TestUpInstallsTheDeclaredRelease(t *testing.T) {
 		if err := e.client.Get(ctx, clientKey(fluxNS, name), &d); err != nil {
 			t.Fatal(err)
 		}
-		got, exp := fluxobj.ImageVersion(fluxobj.ManagerImage(&d)), fluxobj.ImageVersion(fluxobj.ManagerImage(want))
+		got, exp := patches.ImageVersion(patches.ManagerImage(&d)), patches.ImageVersion(patches.ManagerImage(want))
 		if got != exp || d.Spec.Template.Labels["app.kubernetes.io/version"] != pinnedRelease {
 			t.Errorf("live %s: image %s (label version %q), want Flux %s's %s", name, got, d.Spec.Template.Labels["app.kubernetes.io/version"], pinnedRelease, exp)
 		}

@@ -21,11 +21,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 )
 
 // StrictGate is kustomize-controller's strict post-build substitution gate.
-const StrictGate = fluxobj.StrictSubstitution
+const StrictGate = patches.StrictSubstitution
 
 // strictDefaultFrom is the first kustomize-controller version whose
 // StrictGate defaults to on (pkg/patches holds the table).
@@ -77,7 +77,7 @@ func TemplateHash(t *corev1.PodTemplateSpec) string {
 }
 
 // ImageVersion returns the tag of an image reference ("" if none).
-func ImageVersion(image string) string { return fluxobj.ImageVersion(image) }
+func ImageVersion(image string) string { return patches.ImageVersion(image) }
 
 // ManagerContainer picks the controller's container: the one named
 // "manager" (Flux's convention), else the only one.
@@ -169,8 +169,8 @@ func BuildPlan(dep *appsv1.Deployment, in PlanInput) (*Plan, error) {
 		p.Notes = append(p.Notes, "--enable-leader-election dropped: no in-cluster namespace file outside a pod, and one local instance needs no election")
 	}
 
-	flags, _ := fluxobj.ParseArgs(args)
-	if g := fluxobj.EffectiveGate(in.Controller, p.ImageVersion, flags, StrictGate); g.DefaultKnown && !g.Default && !g.Explicit {
+	flags, _ := patches.ParseArgs(args)
+	if g := patches.EffectiveGate(in.Controller, p.ImageVersion, flags, StrictGate); g.DefaultKnown && !g.Default && !g.Explicit {
 		args = append(args, "--feature-gates="+StrictGate+"=false")
 		p.Notes = append(p.Notes, fmt.Sprintf("image %s predates %s: passing --feature-gates=%s=false to reproduce its default", p.ImageVersion, strictDefaultFrom, StrictGate))
 	}
@@ -252,7 +252,7 @@ func splitFlag(a string) (name, val string, hasEq bool) {
 // do (pkg/patches parses them with the controllers' own flag type); later
 // values win.
 func EffectiveGates(args []string) map[string]string {
-	f, _ := fluxobj.ParseArgs(args)
+	f, _ := patches.ParseArgs(args)
 	g := map[string]string{}
 	for k, v := range f.FeatureGates {
 		g[k] = strconv.FormatBool(v)
