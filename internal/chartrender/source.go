@@ -9,6 +9,8 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 )
 
 // Lookup finds an object the repository renders (kind, namespace, name;
@@ -30,7 +32,8 @@ func SourceOf(hr *helmv2.HelmRelease, lookup Lookup) (Source, error) {
 		if c.Kind != sourcev1.OCIRepositoryKind {
 			return Source{}, fmt.Errorf("chartRef %s %s: only an OCIRepository chart source is fetched", c.Kind, c.Name)
 		}
-		ns := or(c.Namespace, hr.Namespace)
+		ref, _ := fluxobj.HelmReleaseChartRef(hr)
+		ns := ref.Namespace
 		u := lookup(g, c.Kind, ns, c.Name)
 		if u == nil {
 			return Source{}, fmt.Errorf("chartRef OCIRepository %s/%s is not rendered by the repository", ns, c.Name)
@@ -60,7 +63,8 @@ func SourceOf(hr *helmv2.HelmRelease, lookup Lookup) (Source, error) {
 		if t.SourceRef.Kind != sourcev1.HelmRepositoryKind {
 			return Source{}, fmt.Errorf("chart %s from %s %s: only a HelmRepository chart source is fetched", t.Chart, t.SourceRef.Kind, t.SourceRef.Name)
 		}
-		ns := or(t.SourceRef.Namespace, hr.Namespace)
+		src, _ := fluxobj.HelmReleaseChartSource(hr)
+		ns := src.Namespace
 		u := lookup(g, sourcev1.HelmRepositoryKind, ns, t.SourceRef.Name)
 		if u == nil {
 			return Source{}, fmt.Errorf("HelmRepository %s/%s is not rendered by the repository", ns, t.SourceRef.Name)
@@ -108,11 +112,4 @@ func sourceCA(s *Source, ns string, ref *meta.LocalObjectReference, provider str
 		}
 	}
 	return nil
-}
-
-func or(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a
 }

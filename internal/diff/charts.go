@@ -197,7 +197,11 @@ func writeCharts(b *strings.Builder, c *Cluster) {
 		if from == "" {
 			from = "nothing (Helm install)"
 		}
-		fmt.Fprintf(b, "\n=== %s: chart of HelmRelease %s: %s → %s\n", c.Path, ch.HelmRelease, from, orNS(ch.Head, "not rendered"))
+		to := ch.Head
+		if to == "" {
+			to = "not rendered"
+		}
+		fmt.Fprintf(b, "\n=== %s: chart of HelmRelease %s: %s → %s\n", c.Path, ch.HelmRelease, from, to)
 		for _, n := range ch.Notes {
 			fmt.Fprintf(b, "  note: %s\n", n)
 		}

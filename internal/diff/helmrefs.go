@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 )
 
 // helmReleases are the HelmReleases of every Kustomization's render at
@@ -78,24 +80,17 @@ func helmEffects(k ObjectKey, b, h *unstructured.Unstructured, hrs []*helmv2.Hel
 				}
 			}
 		case k.Group == sourcev1.GroupVersion.Group:
-			if c := hr.Spec.ChartRef; c != nil && c.Kind == k.Kind && c.Name == k.Name && orNS(c.Namespace, hr.Namespace) == k.Namespace {
+			if c, ok := fluxobj.HelmReleaseChartRef(hr); ok && c.Kind == k.Kind && c.Name == k.Name && c.Namespace == k.Namespace {
 				out = append(out, fmt.Sprintf("HelmRelease %s takes its chart from it (chartRef) → Helm upgrade when the artifact changes", ref))
 				continue
 			}
-			if c := hr.Spec.Chart; c != nil && c.Spec.SourceRef.Kind == k.Kind && c.Spec.SourceRef.Name == k.Name && orNS(c.Spec.SourceRef.Namespace, hr.Namespace) == k.Namespace &&
+			if c, ok := fluxobj.HelmReleaseChartSource(hr); ok && c.Kind == k.Kind && c.Name == k.Name && c.Namespace == k.Namespace &&
 				!equality.Semantic.DeepEqual(field(b, "spec"), field(h, "spec")) {
-				out = append(out, fmt.Sprintf("HelmRelease %s's chart %s is fetched from it again → Helm upgrade if the chart it resolves changes", ref, c.Spec.Chart))
+				out = append(out, fmt.Sprintf("HelmRelease %s's chart %s is fetched from it again → Helm upgrade if the chart it resolves changes", ref, hr.Spec.Chart.Spec.Chart))
 			}
 		}
 	}
 	return out
-}
-
-func orNS(ns, def string) string {
-	if ns == "" {
-		return def
-	}
-	return ns
 }
 
 // valueOf is a ConfigMap's or Secret's value of key, as text (data,
