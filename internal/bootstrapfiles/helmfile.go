@@ -2,9 +2,7 @@ package bootstrapfiles
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -73,23 +71,10 @@ func (r *reader) helmfile(rel string) {
 	}
 	lines := strings.Split(string(b), "\n")
 	from := 0
-	dec := yaml.NewDecoder(&out)
-	for {
-		var doc yaml.Node
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			r.notef("%s does not parse as YAML once rendered: %v", rel, err)
-			return
-		}
-		if len(doc.Content) == 0 {
-			continue
-		}
-		rels := mapValue(doc.Content[0], "releases")
+	err = eachDocument(&out, func(doc *yaml.Node) {
+		rels := mapValue(doc, "releases")
 		if rels == nil || rels.Kind != yaml.SequenceNode {
-			continue // values, or another kind of file
+			return // values, or another kind of file
 		}
 		r.b.Files = append(r.b.Files, rel)
 		for i := from; i < len(lines); i++ {
@@ -115,6 +100,9 @@ func (r *reader) helmfile(rel string) {
 			}
 			r.b.Releases = append(r.b.Releases, rl)
 		}
+	})
+	if err != nil {
+		r.notef("%s does not parse as YAML once rendered: %v", rel, err)
 	}
 }
 

@@ -122,25 +122,34 @@ func (r *reader) objectsIn(rel, ns string) []Object {
 		return nil
 	}
 	var out []Object
-	dec := yaml.NewDecoder(bytes.NewReader(b))
+	err = eachDocument(bytes.NewReader(b), func(n *yaml.Node) {
+		if o, ok := objectOf(n, ns); ok {
+			out = append(out, o)
+		}
+	})
+	if err != nil {
+		r.notef("%s does not parse as YAML: %v", rel, err)
+	}
+	return out
+}
+
+// eachDocument calls f with the top node of every non-empty YAML document
+// rd holds, in order, up to the first that does not decode (its error).
+func eachDocument(rd io.Reader, f func(*yaml.Node)) error {
+	dec := yaml.NewDecoder(rd)
 	for {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			r.notef("%s does not parse as YAML: %v", rel, err)
-			break
+			return err
 		}
-		if len(doc.Content) == 0 {
-			continue
-		}
-		if o, ok := objectOf(doc.Content[0], ns); ok {
-			out = append(out, o)
+		if len(doc.Content) > 0 {
+			f(doc.Content[0])
 		}
 	}
-	return out
 }
 
 // objectOf is the object of one manifest node: kind, name, namespace

@@ -2,8 +2,6 @@ package bootstrapfiles
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -57,27 +55,13 @@ func (r *reader) template(rel string) {
 	if control {
 		r.notef("%s has template control flow ({%% … %%}): its objects are read as written once", rel)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(text))
-	for {
-		var doc yaml.Node
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			r.notef("%s does not parse as YAML once its template tags are set aside (%v): its objects are not read", rel, err)
-			return
-		}
-		if len(doc.Content) == 0 {
-			continue
-		}
-		n := doc.Content[0]
+	err = eachDocument(bytes.NewReader(text), func(n *yaml.Node) {
 		o, ok := objectOf(n, "")
 		if !ok || strings.Contains(o.Name, placeholder) || strings.Contains(o.Namespace, placeholder) {
 			if ok {
 				r.notef("%s:%d: a %s whose name or namespace is templated: not read", rel, n.Line, o.Kind)
 			}
-			continue
+			return
 		}
 		if o.Namespace == "" {
 			o.Namespace = "default"
@@ -92,6 +76,9 @@ func (r *reader) template(rel string) {
 		o.Location = fluxrepo.Location{File: rel, Line: line}
 		o.How = "resources template " + rel + " (rendered and applied by the bootstrap; values not read)"
 		r.addObject(o)
+	})
+	if err != nil {
+		r.notef("%s does not parse as YAML once its template tags are set aside (%v): its objects are not read", rel, err)
 	}
 }
 
