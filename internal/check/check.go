@@ -139,6 +139,12 @@ type Options struct {
 	// FluxVersionFrom says where an explicit FluxVersion came from, for
 	// the report (e.g. "--flux-version", "FLUX_VERSION in versions.env").
 	FluxVersionFrom string
+	// BringUp are the objects the bring-up this check gates (phase static
+	// of up and sync) creates before the root's first reconcile, by key
+	// (fluxrepo.DataKey), each with how; nil: a check alone. A commit-time
+	// race on one of them cannot hit this bring-up: it is a warning here,
+	// still a failure of check.
+	BringUp map[string]string
 
 	// watch is kustomize-controller's watch on ConfigMaps and Secrets
 	// (set by Run).
@@ -520,6 +526,9 @@ type Phase struct {
 
 // Name is "static".
 func (p *Phase) Name() string { return PhaseName }
+
+// ReadOnly is true: the offline check writes nothing (no cluster lock).
+func (p *Phase) ReadOnly() bool { return true }
 
 // Gates lists the gates.
 func (p *Phase) Gates() []verify.Def { return Gates() }

@@ -172,7 +172,7 @@ func runPhase(ctx context.Context, run *Run, p Phase) (why string, afterOnly boo
 	if verify.Blocks(before...) {
 		return "not run: a gate before phase " + p.Name() + " did not pass; nothing was changed", false, verify.Before, nil
 	}
-	if !run.DryRun && !run.wrote && run.BeforeWrite != nil {
+	if ro, ok := p.(ReadOnly); !run.DryRun && !run.wrote && run.BeforeWrite != nil && (!ok || !ro.ReadOnly()) {
 		run.wrote = true
 		if err := run.BeforeWrite(ctx); err != nil {
 			return "", false, verify.Before, err
@@ -217,6 +217,14 @@ func oneLine(err error) string {
 		}
 	}
 	return s
+}
+
+// ReadOnly is a phase that writes nothing (its gates and work only read:
+// the offline check, the inputs' proof): the cluster lock (BeforeWrite),
+// which may create the Flux namespace, waits for the first phase that
+// writes, so a refusal before it leaves the cluster untouched.
+type ReadOnly interface {
+	ReadOnly() bool
 }
 
 // Base is the stages a phase may not need: no before-gates, no work,

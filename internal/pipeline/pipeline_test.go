@@ -157,3 +157,45 @@ func TestKeepGoing(t *testing.T) {
 		t.Errorf("a blocking before-gate must still stop the run: %s", verdicts(r))
 	}
 }
+
+// readOnly is a fake phase that writes nothing (pipeline.ReadOnly).
+type readOnly struct{ fake }
+
+func (*readOnly) ReadOnly() bool { return true }
+
+// TestBeforeWriteWaitsForAWriter: the cluster lock (BeforeWrite), which
+// may create the Flux namespace, is taken before the first phase that
+// writes — not after a read-only phase's gates — so a refusal by a later
+// phase's before-gates leaves the cluster untouched.
+func TestBeforeWriteWaitsForAWriter(t *testing.T) {
+	pass := func(p string) fake {
+		return fake{name: p, before: []verify.Check{def(p, "b", verify.Before).Pass("ok"), def(p, "c", verify.Before).Pass("ok")},
+			after: []verify.Check{def(p, "a", verify.After).Pass("ok")}}
+	}
+	for _, tc := range []struct {
+		name   string
+		refuse bool // the writer's before-gate fails
+		want   int
+	}{
+		{"a refusal after the read-only phases: no lock", true, 0},
+		{"the writer runs: one lock, before it", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			static, inputs := &readOnly{pass("static")}, &readOnly{pass("inputs")}
+			w := pass("controllers")
+			if tc.refuse {
+				w.before[0] = def("controllers", "b", verify.Before).Fail("refused")
+			}
+			took, staticDone := 0, false
+			run := &Run{Report: verify.NewReport("up"), BeforeWrite: func(context.Context) error {
+				took++
+				staticDone = static.did && inputs.did
+				return nil
+			}}
+			_ = Execute(context.Background(), run, static, inputs, &w)
+			if took != tc.want || (took > 0 && !staticDone) {
+				t.Errorf("BeforeWrite ran %d time(s) (after the read-only phases: %t), want %d", took, staticDone, tc.want)
+			}
+		})
+	}
+}

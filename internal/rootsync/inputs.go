@@ -187,6 +187,9 @@ func (p *InputsPhase) Gates() []verify.Def {
 // before the root.
 func (p *InputsPhase) Do(context.Context, *pipeline.Run) error { return nil }
 
+// ReadOnly is true (pipeline.ReadOnly): the sync writes the inputs.
+func (p *InputsPhase) ReadOnly() bool { return true }
+
 // After implements pipeline.Phase: nothing to prove here (sync proves the
 // root reconciled).
 func (p *InputsPhase) After(context.Context, *pipeline.Run) []verify.Check { return nil }
