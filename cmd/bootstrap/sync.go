@@ -34,6 +34,11 @@ rendered, the root's GitRepository is rendered, every decryption Secret exists i
 prints the plan, server-side applies it, and proves that the GitRepository is Ready with an
 artifact and the root Kustomization applied that artifact's revision.
 
+Without --env and --path it syncs the one cluster root the repository declares, found as check
+finds them (of roots that run on one cluster, the one that brings the others up); a
+self-applying root Kustomization of another name (a Taskfile bootstrap's flux-system/cluster)
+is the root unless --root or --namespace names one.
+
 With --source-url the GitRepository is pointed at a temporary source (a mirror, for a cold
 bring-up): it is annotated kustomize.toolkit.fluxcd.io/reconcile=disabled so the root does not
 undo the override, and records the temporary URL, since when, and the URL git declares. A later
@@ -72,6 +77,9 @@ func (c *syncCmd) run(a *app, cmd *cobra.Command) error {
 	run := a.s.NewRun("sync", c.dryRun)
 	run.OnPlan = func(plan []verify.ObjectChange) { a.writePlan(plan, c.dryRun) }
 	o, err := c.options(a, cmd.Flags())
+	if c.sy.found != "" {
+		run.Report.Facts["root"] = c.sy.found
+	}
 	var plan *flow.Plan
 	if err == nil {
 		plan, err = flow.Assemble(ctx, o, run.Report)
@@ -97,7 +105,7 @@ func (c *syncCmd) options(a *app, fl *pflag.FlagSet) (flow.Options, error) {
 		return flow.Options{}, err
 	}
 	env.FluxInstance = c.sy.fluxInstance
-	if env.Path, err = c.rf.resolve(); err != nil {
+	if err := c.sy.environment(fl, c.rf, &env); err != nil {
 		return flow.Options{}, err
 	}
 	return flow.Options{Env: env, Static: c.sy.staticOptions(), Sync: c.sy.sync(a.getenv, a.streams.In), Converge: c.cf.options(),

@@ -34,6 +34,9 @@ type syncFlags struct {
 	serve        serveFlags
 	// supply are the --supply inputs (files, or - for stdin).
 	supply []string
+	// found says how the environment was found when no --env or --path
+	// named it (environment), for the report's root fact.
+	found string
 }
 
 func (f *syncFlags) add(fl *pflag.FlagSet) {
@@ -151,4 +154,62 @@ func (f *syncFlags) sync(getenv func(string) string, stdin io.Reader) *flow.Sync
 		s.Source = &rootsync.Temporary{URL: f.srcURL, Branch: f.srcBranch, Secret: f.srcSecret}
 	}
 	return s
+}
+
+// environment resolves the environment up and sync bring up, after the
+// flags are validated: --env or --path, or with neither the one cluster
+// root the repository declares (fluxrepo.Discover, as check finds them),
+// or of several the one that brings the others up on its cluster
+// (fluxrepo.Entry); roots of several clusters are refused, naming each
+// --path. Without --root and
+// --namespace, and no root declared on the command line, a path whose one
+// self-applying root Kustomization has another name (the Taskfile
+// layout's flux-system/cluster) is brought up as that root
+// (rootsync.Options.AdoptRoot; the report says so).
+func (f *syncFlags) environment(fl *pflag.FlagSet, rf repoFlags, env *rootsync.Options) error {
+	named := input.Given(fl, "root") || input.Given(fl, "namespace")
+	env.AdoptRoot = !named && env.Sync == nil && f.fluxInstance == ""
+	if rf.env != "" || rf.path != "" {
+		var err error
+		env.Path, err = rf.resolve()
+		return err
+	}
+	if env.Sync != nil || f.fluxInstance != "" {
+		return verify.InputErrorf("--source-kind, --source-ref and --flux-instance declare the root of one cluster: pass its --path (or --env)")
+	}
+	o := fluxrepo.Options{Namespace: env.Namespace, RootName: env.RootName}
+	roots, notes, err := fluxrepo.Discover(rf.repo, o)
+	if err != nil {
+		return err
+	}
+	if len(roots) == 0 {
+		msg := fmt.Sprintf("which environment? no cluster root found in %s: pass --env NAME (clusters/NAME) or --path DIR; %s", rf.repo, fluxrepo.DiscoverLooksFor(o))
+		if len(notes) > 0 {
+			msg += "; passed over: " + strings.Join(notes, "; ")
+		}
+		return verify.InputErrorf("%s", msg)
+	}
+	// Roots that run on one cluster (one brings the others up: nested, or
+	// its tree makes the FluxInstance of another) are brought up by it.
+	r, ok := fluxrepo.Entry(roots)
+	if !ok {
+		var each []string
+		for _, r := range roots {
+			each = append(each, "--path "+r.Path)
+		}
+		return verify.InputErrorf("which environment? %s declares %d cluster roots: pass one of %s", rf.repo, len(roots), strings.Join(each, ", "))
+	}
+	env.Path = r.Path
+	if r.Name != "" && !named {
+		env.Namespace, env.RootName = r.Namespace, r.Name
+	}
+	var by []string
+	for _, d := range r.By {
+		by = append(by, d.String())
+	}
+	f.found = fmt.Sprintf("%s/%s at %s (no --env or --path: the cluster root the repository declares, %s)", env.Namespace, env.RootName, r.Path, strings.Join(by, "; "))
+	if len(roots) > 1 {
+		f.found += fmt.Sprintf("; it brings up the %d other root(s) found on its cluster", len(roots)-1)
+	}
+	return nil
 }

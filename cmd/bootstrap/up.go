@@ -43,6 +43,13 @@ before and after each. It stops at
 the first phase that does not pass and lists every gate it did not run as skip, with the reason.
 One report: per-phase results and timings, an aggregated changed, verdict and exit code.
 
+Without --env and --path, up brings up the one cluster root the repository declares, found as
+check finds them (of roots that run on one cluster, the one that brings the others up); a
+self-applying root Kustomization of another name (a Taskfile bootstrap's flux-system/cluster)
+is the root unless --root or --namespace names one. A substitution race that only a later
+commit can hit, on an object the inputs phase seeds before the root, is a warning of phase
+static here (bootstrap check fails it).
+
 --force proceeds past the before-gates that refuse by default in every phase that has one, each
 then reported as warn: controllers.ownership, and age-key.scope, .recipient and .decrypt.
 
@@ -50,6 +57,7 @@ Every flag can also come from --config FILE (YAML, the same names as the flags);
 The age key is never a flag value: --age-key-file FILE or - (stdin), $SOPS_AGE_KEY or
 $SOPS_AGE_KEY_FILE.`,
 		Example: `  bootstrap up --repo /srv/gitops --env dev --age-key-file - < age.key
+  bootstrap up --repo ~/home-ops --age-key-file ~/.config/sops/age/keys.txt   # the one cluster root it declares
   bootstrap up --config bootstrap.yaml -o json
   bootstrap up --env prod --source-url https://mirror.lan/homelab/gitops.git --dry-run
   bootstrap up --env prod --age-key-file - --serve --cutover-when-ready < age.key`,
@@ -85,6 +93,9 @@ func (u *upFlags) run(a *app, cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	run := a.s.NewRun("up", u.dryRun)
 	o, err := u.options(a, cmd)
+	if u.sy.found != "" {
+		run.Report.Facts["root"] = u.sy.found
+	}
 	var plan *flow.Plan
 	if err == nil {
 		plan, err = flow.Assemble(ctx, o, run.Report)
@@ -120,7 +131,8 @@ func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
 	if env.RootName == "" {
 		env.RootName = ns
 	}
-	if env.Path, err = u.rf.resolve(); err != nil {
+	if u.rf.env != "" && u.rf.path != "" {
+		_, err := u.rf.resolve()
 		return flow.Options{}, err
 	}
 	if err := errors.Join(u.sy.validate(fl, env), u.cf.validate(fl)); err != nil {
@@ -128,6 +140,9 @@ func (u *upFlags) options(a *app, cmd *cobra.Command) (flow.Options, error) {
 	}
 	env.Sync, _ = u.sy.declared() // validated
 	env.FluxInstance = u.sy.fluxInstance
+	if err := u.sy.environment(fl, u.rf, &env); err != nil {
+		return flow.Options{}, err
+	}
 	o := flow.Options{Env: env, Static: u.sy.staticOptions(), Controllers: &co, Sync: u.sy.sync(a.getenv, a.streams.In), Converge: u.cf.options(),
 		DryRun: u.dryRun, Timeout: u.timeout, Force: u.force, Cluster: a.opener(), Release: a.releaseChoice(fl)}
 	hasKey := u.keyFile != "" || a.getenv("SOPS_AGE_KEY") != "" || a.getenv("SOPS_AGE_KEY_FILE") != ""

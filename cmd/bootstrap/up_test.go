@@ -182,3 +182,37 @@ func TestUpPhaseFlagsReachThePhases(t *testing.T) {
 		t.Errorf("--namespace flux: root %q, want flux", o.Env.RootName)
 	}
 }
+
+// TestUpFindsTheRoot (issue 54): up without --env and --path brings up the
+// one cluster root the repository declares, as check finds it — a
+// self-applying root of another name adopted as the root, a FluxInstance
+// root — and refuses roots of several clusters, naming each --path.
+func TestUpFindsTheRoot(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		repo           string
+		path, ns, name string
+		adopt          bool
+		extra          []string
+	}{
+		{repo: "taskfile", path: "kubernetes/flux", ns: "flux-system", name: "cluster", adopt: true},
+		{repo: "helmfile", path: "kubernetes/flux/cluster", ns: "flux-system", name: "flux-system", adopt: true},
+		// --root names the root: no adoption.
+		{repo: "taskfile", path: "kubernetes/flux", ns: "flux-system", name: "main", extra: []string{"--root", "main"}},
+		// --path without --root: Load adopts the one self-applying root.
+		{repo: "taskfile", path: "kubernetes/flux", ns: "flux-system", name: "flux-system", adopt: true, extra: []string{"--path", "kubernetes/flux"}},
+	} {
+		o := upOptions(t, append([]string{"--repo", "../../testdata/layouts/" + tc.repo}, tc.extra...)...)
+		if e := o.Env; e.Path != tc.path || e.Namespace != tc.ns || e.RootName != tc.name || e.AdoptRoot != tc.adopt {
+			t.Errorf("up --repo %s %v: path %q root %s/%s adopt %t, want %q %s/%s %t", tc.repo, tc.extra, e.Path, e.Namespace, e.RootName, e.AdoptRoot, tc.path, tc.ns, tc.name, tc.adopt)
+		}
+	}
+	r := runCLI(t, "up", "--repo", "../../testdata/layouts/multi", "--dry-run")
+	if r.code != 2 || !strings.Contains(r.stderr, "declares 3 cluster roots: pass one of --path clusters/dev, --path clusters/prod, --path kubernetes/edge") {
+		t.Errorf("up on three clusters: exit %d, want 2 naming each --path:\n%s", r.code, r.stderr)
+	}
+	r = runCLI(t, "sync", "--repo", "../../testdata/layouts/multi", "--dry-run")
+	if r.code != 2 || !strings.Contains(r.stderr, "pass one of --path clusters/dev") {
+		t.Errorf("sync on three clusters: exit %d, want 2 naming each --path:\n%s", r.code, r.stderr)
+	}
+}

@@ -32,6 +32,7 @@ func TestBootstrapBringUp(t *testing.T) {
 	for _, tc := range []struct {
 		name, layout, path, root string
 		edits                    []edit
+		bringUp                  map[string]string
 		id                       string
 		verdict                  verify.Verdict
 		want                     []string
@@ -56,6 +57,32 @@ func TestBootstrapBringUp(t *testing.T) {
 			id:    "check.race/flux-system/cluster-apps", verdict: verify.Fail, // still the cross-Kustomization races of cluster-settings
 			want: []string{"ConfigMap/flux-system/apps-settings, which only flux-system/cluster-apps applies, is seeded by the repository's bootstrap (Taskfile task flux:bootstrap: kubectl apply -f kubernetes/apps/default/settings.yaml at .taskfiles/flux/Taskfile.yaml:12)"},
 			not:  []string{"apps-settings (kubernetes/apps/default/settings.yaml:1), which only it applies and nothing else creates"}},
+		// A commit-time race on what the bring-up seeds: check fails it;
+		// the static phase of up, which seeds it, does not refuse the
+		// bring-up for it (a warning), unless one object is not seeded.
+		{name: "taskfile: cluster-apps races the root's vars on a later commit", layout: "taskfile",
+			id: "check.race/flux-system/cluster-apps", verdict: verify.Fail,
+			found: []wantFinding{{RaceDep, "Kustomization flux-system/cluster-apps substitutes from ConfigMap/flux-system/cluster-settings (kubernetes/flux/vars/cluster-settings.yaml:2), applied by flux-system/cluster, without depending on it through same-source dependsOn: a knob added in one commit renders as missing (or empty) until flux-system/cluster applies it"}},
+			not:   []string{"not on this bring-up"}},
+		{name: "taskfile: up seeds them, the race is not this bring-up's", layout: "taskfile",
+			bringUp: map[string]string{"ConfigMap/flux-system/cluster-settings": "seeded", "Secret/flux-system/cluster-secrets": "seeded"},
+			id:      "check.race/flux-system/cluster-apps", verdict: verify.Warn,
+			found: []wantFinding{{RaceDep, "until flux-system/cluster applies it — not on this bring-up: ConfigMap/flux-system/cluster-settings exists before the root's first reconcile (seeded); bootstrap check fails it for the commits after"}}},
+		{name: "taskfile: one object not seeded still races the bring-up", layout: "taskfile",
+			bringUp: map[string]string{"ConfigMap/flux-system/cluster-settings": "seeded"},
+			id:      "check.race/flux-system/cluster-apps", verdict: verify.Fail,
+			found: []wantFinding{{RaceDep, "Kustomization flux-system/cluster-apps substitutes from Secret/flux-system/cluster-secrets (kubernetes/flux/vars/cluster-secrets.sops.yaml:1), applied by flux-system/cluster, without depending on it through same-source dependsOn: a knob added in one commit renders as missing (or empty) until flux-system/cluster applies it"}}},
+		// Issue 55 item 6: a Secret an ExternalSecret makes from a secret
+		// manager: no commit makes its values exist and no dependsOn on
+		// its applier orders external-secrets' sync — no [race]; the same
+		// Secret committed races as any (the rows above).
+		{name: "taskfile: a Secret from a secret manager opens no commit-time race", layout: "taskfile", edits: []edit{
+			{"kubernetes/flux/vars/external.yaml", "", "apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata:\n  name: cluster-external\n  namespace: flux-system\nspec:\n  secretStoreRef:\n    kind: ClusterSecretStore\n    name: onepassword\n  target:\n    name: cluster-external\n  data:\n    - secretKey: EXTERNAL_TOKEN\n      remoteRef:\n        key: cluster\n"},
+			{"kubernetes/flux/vars/kustomization.yaml", "  - ./cluster-settings.yaml\n", "  - ./cluster-settings.yaml\n  - ./external.yaml\n"},
+			{"kubernetes/flux/apps.yaml", "      - kind: Secret\n        name: cluster-secrets\n  patches:", "      - kind: Secret\n        name: cluster-secrets\n      - kind: Secret\n        name: cluster-external\n  patches:"}},
+			id: "check.race/flux-system/cluster-apps", verdict: verify.Fail, // the committed vars still race
+			want: []string{"Secret/flux-system/cluster-external is made by ExternalSecret flux-system/cluster-external (kubernetes/flux/vars/external.yaml:1) from a secret manager: its values reach the Secret when external-secrets syncs it"},
+			not:  []string{"substitutes from Secret/flux-system/cluster-external ("}},
 		{name: "taskfile: the release the bootstrap's Flux install pins", layout: "taskfile",
 			id: "check.flux-release", verdict: verify.Pass,
 			want: []string{"Flux v2.4.0, declared by the Flux install the repository's bootstrap applies (Taskfile task flux:bootstrap: kubectl apply --kustomize kubernetes/bootstrap/flux (.taskfiles/flux/Taskfile.yaml:8)) at kubernetes/bootstrap/flux/kustomization.yaml:5",
@@ -99,7 +126,7 @@ func TestBootstrapBringUp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			repo := copyLayout(t, tc.layout, tc.edits...)
-			o := Options{Options: fluxrepo.Options{Repo: repo, Path: tc.path, RootName: tc.root}, NoCompare: true}
+			o := Options{Options: fluxrepo.Options{Repo: repo, Path: tc.path, RootName: tc.root}, NoCompare: true, BringUp: tc.bringUp}
 			if tc.layout == "taskfile" {
 				o.Path, o.RootName = "kubernetes/flux", "cluster"
 			}

@@ -69,6 +69,13 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 				ev = append(ev, fmt.Sprintf("%s is applied by %s; %s waits for it: %s", key, d.AppliedBy, k.Ref(), joinIDs(via)))
 				continue
 			}
+			if d.FromManager {
+				// A key's value is the secret manager's: it reaches the
+				// Secret when external-secrets syncs it, which no dependsOn
+				// on the applier orders, and no commit makes it exist.
+				ev = append(ev, fmt.Sprintf("%s is %s from a secret manager: its values reach the Secret when external-secrets syncs it, not when %s applies, so a commit opens no race that dependsOn closes", key, d.Describe(), d.AppliedBy))
+				continue
+			}
 			cause, causeFix := raceCause(env, k, d, applier)
 			watched := o.watch.matches(clusterLabels(d, applier))
 			if o.on(RaceDep) && watched {
@@ -85,9 +92,17 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 				ev = append(ev, fmt.Sprintf("%s is not watched: %s", key, o.watch.missed()))
 			}
 			if o.on(RaceDep) {
-				fs = append(fs, finding{det: RaceDep, loc: k.Location, cause: cause, item: key, causeFix: causeFix,
+				f := finding{det: RaceDep, loc: k.Location, cause: cause, item: key, causeFix: causeFix,
 					what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it through same-source dependsOn: a knob added in one commit renders as missing (or empty) until %s applies it", k.Ref(), key, d.Location, d.AppliedBy, d.AppliedBy),
-					fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s)", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)})
+					fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s)", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)}
+				if how := o.BringUp[key]; how != "" {
+					// The window opens on a later commit, not on this
+					// bring-up: the object exists before the root applies
+					// anything.
+					f.warn, f.cause = true, cause+" (not at this bring-up: seeded)"
+					f.what += fmt.Sprintf(" — not on this bring-up: %s exists before the root's first reconcile (%s); bootstrap check fails it for the commits after", key, how)
+				}
+				fs = append(fs, f)
 			}
 		}
 		out = append(out, ch.about(k, Race.Each(k.Ref()), fs, fmt.Sprintf("Kustomization %s waits for whoever applies what it substitutes from", k.Ref()), ev...))

@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -23,22 +22,11 @@ type liveRoot struct {
 }
 
 // liveWith are the indexes of the roots that run with roots[i] on one
-// cluster: one directory inside the other, or a declaration of one in a
-// file under the other's directory.
+// cluster: either brings the other up (fluxrepo.Root.Brings).
 func liveWith(roots []fluxrepo.Root, i int) []int {
-	under := func(p, dir string) bool { return dir == "." || p == dir || strings.HasPrefix(p, dir+"/") }
-	declaredUnder := func(r fluxrepo.Root, dir string) bool {
-		return slices.ContainsFunc(r.By, func(d fluxrepo.Declaration) bool {
-			return d.Form == fluxrepo.FormFluxInstance && under(path.Clean(d.Location.File), dir)
-		})
-	}
 	var out []int
 	for j, r := range roots {
-		if j == i {
-			continue
-		}
-		a, b := roots[i], r
-		if under(a.Path, b.Path) || under(b.Path, a.Path) || declaredUnder(a, b.Path) || declaredUnder(b, a.Path) {
+		if j != i && (roots[i].Brings(r) || r.Brings(roots[i])) {
 			out = append(out, j)
 		}
 	}

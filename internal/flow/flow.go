@@ -307,6 +307,15 @@ func (o Options) static(built *rootsync.Render, r *verify.Report) []pipeline.Pha
 	co := check.Options{
 		Options: fluxrepo.Options{Repo: b.Repo, Path: b.Path, Namespace: b.Namespace, RootName: b.RootName},
 		Compare: o.Static.Compare, NoCompare: o.Static.NoCompare, Env: built.Env}
+	if o.Sync != nil {
+		// The inputs phase seeds these before the root (rootsync.PrepareInputs).
+		for _, s := range rootsync.SelectSeeds(built.Env) {
+			if co.BringUp == nil {
+				co.BringUp = map[string]string{}
+			}
+			co.BringUp[s.Key()] = fmt.Sprintf("phase inputs seeds it from %s", s.Location)
+		}
+	}
 	if c := o.Controllers; o.Release.FluxVersion != "" && (c == nil || c.Render.Manifests == "") {
 		// The release chosen is the one installed: the Flux objects are
 		// validated by its CRDs (with --manifests the version only labels

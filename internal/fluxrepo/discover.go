@@ -72,6 +72,34 @@ type Root struct {
 	By []Declaration `json:"by"`
 }
 
+// Brings says whether root a, brought up, runs b on the same cluster:
+// b's directory is a's or inside it (a nested root), or a FluxInstance
+// declaring b (or the flux-instance values) is in a file under a's
+// directory, so a's tree makes the Flux Operator's sync of b (a migration
+// from a Taskfile root to the operator keeps both).
+func (a Root) Brings(b Root) bool {
+	under := func(p, dir string) bool { return dir == "." || p == dir || strings.HasPrefix(p, dir+"/") }
+	return under(b.Path, a.Path) || slices.ContainsFunc(b.By, func(d Declaration) bool {
+		return d.Form == FormFluxInstance && under(path.Clean(d.Location.File), a.Path)
+	})
+}
+
+// Entry is the one root of roots that brings every other up (Brings),
+// the root to bring up for all of them on one cluster; false when none
+// or several do (roots of several clusters).
+func Entry(roots []Root) (Root, bool) {
+	var found []Root
+	for i, a := range roots {
+		if !slices.ContainsFunc(roots, func(b Root) bool { return b.Path != roots[i].Path && !a.Brings(b) }) {
+			found = append(found, a)
+		}
+	}
+	if len(found) != 1 {
+		return Root{}, false
+	}
+	return found[0], true
+}
+
 // Declaration is where and how a repository declares a root.
 type Declaration struct {
 	// Form is one of the Form* constants.

@@ -256,3 +256,33 @@ func TestDiscoverBound(t *testing.T) {
 		}
 	}
 }
+
+// TestEntry: of roots found together, the one that brings every other up
+// (a nested root, a FluxInstance declared under its directory) is the one
+// to bring up; roots of several clusters have none.
+func TestEntry(t *testing.T) {
+	t.Parallel()
+	fi := func(file string) []Declaration {
+		return []Declaration{{Form: FormFluxInstance, Location: Location{File: file, Line: 3}}}
+	}
+	sa := []Declaration{{Form: FormSelfApplying, Location: Location{File: "kubernetes/flux/config/cluster.yaml"}}}
+	for _, tc := range []struct {
+		name  string
+		roots []Root
+		want  string // "" none
+	}{
+		{"one root", []Root{{Path: "kubernetes/flux", By: sa}}, "kubernetes/flux"},
+		{"nested", []Root{{Path: "clusters/home", By: sa}, {Path: "clusters/home/operator", By: fi("bootstrap/values.yaml")}}, "clusters/home"},
+		{"FluxInstance under the Taskfile root", []Root{{Path: "kubernetes/flux", By: sa}, {Path: "kubernetes/main", By: fi("kubernetes/flux/apps/flux-instance.yaml")}}, "kubernetes/flux"},
+		{"FluxInstance elsewhere: two clusters", []Root{{Path: "kubernetes/flux", By: sa}, {Path: "kubernetes/main", By: fi("bootstrap/values.yaml")}}, ""},
+		{"two environments", []Root{{Path: "clusters/dev"}, {Path: "clusters/prod"}}, ""},
+		{"the repository's root brings both", []Root{{Path: "."}, {Path: "clusters/dev"}, {Path: "clusters/prod"}}, "."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := Entry(tc.roots)
+			if got := map[bool]string{true: r.Path}[ok]; got != tc.want {
+				t.Errorf("Entry: %q (%t), want %q", r.Path, ok, tc.want)
+			}
+		})
+	}
+}

@@ -300,6 +300,10 @@ type Data struct {
 	// ExternalSecret, a SealedSecret: "Kind namespace/name"); Location is
 	// then that object's. Its keys are the ones it declares.
 	MadeBy string
+	// FromManager: its values come from a secret manager (an
+	// ExternalSecret's or ClusterExternalSecret's store), which
+	// external-secrets syncs on its own refresh, not when Flux applies.
+	FromManager bool
 	// Labels are the object's labels (for a made Secret, those its maker
 	// puts on it): kustomize-controller reconciles the Kustomizations
 	// reading it when it changes if they match its

@@ -48,7 +48,7 @@ func madeSecret(r *resource.Resource, ns string) *Data {
 		if name == "" {
 			name = r.GetName()
 		}
-		d = &Data{Kind: "Secret", Namespace: ns, Name: name, MadeBy: "ExternalSecret " + ns + "/" + r.GetName(), Values: map[string]string{}}
+		d = &Data{Kind: "Secret", Namespace: ns, Name: name, MadeBy: "ExternalSecret " + ns + "/" + r.GetName(), FromManager: true, Values: map[string]string{}}
 		data := list("spec", "data")
 		for _, item := range data {
 			if im, ok := item.(map[string]any); ok {

@@ -36,6 +36,11 @@ type Options struct {
 	// FluxInstance is the file whose FluxInstance declares the root
 	// (--flux-instance; "": any whose spec.sync.path is Path).
 	FluxInstance string
+	// AdoptRoot: Namespace and RootName are defaults, not chosen; the one
+	// self-applying root Kustomization Path renders is taken as the root
+	// when it renders none of that name (fluxrepo.Options.AdoptRoot), and
+	// the Render's Options name it.
+	AdoptRoot bool
 }
 
 // Render is the built root: its objects, the Flux Kustomizations among
@@ -73,9 +78,12 @@ type Render struct {
 func Build(o Options) (*Render, error) {
 	// Sync applies the root: a Kustomization below it whose path does not
 	// build is the controller's to fail (and the offline check's to name).
-	env, err := fluxrepo.Load(fluxrepo.Options{Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName, Sync: o.Sync, FluxInstance: o.FluxInstance, KeepGoing: true})
+	env, err := fluxrepo.Load(fluxrepo.Options{Repo: o.Repo, Path: o.Path, Namespace: o.Namespace, RootName: o.RootName, Sync: o.Sync, FluxInstance: o.FluxInstance, KeepGoing: true, AdoptRoot: o.AdoptRoot})
 	if err != nil {
 		return nil, err
+	}
+	if env.Origin.Adopted != "" {
+		o.Namespace, o.RootName = env.Options.Namespace, env.Options.RootName
 	}
 
 	objs, err := env.RootObjects()

@@ -88,12 +88,12 @@ func taskfileRepo(ctx context.Context, t *testing.T, edits map[string]string) (r
 	return repo, key, value, gitRepo.Revision(sha)
 }
 
-// taskfileUp is up's arguments for the layout: its root is
-// flux-system/cluster at kubernetes/flux; the offline check is another
-// issue's (its race findings are what the seeds answer).
+// taskfileUp is up's arguments for the layout, as a new user gives them:
+// no --path and no --root (up finds the one cluster root, the
+// self-applying flux-system/cluster at kubernetes/flux), the offline check
+// on; the release is the sandbox's.
 func taskfileUp(repo string, extra ...string) []string {
-	return append([]string{"up", "--repo", repo, "--path", "kubernetes/flux", "--root", "cluster", "--flux-version", "v2.9.5",
-		"--timeout", "4m", "--age-key-file", "-", "--check=false"}, extra...)
+	return append([]string{"up", "--repo", repo, "--flux-version", "v2.9.5", "--timeout", "4m", "--age-key-file", "-"}, extra...)
 }
 
 // planNotes are the report's objects with their plan notes.
@@ -149,6 +149,14 @@ func TestTaskfileLayoutUp(t *testing.T) {
 	}
 	if strings.Contains(up.stdout+up.stderr, value) {
 		t.Errorf("up prints the seeded value")
+	}
+	// The offline check ran: cluster-apps' race on the vars is a later
+	// commit's, not this bring-up's (the seeds exist before the root).
+	if c := up.report.check("check.race/flux-system/cluster-apps"); !strings.HasPrefix(c, "warn") || !strings.Contains(up.stdout, "not on this bring-up") {
+		t.Errorf("up: check.race/flux-system/cluster-apps: %s, want a warning: not on this bring-up", c)
+	}
+	if f := up.report.Facts["root"]; !strings.Contains(f, "flux-system/cluster") {
+		t.Errorf("up: facts root %q, want the adopted flux-system/cluster", f)
 	}
 	for _, id := range []string{"Secret/flux-system/cluster-secrets", "ConfigMap/flux-system/cluster-settings"} {
 		if c := up.report.check(rootsync.GateSeed.Each(id).ID); !strings.HasPrefix(c, "pass") || !strings.Contains(c, rootsync.SeedNote) {
@@ -242,7 +250,7 @@ func TestTaskfileLayoutSupply(t *testing.T) {
 	}
 	var ns corev1.Namespace
 	if err := e.client.Get(ctx, client.ObjectKey{Name: fluxNS}, &ns); !apierrors.IsNotFound(err) {
-		t.Errorf("namespace %s after the refusal: %v, want not found (nothing written)", fluxNS, err)
+		t.Errorf("namespace %s after the refusal: %v, want not found (nothing written); managers %v\n%s", fluxNS, err, managers(&ns), r)
 	}
 	crd := &unstructured.Unstructured{}
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
