@@ -159,6 +159,9 @@ func (a *app) diff(cmd *cobra.Command, o diff.Options, df diffOutput, rf repoFla
 		return err
 	}
 	o.Repo = rf.repo
+	// As check: no --root or --namespace, a self-applying root of another
+	// name is the root.
+	o.AdoptRoot = !input.Given(cmd.Flags(), "root") && !input.Given(cmd.Flags(), "namespace")
 	if rf.env != "" || rf.path != "" {
 		p, err := rf.resolve()
 		if err != nil {

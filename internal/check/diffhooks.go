@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 )
@@ -18,8 +19,12 @@ import (
 // the repository declares, else the pinned one), with why, and the
 // release. on: an undefined ${VAR} fails the Kustomization's build; off:
 // it renders as the empty string.
-func Strictness(ctx context.Context, env *fluxrepo.Env, fluxVersion string) (on bool, why string, rel fluxrelease.Release, err error) {
-	j, err := resolveRelease(ctx, Options{FluxVersion: fluxVersion, FluxVersionFrom: "--flux-version"}, env)
+//
+// b is the repository's bootstrap (bootstrapfiles.Read, nil: none), whose
+// Flux install counts as in check (a Taskfile's
+// flux2/manifests/install?ref=…).
+func Strictness(ctx context.Context, env *fluxrepo.Env, fluxVersion string, b *bootstrapfiles.Bootstrap) (on bool, why string, rel fluxrelease.Release, err error) {
+	j, err := resolveRelease(ctx, Options{FluxVersion: fluxVersion, FluxVersionFrom: "--flux-version", Bootstrap: b}, env)
 	if err != nil {
 		return false, "", fluxrelease.Release{}, err
 	}

@@ -29,6 +29,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/chartrender"
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
@@ -47,6 +48,11 @@ type Options struct {
 	// Namespace and RootName name the root Kustomization (default
 	// flux-system/flux-system).
 	Namespace, RootName string
+	// AdoptRoot: Namespace and RootName are defaults, not chosen; a
+	// cluster root whose one self-applying root Kustomization has another
+	// name (the Taskfile layout's flux-system/cluster) is compared as that
+	// root (fluxrepo.Options.AdoptRoot), as check does.
+	AdoptRoot bool
 	// Base and Head are revisions (a branch, tag, commit, HEAD~1). Base ""
 	// is the merge-base of HEAD with the default branch, or HEAD when the
 	// work tree is dirty (gitrev.DefaultBase); Head "" is the work tree.
@@ -189,7 +195,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		headDir = d
 		res.Notes = append(res.Notes, prefixed("head: ", notes)...)
 	}
-	fo := fluxrepo.Options{Namespace: o.Namespace, RootName: o.RootName, KeepGoing: true, Holes: true}
+	fo := fluxrepo.Options{Namespace: o.Namespace, RootName: o.RootName, KeepGoing: true, Holes: true, AdoptRoot: o.AdoptRoot}
 	roots, err := clusterRoots(o, fo, baseDir, headDir)
 	if err != nil {
 		return nil, err
@@ -277,6 +283,11 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string,
 		return nil, nil
 	}
 	fo.Repo, fo.Path = dir, root
+	// Read before an in-place load takes the tree over.
+	b, err := bootstrapfiles.Read(dir)
+	if err != nil {
+		return nil, err
+	}
 	loadEnv := fluxrepo.Load
 	if inPlace {
 		loadEnv = fluxrepo.LoadInPlace
@@ -285,7 +296,7 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string,
 	if err != nil {
 		return nil, err
 	}
-	strict, why, _, err := check.Strictness(ctx, env, o.FluxVersion)
+	strict, why, _, err := check.Strictness(ctx, env, o.FluxVersion, b)
 	if err != nil {
 		return nil, err
 	}

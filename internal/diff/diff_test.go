@@ -305,3 +305,36 @@ func readSeed(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// TestDiffTaskfileLayout (issue 54): diff finds the Taskfile layout's root
+// as check does — flux-system/cluster, a self-applying root of another
+// name, adopted without --root — and judges it by the release the
+// bootstrap's Flux install pins (v2.4.0: not strict), not the default.
+func TestDiffTaskfileLayout(t *testing.T) {
+	t.Parallel()
+	layout := filepath.Join("..", "..", "testdata", "layouts", "taskfile")
+	repo := gitRepo(t, []string{layout, layout}, func(dir string, i int) {
+		if i == 1 {
+			replaceIn(t, dir, "kubernetes/apps/default/echo/app/configmap.yaml", "  TZ: ${TIMEZONE}\n", "  TIMEZONE: ${TIMEZONE}\n")
+		}
+	})
+	for _, tc := range []struct {
+		adopt bool
+		want  string
+	}{
+		{true, "not strict: kustomize-controller v1.4.0 (Flux v2.4.0)"},
+		{false, "renders no such Kustomization"},
+	} {
+		res, err := Run(context.Background(), Options{Repo: repo, Base: "HEAD~1", Head: "HEAD", Namespace: "flux-system", RootName: "flux-system", AdoptRoot: tc.adopt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := WriteText(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tc.want) || (tc.adopt && !strings.Contains(b.String(), "~ ConfigMap default/echo: updated")) {
+			t.Errorf("AdoptRoot %t: want %q (and the echo change when adopted) in:\n%s", tc.adopt, tc.want, b.String())
+		}
+	}
+}

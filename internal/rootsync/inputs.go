@@ -13,6 +13,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/apply"
+	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
@@ -348,13 +349,16 @@ func orCLI(appliedBy string) string {
 // needed is inputs.prerequisite: each object Kustomizations other than
 // the root substitute from that the repository does not hold, named with
 // its keys, readers and where the repository references it; supplied or
-// in the cluster it passes, missing it warns (sync.prerequisite refuses
-// the sync until it exists).
+// in the cluster it passes, missing it fails (sync.prerequisite would
+// refuse the sync: refused before the first write instead).
 func needed(ctx context.Context, c client.Client, r *Render) []verify.Check {
 	if r.Env == nil {
 		return nil
 	}
 	var out []verify.Check
+	// Where the repository's own bootstrap makes one (a resources template
+	// from a secret manager, a Taskfile command): named, never run.
+	b, _ := bootstrapfiles.Read(r.Env.Repo)
 	for _, p := range r.Env.Prerequisites() {
 		if r.Inputs.has(p.Key()) || (len(p.Readers) == 1 && r.Env.Root != nil && p.Readers[0] == r.Env.Root.Ref()) {
 			continue // supplied (inputs.supplied) or the root's alone (inputs.root-substitute-from)
@@ -376,7 +380,13 @@ func needed(ctx context.Context, c client.Client, r *Render) []verify.Check {
 		case err == nil:
 			out = append(out, g.Pass(what+": made outside the repository, exists in the cluster"))
 		case apierrors.IsNotFound(err):
-			out = append(out, g.Warn(what+": made outside the repository and not in the cluster; the sync refuses until it exists (sync.prerequisite): pass --supply FILE holding it"))
+			// sync.prerequisite would refuse the sync for it: refused here,
+			// before the controllers phase writes anything.
+			made := "made outside the repository"
+			if o := b.Object(p.Key()); o != nil {
+				made = fmt.Sprintf("made by the repository's bootstrap (%s at %s), which up does not run", o.How, o.Location)
+			}
+			out = append(out, g.Fail(what+": "+made+", and not in the cluster: kustomize-controller would fail its readers (\"substitute from '"+p.Kind+"/"+p.Name+"' error: not found\"); nothing was written — pass --supply FILE holding it (a v1 "+p.Kind+", SOPS-encrypted or plain; never printed), or create it first"))
 		default:
 			out = append(out, g.Skip(fmt.Sprintf("could not read %s: %v", p.Key(), err)))
 		}
