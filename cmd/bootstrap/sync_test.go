@@ -17,7 +17,7 @@ func TestSyncCLIRefusals(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no environment", []string{"--repo", repo}, 2, "pass --env NAME"},
+		{"no environment, two clusters", []string{"--repo", repo}, 2, "which environment? ../../testdata/homelab declares 2 cluster roots: pass one of --path clusters/dev, --path clusters/prod"},
 		{"env and path", []string{"--repo", repo, "--env", "dev", "--path", "clusters/dev"}, 2, "exclusive"},
 		{"unknown environment", []string{"--repo", repo, "--env", "staging"}, 2, "clusters/staging: no such directory"},
 		{"branch without url", []string{"--repo", repo, "--env", "prod", "--source-branch", "main"}, 2, "need --source-url"},

@@ -83,6 +83,24 @@ func TestBootstrapBringUp(t *testing.T) {
 			id: "check.race/flux-system/cluster-apps", verdict: verify.Fail, // the committed vars still race
 			want: []string{"Secret/flux-system/cluster-external is made by ExternalSecret flux-system/cluster-external (kubernetes/flux/vars/external.yaml:1) from a secret manager: its values reach the Secret when external-secrets syncs it"},
 			not:  []string{"substitutes from Secret/flux-system/cluster-external ("}},
+		// Issue 56 item 1: one malformed object is a finding, not the end
+		// of the report. A label that is no string: kustomize-controller
+		// v1.9.5 applies the object with none of its labels (e2e
+		// TestMalformedMetadata) — a warning, echo still checked.
+		{name: "a Kustomization whose label is a boolean: a warning, the rest checked", layout: "taskfile",
+			edits: []edit{{"kubernetes/apps/default/echo/ks.yaml", "  name: echo\n", "  name: echo\n  labels:\n    team: web\n    enabled: true\n"}},
+			id:    "check.substitution/flux-system/cluster-apps", verdict: verify.Warn,
+			found: []wantFinding{{Schema, `kubernetes/apps/default/echo/ks.yaml:8: Kustomization/flux-system/echo: label enabled is not a string (true): Kustomization flux-system/cluster-apps applies it with none of its own labels`}},
+			not:   []string{"unrecognized type", "not built"}},
+		{name: "a number in postBuild.substitute: the API server refuses it, the applier fails, the rest checked", layout: "taskfile",
+			edits: []edit{{"kubernetes/apps/default/echo/ks.yaml", "  interval: 30m\n", "  interval: 30m\n  postBuild:\n    substitute:\n      REPLICAS: 5\n"}},
+			id:    "check.substitution/flux-system/cluster-apps", verdict: verify.Fail,
+			found: []wantFinding{{Schema, "Kustomization/flux-system/echo is refused by the API server (Flux v2.4.0's CRDs): spec.postBuild.substitute.REPLICAS: Invalid value: \"integer\""}},
+			not:   []string{"not built"}},
+		{name: "a duplicate key: the controller's substitution fails it", layout: "taskfile",
+			edits: []edit{{"kubernetes/apps/default/echo/app/configmap.yaml", "  name: echo\n", "  name: echo\n  labels:\n    a: b\n  labels:\n    c: d\n"}},
+			id:    "check.substitution/flux-system/echo", verdict: verify.Fail,
+			found: []wantFinding{{ParseError, `post build failed for 'ConfigMap/default/echo': yaml: unmarshal errors:`}}},
 		{name: "taskfile: the release the bootstrap's Flux install pins", layout: "taskfile",
 			id: "check.flux-release", verdict: verify.Pass,
 			want: []string{"Flux v2.4.0, declared by the Flux install the repository's bootstrap applies (Taskfile task flux:bootstrap: kubectl apply --kustomize kubernetes/bootstrap/flux (.taskfiles/flux/Taskfile.yaml:8)) at kubernetes/bootstrap/flux/kustomization.yaml:5",

@@ -92,6 +92,34 @@ func schemaCheck(ctx context.Context, sv *crdschema.Validator, o Options, env *f
 	return fs
 }
 
+// labelsCheck warns of an object with a label whose value is not a
+// string (an unquoted true or 1): kustomize-controller applies it, but
+// with none of its own labels (fluxrepo.AsApplied: fluxcd/pkg/ssa
+// SetOwnerLabels reads them with GetLabels, which returns none then), so
+// a selector or policy matching one of them misses it.
+func labelsCheck(o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource) []finding {
+	if !o.on(Schema) {
+		return nil
+	}
+	m, err := r.Map()
+	if err != nil {
+		return nil
+	}
+	bad := fluxrepo.MalformedLabels(m)
+	if len(bad) == 0 {
+		return nil
+	}
+	labels, _, _ := unstructured.NestedFieldNoCopy(m, "metadata", "labels")
+	lm, _ := labels.(map[string]any)
+	var quoted []string
+	for _, l := range bad {
+		quoted = append(quoted, fmt.Sprintf("%s: \"%v\"", l, lm[l]))
+	}
+	return []finding{{det: Schema, warn: true, loc: locate(env, k, r, bad[0]+":"),
+		what: fmt.Sprintf("%s: label %s is not a string (%v): Kustomization %s applies it with none of its own labels — fluxcd/pkg/ssa's SetOwnerLabels reads them with GetLabels, which returns none when a value is not a string, and sets only the owner labels; a selector matching one of them misses it", objName(r), bad[0], lm[bad[0]], k.Ref()),
+		fix:  "quote the value: " + strings.Join(quoted, ", ")}}
+}
+
 func typeInvalid(errs field.ErrorList) bool {
 	for _, e := range errs {
 		if e.Type == field.ErrorTypeTypeInvalid || strings.Contains(e.Detail, "must be of type") {

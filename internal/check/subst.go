@@ -138,6 +138,7 @@ func envKnobs(env *fluxrepo.Env, p *Policy) map[string]string {
 func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def verify.Def, sv *crdschema.Validator, knobs map[string]string) verify.Check {
 	var fs []finding
 	for _, r := range k.Resources {
+		fs = append(fs, labelsCheck(o, env, k, r)...)
 		fs = append(fs, schemaCheck(ctx, sv, o, env, k, r, r, false)...)
 	}
 	if o.on(Literal) {
@@ -249,6 +250,7 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 	s := &substitution{o: o, env: env, k: k, vars: vars, from: from, always: always, uobj: uobj, cl: fluxrepo.DataClient{Env: env, Extra: o.Policy.prerequisite},
 		names: names, assumed: assumed, unknown: unknown, controllerErrs: map[string]bool{}, schema: sv}
 	for _, r := range k.Resources {
+		s.fs = append(s.fs, labelsCheck(o, env, k, r)...)
 		if fluxrepo.SubstitutionDisabled(r) {
 			s.fs = append(s.fs, schemaCheck(ctx, sv, o, env, k, r, r, false)...)
 			continue
@@ -344,6 +346,12 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	}
 	y, err := r.AsYAML()
 	if err != nil {
+		// The controller's own code reads the object the same way
+		// (SubstituteVariables: res.AsYAML) and fails the build with it.
+		if _, cerr := fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
+			fluxkustomize.SubstituteWithStrict(o.strict.on), fluxkustomize.SubstituteWithAlways(s.always)); cerr != nil {
+			s.controllerErrs[fmt.Sprintf("post build failed for '%s': %v", s.objName(r), cerr)] = true
+		}
 		return
 	}
 	text := string(y)

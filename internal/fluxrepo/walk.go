@@ -399,9 +399,23 @@ func (l *loader) buildPath(k *Kustomization, st *staged) ([]*Kustomization, erro
 	k.Built, k.Resources, k.Files = true, res, files
 	l.attribute(files, k.Ref())
 	more, err := l.ingest(res, files, k.Ref())
+	if rj := (*rejected)(nil); errors.As(err, &rj) {
+		// The API server refuses an object k applies: kustomize-controller's
+		// dry-run of the set fails k's reconcile, and nothing of it is
+		// applied; the rest of the repository is checked as usual.
+		k.Built, k.Resources = false, nil
+		return nil, l.childFailed(k, buildError(k, ApplyRejected, rj.err))
+	}
 	onceFixed(more, k.OnceFixed, OnceFixedFiles(k.Repaired))
 	return more, err
 }
+
+// rejected is an object the API server refuses, in the set a Kustomization
+// applies (err names it and the fix).
+type rejected struct{ err error }
+
+func (r *rejected) Error() string { return r.err.Error() }
+func (r *rejected) Unwrap() error { return r.err }
 
 // onceFixed marks the Kustomizations a build rendered as reached through
 // a build that left out broken entries (of files), or one above it (up).
@@ -559,11 +573,18 @@ func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []st
 	raw := r.GetName()
 	r = l.substituted(appliedBy, r)
 	if err := substituteValues(r); err != nil {
-		return nil, verify.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+		err = verify.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), e.Locate(files, r.GetKind(), ns, r.GetName()), err)
+		if !e.Options.KeepGoing {
+			return nil, err
+		}
+		// The check's [schema] fails its applier (the API server refuses
+		// the object); the rest is modelled as it would be once quoted.
+		r = quotedSubstitute(r)
+		e.Notes = append(e.Notes, fmt.Sprintf("%v (modelled as if quoted)", err))
 	}
 	loc := e.Locate(files, r.GetKind(), ns, raw)
 	if err := l.decode(r, k, "Kustomization "+ns+"/"+r.GetName(), loc); err != nil {
-		return nil, verify.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), loc, err)
+		return nil, &rejected{verify.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), loc, err)}
 	}
 	k.Namespace = ns
 	ref := ns + "/" + k.Name
@@ -749,7 +770,52 @@ func fromResource(r *resource.Resource, into any) error {
 	if err != nil {
 		return err
 	}
+	AsApplied(m)
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(m, into)
+}
+
+// MalformedLabels are the keys of metadata.labels in m whose value is not
+// a string (a YAML true, 1), sorted.
+func MalformedLabels(m map[string]any) []string {
+	labels, _, _ := unstructured.NestedFieldNoCopy(m, "metadata", "labels")
+	lm, _ := labels.(map[string]any)
+	var out []string
+	for k, v := range lm {
+		if _, ok := v.(string); !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// AsApplied gives m's metadata as kustomize-controller v1.9.5 applies it
+// when a label or annotation value is not a string: fluxcd/pkg/ssa
+// v0.76.2 SetOwnerLabels (manager.go) reads the labels with
+// unstructured.GetLabels, which returns none when one value is not a
+// string, and sets its owner labels alone — every label of the object is
+// dropped; an annotation's scalar is stored as its string (both seen on
+// the sandbox's kustomize-controller: e2e TestMalformedMetadata). The
+// controller's owner labels are not added here.
+func AsApplied(m map[string]any) {
+	meta, _ := m["metadata"].(map[string]any)
+	if meta == nil {
+		return
+	}
+	if len(MalformedLabels(m)) > 0 {
+		delete(meta, "labels")
+	}
+	if an, ok := meta["annotations"].(map[string]any); ok {
+		for k, v := range an {
+			switch v.(type) {
+			case string, map[string]any, []any:
+			default:
+				if v != nil {
+					an[k] = fmt.Sprint(v)
+				}
+			}
+		}
+	}
 }
 
 func isKustomization(r *resource.Resource) bool {
@@ -783,6 +849,31 @@ func substituteValues(r *resource.Resource) error {
 		}
 	}
 	return nil
+}
+
+// quotedSubstitute is a copy of r whose spec.postBuild.substitute values
+// are strings (a number or boolean written as its text), as the author
+// meant it once quoted.
+func quotedSubstitute(r *resource.Resource) *resource.Resource {
+	m, err := r.Map()
+	if err != nil {
+		return r
+	}
+	vals, _, _ := unstructured.NestedFieldNoCopy(m, "spec", "postBuild", "substitute")
+	vm, ok := vals.(map[string]any)
+	if !ok {
+		return r
+	}
+	for k, v := range vm {
+		if _, isString := v.(string); !isString && v != nil {
+			vm[k] = fmt.Sprint(v)
+		}
+	}
+	c, err := resource.NewFactory(nil).FromMap(m)
+	if err != nil {
+		return r
+	}
+	return c
 }
 
 // substituted is r as the Kustomization appliedBy (namespace/name) will

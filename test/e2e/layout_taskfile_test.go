@@ -29,7 +29,12 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/agekey"
 	"github.com/homelab-ops/bootstrap/internal/agekey/agekeytest"
 	"github.com/homelab-ops/bootstrap/internal/rootsync"
+	"github.com/homelab-ops/bootstrap/internal/sandbox/gitserver"
 )
+
+// lastTaskfileRepo is the repository taskfileRepo served last (the tests
+// using it run one at a time).
+var lastTaskfileRepo *gitserver.Repo
 
 const (
 	taskfileNS      = "layout-taskfile"
@@ -41,7 +46,8 @@ const (
 // their own, and cluster-secrets is SOPS-encrypted to a fresh key (the
 // fixture's is a placeholder), its keys sorted as kubectl writes them (as
 // kustomize-controller decrypts it). It returns the work tree, the key,
-// the Secret's value and the served revision.
+// the Secret's value and the served revision; lastTaskfileRepo is the
+// served repository, for a test that commits to it.
 func taskfileRepo(ctx context.Context, t *testing.T, edits map[string]string) (repo, key, value, rev string) {
 	t.Helper()
 	fixture := filepath.Join(suite.root, "testdata", "layouts", "taskfile")
@@ -85,6 +91,7 @@ func taskfileRepo(ctx context.Context, t *testing.T, edits map[string]string) (r
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gitRepo.Close() })
+	lastTaskfileRepo = gitRepo
 	return repo, key, value, gitRepo.Revision(sha)
 }
 
