@@ -338,3 +338,36 @@ func TestDiffTaskfileLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffMalformedLabels (issue 56 item 1): an object whose label is no
+// string is compared as kustomize-controller applies it — with none of
+// its labels (fluxrepo.AsApplied; e2e TestMalformedMetadata) — and the
+// run goes on; a string label is a change (the negative).
+func TestDiffMalformedLabels(t *testing.T) {
+	t.Parallel()
+	layout := filepath.Join("..", "..", "testdata", "layouts", "taskfile")
+	for _, tc := range []struct {
+		labels string
+		want   string
+	}{
+		{"    team: web\n    enabled: true\n", "cluster kubernetes/flux: unchanged"},
+		{"    team: web\n", "~ ConfigMap default/echo: updated"},
+	} {
+		repo := gitRepo(t, []string{layout, layout}, func(dir string, i int) {
+			if i == 1 {
+				replaceIn(t, dir, "kubernetes/apps/default/echo/app/configmap.yaml", "  name: echo\n", "  name: echo\n  labels:\n"+tc.labels)
+			}
+		})
+		res, err := Run(context.Background(), Options{Repo: repo, Base: "HEAD~1", Head: "HEAD", Namespace: "flux-system", RootName: "flux-system", AdoptRoot: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := WriteText(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("labels %q: want %q in:\n%s", tc.labels, tc.want, b.String())
+		}
+	}
+}

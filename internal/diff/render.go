@@ -137,7 +137,10 @@ func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Da
 		}
 		u, err := toUnstructured(res)
 		if err != nil {
-			return nil, err
+			// One object the controller cannot read fails its Kustomization,
+			// not the report.
+			out.fail = fmt.Sprintf("reading '%s' failed: %v", resName(r), err)
+			return out, nil
 		}
 		out.objs[keyOf(u)] = u
 	}
@@ -161,6 +164,9 @@ func toUnstructured(r *resource.Resource) (*unstructured.Unstructured, error) {
 	if err := u.UnmarshalJSON(b); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.CurId(), err)
 	}
+	// Its metadata as kustomize-controller applies it (a label that is
+	// no string drops every label).
+	fluxrepo.AsApplied(u.Object)
 	return u, nil
 }
 
