@@ -123,9 +123,29 @@ func (g *Repo) Resolve(flag, rev string) (Commit, error) {
 		if err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
 			why = err.Error()
 		}
+		if sh := g.shallow(); sh != "" {
+			return Commit{}, verify.InputErrorf("%s %q: not in %s, a shallow clone (%s) — %s", flag, rev, g.Top, sh, ShallowFix)
+		}
 		return Commit{}, verify.InputErrorf("%s %q: no such revision in %s (%s): pass a branch, tag or commit of this repository (git log --oneline lists them); fetch it first if it lives on a remote", flag, rev, g.Top, why)
 	}
 	return Commit{Rev: rev, Hash: *h}, nil
+}
+
+// ShallowFix says how to give a shallow clone the history a diff needs.
+const ShallowFix = "fetch the history that holds the base: git fetch --unshallow (or git fetch --deepen=100 origin), then run again; in GitHub Actions, check out with actions/checkout's fetch-depth: 0 (its default, 1, fetches no base)"
+
+// shallow describes where a shallow clone's history stops ("": not
+// shallow).
+func (g *Repo) shallow() string {
+	hs, err := g.r.Storer.Shallow()
+	if err != nil || len(hs) == 0 {
+		return ""
+	}
+	short := make([]string, 0, len(hs))
+	for _, h := range hs {
+		short = append(short, h.String()[:12])
+	}
+	return "its history stops at " + strings.Join(short, ", ")
 }
 
 // Dirty says whether the work tree differs from HEAD (a change not
@@ -175,6 +195,11 @@ func (g *Repo) DefaultBase() (Commit, error) {
 		return head, nil
 	}
 	def := g.DefaultBranch()
+	if sh := g.shallow(); def == "" && sh != "" {
+		// A CI checkout of a pull request: one commit, no branch to
+		// compare with; HEAD against itself would say "unchanged".
+		return Commit{}, verify.InputErrorf("%s is a shallow clone (%s) with no default branch (origin/HEAD, main, master) to take the base from — pass --base (e.g. origin/main) after fetching it: git fetch origin main; %s", g.Top, sh, ShallowFix)
+	}
 	if def == "" {
 		head.Why = "no default branch (origin/HEAD, main, master) found: compared with HEAD"
 		return head, nil
@@ -192,6 +217,10 @@ func (g *Repo) DefaultBase() (Commit, error) {
 		return Commit{}, fmt.Errorf("%s: %w", def.Short(), err)
 	}
 	bases, err := hc.MergeBase(dc)
+	if sh := g.shallow(); sh != "" && (err != nil || len(bases) == 0) {
+		// The pull-request case: the default branch's history is cut.
+		return Commit{}, verify.InputErrorf("the merge-base of HEAD and %s is not in %s, a shallow clone (%s) — %s; or pass --base", def.Short(), g.Top, sh, ShallowFix)
+	}
 	if err != nil {
 		return Commit{}, fmt.Errorf("merge-base of HEAD and %s: %w", def.Short(), err)
 	}
@@ -259,6 +288,13 @@ func (g *Repo) Materialize(c Commit, dst string, lim Limits) (notes []string, er
 			continue
 		}
 		blob, err := g.r.BlobObject(e.Hash)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			// A partial clone (--filter=blob:none) holds only the blobs
+			// fetched so far: the file is left out, as one over the bound;
+			// a Flux tree missing it fails its build, which names it.
+			notes = append(notes, fmt.Sprintf("%s: its content is not in the local object store at %s (a partial clone?), left out; git fetch (or git checkout %s -- %s) fetches it", name, c.Short(), c.Short(), name))
+			continue
+		}
 		if err != nil {
 			return notes, fmt.Errorf("%s: %s: %w", c, name, err)
 		}

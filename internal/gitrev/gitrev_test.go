@@ -2,6 +2,8 @@ package gitrev
 
 import (
 	"os"
+	"os/exec"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,5 +179,137 @@ func TestDiffGitrevDefaultBase(t *testing.T) {
 	// Not a repository.
 	if _, err := Open(t.TempDir()); err == nil || !verify.IsInput(err) {
 		t.Fatalf("want an input error outside a repository, got %v", err)
+	}
+}
+
+// git runs the git command line in dir (git is one of the project's
+// installed packages: hack/sandbox/install-deps.sh).
+func gitCLI(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// TestDiffGitrevShallow (issue 56 item 2): a shallow clone — a CI
+// checkout's default — has no base: an input error naming the fetch that
+// fixes it, for --base and for the default base; a clone with the history
+// (the negative) resolves both; a blob the object store lacks (a partial
+// clone) is left out with a note, not the end of the run.
+func TestDiffGitrevShallow(t *testing.T) {
+	src := t.TempDir()
+	r, err := git.PlainInit(src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, r, src, "one", map[string]string{"a.yaml": "one\n"})
+	commit(t, r, src, "two", map[string]string{"a.yaml": "two\n", "docs/img.png": "png\n"})
+	for _, tc := range []struct {
+		name    string
+		clone   []string
+		shallow bool
+	}{
+		{"depth 1", []string{"--depth", "1", "--no-local"}, true},
+		{"full", []string{"--no-local"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "c")
+			gitCLI(t, src, append(append([]string{"clone", "-q"}, tc.clone...), "file://"+src, dst)...)
+			g, err := Open(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = g.Resolve("--base", "HEAD~1")
+			if tc.shallow != (err != nil) || (err != nil && (!verify.IsInput(err) || !strings.Contains(err.Error(), "a shallow clone") || !strings.Contains(err.Error(), "git fetch --unshallow") || !strings.Contains(err.Error(), "fetch-depth: 0"))) {
+				t.Errorf("Resolve HEAD~1: %v (shallow %t)", err, tc.shallow)
+			}
+			// Without a default branch the shallow clone has no base at all.
+			gitCLI(t, dst, "checkout", "-q", "--detach")
+			for _, ref := range []string{"refs/remotes/origin/HEAD", "refs/remotes/origin/master", "refs/heads/master"} {
+				gitCLI(t, dst, "update-ref", "-d", ref)
+			}
+			_, err = g.DefaultBase()
+			if tc.shallow != (err != nil) || (err != nil && !strings.Contains(err.Error(), "pass --base")) {
+				t.Errorf("DefaultBase: %v (shallow %t)", err, tc.shallow)
+			}
+		})
+	}
+	t.Run("a blob not fetched", func(t *testing.T) {
+		dst := filepath.Join(t.TempDir(), "c")
+		gitCLI(t, src, "clone", "-q", "--no-local", "file://"+src, dst)
+		g, err := Open(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, err := g.Resolve("--head", "HEAD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Remove the packed objects and keep the loose ones of the commit,
+		// its tree and a.yaml: docs/img.png's blob is gone.
+		c, _ := g.r.CommitObject(head.Hash)
+		tree, _ := c.Tree()
+		keep := []string{head.Hash.String(), tree.Hash.String()}
+		for _, e := range tree.Entries {
+			if e.Name == "a.yaml" {
+				keep = append(keep, e.Hash.String())
+			}
+			if e.Name == "docs" {
+				keep = append(keep, e.Hash.String())
+			}
+		}
+		unpackOnly(t, dst, keep)
+		g, err = Open(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		notes, err := g.Materialize(head, out, Limits{})
+		if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "docs/img.png: its content is not in the local object store") {
+			t.Fatalf("Materialize: %v, notes %q", err, notes)
+		}
+		if b, err := os.ReadFile(filepath.Join(out, "a.yaml")); err != nil || string(b) != "two\n" {
+			t.Errorf("a.yaml: %q, %v", b, err)
+		}
+	})
+}
+
+// unpackOnly leaves dst's object store with the loose objects keep names
+// alone (git unpack-objects of its pack, then every other object removed).
+func unpackOnly(t *testing.T, dst string, keep []string) {
+	t.Helper()
+	packs, _ := filepath.Glob(filepath.Join(dst, ".git", "objects", "pack", "*.pack"))
+	for _, p := range packs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(p, p+".old"); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("git", "unpack-objects", "-q")
+		cmd.Dir, cmd.Stdin = dst, strings.NewReader(string(b))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("unpack-objects: %v\n%s", err, out)
+		}
+		_ = os.Remove(p + ".old")
+		_ = os.Remove(strings.TrimSuffix(p, ".pack") + ".idx")
+	}
+	objs := filepath.Join(dst, ".git", "objects")
+	dirs, _ := os.ReadDir(objs)
+	for _, d := range dirs {
+		if len(d.Name()) != 2 {
+			continue
+		}
+		files, _ := os.ReadDir(filepath.Join(objs, d.Name()))
+		for _, f := range files {
+			h := d.Name() + f.Name()
+			if !slices.Contains(keep, h) {
+				_ = os.Remove(filepath.Join(objs, d.Name(), f.Name()))
+			}
+		}
 	}
 }
