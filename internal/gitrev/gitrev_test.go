@@ -3,8 +3,8 @@ package gitrev
 import (
 	"os"
 	"os/exec"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
