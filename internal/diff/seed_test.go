@@ -93,7 +93,10 @@ func TestDiffSeedWindow(t *testing.T) {
 		dependsOn bool
 		self      bool // cluster-vars applied by infra itself
 		newObject bool // cluster-vars is new at head
-		flux      string
+		// rootApplies: the root applies cluster-vars (clusters/dev), as it
+		// applies infra; newRef: infra substitutes from it only at head.
+		rootApplies, newRef bool
+		flux                string
 		want      []string // in the text output
 		wantNot   []string
 	}{
@@ -107,6 +110,15 @@ func TestDiffSeedWindow(t *testing.T) {
 			want: []string{"WINDOW when flux-system/infra reconciles, it substitutes before it applies ConfigMap/flux-system/cluster-vars itself: HelmRelease.helm.toolkit.fluxcd.io kube-system/cilium renders `k8sServiceHost: null`"}},
 		{name: "the substituteFrom object is new at head", newObject: true, flux: "v2.8.5",
 			want: []string{"WINDOW if flux-system/infra reconciles before flux-system/vars: Kustomization flux-system/infra fails to build: post build failed for", `substitute from 'ConfigMap/cluster-vars' error: configmaps "cluster-vars" not found`}},
+		// Issue 56 item 3: one apply creates both — kustomize-controller's
+		// ssa ApplyAll (fluxcd/pkg/ssa v0.76.2 manager_apply.go) applies
+		// the objects one by one in ReconcileOrder (sort.go: ConfigMap and
+		// Secret among the first kinds, custom resources after them), so
+		// infra's new substituteFrom lands after cluster-vars: no window.
+		{name: "the root applies the new reference and its object together: no window", rootApplies: true, newRef: true, flux: "v2.9.5",
+			wantNot: []string{"WINDOW"}},
+		{name: "the root applies both, the reference is old: a window", rootApplies: true, flux: "v2.8.5",
+			want: []string{"WINDOW if flux-system/infra reconciles before flux-system/flux-system"}},
 		{name: "dependsOn vars: no window", dependsOn: true, flux: "v2.8.5",
 			want:    []string{"~ ConfigMap flux-system/cluster-vars: updated"},
 			wantNot: []string{"WINDOW", "Kustomization flux-system/infra (prune"}},
@@ -122,6 +134,30 @@ func TestDiffSeedWindow(t *testing.T) {
 					}
 					if err := os.WriteFile(filepath.Join(dir, "vars", "placeholder.yaml"), []byte("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: placeholder\n  namespace: flux-system\n"), 0o644); err != nil {
 						t.Fatal(err)
+					}
+				}
+				if tc.rootApplies {
+					if err := os.Rename(filepath.Join(dir, "vars", "cluster-vars.yaml"), filepath.Join(dir, "clusters", "dev", "cluster-vars.yaml")); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Remove(filepath.Join(dir, "clusters", "dev", "vars.yaml")); err != nil && i == 0 {
+						t.Fatal(err)
+					}
+					if tc.newRef && i == 1 {
+						// The head tree holds no infra.yaml: the base's as committed.
+						b, err := os.ReadFile(filepath.Join(seed, "base", "clusters", "dev", "infra.yaml"))
+						if err != nil {
+							t.Fatal(err)
+						}
+						if err := os.WriteFile(filepath.Join(dir, "clusters", "dev", "infra.yaml"), b, 0o644); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if tc.newRef && i == 0 {
+						replaceIn(t, dir, "clusters/dev/infra.yaml", "  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-vars\n", "")
+						if err := os.Remove(filepath.Join(dir, "clusters", "dev", "cluster-vars.yaml")); err != nil {
+							t.Fatal(err)
+						}
 					}
 				}
 				if tc.self {

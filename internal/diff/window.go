@@ -101,6 +101,9 @@ func windows(ctx context.Context, b, h *side, red *redactor) ([]*Window, error) 
 			if reader != applier && g.GatedPath(reader, applier) != nil {
 				continue // it waits for the applier's revision
 			}
+			if appliedTogether(b, k, d, key) {
+				continue
+			}
 			w, err := window(ctx, b, h, k, data, d, key, knobs, red)
 			if err != nil {
 				return nil, err
@@ -111,6 +114,22 @@ func windows(ctx context.Context, b, h *side, red *redactor) ([]*Window, error) 
 		}
 	}
 	return out, nil
+}
+
+// appliedTogether says k comes to read the object key only in this change
+// (new, or a new substituteFrom entry), and the Kustomization applying
+// the object d also applies k: kustomize-controller's apply (fluxcd/pkg/ssa
+// v0.76.2 ResourceManager.ApplyAll, manager_apply.go) sorts the set in
+// ReconcileOrder (sort.go: ConfigMap and Secret among the first kinds,
+// custom resources after every kind it names) and applies the objects one
+// after the other in that order, so k's spec that reads the object lands
+// after the object: no reconcile of k reads it missing.
+func appliedTogether(b *side, k *fluxrepo.Kustomization, d *fluxrepo.Data, key string) bool {
+	if k.AppliedBy == "" || k.AppliedBy != d.AppliedBy || (d.Kind != "ConfigMap" && d.Kind != "Secret") {
+		return false
+	}
+	bk := b.env.Kustomization(k.Namespace, k.Name)
+	return bk == nil || !reads(bk, key)
 }
 
 // reads says k substitutes from the object key.
