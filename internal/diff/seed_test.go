@@ -97,8 +97,8 @@ func TestDiffSeedWindow(t *testing.T) {
 		// applies infra; newRef: infra substitutes from it only at head.
 		rootApplies, newRef bool
 		flux                string
-		want      []string // in the text output
-		wantNot   []string
+		want                []string // in the text output
+		wantNot             []string
 	}{
 		{name: "fail open (Flux v2.8.5)", flux: "v2.8.5",
 			want: []string{"WINDOW if flux-system/infra reconciles before flux-system/vars: HelmRelease.helm.toolkit.fluxcd.io kube-system/cilium renders `k8sServiceHost: null` (fail open on this release) → Helm upgrade (values)",
