@@ -120,7 +120,9 @@ type Cluster struct {
 	Substitution   string           `json:"substitution,omitempty"`
 	Kustomizations []*Kustomization `json:"kustomizations,omitempty"`
 	Windows        []*Window        `json:"windows,omitempty"`
-	Notes          []string         `json:"notes,omitempty"`
+	// Moves are the objects one Kustomization hands over to another.
+	Moves []*Move  `json:"moves,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 	// Charts are the rendered charts' diffs (--charts).
 	Charts []*Chart `json:"charts,omitempty"`
 }
@@ -401,6 +403,7 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 	if err := c.attachValues(ctx, b, h, red); err != nil {
 		return nil, err
 	}
+	c.moves()
 	if b.env != nil {
 		ws, err := windows(ctx, b, h, red)
 		if err != nil {

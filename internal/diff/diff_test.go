@@ -3,6 +3,7 @@ package diff
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -369,5 +370,65 @@ func TestDiffMalformedLabels(t *testing.T) {
 		if !strings.Contains(b.String(), tc.want) {
 			t.Errorf("labels %q: want %q in:\n%s", tc.labels, tc.want, b.String())
 		}
+	}
+}
+
+// TestDiffMove (issue 56 item 4): an object that leaves one
+// Kustomization's path for another's is one MOVE step naming both orders
+// and the fix, not two unrelated lines; with prune: disabled on it (the
+// negative) the first one does not delete it, and there is no hazard.
+func TestDiffMove(t *testing.T) {
+	t.Parallel()
+	layout := filepath.Join("..", "..", "testdata", "layouts", "taskfile")
+	const claim = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: default\n%sspec:\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n"
+	for _, tc := range []struct {
+		meta string
+		want []string
+		not  []string
+	}{
+		{"", []string{"MOVE PersistentVolumeClaim default/data moves from Kustomization flux-system/echo to flux-system/cluster-apps: if flux-system/echo reconciles first, its garbage collection deletes it, with the data of its volume, and flux-system/cluster-apps creates it anew; if flux-system/cluster-apps reconciles first, it takes the object over",
+			"kustomize.toolkit.fluxcd.io/prune: disabled for the move", "- PersistentVolumeClaim default/data: moves to Kustomization flux-system/cluster-apps (MOVE below): pruned"}, nil},
+		{"  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n", nil, []string{"MOVE"}},
+	} {
+		repo := gitRepo(t, []string{layout, layout}, func(dir string, i int) {
+			pvc := fmt.Sprintf(claim, tc.meta)
+			if i == 0 {
+				write(t, dir, "kubernetes/apps/default/echo/app/pvc.yaml", pvc)
+				replaceIn(t, dir, "kubernetes/apps/default/echo/app/kustomization.yaml", "  - ./configmap.yaml\n", "  - ./configmap.yaml\n  - ./pvc.yaml\n")
+				return
+			}
+			write(t, dir, "kubernetes/apps/default/pvc.yaml", pvc)
+			replaceIn(t, dir, "kubernetes/apps/default/kustomization.yaml", "resources:\n", "resources:\n  - ./pvc.yaml\n")
+		})
+		res, err := Run(context.Background(), Options{Repo: repo, Base: "HEAD~1", Head: "HEAD", Namespace: "flux-system", RootName: "flux-system", AdoptRoot: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := WriteText(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("want %q in:\n%s", w, b.String())
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(b.String(), w) {
+				t.Errorf("%q in:\n%s", w, b.String())
+			}
+		}
+	}
+}
+
+// write writes one file of the work tree.
+func write(t *testing.T, dir, file, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(file))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -122,6 +122,17 @@ func newMarkdown(r *Result) *markdown {
 		}
 		b.WriteString("\n")
 	}
+	var moves []string
+	for _, c := range r.Clusters {
+		for _, mv := range c.Moves {
+			moves = append(moves, fmt.Sprintf("> - **%s**: %s\n", mdText(c.Path), mdText(mv.Step)))
+		}
+	}
+	if len(moves) > 0 {
+		b.WriteString("> [!CAUTION]\n> **Objects that move between Kustomizations**: which Kustomization reconciles first decides whether the object survives.\n>\n")
+		b.WriteString(strings.Join(moves, ""))
+		b.WriteString("\n")
+	}
 	m.table(&b)
 	for _, c := range m.r.Clusters {
 		if c.Substitution != "" && c.Change != Unchanged {

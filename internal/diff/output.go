@@ -126,6 +126,9 @@ func summary(b *strings.Builder, c *Cluster) {
 			fmt.Fprintf(b, "  WINDOW %s\n", s)
 		}
 	}
+	for _, m := range c.Moves {
+		fmt.Fprintf(b, "  MOVE %s\n", m.Step)
+	}
 }
 
 func sign(change string) string {
