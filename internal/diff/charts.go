@@ -209,7 +209,7 @@ func writeCharts(b *strings.Builder, c *Cluster) {
 			b.WriteString("  the rendered manifests do not change\n")
 		}
 		for _, o := range ch.Objects {
-			fmt.Fprintf(b, "--- %s %s: %s\n", o.Key, o.Change, o.Action)
+			fmt.Fprintf(b, "* %s %s: %s\n", o.Key, o.Change, o.Action)
 			b.WriteString(o.Diff)
 		}
 	}

@@ -142,9 +142,9 @@ func TestDiffCharts(t *testing.T) {
 			want: []string{
 				"=== clusters/dev: chart of HelmRelease apps/web: web 1.0.0 from OCIRepository apps/web",
 				"→ web 1.1.0 from OCIRepository apps/web",
-				"--- Deployment.apps apps/web changed: rollout: the pod template changes",
+				"* Deployment.apps apps/web changed: rollout: the pod template changes",
 				"-      - image: registry.example/web:1.0.0", "+      - image: registry.example/web:1.1.0",
-				"--- Secret apps/web-auth changed: updated", "<redacted: hmac-sha256 "},
+				"* Secret apps/web-auth changed: updated", "<redacted: hmac-sha256 "},
 			wantNot: []string{"hunter2-chart-1", "chart of HelmRelease apps/site"}},
 		{name: "chart version and valuesFrom: Helm's values composition",
 			base: map[string]string{"infra/web.yaml": webSources(r, "1.0.0") + "---\n" + webByChart},
@@ -157,7 +157,7 @@ func TestDiffCharts(t *testing.T) {
 		{name: "a HelmRelease added: Helm install, the whole chart",
 			base: map[string]string{"infra/web.yaml": webSources(r, "1.0.0")},
 			head: map[string]string{"infra/web.yaml": webSources(r, "1.0.0") + "---\n" + webByRef},
-			want: []string{"chart of HelmRelease apps/web: nothing (Helm install) → web 1.0.0", "--- Deployment.apps apps/web added: created",
+			want: []string{"chart of HelmRelease apps/web: nothing (Helm install) → web 1.0.0", "* Deployment.apps apps/web added: created",
 				"+    patched: \"yes\"", "+    helm.toolkit.fluxcd.io/name: web", "+    helm.toolkit.fluxcd.io/namespace: apps"}, // post-renderers: the patch, the origin labels
 			wantNot: []string{"hunter2-chart-1"}}, // the rendered Secret's value
 		{name: "a chart that cannot be fetched: a note, not a failure",

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -194,8 +195,34 @@ func changeAction(b, h *unstructured.Unstructured) string {
 		return "updated: the pod template is unchanged, no rollout"
 	case isKind(h, "apiextensions.k8s.io", crdKind):
 		return "CRD changed: every " + crdNames(h) + " object is served and validated by the new definition"
+	case isKind(h, sourcev1.GroupVersion.Group, sourcev1.OCIRepositoryKind):
+		// A chart bump through an OCIRepository is its spec.ref: named on
+		// the line, as a HelmRepository chart's version is.
+		if ch := refChange(b, h); ch != "" {
+			return "updated (" + ch + ")"
+		}
 	}
 	return "updated"
+}
+
+// refChange says how an OCIRepository's spec.ref changes: "tag 1.0.0 →
+// 1.1.0" (or semver, digest); "" when it does not.
+func refChange(b, h *unstructured.Unstructured) string {
+	var out []string
+	for _, f := range []string{"tag", "semver", "digest"} {
+		bv, _ := field(b, "spec", "ref", f).(string)
+		hv, _ := field(h, "spec", "ref", f).(string)
+		switch {
+		case bv == hv:
+		case bv == "":
+			out = append(out, fmt.Sprintf("%s %s", f, hv))
+		case hv == "":
+			out = append(out, fmt.Sprintf("%s %s removed", f, bv))
+		default:
+			out = append(out, fmt.Sprintf("%s %s → %s", f, bv, hv))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func chartOf(u *unstructured.Unstructured) string {

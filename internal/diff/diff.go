@@ -185,7 +185,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	res.Notes = append(res.Notes, prefixed("base: ", notes)...)
+	baseNotes := notes
 	headDir := o.Repo
 	if head != nil {
 		res.Head = Revision{Rev: head.Rev, Commit: head.Hash.String()}
@@ -195,7 +195,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		defer cleanup()
 		headDir = d
-		res.Notes = append(res.Notes, prefixed("head: ", notes)...)
+		res.Notes = append(res.Notes, revisionNotes(baseNotes, notes)...)
+	} else {
+		res.Notes = append(res.Notes, prefixed("base: ", baseNotes)...)
 	}
 	fo := fluxrepo.Options{Namespace: o.Namespace, RootName: o.RootName, KeepGoing: true, Holes: true, AdoptRoot: o.AdoptRoot}
 	roots, err := clusterRoots(o, fo, baseDir, headDir)
@@ -229,6 +231,25 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Clusters = append(res.Clusters, c)
 	}
 	return res, nil
+}
+
+// revisionNotes are the notes of writing each revision's tree, a note
+// both revisions give said once.
+func revisionNotes(base, head []string) []string {
+	var out []string
+	for _, n := range base {
+		if slices.Contains(head, n) {
+			out = append(out, "both revisions: "+n)
+		} else {
+			out = append(out, "base: "+n)
+		}
+	}
+	for _, n := range head {
+		if !slices.Contains(base, n) {
+			out = append(out, "head: "+n)
+		}
+	}
+	return out
 }
 
 func prefixed(p string, notes []string) []string {

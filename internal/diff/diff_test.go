@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -255,7 +257,7 @@ func TestDiffEngine(t *testing.T) {
 		{name: "shared OCIRepository tag: every HelmRelease reading it",
 			base: map[string]string{"infra/podinfo.yaml": ociCharts},
 			head: map[string]string{"infra/podinfo.yaml": strings.Replace(ociCharts, "tag: 6.5.0", "tag: 6.6.0", 1)},
-			want: []string{"~ OCIRepository.source.toolkit.fluxcd.io default/podinfo: updated; HelmRelease default/podinfo-a takes its chart from it (chartRef) → Helm upgrade when the artifact changes; HelmRelease default/podinfo-b takes its chart from it (chartRef) → Helm upgrade when the artifact changes; HelmRelease default/podinfo-c takes its chart from it (chartRef) → Helm upgrade when the artifact changes\n"}},
+			want: []string{"~ OCIRepository.source.toolkit.fluxcd.io default/podinfo: updated (tag 6.5.0 → 6.6.0); HelmRelease default/podinfo-a takes its chart from it (chartRef) → Helm upgrade when the artifact changes; HelmRelease default/podinfo-b takes its chart from it (chartRef) → Helm upgrade when the artifact changes; HelmRelease default/podinfo-c takes its chart from it (chartRef) → Helm upgrade when the artifact changes\n"}},
 		{name: "the root directory fails at head",
 			head: map[string]string{"clusters/dev/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - sync.yaml\n  - vars.yaml\n  - infra.yaml\n  - gone.yaml\n"},
 			want: []string{"FAIL the root directory clusters/dev does not build at head:", "gone.yaml"},
@@ -430,5 +432,39 @@ func write(t *testing.T, dir, file, content string) {
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDiffOCIRepositoryBump (issue 56 item 5): an OCIRepository chart bump
+// names its old and new ref on its line, as a HelmRepository chart's
+// version does; a change elsewhere (the negative) does not.
+func TestDiffOCIRepositoryBump(t *testing.T) {
+	t.Parallel()
+	oci := func(ref map[string]any, interval string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+			"metadata": map[string]any{"name": "podinfo", "namespace": "flux-system"}, "spec": map[string]any{"interval": interval, "ref": ref}}}
+	}
+	for _, tc := range []struct {
+		b, h *unstructured.Unstructured
+		want string
+	}{
+		{oci(map[string]any{"tag": "6.5.0"}, "1h"), oci(map[string]any{"tag": "6.6.0"}, "1h"), "updated (tag 6.5.0 → 6.6.0)"},
+		{oci(map[string]any{"tag": "6.5.0"}, "1h"), oci(map[string]any{"semver": ">=6.0.0"}, "1h"), "updated (tag 6.5.0 removed, semver >=6.0.0)"},
+		{oci(map[string]any{"tag": "6.5.0"}, "1h"), oci(map[string]any{"tag": "6.5.0"}, "5m"), "updated"},
+	} {
+		if got := changeAction(tc.b, tc.h); got != tc.want {
+			t.Errorf("changeAction: %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// TestDiffRevisionNotes (issue 56 item 5): a note both revisions give
+// (a symbolic link in both trees) is said once.
+func TestDiffRevisionNotes(t *testing.T) {
+	t.Parallel()
+	got := revisionNotes([]string{"docs/link: a symbolic link, left out", "old: a submodule, left out"}, []string{"docs/link: a symbolic link, left out", "new.bin: 9 bytes, over the 1-byte bound: left out"})
+	want := []string{"both revisions: docs/link: a symbolic link, left out", "base: old: a submodule, left out", "head: new.bin: 9 bytes, over the 1-byte bound: left out"}
+	if !slices.Equal(got, want) {
+		t.Errorf("revisionNotes: %q, want %q", got, want)
 	}
 }

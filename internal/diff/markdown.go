@@ -60,8 +60,10 @@ func WriteMarkdown(w io.Writer, r *Result, o MarkdownOptions) error {
 		}
 		doc = m.render(lo)
 		if len(doc) > limit {
-			// Even with no diff shown: the summary alone, cut.
-			doc = m.summaryOnly(limit)
+			// Too many sections for even their object lines: as many as
+			// fit, in order, the rest counted; the summary alone, cut,
+			// only when it is itself over the limit.
+			doc = m.fill(limit)
 		}
 	}
 	_, err := io.WriteString(w, doc)
@@ -350,31 +352,7 @@ func (m *markdown) render(limit int) string {
 	var cut []string
 	var body strings.Builder
 	for _, s := range m.sections {
-		open := ""
-		if s.open {
-			open = " open"
-		}
-		fmt.Fprintf(&body, "<details%s><summary>%s</summary>\n\n", open, html.EscapeString(s.summary))
-		for _, n := range s.notes {
-			body.WriteString(strings.TrimRight(n, "\n") + "\n\n")
-		}
-		for _, bl := range s.blocks {
-			d, shown, all := truncate(bl.diff, limit)
-			body.WriteString(bl.line + "\n\n")
-			if shown < all {
-				cut = append(cut, bl.id)
-				if shown == 0 {
-					fmt.Fprintf(&body, "_diff of %d lines not shown: the comment's size limit (see below)_\n\n", all)
-					continue
-				}
-			}
-			body.WriteString(fence("diff", d))
-			if shown < all {
-				fmt.Fprintf(&body, "_… %d of %d lines shown: the comment's size limit (see below)_\n", shown, all)
-			}
-			body.WriteString("\n")
-		}
-		body.WriteString("</details>\n\n")
+		cut = append(cut, s.write(&body, limit)...)
 	}
 	b.WriteString(m.head)
 	if len(cut) > 0 {
@@ -384,12 +362,100 @@ func (m *markdown) render(limit int) string {
 	return b.String()
 }
 
+// write writes the collapsible block of s, its diffs cut to limit bytes
+// (-1: whole), and returns the ids of those cut.
+func (s *mdSection) write(body *strings.Builder, limit int) (cut []string) {
+	open := ""
+	if s.open {
+		open = " open"
+	}
+	fmt.Fprintf(body, "<details%s><summary>%s</summary>\n\n", open, html.EscapeString(s.summary))
+	for _, n := range s.notes {
+		body.WriteString(strings.TrimRight(n, "\n") + "\n\n")
+	}
+	for _, bl := range s.blocks {
+		d, shown, all := truncate(bl.diff, limit)
+		body.WriteString(bl.line + "\n\n")
+		if shown < all {
+			cut = append(cut, bl.id)
+			if shown == 0 {
+				fmt.Fprintf(body, "_diff of %d lines not shown: the comment's size limit (see below)_\n\n", all)
+				continue
+			}
+		}
+		body.WriteString(fence("diff", d))
+		if shown < all {
+			fmt.Fprintf(body, "_… %d of %d lines shown: the comment's size limit (see below)_\n", shown, all)
+		}
+		body.WriteString("\n")
+	}
+	body.WriteString("</details>\n\n")
+	return cut
+}
+
+// fill is the document when even every section's object lines exceed the
+// room the summary leaves: the sections in order, each whole where it
+// fits, else with its diffs left out, while there is room; the rest are
+// counted, and the command that shows everything is given.
+func (m *markdown) fill(limit int) string {
+	if len(m.head) >= limit {
+		return m.summaryOnly(limit)
+	}
+	// Room for the notices, counted at their largest.
+	var cutAll []string
+	for _, s := range m.sections {
+		for _, bl := range s.blocks {
+			cutAll = append(cutAll, bl.id)
+		}
+	}
+	var probe strings.Builder
+	m.truncated(&probe, cutAll)
+	rest := fmt.Sprintf("> [!NOTE]\n> **%d more section(s) not shown**: the comment's size limit. Run %s in the repository to see everything.\n", len(m.sections), code(m.local))
+	room := limit - len(m.head) - probe.Len() - len(rest)
+	var body strings.Builder
+	var cut []string
+	shown := 0
+	for _, s := range m.sections {
+		var whole, lines strings.Builder
+		wc := s.write(&whole, -1)
+		lc := s.write(&lines, 0)
+		switch {
+		case body.Len()+whole.Len() <= room:
+			body.WriteString(whole.String())
+			cut = append(cut, wc...)
+		case body.Len()+lines.Len() <= room:
+			body.WriteString(lines.String())
+			cut = append(cut, lc...)
+		default:
+			continue
+		}
+		shown++
+	}
+	var b strings.Builder
+	b.WriteString(m.head)
+	if len(cut) > 0 {
+		m.truncated(&b, cut)
+	}
+	b.WriteString(body.String())
+	if n := len(m.sections) - shown; n > 0 {
+		fmt.Fprintf(&b, "> [!NOTE]\n> **%d more section(s) not shown**: the comment's size limit. Run %s in the repository to see everything.\n", n, code(m.local))
+	}
+	return b.String()
+}
+
+// maxCutNamed is how many cut diffs the notice names.
+const maxCutNamed = 10
+
 // truncated says which diffs are cut and how to see them.
 func (m *markdown) truncated(b *strings.Builder, cut []string) {
 	fmt.Fprintf(b, "> [!NOTE]\n> **%d diff(s) truncated** to keep this comment under GitHub's %d-character limit (the largest first). Run %s in the repository to see them whole:\n", len(cut), CommentLimit, code(m.local))
 	sort.Strings(cut)
-	for _, c := range cut {
+	// A list of every name would be a page of its own: the first ones.
+	for _, c := range cut[:min(len(cut), maxCutNamed)] {
 		fmt.Fprintf(b, "> - %s\n", mdText(c))
+	}
+	if len(cut) > maxCutNamed {
+		fmt.Fprintf(b, "> - … and %d more\n", len(cut)-maxCutNamed)
 	}
 	b.WriteString("\n")
 }

@@ -70,7 +70,8 @@ func TestDiffMarkdownLimit(t *testing.T) {
 		{name: "fits: nothing cut", n: 3, lines: 2, limit: 0, whole: []string{"cm-01", "cm-02", "cm-03"}},
 		{name: "the largest cut first", n: 10, lines: 20, limit: 40000,
 			truncated: []string{"cm-10", "cm-09", "cm-03"}, whole: []string{"cm-01", "cm-02"}},
-		{name: "GitHub's limit by default", n: 45, lines: 1, limit: 0, truncated: []string{"cm-45"}, whole: []string{"cm-01"}},
+		// More than ten cut: the first ten named, the rest counted.
+		{name: "GitHub's limit by default", n: 45, lines: 1, limit: 0, truncated: []string{"cm-24", "cm-33", "… and 12 more"}, whole: []string{"cm-01"}},
 		{name: "not even the summary fits", n: 3, lines: 2, limit: 300, summary: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,7 +98,7 @@ func TestDiffMarkdownLimit(t *testing.T) {
 				t.Errorf("the notice does not say how to see them: %s", notice)
 			}
 			for _, name := range tc.truncated {
-				if !strings.Contains(notice, "ConfigMap default/"+name) {
+				if !strings.Contains(notice, "ConfigMap default/"+name) && !strings.Contains(notice, name) {
 					t.Errorf("%s not named as truncated in %q", name, notice)
 				}
 			}
@@ -165,5 +166,34 @@ func TestDiffMarkdownFence(t *testing.T) {
 		if got := code(tc.in); got != tc.want {
 			t.Errorf("code(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestDiffMarkdownFill (issue 56 item 5): a summary that fits with room to
+// spare while every section's object lines do not is no "summary alone":
+// the sections are shown in order while they fit (whole where they can),
+// the rest counted; only a summary over the limit itself is cut alone.
+func TestDiffMarkdownFill(t *testing.T) {
+	r := bigResult(1, 1)
+	c := r.Clusters[0]
+	for i := 0; i < 400; i++ {
+		k := &Kustomization{Ref: fmt.Sprintf("flux-system/app-%03d", i), Change: Changed, Prune: true}
+		for j := 0; j < 5; j++ {
+			k.Objects = append(k.Objects, &Object{Key: ObjectKey{Kind: "ConfigMap", Namespace: "default", Name: fmt.Sprintf("cm-%03d-%d-%s", i, j, strings.Repeat("n", 40))}, Change: Changed, Action: "updated", Diff: "+  a: b\n"})
+		}
+		c.Kustomizations = append(c.Kustomizations, k)
+	}
+	const limit = 60000
+	md := markdownOf(t, r, MarkdownOptions{Limit: limit})
+	if len(md) > limit || len(md) < limit*3/4 {
+		t.Fatalf("%d bytes: want the room under %d used", len(md), limit)
+	}
+	fenceBalance(t, md)
+	if strings.Contains(md, "no diff is shown") || !strings.Contains(md, "more section(s) not shown") || !strings.Contains(md, "cm-000-0-") {
+		t.Errorf("want the first sections shown and the rest counted:\n%s", md[:2000])
+	}
+	// The summary itself over the limit: cut alone (the negative).
+	if md := markdownOf(t, r, MarkdownOptions{Limit: 3000}); !strings.Contains(md, "no diff is shown") || len(md) > 3000 {
+		t.Errorf("a summary over the limit: want it cut alone, %d bytes", len(md))
 	}
 }

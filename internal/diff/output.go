@@ -53,7 +53,7 @@ func WriteText(w io.Writer, r *Result) error {
 			}
 			fmt.Fprintf(&b, "\n=== %s: Kustomization %s (%s)\n", c.Path, k.Ref, k.Change)
 			for _, o := range k.Objects {
-				fmt.Fprintf(&b, "--- %s %s: %s\n", o.Key, o.Change, o.Action)
+				fmt.Fprintf(&b, "* %s %s: %s\n", o.Key, o.Change, o.Action)
 				b.WriteString(o.Diff)
 				writeValues(&b, o)
 			}
@@ -64,7 +64,7 @@ func WriteText(w io.Writer, r *Result) error {
 			}
 			fmt.Fprintf(&b, "\n=== %s: window, %s (%s as at base)\n", c.Path, wd.When(), wd.Object)
 			for _, o := range wd.Objects {
-				fmt.Fprintf(&b, "--- %s: %s\n", o.Key, o.Action)
+				fmt.Fprintf(&b, "* %s: %s\n", o.Key, o.Action)
 				b.WriteString(o.Diff)
 			}
 		}

@@ -43,7 +43,7 @@ func TestDiffHelmValues(t *testing.T) {
 			head: map[string]string{"infra/values.yaml": configMap("cilium-values", "  values.yaml: |\n    ipam:\n      mode: cluster-pool\n    k8sServicePort: 2\n")},
 			want: []string{"Kustomization flux-system/infra (prune: true): 1 changed, 1 upgraded",
 				upgraded + "ConfigMap kube-system/cilium-values)",
-				"--- HelmRelease.helm.toolkit.fluxcd.io kube-system/cilium upgraded: Helm upgrade",
+				"* HelmRelease.helm.toolkit.fluxcd.io kube-system/cilium upgraded: Helm upgrade",
 				"values as helm-controller composes them (valuesFrom, then spec.values):\n--- base/HelmRelease.helm.toolkit.fluxcd.io kube-system/cilium values\n+++ head/HelmRelease.helm.toolkit.fluxcd.io kube-system/cilium values\n",
 				"-  mode: kubernetes\n+  mode: cluster-pool\n", " k8sServicePort: 6443\n kubeProxyReplacement: true\n"}},
 		{name: "the ConfigMap is applied by another Kustomization: the reader's Kustomization lists the upgrade",
@@ -129,7 +129,7 @@ func TestDiffHelmValues(t *testing.T) {
 				"clusters/dev/apps.yaml": appsKustomization,
 				"apps/podinfo.yaml":      strings.ReplaceAll(strings.SplitN(ociCharts, "---\n", 3)[2], "podinfo-b", "podinfo-apps")},
 			head: map[string]string{"infra/podinfo.yaml": strings.Replace(ociCharts, "tag: 6.5.0", "tag: 6.6.0", 1)},
-			want: []string{"~ OCIRepository.source.toolkit.fluxcd.io default/podinfo: updated; " +
+			want: []string{"~ OCIRepository.source.toolkit.fluxcd.io default/podinfo: updated (tag 6.5.0 → 6.6.0); " +
 				"HelmRelease default/podinfo-a takes its chart from it (chartRef) → Helm upgrade when the artifact changes; " +
 				"HelmRelease default/podinfo-apps takes its chart from it (chartRef) → Helm upgrade when the artifact changes; " +
 				"HelmRelease default/podinfo-b takes its chart from it (chartRef) → Helm upgrade when the artifact changes; " +

@@ -278,10 +278,10 @@ func (g *Repo) Materialize(c Commit, dst string, lim Limits) (notes []string, er
 			}
 			continue
 		case filemode.Symlink:
-			notes = append(notes, fmt.Sprintf("%s: a symbolic link at %s, left out", name, c.Short()))
+			notes = append(notes, fmt.Sprintf("%s: a symbolic link, left out", name))
 			continue
 		case filemode.Submodule:
-			notes = append(notes, fmt.Sprintf("%s: a submodule at %s, left out", name, c.Short()))
+			notes = append(notes, fmt.Sprintf("%s: a submodule, left out", name))
 			continue
 		case filemode.Regular, filemode.Deprecated, filemode.Executable:
 		default:
@@ -292,14 +292,14 @@ func (g *Repo) Materialize(c Commit, dst string, lim Limits) (notes []string, er
 			// A partial clone (--filter=blob:none) holds only the blobs
 			// fetched so far: the file is left out, as one over the bound;
 			// a Flux tree missing it fails its build, which names it.
-			notes = append(notes, fmt.Sprintf("%s: its content is not in the local object store at %s (a partial clone?), left out; git fetch (or git checkout %s -- %s) fetches it", name, c.Short(), c.Short(), name))
+			notes = append(notes, fmt.Sprintf("%s: its content is not in the local object store (a partial clone?), left out; git checkout %s -- %s fetches it", name, c.Short(), name))
 			continue
 		}
 		if err != nil {
 			return notes, fmt.Errorf("%s: %s: %w", c, name, err)
 		}
 		if blob.Size > lim.MaxFileBytes {
-			notes = append(notes, fmt.Sprintf("%s: %d bytes at %s, over the %d-byte bound: left out", name, blob.Size, c.Short(), lim.MaxFileBytes))
+			notes = append(notes, fmt.Sprintf("%s: %d bytes, over the %d-byte bound: left out", name, blob.Size, lim.MaxFileBytes))
 			continue
 		}
 		files++
