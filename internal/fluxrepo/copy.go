@@ -2,6 +2,7 @@ package fluxrepo
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -51,7 +52,7 @@ func ignoreFilter(dir string, specIgnore *string) (func(p string, isDir bool) bo
 // refusal for the build that reads it: a file no build reads refuses
 // nothing. big are the files left out for their size.
 func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]error, big map[string]bool, err error) {
-	return copyRepoFiles(src, dst, max, nil)
+	return copyRepoFiles(src, dst, max, false, nil)
 }
 
 // copyRepoFiles is copyRepo, calling copied (when not nil) with each file
@@ -63,7 +64,14 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 // over max, a directory the ignore rules exclude once nothing is left in
 // it) and an alias bomb is emptied; a file kept is read, never written.
 // src then holds exactly what the copy would have held.
-func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)) (notes []string, bombs map[string]error, big map[string]bool, err error) {
+//
+// link: a file kept is linked into the copy (a hard link: one directory
+// entry, no new inode nor data written), where the filesystem allows it,
+// instead of written. Only for a copy nothing writes into in place: every
+// write of the loader into its copy replaces the file (rewriteFile), so
+// the repository's own file behind a link is never changed. A file that
+// cannot be linked (another filesystem, a link refused) is written.
+func copyRepoFiles(src, dst string, max int64, link bool, copied func(rel string, b []byte)) (notes []string, bombs map[string]error, big map[string]bool, err error) {
 	inPlace := dst == ""
 	src, err = filepath.Abs(src)
 	if err != nil {
@@ -85,7 +93,7 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 	g.SetLimit(copyWorkers())
 	for _, st := range steps {
 		if st.src != "" {
-			g.Go(func() error { return st.copy(max) })
+			g.Go(func() error { return st.copy(max, link) })
 		}
 	}
 	if err := g.Wait(); err != nil {
@@ -221,7 +229,10 @@ type copyStep struct {
 //
 // In place (dst ""), a file over max is removed, a bomb emptied, and a
 // file kept is left as it is.
-func (st *copyStep) copy(max int64) error {
+//
+// link: a file kept is linked into the copy where it can be (see
+// copyRepoFiles); an alias bomb's empty file is always written.
+func (st *copyStep) copy(max int64, link bool) error {
 	b, err := readCapped(st.src, max)
 	if err != nil {
 		return err
@@ -245,6 +256,9 @@ func (st *copyStep) copy(max int64) error {
 	}
 	st.b = b
 	if st.dst == "" {
+		return nil
+	}
+	if link && st.bomb == "" && os.Link(st.src, st.dst) == nil {
 		return nil
 	}
 	return writeNew(st.dst, b)
@@ -344,6 +358,17 @@ func writeNew(dst string, b []byte) error {
 		err = cerr
 	}
 	return err
+}
+
+// rewriteFile replaces p, a file of the copy, with b: removed, then
+// written anew, never written through. The copy's files may be hard links
+// to the repository's own (copyRepoFiles), which a write in place would
+// change.
+func rewriteFile(p string, b []byte) error {
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return writeNew(p, b)
 }
 
 // isLocal says whether rel (slash-separated, relative) stays inside its root.

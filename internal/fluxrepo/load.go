@@ -115,7 +115,10 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 	if dst != "" {
 		dst = tmp
 	}
-	notes, bombs, big, err := copyRepoFiles(repo, dst, o.MaxFileBytes, func(rel string, b []byte) {
+	// Linked, not written, unless the upstream build writes its generated
+	// kustomization.yaml into the copy in place (buildCopy).
+	link := !upstreamBuildOnly && !o.UpstreamBuild
+	notes, bombs, big, err := copyRepoFiles(repo, dst, o.MaxFileBytes, link, func(rel string, b []byte) {
 		copied = append(copied, copiedFile{rel, b})
 	})
 	if err != nil {
