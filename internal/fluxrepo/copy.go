@@ -56,7 +56,8 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 }
 
 // copyRepoFiles is copyRepo, calling copied (when not nil) with each file
-// written to the copy and the bytes written, in the order of the walk.
+// written to the copy, the bytes written and whether it was linked
+// instead, in the order of the walk.
 //
 // dst "" prepares src in place instead (Options.InPlace): the same walk,
 // rules, notes, bombs and callbacks, but what the copy would leave out is
@@ -71,7 +72,7 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 // write of the loader into its copy replaces the file (rewriteFile), so
 // the repository's own file behind a link is never changed. A file that
 // cannot be linked (another filesystem, a link refused) is written.
-func copyRepoFiles(src, dst string, max int64, link bool, copied func(rel string, b []byte)) (notes []string, bombs map[string]error, big map[string]bool, err error) {
+func copyRepoFiles(src, dst string, max int64, link bool, copied func(rel string, b []byte, linked bool)) (notes []string, bombs map[string]error, big map[string]bool, err error) {
 	inPlace := dst == ""
 	src, err = filepath.Abs(src)
 	if err != nil {
@@ -185,7 +186,7 @@ func planCopy(src, dst string, ignored func(string, bool) bool) (steps []*copySt
 
 // collectCopy takes what each copied file found, in the walk's order: the
 // notes, the alias bombs, the files over max, and the callback per file.
-func collectCopy(steps []*copyStep, max int64, copied func(rel string, b []byte)) (notes []string, bombs map[string]error, big map[string]bool) {
+func collectCopy(steps []*copyStep, max int64, copied func(rel string, b []byte, linked bool)) (notes []string, bombs map[string]error, big map[string]bool) {
 	for _, st := range steps {
 		switch {
 		case st.src == "":
@@ -205,7 +206,7 @@ func collectCopy(steps []*copyStep, max int64, copied func(rel string, b []byte)
 			bombs[st.rel] = verify.InputErrorf("%s: %s; kustomize, here and in kustomize-controller, would expand every alias in memory: write the values out, or alias less", Location{File: st.rel, Line: st.bombLine}, st.bomb)
 		}
 		if copied != nil {
-			copied(st.rel, st.b)
+			copied(st.rel, st.b, st.linked)
 		}
 	}
 	return notes, bombs, big
@@ -222,6 +223,8 @@ type copyStep struct {
 	b        []byte
 	bomb     string
 	bombLine int
+	// linked: the copy is a hard link to src (not written).
+	linked bool
 }
 
 // copy copies the step's file, at most max bytes; an alias bomb is
@@ -259,6 +262,7 @@ func (st *copyStep) copy(max int64, link bool) error {
 		return nil
 	}
 	if link && st.bomb == "" && os.Link(st.src, st.dst) == nil {
+		st.linked = true
 		return nil
 	}
 	return writeNew(st.dst, b)
