@@ -10,12 +10,11 @@ import (
 	"testing"
 )
 
-// The copy links the repository's files (copyRepoFiles): what a load
-// writes into its copy — a kustomization with a remote entry left out
-// offline (Holes), a repair leaving out a missing entry and restoring it —
-// replaces the copy's file and never writes through to the repository's.
-func TestLinkedCopyLeavesRepositoryAlone(t *testing.T) {
-	t.Parallel()
+// writingLayout is the Taskfile layout with a kustomization whose load
+// writes into the copy: a remote entry left out offline (Holes) and a
+// missing file left out by a repair.
+func writingLayout(t *testing.T) string {
+	t.Helper()
 	repo := t.TempDir()
 	if err := os.CopyFS(repo, os.DirFS("../../testdata/layouts/taskfile")); err != nil {
 		t.Fatal(err)
@@ -32,6 +31,16 @@ func TestLinkedCopyLeavesRepositoryAlone(t *testing.T) {
 	if err := os.WriteFile(kfile, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return repo
+}
+
+// The copy links the repository's files (copyRepoFiles): what a load
+// writes into its copy — a kustomization with a remote entry left out
+// offline (Holes), a repair leaving out a missing entry and restoring it —
+// replaces the copy's file and never writes through to the repository's.
+func TestLinkedCopyLeavesRepositoryAlone(t *testing.T) {
+	t.Parallel()
+	repo := writingLayout(t)
 	before := map[string]string{}
 	walk := func(f func(rel string, b []byte, fi fs.FileInfo)) {
 		t.Helper()
@@ -85,18 +94,7 @@ func TestLinkedCopyLeavesRepositoryAlone(t *testing.T) {
 // copy loads.
 func TestCopiesKeptLoadAsFresh(t *testing.T) {
 	t.Parallel()
-	repo := t.TempDir()
-	if err := os.CopyFS(repo, os.DirFS("../../testdata/layouts/taskfile")); err != nil {
-		t.Fatal(err)
-	}
-	kfile := filepath.Join(repo, "kubernetes/apps/default/echo/app/kustomization.yaml")
-	b, err := os.ReadFile(kfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kfile, []byte(strings.Replace(string(b), "resources:\n", "resources:\n  - https://git.example.invalid/remote/base?ref=v1\n  - ./missing.yaml\n", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	repo := writingLayout(t)
 	o := Options{Repo: repo, Path: "kubernetes/flux", RootName: "cluster", KeepGoing: true, Holes: true}
 	summary := func(e *Env) string {
 		var s strings.Builder
