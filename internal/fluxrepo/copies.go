@@ -67,6 +67,9 @@ type pooledCopy struct {
 	copied []copiedFile
 	files  map[string]*pooledFile
 	dirs   map[string]bool
+	// index is the copy's file index as made (never changed once loaded:
+	// every load of the copy shares it).
+	index *fileIndex
 }
 
 type pooledFile struct {

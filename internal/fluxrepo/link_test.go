@@ -99,7 +99,7 @@ func TestCopiesKeptLoadAsFresh(t *testing.T) {
 	summary := func(e *Env) string {
 		var s strings.Builder
 		for _, k := range e.Kustomizations {
-			fmt.Fprintf(&s, "%s built=%v files=%v repaired=%v note=%q\n", k.Ref(), k.Built, k.Files, k.Repaired, k.Note)
+			fmt.Fprintf(&s, "%s at %v built=%v files=%v repaired=%v note=%q\n", k.Ref(), k.Location, k.Built, k.Files, k.Repaired, k.Note)
 			for _, r := range k.Resources {
 				y, _ := r.AsYAML()
 				s.Write(y)

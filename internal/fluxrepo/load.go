@@ -160,7 +160,15 @@ func newLoader(o Options, repo, tmp string, pc *pooledCopy) (*loader, error) {
 	}
 	// The index of the copy, from the bytes the copy wrote (not read again).
 	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp, copied: copied}}
+	if pc != nil && pc.index != nil {
+		// A copy kept: its index, read-only once loaded, is the one a
+		// load of the same bytes makes.
+		e.index = pc.index
+	}
 	e.index.load() // before the generator writes anything
+	if pc != nil {
+		pc.index = e.index
+	}
 	l := &loader{env: e, tmp: tmp, copyNotes: notes, bombs: bombs, big: big, seen: map[string]bool{}, stagedDirs: map[string]*staged{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}
 	if o.Holes {
 		// After the index: locations are the committed files'.
