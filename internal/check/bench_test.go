@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homelab-ops/bootstrap/internal/benchshape"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/internal/pipeline"
 	"github.com/homelab-ops/bootstrap/internal/session"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -394,4 +396,34 @@ func testGeneratedHomelab(t *testing.T, full bool) {
 	if fails != 12 {
 		t.Fatalf("want the typo found in all 12 apps, at the component's line: %+v", r.Findings)
 	}
+}
+
+// BenchmarkCheckRealShape: check of the real-shaped repository
+// (internal/benchshape: ~140 Kustomizations, 1,100 files, two clusters
+// sharing one apps tree) as `bootstrap check --repo` runs it: every cluster
+// root found, each checked and compared with its siblings. Its figure per
+// 100 Kustomizations is ns/op × 100 / benchshape.Stats.Kustomizations
+// (issue 57). The whole command: TestWrite in internal/benchshape writes
+// the same repository into $BOOTSTRAP_BENCH_REPO.
+func BenchmarkCheckRealShape(b *testing.B) {
+	repo := b.TempDir()
+	st, err := benchshape.Write(repo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	roots, notes, err := fluxrepo.Discover(repo, fluxrepo.Options{})
+	if err != nil || len(roots) != 2 {
+		b.Fatalf("roots %v: %v", roots, err)
+	}
+	for b.Loop() {
+		rep := verify.NewReport("check")
+		e := &Every{Options: Options{Options: fluxrepo.Options{Repo: repo}}, Roots: roots, Notes: notes}
+		if err := pipeline.Execute(context.Background(), &pipeline.Run{Report: rep}, e); err != nil {
+			b.Fatal(err)
+		}
+		if c := checkOf(rep, "kubernetes.flux:check.render"); c.Verdict != verify.Pass || !strings.Contains(c.Message, fmt.Sprintf("%d Kustomization(s), %d built", st.Kustomizations, st.Kustomizations)) {
+			b.Fatalf("render: %s", dump(rep))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Seconds())/float64(b.N)*100/float64(st.Kustomizations), "s/100ks")
 }

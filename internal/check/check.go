@@ -201,6 +201,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Bootstrap = b
 	}
 	o.Policy = o.Policy.withBootstrap(o.Bootstrap)
+	// One copy of the repository for this environment and the siblings
+	// compared with it (fluxrepo.Copies), unless the caller keeps one for
+	// more (Every: every root).
+	if o.Copies == nil {
+		o.Copies = fluxrepo.NewCopies()
+		defer o.Copies.Close() //nolint:errcheck // a temporary directory
+	}
 	// A Kustomization whose path does not build is that Kustomization's
 	// failure ([build]), as kustomize-controller fails only it: the model
 	// keeps going past it, and builds it again without the entry that

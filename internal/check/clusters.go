@@ -86,6 +86,12 @@ func (e *Every) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 	// Each cluster compares its knobs with its siblings: loaded once for
 	// all the roots, not once per root.
 	o.siblings = map[string]sibling{}
+	// And every load copies the repository once: the copy is kept
+	// between them (fluxrepo.Copies).
+	if o.Copies == nil {
+		o.Copies = fluxrepo.NewCopies()
+		defer o.Copies.Close() //nolint:errcheck // a temporary directory
+	}
 	envs := e.liveEnvs(o)
 	for i, r := range e.Roots {
 		if ctx.Err() != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/homelab-ops/bootstrap/internal/benchshape"
 )
 
 // BenchmarkLoad loads a repository with the builds as Load makes them
@@ -16,15 +18,26 @@ import (
 // the fork saves.
 func BenchmarkLoad(b *testing.B) {
 	cases := []struct {
-		name, repo, path string
-		kustomizations   int
+		name, repo, path, rootName string
+		kustomizations             int
 	}{
-		{"homelab", "../../testdata/homelab", "clusters/prod", 0},
-		{"generated-100", "", "clusters/bench", 101},
+		{"homelab", "../../testdata/homelab", "clusters/prod", "", 0},
+		{"generated-100", "", "clusters/bench", "", 101},
+		// The real-shaped repository (internal/benchshape): its first
+		// cluster, the Taskfile layout's root flux-system/cluster.
+		{"real-shape", "", "kubernetes/flux", "cluster", 0},
 	}
 	for _, c := range cases {
 		repo := c.repo
-		if repo == "" {
+		switch {
+		case c.name == "real-shape":
+			repo = b.TempDir()
+			st, err := benchshape.Write(repo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.kustomizations = st.Kustomizations
+		case repo == "":
 			repo = genLoadRepo(b, c.kustomizations-1, 10)
 		}
 		for _, build := range []struct {
@@ -35,7 +48,7 @@ func BenchmarkLoad(b *testing.B) {
 				upstreamBuildOnly = build.upstream
 				defer func() { upstreamBuildOnly = false }()
 				for b.Loop() {
-					e, err := Load(Options{Repo: repo, Path: c.path})
+					e, err := Load(Options{Repo: repo, Path: c.path, RootName: c.rootName})
 					if err != nil {
 						b.Fatal(err)
 					}

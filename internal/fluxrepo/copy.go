@@ -2,6 +2,7 @@ package fluxrepo
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -51,11 +52,12 @@ func ignoreFilter(dir string, specIgnore *string) (func(p string, isDir bool) bo
 // refusal for the build that reads it: a file no build reads refuses
 // nothing. big are the files left out for their size.
 func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]error, big map[string]bool, err error) {
-	return copyRepoFiles(src, dst, max, nil)
+	return copyRepoFiles(src, dst, max, false, nil)
 }
 
 // copyRepoFiles is copyRepo, calling copied (when not nil) with each file
-// written to the copy and the bytes written, in the order of the walk.
+// written to the copy, the bytes written and whether it was linked
+// instead, in the order of the walk.
 //
 // dst "" prepares src in place instead (Options.InPlace): the same walk,
 // rules, notes, bombs and callbacks, but what the copy would leave out is
@@ -63,7 +65,14 @@ func copyRepo(src, dst string, max int64) (notes []string, bombs map[string]erro
 // over max, a directory the ignore rules exclude once nothing is left in
 // it) and an alias bomb is emptied; a file kept is read, never written.
 // src then holds exactly what the copy would have held.
-func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)) (notes []string, bombs map[string]error, big map[string]bool, err error) {
+//
+// link: a file kept is linked into the copy (a hard link: one directory
+// entry, no new inode nor data written), where the filesystem allows it,
+// instead of written. Only for a copy nothing writes into in place: every
+// write of the loader into its copy replaces the file (rewriteFile), so
+// the repository's own file behind a link is never changed. A file that
+// cannot be linked (another filesystem, a link refused) is written.
+func copyRepoFiles(src, dst string, max int64, link bool, copied func(rel string, b []byte, linked bool)) (notes []string, bombs map[string]error, big map[string]bool, err error) {
 	inPlace := dst == ""
 	src, err = filepath.Abs(src)
 	if err != nil {
@@ -85,7 +94,7 @@ func copyRepoFiles(src, dst string, max int64, copied func(rel string, b []byte)
 	g.SetLimit(copyWorkers())
 	for _, st := range steps {
 		if st.src != "" {
-			g.Go(func() error { return st.copy(max) })
+			g.Go(func() error { return st.copy(max, link) })
 		}
 	}
 	if err := g.Wait(); err != nil {
@@ -177,7 +186,7 @@ func planCopy(src, dst string, ignored func(string, bool) bool) (steps []*copySt
 
 // collectCopy takes what each copied file found, in the walk's order: the
 // notes, the alias bombs, the files over max, and the callback per file.
-func collectCopy(steps []*copyStep, max int64, copied func(rel string, b []byte)) (notes []string, bombs map[string]error, big map[string]bool) {
+func collectCopy(steps []*copyStep, max int64, copied func(rel string, b []byte, linked bool)) (notes []string, bombs map[string]error, big map[string]bool) {
 	for _, st := range steps {
 		switch {
 		case st.src == "":
@@ -197,7 +206,7 @@ func collectCopy(steps []*copyStep, max int64, copied func(rel string, b []byte)
 			bombs[st.rel] = verify.InputErrorf("%s: %s; kustomize, here and in kustomize-controller, would expand every alias in memory: write the values out, or alias less", Location{File: st.rel, Line: st.bombLine}, st.bomb)
 		}
 		if copied != nil {
-			copied(st.rel, st.b)
+			copied(st.rel, st.b, st.linked)
 		}
 	}
 	return notes, bombs, big
@@ -214,6 +223,8 @@ type copyStep struct {
 	b        []byte
 	bomb     string
 	bombLine int
+	// linked: the copy is a hard link to src (not written).
+	linked bool
 }
 
 // copy copies the step's file, at most max bytes; an alias bomb is
@@ -221,7 +232,10 @@ type copyStep struct {
 //
 // In place (dst ""), a file over max is removed, a bomb emptied, and a
 // file kept is left as it is.
-func (st *copyStep) copy(max int64) error {
+//
+// link: a file kept is linked into the copy where it can be (see
+// copyRepoFiles); an alias bomb's empty file is always written.
+func (st *copyStep) copy(max int64, link bool) error {
 	b, err := readCapped(st.src, max)
 	if err != nil {
 		return err
@@ -245,6 +259,10 @@ func (st *copyStep) copy(max int64) error {
 	}
 	st.b = b
 	if st.dst == "" {
+		return nil
+	}
+	if link && st.bomb == "" && os.Link(st.src, st.dst) == nil {
+		st.linked = true
 		return nil
 	}
 	return writeNew(st.dst, b)
@@ -344,6 +362,17 @@ func writeNew(dst string, b []byte) error {
 		err = cerr
 	}
 	return err
+}
+
+// rewriteFile replaces p, a file of the copy, with b: removed, then
+// written anew, never written through. The copy's files may be hard links
+// to the repository's own (copyRepoFiles), which a write in place would
+// change.
+func rewriteFile(p string, b []byte) error {
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return writeNew(p, b)
 }
 
 // isLocal says whether rel (slash-separated, relative) stays inside its root.

@@ -107,6 +107,10 @@ type Options struct {
 	// recorded there (by the load of another revision) instead of building
 	// again when its inputs answer the same (reuse.go: `bootstrap diff`).
 	RecordBuilds, ReuseBuilds *Builds
+	// Copies, when set, keeps the private copy of the repository for the
+	// next load sharing it, restored (copies.go), instead of copying the
+	// repository again for each load.
+	Copies *Copies
 }
 
 // FetchTimeout bounds one fetch of a remote file (Options.FetchRemote).

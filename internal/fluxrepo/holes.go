@@ -255,7 +255,7 @@ func (l *loader) leaveOutOffline() error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(p, []byte(s), 0o600)
+		return rewriteFile(p, []byte(s))
 	})
 }
 
@@ -397,7 +397,7 @@ func (l *loader) leaveOutBroken(root, dir string, buildErr error, committed map[
 	if err != nil {
 		return nil, nil, false
 	}
-	restore := func() { _ = os.WriteFile(pick.file, orig, 0o600) }
+	restore := func() { _ = rewriteFile(pick.file, orig) }
 	if pick.hole.Field == "" {
 		// A file a generated kustomization.yaml would list: set aside
 		// under a name the generator does not list.
@@ -412,7 +412,7 @@ func (l *loader) leaveOutBroken(root, dir string, buildErr error, committed map[
 		return nil, nil, false
 	}
 	s, err := n.String()
-	if err != nil || os.WriteFile(pick.file, []byte(s), 0o600) != nil {
+	if err != nil || rewriteFile(pick.file, []byte(s)) != nil {
 		restore()
 		return nil, nil, false
 	}

@@ -51,12 +51,24 @@ func load(o Options, inPlace bool) (*Env, error) {
 	// would see them) the ExternalArtifacts staged from it. In place, the
 	// caller's tree is the copy.
 	tmp := filepath.Join(base, "repo")
-	if inPlace {
+	var pc *pooledCopy
+	switch {
+	case inPlace:
 		tmp = ""
-	} else if err := os.Mkdir(tmp, 0o700); err != nil {
-		return nil, err
+	case o.Copies != nil && copyLinks(o):
+		// A copy kept (Options.Copies), given back restored once the
+		// builds ahead are done (deferred before them: run after).
+		if pc, err = o.Copies.take(repo, o.MaxFileBytes); err != nil {
+			return nil, err
+		}
+		defer o.Copies.give(pc)
+		tmp = pc.dir
+	default:
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			return nil, err
+		}
 	}
-	l, err := newLoader(o, repo, tmp)
+	l, err := newLoader(o, repo, tmp, pc)
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +109,16 @@ type loader struct {
 	ahead *ahead
 }
 
+// copyLinks says whether a load's copy links the repository's files
+// (copyRepoFiles): not when the upstream build writes its generated
+// kustomization.yaml into the copy in place (buildCopy).
+func copyLinks(o Options) bool { return !upstreamBuildOnly && !o.UpstreamBuild }
+
 // newLoader copies repo into the private directory tmp, indexes the copy
 // and returns the loader that builds it. tmp "": repo is prepared in
-// place and is the copy (LoadInPlace).
-func newLoader(o Options, repo, tmp string) (*loader, error) {
+// place and is the copy (LoadInPlace). pc: tmp is a copy kept
+// (Options.Copies), made here and recorded unless it is ready.
+func newLoader(o Options, repo, tmp string, pc *pooledCopy) (*loader, error) {
 	dst := tmp
 	if tmp == "" {
 		tmp = repo
@@ -115,15 +133,42 @@ func newLoader(o Options, repo, tmp string) (*loader, error) {
 	if dst != "" {
 		dst = tmp
 	}
-	notes, bombs, big, err := copyRepoFiles(repo, dst, o.MaxFileBytes, func(rel string, b []byte) {
-		copied = append(copied, copiedFile{rel, b})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("copy %s: %w", repo, err)
+	var notes []string
+	var bombs map[string]error
+	var big map[string]bool
+	if pc != nil && pc.ready {
+		notes, bombs, big, copied = pc.loaded()
+	} else {
+		linked := map[string]bool{}
+		var err error
+		notes, bombs, big, err = copyRepoFiles(repo, dst, o.MaxFileBytes, copyLinks(o), func(rel string, b []byte, l bool) {
+			copied = append(copied, copiedFile{rel, b})
+			if l {
+				linked[rel] = true
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("copy %s: %w", repo, err)
+		}
+		if pc != nil {
+			// Recorded before anything changes the copy.
+			if err := pc.made(notes, bombs, big, copied, linked); err != nil {
+				return nil, fmt.Errorf("copy %s: %w", repo, err)
+			}
+			notes, bombs, big, copied = pc.loaded()
+		}
 	}
 	// The index of the copy, from the bytes the copy wrote (not read again).
 	e := &Env{Options: o, Repo: repo, Data: map[string]*Data{}, Notes: notes, index: &fileIndex{root: tmp, copied: copied}}
+	if pc != nil && pc.index != nil {
+		// A copy kept: its index, read-only once loaded, is the one a
+		// load of the same bytes makes.
+		e.index = pc.index
+	}
 	e.index.load() // before the generator writes anything
+	if pc != nil {
+		pc.index = e.index
+	}
 	l := &loader{env: e, tmp: tmp, copyNotes: notes, bombs: bombs, big: big, seen: map[string]bool{}, stagedDirs: map[string]*staged{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}
 	if o.Holes {
 		// After the index: locations are the committed files'.
