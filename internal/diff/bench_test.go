@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,7 +121,7 @@ spec:
 // one file changed (app-150's Deployment image); the knob TIMEZONE, which
 // every app Kustomization reads, changed in cluster-vars. It returns the
 // directory and the three commits.
-func benchRepo(tb testing.TB) (dir string, commits [3]string) {
+func benchRepo(tb testing.TB) (dir string, commits [4]string) {
 	tb.Helper()
 	dir = tb.TempDir()
 	genHomelab(tb, dir, benchApps, benchHelm)
@@ -149,6 +150,18 @@ func benchRepo(tb testing.TB) (dir string, commits [3]string) {
 		func() {},
 		func() { edit("apps/ns-10/app-150/app/deployment.yaml", ":1.0.0", ":1.0.1") },
 		func() { edit("clusters/bench/vars.yaml", "Etc/UTC", "Europe/Paris") },
+		func() {
+			// A grouped Renovate bump: manyFiles Deployments' images.
+			files, _ := filepath.Glob(filepath.Join(dir, "apps", "*", "*", "app", "deployment.yaml"))
+			sort.Strings(files)
+			if len(files) < manyFiles {
+				tb.Fatalf("%d Deployments, want %d", len(files), manyFiles)
+			}
+			for _, f := range files[:manyFiles] {
+				rel, _ := filepath.Rel(dir, f)
+				edit(rel, ":1.0.", ":1.1.")
+			}
+		},
 	} {
 		change()
 		if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
@@ -162,6 +175,9 @@ func benchRepo(tb testing.TB) (dir string, commits [3]string) {
 	}
 	return dir, commits
 }
+
+// manyFiles is how many files the many-file commit changes.
+const manyFiles = 40
 
 // objectsChanged counts the objects of r's Kustomizations that change.
 func objectsChanged(r *Result) (ks, objs int) {
@@ -222,6 +238,9 @@ func BenchmarkDiff(b *testing.B) {
 		// TIMEZONE: every app's settings ConfigMap, every HelmRelease's
 		// and Deployment's env, and the knob's ConfigMap itself.
 		{"knob-every-kustomization-reads", commits[1], commits[2], benchApps + 1, 2*benchApps + 1},
+		// A many-file commit (issue 56 item 6): manyFiles Deployments of as
+		// many Kustomizations.
+		{"many-files", commits[2], commits[3], manyFiles, manyFiles},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			o := Options{Repo: dir, Path: "clusters/bench", Base: c.base, Head: c.head}
