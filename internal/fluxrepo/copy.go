@@ -251,10 +251,11 @@ func (st *copyStep) copy(max int64, link bool) error {
 		st.bomb, st.bombLine = why, line
 		b = []byte{}
 		if st.dst == "" {
-			// The walk found a regular file of a private tree: emptied
-			// where it is, as the copy writes an empty file.
+			// The walk found a regular file of a private tree: replaced
+			// by an empty one, as the copy writes (never truncated
+			// through: the tree's file may be a link, gitrev.Materialize).
 			st.b = b
-			return os.Truncate(st.src, 0)
+			return rewriteFile(st.src, b)
 		}
 	}
 	st.b = b

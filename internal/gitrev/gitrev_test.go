@@ -313,3 +313,49 @@ func unpackOnly(t *testing.T, dst string, keep []string) {
 		}
 	}
 }
+
+// TestDiffGitrevLinksSameBlobs: a second tree's file with a blob (and
+// mode) an earlier tree wrote is a link to it — not read from the object
+// store and written again — with the same content; a changed file is
+// written (the negative).
+func TestDiffGitrevLinksSameBlobs(t *testing.T) {
+	src := t.TempDir()
+	r, err := git.PlainInit(src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, r, src, "one", map[string]string{"same.yaml": "same\n", "changed.yaml": "one\n"})
+	commit(t, r, src, "two", map[string]string{"changed.yaml": "two\n"})
+	g, err := Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, rev := range []string{"HEAD~1", "HEAD"} {
+		c, err := g.Resolve("--base", rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := t.TempDir()
+		if _, err := g.Materialize(c, d, Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+	}
+	stat := func(d, f string) os.FileInfo {
+		fi, err := os.Stat(filepath.Join(d, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	if !os.SameFile(stat(dirs[0], "same.yaml"), stat(dirs[1], "same.yaml")) {
+		t.Errorf("same.yaml: not linked")
+	}
+	if os.SameFile(stat(dirs[0], "changed.yaml"), stat(dirs[1], "changed.yaml")) {
+		t.Errorf("changed.yaml: linked, want written")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dirs[1], "changed.yaml")); string(b) != "two\n" {
+		t.Errorf("changed.yaml at HEAD: %q", b)
+	}
+}
