@@ -328,16 +328,9 @@ func TestDiffTaskfileLayout(t *testing.T) {
 		{true, "not strict: kustomize-controller v1.4.0 (Flux v2.4.0)"},
 		{false, "renders no such Kustomization"},
 	} {
-		res, err := Run(context.Background(), Options{Repo: repo, Base: "HEAD~1", Head: "HEAD", Namespace: "flux-system", RootName: "flux-system", AdoptRoot: tc.adopt})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := WriteText(&b, res); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(b.String(), tc.want) || (tc.adopt && !strings.Contains(b.String(), "~ ConfigMap default/echo: updated")) {
-			t.Errorf("AdoptRoot %t: want %q (and the echo change when adopted) in:\n%s", tc.adopt, tc.want, b.String())
+		b := layoutDiff(t, repo, tc.adopt)
+		if !strings.Contains(b, tc.want) || (tc.adopt && !strings.Contains(b, "~ ConfigMap default/echo: updated")) {
+			t.Errorf("AdoptRoot %t: want %q (and the echo change when adopted) in:\n%s", tc.adopt, tc.want, b)
 		}
 	}
 }
@@ -361,16 +354,9 @@ func TestDiffMalformedLabels(t *testing.T) {
 				replaceIn(t, dir, "kubernetes/apps/default/echo/app/configmap.yaml", "  name: echo\n", "  name: echo\n  labels:\n"+tc.labels)
 			}
 		})
-		res, err := Run(context.Background(), Options{Repo: repo, Base: "HEAD~1", Head: "HEAD", Namespace: "flux-system", RootName: "flux-system", AdoptRoot: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := WriteText(&b, res); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(b.String(), tc.want) {
-			t.Errorf("labels %q: want %q in:\n%s", tc.labels, tc.want, b.String())
+		b := layoutDiff(t, repo, true)
+		if !strings.Contains(b, tc.want) {
+			t.Errorf("labels %q: want %q in:\n%s", tc.labels, tc.want, b)
 		}
 	}
 }
@@ -402,22 +388,15 @@ func TestDiffMove(t *testing.T) {
 			write(t, dir, "kubernetes/apps/default/pvc.yaml", pvc)
 			replaceIn(t, dir, "kubernetes/apps/default/kustomization.yaml", "resources:\n", "resources:\n  - ./pvc.yaml\n")
 		})
-		res, err := Run(context.Background(), Options{Repo: repo, Base: "HEAD~1", Head: "HEAD", Namespace: "flux-system", RootName: "flux-system", AdoptRoot: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := WriteText(&b, res); err != nil {
-			t.Fatal(err)
-		}
+		b := layoutDiff(t, repo, true)
 		for _, w := range tc.want {
-			if !strings.Contains(b.String(), w) {
-				t.Errorf("want %q in:\n%s", w, b.String())
+			if !strings.Contains(b, w) {
+				t.Errorf("want %q in:\n%s", w, b)
 			}
 		}
 		for _, w := range tc.not {
-			if strings.Contains(b.String(), w) {
-				t.Errorf("%q in:\n%s", w, b.String())
+			if strings.Contains(b, w) {
+				t.Errorf("%q in:\n%s", w, b)
 			}
 		}
 	}
@@ -467,4 +446,19 @@ func TestDiffRevisionNotes(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("revisionNotes: %q, want %q", got, want)
 	}
+}
+
+// layoutDiff is diff's text output of HEAD~1 → HEAD of repo, the root
+// flux-system/flux-system adopted when adopt (as the CLI without --root).
+func layoutDiff(t *testing.T, repo string, adopt bool) string {
+	t.Helper()
+	res, err := Run(context.Background(), Options{Repo: repo, Base: "HEAD~1", Head: "HEAD", Namespace: "flux-system", RootName: "flux-system", AdoptRoot: adopt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
