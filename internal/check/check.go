@@ -380,19 +380,12 @@ func buildFinding(env *fluxrepo.Env, k *fluxrepo.Kustomization) finding {
 		fix = "move the directory of the kind: Component kustomization from resources: to components: in the kustomization.yaml listing it (kustomize accepts a Component only under components:)"
 	case reason == fluxrepo.PathNotFound:
 		fix = fmt.Sprintf("point spec.path at a directory of the repository (relative to its root), or add %s", k.Path)
-	case reason == fluxrepo.ApplyRejected:
-		fix = "write the object it names as its API type defines it (the cause says which field and how)"
 	case len(k.Repaired) > 0:
 		fix = repairFix(k.Repaired[0])
 	}
 	consequence := "kustomize-controller fails it (BuildFailed) and applies nothing of it; the other Kustomizations are applied"
-	switch reason {
-	case fluxrepo.PathNotFound, fluxrepo.GeneratorFailed:
+	if reason == fluxrepo.PathNotFound || reason == fluxrepo.GeneratorFailed {
 		consequence = "the other Kustomizations are applied" // the loader's cause names the controller's words
-	case fluxrepo.ApplyRejected:
-		// kustomize-controller v1.9.5 apply: ssa ApplyAllStaged dry-runs
-		// the set first; a refused object fails the reconcile.
-		consequence = "its path builds, but the API server refuses that object, so kustomize-controller's server-side dry-run fails the reconcile (ReconciliationFailed) and applies nothing of it; the other Kustomizations are applied"
 	}
 	what := fmt.Sprintf("Kustomization %s: %s; %s — what it would apply is unknown here, not checked", k.Ref(), msg, consequence)
 	if k.Built {

@@ -25,11 +25,6 @@ const (
 	// GeneratorFailed: source-watcher fails the build of the
 	// ExternalArtifact the Kustomization reads.
 	GeneratorFailed
-	// ApplyRejected: the path builds, but the API server refuses an
-	// object of it (a Kustomization whose postBuild.substitute holds a
-	// number): kustomize-controller's server-side dry-run of the set fails
-	// the reconcile before anything is applied.
-	ApplyRejected
 )
 
 // BuildError is why Kustomization's path does not build: the loader's

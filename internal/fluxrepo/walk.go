@@ -399,23 +399,9 @@ func (l *loader) buildPath(k *Kustomization, st *staged) ([]*Kustomization, erro
 	k.Built, k.Resources, k.Files = true, res, files
 	l.attribute(files, k.Ref())
 	more, err := l.ingest(res, files, k.Ref())
-	if rj := (*rejected)(nil); errors.As(err, &rj) {
-		// The API server refuses an object k applies: kustomize-controller's
-		// dry-run of the set fails k's reconcile, and nothing of it is
-		// applied; the rest of the repository is checked as usual.
-		k.Built, k.Resources = false, nil
-		return nil, l.childFailed(k, buildError(k, ApplyRejected, rj.err))
-	}
 	onceFixed(more, k.OnceFixed, OnceFixedFiles(k.Repaired))
 	return more, err
 }
-
-// rejected is an object the API server refuses, in the set a Kustomization
-// applies (err names it and the fix).
-type rejected struct{ err error }
-
-func (r *rejected) Error() string { return r.err.Error() }
-func (r *rejected) Unwrap() error { return r.err }
 
 // onceFixed marks the Kustomizations a build rendered as reached through
 // a build that left out broken entries (of files), or one above it (up).
@@ -584,7 +570,7 @@ func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []st
 	}
 	loc := e.Locate(files, r.GetKind(), ns, raw)
 	if err := l.decode(r, k, "Kustomization "+ns+"/"+r.GetName(), loc); err != nil {
-		return nil, &rejected{verify.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), loc, err)}
+		return nil, verify.InputErrorf("Kustomization %s/%s (%s): %w", ns, r.GetName(), loc, err)
 	}
 	k.Namespace = ns
 	ref := ns + "/" + k.Name
