@@ -75,6 +75,16 @@ func TestHelmfileLayoutUp(t *testing.T) {
 	if err := os.WriteFile(supply, []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: cluster-secrets\n  namespace: flux-system\ntype: Opaque\nstringData:\n  SECRET_DOMAIN: "+domain+"\n  SECRET_ACME_EMAIL: ops@"+domain+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The plan of the bring-up the helmfile bootstrap makes: the
+	// template's Secret, supplied, before the root; nothing written.
+	r, _ = dryRunCLI(t, e, "", append(args, "--supply", supply, "--dry-run")...)
+	if n := planNotes(t, r.stdout)["Secret/flux-system/cluster-secrets"]; r.code != 0 || !strings.Contains(n, "supplied by --supply "+supply) {
+		t.Fatalf("up --dry-run --supply: want exit 0 and the Secret planned as supplied (note %q)\n%s", n, r)
+	}
+	var before corev1.Namespace
+	if err := e.client.Get(ctx, client.ObjectKey{Name: fluxNS}, &before); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s after the dry run: %v, want not found", fluxNS, err)
+	}
 	r, _ = dryRunCLI(t, e, "", append(args, "--supply", supply)...)
 	if r.code != 0 {
 		t.Fatalf("up --supply of the helmfile layout: want exit 0\n%s", r)
