@@ -95,7 +95,7 @@ func TestBootstrapBringUp(t *testing.T) {
 		{name: "a Kustomization whose labels are strings: no warning", layout: "taskfile",
 			edits: []edit{{"kubernetes/apps/default/echo/ks.yaml", "  name: echo\n", "  name: echo\n  labels:\n    team: web\n    enabled: \"true\"\n"}},
 			id:    "check.substitution/flux-system/cluster-apps", verdict: verify.Pass,
-			not:   []string{"is not a string"}},
+			not: []string{"is not a string"}},
 		{name: "a number in postBuild.substitute: the API server refuses it, the applier fails, the rest checked", layout: "taskfile",
 			edits: []edit{{"kubernetes/apps/default/echo/ks.yaml", "  interval: 30m\n", "  interval: 30m\n  postBuild:\n    substitute:\n      REPLICAS: 5\n"}},
 			id:    "check.substitution/flux-system/cluster-apps", verdict: verify.Fail,
