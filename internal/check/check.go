@@ -230,16 +230,26 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.strict, o.watch = j.strict, j.watch
 	o.mutators = mutatorsOf(env, o.Bootstrap)
 	r := &Result{Env: env, Release: j.rel, Others: map[string]*fluxrepo.Env{}}
+	// The siblings load while this environment's objects are substituted:
+	// neither reads what the other makes (the substitution reads env and
+	// the copy's file index, kept as made), and each leaves a core to
+	// the other. Their findings are recorded in the order they always were.
 	var compareNotes []string
-	if !o.NoCompare {
-		r.Others, compareNotes = loadOthers(o, env)
-	}
-	ch := &checker{policy: o.Policy, env: env}
+	others := make(chan struct{})
+	go func() {
+		defer close(others)
+		if !o.NoCompare {
+			r.Others, compareNotes = loadOthers(o, env)
+		}
+	}()
+	ch, sub := &checker{policy: o.Policy, env: env}, &checker{policy: o.Policy, env: env}
+	subs, refs := checkSubstitution(sub, ctx, o, env, sv)
+	<-others
 	if o.Policy.fromFile() {
 		compareNotes = append(compareNotes, "policy: "+PolicyFile+" (docs/policy.md)")
 	}
 	r.Checks = append(r.Checks, renderCheck(ch, o, env, r.Others, compareNotes), releaseCheck(j, env, o.Bootstrap))
-	subs, refs := checkSubstitution(ch, ctx, o, env, sv)
+	ch.findings = append(ch.findings, sub.findings...)
 	otherSources(env, o.Policy, subs)
 	r.Checks = append(r.Checks, subs...)
 	r.Checks = append(r.Checks, checkKnobs(ch, o, env, r.Others, refs)...)

@@ -910,11 +910,9 @@ func (e *Env) Applied(k *Kustomization, r *resource.Resource) *resource.Resource
 }
 
 // substitute is Applied's substitution of r, which holds a "${" in a key
-// or value.
+// or value (mentionsVar), so its YAML does too: not written here to look
+// (SubstituteVariables writes it, and fails where writing it fails: r).
 func (e *Env) substitute(k *Kustomization, r *resource.Resource) *resource.Resource {
-	if y, err := r.AsYAML(); err != nil || !strings.Contains(string(y), "${") {
-		return r
-	}
 	pk := k.DeepCopy()
 	for i := range pk.Spec.PostBuild.SubstituteFrom {
 		pk.Spec.PostBuild.SubstituteFrom[i].Optional = true // a missing one is the check's finding
