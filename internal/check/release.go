@@ -43,7 +43,7 @@ type judged struct {
 }
 
 // resolveRelease finds the release env deploys and kustomize-controller
-// there (fluxrelease.Deployed), and the CRDs that validate
+// there (fluxrelease.Deployed, as diff does), and the CRDs that validate
 // its Flux objects (the Flux Operator's version of them where a
 // FluxInstance manages the cluster).
 func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged, error) {
