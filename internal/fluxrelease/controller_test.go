@@ -2,8 +2,6 @@ package fluxrelease
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -87,41 +85,24 @@ func TestWatchOf(t *testing.T) {
 // the repository's flux-system/kustomization.yaml patch).
 func TestDeployed(t *testing.T) {
 	t.Parallel()
-	const patch = "        value: --feature-gates=StrictPostBuildSubstitutions=true\n"
+	patchOff := edit{"clusters/dev/flux-system/kustomization.yaml", "value: --feature-gates=StrictPostBuildSubstitutions=true\n", "value: --concurrent=4\n"}
 	for _, tc := range []struct {
 		name            string
-		removePatch     bool
+		edits           []edit
 		explicit        string
 		release, strict string
 		on              bool
 	}{
 		{name: "as committed", release: "Flux v2.7.5, declared by", on: true,
 			strict: "StrictPostBuildSubstitutions=true set by clusters/dev/flux-system (kustomize-controller v1.7.3)"},
-		{name: "the patch removed", removePatch: true, release: "Flux v2.7.5, declared by",
+		{name: "the patch removed", edits: []edit{patchOff}, release: "Flux v2.7.5, declared by",
 			strict: "(Flux v2.7.5) defaults StrictPostBuildSubstitutions to false"},
 		{name: "an older release chosen", explicit: "v2.3.0", release: "Flux v2.3.0 (--flux-version)", on: true,
 			strict: "StrictPostBuildSubstitutions=true set by clusters/dev/flux-system (kustomize-controller v1.3.0)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			repo := t.TempDir()
-			if err := os.CopyFS(repo, os.DirFS("../../testdata/releases/up-pinned")); err != nil {
-				t.Fatal(err)
-			}
-			if tc.removePatch {
-				p := filepath.Join(repo, "clusters/dev/flux-system/kustomization.yaml")
-				b, _ := os.ReadFile(p)
-				if !strings.Contains(string(b), patch) {
-					t.Fatal("no strict patch")
-				}
-				if err := os.WriteFile(p, []byte(strings.Replace(string(b), patch, "        value: --concurrent=4\n", 1)), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			env, err := fluxrepo.Load(fluxrepo.Options{Repo: repo, Path: "clusters/dev", KeepGoing: true, Holes: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			env := loadCopy(t, "releases/up-pinned", fluxrepo.Options{Path: "clusters/dev", KeepGoing: true, Holes: true}, tc.edits...)
 			rel, kc, err := Deployed(context.Background(), env, tc.explicit, "--flux-version", nil)
 			if err != nil {
 				t.Fatal(err)
