@@ -1,24 +1,17 @@
 package check
 
 import (
-	"context"
 	"fmt"
 	"strconv"
-	"sync"
 
-	runtimectrl "github.com/fluxcd/pkg/runtime/controller"
-	"github.com/spf13/pflag"
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/homelab-ops/bootstrap/internal/customize"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
-	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/patches"
-	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // controller is kustomize-controller as the environment deploys it: what
@@ -31,73 +24,13 @@ type controller struct {
 	flags []string
 }
 
-// kustomizeController is the release's kustomize-controller Deployment
-// with the repository's own customization of the controllers (a
-// FluxInstance's spec.kustomize.patches, flux bootstrap's
-// flux-system/kustomization.yaml patches; customize.UseRepository), and
-// where that customization is ("" when there is none). unread: the
-// customization does not render, and the release's Deployment is taken.
-func kustomizeController(ctx context.Context, env *fluxrepo.Env, version string) (dep *appsv1.Deployment, where string, unread error, err error) {
-	ro := customize.Options{Components: components.DefaultOptions(version)}
-	if err := ro.UseRepository(env); err != nil {
-		return nil, "", nil, err
-	}
-	var deps []appsv1.Deployment
-	if ro.Overlays.Kind == customize.SourceInstance || ro.Overlays.Kind == customize.SourceRepository {
-		out, err := customize.Run(ctx, ro)
-		if err == nil {
-			deps, where = out.Overlay.Final, ro.Overlays.Name
-		} else {
-			// The sync and controllers phases refuse it; the offline
-			// check judges by the release's default and says so.
-			unread = fmt.Errorf("the repository's customization of the controllers (%s) does not render over Flux %s: %w", ro.Overlays.Name, version, err)
-		}
-	}
-	if deps == nil {
-		// The release's kustomize-controller as released: no render needed.
-		b, err := components.EmbeddedBundle(version)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		d, err := b.Deployment("kustomize-controller")
-		if err != nil {
-			return nil, "", nil, err
-		}
-		deps = []appsv1.Deployment{*d}
-	}
-	for i := range deps {
-		if deps[i].Name == "kustomize-controller" {
-			return &deps[i], where, unread, nil
-		}
-	}
-	return nil, where, unread, nil
-}
-
-// controllerOf reads kustomize-controller's effective flags as the
-// environment deploys it (kustomizeController): StrictPostBuildSubstitutions
-// (patches.EffectiveGate, else that version's default), the watch on
-// ConfigMaps and Secrets (watchOf), and the other flags repositories set.
-func controllerOf(ctx context.Context, env *fluxrepo.Env, version string) (controller, error) {
-	d, where, unread, err := kustomizeController(ctx, env, version)
-	if err != nil {
-		return controller{}, err
-	}
-	if d == nil {
-		return controller{strict: strictness{why: fmt.Sprintf("Flux %s renders no kustomize-controller", version), unread: unread}, watch: defaultWatch()}, nil
-	}
-	by := where
-	if by == "" {
-		by = fmt.Sprintf("Flux %s's kustomize-controller Deployment", version)
-	}
-	kv := patches.ImageVersion(patches.ManagerImage(d))
-	f, err := patches.ManagerFlags(d)
-	if err != nil {
-		return controller{}, verify.InputErrorf("kustomize-controller of Flux %s as %s customizes it: %v; fix the --feature-gates value", version, by, err)
-	}
-	c := controller{strict: strictOf(f, kv, version, by)}
-	c.strict.unread = unread
-	if c.watch, err = watchOf(f, kv, by); err != nil {
-		return controller{}, err
+// controllerOf is what kustomize-controller as the environment deploys it
+// (fluxrelease.KustomizeController) decides for the checks, with the
+// other flags repositories set as evidence.
+func controllerOf(env *fluxrepo.Env, kc fluxrelease.Controller) controller {
+	c := controller{strict: strictness{on: kc.Strict.On, why: kc.Strict.Why, unread: kc.Unread}, watch: watchingOf(kc.Watch)}
+	if !kc.Rendered {
+		return c
 	}
 	unset := "the default"
 	if env.Origin.Layout == fluxrepo.LayoutFluxInstance {
@@ -105,93 +38,27 @@ func controllerOf(ctx context.Context, env *fluxrepo.Env, version string) (contr
 		// --requeue-dependency (DESIGN.md §8); they are not rendered here.
 		unset = "the default unless the FluxInstance's cluster.size profile sets it, which this check does not model"
 	}
-	c.flags = flagFacts(f, by, unset)
-	return c, nil
-}
-
-// strictOf is the effective StrictPostBuildSubstitutions in f, set by by,
-// else kustomize-controller kv's default.
-func strictOf(f patches.Flags, kv, version, by string) strictness {
-	g := patches.EffectiveGate("kustomize-controller", kv, f, patches.StrictSubstitution)
-	s := strictness{on: g.Value}
-	switch {
-	case g.Explicit:
-		s.why = fmt.Sprintf("%s=%t set by %s (kustomize-controller %s)", patches.StrictSubstitution, g.Value, by, kv)
-	case g.DefaultKnown:
-		s.why = fmt.Sprintf("kustomize-controller %s (Flux %s) defaults %s to %t", kv, version, patches.StrictSubstitution, g.Default)
-	default:
-		s.why = fmt.Sprintf("kustomize-controller %s (Flux %s): the default of %s is not recorded, taken as off", kv, version, patches.StrictSubstitution)
-	}
-	return s
+	c.flags = flagFacts(kc.Flags, kc.By, unset)
+	return c
 }
 
 // watching is kustomize-controller's watch on the ConfigMaps and Secrets
-// Kustomizations read (kustomization_manager.go SetupWithManager:
-// WatchesMetadata of ConfigMaps and Secrets with the predicate main.go
-// builds from --watch-configs-label-selector; a changed object reconciles
-// every Kustomization whose postBuild.substituteFrom names it).
+// Kustomizations read (fluxrelease.Watch, whose fields these are), with
+// the words check says of it.
 type watching struct {
-	// pred is fluxcd/pkg/runtime/controller GetWatchConfigsPredicate of the
-	// effective selector; nil when nothing is watched (off).
-	pred predicate.Predicate
-	// selector is the flag's value when set explicitly, by where.
-	selector string
-	explicit bool
-	where    string
-	// def is the flag's default (WatchOptions.BindFlags).
-	def string
-	// off says why nothing is watched (DisableConfigWatchers set).
-	off string
+	pred            predicate.Predicate // nil: nothing watched (off)
+	selector        string
+	explicit        bool
+	where, def, off string
 }
 
-// watchConfigsFlag is kustomize-controller's flag, as fluxcd/pkg/runtime
-// v0.110.3 controller.WatchOptions.BindFlags binds it.
-const watchConfigsFlag = "watch-configs-label-selector"
-
-// disableConfigWatchers is the gate (fluxcd/pkg/runtime/controller
-// FeatureGateDisableConfigWatchers) with which kustomize-controller's
-// main.go sets KustomizationReconcilerOptions.WatchConfigs false.
-const disableConfigWatchers = runtimectrl.FeatureGateDisableConfigWatchers
-
-// watchOf is the watch kustomize-controller kv runs with flags f, set by
-// by. The selector is parsed by the controller's own code: f's last value
-// of the flag (pflag's, as patches.ParseArgs keeps it) bound by
-// WatchOptions.BindFlags, whose default applies when the flag is unset,
-// and made a predicate by GetWatchConfigsPredicate (labels.Parse; an empty
-// selector watches everything). A selector that does not parse makes
-// main.go exit at start-up ("unable to configure watch configs label
-// selector"): an input error naming where it is set.
-func watchOf(f patches.Flags, kv, by string) (watching, error) {
-	var wo runtimectrl.WatchOptions
-	fs := pflag.NewFlagSet("kustomize-controller", pflag.ContinueOnError)
-	wo.BindFlags(fs)
-	w := watching{where: by, def: fs.Lookup(watchConfigsFlag).DefValue}
-	if v, ok := f.Values[watchConfigsFlag]; ok {
-		if err := fs.Set(watchConfigsFlag, v); err != nil {
-			return watching{}, err
-		}
-		w.selector, w.explicit = v, true
-	}
-	pred, err := runtimectrl.GetWatchConfigsPredicate(wo)
-	if err != nil {
-		return watching{}, verify.InputErrorf("kustomize-controller's --%s=%s, set by %s, is not a label selector (%v): kustomize-controller exits at start-up (unable to configure watch configs label selector); fix the selector there (e.g. owner!=helm), or remove the arg for the default %s",
-			watchConfigsFlag, w.selector, by, err, w.def)
-	}
-	w.pred = pred
-	if g := patches.EffectiveGate("kustomize-controller", kv, f, disableConfigWatchers); g.Value {
-		w.pred, w.off = nil, fmt.Sprintf("--%s=%s=true set by %s: it watches no ConfigMap or Secret", patches.FeatureGatesFlag, disableConfigWatchers, by)
-	}
-	return w, nil
+// watchingOf is w as check reads it.
+func watchingOf(w fluxrelease.Watch) watching {
+	return watching{pred: w.Predicate, selector: w.Selector, explicit: w.Explicit, where: w.Where, def: w.Default, off: w.Off}
 }
 
 // defaultWatch is the watch of a kustomize-controller with no flag set.
-var defaultWatch = sync.OnceValue(func() watching {
-	w, err := watchOf(patches.Flags{}, "", "")
-	if err != nil {
-		panic(err) // the controller's own default parses
-	}
-	return w
-})
+func defaultWatch() watching { return watchingOf(fluxrelease.DefaultWatch()) }
 
 // matches says a change of an object labelled so reconciles its readers:
 // the predicate of an update event, as the controller's watch sees one.
@@ -211,7 +78,7 @@ func (w watching) because() string {
 	if !w.explicit {
 		return "reconcile.fluxcd.io/watch: Enabled"
 	}
-	return fmt.Sprintf("it matches --%s=%s set by %s", watchConfigsFlag, w.selector, w.where)
+	return fmt.Sprintf("it matches --%s=%s set by %s", fluxrelease.WatchConfigsFlag, w.selector, w.where)
 }
 
 // missed says why an object it does not match is not watched.
@@ -219,7 +86,7 @@ func (w watching) missed() string {
 	if w.off != "" {
 		return "kustomize-controller runs with " + w.off
 	}
-	return fmt.Sprintf("its labels do not match --%s=%s set by %s", watchConfigsFlag, w.selector, w.where)
+	return fmt.Sprintf("its labels do not match --%s=%s set by %s", fluxrelease.WatchConfigsFlag, w.selector, w.where)
 }
 
 // fact is the watch as evidence.
@@ -228,9 +95,9 @@ func (w watching) fact() string {
 	case w.off != "":
 		return "kustomize-controller " + w.off
 	case w.explicit:
-		return fmt.Sprintf("kustomize-controller --%s=%s set by %s: a change of a ConfigMap or Secret it matches reconciles the Kustomizations reading it", watchConfigsFlag, w.selector, w.where)
+		return fmt.Sprintf("kustomize-controller --%s=%s set by %s: a change of a ConfigMap or Secret it matches reconciles the Kustomizations reading it", fluxrelease.WatchConfigsFlag, w.selector, w.where)
 	}
-	return fmt.Sprintf("kustomize-controller --%s: %s (the default)", watchConfigsFlag, w.def)
+	return fmt.Sprintf("kustomize-controller --%s: %s (the default)", fluxrelease.WatchConfigsFlag, w.def)
 }
 
 // The defaults of kustomize-controller v1.9.5's main.go for the flags

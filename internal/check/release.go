@@ -42,22 +42,19 @@ type judged struct {
 	controller
 }
 
-// resolveRelease finds the release env deploys (fluxrelease.ForEnv), the
-// CRDs that validate its Flux objects (the Flux Operator's version of them
-// where a FluxInstance manages the cluster) and kustomize-controller's
-// strictness and watch there (controllerOf).
+// resolveRelease finds the release env deploys and kustomize-controller
+// there (fluxrelease.Deployed, as diff does), and the CRDs that validate
+// its Flux objects (the Flux Operator's version of them where a
+// FluxInstance manages the cluster).
 func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged, error) {
-	// The one resolution up, controllers, sync and status make too.
-	rel, err := fluxrelease.ForEnvWith(env, o.FluxVersion, o.FluxVersionFrom, o.Bootstrap)
+	// The release is the one up, controllers, sync and status resolve too
+	// (fluxrelease.ForEnv).
+	rel, kc, err := fluxrelease.Deployed(ctx, env, o.FluxVersion, o.FluxVersionFrom, o.Bootstrap)
 	if err != nil {
 		return nil, err
 	}
-	j := &judged{rel: rel}
+	j := &judged{rel: rel, controller: controllerOf(env, kc)}
 	if rel.Old {
-		// kustomize-controller before v1.1.0 has no strict mode, and no
-		// later release defaults it on before v1.9.0 (Flux 2.9).
-		j.strict = strictness{why: fmt.Sprintf("Flux %s's kustomize-controller substitutes without StrictPostBuildSubstitutions (on by default only from kustomize-controller v1.9.0, Flux v2.9.0)", rel.Declared)}
-		j.watch = defaultWatch()
 		return j, nil
 	}
 	if rel.Operator != nil {
@@ -68,8 +65,7 @@ func resolveRelease(ctx context.Context, o Options, env *fluxrepo.Env) (*judged,
 	if err != nil {
 		return nil, err
 	}
-	j.controller, err = controllerOf(ctx, env, rel.Version)
-	return j, err
+	return j, nil
 }
 
 // releaseCheck states the release as a fact. An Old release is a skip:

@@ -32,6 +32,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/chartrender"
 	"github.com/homelab-ops/bootstrap/internal/check"
+	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 	"github.com/homelab-ops/bootstrap/internal/gitrev"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
@@ -319,11 +320,13 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string,
 	if err != nil {
 		return nil, err
 	}
-	strict, why, _, err := check.Strictness(ctx, env, o.FluxVersion, b)
+	// Substituted as the release's kustomize-controller does, the one
+	// check judges by.
+	_, kc, err := fluxrelease.Deployed(ctx, env, o.FluxVersion, "--flux-version", b)
 	if err != nil {
 		return nil, err
 	}
-	return &side{env: env, sub: substitution{strict: strict, why: why}, rend: map[string]*rendered{}}, nil
+	return &side{env: env, sub: substitution{strict: kc.Strict.On, why: kc.Strict.Why}, rend: map[string]*rendered{}}, nil
 }
 
 // loadSides loads root at both revisions: base first, recording its

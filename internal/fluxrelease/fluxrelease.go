@@ -1,7 +1,9 @@
 // Package fluxrelease finds the Flux release an environment deploys: the one
 // its controllers run, so the one whose CRDs and controller defaults judge
 // its objects. In order: an explicit choice (--flux-version, --versions-file),
-// then what the repository declares, then the tool's default.
+// then what the repository declares, then the tool's default. Deployed
+// adds kustomize-controller as the environment deploys it there (its
+// strictness and watch), which check judges by and diff renders by.
 //
 // The forms a repository declares its release in (DESIGN §10):
 //   - a FluxInstance's spec.distribution.version (a semver range: the Flux
