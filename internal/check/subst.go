@@ -197,6 +197,10 @@ type substitution struct {
 	schema *crdschema.Validator
 	// plain is how the controller's code ends on an object without "$".
 	plain plainState
+	// shared: this pass's call of the controller's code is the one the
+	// environment makes (Env.Substituted: not strict, every substituteFrom
+	// object rendered, no value assumed), so its answers are taken.
+	shared bool
 }
 
 // plainState is what SubstituteVariables does with an object whose YAML
@@ -248,7 +252,8 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 		return def.Fail(fmt.Sprintf("Kustomization %s: %v", k.Ref(), err)), names, refs, nil
 	}
 	s := &substitution{o: o, env: env, k: k, vars: vars, from: from, always: always, uobj: uobj, cl: fluxrepo.DataClient{Env: env, Extra: o.Policy.prerequisite},
-		names: names, assumed: assumed, unknown: unknown, controllerErrs: map[string]bool{}, schema: sv}
+		names: names, assumed: assumed, unknown: unknown, controllerErrs: map[string]bool{}, schema: sv,
+		shared: !o.strict.on && len(unknown) == 0 && rendersData(env, k)}
 	for _, r := range k.Resources {
 		s.fs = append(s.fs, labelsCheck(o, env, k, r)...)
 		if fluxrepo.SubstitutionDisabled(r) {
@@ -348,8 +353,7 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	if err != nil {
 		// The controller's own code reads the object the same way
 		// (SubstituteVariables: res.AsYAML) and fails the build with it.
-		if _, cerr := fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
-			fluxkustomize.SubstituteWithStrict(o.strict.on), fluxkustomize.SubstituteWithAlways(s.always)); cerr != nil {
+		if _, cerr := s.controller(ctx, r); cerr != nil {
 			s.controllerErrs[fmt.Sprintf("post build failed for '%s': %v", s.objName(r), cerr)] = true
 		}
 		return
@@ -390,8 +394,7 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	}
 	// The controller's own code, in the release's mode, against the
 	// environment's data.
-	out, err := fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
-		fluxkustomize.SubstituteWithStrict(o.strict.on), fluxkustomize.SubstituteWithAlways(s.always))
+	out, err := s.controller(ctx, r)
 	if err != nil {
 		s.controllerErrs[fmt.Sprintf("post build failed for '%s': %v", s.objName(r), err)] = true
 		if !strings.Contains(text, "$") {
@@ -406,6 +409,31 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	if !s.placeholders(nodes) {
 		s.fs = append(s.fs, schemaCheck(ctx, s.schema, o, env, k, r, out, len(nodes) > 0)...)
 	}
+}
+
+// controller is kustomize-controller's substitution of r
+// (fluxcd/pkg/kustomize.SubstituteVariables) in the release's mode over
+// the environment's data: the environment's answer when it made the same
+// call (shared), which the load already made for the objects it ingests.
+func (s *substitution) controller(ctx context.Context, r *resource.Resource) (*resource.Resource, error) {
+	if s.shared {
+		return s.env.Substituted(s.k, r)
+	}
+	return fluxkustomize.SubstituteVariables(ctx, s.cl, unstructured.Unstructured{Object: s.uobj}, r.DeepCopy(),
+		fluxkustomize.SubstituteWithStrict(s.o.strict.on), fluxkustomize.SubstituteWithAlways(s.always))
+}
+
+// rendersData says whether the environment renders every substituteFrom
+// object of k: then the data the check reads is the environment's alone
+// (no policy prerequisite) and whether a reference is optional changes
+// nothing (LoadVariables skips only an object it cannot find).
+func rendersData(env *fluxrepo.Env, k *fluxrepo.Kustomization) bool {
+	for _, ref := range k.Spec.PostBuild.SubstituteFrom {
+		if env.Data[fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name)] == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // typed decodes a substituted built-in object into its Go type, as the API

@@ -53,6 +53,7 @@ type appliedKey struct {
 type appliedAnswer struct {
 	read []*Data // e.Data of each substituteFrom of k, in order (nil: absent)
 	out  *resource.Resource
+	err  error
 }
 
 // substituteData is what Applied's substitution of k's objects reads.
@@ -66,25 +67,26 @@ func (e *Env) substituteData(k *Kustomization) []*Data {
 }
 
 // appliedMemoized is Applied's memoized answer for r of k, if it holds.
-func (e *Env) appliedMemoized(k *Kustomization, r *resource.Resource) (*resource.Resource, []*Data, bool) {
+func (e *Env) appliedMemoized(k *Kustomization, r *resource.Resource) (appliedAnswer, []*Data, bool) {
 	read := e.substituteData(k)
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
 	if e.applied == nil {
-		return nil, read, false
+		return appliedAnswer{}, read, false
 	}
 	a, ok := e.applied.m[appliedKey{k, r}]
 	if !ok || !slices.Equal(a.read, read) {
-		return nil, read, false
+		return appliedAnswer{}, read, false
 	}
-	return a.out, read, true
+	return a, read, true
 }
 
-func (e *Env) memoizeApplied(k *Kustomization, r *resource.Resource, read []*Data, out *resource.Resource) {
+func (e *Env) memoizeApplied(k *Kustomization, r *resource.Resource, read []*Data, a appliedAnswer) {
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
 	if e.applied == nil {
 		e.applied = &appliedMemo{m: map[appliedKey]appliedAnswer{}}
 	}
-	e.applied.m[appliedKey{k, r}] = appliedAnswer{read: read, out: out}
+	a.read = read
+	e.applied.m[appliedKey{k, r}] = a
 }

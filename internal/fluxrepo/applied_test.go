@@ -1,8 +1,16 @@
 package fluxrepo
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
+
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,5 +125,49 @@ func TestFSCacheSeed(t *testing.T) {
 	}
 	if len(c.files) != 1 {
 		t.Errorf("seeded %d files, want 1", len(c.files))
+	}
+}
+
+// Substituted answers as kustomize-controller's own call does, the error
+// included, and remembers it: check takes this answer for the same call.
+func TestSubstitutedIsTheControllersCall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, vars, want, err string
+	}{
+		{name: "defined", vars: "SIZE: 5Gi", want: "5Gi"},
+		{name: "a key no variable may be named", vars: "bad-key: x", err: "envsubst error: 'bad-key' var name is invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			k := &Kustomization{Kustomization: &kustomizev1.Kustomization{
+				ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: "flux-system"},
+				Spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{
+					SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "vars"}},
+				}},
+			}}
+			name, value, _ := strings.Cut(tc.vars, ": ")
+			e := &Env{Data: map[string]*Data{DataKey("ConfigMap", "flux-system", "vars"): {Kind: "ConfigMap", Namespace: "flux-system", Name: "vars", Values: map[string]string{name: value}}}}
+			r := appliedResource(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: flux-system\ndata:\n  size: ${SIZE}\n")
+			uobj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(k.Kustomization)
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct, derr := fluxkustomize.SubstituteVariables(context.Background(), DataClient{Env: e}, unstructured.Unstructured{Object: uobj}, r.DeepCopy())
+			out, err := e.Substituted(k, r)
+			if fmt.Sprint(err) != fmt.Sprint(derr) || (tc.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.err))) {
+				t.Fatalf("error %v, the controller's call %v, want %q", err, derr, tc.err)
+			}
+			if tc.want != "" {
+				m, _ := out.Map()
+				dm, _ := direct.Map()
+				if got := m["data"].(map[string]any)["size"]; got != tc.want || !reflect.DeepEqual(m, dm) {
+					t.Fatalf("got %v, the controller's call %v", m, dm)
+				}
+			}
+			if again, err2 := e.Substituted(k, r); again != out || fmt.Sprint(err2) != fmt.Sprint(err) {
+				t.Fatal("asked again with the same data: want the remembered answer")
+			}
+		})
 	}
 }

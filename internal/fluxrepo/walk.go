@@ -900,31 +900,40 @@ func (e *Env) Applied(k *Kustomization, r *resource.Resource) *resource.Resource
 	if !mentionsVar(r.YNode(), map[*yaml.Node]bool{}) {
 		return r // no ${ in any key or value, so none in r.AsYAML() (below), without writing it
 	}
-	out, read, ok := e.appliedMemoized(k, r)
-	if ok {
-		return out
+	out, err := e.Substituted(k, r)
+	if err != nil || out == nil {
+		return r
 	}
-	out = e.substitute(k, r)
-	e.memoizeApplied(k, r, read, out)
 	return out
 }
 
-// substitute is Applied's substitution of r, which holds a "${" in a key
-// or value (mentionsVar), so its YAML does too: not written here to look
-// (SubstituteVariables writes it, and fails where writing it fails: r).
-func (e *Env) substitute(k *Kustomization, r *resource.Resource) *resource.Resource {
+// Substituted is kustomize-controller's substitution of r by k as Applied
+// runs it — fluxcd/pkg/kustomize.SubstituteVariables, not strict, over the
+// data the environment renders (a substituteFrom object it does not render
+// is optional) — with the object and the error the call returns, memoized
+// with Applied's answers. check's own call is this one where it differs in
+// nothing, and takes the answer the load already had. Treat the result as
+// read-only.
+func (e *Env) Substituted(k *Kustomization, r *resource.Resource) (*resource.Resource, error) {
+	a, read, ok := e.appliedMemoized(k, r)
+	if ok {
+		return a.out, a.err
+	}
+	out, err := e.substitute(k, r)
+	e.memoizeApplied(k, r, read, appliedAnswer{out: out, err: err})
+	return out, err
+}
+
+// substitute is Substituted's call.
+func (e *Env) substitute(k *Kustomization, r *resource.Resource) (*resource.Resource, error) {
 	pk := k.DeepCopy()
 	for i := range pk.Spec.PostBuild.SubstituteFrom {
 		pk.Spec.PostBuild.SubstituteFrom[i].Optional = true // a missing one is the check's finding
 	}
 	uobj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pk)
 	if err != nil {
-		return r
+		return nil, err
 	}
-	out, err := fluxkustomize.SubstituteVariables(context.Background(), DataClient{Env: e}, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
+	return fluxkustomize.SubstituteVariables(context.Background(), DataClient{Env: e}, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
 		fluxkustomize.SubstituteWithAlways(pk.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways))
-	if err != nil || out == nil {
-		return r
-	}
-	return out
 }
