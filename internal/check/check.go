@@ -208,6 +208,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Copies = fluxrepo.NewCopies()
 		defer o.Copies.Close() //nolint:errcheck // a temporary directory
 	}
+	o.Options = shareBuilds(o.Options)
 	// A Kustomization whose path does not build is that Kustomization's
 	// failure ([build]), as kustomize-controller fails only it: the model
 	// keeps going past it, and builds it again without the entry that
@@ -523,6 +524,19 @@ func loadOthers(o Options, env *fluxrepo.Env) (map[string]*fluxrepo.Env, []strin
 		}
 	}
 	return out, notes
+}
+
+// shareBuilds has the loads of one check take each other's kustomize
+// builds (fluxrepo.Builds): a directory two loads build from the same
+// generated kustomization file, every filesystem answer the same (the apps
+// tree two clusters share, a sibling's), is built once. A caller keeping
+// builds of its own (diff) keeps them.
+func shareBuilds(o fluxrepo.Options) fluxrepo.Options {
+	if o.RecordBuilds == nil && o.ReuseBuilds == nil {
+		b := fluxrepo.NewBuilds()
+		o.RecordBuilds, o.ReuseBuilds = b, b
+	}
+	return o
 }
 
 // sibling is one environment loaded for comparison.

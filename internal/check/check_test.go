@@ -847,3 +847,42 @@ func TestFetchRemoteBase(t *testing.T) {
 		})
 	}
 }
+
+// The loads of one check take each other's builds (shareBuilds): the
+// sibling compared with dev builds the directories both render alike once,
+// and the report is the one each load building its own gives — also where
+// a Kustomization's spec changes its build in one cluster only (prod's
+// apps with a namePrefix: built, not taken).
+func TestSharedBuildsSameReport(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		ms   []mutation
+	}{
+		{name: "as committed"},
+		{name: "prod's apps built otherwise", ms: []mutation{{"clusters/prod/kustomization.yaml", "", "patches:\n  - target: {kind: Kustomization, name: apps}\n    patch: |-\n      - op: add\n        path: /spec/namePrefix\n        value: prod-\n"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := fixture(t, tc.ms...)
+			report := func(o fluxrepo.Options) string {
+				r, err := Run(context.Background(), Options{Options: o})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep := verify.NewReport("check")
+				rep.Add(r.Checks...)
+				return dump(rep)
+			}
+			shared := fluxrepo.NewBuilds()
+			got := report(fluxrepo.Options{Repo: repo, Path: "clusters/dev", RecordBuilds: shared, ReuseBuilds: shared})
+			own := report(fluxrepo.Options{Repo: repo, Path: "clusters/dev", RecordBuilds: fluxrepo.NewBuilds()})
+			if got != own {
+				t.Fatalf("with builds shared:\n%s\nwith each load's own:\n%s", got, own)
+			}
+			if shared.Reused() == 0 {
+				t.Fatal("no build taken from another load: want the directories dev and prod build alike built once")
+			}
+		})
+	}
+}

@@ -92,6 +92,7 @@ func (e *Every) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 		o.Copies = fluxrepo.NewCopies()
 		defer o.Copies.Close() //nolint:errcheck // a temporary directory
 	}
+	o.Options = shareBuilds(o.Options)
 	envs := e.liveEnvs(o)
 	for i, r := range e.Roots {
 		if ctx.Err() != nil {
