@@ -535,7 +535,7 @@ spec:
 		fmt.Fprintf(&b, `          c%[2]d:
             image:
               repository: ghcr.io/home-operations/%[1]s-c%[2]d
-              tag: 1.%[3]d.%[2]d@sha256:%[4]064x
+              tag: 1.%[3]d.%[2]d@sha256:%064[4]x
             env:
               TZ: ${TIMEZONE}
               %[5]s__INSTANCE_NAME: %[1]s

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/homelab-ops/bootstrap/internal/benchshape"
 	"github.com/homelab-ops/bootstrap/internal/check"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 )
@@ -125,6 +126,31 @@ func benchRepo(tb testing.TB) (dir string, commits [4]string) {
 	tb.Helper()
 	dir = tb.TempDir()
 	genHomelab(tb, dir, benchApps, benchHelm)
+	c := commitEach(tb, dir, func(edit func(file, old, new string)) {},
+		func(edit func(file, old, new string)) {
+			edit("apps/ns-10/app-150/app/deployment.yaml", ":1.0.0", ":1.0.1")
+		},
+		func(edit func(file, old, new string)) { edit("clusters/bench/vars.yaml", "Etc/UTC", "Europe/Paris") },
+		func(edit func(file, old, new string)) {
+			// A grouped Renovate bump: manyFiles Deployments' images.
+			files, _ := filepath.Glob(filepath.Join(dir, "apps", "*", "*", "app", "deployment.yaml"))
+			sort.Strings(files)
+			if len(files) < manyFiles {
+				tb.Fatalf("%d Deployments, want %d", len(files), manyFiles)
+			}
+			for _, f := range files[:manyFiles] {
+				rel, _ := filepath.Rel(dir, f)
+				edit(rel, ":1.0.", ":1.1.")
+			}
+		})
+	copy(commits[:], c)
+	return dir, commits
+}
+
+// commitEach makes dir a Git repository and commits it after each change
+// (the first commit: dir as it is, then changed): the commits in order.
+func commitEach(tb testing.TB, dir string, changes ...func(edit func(file, old, new string))) []string {
+	tb.Helper()
 	r, err := git.PlainInit(dir, false)
 	if err != nil {
 		tb.Fatal(err)
@@ -146,24 +172,9 @@ func benchRepo(tb testing.TB) (dir string, commits [4]string) {
 			tb.Fatal(err)
 		}
 	}
-	for i, change := range []func(){
-		func() {},
-		func() { edit("apps/ns-10/app-150/app/deployment.yaml", ":1.0.0", ":1.0.1") },
-		func() { edit("clusters/bench/vars.yaml", "Etc/UTC", "Europe/Paris") },
-		func() {
-			// A grouped Renovate bump: manyFiles Deployments' images.
-			files, _ := filepath.Glob(filepath.Join(dir, "apps", "*", "*", "app", "deployment.yaml"))
-			sort.Strings(files)
-			if len(files) < manyFiles {
-				tb.Fatalf("%d Deployments, want %d", len(files), manyFiles)
-			}
-			for _, f := range files[:manyFiles] {
-				rel, _ := filepath.Rel(dir, f)
-				edit(rel, ":1.0.", ":1.1.")
-			}
-		},
-	} {
-		change()
+	var commits []string
+	for i, change := range changes {
+		change(edit)
 		if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
 			tb.Fatal(err)
 		}
@@ -171,9 +182,9 @@ func benchRepo(tb testing.TB) (dir string, commits [4]string) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		commits[i] = h.String()
+		commits = append(commits, h.String())
 	}
-	return dir, commits
+	return commits
 }
 
 // manyFiles is how many files the many-file commit changes.
@@ -252,6 +263,56 @@ func BenchmarkDiff(b *testing.B) {
 				}
 				if ks, objs := objectsChanged(r); ks != c.ks || objs != c.objs || r.Failed() {
 					b.Fatalf("%d Kustomization(s) with %d object(s) changed (failed: %t), want %d with %d", ks, objs, r.Failed(), c.ks, c.objs)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDiffRealShape: diff of two commits of the real-shaped
+// repository (internal/benchshape: its first cluster, 140 Kustomizations,
+// not strict) beside one check of that cluster (issue 56 item 6: diff ≤
+// 1.5× check): one HelmRelease's image bumped, and the knob TIMEZONE every
+// app reads changed in cluster-settings.
+func BenchmarkDiffRealShape(b *testing.B) {
+	dir := b.TempDir()
+	if _, err := benchshape.Write(dir); err != nil {
+		b.Fatal(err)
+	}
+	const hr = "kubernetes/apps/actions-runner-system/authelia-000/app/helmrelease.yaml"
+	commits := commitEach(b, dir, func(edit func(file, old, new string)) {},
+		func(edit func(file, old, new string)) { edit(hr, "tag: 1.0.0@", "tag: 1.0.1@") },
+		func(edit func(file, old, new string)) {
+			edit("kubernetes/flux/vars/cluster-settings.yaml", "Europe/Berlin", "Europe/Paris")
+		})
+	ctx := context.Background()
+	const path = "kubernetes/flux"
+	b.Run("check", func(b *testing.B) {
+		o := check.Options{Options: fluxrepo.Options{Repo: dir, Path: path, Namespace: "flux-system", RootName: "cluster"}, NoCompare: true}
+		defer reportCPU(b, cpuTime(b))
+		for b.Loop() {
+			if _, err := check.Run(ctx, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range []struct {
+		name       string
+		base, head string
+	}{
+		{"one-file", commits[0], commits[1]},
+		{"knob", commits[1], commits[2]},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			o := Options{Repo: dir, Path: path, Base: c.base, Head: c.head, AdoptRoot: true}
+			defer reportCPU(b, cpuTime(b))
+			for b.Loop() {
+				r, err := Run(ctx, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if ks, _ := objectsChanged(r); ks == 0 || r.Failed() {
+					b.Fatalf("%d Kustomization(s) changed (failed: %t)", ks, r.Failed())
 				}
 			}
 		})

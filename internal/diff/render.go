@@ -79,6 +79,10 @@ func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Da
 	var always bool
 	// The window's render answers from data (the objects at base).
 	cl := fluxrepo.DataClient{Env: env, Data: data}
+	// shared: the call is the one the environment makes (Env.Substituted:
+	// its data, not strict, every substituteFrom object rendered with its
+	// keys), whose answers the load already has for the objects it ingests.
+	shared := data == nil && !sub.strict
 	if data == nil {
 		data = env.Data
 	}
@@ -93,6 +97,7 @@ func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Da
 			// … not found", fluxcd/pkg/kustomize LoadVariables).
 			d := env.Data[fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name)]
 			if d == nil || d.Open {
+				shared = false
 				kc.Spec.PostBuild.SubstituteFrom[i].Optional = true
 				unknown = unknown || d != nil || !ref.Optional
 			}
@@ -121,11 +126,35 @@ func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Da
 		}
 		always = kc.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways
 	}
+	// plainOK: an object without "$" went through the controller's code
+	// without an error. Then another one would too and come out as it
+	// went in: SubstituteVariables (fluxcd/pkg/kustomize v1.35.6
+	// kustomize_varsub.go) loads the Kustomization's variables and checks
+	// their names — the same for every object of it — and runs envsubst
+	// over the object's YAML, which outside an expression escapes only
+	// "$" (envsubst v1.7.1 parse.go: escapeChars = dollar), so a text
+	// without one stays as it is; what it returns is that text read back
+	// through JSON, which is what toUnstructured reads of the object
+	// itself (TestPlainObjectsAsSubstituted holds the fixtures to it).
+	plainOK := false
 	for _, r := range k.Resources {
+		if plainOK && !fluxrepo.WritesDollar(r) {
+			if u, err := toUnstructured(r); err == nil {
+				out.objs[keyOf(u)] = u
+				continue
+			}
+			// Unreadable: the controller's words, below.
+		}
 		res := r
 		if k.Substitutes() {
-			s, err := fluxkustomize.SubstituteVariables(ctx, cl, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
-				fluxkustomize.SubstituteWithStrict(sub.strict), fluxkustomize.SubstituteWithAlways(always))
+			var s *resource.Resource
+			var err error
+			if shared {
+				s, err = env.Substituted(k, r)
+			} else {
+				s, err = fluxkustomize.SubstituteVariables(ctx, cl, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
+					fluxkustomize.SubstituteWithStrict(sub.strict), fluxkustomize.SubstituteWithAlways(always))
+			}
 			if err != nil {
 				// kustomize-controller's words (kustomization_controller.go build).
 				out.fail = fmt.Sprintf("post build failed for '%s': %v", resName(r), err)
@@ -134,6 +163,7 @@ func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Da
 			if s != nil { // nil: substitution disabled on it
 				res = s
 			}
+			plainOK = plainOK || !fluxrepo.WritesDollar(r)
 		}
 		u, err := toUnstructured(res)
 		if err != nil {
