@@ -2,8 +2,10 @@
 // the overlays this tool ships, an --overlays directory, none (--plain), the
 // customization the environment's repository keeps, or a FluxInstance's
 // spec.kustomize.patches — and renders them with it through pkg/render.Run
-// (generate, apply, prove), as the CLI's render phase. It maps the library's
-// typed refusals to the CLI's flags.
+// (generate, apply, prove), as the CLI's render phase. The library's typed
+// refusals (components.OptionError, components.BundleError,
+// bundles.ErrNotGenerated) come back as they are: cmd/bootstrap says them
+// with its flags.
 package customize
 
 import (
@@ -129,7 +131,7 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 	}
 	r, err := render.Run(ctx, co, ov)
 	if err != nil {
-		return nil, FlagError(err)
+		return nil, err
 	}
 	out := &Output{
 		YAML:    r.YAML,
