@@ -8,8 +8,13 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/flow"
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/components/bundles"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
+
+// The command line's words where the libraries say their own: its flags
+// for pkg/components' typed refusals (flagError) and in the render's
+// proofs (proofPhrases).
 
 // flagError is err with pkg/components' typed refusals said in the
 // command line's words: an Options field becomes the flag that sets it,
@@ -45,4 +50,14 @@ func flagError(err error) error {
 		return fmt.Errorf("this binary was built without the embedded Flux bundles (pkg/components/bundles/flux, committed: restore it with git, or run make generate) and rebuild, or pass --manifests DIR|TARBALL (%w)", bundles.ErrNotGenerated)
 	}
 	return err
+}
+
+// proofPhrases name the render flags in the proofs' messages.
+var proofPhrases = patches.Phrases{
+	Plain:         "--plain",
+	Components:    "--components",
+	StrictOverlay: fmt.Sprintf("the shipped overlays (or an --overlays dir that appends --%s=%s=true)", patches.FeatureGatesFlag, patches.StrictSubstitution),
+	Regenerate: func(dir string) string {
+		return fmt.Sprintf("`bootstrap render --plain --output-dir %s` with this run's --flux-version and component flags", dir)
+	},
 }

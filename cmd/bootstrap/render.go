@@ -59,7 +59,7 @@ func (f *renderFlags) options() (customize.Options, error) {
 	// version and components are checked against the embedded bundle here,
 	// before the first read or request (a refusal the session says with
 	// the flags: flagError).
-	o := customize.Options{Components: f.components, Manifests: f.manifests}
+	o := customize.Options{Components: f.components, Manifests: f.manifests, Phrases: proofPhrases}
 	if err := customize.Preflight(o); err != nil {
 		return o, err
 	}

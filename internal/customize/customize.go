@@ -35,6 +35,9 @@ type Options struct {
 	// Overlays is the controllers' customization, read when the render
 	// runs; the zero value is the overlays this tool ships.
 	Overlays Source
+	// Phrases are the words the proofs use for the controls (the command
+	// line's flags; patches.Phrases).
+	Phrases patches.Phrases
 }
 
 // Source is where the controllers' customization comes from. Which flags
@@ -129,7 +132,7 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := render.Run(ctx, co, ov)
+	r, err := render.Run(ctx, co, ov, o.Phrases)
 	if err != nil {
 		return nil, err
 	}
