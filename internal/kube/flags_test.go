@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 )
 
@@ -67,27 +68,41 @@ func TestFlagsReadTheGivenEnvironment(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := ClusterFlags(func(k string) string { return tc.env[k] })
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			f.AddFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := Config(f)
-			if tc.host == "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("Config: %v, want an error saying %q", err, tc.err)
-				}
+			cfg := config(t, tc.env, "", tc.args, tc.err)
+			if cfg == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.Host != tc.host || cfg.Timeout.String() != "30s" {
 				t.Errorf("host %s timeout %s, want %s 30s", cfg.Host, cfg.Timeout, tc.host)
 			}
 		})
 	}
+}
+
+// config is Config of the cluster flags reading env, args parsed, with
+// the service account's files in sa ("": the pod's); nil when it errs
+// saying wantErr, as it must when wantErr is set.
+func config(t *testing.T, env map[string]string, sa string, args []string, wantErr string) *rest.Config {
+	t.Helper()
+	f := ClusterFlags(func(k string) string { return env[k] })
+	if sa != "" {
+		f.serviceAccount = sa
+	}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	f.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Config(f)
+	switch {
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Fatalf("Config: %v, want an error saying %q", err, wantErr)
+	case wantErr == "" && err != nil:
+		t.Fatal(err)
+	case wantErr != "":
+		return nil
+	}
+	return cfg
 }
 
 // serviceAccount writes a pod's service account files into a new
@@ -156,22 +171,9 @@ func TestInClusterFollowsGetenv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("KUBERNETES_SERVICE_HOST", tc.process)
 			t.Setenv("KUBERNETES_SERVICE_PORT", "6443")
-			f := ClusterFlags(func(k string) string { return tc.env[k] })
-			f.serviceAccount = tc.sa
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			f.AddFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := Config(f)
-			if tc.host == "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("Config: %v, want an error saying %q", err, tc.err)
-				}
+			cfg := config(t, tc.env, tc.sa, tc.args, tc.err)
+			if cfg == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.Host != tc.host || cfg.BearerTokenFile != tc.token || cfg.CAFile != tc.ca {
 				t.Errorf("host %s token file %q CA %q, want %s %q %q", cfg.Host, cfg.BearerTokenFile, cfg.CAFile, tc.host, tc.token, tc.ca)

@@ -26,44 +26,41 @@ func TestPhrases(t *testing.T) {
 	cli := Phrases{Plain: "--plain", Components: "--components", StrictOverlay: "the shipped overlays",
 		Regenerate: func(dir string) string { return "`render --plain --output-dir " + dir + "`" }}
 	for _, tc := range []struct {
-		name  string
-		words Phrases
-		res   *Result
-		plain bool
-		gate  string
-		want  string
+		name    string
+		res     *Result
+		plain   bool
+		gate    string
+		library string // what the zero Phrases say
+		caller  string // what cli says
 	}{
-		{"plain, the library's words", Phrases{}, &Result{Base: kc, Final: kc}, true, GatePlain.ID,
-			"a plain render: the controller overlays were skipped on purpose"},
-		{"plain, the caller's", cli, &Result{Base: kc, Final: kc}, true, GatePlain.ID,
-			"--plain: the controller overlays were skipped on purpose"},
-		{"the gate off under plain, the library's words", Phrases{}, &Result{Base: kc, Final: kc}, true, GateStrict.ID,
-			"StrictPostBuildSubstitutions=false: a plain render skipped the overlays and kustomize-controller v1.4.0 defaults it off"},
-		{"the gate off under plain, the caller's", cli, &Result{Base: kc, Final: kc}, true, GateStrict.ID,
+		{"plain", &Result{Base: kc, Final: kc}, true, GatePlain.ID,
+			"a plain render: the controller overlays were skipped on purpose", "--plain: the controller overlays were skipped on purpose"},
+		{"the gate off under plain", &Result{Base: kc, Final: kc}, true, GateStrict.ID,
+			"StrictPostBuildSubstitutions=false: a plain render skipped the overlays and kustomize-controller v1.4.0 defaults it off",
 			"StrictPostBuildSubstitutions=false: --plain skipped the overlays"},
-		{"no kustomize-controller, the library's words", Phrases{}, &Result{Base: sc, Final: sc}, false, GateStrict.ID,
-			"cannot be checked; add it to Options.Components"},
-		{"no kustomize-controller, the caller's", cli, &Result{Base: sc, Final: sc}, false, GateStrict.ID,
-			"cannot be checked; add it to --components"},
-		{"no overlay sets the gate, the library's words", Phrases{}, &Result{Base: kc, Final: kc}, false, GateStrict.ID,
-			"no overlay sets it; apply an overlay that appends --feature-gates=StrictPostBuildSubstitutions=true"},
-		{"no overlay sets the gate, the caller's", cli, &Result{Base: kc, Final: kc}, false, GateStrict.ID,
-			"no overlay sets it; apply the shipped overlays"},
-		{"a committed file that differs, the library's words", Phrases{}, committed, false, GateCommitted.ID,
-			"regenerate it (render this release with the same components and no overlay into clusters/dev/flux-system) and commit it"},
-		{"a committed file that differs, the caller's", cli, committed, false, GateCommitted.ID,
+		{"no kustomize-controller", &Result{Base: sc, Final: sc}, false, GateStrict.ID,
+			"cannot be checked; add it to Options.Components", "cannot be checked; add it to --components"},
+		{"no overlay sets the gate", &Result{Base: kc, Final: kc}, false, GateStrict.ID,
+			"no overlay sets it; apply an overlay that appends --feature-gates=StrictPostBuildSubstitutions=true", "no overlay sets it; apply the shipped overlays"},
+		{"a committed file that differs", committed, false, GateCommitted.ID,
+			"regenerate it (render this release with the same components and no overlay into clusters/dev/flux-system) and commit it",
 			"regenerate it (`render --plain --output-dir clusters/dev/flux-system`) and commit it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var msg string
-			for _, c := range tc.words.Prove(tc.res, tc.plain) {
-				if c.ID == tc.gate {
-					msg = c.Message
+			for _, w := range []struct {
+				words Phrases
+				want  string
+			}{{Phrases{}, tc.library}, {cli, tc.caller}} {
+				var msg string
+				for _, c := range w.words.Prove(tc.res, tc.plain) {
+					if c.ID == tc.gate {
+						msg = c.Message
+					}
 				}
-			}
-			if !strings.Contains(msg, tc.want) {
-				t.Errorf("%s says %q, want %q", tc.gate, msg, tc.want)
+				if !strings.Contains(msg, w.want) {
+					t.Errorf("%s says %q, want %q", tc.gate, msg, w.want)
+				}
 			}
 		})
 	}
