@@ -57,8 +57,9 @@ func addRenderFlags(cmd *cobra.Command, f *renderFlags, pins versions.Pins) {
 func (f *renderFlags) options() (customize.Options, error) {
 	// The values' own rules ran when they were set (internal/input); the
 	// version and components are checked against the embedded bundle here,
-	// before the first read or request.
-	o := customize.Options{Components: f.components, Manifests: f.manifests}
+	// before the first read or request (a refusal the session says with
+	// the flags: flagError).
+	o := customize.Options{Components: f.components, Manifests: f.manifests, Phrases: proofPhrases}
 	if err := customize.Preflight(o); err != nil {
 		return o, err
 	}

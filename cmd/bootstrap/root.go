@@ -32,6 +32,7 @@ type app struct {
 
 func newApp(streams genericiooptions.IOStreams, getenv func(string) string) *app {
 	a := &app{streams: streams, getenv: getenv, s: session.New(streams.Out, streams.ErrOut, getenv, kube.ClusterFlags(getenv))}
+	a.s.Reword = flagError
 	a.pins, a.s.Setup = versions.Load()
 	return a
 }

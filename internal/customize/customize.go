@@ -2,8 +2,10 @@
 // the overlays this tool ships, an --overlays directory, none (--plain), the
 // customization the environment's repository keeps, or a FluxInstance's
 // spec.kustomize.patches — and renders them with it through pkg/render.Run
-// (generate, apply, prove), as the CLI's render phase. It maps the library's
-// typed refusals to the CLI's flags.
+// (generate, apply, prove), as the CLI's render phase. The library's typed
+// refusals (components.OptionError, components.BundleError,
+// bundles.ErrNotGenerated) come back as they are: cmd/bootstrap says them
+// with its flags.
 package customize
 
 import (
@@ -33,6 +35,9 @@ type Options struct {
 	// Overlays is the controllers' customization, read when the render
 	// runs; the zero value is the overlays this tool ships.
 	Overlays Source
+	// Phrases are the words the proofs use for the controls (the command
+	// line's flags; patches.Phrases).
+	Phrases patches.Phrases
 }
 
 // Source is where the controllers' customization comes from. Which flags
@@ -127,9 +132,9 @@ func Run(ctx context.Context, o Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := render.Run(ctx, co, ov)
+	r, err := render.Run(ctx, co, ov, o.Phrases)
 	if err != nil {
-		return nil, FlagError(err)
+		return nil, err
 	}
 	out := &Output{
 		YAML:    r.YAML,

@@ -3,6 +3,7 @@ package customize
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -241,23 +242,27 @@ func TestPlain(t *testing.T) {
 	}
 }
 
+// TestBadInput: a bad overlay is an input error; a bad option is
+// pkg/components' typed refusal naming its field, which cmd/bootstrap
+// words with the flag (flagError).
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
 		mutate func(*Options)
 		want   string
+		field  string // the Options field refused ("": an input error)
 	}{
-		{"malformed overlay YAML", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("malformed") }, "is not valid YAML"},
-		{"overlay whose resources are not the components", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("unsupported-field") }, "resources must include gotk-components.yaml"},
-		{"documented form without the components", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-no-components") }, "resources must include gotk-components.yaml"},
-		{"documented form with a remote resource", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-remote") }, "is remote; an overlay may only use files inside its directory"},
-		{"documented form with a resource outside", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-outside") }, "is outside the overlay directory"},
-		{"documented form with a stale export", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-stale-export") }, "gotk-components.yaml exists in the overlay directory; remove it"},
-		{"overlay dir without kustomization", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("no-kustomization") }, "has files but no kustomization.yaml"},
-		{"unknown component", func(o *Options) { o.Components.ComponentsExtra = []string{"image-reflektor-controller"} }, "unknown component image-reflektor-controller; available in embedded Flux v2.9.5 release bundle: helm-controller, image-automation-controller"},
-		{"unknown version", func(o *Options) { o.Components.FluxVersion = "v2.1.0" }, "Flux v2.1.0 is not embedded in this build (embedded: v2.2.3, v2.3.0"},
-		{"bad log level", func(o *Options) { o.Components.LogLevel = "verbose" }, `--log-level "verbose"`},
+		{"malformed overlay YAML", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("malformed") }, "is not valid YAML", ""},
+		{"overlay whose resources are not the components", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("unsupported-field") }, "resources must include gotk-components.yaml", ""},
+		{"documented form without the components", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-no-components") }, "resources must include gotk-components.yaml", ""},
+		{"documented form with a remote resource", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-remote") }, "is remote; an overlay may only use files inside its directory", ""},
+		{"documented form with a resource outside", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-outside") }, "is outside the overlay directory", ""},
+		{"documented form with a stale export", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("convention-stale-export") }, "gotk-components.yaml exists in the overlay directory; remove it", ""},
+		{"overlay dir without kustomization", func(o *Options) { o.Overlays.FS, o.Overlays.Name = fixture("no-kustomization") }, "has files but no kustomization.yaml", ""},
+		{"unknown component", func(o *Options) { o.Components.ComponentsExtra = []string{"image-reflektor-controller"} }, "unknown component image-reflektor-controller; available in embedded Flux v2.9.5 release bundle: helm-controller, image-automation-controller", "Components"},
+		{"unknown version", func(o *Options) { o.Components.FluxVersion = "v2.1.0" }, "Flux v2.1.0 is not embedded in this build (embedded: v2.2.3, v2.3.0", "FluxVersion"},
+		{"bad log level", func(o *Options) { o.Components.LogLevel = "verbose" }, `LogLevel "verbose"`, "LogLevel"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,8 +270,12 @@ func TestBadInput(t *testing.T) {
 			o := options(t, "v2.9.5", shipped(t), "overlays")
 			tt.mutate(&o)
 			_, err := Run(context.Background(), o)
-			if err == nil || !verify.IsInput(err) {
+			var oe *components.OptionError
+			switch {
+			case tt.field == "" && !verify.IsInput(err):
 				t.Fatalf("want an input error, got %v", err)
+			case tt.field != "" && (!errors.As(err, &oe) || oe.Field != tt.field):
+				t.Fatalf("want a *components.OptionError on %s, got %#v", tt.field, err)
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q does not say %q", err, tt.want)

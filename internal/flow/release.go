@@ -100,10 +100,24 @@ func useRelease(ro *customize.Options, rel fluxrelease.Release) error {
 	}
 	ro.Components.FluxVersion = rel.Version
 	if err := customize.Preflight(*ro); err != nil {
-		return verify.InputErrorf("%s: %v", rel, err)
+		return &verify.InputError{Err: &ReleaseRefusal{Release: rel, Err: err}}
 	}
 	return nil
 }
+
+// ReleaseRefusal is the run's release refusing the render's options (the
+// components checked against its bundle: useRelease). Err is the refusal
+// as customize.Preflight returns it, pkg/components' typed error, which
+// the command line words with its flags.
+type ReleaseRefusal struct {
+	Release fluxrelease.Release
+	Err     error
+}
+
+func (e *ReleaseRefusal) Error() string { return fmt.Sprintf("%s: %v", e.Release, e.Err) }
+
+// Unwrap returns Err.
+func (e *ReleaseRefusal) Unwrap() error { return e.Err }
 
 // release resolves the run's one release over the environment built (nil:
 // none) and makes the controllers phase install it; the report's fact

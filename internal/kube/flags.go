@@ -13,12 +13,16 @@ import (
 // Flags are the flags that pick the cluster — --kubeconfig, --context and
 // --request-timeout, cli-runtime's as kubectl has them — read with the
 // environment the command was given rather than the process's: KUBECONFIG
-// and HOME are what the caller's getenv says (as sigs.k8s.io/kind passes
+// and HOME, and KUBERNETES_SERVICE_HOST and _PORT for the in-cluster
+// fallback, are what the caller's getenv says (as sigs.k8s.io/kind passes
 // its getenv to its kubeconfig paths), so a test, or a program embedding
 // the command, gives each run an environment of its own.
 type Flags struct {
 	flags  *genericclioptions.ConfigFlags
 	getenv func(string) string
+	// serviceAccount is the directory of the in-cluster token, CA and
+	// namespace (serviceAccountDir; tests set their own).
+	serviceAccount string
 }
 
 // ClusterFlags are the cluster flags reading the environment with getenv.
@@ -29,7 +33,7 @@ func ClusterFlags(getenv func(string) string) *Flags {
 	f.Insecure, f.CertFile, f.KeyFile, f.CAFile, f.BearerToken, f.Username, f.Password = nil, nil, nil, nil, nil, nil, nil
 	f.Impersonate, f.ImpersonateUID, f.ImpersonateGroup, f.ImpersonateUserExtra, f.DisableCompression = nil, nil, nil, nil, nil
 	*f.Timeout = "30s"
-	return &Flags{flags: f, getenv: getenv}
+	return &Flags{flags: f, getenv: getenv, serviceAccount: serviceAccountDir}
 }
 
 // AddFlags registers the flags on fs.
@@ -46,7 +50,8 @@ func (f *Flags) loadingRules() *clientcmd.ClientConfigLoadingRules {
 	rules := &clientcmd.ClientConfigLoadingRules{
 		Precedence:     []string{filepath.Join(home, clientcmd.RecommendedFileName)},
 		MigrationRules: map[string]string{filepath.Join(home, clientcmd.RecommendedFileName): filepath.Join(home, ".kubeconfig")},
-		// cli-runtime's default: the in-cluster config, then localhost:8080.
+		// cli-runtime's default, which the loaded config is compared with
+		// before the in-cluster one is tried (deferredConfig).
 		DefaultClientConfig: &clientcmd.DefaultClientConfig,
 	}
 	if env := f.getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
@@ -72,7 +77,8 @@ func dedupe(paths []string) []string {
 }
 
 // ToRawKubeConfigLoader is cli-runtime's ConfigFlags.toRawKubeConfigLoader
-// for the three flags this tool registers, with loadingRules.
+// for the three flags this tool registers, with loadingRules, and the
+// in-cluster fallback reading getenv (deferredConfig).
 func (f *Flags) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 	overrides := &clientcmd.ConfigOverrides{ClusterDefaults: clientcmd.ClusterDefaults}
 	if f.flags.Context != nil {
@@ -81,7 +87,8 @@ func (f *Flags) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 	if f.flags.Timeout != nil {
 		overrides.Timeout = *f.flags.Timeout
 	}
-	return emptyConfigError{clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.loadingRules(), overrides)}
+	return emptyConfigError{&deferredConfig{rules: f.loadingRules(), overrides: overrides,
+		inCluster: inCluster{getenv: f.getenv, dir: f.serviceAccount}}}
 }
 
 // ToRESTConfig is the REST config the flags and the environment name.

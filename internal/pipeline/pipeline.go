@@ -58,9 +58,21 @@ type Run struct {
 	// its after-gates does not stop the next one, whatever they found (a
 	// before-gate that blocks, or an error, still stops the run).
 	KeepGoing bool
+	// Reword, when set, says an error that stops the run in the program's
+	// words (the command line's flags for a library's typed refusal) for
+	// the reason the gates that did not run give.
+	Reword func(error) error
 	// staged is what the phases before planned to apply in this run
 	// (Stage), for the later phases of a dry run to plan against.
 	staged []*unstructured.Unstructured
+}
+
+// reword is err in the program's words (Reword).
+func (r *Run) reword(err error) error {
+	if r.Reword == nil {
+		return err
+	}
+	return r.Reword(err)
 }
 
 // Planned records a phase's plan in the report and shows it.
@@ -119,7 +131,7 @@ func Execute(ctx context.Context, run *Run, phases ...Phase) error {
 		}
 		mine := phaseChecks(r, name)
 		if err != nil {
-			why = fmt.Sprintf("not run: phase %s stopped: %s", name, oneLine(err))
+			why = fmt.Sprintf("not run: phase %s stopped: %s", name, oneLine(run.reword(err)))
 			firstErr = err
 		}
 		if why != "" {

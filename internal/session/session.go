@@ -59,6 +59,11 @@ type Session struct {
 	// Setup is an error found before the command ran (the pinned versions
 	// did not load): Execute reports it instead of running.
 	Setup error
+	// Reword says an error that stops a run in the command line's words
+	// (its flags for pkg/components' typed refusals) before the report,
+	// the exit code and the reasons of the gates that did not run see it;
+	// nil keeps the error as it is.
+	Reword func(error) error
 
 	// The cluster lock: a writing command names itself (not on a dry run)
 	// and the Flux namespace; the first write takes the lock, Execute
@@ -211,6 +216,7 @@ func (s *Session) NewRun(command string, dryRun bool) *pipeline.Run {
 	pr := progress.New(s.ErrOut, progress.Options{Quiet: s.Output.Quiet || s.Output.Format != "text", Getenv: s.Getenv})
 	s.printer = pr
 	return &pipeline.Run{Report: r, DryRun: dryRun, Progress: func(line string) { pr.Line(input.RedactURLs(line)) }, BeforeWrite: s.acquire,
+		Reword:      s.Reword,
 		OnPhase:     pr.Start,
 		OnPhaseDone: func(name string, v verify.Verdict, took time.Duration) { pr.Done(name, string(v), took) },
 	}
@@ -302,11 +308,14 @@ func (s *Session) finish(r *verify.Report, code int) error {
 	return nil
 }
 
-// Fail records an error that stopped the run in the report, so JSON and
-// JUnit readers see it too, and exits with its code (Code): 2 for an input
-// error, 1 otherwise; when a signal cancelled ctx (the command's), the
-// error says so and the exit code is the signal's.
+// Fail records an error that stopped the run (reworded: Reword) in the
+// report, so JSON and JUnit readers see it too, and exits with its code
+// (Code): 2 for an input error, 1 otherwise; when a signal cancelled ctx
+// (the command's), the error says so and the exit code is the signal's.
 func (s *Session) Fail(ctx context.Context, r *verify.Report, err error) error {
+	if s.Reword != nil {
+		err = s.Reword(err)
+	}
 	var ie *pipeline.Interrupted
 	if sig := pipeline.SignalOf(ctx); sig != nil && !errors.As(err, &ie) && !verify.IsInput(err) {
 		err = fmt.Errorf("%w: %v", sig, err)

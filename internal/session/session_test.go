@@ -146,3 +146,61 @@ func TestFinishWritesEveryReport(t *testing.T) {
 		t.Errorf("unwritable --junit: %v, want exit 2", err)
 	}
 }
+
+// refusing is a phase whose checks refuse with err.
+type refusing struct {
+	pipeline.Base
+	err error
+}
+
+func (refusing) Name() string { return "one" }
+func (refusing) Gates() []verify.Def {
+	return []verify.Def{{ID: "one.b", Phase: "one", Stage: verify.Before, Title: "before"}}
+}
+func (p refusing) Before(context.Context, *pipeline.Run) ([]verify.Check, error) { return nil, p.err }
+
+// TestReword: an error that stops a run is said in the command line's
+// words (Reword) everywhere it shows: the report's error, its exit code,
+// and the reason of the gates that did not run.
+func TestReword(t *testing.T) {
+	refusal := errors.New("Options.LogLevel refused")
+	flag := func(err error) error {
+		if errors.Is(err, refusal) {
+			return verify.InputErrorf("--log-level refused")
+		}
+		return err
+	}
+	for _, tc := range []struct {
+		name   string
+		reword func(error) error
+		err    error
+		code   int
+		error  string
+		why    string
+	}{
+		{"without Reword: the library's words", nil, refusal, 1, "Options.LogLevel refused", "not run: phase one stopped: Options.LogLevel refused"},
+		{"the refusal in the flag's words, an input error", flag, refusal, 2, "--log-level refused", "not run: phase one stopped: input error"},
+		{"another error as it is", flag, errors.New("connection lost"), 1, "connection lost", "not run: phase one stopped: connection lost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			s := New(&out, &bytes.Buffer{}, func(string) string { return "" }, kube.ClusterFlags(func(string) string { return "" }))
+			s.Output.Format, s.Reword = "json", tc.reword
+			var ee *ExitError
+			if err := s.Execute(context.Background(), s.NewRun("test", false), refusing{err: tc.err}); !errors.As(err, &ee) || ee.Code != tc.code {
+				t.Fatalf("Execute: %v, want exit %d", err, tc.code)
+			}
+			var doc struct {
+				Error  string
+				Checks []struct{ ID, Message string }
+			}
+			if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc.Error != tc.error || len(doc.Checks) != 1 || doc.Checks[0].Message != tc.why {
+				t.Errorf("error %q, checks %+v; want %q and %q", doc.Error, doc.Checks, tc.error, tc.why)
+			}
+		})
+	}
+}

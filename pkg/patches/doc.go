@@ -7,7 +7,9 @@
 // bootstrap` layout's flux-system directory, LoadRepositoryOverlay) or
 // inline patches (InlineOverlay, as a FluxInstance's spec.kustomize.patches).
 // Apply applies its patches one at a time, so each one's effect is
-// attributed to it; Prove and Proofs turn the result into pkg/verify checks.
+// attributed to it; Prove and Proofs turn the result into pkg/verify checks,
+// which name what the caller controls (skipping the overlays, the
+// components) in the caller's words when it gives them (Phrases).
 //
 // The proofs read the controllers' flags as the controllers do: ParseArgs
 // merges --feature-gates as fluxcd/pkg/runtime/features does, and

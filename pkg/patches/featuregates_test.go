@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
@@ -17,10 +15,6 @@ import (
 // '%s' not supported"; kustomize-controller v1.9.5 main.go: os.Exit(1)).
 func TestFeatureGates(t *testing.T) {
 	t.Parallel()
-	dep := func(name, image string, args ...string) appsv1.Deployment {
-		return appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: name},
-			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: image, Args: args}}}}}}
-	}
 	const kc, hc = "ghcr.io/fluxcd/kustomize-controller:v1.9.5", "ghcr.io/fluxcd/helm-controller:v1.6.4"
 	for _, tc := range []struct {
 		name string

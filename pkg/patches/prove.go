@@ -31,19 +31,25 @@ func Gates() []verify.Def {
 	return []verify.Def{GateComponents, GatePlain, GatePatchLanded, GateArgsPreserved, GateStrict, GateFeatureGates, GateCommitted}
 }
 
-// Prove turns an overlay result into gate checks. plain says the overlays
-// were skipped on purpose (--plain): that is a warning, never a silent pass.
-func Prove(res *Result, plain bool) []verify.Check {
+// Prove turns an overlay result into gate checks, in the library's words
+// (Phrases.Prove with the zero Phrases). plain says the overlays were
+// skipped on purpose: that is a warning, never a silent pass.
+func Prove(res *Result, plain bool) []verify.Check { return Phrases{}.Prove(res, plain) }
+
+// Prove is the package's Prove with the checks naming the caller's
+// controls in p's words.
+func (p Phrases) Prove(res *Result, plain bool) []verify.Check {
+	p = p.orDefault()
 	var out []verify.Check
 	if plain {
-		out = append(out, GatePlain.Warn("--plain: the controller overlays were skipped on purpose; the controllers are rendered exactly as `flux install` renders them"))
+		out = append(out, GatePlain.Warn(p.Plain+": the controller overlays were skipped on purpose; the controllers are rendered exactly as `flux install` renders them"))
 	}
-	for i, p := range res.Patches {
-		out = append(out, patchLanded(i, p, res.Base, res.SyncObjects))
+	for i, pr := range res.Patches {
+		out = append(out, patchLanded(i, pr, res.Base, res.SyncObjects))
 	}
-	out = append(out, argsPreserved(res.Base, res.Final), strictInvariant(res.Base, res.Final, plain), featureGates(res.Final))
+	out = append(out, argsPreserved(res.Base, res.Final), strictInvariant(res.Base, res.Final, plain, p), featureGates(res.Final))
 	if res.CommittedFile != "" {
-		out = append(out, committedComponents(res))
+		out = append(out, committedComponents(res, p))
 	}
 	return out
 }
@@ -52,7 +58,7 @@ func Prove(res *Result, plain bool) []verify.Check {
 // gotk-components.yaml with the render: the root applies the committed one
 // after every sync, so a controller whose image or args differ there would
 // be replaced by it, undoing what this run installs and proves.
-func committedComponents(res *Result) verify.Check {
+func committedComponents(res *Result, p Phrases) verify.Check {
 	c := GateCommitted.New()
 	var differ, missing, extra []string
 	for _, bd := range res.Base {
@@ -83,8 +89,8 @@ func committedComponents(res *Result) verify.Check {
 	switch {
 	case len(differ) > 0:
 		c.Verdict = verify.Fail
-		c.Message = fmt.Sprintf("%s differs from this render in %d container(s): the root applies the committed file after every sync and would replace the controllers this run proves; regenerate it (`bootstrap render --plain --output-dir %s` with this run's --flux-version and component flags) and commit it, or render what is committed",
-			res.CommittedFile, len(differ), path.Dir(res.CommittedFile))
+		c.Message = fmt.Sprintf("%s differs from this render in %d container(s): the root applies the committed file after every sync and would replace the controllers this run proves; regenerate it (%s) and commit it, or render what is committed",
+			res.CommittedFile, len(differ), p.Regenerate(path.Dir(res.CommittedFile)))
 	case len(missing) > 0 || len(extra) > 0:
 		c.Verdict = verify.Warn
 		if len(missing) > 0 {
@@ -184,7 +190,7 @@ func argsPreserved(base, final []appsv1.Deployment) verify.Check {
 
 // strictInvariant checks that kustomize-controller's effective
 // StrictPostBuildSubstitutions is true.
-func strictInvariant(base, final []appsv1.Deployment, plain bool) verify.Check {
+func strictInvariant(base, final []appsv1.Deployment, plain bool, p Phrases) verify.Check {
 	c := GateStrict.New()
 	var fd *appsv1.Deployment
 	for i := range final {
@@ -194,7 +200,7 @@ func strictInvariant(base, final []appsv1.Deployment, plain bool) verify.Check {
 	}
 	if fd == nil {
 		c.Verdict = verify.Skip
-		c.Message = "kustomize-controller is not among the rendered components, so StrictPostBuildSubstitutions cannot be checked; add it to --components"
+		c.Message = "kustomize-controller is not among the rendered components, so StrictPostBuildSubstitutions cannot be checked; add it to " + p.Components
 		return c
 	}
 	fc := ManagerContainer(fd.Spec.Template.Spec.Containers)
@@ -240,13 +246,13 @@ func strictInvariant(base, final []appsv1.Deployment, plain bool) verify.Check {
 		c.Message = fmt.Sprintf("%s=true by default in kustomize-controller %s; no arg sets it", StrictSubstitution, version)
 	case plain:
 		c.Verdict = verify.Warn
-		c.Message = fmt.Sprintf("%s=false: --plain skipped the overlays and kustomize-controller %s defaults it off; an undefined ${VAR} will render as an empty string", StrictSubstitution, version)
+		c.Message = fmt.Sprintf("%s=false: %s skipped the overlays and kustomize-controller %s defaults it off; an undefined ${VAR} will render as an empty string", StrictSubstitution, p.Plain, version)
 	case g.Explicit:
 		c.Verdict = verify.Fail
 		c.Message = fmt.Sprintf("%s=false: turned off by %s (%s); remove the patch that disables it", StrictSubstitution, who, flags.GateArgs[len(flags.GateArgs)-1])
 	default:
 		c.Verdict = verify.Fail
-		c.Message = fmt.Sprintf("%s=false: kustomize-controller %s defaults it off and no overlay sets it; apply the shipped overlays (or an --overlays dir that appends --feature-gates=%s=true)", StrictSubstitution, version, StrictSubstitution)
+		c.Message = fmt.Sprintf("%s=false: kustomize-controller %s defaults it off and no overlay sets it; apply %s", StrictSubstitution, version, p.StrictOverlay)
 	}
 	return c
 }

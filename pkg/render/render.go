@@ -53,6 +53,9 @@ type Options struct {
 	// Patches are inline patches (patch: with an optional target), as a
 	// FluxInstance's spec.kustomize.patches; an alternative to Overlays.
 	Patches []types.Patch
+	// Phrases are the words the proofs use for the caller's controls
+	// (patches.Phrases); the zero value says this package's options.
+	Phrases patches.Phrases
 }
 
 // DefaultOptions are `flux install`'s defaults for a release and its
@@ -120,7 +123,7 @@ func Render(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, err := Run(ctx, o.Options, ov)
+	run, err := Run(ctx, o.Options, ov, o.Phrases)
 	if err != nil {
 		return nil, err
 	}
@@ -154,11 +157,12 @@ type Output struct {
 
 // Run is the render sequence: generate the components of co
 // (components.Generate), apply the overlay ov (patches.Apply) and prove it
-// (patches.Proofs). A nil ov skips the overlays on purpose (`bootstrap
-// render --plain`): the proofs then carry a warning, never a silent pass;
-// an empty overlay (&patches.Overlay{Name: "(none)"}) applies nothing
-// without one.
-func Run(ctx context.Context, co components.Options, ov *patches.Overlay) (*Output, error) {
+// (patches.Proofs), the proofs naming the caller's controls in words' (the
+// zero patches.Phrases: the library's). A nil ov skips the overlays on
+// purpose (`bootstrap render --plain`): the proofs then carry a warning,
+// never a silent pass; an empty overlay (&patches.Overlay{Name: "(none)"})
+// applies nothing without one.
+func Run(ctx context.Context, co components.Options, ov *patches.Overlay, words patches.Phrases) (*Output, error) {
 	r, err := components.Generate(ctx, co)
 	if err != nil {
 		return nil, err
@@ -172,7 +176,7 @@ func Run(ctx context.Context, co components.Options, ov *patches.Overlay) (*Outp
 		return nil, fmt.Errorf("apply overlays %s: %w", ov.Name, err)
 	}
 	return &Output{YAML: res.YAML, Components: r, Overlay: res,
-		Checks: patches.Proofs(r.FluxVersion, r.Origin, res, plain)}, nil
+		Checks: words.Proofs(r.FluxVersion, r.Origin, res, plain)}, nil
 }
 
 // orDefault sets an empty *to to def.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/pkg/components"
 	"github.com/homelab-ops/bootstrap/pkg/components/bundles"
+	"github.com/homelab-ops/bootstrap/pkg/patches"
 	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
@@ -78,6 +79,37 @@ func TestRender(t *testing.T) {
 			}
 			if len(res.Objects) == 0 || len(res.YAML) == 0 {
 				t.Error("no objects or YAML")
+			}
+		})
+	}
+}
+
+// TestRenderPhrases: Options.Phrases reach the proofs; without them the
+// proofs say the library's words.
+func TestRenderPhrases(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		words patches.Phrases
+		want  string
+	}{
+		{"the library's words", patches.Phrases{}, "no overlay sets it; apply an overlay that appends --feature-gates=StrictPostBuildSubstitutions=true"},
+		{"the caller's", patches.Phrases{StrictOverlay: "strict.yaml"}, "no overlay sets it; apply strict.yaml"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := bundle(t, "v2.4.0")
+			o.Phrases = tt.words
+			res, err := Render(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var msg string
+			for _, c := range res.Checks {
+				if c.ID == patches.GateStrict.ID {
+					msg = c.Message
+				}
+			}
+			if !strings.HasSuffix(msg, tt.want) {
+				t.Errorf("%s says %q, want it to end %q", patches.GateStrict.ID, msg, tt.want)
 			}
 		})
 	}
