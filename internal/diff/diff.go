@@ -666,8 +666,7 @@ func sameInputs(b, h *side) map[string]bool {
 	bk := b.kustomizations()
 	for ref, kh := range h.kustomizations() {
 		kb := bk[ref]
-		if kb == nil || !kb.Built || !kh.Built || kb.Err != nil || kh.Err != nil ||
-			!equality.Semantic.DeepEqual(kb.Kustomization, kh.Kustomization) || len(kb.Resources) != len(kh.Resources) {
+		if !sameBuild(kb, kh) {
 			continue
 		}
 		same := true
@@ -680,14 +679,26 @@ func sameInputs(b, h *side) map[string]bool {
 				}
 			}
 		}
-		for i := 0; same && i < len(kh.Resources); i++ {
-			same = sameNode(kb.Resources[i].YNode(), kh.Resources[i].YNode())
-		}
 		if same {
 			out[ref] = true
 		}
 	}
 	return out
+}
+
+// sameBuild says Kustomization kb (at base) and kh (at head) are the same
+// object and built the same objects, kyaml node by node, in the same order.
+func sameBuild(kb, kh *fluxrepo.Kustomization) bool {
+	if kb == nil || kh == nil || !kb.Built || !kh.Built || kb.Err != nil || kh.Err != nil ||
+		!equality.Semantic.DeepEqual(kb.Kustomization, kh.Kustomization) || len(kb.Resources) != len(kh.Resources) {
+		return false
+	}
+	for i := range kh.Resources {
+		if !sameNode(kb.Resources[i].YNode(), kh.Resources[i].YNode()) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameData: both absent, or the same values, equally open and encrypted.

@@ -104,6 +104,11 @@ func windows(ctx context.Context, b, h *side, red *redactor) ([]*Window, error) 
 			if appliedTogether(b, k, d, key) {
 				continue
 			}
+			if same, err := rendersAsAtBase(ctx, b, h, k, data); err != nil {
+				return nil, err
+			} else if same {
+				continue
+			}
 			w, err := window(ctx, b, h, k, data, d, key, knobs, red)
 			if err != nil {
 				return nil, err
@@ -114,6 +119,35 @@ func windows(ctx context.Context, b, h *side, red *redactor) ([]*Window, error) 
 		}
 	}
 	return out, nil
+}
+
+// rendersAsAtBase says the window's render of k (head's objects over
+// data) is base's render of it, which builds: k builds the same objects
+// in the same order at both revisions (sameBuild), the
+// substitution runs in the same mode, and every substituteFrom object k
+// reads is in data as it was at base (present alike, the same keys and
+// values) — the inputs of render are then base's, and window would find
+// every object rendered as at base. So a knob change alone (every object
+// of k unchanged, only the data it reads) is not rendered a third time.
+func rendersAsAtBase(ctx context.Context, b, h *side, k *fluxrepo.Kustomization, data map[string]*fluxrepo.Data) (bool, error) {
+	bk := b.env.Kustomization(k.Namespace, k.Name)
+	if b.sub.strict != h.sub.strict || !sameBuild(bk, k) {
+		return false, nil
+	}
+	for _, ref := range k.Spec.PostBuild.SubstituteFrom {
+		key := fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name)
+		hd, bd := h.env.Data[key], b.env.Data[key]
+		// What it reads, and how render softens the reference (by the
+		// environment's data: absent or open), as at base.
+		if !sameData(data[key], bd) || (hd == nil) != (bd == nil) || hd != nil && hd.Open != bd.Open {
+			return false, nil
+		}
+	}
+	br, err := b.renderOf(ctx, bk)
+	if err != nil {
+		return false, err
+	}
+	return br.fail == "", nil
 }
 
 // appliedTogether says k comes to read the object key only in this change
