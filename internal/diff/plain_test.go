@@ -2,6 +2,8 @@ package diff
 
 import (
 	"context"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -129,5 +131,58 @@ data:
 	got, gerr := toUnstructured(r)
 	if werr != nil || gerr != nil || !reflect.DeepEqual(got.Object, want.Object) {
 		t.Fatalf("as built %v (%v), as the controller substitutes it %v (%v)", got, gerr, want, werr)
+	}
+}
+
+// The trees diff loads link the checkout's files where they hold the
+// commit's content (gitrev), and a load writes into its tree — a remote
+// entry left out offline, a repair of a missing entry — by replacing a
+// file, never through it: the checkout is as it was.
+func TestDiffLeavesCheckoutAlone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "testdata", "layouts", "taskfile"))); err != nil {
+		t.Fatal(err)
+	}
+	const kfile = "kubernetes/apps/default/echo/app/kustomization.yaml"
+	commits := commitEach(t, dir,
+		func(edit func(file, old, new string)) {
+			edit(kfile, "resources:\n", "resources:\n  - https://git.example.invalid/remote/base?ref=v1\n  - ./missing.yaml\n")
+		},
+		func(edit func(file, old, new string)) {
+			edit(kfile, "resources:\n", "resources:\n  - ./also-missing.yaml\n")
+		})
+	before := map[string]string{}
+	snapshot := func(f func(rel, content string)) {
+		t.Helper()
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				if d != nil && d.Name() == ".git" {
+					return filepath.SkipDir
+				}
+				return err
+			}
+			b, err := os.ReadFile(p)
+			rel, _ := filepath.Rel(dir, p)
+			f(rel, string(b))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	snapshot(func(rel, content string) { before[rel] = content })
+	if _, err := Run(context.Background(), Options{Repo: dir, Base: commits[0], Head: commits[1], AdoptRoot: true}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	snapshot(func(rel, content string) {
+		n++
+		if before[rel] != content {
+			t.Errorf("%s changed by the diff:\n%s", rel, content)
+		}
+	})
+	if n != len(before) {
+		t.Errorf("%d files after the diff, %d before", n, len(before))
 	}
 }

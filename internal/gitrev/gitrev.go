@@ -271,6 +271,9 @@ func (g *Repo) Materialize(c Commit, dst string, lim Limits) (notes []string, er
 	}
 	var files int
 	var total int64
+	mk := dirMaker{}
+	wt := g.worktree()
+	defer wt.close()
 	w := object.NewTreeWalker(tree, true, nil)
 	defer w.Close()
 	for {
@@ -287,7 +290,7 @@ func (g *Repo) Materialize(c Commit, dst string, lim Limits) (notes []string, er
 		target := filepath.Join(dst, filepath.FromSlash(name))
 		switch e.Mode {
 		case filemode.Dir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
+			if err := mk.mkdir(target); err != nil {
 				return notes, err
 			}
 			continue
@@ -306,6 +309,9 @@ func (g *Repo) Materialize(c Commit, dst string, lim Limits) (notes []string, er
 			mode = 0o755
 		}
 		wk := writtenKey{e.Hash, mode}
+		if err := mk.mkdir(filepath.Dir(target)); err != nil {
+			return notes, err
+		}
 		if prev, ok := g.written[wk]; ok && os.Link(prev.path, target) == nil {
 			// The trees are private and their loads replace a file
 			// rather than write through it (fluxrepo rewriteFile): a
@@ -337,8 +343,10 @@ func (g *Repo) Materialize(c Commit, dst string, lim Limits) (notes []string, er
 		if files > lim.MaxFiles || total > lim.MaxTotalBytes {
 			return notes, verify.InputErrorf("%s: the tree holds more than %d files or %d bytes: too large to compare", c, lim.MaxFiles, lim.MaxTotalBytes)
 		}
-		if err := writeBlob(blob, target, mode); err != nil {
-			return notes, fmt.Errorf("%s: %s: %w", c, name, err)
+		if !wt.link(path.Join(g.Prefix, name), e.Hash, blob.Size, target) {
+			if err := writeBlob(blob, target, mode); err != nil {
+				return notes, fmt.Errorf("%s: %s: %w", c, name, err)
+			}
 		}
 		if g.written == nil {
 			g.written = map[writtenKey]writtenFile{}
@@ -361,10 +369,74 @@ func local(name string) bool {
 	return filepath.IsLocal(filepath.FromSlash(name))
 }
 
-func writeBlob(b *object.Blob, target string, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+// dirMaker makes the directories of one tree, each once: a tree's files
+// are many more than its directories, and asking the file system again
+// for each file's directory costs a system call per path component.
+type dirMaker map[string]bool
+
+func (m dirMaker) mkdir(dir string) error {
+	if m[dir] {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	m[dir] = true
+	return nil
+}
+
+// worktree is the repository's work tree as Materialize links from it: a
+// file checked out with the blob's very content (its Git hash the same)
+// is linked into the tree rather than read from the object store and
+// written again — most of a tree's files, when one side of the diff is
+// the checkout. Opened as an os.Root (no symlink followed out of it);
+// nil when it cannot be, and given up on the first link the file system
+// refuses (the tree on another file system).
+type worktree struct {
+	root *os.Root
+	top  string
+	off  bool
+}
+
+func (g *Repo) worktree() *worktree {
+	root, err := os.OpenRoot(g.Top)
+	if err != nil {
+		return &worktree{off: true}
+	}
+	return &worktree{root: root, top: g.Top}
+}
+
+func (w *worktree) close() {
+	if w.root != nil {
+		_ = w.root.Close()
+	}
+}
+
+// link links the work tree's file rel (slash-separated, relative to the
+// top) to target when it is a regular file holding blob hash (size bytes).
+// The trees are private and their loads replace a file rather than write
+// through it (fluxrepo rewriteFile), so the checkout is never changed.
+func (w *worktree) link(rel string, hash plumbing.Hash, size int64, target string) bool {
+	if w.off {
+		return false
+	}
+	name := filepath.FromSlash(rel)
+	fi, err := w.root.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
+		return false
+	}
+	b, err := w.root.ReadFile(name)
+	if err != nil || int64(len(b)) != size || plumbing.ComputeHash(plumbing.BlobObject, b) != hash {
+		return false
+	}
+	if err := os.Link(filepath.Join(w.top, name), target); err != nil {
+		w.off = true // another file system, or links refused: write
+		return false
+	}
+	return true
+}
+
+func writeBlob(b *object.Blob, target string, mode os.FileMode) error {
 	rd, err := b.Reader()
 	if err != nil {
 		return err

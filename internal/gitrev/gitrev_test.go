@@ -359,3 +359,48 @@ func TestDiffGitrevLinksSameBlobs(t *testing.T) {
 		t.Errorf("changed.yaml at HEAD: %q", b)
 	}
 }
+
+// A file the checkout holds with the blob's content is linked into the
+// tree (no second write), one changed in the checkout since is written
+// from the object store; the checkout is left as it was.
+func TestMaterializeLinksTheCheckout(t *testing.T) {
+	dir := t.TempDir()
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, r, dir, "one", map[string]string{"same.yaml": "same\n", "sub/edited.yaml": "committed\n"})
+	if err := os.WriteFile(filepath.Join(dir, "sub/edited.yaml"), []byte("edited, not committed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := g.Resolve("--base", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, cleanup, err := g.Extract(c, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	sameFile := func(a, b string) bool {
+		fa, err1 := os.Stat(a)
+		fb, err2 := os.Stat(b)
+		return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+	}
+	if !sameFile(filepath.Join(dir, "same.yaml"), filepath.Join(out, "same.yaml")) {
+		t.Error("same.yaml: want the checkout's file linked")
+	}
+	if sameFile(filepath.Join(dir, "sub/edited.yaml"), filepath.Join(out, "sub/edited.yaml")) {
+		t.Error("sub/edited.yaml: linked, though the checkout's differs from the commit")
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "sub/edited.yaml")); string(b) != "committed\n" {
+		t.Errorf("sub/edited.yaml in the tree: %q, want the commit's", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "sub/edited.yaml")); string(b) != "edited, not committed\n" {
+		t.Errorf("the checkout changed: %q", b)
+	}
+}
