@@ -84,11 +84,11 @@ func (f *Flags) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 	if f.flags.Context != nil {
 		overrides.CurrentContext = *f.flags.Context
 	}
+	d := &deferredConfig{rules: f.loadingRules(), overrides: overrides, inCluster: inCluster{getenv: f.getenv, dir: f.serviceAccount}}
 	if f.flags.Timeout != nil {
-		overrides.Timeout = *f.flags.Timeout
+		d.timeout = *f.flags.Timeout
 	}
-	return emptyConfigError{&deferredConfig{rules: f.loadingRules(), overrides: overrides,
-		inCluster: inCluster{getenv: f.getenv, dir: f.serviceAccount}}}
+	return emptyConfigError{d}
 }
 
 // ToRESTConfig is the REST config the flags and the environment name.

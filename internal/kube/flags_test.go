@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
 )
 
@@ -135,8 +137,8 @@ func with(env map[string]string, kv ...string) map[string]string {
 // rule (DeferredLoadingClientConfig: only when the kubeconfig files load
 // to nothing but client-go's default config) with KUBERNETES_SERVICE_HOST
 // and _PORT from getenv: the process's environment, set here to another
-// service, is never read. --request-timeout 0 keeps the loaded config the
-// default; the default 30s does not, so the in-cluster one is not tried.
+// service, is never read. --request-timeout is set on the config chosen,
+// so the default 30s leaves the in-cluster one reachable.
 func TestInClusterFollowsGetenv(t *testing.T) {
 	ca, _, err := certutil.GenerateSelfSignedCertKey("kubernetes", nil, nil)
 	if err != nil {
@@ -166,7 +168,8 @@ func TestInClusterFollowsGetenv(t *testing.T) {
 		{"a CA that does not load: the system's roots", service, "", noCA, pod, "https://10.0.0.1:443", filepath.Join(noCA, "token"), "", ""},
 		{"KUBECONFIG over the service", with(service, "KUBECONFIG", a), "", sa, pod, "https://a.example:6443", "", "", ""},
 		{"--kubeconfig over the service", service, "", sa, append([]string{"--kubeconfig", a}, pod...), "https://a.example:6443", "", "", ""},
-		{"a timeout makes the config not the default: not in-cluster", service, "", sa, nil, fallback, "", "", ""},
+		{"the default timeout: in-cluster all the same", service, "", sa, nil, "https://10.0.0.1:443", filepath.Join(sa, "token"), filepath.Join(sa, "ca.crt"), ""},
+		{"a timeout over a kubeconfig", with(service, "KUBECONFIG", a), "", sa, []string{"--request-timeout", "5s"}, "https://a.example:6443", "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("KUBERNETES_SERVICE_HOST", tc.process)
@@ -177,6 +180,13 @@ func TestInClusterFollowsGetenv(t *testing.T) {
 			}
 			if cfg.Host != tc.host || cfg.BearerTokenFile != tc.token || cfg.CAFile != tc.ca {
 				t.Errorf("host %s token file %q CA %q, want %s %q %q", cfg.Host, cfg.BearerTokenFile, cfg.CAFile, tc.host, tc.token, tc.ca)
+			}
+			want := 30 * time.Second // the flag's default
+			if len(tc.args) > 0 {
+				want, _ = clientcmd.ParseTimeout(tc.args[len(tc.args)-1])
+			}
+			if cfg.Timeout != want {
+				t.Errorf("timeout %s, want %s", cfg.Timeout, want)
 			}
 			if tc.token != "" && cfg.BearerToken != "tok" {
 				t.Errorf("token %q, want the token file's", cfg.BearerToken)

@@ -23,12 +23,16 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // fallback reads the environment from getenv (inCluster), where
 // client-go's reads the process's. The rule is client-go's: the in-cluster
 // config is used only when the kubeconfig files load to an empty
-// configuration or to the rules' default one — which a --request-timeout
-// other than 0, this tool's default 30s included, already is not.
+// configuration or to the rules' default one. --request-timeout is set on
+// the config chosen, not among the overrides the choice compares: there
+// a timeout other than 0 (kubectl's default, not this tool's 30s) makes
+// every config not the default, and a pod never reached its own.
 type deferredConfig struct {
 	rules     *clientcmd.ClientConfigLoadingRules
 	overrides *clientcmd.ConfigOverrides
 	inCluster inCluster
+	// timeout is --request-timeout, as clientcmd.ParseTimeout reads it.
+	timeout string
 
 	mu     sync.Mutex
 	direct clientcmd.ClientConfig
@@ -59,6 +63,23 @@ func (c *deferredConfig) RawConfig() (clientcmdapi.Config, error) {
 }
 
 func (c *deferredConfig) ClientConfig() (*rest.Config, error) {
+	cfg, err := c.chosen()
+	if err != nil || cfg == nil || c.timeout == "" {
+		return cfg, err
+	}
+	// As clientcmd's DirectClientConfig sets overrides.Timeout
+	// (client_config.go ClientConfig).
+	d, err := clientcmd.ParseTimeout(c.timeout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = d
+	return cfg, nil
+}
+
+// chosen is the kubeconfig's REST config, or the in-cluster one by
+// client-go's rule.
+func (c *deferredConfig) chosen() (*rest.Config, error) {
 	cc, err := c.load()
 	if err != nil {
 		return nil, err
