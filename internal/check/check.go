@@ -52,63 +52,60 @@ func Gates() []verify.Def {
 	return []verify.Def{Render, Release, Substitution, Knobs, Graph, CEL, Race, PruneHazard}
 }
 
-// Detector names one defect class; Options.Disable turns it off (the tests
-// prove each one load-bearing that way). It is verify.Finding's Detector,
-// the public vocabulary, so a Finding's Detector compares with the
-// constants below as it is.
-type Detector = string
-
-// The detectors.
+// The detectors, each naming one defect class (verify.Detector, the
+// public vocabulary: a Finding's Detector compares with them as it is).
+// Options.Disable turns one off (the tests prove each one load-bearing
+// that way).
 const (
-	Undefined  Detector = "undefined"   // ${X} with X undefined: strict mode fails the Kustomization
-	DefaultOp  Detector = "default-op"  // ${X:-d} on an undefined X; := and :? always
-	ParseError Detector = "parse-error" // an expansion the parser rejects: fails the Kustomization
-	Literal    Detector = "literal"     // ${…} where nothing substitutes: ships literally
-	KnobEnv    Detector = "knob-env"    // a knob defined in one environment only
+	Undefined  verify.Detector = "undefined"   // ${X} with X undefined: strict mode fails the Kustomization
+	DefaultOp  verify.Detector = "default-op"  // ${X:-d} on an undefined X; := and :? always
+	ParseError verify.Detector = "parse-error" // an expansion the parser rejects: fails the Kustomization
+	Literal    verify.Detector = "literal"     // ${…} where nothing substitutes: ships literally
+	KnobEnv    verify.Detector = "knob-env"    // a knob defined in one environment only
 	// Prerequisite: a substituteFrom object no Kustomization renders (made
 	// out of band): a warning offline, required live.
-	Prerequisite Detector = "prerequisite"
-	KnobUnused   Detector = "knob-unused" // a knob nobody references
-	Cycle        Detector = "cycle"
-	Dangling     Detector = "dangling"
-	Unreachable  Detector = "unreachable"
-	RootWait     Detector = "root-wait"
+	Prerequisite verify.Detector = "prerequisite"
+	KnobUnused   verify.Detector = "knob-unused" // a knob nobody references
+	Cycle        verify.Detector = "cycle"
+	Dangling     verify.Detector = "dangling"
+	Unreachable  verify.Detector = "unreachable"
+	RootWait     verify.Detector = "root-wait"
 	// WaitOrder: a Kustomization health-checks a HelmRelease whose
 	// dependsOn chain needs a release another Kustomization applies,
 	// without depending on that Kustomization.
-	WaitOrder Detector = "wait-order"
-	NoRoot    Detector = "no-root"
-	RaceDep   Detector = "race"
-	Prune     Detector = "prune-hazard"
+	WaitOrder verify.Detector = "wait-order"
+	NoRoot    verify.Detector = "no-root"
+	RaceDep   verify.Detector = "race"
+	Prune     verify.Detector = "prune-hazard"
 	// HelmDependsOn: a HelmRelease's dependsOn names a Kustomization.
-	HelmDependsOn Detector = "helm-depends-on"
+	HelmDependsOn verify.Detector = "helm-depends-on"
 	// ChartSource: a HelmRelease's chart source is invalid or not rendered.
-	ChartSource Detector = "chart-source"
+	ChartSource verify.Detector = "chart-source"
 	// TypeChange: a built-in object that no longer decodes after
 	// substitution (a value whose YAML type changed).
-	TypeChange Detector = "type"
+	TypeChange verify.Detector = "type"
 	// BadCEL: a readyExpr or healthCheckExprs expression the controller
 	// cannot compile: it stalls the object with InvalidCELExpression.
-	BadCEL Detector = "cel"
+	BadCEL verify.Detector = "cel"
 	// Schema: a Flux object the API server refuses (or whose field it
 	// drops) under the Flux release's CRDs, after substitution.
-	Schema Detector = "schema"
+	Schema verify.Detector = "schema"
 	// Build: a Kustomization whose path does not build (kustomize's error,
 	// a path that is not a directory, an artifact not made):
 	// kustomize-controller fails that Kustomization (BuildFailed) and
 	// reconciles the others.
-	Build Detector = "build"
+	Build verify.Detector = "build"
 	// Unread: an entry of a kustomization file this offline check cannot
 	// read (a remote resource, base or generator file, a file over the
 	// read bound), left out of the build: what it adds is not checked.
-	Unread Detector = "unread"
+	Unread verify.Detector = "unread"
 
 	// SourceMissing: a Kustomization's sourceRef nothing renders (not the
 	// root's source): it waits forever.
-	SourceMissing Detector = "source-missing"
+	SourceMissing verify.Detector = "source-missing"
 
 	// TwoAppliers: an object applied by two Kustomizations (appliers.go).
-	TwoAppliers Detector = "two-appliers"
+	TwoAppliers verify.Detector = "two-appliers"
 )
 
 // Options select the environment and what it is compared with.
@@ -120,7 +117,7 @@ type Options struct {
 	Compare   []string
 	NoCompare bool
 	// Disable turns detectors off.
-	Disable map[Detector]bool
+	Disable map[verify.Detector]bool
 	// Env is the environment already loaded with Options (a command that
 	// built it before the first request); nil: Run loads it.
 	Env *fluxrepo.Env
@@ -164,7 +161,7 @@ type Options struct {
 	siblings map[string]sibling
 }
 
-func (o Options) on(d Detector) bool { return !o.Disable[d] }
+func (o Options) on(d verify.Detector) bool { return !o.Disable[d] }
 
 // Result is what Run found: the checks, and the models it read.
 type Result struct {
@@ -569,7 +566,7 @@ var _ pipeline.Phase = (*Phase)(nil)
 // read: warn (the verdict not yet decided), name (what the policy
 // matches) and search (the text that finds its other lines).
 type finding struct {
-	det  Detector
+	det  verify.Detector
 	loc  fluxrepo.Location
 	what string
 	fix  string

@@ -12,7 +12,7 @@ import (
 // defect class, in one place. The SARIF rules, the policy's advisories and
 // the gate a finding reports under all read it (issue 48 item 3).
 type detector struct {
-	ID Detector
+	ID verify.Detector
 	// Gate is the gate (family) its findings report under.
 	Gate verify.Def
 	// Advisory: its findings may be warnings, and the policy's
@@ -46,7 +46,7 @@ var detectors = []*detector{
 }
 
 // detectorRow is the row of d (nil: not a detector).
-func detectorRow(d Detector) *detector {
+func detectorRow(d verify.Detector) *detector {
 	for _, r := range detectors {
 		if r.ID == d {
 			return r
@@ -57,8 +57,8 @@ func detectorRow(d Detector) *detector {
 
 // advisoryDetectors are the detectors whose findings may be warnings, the
 // ones the policy's advisories.disable names, in table order.
-func advisoryDetectors() []Detector {
-	var out []Detector
+func advisoryDetectors() []verify.Detector {
+	var out []verify.Detector
 	for _, r := range detectors {
 		if r.Advisory {
 			out = append(out, r.ID)
@@ -69,7 +69,7 @@ func advisoryDetectors() []Detector {
 
 // detectorsByID are the rows in ID order (the SARIF rules' order).
 func detectorsByID() []*detector {
-	byID := map[Detector]*detector{}
+	byID := map[verify.Detector]*detector{}
 	for _, r := range detectors {
 		byID[r.ID] = r
 	}

@@ -86,8 +86,8 @@ type AdvisoriesPolicy struct {
 
 // AdvisoryOff turns one advisory detector's warnings off.
 type AdvisoryOff struct {
-	Detector Detector `json:"detector"`
-	Reason   string   `json:"reason"`
+	Detector verify.Detector `json:"detector"`
+	Reason   string          `json:"reason"`
 }
 
 // LoadPolicy reads PolicyFile from the repository (nil when there is
