@@ -388,7 +388,7 @@ func buildFinding(env *fluxrepo.Env, k *fluxrepo.Kustomization) finding {
 	if k.Built {
 		what = fmt.Sprintf("Kustomization %s: %s; %s — %s", k.Ref(), msg, consequence, repairedText(env, k.Repaired, k.Ref()))
 	}
-	return finding{det: Build, loc: k.Location, what: what, fix: fix}
+	return at(k.Location, verify.Finding{Detector: Build, Message: what, Fix: fix})
 }
 
 // repairedText says what a build without the broken entries checked.
@@ -453,7 +453,7 @@ func rootBuildFinding(env *fluxrepo.Env) finding {
 	} else {
 		what += " — nothing it renders is checked"
 	}
-	return finding{det: Build, loc: loc, what: what, fix: fix}
+	return at(loc, verify.Finding{Detector: Build, Message: what, Fix: fix})
 }
 
 // loadOthers loads the environments to compare knobs with.
@@ -559,44 +559,48 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 
 var _ pipeline.Phase = (*Phase)(nil)
 
-// finding is what a detector says of one defect, located: its draft,
-// before the policy (which may allow it or make a warning a failure) and
-// the merge of its repeats (count, lines) decide what verify.Finding it
-// becomes (record). Beyond verify.Finding it holds what only those steps
-// read: warn (the verdict not yet decided), name (what the policy
-// matches) and search (the text that finds its other lines).
+// finding is a detector's draft of one located defect: the verify.Finding
+// it becomes (record) once the policy (which may allow it or make a
+// warning a failure) and the merge of its repeats (Count, Lines) have
+// had their say. Its Verdict is the detector's, Fail or Warn, until then.
+// Beyond verify.Finding it holds only what those steps read.
 type finding struct {
-	det  verify.Detector
-	loc  fluxrepo.Location
-	what string
-	fix  string
-	warn bool
+	verify.Finding
 	// name is what the policy matches: the variable of a default-operator
 	// form, the object key of a prerequisite.
 	name string
-	// policy says how the policy changed the verdict ("" unchanged).
-	policy string
 	// search is the text that finds every line of the defect in its
-	// object (an expression); count is how many times it occurs there.
+	// object (an expression).
 	search string
-	count  int
-	lines  []int
-	// subject, cause, item and causeFix group findings in the text report
-	// (verify.Finding): the Kustomization affected, the defect several share,
-	// what tells them apart, and the one fix of them all.
-	subject, cause, item, causeFix string
 }
 
+// at is the draft of f located at l: a failure unless f says Warn.
+func at(l fluxrepo.Location, f verify.Finding) finding {
+	f.File, f.Line = l.File, l.Line
+	if f.Verdict != verify.Warn {
+		f.Verdict = verify.Fail
+	}
+	return finding{Finding: f}
+}
+
+// location is where f is, as the text says it ("(file unknown)" without
+// a file).
+func (f finding) location() fluxrepo.Location {
+	return fluxrepo.Location{File: f.File, Line: f.Line}
+}
+
+func (f finding) warn() bool { return f.Verdict == verify.Warn }
+
 func (f finding) String() string {
-	s := fmt.Sprintf("%s: [%s] %s", f.loc, f.det, f.what)
-	if f.count > 1 || len(f.lines) > 1 {
-		s += fmt.Sprintf(" (%d occurrence(s)%s)", max(f.count, 1), linesText(f.lines))
+	s := fmt.Sprintf("%s: [%s] %s", f.location(), f.Detector, f.Message)
+	if f.Count > 1 || len(f.Lines) > 1 {
+		s += fmt.Sprintf(" (%d occurrence(s)%s)", max(f.Count, 1), linesText(f.Lines))
 	}
-	if f.fix != "" {
-		s += " — fix: " + f.fix
+	if f.Fix != "" {
+		s += " — fix: " + f.Fix
 	}
-	if f.policy != "" {
-		s += " — " + f.policy
+	if f.Policy != "" {
+		s += " — " + f.Policy
 	}
 	return s
 }
@@ -636,25 +640,25 @@ func (ch *checker) merge(all []finding) []finding {
 	var out []finding
 	idx := map[string]int{}
 	for _, f := range all {
-		key := strings.Join([]string{string(f.det), fmt.Sprint(f.warn), f.loc.String(), f.what, f.fix, f.subject}, "\x00")
+		key := strings.Join([]string{string(f.Detector), string(f.Verdict), f.location().String(), f.Message, f.Fix, f.Subject}, "\x00")
 		if i, ok := idx[key]; ok {
-			out[i].count += max(f.count, 1)
+			out[i].Count += max(f.Count, 1)
 			continue
 		}
-		f.count = max(f.count, 1)
+		f.Count = max(f.Count, 1)
 		idx[key] = len(out)
 		out = append(out, f)
 	}
 	for i := range out {
 		f := &out[i]
-		if f.search != "" && f.loc.File != "" && ch.env != nil && f.lines == nil {
-			f.lines = ch.env.Lines(f.loc.File, f.loc.Line, f.search)
+		if f.search != "" && f.File != "" && ch.env != nil && f.Lines == nil {
+			f.Lines = ch.env.Lines(f.File, f.Line, f.search)
 			// Written on more lines than the parser counted (literal
 			// findings are listed once per expression).
-			f.count = max(f.count, len(f.lines))
+			f.Count = max(f.Count, len(f.Lines))
 		}
-		if len(f.lines) < 2 {
-			f.lines = nil
+		if len(f.Lines) < 2 {
+			f.Lines = nil
 		}
 	}
 	return out
@@ -664,21 +668,20 @@ func (ch *checker) merge(all []finding) []finding {
 // it, so the text report can group them across Kustomizations.
 func (ch *checker) about(k *fluxrepo.Kustomization, def verify.Def, all []finding, passMsg string, ev ...string) verify.Check {
 	for i := range all {
-		if all[i].subject == "" {
-			all[i].subject = k.Ref()
+		if all[i].Subject == "" {
+			all[i].Subject = k.Ref()
 		}
 	}
 	return ch.verdict(def, all, passMsg, ev...)
 }
 
-// record keeps f as a Finding of def, and as the check's verify.Finding.
-func (ch *checker) record(def verify.Def, f finding, v verify.Verdict, policy string, gfs *[]verify.Finding) {
-	count := f.count
-	if count < 2 {
-		count = 0
+// record keeps f, its verdict decided, as a Finding of def and as the
+// check's verify.Finding.
+func (ch *checker) record(def verify.Def, f finding, gfs *[]verify.Finding) {
+	vf := f.Finding
+	if vf.Count < 2 {
+		vf.Count = 0
 	}
-	vf := verify.Finding{Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Lines: f.lines, Count: count,
-		Message: f.what, Fix: f.fix, Policy: policy, Subject: f.subject, Cause: f.cause, Item: f.item, CauseFix: f.causeFix}
 	ch.findings = append(ch.findings, Finding{Gate: def.ID, Finding: vf})
 	*gfs = append(*gfs, vf)
 }
@@ -692,7 +695,8 @@ func (ch *checker) verdict(def verify.Def, all []finding, passMsg string, ev ...
 	for _, f := range all {
 		if why := ch.policy.apply(&f); why != "" {
 			ev = append(ev, why+": "+f.String())
-			ch.record(def, f, verify.Pass, why, &gfs)
+			f.Verdict, f.Policy = verify.Pass, why
+			ch.record(def, f, &gfs)
 			continue
 		}
 		fs = append(fs, f)
@@ -703,13 +707,9 @@ func (ch *checker) verdict(def verify.Def, all []finding, passMsg string, ev ...
 		return c
 	}
 	for _, f := range fs {
-		v := verify.Fail
-		if f.warn {
-			v = verify.Warn
-		}
-		ch.record(def, f, v, f.policy, &gfs)
+		ch.record(def, f, &gfs)
 	}
-	fails := slices.DeleteFunc(slices.Clone(fs), func(f finding) bool { return f.warn })
+	fails := slices.DeleteFunc(slices.Clone(fs), finding.warn)
 	// The message names the first finding; the evidence lists them all
 	// when there are several.
 	lines := make([]string, 0, len(fs)+len(ev))

@@ -159,9 +159,9 @@ func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env
 				if !knob || unread(r, e.search) != "" {
 					continue
 				}
-				fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search), search: e.search, cause: e.show + " ships literally: nothing substitutes it",
-					what: fmt.Sprintf("%s in %s: Kustomization %s has no postBuild, so it ships literally, though %s is a knob of the environment (%s)", e.show, objName(r), k.Ref(), e.name, where),
-					fix:  fmt.Sprintf("add spec.postBuild.substituteFrom to Kustomization %s, or escape it as $%s", k.Ref(), e.show)})
+				fs = append(fs, located(env, k, r, finding{Finding: verify.Finding{Detector: Literal, Verdict: verify.Warn, Cause: e.show + " ships literally: nothing substitutes it",
+					Message: fmt.Sprintf("%s in %s: Kustomization %s has no postBuild, so it ships literally, though %s is a knob of the environment (%s)", e.show, objName(r), k.Ref(), e.name, where),
+					Fix:     fmt.Sprintf("add spec.postBuild.substituteFrom to Kustomization %s, or escape it as $%s", k.Ref(), e.show)}, search: e.search}))
 			}
 		}
 	}
@@ -364,9 +364,9 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 				if unread(r, e.search) != "" {
 					continue // a commented-out line, a CRD description
 				}
-				s.fs = append(s.fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search), search: e.search, cause: e.show + " ships literally: nothing substitutes it",
-					what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, s.objName(r), k.Ref(), s.from),
-					fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show})
+				s.fs = append(s.fs, located(env, k, r, finding{Finding: verify.Finding{Detector: Literal, Verdict: verify.Warn, Cause: e.show + " ships literally: nothing substitutes it",
+					Message: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, s.objName(r), k.Ref(), s.from),
+					Fix:     "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show}, search: e.search}))
 			}
 		}
 		return
@@ -375,9 +375,9 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	nodes, bad := funcNodes(text, tree, perr)
 	if o.on(ParseError) {
 		for _, b := range bad {
-			s.fs = append(s.fs, finding{det: ParseError, loc: locate(env, k, r, b.text), search: b.text, cause: b.text + ": the substitution parser rejects it",
-				what: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", b.text, s.objName(r), b.err, k.Ref()),
-				fix:  "escape it as $" + b.text + " if it is meant literally"})
+			s.fs = append(s.fs, located(env, k, r, finding{Finding: verify.Finding{Detector: ParseError, Cause: b.text + ": the substitution parser rejects it",
+				Message: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", b.text, s.objName(r), b.err, k.Ref()),
+				Fix:     "escape it as $" + b.text + " if it is meant literally"}, search: b.text}))
 		}
 	}
 	for _, n := range nodes {
@@ -430,9 +430,9 @@ func (s *substitution) typed(r, out *resource.Resource, nodes []*parse.FuncNode)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, obj); err != nil {
 		expr := "${" + nodes[0].Param
-		s.fs = append(s.fs, finding{det: TypeChange, loc: locate(s.env, s.k, r, expr), search: expr,
-			what: fmt.Sprintf("%s after substitution is not a valid %s (%v): a substituted value that reads as a number or boolean lost its string type — quotes around ${…} in the file do not survive the controller's build — so the API server refuses it and kustomize-controller fails the whole Kustomization %s", s.objName(r), gvk.Kind, err, s.k.Ref()),
-			fix:  "wrap the variable in a double-quote variable, as kustomize-controller's docs say (post build substitution of numbers and booleans): ${quote}${VAR}${quote} with quote: '\"' in postBuild.substitute"})
+		s.fs = append(s.fs, located(s.env, s.k, r, finding{Finding: verify.Finding{Detector: TypeChange,
+			Message: fmt.Sprintf("%s after substitution is not a valid %s (%v): a substituted value that reads as a number or boolean lost its string type — quotes around ${…} in the file do not survive the controller's build — so the API server refuses it and kustomize-controller fails the whole Kustomization %s", s.objName(r), gvk.Kind, err, s.k.Ref()),
+			Fix:     "wrap the variable in a double-quote variable, as kustomize-controller's docs say (post build substitution of numbers and booleans): ${quote}${VAR}${quote} with quote: '\"' in postBuild.substitute"}, search: expr}))
 	}
 }
 
@@ -474,17 +474,17 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 		// variable, and envsubst replaces it now (the seed's dead OIDC
 		// guard: if [ -z "${X:-}" ] became if [ -z "" ]).
 		if o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr), search: expr,
-				cause: expr + "…} in a script: replaced with its default before the shell runs",
-				what:  fmt.Sprintf("%s…} in a script of %s: %s is not defined in this environment (%s), so post-build substitution replaces it with its default before the shell ever runs; the script's own check of %s is dead", expr, s.objName(r), n.Param, from, n.Param),
-				fix:   fmt.Sprintf("escape it as $%s…} so the shell sees it", expr)})
+			s.fs = append(s.fs, located(env, k, r, finding{Finding: verify.Finding{Detector: DefaultOp,
+				Cause:   expr + "…} in a script: replaced with its default before the shell runs",
+				Message: fmt.Sprintf("%s…} in a script of %s: %s is not defined in this environment (%s), so post-build substitution replaces it with its default before the shell ever runs; the script's own check of %s is dead", expr, s.objName(r), n.Param, from, n.Param),
+				Fix:     fmt.Sprintf("escape it as $%s…} so the shell sees it", expr)}, name: n.Param, search: expr}))
 		}
 	case isDefaultOp(n.Name) && n.Name == ":?":
 		if o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr), search: expr,
-				cause: expr + "…} renders its message as the value where " + n.Param + " is not defined",
-				what:  fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), and envsubst renders the message as the value: a non-empty wrong value, not an error", expr, s.objName(r), n.Param, from),
-				fix:   fmt.Sprintf("define %s in %s (strict mode fails ${%s} when it is missing)", n.Param, from, n.Param)})
+			s.fs = append(s.fs, located(env, k, r, finding{Finding: verify.Finding{Detector: DefaultOp,
+				Cause:   expr + "…} renders its message as the value where " + n.Param + " is not defined",
+				Message: fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), and envsubst renders the message as the value: a non-empty wrong value, not an error", expr, s.objName(r), n.Param, from),
+				Fix:     fmt.Sprintf("define %s in %s (strict mode fails ${%s} when it is missing)", n.Param, from, n.Param)}, name: n.Param, search: expr}))
 		}
 	case isDefaultOp(n.Name):
 		// A template default in a plain field value: an advisory naming
@@ -494,11 +494,13 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 			// Said once per place of writing (a component's defaults are
 			// taken by every Kustomization using it): the variables, their
 			// defaults, how many Kustomizations take them.
-			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, warn: true, loc: loc, search: expr,
-				cause: "template defaults written in " + writtenIn(env, loc.File), item: fmt.Sprintf("%s…} renders %s", expr, s.defaultText(n)),
-				causeFix: "nothing if the defaults are meant; else define the variable in the postBuild (substitute or substituteFrom) of the Kustomizations named",
-				what:     fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, s.objName(r), n.Param, k.Ref(), from, s.defaultText(n)),
-				fix:      fmt.Sprintf("nothing if the default is meant; else define %s in %s", n.Param, from)})
+			f := at(loc, verify.Finding{Detector: DefaultOp, Verdict: verify.Warn,
+				Cause: "template defaults written in " + writtenIn(env, loc.File), Item: fmt.Sprintf("%s…} renders %s", expr, s.defaultText(n)),
+				CauseFix: "nothing if the defaults are meant; else define the variable in the postBuild (substitute or substituteFrom) of the Kustomizations named",
+				Message:  fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, s.objName(r), n.Param, k.Ref(), from, s.defaultText(n)),
+				Fix:      fmt.Sprintf("nothing if the default is meant; else define %s in %s", n.Param, from)})
+			f.name, f.search = n.Param, expr
+			s.fs = append(s.fs, f)
 		}
 	default:
 		if !s.defined(n.Param) && o.on(Undefined) {
@@ -511,37 +513,37 @@ func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
 				// stands: still a defect.
 				what = fmt.Sprintf("${%s} in %s (%s) is not defined (substitutes from %s): though nothing reads it there, strict substitution fails the whole Kustomization %s", n.Param, s.objName(r), quiet, from, k.Ref())
 			}
-			warn := false
+			v := verify.Fail
 			if !o.strict.on {
 				// Fail open, the controller reports Ready and applies the
 				// object with the value emptied: an advisory — unless the
 				// emptied value is a name the API server refuses, which
 				// fails the apply (the Kustomization's dry run).
 				what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty: fail open on this release — %s, so Kustomization %s reports Ready and applies %s with an empty value; a release with strict substitution fails it", n.Param, s.objName(r), from, o.strict.why, k.Ref(), s.objName(r))
-				warn = true
+				v = verify.Warn
 				if bad := s.refusedName(r); bad != "" {
-					warn = false
+					v = verify.Fail
 					what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty (fail open on this release — %s), and %s: the API server refuses it, so Kustomization %s fails its apply", n.Param, s.objName(r), from, o.strict.why, bad, k.Ref())
 				}
 				if quiet != "" {
 					// Fail open, it renders empty where nothing reads it: an
 					// advisory (a release that turns strict on fails it).
-					warn = true
+					v = verify.Warn
 					what = fmt.Sprintf("${%s} in %s (%s) is not defined (substitutes from %s): it renders empty there, where nothing reads it — fail open on this release (%s); a release with strict substitution fails Kustomization %s on it", n.Param, s.objName(r), quiet, from, o.strict.why, k.Ref())
 				}
 			}
-			if by := mutating(o.mutators, k); by != "" && !warn {
+			if by := mutating(o.mutators, k); by != "" && v != verify.Warn {
 				// An admission webhook may write the variable into the
 				// Kustomization's postBuild: a verdict it could reverse is
 				// not a failure (issue 54 item 6).
-				warn = true
+				v = verify.Warn
 				what += fmt.Sprintf(" — unless %s defines it: it mutates Kustomizations at admission, which this check cannot see, so it is not judged a failure", by)
 			}
 			// Located by the whole ${X}: the prefix ${X would match an
 			// earlier ${X_longer:=…} (containsUnescaped matches substrings).
-			s.fs = append(s.fs, finding{det: Undefined, warn: warn, loc: locate(env, k, r, expr+"}"), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
-				causeFix: fmt.Sprintf("define %s in the postBuild (substitute or substituteFrom) of each Kustomization named, or escape it as $${%s} if it is meant literally", n.Param, n.Param),
-				fix:      fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
+			s.fs = append(s.fs, located(env, k, r, finding{Finding: verify.Finding{Detector: Undefined, Verdict: v, Cause: "${" + n.Param + "} is not defined", Message: what,
+				CauseFix: fmt.Sprintf("define %s in the postBuild (substitute or substituteFrom) of each Kustomization named, or escape it as $${%s} if it is meant literally", n.Param, n.Param),
+				Fix:      fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)}, search: expr + "}"}))
 		}
 	}
 }
@@ -723,13 +725,13 @@ func (s *substitution) unexplained() {
 	for _, f := range s.fs {
 		// An [undefined] a webhook may reverse is a warning that still
 		// explains the controller's strict error.
-		explained = explained || f.det == Undefined || (!f.warn && f.det == ParseError)
+		explained = explained || f.Detector == Undefined || (!f.warn() && f.Detector == ParseError)
 	}
 	for _, e := range slices.Sorted(maps.Keys(s.controllerErrs)) {
 		badName := strings.Contains(e, "var name is invalid")
 		if (badName || !explained) && s.o.on(Undefined) && s.o.on(ParseError) {
-			s.fs = append(s.fs, finding{det: ParseError, loc: s.k.Location, what: fmt.Sprintf("kustomize-controller's substitution fails Kustomization %s: %s", s.k.Ref(), e),
-				fix: "fix the variable names of " + s.from + " (letters, digits and _, not starting with a digit) or the expression named"})
+			s.fs = append(s.fs, at(s.k.Location, verify.Finding{Detector: ParseError, Message: fmt.Sprintf("kustomize-controller's substitution fails Kustomization %s: %s", s.k.Ref(), e),
+				Fix: "fix the variable names of " + s.from + " (letters, digits and _, not starting with a digit) or the expression named"}))
 			if badName {
 				break // the same error for every object
 			}
@@ -911,6 +913,14 @@ func objName(r *resource.Resource) string {
 		return r.GetKind() + "/" + ns + "/" + r.GetName()
 	}
 	return r.GetKind() + "/" + r.GetName()
+}
+
+// located is f, a draft about its search text in r, located there
+// (locate): a failure unless it says Warn.
+func located(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, f finding) finding {
+	out := at(locate(env, k, r, f.search), f.Finding)
+	out.name, out.search = f.name, f.search
+	return out
 }
 
 // locate is the file and line of text in the files k's build read: the
