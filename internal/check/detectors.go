@@ -29,8 +29,9 @@ type detector struct {
 	problem problemFunc
 	// after: a graph detector run after fluxgraph's problems.
 	after bool
-	// Emitted names the function emitting it, when that function serves
-	// several detectors (one scan of a Kustomization's objects).
+	// Emitted names the function emitting it (in the row's file unless
+	// another is named), and the scan calling it when one scan of a
+	// Kustomization's objects serves several detectors.
 	Emitted string
 }
 
