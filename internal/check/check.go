@@ -652,7 +652,7 @@ func (ch *checker) merge(all []finding) []finding {
 	for i := range out {
 		f := &out[i]
 		if f.search != "" && f.File != "" && ch.env != nil && f.Lines == nil {
-			f.Lines = ch.env.Lines(f.File, f.Line, f.search)
+			f.Lines = writtenLines(ch.env, f.location(), f.search)
 			// Written on more lines than the parser counted (literal
 			// findings are listed once per expression).
 			f.Count = max(f.Count, len(f.Lines))

@@ -562,16 +562,21 @@ func located(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource,
 
 // locate is the file and line of text in the files k's build read: the
 // source file of a generated ConfigMap or Secret (a configMapGenerator's
-// files, envs or literals), else preferring the file declaring r.
+// files, envs or literals), else the YAML node of the object declaring r
+// that holds it (exprLines), else the first line holding it, preferring
+// the file declaring r.
 func locate(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, text string) fluxrepo.Location {
 	files := k.Files
 	if l := generatorSource(env, k, r, text); l.File != "" {
 		return l
 	}
 	decl := env.Locate(files, r.GetKind(), r.GetNamespace(), r.GetName())
-	if l := lineInObject(env, decl, text); l.File != "" {
-		return l
+	// The key or value of r's own document writing text: its node's line.
+	if ls := exprLines(env, decl, text, true); len(ls) > 0 {
+		return fluxrepo.Location{File: decl.File, Line: ls[0]}
 	}
+	// Not in a scalar there: a patch wrote it, or text is no scalar's (a
+	// schema finding's "field:"): the first line holding it.
 	if l := env.FindInObject(files, decl, text); l.File != "" {
 		return l
 	}
