@@ -591,8 +591,16 @@ func (f finding) location() fluxrepo.Location {
 
 func (f finding) warn() bool { return f.Verdict == verify.Warn }
 
+// String is f as the evidence writes it: "file:line: [detector] message
+// (n occurrence(s) on line(s) …) — fix: … — policy".
 func (f finding) String() string {
-	s := fmt.Sprintf("%s: [%s] %s", f.location(), f.Detector, f.Message)
+	return fmt.Sprintf("%s: [%s] %s", f.location(), f.Detector, f.Message) + findingTail(f.Finding)
+}
+
+// findingTail is what follows a finding's message on its line: its
+// occurrences, its fix and the policy's word.
+func findingTail(f verify.Finding) string {
+	s := ""
 	if f.Count > 1 || len(f.Lines) > 1 {
 		s += fmt.Sprintf(" (%d occurrence(s)%s)", max(f.Count, 1), linesText(f.Lines))
 	}

@@ -13,16 +13,16 @@ import (
 func TestDefaultOp(t *testing.T) {
 	t.Parallel()
 	field := func(expr string) string {
-		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: apps}\ndata:\n  zone: %q\n", expr)
+		return fmt.Sprintf(conf+"  zone: %q\n", expr)
 	}
 	script := func(expr string) string {
 		return fmt.Sprintf("apiVersion: batch/v1\nkind: Job\nmetadata: {name: init, namespace: apps}\nspec:\n  template:\n    spec:\n      containers:\n        - name: init\n          image: busybox\n          command:\n            - sh\n            - -c\n            - |\n              if [ -z \"%s\" ]; then exit 1; fi\n              echo ok\n", expr)
 	}
-	const comment = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: apps}\ndata:\n  app.conf: |\n    # zone ${ZONE:-eu}\n    port = 80\n"
+	const comment = conf + "  app.conf: |\n    # zone ${ZONE:-eu}\n    port = 80\n"
 	for _, tc := range []struct {
 		name, obj, expr string
 		vars            map[string]string
-		off             bool
+		off             verify.Detector // turned off
 		want            []verdictText
 	}{
 		{name: "defined: its value renders", obj: field("${ZONE:-eu}"), expr: "${ZONE:-eu}", vars: map[string]string{"ZONE": "us"}},
@@ -36,14 +36,11 @@ func TestDefaultOp(t *testing.T) {
 		{name: "a message renders as the value", obj: field("${ZONE:?set ZONE}"), expr: "${ZONE:?set ZONE}",
 			want: failing("envsubst renders the message as the value: a non-empty wrong value, not an error")},
 		{name: "on a commented-out line: nothing reads it", obj: comment, expr: "${ZONE:-eu}"},
-		{name: "off", obj: field("${ZONE:-eu}"), expr: "${ZONE:-eu}", off: true},
+		{name: "off", obj: field("${ZONE:-eu}"), expr: "${ZONE:-eu}", off: DefaultOp},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := scanOf(tc.vars, true)
-			if tc.off {
-				s.o.Disable = map[verify.Detector]bool{DefaultOp: true}
-			}
+			s := scanOf(tc.vars, true, tc.off)
 			fs := s.defaultOp(object(t, tc.obj), funcNode(t, tc.expr))
 			wantFindings(t, fs, DefaultOp, appsAt, tc.want...)
 			for _, f := range fs {

@@ -12,32 +12,21 @@ import (
 // named on its own.
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, obj string
-		off       bool
-		want      []verdictText
-	}{
-		{name: "parses", obj: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: apps}\ndata:\n  a: ${A}\n"},
-		{name: "an empty expansion", obj: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: apps}\ndata:\n  a: x${}y\n",
+	for _, tc := range []objectCase{
+		{name: "parses", obj: conf + "  a: ${A}\n"},
+		{name: "an empty expansion", obj: conf + "  a: x${}y\n",
 			want: failing("${} in ConfigMap/apps/conf: the substitution parser rejects it")},
-		{name: "two, each named", obj: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: apps}\ndata:\n  a: ${}\n  b: ${B\n",
+		{name: "two, each named", obj: conf + "  a: ${}\n  b: ${B\n",
 			want: []verdictText{{verify.Fail, "${} in ConfigMap/apps/conf"}, {verify.Fail, "${B in ConfigMap/apps/conf"}}},
-		{name: "escaped", obj: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: apps}\ndata:\n  a: $${}\n"},
-		{name: "off", obj: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: apps}\ndata:\n  a: ${}\n", off: true},
+		{name: "escaped", obj: conf + "  a: $${}\n"},
+		{name: "off", obj: conf + "  a: ${}\n", off: ParseError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := scanOf(map[string]string{"A": "a"}, true)
-			if tc.off {
-				s.o.Disable = map[verify.Detector]bool{ParseError: true}
-			}
-			r := object(t, tc.obj)
-			y, err := r.AsYAML()
-			if err != nil {
-				t.Fatal(err)
-			}
-			tree, perr := parse.Parse(string(y))
-			_, bad := funcNodes(string(y), tree, perr)
+			s := scanOf(map[string]string{"A": "a"}, true, tc.off)
+			r, y := objectText(t, tc.obj)
+			tree, perr := parse.Parse(y)
+			_, bad := funcNodes(y, tree, perr)
 			wantFindings(t, s.parseErrors(r, bad), ParseError, appsAt, tc.want...)
 		})
 	}
@@ -69,8 +58,7 @@ func TestUnexplained(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := scanOf(nil, true)
-			s.o.Disable = map[verify.Detector]bool{tc.off: true}
+			s := scanOf(nil, true, tc.off)
 			for _, e := range tc.errs {
 				s.controllerErrs[e] = true
 			}

@@ -21,7 +21,7 @@ func TestTypeChange(t *testing.T) {
 	for _, tc := range []struct {
 		name, written, substituted string
 		vars                       map[string]string
-		off                        bool
+		off                        verify.Detector // turned off
 		want                       []verdictText
 	}{
 		{name: "a number where a string is wanted", written: class, substituted: "3",
@@ -29,14 +29,11 @@ func TestTypeChange(t *testing.T) {
 		{name: "quoted as the docs say", written: class, substituted: `"3"`},
 		{name: "a custom resource: not judged", written: widget, substituted: "3"},
 		{name: "a value not readable here: not judged", written: class, substituted: "3", vars: map[string]string{"N": fluxrepo.PrerequisiteValue}},
-		{name: "off", written: class, substituted: "3", off: true},
+		{name: "off", written: class, substituted: "3", off: TypeChange},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := scanOf(tc.vars, true)
-			if tc.off {
-				s.o.Disable = map[verify.Detector]bool{TypeChange: true}
-			}
+			s := scanOf(tc.vars, true, tc.off)
 			written := fmt.Sprintf(tc.written, "${N}")
 			tree, err := parse.Parse(written)
 			if err != nil {

@@ -14,13 +14,14 @@ func TestUndefined(t *testing.T) {
 	const (
 		image   = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: apps}\nspec:\n  template:\n    spec:\n      containers:\n        - {name: web, image: \"web:${TAG}\"}\n"
 		named   = "apiVersion: v1\nkind: Service\nmetadata: {name: \"${APP}-db\", namespace: apps}\n"
-		comment = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: apps}\ndata:\n  app.conf: |\n    # listen ${TAG}\n    port = 80\n"
-		pattern = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: apps}\ndata:\n  v: ${TAG/v/}\n"
+		comment = conf + "  app.conf: |\n    # listen ${TAG}\n    port = 80\n"
+		pattern = conf + "  v: ${TAG/v/}\n"
 	)
 	for _, tc := range []struct {
 		name, obj, expr string
 		vars            map[string]string
-		strict, off     bool
+		strict          bool
+		off             verify.Detector // turned off
 		webhook         bool
 		want            []verdictText
 	}{
@@ -39,14 +40,11 @@ func TestUndefined(t *testing.T) {
 		{name: "a webhook may define it", obj: image, expr: "${TAG}", strict: true, webhook: true,
 			want: warning("— unless Kyverno ClusterPolicy flux-vars (infra/policy.yaml) defines it")},
 		{name: "a pattern operator", obj: pattern, expr: "${TAG/v/}", strict: true, want: failing("${TAG} in ConfigMap/apps/conf is not defined")},
-		{name: "off", obj: image, expr: "${TAG}", strict: true, off: true},
+		{name: "off", obj: image, expr: "${TAG}", strict: true, off: Undefined},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := scanOf(tc.vars, tc.strict)
-			if tc.off {
-				s.o.Disable = map[verify.Detector]bool{Undefined: true}
-			}
+			s := scanOf(tc.vars, tc.strict, tc.off)
 			if tc.webhook {
 				s.o.mutators = []mutator{{what: "Kyverno ClusterPolicy flux-vars", loc: "infra/policy.yaml"}}
 			}

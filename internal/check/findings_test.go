@@ -28,16 +28,7 @@ func findingLine(f verify.Finding) string {
 	if loc := f.Location(); loc != "" {
 		s = loc + ": " + s
 	}
-	if f.Count > 1 || len(f.Lines) > 1 {
-		s += fmt.Sprintf(" (%d occurrence(s)%s)", max(f.Count, 1), linesText(f.Lines))
-	}
-	if f.Fix != "" {
-		s += " — fix: " + f.Fix
-	}
-	if f.Policy != "" {
-		s += " — " + f.Policy
-	}
-	return s
+	return s + findingTail(f)
 }
 
 // hasFinding: c has a finding of det whose line holds text.

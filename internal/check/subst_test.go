@@ -19,14 +19,18 @@ import (
 // flux-system/apps with no repository behind it: what they find is
 // located at the Kustomization.
 
+// conf is the head of ConfigMap apps/conf, up to its data.
+const conf = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: apps}\ndata:\n"
+
 // appsAt is where Kustomization flux-system/apps of scanOf is declared.
 var appsAt = fluxrepo.Location{File: "clusters/dev/apps.yaml", Line: 3}
 
 // scanOf is the substitution pass of Kustomization flux-system/apps with
-// vars, strict or not.
-func scanOf(vars map[string]string, strict bool) *substitution {
+// vars, strict or not, with detector off turned off ("": none).
+func scanOf(vars map[string]string, strict bool, off verify.Detector) *substitution {
 	k := &fluxrepo.Kustomization{Kustomization: &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "apps"}}, Location: appsAt}
-	return &substitution{o: Options{strict: strictness{on: strict, why: "the test's release"}}, env: &fluxrepo.Env{}, k: k,
+	o := Options{strict: strictness{on: strict, why: "the test's release"}, Disable: map[verify.Detector]bool{off: true}}
+	return &substitution{o: o, env: &fluxrepo.Env{}, k: k,
 		vars: vars, from: "the test's variables", names: map[string]bool{}, controllerErrs: map[string]bool{}}
 }
 
@@ -38,6 +42,18 @@ func object(t *testing.T, y string) *resource.Resource {
 		t.Fatalf("%q: %v", y, err)
 	}
 	return r
+}
+
+// objectText is the resource y declares and its YAML, as the scan reads
+// it.
+func objectText(t *testing.T, y string) (*resource.Resource, string) {
+	t.Helper()
+	r := object(t, y)
+	b, err := r.AsYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, string(b)
 }
 
 // funcNode is the first expansion of expr.
@@ -72,6 +88,14 @@ func wantFindings(t *testing.T, fs []finding, det verify.Detector, loc fluxrepo.
 			t.Errorf("finding %d: %s\nwant a %s [%s] at %s holding %q", i, f, w.verdict, det, loc, w.text)
 		}
 	}
+}
+
+// objectCase is a row of a detector's unit test on one object: what it
+// finds there.
+type objectCase struct {
+	name, obj string
+	off       verify.Detector // turned off
+	want      []verdictText
 }
 
 // verdictText is a finding's verdict and a text its message holds.
