@@ -362,9 +362,9 @@ func appliersFinding(env *fluxrepo.Env, id string, cs []copyOf) finding {
 	}
 	gen := generatedCause(env, cs)
 	self := selfApplying(env, cs)
-	f := finding{det: TwoAppliers, loc: loc, item: id}
+	f := at(loc, verify.Finding{Detector: TwoAppliers, Item: id})
 	if k := cs[len(cs)-1].by.k; k != nil {
-		f.subject = k.Ref()
+		f.Subject = k.Ref()
 	}
 	both := strings.Join(names[:len(names)-1], ", ") + " and by " + names[len(names)-1]
 	if len(locs) > 1 {
@@ -377,13 +377,13 @@ func appliersFinding(env *fluxrepo.Env, id string, cs []copyOf) finding {
 		// labels of any shared object do; no controller refuses it and
 		// nothing the object does changes (a shared component's
 		// commonLabels stamped per app).
-		f.warn = true
-		f.what = fmt.Sprintf("%s is applied by %s, differing only in its labels or annotations (%s): each reconcile overwrites the other's labels and owner labels, and %s (until the other's next reconcile recreates it)", id, both, diff, prune)
+		f.Verdict = verify.Warn
+		f.Message = fmt.Sprintf("%s is applied by %s, differing only in its labels or annotations (%s): each reconcile overwrites the other's labels and owner labels, and %s (until the other's next reconcile recreates it)", id, both, diff, prune)
 	case diff != "":
-		f.what = fmt.Sprintf("%s is applied by %s with different content after substitution (%s): both apply it server-side with kustomize-controller's field manager, so each reconcile overwrites the other's; and %s", id, both, diff, prune)
+		f.Message = fmt.Sprintf("%s is applied by %s with different content after substitution (%s): both apply it server-side with kustomize-controller's field manager, so each reconcile overwrites the other's; and %s", id, both, diff, prune)
 	default:
-		f.warn = true
-		f.what = fmt.Sprintf("%s is applied by %s, with the same content: each reconcile takes the other's owner labels, and %s (until the other's next reconcile recreates it)", id, both, prune)
+		f.Verdict = verify.Warn
+		f.Message = fmt.Sprintf("%s is applied by %s, with the same content: each reconcile takes the other's owner labels, and %s (until the other's next reconcile recreates it)", id, both, prune)
 	}
 	labels := make([]string, len(cs))
 	for i, c := range cs {
@@ -395,18 +395,18 @@ func appliersFinding(env *fluxrepo.Env, id string, cs []copyOf) finding {
 		// applies itself. A kustomization.yaml in the parent would not
 		// change that.
 		kf := self.Path + "/kustomization.yaml"
-		f.cause = fmt.Sprintf("the path of Kustomization %s (%s) renders Kustomization %s itself", self.Ref(), self.Path, self.Ref())
-		f.what += ". Cause: " + f.cause + fmt.Sprintf(", so it applies itself besides its parent (%s)", self.Location.File)
-		f.fix = fmt.Sprintf("keep %s out of its own path: move what it deploys to a subdirectory (e.g. %s/app) and point spec.path there, or drop %s from %s", self.Location.File, self.Path, path.Base(self.Location.File), kf)
+		f.Cause = fmt.Sprintf("the path of Kustomization %s (%s) renders Kustomization %s itself", self.Ref(), self.Path, self.Ref())
+		f.Message += ". Cause: " + f.Cause + fmt.Sprintf(", so it applies itself besides its parent (%s)", self.Location.File)
+		f.Fix = fmt.Sprintf("keep %s out of its own path: move what it deploys to a subdirectory (e.g. %s/app) and point spec.path there, or drop %s from %s", self.Location.File, self.Path, path.Base(self.Location.File), kf)
 	case gen != "":
-		f.what += ". Cause: " + gen
-		f.cause = gen
-		f.fix = fmt.Sprintf("add a kustomization.yaml to %s listing only what %s should apply, so its path stops including %s", cs[0].by.path, cs[0].by.label, strings.Join(paths(cs[1:]), ", "))
+		f.Message += ". Cause: " + gen
+		f.Cause = gen
+		f.Fix = fmt.Sprintf("add a kustomization.yaml to %s listing only what %s should apply, so its path stops including %s", cs[0].by.path, cs[0].by.label, strings.Join(paths(cs[1:]), ", "))
 	default:
-		f.cause = strings.Join(labels, " and ") + " apply the same object(s)"
-		f.fix = fmt.Sprintf("leave %s in one Kustomization's path only (the other may dependsOn it)", id)
+		f.Cause = strings.Join(labels, " and ") + " apply the same object(s)"
+		f.Fix = fmt.Sprintf("leave %s in one Kustomization's path only (the other may dependsOn it)", id)
 	}
-	f.causeFix = f.fix
+	f.CauseFix = f.Fix
 	return f
 }
 

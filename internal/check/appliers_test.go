@@ -58,7 +58,7 @@ func TestTwoAppliers(t *testing.T) {
 	tests := []struct {
 		name    string
 		ms      []mutation
-		disable []Detector
+		disable []verify.Detector
 		verdict verify.Verdict
 		// fails and warns are the [two-appliers] findings by verdict.
 		fails, warns int
@@ -81,7 +81,7 @@ func TestTwoAppliers(t *testing.T) {
 		{name: "a kustomization.yaml in the root lists what the root applies: one applier each",
 			ms: []mutation{{rootKs, "", listed}}, verdict: verify.Pass},
 		{name: "the detector off",
-			disable: []Detector{TwoAppliers}, verdict: verify.Pass},
+			disable: []verify.Detector{TwoAppliers}, verdict: verify.Pass},
 		{name: "nothing substitutes: the same content twice is a warning",
 			ms:      []mutation{{"clusters/dev/issuers.yaml", "  postBuild:\n    substitute:\n      email: ops@example.invalid\n", ""}},
 			verdict: verify.Warn, warns: 2, sarif: [2]int{0, 1},
@@ -158,7 +158,7 @@ spec:
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := Options{Options: fluxrepo.Options{Repo: twoAppliersRepo(t, tc.ms...), Path: "clusters/dev"}, Disable: map[Detector]bool{}}
+			o := Options{Options: fluxrepo.Options{Repo: twoAppliersRepo(t, tc.ms...), Path: "clusters/dev"}, Disable: map[verify.Detector]bool{}}
 			for _, d := range tc.disable {
 				o.Disable[d] = true
 			}

@@ -311,13 +311,13 @@ func BenchmarkCheckHomelabShape(b *testing.B) {
 	for _, mode := range []struct {
 		name     string
 		upstream bool
-		disable  map[Detector]bool
+		disable  map[verify.Detector]bool
 		full     bool
 	}{
 		{"check", false, nil, false},
 		// The cost of validating every Flux object against the CRDs, side
 		// by side (the validators are built once per process either way).
-		{"check-without-schema", false, map[Detector]bool{Schema: true}, false},
+		{"check-without-schema", false, map[verify.Detector]bool{Schema: true}, false},
 		{"upstream-builds", true, nil, false},
 		// The full shape (~1,300 files: generators, SOPS files).
 		{"check-full", false, nil, true},

@@ -15,5 +15,5 @@ func BuildFailure(env *fluxrepo.Env, k *fluxrepo.Kustomization) string {
 		return ""
 	}
 	f := buildFinding(env, k)
-	return fmt.Sprintf("%s: %s — fix: %s", f.loc, f.what, f.fix)
+	return fmt.Sprintf("%s: %s — fix: %s", f.location(), f.Message, f.Fix)
 }

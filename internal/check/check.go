@@ -52,63 +52,60 @@ func Gates() []verify.Def {
 	return []verify.Def{Render, Release, Substitution, Knobs, Graph, CEL, Race, PruneHazard}
 }
 
-// Detector names one defect class; Options.Disable turns it off (the tests
-// prove each one load-bearing that way). It is verify.Finding's Detector,
-// the public vocabulary, so a Finding's Detector compares with the
-// constants below as it is.
-type Detector = string
-
-// The detectors.
+// The detectors, each naming one defect class (verify.Detector, the
+// public vocabulary: a Finding's Detector compares with them as it is).
+// Options.Disable turns one off (the tests prove each one load-bearing
+// that way).
 const (
-	Undefined  Detector = "undefined"   // ${X} with X undefined: strict mode fails the Kustomization
-	DefaultOp  Detector = "default-op"  // ${X:-d} on an undefined X; := and :? always
-	ParseError Detector = "parse-error" // an expansion the parser rejects: fails the Kustomization
-	Literal    Detector = "literal"     // ${…} where nothing substitutes: ships literally
-	KnobEnv    Detector = "knob-env"    // a knob defined in one environment only
+	Undefined  verify.Detector = "undefined"   // ${X} with X undefined: strict mode fails the Kustomization
+	DefaultOp  verify.Detector = "default-op"  // ${X:-d} on an undefined X; := and :? always
+	ParseError verify.Detector = "parse-error" // an expansion the parser rejects: fails the Kustomization
+	Literal    verify.Detector = "literal"     // ${…} where nothing substitutes: ships literally
+	KnobEnv    verify.Detector = "knob-env"    // a knob defined in one environment only
 	// Prerequisite: a substituteFrom object no Kustomization renders (made
 	// out of band): a warning offline, required live.
-	Prerequisite Detector = "prerequisite"
-	KnobUnused   Detector = "knob-unused" // a knob nobody references
-	Cycle        Detector = "cycle"
-	Dangling     Detector = "dangling"
-	Unreachable  Detector = "unreachable"
-	RootWait     Detector = "root-wait"
+	Prerequisite verify.Detector = "prerequisite"
+	KnobUnused   verify.Detector = "knob-unused" // a knob nobody references
+	Cycle        verify.Detector = "cycle"
+	Dangling     verify.Detector = "dangling"
+	Unreachable  verify.Detector = "unreachable"
+	RootWait     verify.Detector = "root-wait"
 	// WaitOrder: a Kustomization health-checks a HelmRelease whose
 	// dependsOn chain needs a release another Kustomization applies,
 	// without depending on that Kustomization.
-	WaitOrder Detector = "wait-order"
-	NoRoot    Detector = "no-root"
-	RaceDep   Detector = "race"
-	Prune     Detector = "prune-hazard"
+	WaitOrder verify.Detector = "wait-order"
+	NoRoot    verify.Detector = "no-root"
+	RaceDep   verify.Detector = "race"
+	Prune     verify.Detector = "prune-hazard"
 	// HelmDependsOn: a HelmRelease's dependsOn names a Kustomization.
-	HelmDependsOn Detector = "helm-depends-on"
+	HelmDependsOn verify.Detector = "helm-depends-on"
 	// ChartSource: a HelmRelease's chart source is invalid or not rendered.
-	ChartSource Detector = "chart-source"
+	ChartSource verify.Detector = "chart-source"
 	// TypeChange: a built-in object that no longer decodes after
 	// substitution (a value whose YAML type changed).
-	TypeChange Detector = "type"
+	TypeChange verify.Detector = "type"
 	// BadCEL: a readyExpr or healthCheckExprs expression the controller
 	// cannot compile: it stalls the object with InvalidCELExpression.
-	BadCEL Detector = "cel"
+	BadCEL verify.Detector = "cel"
 	// Schema: a Flux object the API server refuses (or whose field it
 	// drops) under the Flux release's CRDs, after substitution.
-	Schema Detector = "schema"
+	Schema verify.Detector = "schema"
 	// Build: a Kustomization whose path does not build (kustomize's error,
 	// a path that is not a directory, an artifact not made):
 	// kustomize-controller fails that Kustomization (BuildFailed) and
 	// reconciles the others.
-	Build Detector = "build"
+	Build verify.Detector = "build"
 	// Unread: an entry of a kustomization file this offline check cannot
 	// read (a remote resource, base or generator file, a file over the
 	// read bound), left out of the build: what it adds is not checked.
-	Unread Detector = "unread"
+	Unread verify.Detector = "unread"
 
 	// SourceMissing: a Kustomization's sourceRef nothing renders (not the
 	// root's source): it waits forever.
-	SourceMissing Detector = "source-missing"
+	SourceMissing verify.Detector = "source-missing"
 
 	// TwoAppliers: an object applied by two Kustomizations (appliers.go).
-	TwoAppliers Detector = "two-appliers"
+	TwoAppliers verify.Detector = "two-appliers"
 )
 
 // Options select the environment and what it is compared with.
@@ -120,7 +117,7 @@ type Options struct {
 	Compare   []string
 	NoCompare bool
 	// Disable turns detectors off.
-	Disable map[Detector]bool
+	Disable map[verify.Detector]bool
 	// Env is the environment already loaded with Options (a command that
 	// built it before the first request); nil: Run loads it.
 	Env *fluxrepo.Env
@@ -164,7 +161,7 @@ type Options struct {
 	siblings map[string]sibling
 }
 
-func (o Options) on(d Detector) bool { return !o.Disable[d] }
+func (o Options) on(d verify.Detector) bool { return !o.Disable[d] }
 
 // Result is what Run found: the checks, and the models it read.
 type Result struct {
@@ -402,7 +399,7 @@ func buildFinding(env *fluxrepo.Env, k *fluxrepo.Kustomization) finding {
 	if k.Built {
 		what = fmt.Sprintf("Kustomization %s: %s; %s — %s", k.Ref(), msg, consequence, repairedText(env, k.Repaired, k.Ref()))
 	}
-	return finding{det: Build, loc: k.Location, what: what, fix: fix}
+	return at(k.Location, verify.Finding{Detector: Build, Message: what, Fix: fix})
 }
 
 // repairedText says what a build without the broken entries checked.
@@ -467,7 +464,7 @@ func rootBuildFinding(env *fluxrepo.Env) finding {
 	} else {
 		what += " — nothing it renders is checked"
 	}
-	return finding{det: Build, loc: loc, what: what, fix: fix}
+	return at(loc, verify.Finding{Detector: Build, Message: what, Fix: fix})
 }
 
 // loadOthers loads the environments to compare knobs with.
@@ -586,44 +583,56 @@ func (p *Phase) Before(ctx context.Context, run *pipeline.Run) ([]verify.Check, 
 
 var _ pipeline.Phase = (*Phase)(nil)
 
-// finding is what a detector says of one defect, located: its draft,
-// before the policy (which may allow it or make a warning a failure) and
-// the merge of its repeats (count, lines) decide what verify.Finding it
-// becomes (record). Beyond verify.Finding it holds what only those steps
-// read: warn (the verdict not yet decided), name (what the policy
-// matches) and search (the text that finds its other lines).
+// finding is a detector's draft of one located defect: the verify.Finding
+// it becomes (record) once the policy (which may allow it or make a
+// warning a failure) and the merge of its repeats (Count, Lines) have
+// had their say. Its Verdict is the detector's, Fail or Warn, until then.
+// Beyond verify.Finding it holds only what those steps read.
 type finding struct {
-	det  Detector
-	loc  fluxrepo.Location
-	what string
-	fix  string
-	warn bool
+	verify.Finding
 	// name is what the policy matches: the variable of a default-operator
 	// form, the object key of a prerequisite.
 	name string
-	// policy says how the policy changed the verdict ("" unchanged).
-	policy string
 	// search is the text that finds every line of the defect in its
-	// object (an expression); count is how many times it occurs there.
+	// object (an expression).
 	search string
-	count  int
-	lines  []int
-	// subject, cause, item and causeFix group findings in the text report
-	// (verify.Finding): the Kustomization affected, the defect several share,
-	// what tells them apart, and the one fix of them all.
-	subject, cause, item, causeFix string
 }
 
+// at is the draft of f located at l: a failure unless f says Warn.
+func at(l fluxrepo.Location, f verify.Finding) finding {
+	f.File, f.Line = l.File, l.Line
+	if f.Verdict != verify.Warn {
+		f.Verdict = verify.Fail
+	}
+	return finding{Finding: f}
+}
+
+// location is where f is, as the text says it ("(file unknown)" without
+// a file).
+func (f finding) location() fluxrepo.Location {
+	return fluxrepo.Location{File: f.File, Line: f.Line}
+}
+
+func (f finding) warn() bool { return f.Verdict == verify.Warn }
+
+// String is f as the evidence writes it: "file:line: [detector] message
+// (n occurrence(s) on line(s) …) — fix: … — policy".
 func (f finding) String() string {
-	s := fmt.Sprintf("%s: [%s] %s", f.loc, f.det, f.what)
-	if f.count > 1 || len(f.lines) > 1 {
-		s += fmt.Sprintf(" (%d occurrence(s)%s)", max(f.count, 1), linesText(f.lines))
+	return fmt.Sprintf("%s: [%s] %s", f.location(), f.Detector, f.Message) + findingTail(f.Finding)
+}
+
+// findingTail is what follows a finding's message on its line: its
+// occurrences, its fix and the policy's word.
+func findingTail(f verify.Finding) string {
+	s := ""
+	if f.Count > 1 || len(f.Lines) > 1 {
+		s += fmt.Sprintf(" (%d occurrence(s)%s)", max(f.Count, 1), linesText(f.Lines))
 	}
-	if f.fix != "" {
-		s += " — fix: " + f.fix
+	if f.Fix != "" {
+		s += " — fix: " + f.Fix
 	}
-	if f.policy != "" {
-		s += " — " + f.policy
+	if f.Policy != "" {
+		s += " — " + f.Policy
 	}
 	return s
 }
@@ -663,25 +672,25 @@ func (ch *checker) merge(all []finding) []finding {
 	var out []finding
 	idx := map[string]int{}
 	for _, f := range all {
-		key := strings.Join([]string{string(f.det), fmt.Sprint(f.warn), f.loc.String(), f.what, f.fix, f.subject}, "\x00")
+		key := strings.Join([]string{string(f.Detector), string(f.Verdict), f.location().String(), f.Message, f.Fix, f.Subject}, "\x00")
 		if i, ok := idx[key]; ok {
-			out[i].count += max(f.count, 1)
+			out[i].Count += max(f.Count, 1)
 			continue
 		}
-		f.count = max(f.count, 1)
+		f.Count = max(f.Count, 1)
 		idx[key] = len(out)
 		out = append(out, f)
 	}
 	for i := range out {
 		f := &out[i]
-		if f.search != "" && f.loc.File != "" && ch.env != nil && f.lines == nil {
-			f.lines = ch.env.Lines(f.loc.File, f.loc.Line, f.search)
+		if f.search != "" && f.File != "" && ch.env != nil && f.Lines == nil {
+			f.Lines = writtenLines(ch.env, f.location(), f.search)
 			// Written on more lines than the parser counted (literal
 			// findings are listed once per expression).
-			f.count = max(f.count, len(f.lines))
+			f.Count = max(f.Count, len(f.Lines))
 		}
-		if len(f.lines) < 2 {
-			f.lines = nil
+		if len(f.Lines) < 2 {
+			f.Lines = nil
 		}
 	}
 	return out
@@ -691,21 +700,20 @@ func (ch *checker) merge(all []finding) []finding {
 // it, so the text report can group them across Kustomizations.
 func (ch *checker) about(k *fluxrepo.Kustomization, def verify.Def, all []finding, passMsg string, ev ...string) verify.Check {
 	for i := range all {
-		if all[i].subject == "" {
-			all[i].subject = k.Ref()
+		if all[i].Subject == "" {
+			all[i].Subject = k.Ref()
 		}
 	}
 	return ch.verdict(def, all, passMsg, ev...)
 }
 
-// record keeps f as a Finding of def, and as the check's verify.Finding.
-func (ch *checker) record(def verify.Def, f finding, v verify.Verdict, policy string, gfs *[]verify.Finding) {
-	count := f.count
-	if count < 2 {
-		count = 0
+// record keeps f, its verdict decided, as a Finding of def and as the
+// check's verify.Finding.
+func (ch *checker) record(def verify.Def, f finding, gfs *[]verify.Finding) {
+	vf := f.Finding
+	if vf.Count < 2 {
+		vf.Count = 0
 	}
-	vf := verify.Finding{Detector: f.det, Verdict: v, File: f.loc.File, Line: f.loc.Line, Lines: f.lines, Count: count,
-		Message: f.what, Fix: f.fix, Policy: policy, Subject: f.subject, Cause: f.cause, Item: f.item, CauseFix: f.causeFix}
 	ch.findings = append(ch.findings, Finding{Gate: def.ID, Finding: vf})
 	*gfs = append(*gfs, vf)
 }
@@ -719,7 +727,8 @@ func (ch *checker) verdict(def verify.Def, all []finding, passMsg string, ev ...
 	for _, f := range all {
 		if why := ch.policy.apply(&f); why != "" {
 			ev = append(ev, why+": "+f.String())
-			ch.record(def, f, verify.Pass, why, &gfs)
+			f.Verdict, f.Policy = verify.Pass, why
+			ch.record(def, f, &gfs)
 			continue
 		}
 		fs = append(fs, f)
@@ -730,13 +739,9 @@ func (ch *checker) verdict(def verify.Def, all []finding, passMsg string, ev ...
 		return c
 	}
 	for _, f := range fs {
-		v := verify.Fail
-		if f.warn {
-			v = verify.Warn
-		}
-		ch.record(def, f, v, f.policy, &gfs)
+		ch.record(def, f, &gfs)
 	}
-	fails := slices.DeleteFunc(slices.Clone(fs), func(f finding) bool { return f.warn })
+	fails := slices.DeleteFunc(slices.Clone(fs), finding.warn)
 	// The message names the first finding; the evidence lists them all
 	// when there are several.
 	lines := make([]string, 0, len(fs)+len(ev))

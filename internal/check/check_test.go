@@ -53,9 +53,9 @@ func fixture(t *testing.T, ms ...mutation) string {
 	return dst
 }
 
-func run(t *testing.T, repo string, disable ...Detector) *verify.Report {
+func run(t *testing.T, repo string, disable ...verify.Detector) *verify.Report {
 	t.Helper()
-	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/dev"}, Disable: map[Detector]bool{}}
+	o := Options{Options: fluxrepo.Options{Repo: repo, Path: "clusters/dev"}, Disable: map[verify.Detector]bool{}}
 	for _, d := range disable {
 		o.Disable[d] = true
 	}
@@ -161,7 +161,7 @@ func TestDefects(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		ms      []mutation
-		det     Detector
+		det     verify.Detector
 		id      string
 		verdict verify.Verdict
 		want    string   // in the line of a finding of det

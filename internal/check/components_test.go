@@ -52,20 +52,20 @@ func TestComponents(t *testing.T) {
 		// absent are texts no check of the run may hold.
 		absent []string
 		// absentDet are detectors no check of the run may have a finding of.
-		absentDet []Detector
+		absentDet []verify.Detector
 		// findings: how many findings of each detector the run reports.
-		findings map[Detector]int
+		findings map[verify.Detector]int
 	}{
 		{name: "main as committed: the ${APP} chart pair resolves", path: "clusters/main", exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"2 HelmRelease(s), each dependsOn a rendered HelmRelease, each chart source rendered"},
-			absentDet: []Detector{ChartSource}},
+			absentDet: []verify.Detector{ChartSource}},
 		{name: "main as committed: the shared settings judged once across their copies", path: "clusters/main", exit: session.ExitOK,
 			id: "check.knobs/ConfigMap/default/app-settings", verdict: verify.Warn,
 			found: []wantFinding{{KnobUnused, "kubernetes/components/settings/settings.yaml:12: knob BACKUP_BUCKET of kubernetes/components/settings/settings.yaml (2 copies: ConfigMap/default/app-settings, ConfigMap/media/app-settings)"}},
 			// LOG_LEVEL: only media's app uses it, default's copy is not
 			// unused for that.
 			absent:   []string{"knob LOG_LEVEL", "knob TZ", "knob APP_DOMAIN"},
-			findings: map[Detector]int{KnobUnused: 1, KnobEnv: 0}},
+			findings: map[verify.Detector]int{KnobUnused: 1, KnobEnv: 0}},
 		{name: "main as committed: the other copy points at the one report", path: "clusters/main", exit: session.ExitOK,
 			id: "check.knobs/ConfigMap/media/app-settings", verdict: verify.Pass,
 			want: []string{"one of 2 copies of kubernetes/components/settings/settings.yaml:4", "reported once, on check.knobs/ConfigMap/default/app-settings"}},
@@ -74,26 +74,26 @@ func TestComponents(t *testing.T) {
 			exit:  session.ExitOK, id: "check.knobs/ConfigMap/default/app-settings", verdict: verify.Warn,
 			// Still one advisory for the file, naming both.
 			found:    []wantFinding{{KnobUnused, "2 knobs of kubernetes/components/settings/settings.yaml (2 copies: ConfigMap/default/app-settings, ConfigMap/media/app-settings) are referenced by none of the Kustomizations substituting from it (default/echo, media/jelly): BACKUP_BUCKET, LOG_LEVEL"}},
-			findings: map[Detector]int{KnobUnused: 1}},
+			findings: map[verify.Detector]int{KnobUnused: 1}},
 		{name: "edge as committed", path: "clusters/edge", exit: session.ExitOK,
-			id: "check.graph", verdict: verify.Pass, want: []string{"each chart source rendered"}, findings: map[Detector]int{KnobUnused: 1, KnobEnv: 0}},
+			id: "check.graph", verdict: verify.Pass, want: []string{"each chart source rendered"}, findings: map[verify.Detector]int{KnobUnused: 1, KnobEnv: 0}},
 		{name: "a knob the other cluster lacks, where it never renders the reader", path: "clusters/main", exit: session.ExitOK,
 			id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: verify.Pass,
-			want: []string{"not compared with clusters/edge: GPU_NODE"}, findings: map[Detector]int{KnobEnv: 0}},
+			want: []string{"not compared with clusters/edge: GPU_NODE"}, findings: map[verify.Detector]int{KnobEnv: 0}},
 		{name: "a knob the other cluster lacks, where it renders the reader", path: "clusters/main", edits: []edit{edgeGPU},
 			exit: session.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: verify.Warn,
 			found:    []wantFinding{{KnobEnv, "clusters/main/cluster-settings.yaml:9: knob GPU_NODE of ConfigMap/flux-system/cluster-settings is defined in clusters/main but not in clusters/edge (clusters/edge/cluster-settings.yaml:4), where Kustomization flux-system/gpu reads ${GPU_NODE} too"}},
-			findings: map[Detector]int{KnobEnv: 1}},
+			findings: map[verify.Detector]int{KnobEnv: 1}},
 		{name: "the same, seen from the cluster lacking it", path: "clusters/edge", edits: []edit{edgeGPU},
 			// edge renders the default: its substitution check says so.
 			exit: session.ExitOK, id: "check.knobs/ConfigMap/flux-system/cluster-settings", verdict: verify.Warn,
 			found:    []wantFinding{{KnobEnv, "knob GPU_NODE of ConfigMap/flux-system/cluster-settings is defined in clusters/main (clusters/main/cluster-settings.yaml:9) but not in clusters/edge"}},
-			findings: map[Detector]int{KnobEnv: 1, DefaultOp: 1}},
+			findings: map[verify.Detector]int{KnobEnv: 1, DefaultOp: 1}},
 		{name: "a dependsOn named by ${APP}", path: "clusters/main", edits: withDB("${APP}-db"), exit: session.ExitOK,
 			id: "check.graph", verdict: verify.Pass, want: []string{"4 HelmRelease(s), each dependsOn a rendered HelmRelease"}},
 		{name: "a dependsOn named by ${APP} that nothing renders", path: "clusters/main", edits: withDB("${APP}-dbx"), exit: session.ExitFailed,
 			id: "check.graph", verdict: verify.Fail, found: []wantFinding{{Dangling, "HelmRelease default/echo-anubis depends on default/echo-dbx, which the environment does not render"}},
-			findings: map[Detector]int{Dangling: 2}},
+			findings: map[verify.Detector]int{Dangling: 2}},
 		// Prune ownership under the substituted name: the Namespace
 		// ${GPU_NS:=kube-system} is kube-system on this cluster.
 		{name: "a prune: true Kustomization the only declarer of a namespace named by a variable", path: "clusters/main",
@@ -104,7 +104,7 @@ func TestComponents(t *testing.T) {
 			edits: []edit{{"kubernetes/components/chart/helmrelease.yaml", "    kind: OCIRepository\n    name: ${APP}-anubis\n", "    kind: OCIRepository\n    name: ${APP}-chart\n"}},
 			exit:  session.ExitFailed, id: "check.graph", verdict: verify.Fail,
 			found:    []wantFinding{{ChartSource, "kubernetes/components/chart/helmrelease.yaml:2: HelmRelease default/echo-anubis reads its chart from OCIRepository/default/echo-chart, which the environment does not render"}},
-			findings: map[Detector]int{ChartSource: 2}},
+			findings: map[verify.Detector]int{ChartSource: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -33,9 +33,9 @@ func checkCEL(ch *checker, o Options, env *fluxrepo.Env) verify.Check {
 	readyExpr := func(kind, ref string, loc fluxrepo.Location, dep, expr string) {
 		n++
 		if _, err := fluxobj.CompileReadyExpr(expr); err != nil && o.on(BadCEL) {
-			fs = append(fs, finding{det: BadCEL, loc: entryLocation(env, loc, dep, "readyExpr", "spec", "dependsOn"),
-				what: fmt.Sprintf("%s %s: dependsOn %s readyExpr does not compile (%v): the controller stalls it (InvalidCELExpression) and it never becomes Ready", kind, ref, dep, err),
-				fix:  "write a CEL expression over self and dep that returns a bool, e.g. dep.status.conditions.filter(c, c.type == 'Ready').all(c, c.status == 'True')"})
+			fs = append(fs, at(entryLocation(env, loc, dep, "readyExpr", "spec", "dependsOn"), verify.Finding{Detector: BadCEL,
+				Message: fmt.Sprintf("%s %s: dependsOn %s readyExpr does not compile (%v): the controller stalls it (InvalidCELExpression) and it never becomes Ready", kind, ref, dep, err),
+				Fix:     "write a CEL expression over self and dep that returns a bool, e.g. dep.status.conditions.filter(c, c.type == 'Ready').all(c, c.status == 'True')"}))
 		}
 	}
 	for _, k := range env.Kustomizations {
@@ -47,9 +47,9 @@ func checkCEL(ch *checker, o Options, env *fluxrepo.Env) verify.Check {
 		if len(k.Spec.HealthCheckExprs) > 0 {
 			n += len(k.Spec.HealthCheckExprs)
 			if _, err := cel.NewStatusReader(k.Spec.HealthCheckExprs); err != nil && o.on(BadCEL) {
-				fs = append(fs, finding{det: BadCEL, loc: fieldLocation(env, k.Location, "spec", "healthCheckExprs"),
-					what: fmt.Sprintf("Kustomization %s: healthCheckExprs: %v: kustomize-controller stalls it (InvalidCELExpression) before applying anything", k.Ref(), err),
-					fix:  "fix the expression (current is required; one entry per apiVersion/kind)"})
+				fs = append(fs, at(fieldLocation(env, k.Location, "spec", "healthCheckExprs"), verify.Finding{Detector: BadCEL,
+					Message: fmt.Sprintf("Kustomization %s: healthCheckExprs: %v: kustomize-controller stalls it (InvalidCELExpression) before applying anything", k.Ref(), err),
+					Fix:     "fix the expression (current is required; one entry per apiVersion/kind)"}))
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detChartSource is the [chart-source] row of the table of detectors.
@@ -20,16 +21,16 @@ func chartSourceFindings(gs *graphScan, p fluxgraph.Problem) []finding {
 	loc := nodeLocation(gs.env, p.Node)
 	switch {
 	case p.Kind == fluxgraph.InvalidChartSource:
-		return []finding{{det: ChartSource, loc: loc,
-			what: p.Err.Error(), fix: "set exactly one of spec.chart and spec.chartRef (chartRef kind OCIRepository, HelmChart or ExternalArtifact)"}}
+		return []finding{at(loc, verify.Finding{Detector: ChartSource,
+			Message: p.Err.Error(), Fix: "set exactly one of spec.chart and spec.chartRef (chartRef kind OCIRepository, HelmChart or ExternalArtifact)"})}
 	case p.Kind == fluxgraph.ChartSourceNotRendered && gs.unbuilt != "":
-		return []finding{{det: ChartSource, warn: true, loc: loc,
-			what: fmt.Sprintf("HelmRelease %s reads its chart from %s, which no path that built renders; %s did not build whole and may render it: judged once it builds", p.Node.Key(), p.Source, gs.unbuilt),
-			fix:  fmt.Sprintf("fix the [build] failure first; then render %s or fix the reference", p.Source)}}
+		return []finding{at(loc, verify.Finding{Detector: ChartSource, Verdict: verify.Warn,
+			Message: fmt.Sprintf("HelmRelease %s reads its chart from %s, which no path that built renders; %s did not build whole and may render it: judged once it builds", p.Node.Key(), p.Source, gs.unbuilt),
+			Fix:     fmt.Sprintf("fix the [build] failure first; then render %s or fix the reference", p.Source)})}
 	case p.Kind == fluxgraph.ChartSourceNotRendered:
-		return []finding{{det: ChartSource, loc: loc,
-			what: fmt.Sprintf("HelmRelease %s reads its chart from %s, which the environment does not render: helm-controller reports it not found and never installs", p.Node.Key(), p.Source),
-			fix:  fmt.Sprintf("render %s in a Kustomization the HelmRelease's applier depends on, or fix the reference", p.Source)}}
+		return []finding{at(loc, verify.Finding{Detector: ChartSource,
+			Message: fmt.Sprintf("HelmRelease %s reads its chart from %s, which the environment does not render: helm-controller reports it not found and never installs", p.Node.Key(), p.Source),
+			Fix:     fmt.Sprintf("render %s in a Kustomization the HelmRelease's applier depends on, or fix the reference", p.Source)})}
 	}
 	return nil
 }

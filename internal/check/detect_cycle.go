@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detCycle is the [cycle] row of the table of detectors.
@@ -18,7 +19,7 @@ func cycleFindings(gs *graphScan, p fluxgraph.Problem) []finding {
 	if p.Kind != fluxgraph.CycleFound {
 		return nil
 	}
-	return []finding{{det: Cycle, loc: nodeLocation(gs.env, p.CycleNodes...),
-		what: fmt.Sprintf("dependsOn %v: none of these %ss can ever become Ready", p.Cycle, p.CycleNodes[0].KindName()),
-		fix:  "remove one dependsOn edge of the cycle"}}
+	return []finding{at(nodeLocation(gs.env, p.CycleNodes...), verify.Finding{Detector: Cycle,
+		Message: fmt.Sprintf("dependsOn %v: none of these %ss can ever become Ready", p.Cycle, p.CycleNodes[0].KindName()),
+		Fix:     "remove one dependsOn edge of the cycle"})}
 }

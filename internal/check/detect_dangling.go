@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detDangling is the [dangling] row of the table of detectors.
@@ -23,11 +24,11 @@ func danglingFindings(gs *graphScan, p fluxgraph.Problem) []finding {
 	e := p.Edge
 	loc := entryLocation(gs.env, nodeLocation(gs.env, e.From), e.To.Name, "name", "spec", "dependsOn")
 	if gs.unbuilt != "" {
-		return []finding{{det: Dangling, warn: true, loc: loc,
-			what: fmt.Sprintf("%s %s depends on %s, which no path that built renders; %s did not build whole and may render it: judged once it builds", e.From.KindName(), e.From.Key(), e.To.Key(), gs.unbuilt),
-			fix:  fmt.Sprintf("fix the [build] failure first; then render %s %s or remove the dependsOn entry", e.To.KindName(), e.To.Key())}}
+		return []finding{at(loc, verify.Finding{Detector: Dangling, Verdict: verify.Warn,
+			Message: fmt.Sprintf("%s %s depends on %s, which no path that built renders; %s did not build whole and may render it: judged once it builds", e.From.KindName(), e.From.Key(), e.To.Key(), gs.unbuilt),
+			Fix:     fmt.Sprintf("fix the [build] failure first; then render %s %s or remove the dependsOn entry", e.To.KindName(), e.To.Key())})}
 	}
-	return []finding{{det: Dangling, loc: loc,
-		what: fmt.Sprintf("%s %s depends on %s, which the environment does not render: it waits forever (DependencyNotReady)", e.From.KindName(), e.From.Key(), e.To.Key()),
-		fix:  fmt.Sprintf("remove the dependsOn entry, or render %s %s", e.To.KindName(), e.To.Key())}}
+	return []finding{at(loc, verify.Finding{Detector: Dangling,
+		Message: fmt.Sprintf("%s %s depends on %s, which the environment does not render: it waits forever (DependencyNotReady)", e.From.KindName(), e.From.Key(), e.To.Key()),
+		Fix:     fmt.Sprintf("remove the dependsOn entry, or render %s %s", e.To.KindName(), e.To.Key())})}
 }

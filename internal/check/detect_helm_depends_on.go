@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detHelmDependsOn is the [helm-depends-on] row of the table of detectors.
@@ -20,9 +21,9 @@ func helmDependsOnFindings(gs *graphScan, p fluxgraph.Problem) []finding {
 		return nil
 	}
 	e := p.Edge
-	return []finding{{det: HelmDependsOn, loc: entryLocation(gs.env, nodeLocation(gs.env, e.From), e.To.Name, "name", "spec", "dependsOn"),
-		what: fmt.Sprintf("HelmRelease %s depends on %s, which is a Kustomization: helm-controller reads dependsOn as HelmReleases only (checkDependencies) and it waits forever", e.From.Key(), e.To.Key()),
-		fix:  helmDependsOnFix(gs.g, e)}}
+	return []finding{at(entryLocation(gs.env, nodeLocation(gs.env, e.From), e.To.Name, "name", "spec", "dependsOn"), verify.Finding{Detector: HelmDependsOn,
+		Message: fmt.Sprintf("HelmRelease %s depends on %s, which is a Kustomization: helm-controller reads dependsOn as HelmReleases only (checkDependencies) and it waits forever", e.From.Key(), e.To.Key()),
+		Fix:     helmDependsOnFix(gs.g, e)})}
 }
 
 // helmDependsOnFix says how to order a HelmRelease after a Kustomization:

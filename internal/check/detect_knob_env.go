@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detKnobEnv is the [knob-env] row of the table of detectors.
@@ -47,9 +48,9 @@ func knobEnv(env *fluxrepo.Env, others map[string]*fluxrepo.Env, key string, d *
 				skipped = append(skipped, k)
 				continue
 			}
-			fs = append(fs, finding{det: KnobEnv, warn: true, loc: keyLine(env, d, k),
-				what: fmt.Sprintf("knob %s of %s is defined in %s but not in %s (%s), where Kustomization %s reads ${%s} too: there it takes its default or is undefined (that environment's check says which)", k, key, env.Options.Path, p, od.Location, strings.Join(there[k], ", "), k),
-				fix:  fmt.Sprintf("define %s in %s too if %s should get a value of its own", k, od.Location.File, p)})
+			fs = append(fs, at(keyLine(env, d, k), verify.Finding{Detector: KnobEnv, Verdict: verify.Warn,
+				Message: fmt.Sprintf("knob %s of %s is defined in %s but not in %s (%s), where Kustomization %s reads ${%s} too: there it takes its default or is undefined (that environment's check says which)", k, key, env.Options.Path, p, od.Location, strings.Join(there[k], ", "), k),
+				Fix:     fmt.Sprintf("define %s in %s too if %s should get a value of its own", k, od.Location.File, p)}))
 		}
 		for _, k := range slices.Sorted(maps.Keys(od.Values)) {
 			if d.Defines(k) {
@@ -59,9 +60,9 @@ func knobEnv(env *fluxrepo.Env, others map[string]*fluxrepo.Env, key string, d *
 				skipped = append(skipped, k)
 				continue
 			}
-			fs = append(fs, finding{det: KnobEnv, warn: true, loc: d.Location,
-				what: fmt.Sprintf("knob %s of %s is defined in %s (%s) but not in %s, where Kustomization %s reads ${%s} too: here it takes its default or is undefined (check.substitution says which)", k, key, p, keyLine(others[p], od, k), env.Options.Path, strings.Join(here[k], ", "), k),
-				fix:  fmt.Sprintf("define %s in %s too if %s should get a value of its own", k, d.Location.File, env.Options.Path)})
+			fs = append(fs, at(d.Location, verify.Finding{Detector: KnobEnv, Verdict: verify.Warn,
+				Message: fmt.Sprintf("knob %s of %s is defined in %s (%s) but not in %s, where Kustomization %s reads ${%s} too: here it takes its default or is undefined (check.substitution says which)", k, key, p, keyLine(others[p], od, k), env.Options.Path, strings.Join(here[k], ", "), k),
+				Fix:     fmt.Sprintf("define %s in %s too if %s should get a value of its own", k, d.Location.File, env.Options.Path)}))
 		}
 		if len(skipped) > 0 {
 			slices.Sort(skipped)

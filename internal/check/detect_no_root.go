@@ -7,6 +7,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detNoRoot is the [no-root] row of the table of detectors.
@@ -24,9 +25,9 @@ func noRootFindings(gs *graphScan) []finding {
 		if env.RootSource != nil {
 			return nil
 		}
-		return []finding{{det: NoRoot, loc: root.Location,
-			what: fmt.Sprintf("the root Kustomization %s reads %s, which %s does not render", rootRef, root.SourceKey(), path),
-			fix:  fmt.Sprintf("render the %s in %s (e.g. flux-system/gotk-sync.yaml)", fluxobj.KustomizationSource(root.Kustomization).Kind, gs.kustFile)}}
+		return []finding{at(root.Location, verify.Finding{Detector: NoRoot,
+			Message: fmt.Sprintf("the root Kustomization %s reads %s, which %s does not render", rootRef, root.SourceKey(), path),
+			Fix:     fmt.Sprintf("render the %s in %s (e.g. flux-system/gotk-sync.yaml)", fluxobj.KustomizationSource(root.Kustomization).Kind, gs.kustFile)})}
 	}
 	waiting := dependsOnRoot(env)
 	if len(waiting) == 0 {
@@ -36,9 +37,9 @@ func noRootFindings(gs *graphScan) []finding {
 	if slices.Contains(env.RootFiles, gs.kustFile) {
 		loc.File = gs.kustFile
 	}
-	return []finding{{det: NoRoot, loc: loc,
-		what: fmt.Sprintf("%s renders no root Kustomization %s and no FluxInstance spec.sync (or flux-instance values instance.sync) has path %s, but %s depend(s) on it: they wait forever, and nothing applies %s after bootstrap", path, rootRef, path, strings.Join(waiting, ", "), path),
-		fix:  fmt.Sprintf("add the root to %s (Kustomization %s with spec.path ./%s and its source, as flux bootstrap's flux-system/gotk-sync.yaml), or declare it: a FluxInstance with spec.sync.path %s, or --source-url URL (--source-kind, --source-ref) when it is made outside the repository", path, rootRef, path, path)}}
+	return []finding{at(loc, verify.Finding{Detector: NoRoot,
+		Message: fmt.Sprintf("%s renders no root Kustomization %s and no FluxInstance spec.sync (or flux-instance values instance.sync) has path %s, but %s depend(s) on it: they wait forever, and nothing applies %s after bootstrap", path, rootRef, path, strings.Join(waiting, ", "), path),
+		Fix:     fmt.Sprintf("add the root to %s (Kustomization %s with spec.path ./%s and its source, as flux bootstrap's flux-system/gotk-sync.yaml), or declare it: a FluxInstance with spec.sync.path %s, or --source-url URL (--source-kind, --source-ref) when it is made outside the repository", path, rootRef, path, path)})}
 }
 
 // dependsOnRoot lists the Kustomizations whose dependsOn names the root

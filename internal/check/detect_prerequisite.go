@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detPrerequisite is the [prerequisite] row of the table of detectors.
@@ -32,12 +33,14 @@ func prerequisiteFinding(env *fluxrepo.Env, u usage, key string, readers []strin
 	kind, _, _ := strings.Cut(key, "/")
 	// The reference's entry; the Kustomization when a patch added it.
 	loc := entryLocation(env, first.Location, d2name(key), "name", "spec", "postBuild", "substituteFrom")
-	return finding{det: Prerequisite, name: key, warn: true, loc: loc,
-		what: fmt.Sprintf("prerequisite %s (%s used) is substituted from by %s and no Kustomization of %s renders it: it must exist before they reconcile, or the controller fails them with \"substitute from '%s/%s' error: not found\"%s", key, keys, users, env.Options.Path, kind, d2name(key), elsewhere.say()),
-		fix:  fmt.Sprintf("create %s out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization they depend on); mark the reference optional: true if it may be absent", key),
+	f := at(loc, verify.Finding{Detector: Prerequisite, Verdict: verify.Warn,
+		Message: fmt.Sprintf("prerequisite %s (%s used) is substituted from by %s and no Kustomization of %s renders it: it must exist before they reconcile, or the controller fails them with \"substitute from '%s/%s' error: not found\"%s", key, keys, users, env.Options.Path, kind, d2name(key), elsewhere.say()),
+		Fix:     fmt.Sprintf("create %s out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization they depend on); mark the reference optional: true if it may be absent", key),
 		// One block for every prerequisite (issue #45 item 6):
 		// the text report groups them by this cause.
-		cause:    prereqCause(env, elsewhere),
-		item:     fmt.Sprintf("%s (%s; read by %s)", key, keys, users),
-		causeFix: "create each out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization its readers depend on), or declare it under prerequisites.declared in " + PolicyFile + "; mark a reference optional: true if it may be absent"}
+		Cause:    prereqCause(env, elsewhere),
+		Item:     fmt.Sprintf("%s (%s; read by %s)", key, keys, users),
+		CauseFix: "create each out of band before bootstrap (or render it, e.g. as an ExternalSecret or a SOPS Secret, in a Kustomization its readers depend on), or declare it under prerequisites.declared in " + PolicyFile + "; mark a reference optional: true if it may be absent"})
+	f.name = key
+	return f
 }

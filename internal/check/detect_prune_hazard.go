@@ -94,9 +94,9 @@ func checkPrune(ch *checker, o Options, env *fluxrepo.Env) []verify.Check {
 			continue
 		}
 		decl := env.Locate(k.Files, "Namespace", "", ns)
-		out = append(out, ch.verdict(PruneHazard.Each(k.Ref()+"/"+ns), []finding{{det: Prune, warn: true, loc: decl,
-			what: fmt.Sprintf("Kustomization %s (prune: true) is the only declarer of Namespace %s (%s): moving that file out of %s deletes the namespace and everything in it", k.Ref(), ns, why, k.Path),
-			fix:  "declare Namespace " + ns + " in a Kustomization that never moves, or annotate it kustomize.toolkit.fluxcd.io/prune: disabled"}}, ""))
+		out = append(out, ch.verdict(PruneHazard.Each(k.Ref()+"/"+ns), []finding{at(decl, verify.Finding{Detector: Prune, Verdict: verify.Warn,
+			Message: fmt.Sprintf("Kustomization %s (prune: true) is the only declarer of Namespace %s (%s): moving that file out of %s deletes the namespace and everything in it", k.Ref(), ns, why, k.Path),
+			Fix:     "declare Namespace " + ns + " in a Kustomization that never moves, or annotate it kustomize.toolkit.fluxcd.io/prune: disabled"})}, ""))
 	}
 	if len(out) == 0 {
 		out = append(out, PruneHazard.Pass("no prune: true Kustomization is the sole declarer of a shared Namespace"))

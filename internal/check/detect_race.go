@@ -59,9 +59,9 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 					}
 				}
 				if o.on(RaceDep) {
-					fs = append(fs, finding{det: RaceDep, warn: true, loc: k.Location,
-						what: fmt.Sprintf("Kustomization %s substitutes from %s, which it applies itself: a changed knob is substituted one reconcile late", k.Ref(), key),
-						fix:  fmt.Sprintf("move %s to a Kustomization that %s depends on", key, k.Ref())})
+					fs = append(fs, at(k.Location, verify.Finding{Detector: RaceDep, Verdict: verify.Warn,
+						Message: fmt.Sprintf("Kustomization %s substitutes from %s, which it applies itself: a changed knob is substituted one reconcile late", k.Ref(), key),
+						Fix:     fmt.Sprintf("move %s to a Kustomization that %s depends on", key, k.Ref())}))
 				}
 				continue
 			}
@@ -83,24 +83,24 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 				// matching --watch-configs-label-selector and reconciles
 				// their readers when one changes (kustomization_manager.go):
 				// the window is one reconcile, failed in strict mode.
-				fs = append(fs, finding{det: RaceDep, warn: true, loc: k.Location, cause: cause + " (watched: one reconcile late)", item: key, causeFix: causeFix,
-					what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it; it is watched (%s), so a knob added in one commit fails (strict) or renders empty for one reconcile, until %s applies it and the watch reconciles %s again", k.Ref(), key, d.Location, d.AppliedBy, o.watch.because(), d.AppliedBy, k.Ref()),
-					fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s) to close the window", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)})
+				fs = append(fs, at(k.Location, verify.Finding{Detector: RaceDep, Verdict: verify.Warn, Cause: cause + " (watched: one reconcile late)", Item: key, CauseFix: causeFix,
+					Message: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it; it is watched (%s), so a knob added in one commit fails (strict) or renders empty for one reconcile, until %s applies it and the watch reconciles %s again", k.Ref(), key, d.Location, d.AppliedBy, o.watch.because(), d.AppliedBy, k.Ref()),
+					Fix:     fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s) to close the window", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)}))
 				continue
 			}
 			if o.watch.explicit || o.watch.off != "" {
 				ev = append(ev, fmt.Sprintf("%s is not watched: %s", key, o.watch.missed()))
 			}
 			if o.on(RaceDep) {
-				f := finding{det: RaceDep, loc: k.Location, cause: cause, item: key, causeFix: causeFix,
-					what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it through same-source dependsOn: a knob added in one commit renders as missing (or empty) until %s applies it", k.Ref(), key, d.Location, d.AppliedBy, d.AppliedBy),
-					fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s)", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)}
+				f := at(k.Location, verify.Finding{Detector: RaceDep, Cause: cause, Item: key, CauseFix: causeFix,
+					Message: fmt.Sprintf("Kustomization %s substitutes from %s (%s), applied by %s, without depending on it through same-source dependsOn: a knob added in one commit renders as missing (or empty) until %s applies it", k.Ref(), key, d.Location, d.AppliedBy, d.AppliedBy),
+					Fix:     fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s)", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)})
 				if how := o.BringUp[key]; how != "" {
 					// The window opens on a later commit, not on this
 					// bring-up: the object exists before the root applies
 					// anything.
-					f.warn, f.cause = true, cause+" (not at this bring-up: seeded)"
-					f.what += fmt.Sprintf(" — not on this bring-up: %s exists before the root's first reconcile (%s); bootstrap check fails it for the commits after", key, how)
+					f.Verdict, f.Cause = verify.Warn, cause+" (not at this bring-up: seeded)"
+					f.Message += fmt.Sprintf(" — not on this bring-up: %s exists before the root's first reconcile (%s); bootstrap check fails it for the commits after", key, how)
 				}
 				fs = append(fs, f)
 			}
@@ -145,13 +145,15 @@ func selfApplied(o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, ref ku
 		return nil, ""
 	}
 	if env.Root != nil && env.Root.Ref() == k.Ref() && d.MadeBy == "" {
-		return &finding{det: RaceDep, warn: true, loc: k.Location,
-			what: fmt.Sprintf("root Kustomization %s substitutes from %s (%s), which only it applies: a plain flux bootstrap deadlocks here — kustomize-controller loads substituteFrom before it applies anything and fails the build (%s); bootstrap up seeds %s from %s before the root's first reconcile, and a changed knob is then substituted one reconcile late", k.Ref(), key, d.Location, freshClusterError(k, ref), key, d.Location.File),
-			fix:  fmt.Sprintf("create %s in the repository's bootstrap before Flux (or declare it under prerequisites.declared in %s), mark it optional: true in spec.postBuild.substituteFrom of Kustomization %s (%s), or move it to a Kustomization that %s depends on", key, PolicyFile, k.Ref(), k.Location, k.Ref())}, ""
+		deadlock := at(k.Location, verify.Finding{Detector: RaceDep, Verdict: verify.Warn,
+			Message: fmt.Sprintf("root Kustomization %s substitutes from %s (%s), which only it applies: a plain flux bootstrap deadlocks here — kustomize-controller loads substituteFrom before it applies anything and fails the build (%s); bootstrap up seeds %s from %s before the root's first reconcile, and a changed knob is then substituted one reconcile late", k.Ref(), key, d.Location, freshClusterError(k, ref), key, d.Location.File),
+			Fix:     fmt.Sprintf("create %s in the repository's bootstrap before Flux (or declare it under prerequisites.declared in %s), mark it optional: true in spec.postBuild.substituteFrom of Kustomization %s (%s), or move it to a Kustomization that %s depends on", key, PolicyFile, k.Ref(), k.Location, k.Ref())})
+		return &deadlock, ""
 	}
-	return &finding{det: RaceDep, loc: k.Location,
-		what: fmt.Sprintf("Kustomization %s substitutes from %s (%s), which only it applies%s and nothing else creates: it cannot come up on a fresh cluster — kustomize-controller loads substituteFrom before it applies anything and fails the build (%s), so %s is never created", k.Ref(), key, d.Location, madeBy(d), freshClusterError(k, ref), key),
-		fix:  fmt.Sprintf("mark it optional: true in spec.postBuild.substituteFrom of Kustomization %s (%s) (the first reconcile renders without it, the next substitutes it), or move %s to a Kustomization that %s depends on", k.Ref(), k.Location, key, k.Ref())}, ""
+	never := at(k.Location, verify.Finding{Detector: RaceDep,
+		Message: fmt.Sprintf("Kustomization %s substitutes from %s (%s), which only it applies%s and nothing else creates: it cannot come up on a fresh cluster — kustomize-controller loads substituteFrom before it applies anything and fails the build (%s), so %s is never created", k.Ref(), key, d.Location, madeBy(d), freshClusterError(k, ref), key),
+		Fix:     fmt.Sprintf("mark it optional: true in spec.postBuild.substituteFrom of Kustomization %s (%s) (the first reconcile renders without it, the next substitutes it), or move %s to a Kustomization that %s depends on", k.Ref(), k.Location, key, k.Ref())})
+	return &never, ""
 }
 
 // madeBy says which object k applies makes d at runtime, when one does.

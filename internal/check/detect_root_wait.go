@@ -6,6 +6,7 @@ import (
 
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detRootWait is the [root-wait] row of the table of detectors.
@@ -44,8 +45,8 @@ func rootWaitFindings(env *fluxrepo.Env, g *fluxgraph.Graph, rootRef string) []f
 		if len(direct) > 0 {
 			fix += fmt.Sprintf(", or drop the dependsOn on %s from %s", rootRef, strings.Join(direct, ", "))
 		}
-		return []finding{{det: RootWait, loc: fieldLocation(env, root.Location, "spec", field), fix: fix,
-			what: what + " — a deadlock: the root is not Ready until they are, and they wait for the root (DependencyNotReady) until its health check fails at its timeout"}}
+		return []finding{at(fieldLocation(env, root.Location, "spec", field), verify.Finding{Detector: RootWait, Fix: fix,
+			Message: what + " — a deadlock: the root is not Ready until they are, and they wait for the root (DependencyNotReady) until its health check fails at its timeout"})}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detSourceMissing is the [source-missing] row of the table of detectors.
@@ -33,14 +34,14 @@ func sourceMissingFindings(gs *graphScan) []finding {
 		}
 		loc := fieldLocation(gs.env, k.Location, "spec", "sourceRef", "name")
 		if gs.unbuilt != "" {
-			out = append(out, finding{det: SourceMissing, warn: true, loc: loc,
-				what: fmt.Sprintf("Kustomization %s reads %s, which no path that built renders; %s did not build whole and may render it: judged once it builds", k.Ref(), src, gs.unbuilt),
-				fix:  fmt.Sprintf("fix the [build] failure first; then render %s or fix spec.sourceRef", src)})
+			out = append(out, at(loc, verify.Finding{Detector: SourceMissing, Verdict: verify.Warn,
+				Message: fmt.Sprintf("Kustomization %s reads %s, which no path that built renders; %s did not build whole and may render it: judged once it builds", k.Ref(), src, gs.unbuilt),
+				Fix:     fmt.Sprintf("fix the [build] failure first; then render %s or fix spec.sourceRef", src)}))
 			continue
 		}
-		out = append(out, finding{det: SourceMissing, loc: loc,
-			what: fmt.Sprintf("Kustomization %s reads %s, which nothing in the environment renders and which is not the root's source (%s): kustomize-controller reports \"Source '%s' not found\" and retries forever, so nothing of its path %s is ever applied", k.Ref(), src, gs.root.SourceKey(), src, k.Spec.Path),
-			fix:  fmt.Sprintf("render %s (in a path the root applies), or point spec.sourceRef at a source the environment renders (the root's: %s)", src, gs.root.SourceKey())})
+		out = append(out, at(loc, verify.Finding{Detector: SourceMissing,
+			Message: fmt.Sprintf("Kustomization %s reads %s, which nothing in the environment renders and which is not the root's source (%s): kustomize-controller reports \"Source '%s' not found\" and retries forever, so nothing of its path %s is ever applied", k.Ref(), src, gs.root.SourceKey(), src, k.Spec.Path),
+			Fix:     fmt.Sprintf("render %s (in a path the root applies), or point spec.sourceRef at a source the environment renders (the root's: %s)", src, gs.root.SourceKey())}))
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detUnreachable is the [unreachable] row of the table of detectors.
@@ -24,20 +26,20 @@ func unreachableFindings(gs *graphScan) []finding {
 	}
 	var fs []finding
 	if root.Path != path {
-		fs = append(fs, finding{det: Unreachable, loc: fieldLocation(env, root.Location, "spec", "path"),
-			what: fmt.Sprintf("the root Kustomization %s applies %s, not the environment's directory %s", rootRef, root.Spec.Path, path),
-			fix:  fmt.Sprintf("set spec.path: ./%s", path)})
+		fs = append(fs, at(fieldLocation(env, root.Location, "spec", "path"), verify.Finding{Detector: Unreachable,
+			Message: fmt.Sprintf("the root Kustomization %s applies %s, not the environment's directory %s", rootRef, root.Spec.Path, path),
+			Fix:     fmt.Sprintf("set spec.path: ./%s", path)}))
 	}
 	for _, id := range gs.g.NotAppliedByRoot {
-		fs = append(fs, finding{det: Unreachable, loc: nodeLocation(env, id),
-			what: fmt.Sprintf("%s %s is rendered by %s but no Kustomization reachable from the root %s applies it: bootstrap creates it once, nothing updates or prunes it", id.KindName(), id.Key(), path, rootRef),
-			fix:  fmt.Sprintf("make the root apply %s (spec.path ./%s), or move it under a path the root applies", path, path)})
+		fs = append(fs, at(nodeLocation(env, id), verify.Finding{Detector: Unreachable,
+			Message: fmt.Sprintf("%s %s is rendered by %s but no Kustomization reachable from the root %s applies it: bootstrap creates it once, nothing updates or prunes it", id.KindName(), id.Key(), path, rootRef),
+			Fix:     fmt.Sprintf("make the root apply %s (spec.path ./%s), or move it under a path the root applies", path, path)}))
 	}
 	for _, key := range slices.Sorted(maps.Keys(env.Data)) {
 		if d := env.Data[key]; d.AppliedBy == "" {
-			fs = append(fs, finding{det: Unreachable, loc: d.Location,
-				what: fmt.Sprintf("%s is rendered by %s but applied by no Kustomization reachable from the root %s", key, path, rootRef),
-				fix:  fmt.Sprintf("make the root apply %s (spec.path ./%s)", path, path)})
+			fs = append(fs, at(d.Location, verify.Finding{Detector: Unreachable,
+				Message: fmt.Sprintf("%s is rendered by %s but applied by no Kustomization reachable from the root %s", key, path, rootRef),
+				Fix:     fmt.Sprintf("make the root apply %s (spec.path ./%s)", path, path)}))
 		}
 	}
 	return fs

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detUnread is the [unread] row of the table of detectors.
@@ -31,7 +32,7 @@ func unreadFinding(h *fluxrepo.Hole) finding {
 	if !strings.Contains(h.Why, "remote") {
 		fix = "split it into files under the read bound to have them checked"
 	}
-	return finding{det: Unread, warn: true, loc: h.Location,
-		what: fmt.Sprintf("%s entry %q is %s: left out of the build of %s, so the objects it adds are not checked", h.Field, h.Entry, h.Why, strings.Join(by, ", ")),
-		fix:  fix}
+	return at(h.Location, verify.Finding{Detector: Unread, Verdict: verify.Warn,
+		Message: fmt.Sprintf("%s entry %q is %s: left out of the build of %s, so the objects it adds are not checked", h.Field, h.Entry, h.Why, strings.Join(by, ", ")),
+		Fix:     fix})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/fluxgraph"
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
+	"github.com/homelab-ops/bootstrap/pkg/verify"
 )
 
 // detWaitOrder is the [wait-order] row of the table of detectors.
@@ -74,14 +75,14 @@ func waitOrder(env *fluxrepo.Env, g *fluxgraph.Graph) []finding {
 			if slices.Contains(g.Upstream(by), kid) {
 				// by waits for k: it applies nothing before k is Ready, and k
 				// is not Ready before by applied them.
-				fs = append(fs, finding{det: WaitOrder, loc: k.Location,
-					what: fmt.Sprintf("Kustomization %s health-checks HelmReleases that need releases Kustomization %s applies (%s), and %s waits for %s: a deadlock — %s's health check fails at its timeout and %s never applies", k.Ref(), by, strings.Join(missing[by], ", "), by, k.Ref(), k.Ref(), by),
-					fix:  fmt.Sprintf("apply those dependencies in %s or a Kustomization it depends on, or apply the dependent HelmReleases from %s (or a Kustomization after it)", k.Ref(), by)})
+				fs = append(fs, at(k.Location, verify.Finding{Detector: WaitOrder,
+					Message: fmt.Sprintf("Kustomization %s health-checks HelmReleases that need releases Kustomization %s applies (%s), and %s waits for %s: a deadlock — %s's health check fails at its timeout and %s never applies", k.Ref(), by, strings.Join(missing[by], ", "), by, k.Ref(), k.Ref(), by),
+					Fix:     fmt.Sprintf("apply those dependencies in %s or a Kustomization it depends on, or apply the dependent HelmReleases from %s (or a Kustomization after it)", k.Ref(), by)}))
 				continue
 			}
-			fs = append(fs, finding{det: WaitOrder, warn: true, loc: k.Location,
-				what: fmt.Sprintf("Kustomization %s health-checks HelmReleases that need releases Kustomization %s applies (%s), without depending on %s: it holds one of kustomize-controller's --concurrent workers until they are Ready, and when every worker is held so, %s never gets one to apply them — the health checks wait out their timeout", k.Ref(), by, strings.Join(missing[by], ", "), by, by),
-				fix:  fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s)", dependsOnEntry(by, k.Namespace), k.Ref(), k.Location)})
+			fs = append(fs, at(k.Location, verify.Finding{Detector: WaitOrder, Verdict: verify.Warn,
+				Message: fmt.Sprintf("Kustomization %s health-checks HelmReleases that need releases Kustomization %s applies (%s), without depending on %s: it holds one of kustomize-controller's --concurrent workers until they are Ready, and when every worker is held so, %s never gets one to apply them — the health checks wait out their timeout", k.Ref(), by, strings.Join(missing[by], ", "), by, by),
+				Fix:     fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s)", dependsOnEntry(by, k.Namespace), k.Ref(), k.Location)}))
 		}
 	}
 	return fs

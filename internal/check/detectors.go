@@ -12,7 +12,7 @@ import (
 // defect class, in one place. The SARIF rules, the policy's advisories and
 // the gate a finding reports under all read it (issue 48 item 3).
 type detector struct {
-	ID Detector
+	ID verify.Detector
 	// Gate is the gate (family) its findings report under.
 	Gate verify.Def
 	// Advisory: its findings may be warnings, and the policy's
@@ -29,8 +29,9 @@ type detector struct {
 	problem problemFunc
 	// after: a graph detector run after fluxgraph's problems.
 	after bool
-	// Emitted names the function emitting it, when that function serves
-	// several detectors (one scan of a Kustomization's objects).
+	// Emitted names the function emitting it (in the row's file unless
+	// another is named), and the scan calling it when one scan of a
+	// Kustomization's objects serves several detectors.
 	Emitted string
 }
 
@@ -46,7 +47,7 @@ var detectors = []*detector{
 }
 
 // detectorRow is the row of d (nil: not a detector).
-func detectorRow(d Detector) *detector {
+func detectorRow(d verify.Detector) *detector {
 	for _, r := range detectors {
 		if r.ID == d {
 			return r
@@ -57,8 +58,8 @@ func detectorRow(d Detector) *detector {
 
 // advisoryDetectors are the detectors whose findings may be warnings, the
 // ones the policy's advisories.disable names, in table order.
-func advisoryDetectors() []Detector {
-	var out []Detector
+func advisoryDetectors() []verify.Detector {
+	var out []verify.Detector
 	for _, r := range detectors {
 		if r.Advisory {
 			out = append(out, r.ID)
@@ -69,7 +70,7 @@ func advisoryDetectors() []Detector {
 
 // detectorsByID are the rows in ID order (the SARIF rules' order).
 func detectorsByID() []*detector {
-	byID := map[Detector]*detector{}
+	byID := map[verify.Detector]*detector{}
 	for _, r := range detectors {
 		byID[r.ID] = r
 	}

@@ -14,7 +14,7 @@ import (
 // identified by Findings[].Detector, never by a "[det]" tag in the text
 // (issue 48 item 3).
 type wantFinding struct {
-	det  Detector
+	det  verify.Detector
 	text string
 }
 
@@ -28,33 +28,24 @@ func findingLine(f verify.Finding) string {
 	if loc := f.Location(); loc != "" {
 		s = loc + ": " + s
 	}
-	if f.Count > 1 || len(f.Lines) > 1 {
-		s += fmt.Sprintf(" (%d occurrence(s)%s)", max(f.Count, 1), linesText(f.Lines))
-	}
-	if f.Fix != "" {
-		s += " — fix: " + f.Fix
-	}
-	if f.Policy != "" {
-		s += " — " + f.Policy
-	}
-	return s
+	return s + findingTail(f)
 }
 
 // hasFinding: c has a finding of det whose line holds text.
-func hasFinding(c verify.Check, det Detector, text string) bool {
+func hasFinding(c verify.Check, det verify.Detector, text string) bool {
 	return slices.ContainsFunc(c.Findings, func(f verify.Finding) bool {
 		return f.Detector == det && strings.Contains(findingLine(f), text)
 	})
 }
 
 // hasDetector: c has a finding of det.
-func hasDetector(c verify.Check, det Detector) bool {
+func hasDetector(c verify.Check, det verify.Detector) bool {
 	return slices.ContainsFunc(c.Findings, func(f verify.Finding) bool { return f.Detector == det })
 }
 
 // holds: c has a finding of det whose line holds want, or (det "") c's
 // message or evidence holds want.
-func holds(c verify.Check, det Detector, want string) bool {
+func holds(c verify.Check, det verify.Detector, want string) bool {
 	if det == "" {
 		return strings.Contains(text(c), want)
 	}

@@ -148,11 +148,7 @@ func TestWaitOrder(t *testing.T) {
 			}
 			var got []string
 			for _, f := range waitOrder(env, fluxgraph.FromEnv(env)) {
-				v := "fail"
-				if f.warn {
-					v = "warn"
-				}
-				got = append(got, v+": "+f.what)
+				got = append(got, string(f.Verdict)+": "+f.Message)
 			}
 			if len(got) != len(tc.want) {
 				t.Fatalf("findings:\n%s\nwant %d", strings.Join(got, "\n"), len(tc.want))

@@ -301,13 +301,13 @@ func unusedKnobs(env *fluxrepo.Env, u usage, readersOf func(string) (users, unre
 		// One advisory per source, naming every unused key, at the first.
 		switch {
 		case len(none) == 1:
-			j.found[owner] = []finding{{det: KnobUnused, warn: true, loc: keyLine(env, d, none[0]),
-				what: fmt.Sprintf("knob %s of %s is referenced by none of the Kustomizations substituting from it (%s)", none[0], what, listSome(slices.Compact(slices.Sorted(slices.Values(users))), 5)),
-				fix:  "remove it, or use it as ${" + none[0] + "}"}}
+			j.found[owner] = []finding{at(keyLine(env, d, none[0]), verify.Finding{Detector: KnobUnused, Verdict: verify.Warn,
+				Message: fmt.Sprintf("knob %s of %s is referenced by none of the Kustomizations substituting from it (%s)", none[0], what, listSome(slices.Compact(slices.Sorted(slices.Values(users))), 5)),
+				Fix:     "remove it, or use it as ${" + none[0] + "}"})}
 		case len(none) > 1:
-			j.found[owner] = []finding{{det: KnobUnused, warn: true, loc: keyLine(env, d, none[0]),
-				what: fmt.Sprintf("%d knobs of %s are referenced by none of the Kustomizations substituting from it (%s): %s", len(none), what, listSome(slices.Compact(slices.Sorted(slices.Values(users))), 5), strings.Join(none, ", ")),
-				fix:  "remove them, or use them as ${NAME}"}}
+			j.found[owner] = []finding{at(keyLine(env, d, none[0]), verify.Finding{Detector: KnobUnused, Verdict: verify.Warn,
+				Message: fmt.Sprintf("%d knobs of %s are referenced by none of the Kustomizations substituting from it (%s): %s", len(none), what, listSome(slices.Compact(slices.Sorted(slices.Values(users))), 5), strings.Join(none, ", ")),
+				Fix:     "remove them, or use them as ${NAME}"})}
 		}
 	}
 	return j

@@ -442,7 +442,7 @@ func TestTaskfileSources(t *testing.T) {
 			t.Parallel()
 			edits := []edit{{"kubernetes/flux/apps.yaml", "", reader + tc.source}, undefined}
 			repo := copyLayout(t, "taskfile", edits...)
-			r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "kubernetes/flux", RootName: "cluster"}, Disable: map[Detector]bool{RaceDep: true}})
+			r, err := Run(context.Background(), Options{Options: fluxrepo.Options{Repo: repo, Path: "kubernetes/flux", RootName: "cluster"}, Disable: map[verify.Detector]bool{RaceDep: true}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -86,8 +86,8 @@ type AdvisoriesPolicy struct {
 
 // AdvisoryOff turns one advisory detector's warnings off.
 type AdvisoryOff struct {
-	Detector Detector `json:"detector"`
-	Reason   string   `json:"reason"`
+	Detector verify.Detector `json:"detector"`
+	Reason   string          `json:"reason"`
 }
 
 // LoadPolicy reads PolicyFile from the repository (nil when there is
@@ -269,7 +269,7 @@ func (p *Policy) apply(f *finding) (allowed string) {
 	if p == nil {
 		return ""
 	}
-	if f.det == DefaultOp {
+	if f.Detector == DefaultOp {
 		for i, a := range p.DefaultOperators.Allow {
 			for _, n := range a.Names {
 				if ok, _ := path.Match(n, f.name); ok && f.name != "" {
@@ -277,18 +277,18 @@ func (p *Policy) apply(f *finding) (allowed string) {
 				}
 			}
 		}
-		if f.warn && p.DefaultOperators.OnUndefined == "fail" {
-			f.warn = false
-			f.policy = "required by policy: " + p.where("defaultOperators", "onUndefined") + " onUndefined: fail"
+		if f.warn() && p.DefaultOperators.OnUndefined == "fail" {
+			f.Verdict = verify.Fail
+			f.Policy = "required by policy: " + p.where("defaultOperators", "onUndefined") + " onUndefined: fail"
 		}
 	}
-	if f.det == Prerequisite && f.warn && p.Prerequisites.Undeclared == "fail" {
-		f.warn = false
-		f.policy = "required by policy: " + p.where("prerequisites", "undeclared") + " undeclared: fail (declare it under prerequisites.declared)"
+	if f.Detector == Prerequisite && f.warn() && p.Prerequisites.Undeclared == "fail" {
+		f.Verdict = verify.Fail
+		f.Policy = "required by policy: " + p.where("prerequisites", "undeclared") + " undeclared: fail (declare it under prerequisites.declared)"
 	}
-	if f.warn {
+	if f.warn() {
 		for i, o := range p.Advisories.Disable {
-			if o.Detector == f.det {
+			if o.Detector == f.Detector {
 				return fmt.Sprintf("allowed by %s (advisory off: %s)", p.where("advisories", "disable", fmt.Sprint(i)), o.Reason)
 			}
 		}

@@ -133,7 +133,7 @@ func TestFluxRelease(t *testing.T) {
 		checks []want
 		not    []string
 		// notDet: detectors no check may have a finding of.
-		notDet []Detector
+		notDet []verify.Detector
 	}{
 		{name: "FluxInstance version range", repo: "instance-version", exit: session.ExitOK,
 			checks: []want{
@@ -141,7 +141,7 @@ func TestFluxRelease(t *testing.T) {
 				has("check.substitution/flux-system/apps", verify.Warn, failOpen).with(Undefined, "apps/greeting.yaml:8: ${GREETING} in ConfigMap/podinfo/greeting is not defined"),
 				has("check.substitution/flux-system/flux-system", verify.Pass),
 			},
-			notDet: []Detector{Schema}},
+			notDet: []verify.Detector{Schema}},
 		// Review item 4: from flux-operator v0.54.0 the FluxInstance
 		// controller matches the range only among the Flux minors its own
 		// image embeds (internal/controller/fluxinstance_controller.go
@@ -196,7 +196,7 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Pass, `Flux v2.3.0, declared by FluxInstance spec.distribution.artifact (flux-operator-manifests:v0.9.0 ships Flux up to v2.3.0) "2.x" at clusters/dev/flux-system/flux-instance.yaml:8`),
 				has("check.substitution/flux-system/apps", verify.Warn, failOpen),
 			},
-			notDet: []Detector{Schema}},
+			notDet: []verify.Detector{Schema}},
 		{name: "operator artifact of a 2.9 operator", repo: "instance-artifact", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/flux-instance.yaml", "manifests:v0.9.0", "manifests:v0.46.0"}},
 			checks: []want{
@@ -262,7 +262,7 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by flux bootstrap's gotk-components.yaml header at clusters/dev/flux-system/gotk-components.yaml:3"),
 				has("check.substitution/flux-system/apps", verify.Warn, failOpen),
 			},
-			notDet: []Detector{Schema}},
+			notDet: []verify.Detector{Schema}},
 		{name: "header: the repository's patch turns strict substitution on", repo: "header", exit: session.ExitFailed,
 			edits: []edit{{"clusters/dev/flux-system/kustomization.yaml", "value: --requeue-dependency=5s", "value: --feature-gates=StrictPostBuildSubstitutions=true"}},
 			checks: []want{
@@ -299,13 +299,13 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by the kustomize remote base github.com/fluxcd/flux2/manifests/install at infrastructure/flux/kustomization.yaml:4"),
 				has("check.substitution/flux-system/apps", verify.Warn, failOpen),
 			},
-			notDet: []Detector{Schema}},
+			notDet: []verify.Detector{Schema}},
 		{name: "OCIRepository of flux-manifests", repo: "oci-manifests", exit: session.ExitOK,
 			checks: []want{
 				has("check.flux-release", verify.Pass, "Flux v2.3.0, declared by OCIRepository oci://ghcr.io/fluxcd/flux-manifests ref.tag at clusters/dev/flux.yaml:10"),
 				has("check.substitution/flux-system/apps", verify.Warn, failOpen),
 			},
-			notDet: []Detector{Schema}},
+			notDet: []verify.Detector{Schema}},
 		// Issue 45 item 3: the declaring field after the applying
 		// Kustomization's post-build substitution (kustomize-controller
 		// v1.9.x kustomization_controller.go build → fluxcd/pkg/kustomize
@@ -408,7 +408,7 @@ func TestFluxRelease(t *testing.T) {
 				has("check.flux-release", verify.Skip, "Flux v0.41.2, declared by GitRepository https://github.com/fluxcd/flux2 ref.tag at clusters/dev/flux.yaml:10: older than the releases embedded in this build", "were not checked against a schema"),
 				has("check.substitution/flux-system/apps", verify.Warn, "it renders empty: fail open on this release — Flux v0.41.2's kustomize-controller substitutes without StrictPostBuildSubstitutions"),
 			},
-			notDet: []Detector{Schema}},
+			notDet: []verify.Detector{Schema}},
 		{name: "GitRepository of flux2 at v0.x, the variable defined: skip, exit 3", repo: "git-flux2", exit: session.ExitIncomplete,
 			edits: []edit{{"apps/greeting.yaml", "${GREETING}", "hello"}},
 			checks: []want{
@@ -467,7 +467,7 @@ func has(id string, v verify.Verdict, texts ...string) want {
 }
 
 // with: the check has a finding of det whose line holds text too.
-func (w want) with(det Detector, text string) want {
+func (w want) with(det verify.Detector, text string) want {
 	w.found = append(slices.Clip(w.found), wantFinding{det, text})
 	return w
 }

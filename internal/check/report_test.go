@@ -33,7 +33,7 @@ func checkText(t *testing.T, repo string) (*Result, *verify.Report, string) {
 }
 
 // blocks are the finding blocks of detector det in a default text report.
-func blocks(text string, det Detector) []string {
+func blocks(text string, det verify.Detector) []string {
 	var out []string
 	for _, l := range strings.Split(text, "\n") {
 		if strings.HasPrefix(l, "      ") && strings.Contains(l, "  ["+string(det)+"] ") && (strings.Contains(l, "FAIL") || strings.Contains(l, "WARN")) {

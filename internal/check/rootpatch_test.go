@@ -39,7 +39,7 @@ spec:
 		edits   []edit
 		verdict verify.Verdict
 		// det: want is in a finding of det ("": in the check's text).
-		det  Detector
+		det  verify.Detector
 		want string
 	}{
 		{"the patch makes the root wait", []edit{apps, listed, wait}, verify.Fail,

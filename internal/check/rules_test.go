@@ -169,7 +169,7 @@ func TestSubstituteFromItsOwnObject(t *testing.T) {
 		ms      []mutation
 		verdict verify.Verdict
 		// det: want is in a finding of det ("": in the check's text).
-		det  Detector
+		det  verify.Detector
 		want string
 	}{
 		{"not optional: cannot come up", []mutation{own, ref("")}, verify.Fail,
@@ -416,7 +416,7 @@ func TestFailRulesCited(t *testing.T) {
 	for _, tc := range []struct {
 		name, gate, want string
 		// det: want is in a finding of det ("": in the check's text).
-		det Detector
+		det verify.Detector
 		ms  []mutation
 		// controller runs the controller's own code on the input and
 		// returns its refusal (nil: it accepts, which fails the row).

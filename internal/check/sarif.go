@@ -87,7 +87,7 @@ func WriteSARIF(w io.Writer, r *Result) error {
 		if len(g.Findings) > 1 {
 			props["findings"] = strconv.Itoa(len(g.Findings))
 		}
-		res := sarifResult{RuleID: f.Detector, Level: level, Message: sarifMessage{g.Summary()}, Properties: props}
+		res := sarifResult{RuleID: string(f.Detector), Level: level, Message: sarifMessage{g.Summary()}, Properties: props}
 		if f.Count > 1 {
 			res.OccurrenceCount = f.Count
 		}

@@ -80,14 +80,14 @@ func schemaCheck(ctx context.Context, sv *crdschema.Validator, o Options, env *f
 		if substituted && typeInvalid(res.Errors) {
 			fix += "; a substituted value that reads as a number or boolean loses its string type: ${quote}${VAR}${quote} with quote: '\"' in postBuild.substitute"
 		}
-		fs = append(fs, finding{det: Schema, loc: locate(env, k, r, lastSegment(res.Errors[0].Field)+":"),
-			what: fmt.Sprintf("%s is refused by the API server (%s): %s; kustomize-controller fails the whole Kustomization %s", name, sv.Origin, res.Summary(), k.Ref()),
-			fix:  fix})
+		fs = append(fs, at(locate(env, k, r, lastSegment(res.Errors[0].Field)+":"), verify.Finding{Detector: Schema,
+			Message: fmt.Sprintf("%s is refused by the API server (%s): %s; kustomize-controller fails the whole Kustomization %s", name, sv.Origin, res.Summary(), k.Ref()),
+			Fix:     fix}))
 	}
 	for _, d := range res.Dropped {
-		fs = append(fs, finding{det: Schema, warn: true, loc: locate(env, k, r, lastSegment(d)+":"),
-			what: fmt.Sprintf("%s: field %s is not in %s, so the API server drops it and nothing reads it", name, d, sv.Origin),
-			fix:  "remove it, or correct its spelling (the schema's field names are case-sensitive)"})
+		fs = append(fs, at(locate(env, k, r, lastSegment(d)+":"), verify.Finding{Detector: Schema, Verdict: verify.Warn,
+			Message: fmt.Sprintf("%s: field %s is not in %s, so the API server drops it and nothing reads it", name, d, sv.Origin),
+			Fix:     "remove it, or correct its spelling (the schema's field names are case-sensitive)"}))
 	}
 	return fs
 }
@@ -115,9 +115,9 @@ func labelsCheck(o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, r *res
 	for _, l := range bad {
 		quoted = append(quoted, fmt.Sprintf("%s: \"%v\"", l, lm[l]))
 	}
-	return []finding{{det: Schema, warn: true, loc: locate(env, k, r, bad[0]+":"),
-		what: fmt.Sprintf("%s: label %s is not a string (%v): Kustomization %s applies it with none of its own labels — fluxcd/pkg/ssa's SetOwnerLabels reads them with GetLabels, which returns none when a value is not a string, and sets only the owner labels; a selector matching one of them misses it", objName(r), bad[0], lm[bad[0]], k.Ref()),
-		fix:  "quote the value: " + strings.Join(quoted, ", ")}}
+	return []finding{at(locate(env, k, r, bad[0]+":"), verify.Finding{Detector: Schema, Verdict: verify.Warn,
+		Message: fmt.Sprintf("%s: label %s is not a string (%v): Kustomization %s applies it with none of its own labels — fluxcd/pkg/ssa's SetOwnerLabels reads them with GetLabels, which returns none when a value is not a string, and sets only the owner labels; a selector matching one of them misses it", objName(r), bad[0], lm[bad[0]], k.Ref()),
+		Fix:     "quote the value: " + strings.Join(quoted, ", ")})}
 }
 
 func typeInvalid(errs field.ErrorList) bool {

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"maps"
 	"path"
 	"slices"
@@ -18,8 +17,6 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/kustomize/api/resource"
 
 	"github.com/homelab-ops/bootstrap/internal/crdschema"
@@ -130,40 +127,16 @@ func envKnobs(env *fluxrepo.Env, p *Policy) map[string]string {
 	return out
 }
 
-// literalCheck: a Kustomization without postBuild ships ${…} literally,
-// and its Flux objects as built. Most such ${…} are meant so (a shell
-// variable of a script, a template some program fills in): [literal] only
-// names one whose variable is a knob of the environment (envKnobs), which
-// another Kustomization substitutes — a likely forgotten postBuild.
+// literalCheck: a Kustomization without postBuild ships ${…} literally
+// (knobLiterals), and its Flux objects as built.
 func literalCheck(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, k *fluxrepo.Kustomization, def verify.Def, sv *crdschema.Validator, knobs map[string]string) verify.Check {
 	var fs []finding
 	for _, r := range k.Resources {
 		fs = append(fs, labelsCheck(o, env, k, r)...)
 		fs = append(fs, schemaCheck(ctx, sv, o, env, k, r, r, false)...)
 	}
-	if o.on(Literal) {
-		for _, r := range k.Resources {
-			// CRDs carry ${…} in their descriptions on purpose.
-			if r.GetKind() == "CustomResourceDefinition" || fluxrepo.SubstitutionDisabled(r) {
-				continue
-			}
-			if !fluxrepo.WritesDollar(r) {
-				continue // its YAML holds no ${…}: nothing below to find
-			}
-			y, err := r.AsYAML()
-			if err != nil {
-				continue
-			}
-			for _, e := range expressions(string(y)) {
-				where, knob := knobs[e.name]
-				if !knob || unread(r, e.search) != "" {
-					continue
-				}
-				fs = append(fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search), search: e.search, cause: e.show + " ships literally: nothing substitutes it",
-					what: fmt.Sprintf("%s in %s: Kustomization %s has no postBuild, so it ships literally, though %s is a knob of the environment (%s)", e.show, objName(r), k.Ref(), e.name, where),
-					fix:  fmt.Sprintf("add spec.postBuild.substituteFrom to Kustomization %s, or escape it as $%s", k.Ref(), e.show)})
-			}
-		}
+	for _, r := range k.Resources {
+		fs = append(fs, knobLiterals(o, env, k, r, knobs)...)
 	}
 	return ch.about(k, def, fs, fmt.Sprintf("Kustomization %s does not substitute and ships no ${…} (%d objects)", k.Ref(), len(k.Resources)))
 }
@@ -211,7 +184,7 @@ type substitution struct {
 // first two can fail, and they are the same for every object of one
 // Kustomization. So once one such object went through without an error,
 // another one would too, its values unchanged: the check skips the call
-// for it where nothing reads the object as substituted (typed needs a
+// for it where nothing reads the object as substituted (typeChange needs a
 // ${…}, schemaCheck a Flux object). After an error every object still
 // goes through the call, each error named.
 type plainState int
@@ -262,7 +235,7 @@ func substituteOne(ch *checker, ctx context.Context, o Options, env *fluxrepo.En
 		}
 		s.object(ctx, r)
 	}
-	s.unexplained()
+	s.fs = append(s.fs, s.unexplained()...)
 	ev := []string{fmt.Sprintf("substitutes from %s; %d variable(s) defined; %d object(s) substituted, %s (%s)", from, len(vars), s.substituted, o.strict.mode(), o.strict.why)}
 	if len(assumed) > 0 {
 		ev = append(ev, fmt.Sprintf("defined by none of the rendered objects, so left to %s: %s", strings.Join(unknown, ", "), strings.Join(slices.Sorted(maps.Keys(assumed)), ", ")))
@@ -325,19 +298,10 @@ func substituteVars(env *fluxrepo.Env, p *Policy, k *fluxrepo.Kustomization) (*k
 
 func (s *substitution) defined(n string) bool { _, ok := s.vars[n]; return ok }
 
-// takesValue says whether an operator form takes the variable's value
-// rather than its default or message: the name is defined, and for the
-// colon forms (which treat empty as unset) non-empty.
-func (s *substitution) takesValue(n *parse.FuncNode) bool {
-	v, ok := s.vars[n.Param]
-	if !ok {
-		return false
-	}
-	return !strings.HasPrefix(n.Name, ":") || v != ""
-}
-
 // object checks one object of the Kustomization: with the parser first,
-// then with the controller's own code.
+// then with the controller's own code. It is the one scan of the object:
+// the detectors of check.substitution each take what they read from it
+// (its text, each expression, the substituted object).
 func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	o, env, k := s.o, s.env, s.k
 	if r.Field("sops") != nil {
@@ -363,27 +327,12 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	if len(s.vars) == 0 && !s.always {
 		// The controller does not substitute at all: literals ship.
 		s.fs = append(s.fs, schemaCheck(ctx, s.schema, o, env, k, r, r, false)...)
-		if o.on(Literal) {
-			for _, e := range expressions(text) {
-				if unread(r, e.search) != "" {
-					continue // a commented-out line, a CRD description
-				}
-				s.fs = append(s.fs, finding{det: Literal, warn: true, loc: locate(env, k, r, e.search), search: e.search, cause: e.show + " ships literally: nothing substitutes it",
-					what: fmt.Sprintf("%s in %s: Kustomization %s substitutes from %s (no variables), so nothing is substituted and it ships literally", e.show, s.objName(r), k.Ref(), s.from),
-					fix:  "render the substituteFrom objects in this environment, or set postBuild.substituteStrategy: Always, or escape it as $" + e.show})
-			}
-		}
+		s.fs = append(s.fs, s.literals(r, text)...)
 		return
 	}
 	s.substituted++
 	nodes, bad := funcNodes(text, tree, perr)
-	if o.on(ParseError) {
-		for _, b := range bad {
-			s.fs = append(s.fs, finding{det: ParseError, loc: locate(env, k, r, b.text), search: b.text, cause: b.text + ": the substitution parser rejects it",
-				what: fmt.Sprintf("%s in %s: the substitution parser rejects it (%v); the whole Kustomization %s fails", b.text, s.objName(r), b.err, k.Ref()),
-				fix:  "escape it as $" + b.text + " if it is meant literally"})
-		}
-	}
+	s.fs = append(s.fs, s.parseErrors(r, bad)...)
 	for _, n := range nodes {
 		s.expression(r, n)
 	}
@@ -405,7 +354,7 @@ func (s *substitution) object(ctx context.Context, r *resource.Resource) {
 	if s.plain == plainUnknown && !strings.Contains(text, "$") {
 		s.plain = plainOK
 	}
-	s.typed(r, out, nodes)
+	s.fs = append(s.fs, s.typeChange(r, out, nodes)...)
 	if !s.placeholders(nodes) {
 		s.fs = append(s.fs, schemaCheck(ctx, s.schema, o, env, k, r, out, len(nodes) > 0)...)
 	}
@@ -436,32 +385,16 @@ func rendersData(env *fluxrepo.Env, k *fluxrepo.Kustomization) bool {
 	return true
 }
 
-// typed decodes a substituted built-in object into its Go type, as the API
-// server does before it accepts it: a value whose YAML type changed with
-// the substitution (an unquoted ${REPLICAS} becoming a number where the
-// API wants a string, e.g. StorageClass parameters) fails the apply of the
-// whole Kustomization. Objects substituted with a value the check cannot
-// read (encrypted, made at runtime, a prerequisite) are not judged, nor
-// kinds outside client-go's scheme (custom resources).
-func (s *substitution) typed(r, out *resource.Resource, nodes []*parse.FuncNode) {
-	if out == nil || len(nodes) == 0 || !s.o.on(TypeChange) || s.placeholders(nodes) {
+// expression hands one ${…} of object r to its detector, in the one scan
+// of the object: a default-operator form to [default-op], any other to
+// [undefined].
+func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
+	s.names[n.Param] = true
+	if isDefaultOp(n.Name) {
+		s.fs = append(s.fs, s.defaultOp(r, n)...)
 		return
 	}
-	gvk := schema.FromAPIVersionAndKind(out.GetApiVersion(), out.GetKind())
-	obj, err := clientgoscheme.Scheme.New(gvk)
-	if err != nil {
-		return
-	}
-	m, err := out.Map()
-	if err != nil {
-		return
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, obj); err != nil {
-		expr := "${" + nodes[0].Param
-		s.fs = append(s.fs, finding{det: TypeChange, loc: locate(s.env, s.k, r, expr), search: expr,
-			what: fmt.Sprintf("%s after substitution is not a valid %s (%v): a substituted value that reads as a number or boolean lost its string type — quotes around ${…} in the file do not survive the controller's build — so the API server refuses it and kustomize-controller fails the whole Kustomization %s", s.objName(r), gvk.Kind, err, s.k.Ref()),
-			fix:  "wrap the variable in a double-quote variable, as kustomize-controller's docs say (post build substitution of numbers and booleans): ${quote}${VAR}${quote} with quote: '\"' in postBuild.substitute"})
-	}
+	s.fs = append(s.fs, s.undefined(r, n)...)
 }
 
 // placeholders says whether a variable of nodes takes a value the check
@@ -474,185 +407,6 @@ func (s *substitution) placeholders(nodes []*parse.FuncNode) bool {
 		}
 	}
 	return false
-}
-
-// expression classifies one ${…} of object r: a default operator, or a
-// variable the environment does not define.
-func (s *substitution) expression(r *resource.Resource, n *parse.FuncNode) {
-	o, env, k, from := s.o, s.env, s.k, s.from
-	s.names[n.Param] = true
-	expr := "${" + n.Param + n.Name
-	search := expr
-	if n.Name == "" {
-		// The whole ${X}: the prefix ${X would match ${X_LONGER}.
-		search += "}"
-	}
-	// Text no program reads (a commented-out line of an embedded file, a
-	// CRD's description): what renders there is read by no one.
-	quiet := unread(r, search)
-	switch {
-	case isDefaultOp(n.Name) && quiet != "":
-		// Its default (or message) renders into a comment: harmless.
-	case isDefaultOp(n.Name) && s.takesValue(n):
-		// The Kustomization defines it: the default never renders (the
-		// seed's own L0 gate: no default-operator form on an *undefined*
-		// name). A shared component's default each app overrides.
-	case isDefaultOp(n.Name) && s.inScript(r, expr):
-		// A script something runs later: the author meant the shell's
-		// variable, and envsubst replaces it now (the seed's dead OIDC
-		// guard: if [ -z "${X:-}" ] became if [ -z "" ]).
-		if o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr), search: expr,
-				cause: expr + "…} in a script: replaced with its default before the shell runs",
-				what:  fmt.Sprintf("%s…} in a script of %s: %s is not defined in this environment (%s), so post-build substitution replaces it with its default before the shell ever runs; the script's own check of %s is dead", expr, s.objName(r), n.Param, from, n.Param),
-				fix:   fmt.Sprintf("escape it as $%s…} so the shell sees it", expr)})
-		}
-	case isDefaultOp(n.Name) && n.Name == ":?":
-		if o.on(DefaultOp) {
-			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, loc: locate(env, k, r, expr), search: expr,
-				cause: expr + "…} renders its message as the value where " + n.Param + " is not defined",
-				what:  fmt.Sprintf("%s…} in %s: %s is not defined in this environment (%s), and envsubst renders the message as the value: a non-empty wrong value, not an error", expr, s.objName(r), n.Param, from),
-				fix:   fmt.Sprintf("define %s in %s (strict mode fails ${%s} when it is missing)", n.Param, from, n.Param)})
-		}
-	case isDefaultOp(n.Name):
-		// A template default in a plain field value: an advisory naming
-		// what renders.
-		if o.on(DefaultOp) {
-			loc := locate(env, k, r, expr)
-			// Said once per place of writing (a component's defaults are
-			// taken by every Kustomization using it): the variables, their
-			// defaults, how many Kustomizations take them.
-			s.fs = append(s.fs, finding{det: DefaultOp, name: n.Param, warn: true, loc: loc, search: expr,
-				cause: "template defaults written in " + writtenIn(env, loc.File), item: fmt.Sprintf("%s…} renders %s", expr, s.defaultText(n)),
-				causeFix: "nothing if the defaults are meant; else define the variable in the postBuild (substitute or substituteFrom) of the Kustomizations named",
-				what:     fmt.Sprintf("%s…} in %s: %s is not defined for Kustomization %s (%s), so its default %s renders here", expr, s.objName(r), n.Param, k.Ref(), from, s.defaultText(n)),
-				fix:      fmt.Sprintf("nothing if the default is meant; else define %s in %s", n.Param, from)})
-		}
-	default:
-		if !s.defined(n.Param) && o.on(Undefined) {
-			// A defect either way: strict, the controller fails the
-			// Kustomization; not strict, it reports Ready and the object
-			// ships an empty value (the seed's fail-open incident).
-			what := fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): strict substitution fails the whole Kustomization %s", n.Param, s.objName(r), from, k.Ref())
-			if quiet != "" {
-				// The controller's strict envsubst fails on it wherever it
-				// stands: still a defect.
-				what = fmt.Sprintf("${%s} in %s (%s) is not defined (substitutes from %s): though nothing reads it there, strict substitution fails the whole Kustomization %s", n.Param, s.objName(r), quiet, from, k.Ref())
-			}
-			warn := false
-			if !o.strict.on {
-				// Fail open, the controller reports Ready and applies the
-				// object with the value emptied: an advisory — unless the
-				// emptied value is a name the API server refuses, which
-				// fails the apply (the Kustomization's dry run).
-				what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty: fail open on this release — %s, so Kustomization %s reports Ready and applies %s with an empty value; a release with strict substitution fails it", n.Param, s.objName(r), from, o.strict.why, k.Ref(), s.objName(r))
-				warn = true
-				if bad := s.refusedName(r); bad != "" {
-					warn = false
-					what = fmt.Sprintf("${%s} in %s is not defined (substitutes from %s): it renders empty (fail open on this release — %s), and %s: the API server refuses it, so Kustomization %s fails its apply", n.Param, s.objName(r), from, o.strict.why, bad, k.Ref())
-				}
-				if quiet != "" {
-					// Fail open, it renders empty where nothing reads it: an
-					// advisory (a release that turns strict on fails it).
-					warn = true
-					what = fmt.Sprintf("${%s} in %s (%s) is not defined (substitutes from %s): it renders empty there, where nothing reads it — fail open on this release (%s); a release with strict substitution fails Kustomization %s on it", n.Param, s.objName(r), quiet, from, o.strict.why, k.Ref())
-				}
-			}
-			if by := mutating(o.mutators, k); by != "" && !warn {
-				// An admission webhook may write the variable into the
-				// Kustomization's postBuild: a verdict it could reverse is
-				// not a failure (issue 54 item 6).
-				warn = true
-				what += fmt.Sprintf(" — unless %s defines it: it mutates Kustomizations at admission, which this check cannot see, so it is not judged a failure", by)
-			}
-			// Located by the whole ${X}: the prefix ${X would match an
-			// earlier ${X_longer:=…} (containsUnescaped matches substrings).
-			s.fs = append(s.fs, finding{det: Undefined, warn: warn, loc: locate(env, k, r, expr+"}"), search: expr + "}", cause: "${" + n.Param + "} is not defined", what: what,
-				causeFix: fmt.Sprintf("define %s in the postBuild (substitute or substituteFrom) of each Kustomization named, or escape it as $${%s} if it is meant literally", n.Param, n.Param),
-				fix:      fmt.Sprintf("define %s in %s, or escape it as $${%s} if it is meant literally", n.Param, from, n.Param)})
-		}
-	}
-}
-
-// defaultText is what the controller renders for operator form n of an
-// unset variable, quoted: fluxcd/pkg/envsubst v1.7.1 (kustomize-controller
-// v1.9.5's) evaluates the arguments first — a nested ${B} with the
-// Kustomization's own variables — and, for every default operator
-// (lookupFunc: toDefault, ":+" and "+" included), renders the variable's
-// value when it is non-empty, else the arguments joined. With strict
-// substitution an undefined nested ${B} fails instead (said so).
-func (s *substitution) defaultText(n *parse.FuncNode) string {
-	text, ok := exprText(n)
-	if !ok {
-		return fallbackDefaultText(n)
-	}
-	strict := s.o.strict.on
-	out, err := envsubst.Eval(text, func(k string) (string, bool) {
-		v, ok := s.vars[k]
-		if strict {
-			return v, ok
-		}
-		return v, true // kustomize's varSubstitution: every name set, fail open
-	})
-	if err != nil {
-		return fmt.Sprintf("nothing: the controller's envsubst fails on it (%v)", err)
-	}
-	var unreadable []string
-	walk(&parse.ListNode{Nodes: n.Args}, func(f *parse.FuncNode) {
-		if fluxrepo.Placeholder(s.vars[f.Param]) {
-			unreadable = append(unreadable, "${"+f.Param+"}")
-		}
-	})
-	q := fmt.Sprintf("%q", out)
-	if len(unreadable) > 0 {
-		q += fmt.Sprintf(" (with %s as the cluster holds it, not readable here)", strings.Join(unreadable, ", "))
-	}
-	return q
-}
-
-// exprText writes n back as envsubst's parser reads it (false for a form
-// it cannot write faithfully).
-func exprText(n *parse.FuncNode) (string, bool) {
-	if isLength(n) {
-		return opening(n) + "}", true
-	}
-	var b strings.Builder
-	b.WriteString(opening(n))
-	sep := ""
-	switch n.Name {
-	case ":":
-		sep = ":"
-	case "/", "//", "/#", "/%":
-		sep = "/"
-	}
-	for i, a := range n.Args {
-		if i > 0 {
-			b.WriteString(sep)
-		}
-		switch a := a.(type) {
-		case *parse.TextNode:
-			if strings.Contains(a.Value, "$") || strings.Contains(a.Value, "}") {
-				return "", false
-			}
-			b.WriteString(a.Value)
-		case *parse.FuncNode:
-			t, ok := exprText(a)
-			if !ok {
-				return "", false
-			}
-			b.WriteString(t)
-		default:
-			return "", false
-		}
-	}
-	if sep == "/" && len(n.Args) == 1 {
-		// ${A/pattern/} replaces with nothing: the parser keeps no
-		// argument for the empty replacement, and ${A/pattern} does not
-		// parse (found by FuzzSubstExpressions: "${0/0/}").
-		b.WriteString("/")
-	}
-	b.WriteString("}")
-	return b.String(), true
 }
 
 // isLength says whether n is ${#A}, A's length: the parser's FuncNode
@@ -670,46 +424,6 @@ func opening(n *parse.FuncNode) string {
 	return "${" + n.Param + n.Name
 }
 
-// fallbackDefaultText is the literal text of n's arguments, quoted.
-func fallbackDefaultText(n *parse.FuncNode) string {
-	var b strings.Builder
-	for _, a := range n.Args {
-		if t, ok := a.(*parse.TextNode); ok {
-			b.WriteString(t.Value)
-		}
-	}
-	return fmt.Sprintf("%q", b.String())
-}
-
-// inScript says whether text occurs in a script of r: a multi-line string
-// under a container's command or args, any string under a script key, or a
-// ConfigMap/Secret value that is a script (#! or a .sh key).
-func (s *substitution) inScript(r *resource.Resource, text string) bool {
-	m, err := r.Map()
-	if err != nil {
-		return false
-	}
-	found := false
-	eachString(m, nil, func(v string, keys []string) {
-		if found || !strings.Contains(v, text) || allCommented(v, text) {
-			return
-		}
-		last := ""
-		if len(keys) > 0 {
-			last = keys[len(keys)-1]
-		}
-		switch {
-		case (slices.Contains(keys, "command") || slices.Contains(keys, "args")) && strings.Contains(v, "\n"):
-			found = true
-		case last == "script" || strings.HasSuffix(last, "Script"):
-			found = true
-		case (r.GetKind() == "ConfigMap" || r.GetKind() == "Secret") && len(keys) == 2 && (strings.HasPrefix(v, "#!") || strings.HasSuffix(last, ".sh")):
-			found = true
-		}
-	})
-	return found
-}
-
 // eachString calls f with every string value under v and the map keys
 // leading to it (list indexes left out).
 func eachString(v any, keys []string, f func(s string, keys []string)) {
@@ -725,54 +439,6 @@ func eachString(v any, keys []string, f func(s string, keys []string)) {
 	case string:
 		f(v, keys)
 	}
-}
-
-// allCommented says every occurrence of text in the multi-line string v
-// is on a line whose first non-space character is #.
-func allCommented(v, text string) bool {
-	offs := unescaped(v, text)
-	if len(offs) == 0 || !strings.Contains(v, "\n") {
-		return false
-	}
-	for _, off := range offs {
-		start := strings.LastIndexByte(v[:off], '\n') + 1
-		if !strings.HasPrefix(strings.TrimLeft(v[start:off], " \t"), "#") {
-			return false
-		}
-	}
-	return true
-}
-
-// unexplained adds a controller failure the parser pass did not explain
-// (e.g. an invalid variable name in a substituteFrom object): a defect of
-// its own.
-func (s *substitution) unexplained() {
-	explained := false
-	for _, f := range s.fs {
-		// An [undefined] a webhook may reverse is a warning that still
-		// explains the controller's strict error.
-		explained = explained || f.det == Undefined || (!f.warn && f.det == ParseError)
-	}
-	for _, e := range slices.Sorted(maps.Keys(s.controllerErrs)) {
-		badName := strings.Contains(e, "var name is invalid")
-		if (badName || !explained) && s.o.on(Undefined) && s.o.on(ParseError) {
-			s.fs = append(s.fs, finding{det: ParseError, loc: s.k.Location, what: fmt.Sprintf("kustomize-controller's substitution fails Kustomization %s: %s", s.k.Ref(), e),
-				fix: "fix the variable names of " + s.from + " (letters, digits and _, not starting with a digit) or the expression named"})
-			if badName {
-				break // the same error for every object
-			}
-		}
-	}
-}
-
-// isDefaultOp mirrors the controller's list of operators that tolerate an
-// unset variable (fluxcd/pkg/envsubst).
-func isDefaultOp(name string) bool {
-	switch name {
-	case "-", "+", "=", "?", ":-", ":+", ":=", ":?":
-		return true
-	}
-	return false
 }
 
 func walk(n parse.Node, f func(*parse.FuncNode)) {
@@ -892,33 +558,6 @@ func rejected(text string) []rejection {
 	return out
 }
 
-// refusedName says how r's name or namespace, as the controller renders
-// them without strict substitution (an undefined variable empty), is one
-// the API server refuses ("" when both are valid, or hold no ${…}):
-// apimachinery's name rules, DNS-1123 subdomain for a name (the rule most
-// kinds validate with; ValidateObjectMeta) and label for a namespace.
-func (s *substitution) refusedName(r *resource.Resource) string {
-	render := func(v string) string {
-		// Not strict: an undefined variable is the empty string.
-		out, err := envsubst.Eval(v, func(k string) (string, bool) { return s.vars[k], true })
-		if err != nil {
-			return v
-		}
-		return out
-	}
-	if n := r.GetName(); strings.Contains(n, "${") {
-		if out := render(n); len(validation.IsDNS1123Subdomain(out)) > 0 {
-			return fmt.Sprintf("its name renders %q, which is not a valid name", out)
-		}
-	}
-	if ns := r.GetNamespace(); strings.Contains(ns, "${") {
-		if out := render(ns); len(validation.IsDNS1123Label(out)) > 0 {
-			return fmt.Sprintf("its namespace renders %q, which is not a valid namespace", out)
-		}
-	}
-	return ""
-}
-
 // objName is r's name as the controller will apply it: a name with
 // ${…} is substituted with the Kustomization's variables (a component's
 // ${APP}-db), the raw name kept when that fails.
@@ -941,18 +580,31 @@ func objName(r *resource.Resource) string {
 	return r.GetKind() + "/" + r.GetName()
 }
 
+// located is f, a draft about its search text in r, located there
+// (locate): a failure unless it says Warn.
+func located(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, f finding) finding {
+	out := at(locate(env, k, r, f.search), f.Finding)
+	out.name, out.search = f.name, f.search
+	return out
+}
+
 // locate is the file and line of text in the files k's build read: the
 // source file of a generated ConfigMap or Secret (a configMapGenerator's
-// files, envs or literals), else preferring the file declaring r.
+// files, envs or literals), else the YAML node of the object declaring r
+// that holds it (exprLines), else the first line holding it, preferring
+// the file declaring r.
 func locate(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.Resource, text string) fluxrepo.Location {
 	files := k.Files
 	if l := generatorSource(env, k, r, text); l.File != "" {
 		return l
 	}
 	decl := env.Locate(files, r.GetKind(), r.GetNamespace(), r.GetName())
-	if l := lineInObject(env, decl, text); l.File != "" {
-		return l
+	// The key or value of r's own document writing text: its node's line.
+	if ls := exprLines(env, decl, text, true); len(ls) > 0 {
+		return fluxrepo.Location{File: decl.File, Line: ls[0]}
 	}
+	// Not in a scalar there: a patch wrote it, or text is no scalar's (a
+	// schema finding's "field:"): the first line holding it.
 	if l := env.FindInObject(files, decl, text); l.File != "" {
 		return l
 	}
@@ -1011,21 +663,4 @@ func generatorSource(env *fluxrepo.Env, k *fluxrepo.Kustomization, r *resource.R
 		}
 	}
 	return fluxrepo.Location{}
-}
-
-// writtenIn names the directory of file for the template-default advisory:
-// a kustomize Component's directory is said to be one.
-func writtenIn(env *fluxrepo.Env, file string) string {
-	if file == "" {
-		return "(file unknown)"
-	}
-	dir := path.Dir(file)
-	for _, name := range []string{"kustomization.yaml", "kustomization.yml"} {
-		for _, l := range env.FileLines(path.Join(dir, name)) {
-			if strings.TrimSpace(l) == "kind: Component" {
-				return dir + " (a kustomize Component)"
-			}
-		}
-	}
-	return dir
 }

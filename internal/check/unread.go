@@ -4,9 +4,6 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/resource"
-	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
-
-	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 )
 
 // unread says where every occurrence of text in r is text no program
@@ -95,77 +92,6 @@ func unescaped(s, text string) []int {
 		off = i + 1
 	}
 	return out
-}
-
-// lineInObject is the line of text in the object declared at decl, found
-// through the YAML nodes of its document (kyaml): the first scalar holding
-// text and, in a multi-line scalar, the line of text in it — so a YAML
-// comment, or a field above it, mentioning the same text does not take its
-// place. The zero Location when the document does not hold it.
-func lineInObject(env *fluxrepo.Env, decl fluxrepo.Location, text string) fluxrepo.Location {
-	ls := env.FileLines(decl.File)
-	if decl.File == "" || decl.Line < 1 || decl.Line > len(ls) {
-		return fluxrepo.Location{}
-	}
-	from, to := 0, len(ls)
-	for i := decl.Line - 1; i >= 0; i-- {
-		if docSeparator(ls[i]) && i != decl.Line-1 {
-			from = i + 1
-			break
-		}
-	}
-	for i := decl.Line; i < len(ls); i++ {
-		if docSeparator(ls[i]) {
-			to = i
-			break
-		}
-	}
-	// The first line with text is the place unless it reads as a YAML
-	// comment: then the nodes say whether it is one (kustomize drops it)
-	// or a # line of a block scalar. Parsing only then keeps a repository
-	// with many findings in one large document (a CRD) cheap.
-	first := -1
-	for i := from; i < to; i++ {
-		if len(unescaped(ls[i], text)) > 0 {
-			first = i
-			break
-		}
-	}
-	if first < 0 {
-		return fluxrepo.Location{}
-	}
-	if !strings.HasPrefix(strings.TrimSpace(ls[first]), "#") {
-		return fluxrepo.Location{File: decl.File, Line: first + 1}
-	}
-	doc, err := kyaml.Parse(strings.Join(ls[from:to], "\n"))
-	if err != nil {
-		return fluxrepo.Location{}
-	}
-	line := 0
-	var visit func(n *kyaml.Node)
-	visit = func(n *kyaml.Node) {
-		if n == nil || line > 0 {
-			return
-		}
-		if n.Kind == kyaml.ScalarNode && len(unescaped(n.Value, text)) > 0 {
-			// From the scalar's first line (its indicator line for a block
-			// scalar) to the end of the document, the first line with text.
-			for i := from + n.Line - 1; i < to; i++ {
-				if len(unescaped(ls[i], text)) > 0 {
-					line = i + 1
-					return
-				}
-			}
-		}
-		for _, c := range n.Content {
-			visit(c)
-		}
-	}
-	visit(doc.YNode())
-	if line == 0 {
-		return fluxrepo.Location{}
-	}
-	return fluxrepo.Location{File: decl.File, Line: line}
 }
 
 // docSeparator says whether l starts a new YAML document: "---" alone or

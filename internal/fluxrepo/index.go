@@ -35,6 +35,10 @@ type fileIndex struct {
 	// its walk (nil: load reads the disk). load indexes them instead of
 	// reading every file of the copy again, then drops them.
 	copied []copiedFile
+	// docs are the YAML documents of the files asked for (documents),
+	// each file decoded once.
+	docsMu sync.Mutex
+	docs   map[string][]*yaml.Node
 }
 
 type copiedFile struct {

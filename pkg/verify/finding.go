@@ -7,12 +7,16 @@ import (
 	"strings"
 )
 
+// Detector names a class of defect, e.g. "undefined": the rule ID of a
+// finding in every report (text, JSON, SARIF).
+type Detector string
+
 // Finding is one located defect behind a check. The text report groups
 // findings of one cause (Detector, Verdict and Cause) into one block,
 // however many Kustomizations they affect; JSON keeps every one.
 type Finding struct {
 	// Detector names the class of defect, e.g. "undefined".
-	Detector string `json:"detector"`
+	Detector Detector `json:"detector"`
 	// Verdict is the finding's own verdict (a policy may allow it: pass).
 	Verdict Verdict `json:"verdict"`
 	// File and Line locate it, relative to the repository.
@@ -125,7 +129,7 @@ func (g FindingGroup) Summary() string {
 	}
 	// Without the text's verdict and detector column.
 	lines[0] = strings.TrimSpace(strings.TrimPrefix(lines[0], strings.ToUpper(string(f.Verdict))))
-	lines[0] = strings.TrimSpace(strings.TrimPrefix(lines[0], "["+f.Detector+"]"))
+	lines[0] = strings.TrimSpace(strings.TrimPrefix(lines[0], "["+string(f.Detector)+"]"))
 	s := strings.Join(lines, "; ")
 	// The other places are the result's own (related locations).
 	return strings.NewReplacer("; --verbose lists each", "", " (--verbose lists each)", "").Replace(s)
@@ -141,7 +145,7 @@ func groupBy(cs []Check, vs ...Verdict) []*group {
 				if f.Verdict != v {
 					continue
 				}
-				key := strings.Join([]string{f.Detector, string(f.Verdict), f.Cause}, "\x00")
+				key := strings.Join([]string{string(f.Detector), string(f.Verdict), f.Cause}, "\x00")
 				if f.Cause == "" {
 					key += "\x00" + f.Location() + "\x00" + f.Message
 				}

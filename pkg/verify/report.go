@@ -148,16 +148,16 @@ func (f *family) write(b *strings.Builder) {
 	// each detector, then how many more: a passing repository's report stays
 	// on one screen (issue #45) and --verbose, JSON and SARIF keep them all.
 	groups := groupFindings(f.checks)
-	warns := map[string]int{}
+	warns := map[Detector]int{}
 	for _, g := range groups {
 		if g.fs[0].Verdict == Warn {
 			warns[g.fs[0].Detector]++
 		}
 	}
-	shown := map[string]int{}
+	shown := map[Detector]int{}
 	type rest struct{ blocks, findings int }
-	more := map[string]*rest{}
-	var order []string
+	more := map[Detector]*rest{}
+	var order []Detector
 	for _, g := range groups {
 		d := g.fs[0].Detector
 		if g.fs[0].Verdict == Warn {
