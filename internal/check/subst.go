@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	goruntime "runtime"
 	"slices"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/fluxcd/pkg/envsubst/parse"
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -48,10 +50,24 @@ type usage struct {
 // checkSubstitution is one check.substitution/<ns>/<name> per Kustomization.
 func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrepo.Env, sv *crdschema.Validator) ([]verify.Check, usage) {
 	u := usage{names: map[string]map[string]bool{}, assumed: map[string]map[string]bool{}}
-	var out []verify.Check
+	// One Kustomization's pass reads the environment and writes only its
+	// own findings: the passes run side by side (one per core), each with
+	// a checker of its own, and are gathered in the environment's order —
+	// the report, and the order findings are recorded in, as one by one.
+	type pass struct {
+		c              verify.Check
+		ch             *checker
+		names, assumed map[string]bool
+		refs           []dataRef
+		substituted    bool
+	}
+	passes := make([]pass, len(env.Kustomizations))
 	var knobs map[string]string
-	for _, k := range env.Kustomizations {
+	var g errgroup.Group
+	g.SetLimit(goruntime.GOMAXPROCS(0))
+	for i, k := range env.Kustomizations {
 		def := Substitution.Each(k.Ref())
+		p := &passes[i]
 		if !k.Built {
 			why := k.Note
 			if k.Err != nil {
@@ -67,25 +83,43 @@ func checkSubstitution(ch *checker, ctx context.Context, o Options, env *fluxrep
 			// repository) is part of the environment the check could not
 			// read: never an optional skip.
 			c.Optional = !k.Substitutes() && fluxobj.KustomizationSource(k.Kustomization).Kind != sourcev1.ExternalArtifactKind
-			out = append(out, c)
+			p.c = c
 			if k.Substitutes() {
 				for _, ref := range k.Spec.PostBuild.SubstituteFrom {
-					u.refs = append(u.refs, dataRef{key: fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name), optional: true, by: k, unread: true})
+					p.refs = append(p.refs, dataRef{key: fluxrepo.DataKey(ref.Kind, k.Namespace, ref.Name), optional: true, by: k, unread: true})
 				}
 			}
 			continue
 		}
+		p.ch = &checker{policy: ch.policy, env: ch.env}
 		if !k.Substitutes() {
 			if knobs == nil {
 				knobs = envKnobs(env, o.Policy)
 			}
-			out = append(out, literalCheck(ch, ctx, o, env, k, def, sv, knobs))
+			g.Go(func() error {
+				p.c = literalCheck(p.ch, ctx, o, env, k, def, sv, knobs)
+				return nil
+			})
 			continue
 		}
-		c, names, refs, assumed := substituteOne(ch, ctx, o, env, k, def, sv)
-		out = append(out, c)
-		u.names[k.Ref()], u.assumed[k.Ref()] = names, assumed
-		u.refs = append(u.refs, refs...)
+		p.substituted = true
+		g.Go(func() error {
+			p.c, p.names, p.refs, p.assumed = substituteOne(p.ch, ctx, o, env, k, def, sv)
+			return nil
+		})
+	}
+	_ = g.Wait() // the passes return no error
+	var out []verify.Check
+	for i, k := range env.Kustomizations {
+		p := &passes[i]
+		out = append(out, p.c)
+		if p.ch != nil {
+			ch.findings = append(ch.findings, p.ch.findings...)
+		}
+		if p.substituted {
+			u.names[k.Ref()], u.assumed[k.Ref()] = p.names, p.assumed
+		}
+		u.refs = append(u.refs, p.refs...)
 	}
 	if len(out) == 0 {
 		out = append(out, Substitution.Pass("no Kustomization to check"))
