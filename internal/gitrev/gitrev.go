@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -378,7 +379,13 @@ func (m dirMaker) mkdir(dir string) error {
 	if m[dir] {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The walk names a directory after its parent: one mkdir, the whole
+	// path only when that fails.
+	if err := os.Mkdir(dir, 0o755); err != nil && !m[filepath.Dir(dir)] {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	m[dir] = true
