@@ -331,7 +331,10 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string,
 
 // loadSides loads root at both revisions: base first, recording its
 // builds for head to reuse, or (without reuse) both at once.
-func loadSides(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned) (b, h *side, berr, herr error) {
+//
+// baseLoaded is called with base as soon as it loaded (not after a
+// failed load), before head loads or while it does.
+func loadSides(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, baseLoaded func(*side)) (b, h *side, berr, herr error) {
 	// Without build reuse (tests), the two revisions load concurrently:
 	// each fluxrepo.Load works on a
 	// private copy of its own tree (or, LoadInPlace, on the private tree
@@ -354,7 +357,12 @@ func loadSides(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDi
 		bfo.RecordBuilds, hfo.ReuseBuilds = builds, builds
 		serial = true
 	}
-	loadBase := func() error { b, berr = load(ctx, o, bfo, baseDir, root, own.base); return nil }
+	loadBase := func() error {
+		if b, berr = load(ctx, o, bfo, baseDir, root, own.base); berr == nil && b != nil {
+			baseLoaded(b)
+		}
+		return nil
+	}
 	loadHead := func() error { h, herr = load(ctx, o, hfo, headDir, root, own.head); return nil }
 	if serial {
 		_, _ = loadBase(), loadHead()
@@ -369,7 +377,16 @@ func loadSides(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDi
 // cluster compares one root.
 func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, red *redactor) (*Cluster, error) {
 	c := &Cluster{Path: root}
-	b, h, berr, herr := loadSides(ctx, o, fo, root, baseDir, headDir, serial, own)
+	// Base renders (substitutes) while head loads: what base renders
+	// does not wait for head, and head's load, its builds taken from
+	// base's, leaves a core to it.
+	var brg errgroup.Group
+	b, h, berr, herr := loadSides(ctx, o, fo, root, baseDir, headDir, serial, own, func(b *side) {
+		brg.Go(func() error { return b.renderAll(ctx, nil) })
+	})
+	if err := brg.Wait(); err != nil {
+		return nil, err
+	}
 	if berr != nil {
 		// The base does not load: everything at head is compared with nothing.
 		c.Notes = append(c.Notes, fmt.Sprintf("base: %s does not load (%v): compared with nothing", root, berr))
@@ -407,19 +424,15 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 		mode = "strict"
 	}
 	c.Substitution = mode + ": " + h.sub.why
-	// Each side's renders (substitution) concurrently too: each goroutine
-	// fills its own side's cache, which compare then reads. A
-	// Kustomization whose inputs are the same at both revisions is
-	// rendered once, at head, and that render is base's too (reused).
+	// Base rendered while head loaded. A Kustomization whose inputs are
+	// the same at both revisions is rendered once, at base, and that
+	// render is head's too (reused).
 	same := sameInputs(b, h)
-	var rg errgroup.Group
-	rg.Go(func() error { return h.renderAll(ctx, nil) })
-	rg.Go(func() error { return b.renderAll(ctx, same) })
-	if err := rg.Wait(); err != nil {
+	if err := h.renderAll(ctx, same); err != nil {
 		return nil, err
 	}
 	for ref := range same {
-		b.rend[ref] = h.rend[ref]
+		h.rend[ref] = b.rend[ref]
 	}
 	if err := c.compare(ctx, b, h, red); err != nil {
 		return nil, err
