@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/homelab-ops/bootstrap/internal/fluxobj"
 	"github.com/homelab-ops/bootstrap/internal/fluxrelease"
@@ -43,19 +42,12 @@ func controllerOf(env *fluxrepo.Env, kc fluxrelease.Controller) controller {
 }
 
 // watching is kustomize-controller's watch on the ConfigMaps and Secrets
-// Kustomizations read (fluxrelease.Watch, whose fields these are), with
+// Kustomizations read (fluxrelease.Watch), with
 // the words check says of it.
-type watching struct {
-	pred            predicate.Predicate // nil: nothing watched (off)
-	selector        string
-	explicit        bool
-	where, def, off string
-}
+type watching struct{ fluxrelease.Watch }
 
 // watchingOf is w as check reads it.
-func watchingOf(w fluxrelease.Watch) watching {
-	return watching{pred: w.Predicate, selector: w.Selector, explicit: w.Explicit, where: w.Where, def: w.Default, off: w.Off}
-}
+func watchingOf(w fluxrelease.Watch) watching { return watching{w} }
 
 // defaultWatch is the watch of a kustomize-controller with no flag set.
 func defaultWatch() watching { return watchingOf(fluxrelease.DefaultWatch()) }
@@ -63,41 +55,41 @@ func defaultWatch() watching { return watchingOf(fluxrelease.DefaultWatch()) }
 // matches says a change of an object labelled so reconciles its readers:
 // the predicate of an update event, as the controller's watch sees one.
 func (w watching) matches(labels map[string]string) bool {
-	if w.pred == nil && w.off == "" {
+	if w.Predicate == nil && w.Off == "" {
 		w = defaultWatch()
 	}
-	if w.pred == nil {
+	if w.Predicate == nil {
 		return false
 	}
 	o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
-	return w.pred.Update(event.UpdateEvent{ObjectOld: o, ObjectNew: o})
+	return w.Predicate.Update(event.UpdateEvent{ObjectOld: o, ObjectNew: o})
 }
 
 // because says why an object it matches is watched, for messages.
 func (w watching) because() string {
-	if !w.explicit {
+	if !w.Explicit {
 		return "reconcile.fluxcd.io/watch: Enabled"
 	}
-	return fmt.Sprintf("it matches --%s=%s set by %s", fluxrelease.WatchConfigsFlag, w.selector, w.where)
+	return fmt.Sprintf("it matches --%s=%s set by %s", fluxrelease.WatchConfigsFlag, w.Selector, w.Where)
 }
 
 // missed says why an object it does not match is not watched.
 func (w watching) missed() string {
-	if w.off != "" {
-		return "kustomize-controller runs with " + w.off
+	if w.Off != "" {
+		return "kustomize-controller runs with " + w.Off
 	}
-	return fmt.Sprintf("its labels do not match --%s=%s set by %s", fluxrelease.WatchConfigsFlag, w.selector, w.where)
+	return fmt.Sprintf("its labels do not match --%s=%s set by %s", fluxrelease.WatchConfigsFlag, w.Selector, w.Where)
 }
 
 // fact is the watch as evidence.
 func (w watching) fact() string {
 	switch {
-	case w.off != "":
-		return "kustomize-controller " + w.off
-	case w.explicit:
-		return fmt.Sprintf("kustomize-controller --%s=%s set by %s: a change of a ConfigMap or Secret it matches reconciles the Kustomizations reading it", fluxrelease.WatchConfigsFlag, w.selector, w.where)
+	case w.Off != "":
+		return "kustomize-controller " + w.Off
+	case w.Explicit:
+		return fmt.Sprintf("kustomize-controller --%s=%s set by %s: a change of a ConfigMap or Secret it matches reconciles the Kustomizations reading it", fluxrelease.WatchConfigsFlag, w.Selector, w.Where)
 	}
-	return fmt.Sprintf("kustomize-controller --%s: %s (the default)", fluxrelease.WatchConfigsFlag, w.def)
+	return fmt.Sprintf("kustomize-controller --%s: %s (the default)", fluxrelease.WatchConfigsFlag, w.Default)
 }
 
 // The defaults of kustomize-controller v1.9.5's main.go for the flags

@@ -88,7 +88,7 @@ func checkRace(ch *checker, o Options, env *fluxrepo.Env, g *fluxgraph.Graph) []
 					Fix:     fmt.Sprintf("add dependsOn: [%s] to Kustomization %s (%s) to close the window", dependsOnEntry(applier, k.Namespace), k.Ref(), k.Location)}))
 				continue
 			}
-			if o.watch.explicit || o.watch.off != "" {
+			if o.watch.Explicit || o.watch.Off != "" {
 				ev = append(ev, fmt.Sprintf("%s is not watched: %s", key, o.watch.missed()))
 			}
 			if o.on(RaceDep) {

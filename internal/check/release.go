@@ -28,12 +28,7 @@ type strictness struct {
 }
 
 // mode names it for messages.
-func (s strictness) mode() string {
-	if s.on {
-		return "strict"
-	}
-	return "not strict"
-}
+func (s strictness) mode() string { return fluxrelease.Strictness{On: s.on}.Mode() }
 
 // judged is what the release decides for the checks.
 type judged struct {

@@ -419,11 +419,7 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 	if n := len(h.env.Holes); n > 0 {
 		c.Notes = append(c.Notes, fmt.Sprintf("%d entr(ies) cannot be read offline (a remote resource, base or generator file; a file over the read bound), left out at both revisions: what they add is not compared (bootstrap check lists them)", n))
 	}
-	mode := "not strict"
-	if h.sub.strict {
-		mode = "strict"
-	}
-	c.Substitution = mode + ": " + h.sub.why
+	c.Substitution = fluxrelease.Strictness{On: h.sub.strict}.Mode() + ": " + h.sub.why
 	// Base rendered while head loaded. A Kustomization whose inputs are
 	// the same at both revisions is rendered once, at base, and that
 	// render is head's too (reused).

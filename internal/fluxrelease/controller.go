@@ -48,6 +48,14 @@ type Strictness struct {
 	Why string
 }
 
+// Mode names it for messages: "strict" or "not strict".
+func (s Strictness) Mode() string {
+	if s.On {
+		return "strict"
+	}
+	return "not strict"
+}
+
 // Watch is kustomize-controller's watch on the ConfigMaps and Secrets
 // Kustomizations read (kustomization_manager.go SetupWithManager:
 // WatchesMetadata of ConfigMaps and Secrets with the predicate main.go
