@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -461,38 +462,49 @@ func (s *side) renderOf(ctx context.Context, k *fluxrepo.Kustomization) (*render
 	if r, ok := s.rend[k.Ref()]; ok {
 		return r, nil
 	}
-	var r *rendered
-	switch {
-	case k.Err != nil:
-		r = &rendered{fail: check.BuildFailure(s.env, k)}
-	case !k.Built:
-		r = &rendered{}
-	default:
-		var err error
-		if r, err = render(ctx, s.env, nil, k, s.sub); err != nil {
-			return nil, err
-		}
+	r, err := s.renderNew(ctx, k)
+	if err != nil {
+		return nil, err
 	}
 	s.rend[k.Ref()] = r
 	return r, nil
 }
 
+// renderNew is k's render at side s, not cached.
+func (s *side) renderNew(ctx context.Context, k *fluxrepo.Kustomization) (*rendered, error) {
+	switch {
+	case k.Err != nil:
+		return &rendered{fail: check.BuildFailure(s.env, k)}, nil
+	case !k.Built:
+		return &rendered{}, nil
+	}
+	return render(ctx, s.env, nil, k, s.sub)
+}
+
 // renderAll renders every Kustomization of s into its cache, but those
-// of skip.
+// of skip, side by side (eachOf).
 func (s *side) renderAll(ctx context.Context, skip map[string]bool) error {
 	if s.env == nil {
 		return nil
 	}
+	var todo []*fluxrepo.Kustomization
+	queued := map[string]bool{}
 	for _, k := range s.env.Kustomizations {
-		if err := ctx.Err(); err != nil {
-			return err
+		ref := k.Ref()
+		if _, done := s.rend[ref]; !done && !skip[ref] && !queued[ref] {
+			todo, queued[ref] = append(todo, k), true // the first of a ref, as renderOf keeps it
 		}
-		if skip[k.Ref()] {
-			continue
-		}
-		if _, err := s.renderOf(ctx, k); err != nil {
-			return err
-		}
+	}
+	out := make([]*rendered, len(todo))
+	err := eachOf(ctx, len(todo), func(i int) (err error) {
+		out[i], err = s.renderNew(ctx, todo[i])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, k := range todo {
+		s.rend[k.Ref()] = out[i]
 	}
 	return nil
 }
@@ -526,82 +538,93 @@ func (c *Cluster) compare(ctx context.Context, b, h *side, red *redactor) error 
 		names = append(names, r)
 	}
 	sort.Strings(names)
-	// Every head render first: a changed ConfigMap or chart source
-	// upgrades HelmReleases other Kustomizations apply.
-	for _, ref := range names {
-		if kh := hk[ref]; kh != nil {
-			if _, err := h.renderOf(ctx, kh); err != nil {
-				return err
-			}
-		}
+	// Every render first (head's: a changed ConfigMap or chart source
+	// upgrades HelmReleases other Kustomizations apply); then each
+	// Kustomization's comparison, side by side, gathered in order.
+	if err := h.renderAll(ctx, nil); err != nil {
+		return err
+	}
+	if err := b.renderAll(ctx, nil); err != nil {
+		return err
 	}
 	hrs := helmReleases(h.rend)
-	for _, ref := range names {
-		kb, kh := bk[ref], hk[ref]
-		out := &Kustomization{Ref: ref}
-		var br, hr *rendered
-		var err error
-		if kb != nil {
-			if br, err = b.renderOf(ctx, kb); err != nil {
-				return err
-			}
+	outs := make([]*Kustomization, len(names))
+	err := eachOf(ctx, len(names), func(i int) error {
+		ref := names[i]
+		outs[i] = compareOne(b, h, ref, bk[ref], hk[ref], hrs, red)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, out := range outs {
+		if out != nil {
+			c.Kustomizations = append(c.Kustomizations, out)
 		}
-		if kh != nil {
-			if hr, err = h.renderOf(ctx, kh); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// compareOne is the comparison of the Kustomization ref at base (kb) and
+// head (kh), both rendered; nil when there is nothing to say.
+func compareOne(b, h *side, ref string, kb, kh *fluxrepo.Kustomization, hrs []*helmv2.HelmRelease, red *redactor) *Kustomization {
+	out := &Kustomization{Ref: ref}
+	var br, hr *rendered
+	if kb != nil {
+		br = b.rend[ref]
+	}
+	if kh != nil {
+		hr = h.rend[ref]
+	}
+	switch {
+	case kh == nil:
+		// Deleted from the cluster when its applier prunes it; its
+		// finalizer then garbage-collects what it applied when its own
+		// spec.prune is true (kustomize-controller v1.9.x,
+		// kustomization_controller.go finalize).
+		out.Change, out.Prune = Removed, kb.Spec.Prune && appliedPruned(b, h, kb)
+		out.Objects = compareObjects(br.objs, nil, out.Prune, red)
+		if !out.Prune {
+			out.Note = "its objects stay on the cluster: its applier does not prune it, or its own spec.prune is false"
 		}
-		switch {
-		case kh == nil:
-			// Deleted from the cluster when its applier prunes it; its
-			// finalizer then garbage-collects what it applied when its own
-			// spec.prune is true (kustomize-controller v1.9.x,
-			// kustomization_controller.go finalize).
-			out.Change, out.Prune = Removed, kb.Spec.Prune && appliedPruned(b, h, kb)
-			out.Objects = compareObjects(br.objs, nil, out.Prune, red)
-			if !out.Prune {
-				out.Note = "its objects stay on the cluster: its applier does not prune it, or its own spec.prune is false"
-			}
-		case kb == nil:
-			out.Change, out.Prune = Added, kh.Spec.Prune
-			if hr.fail != "" {
-				out.Fail = hr.fail
-				break
-			}
-			out.Objects = compareObjects(nil, hr.objs, kh.Spec.Prune, red)
-			if !kh.Built {
-				out.Note = kh.Note
-			}
-		default:
-			out.Change, out.Prune = Changed, kh.Spec.Prune
-			if hr.fail != "" {
-				out.Fail = hr.fail
-				break
-			}
-			if !kh.Built {
-				continue // another source, a path with a variable: noted by check
-			}
-			if br == hr {
-				continue // the same inputs, one render (sameInputs)
-			}
-			if br.fail != "" {
-				out.Note = "it did not apply at base (" + firstLine(br.fail) + "): compared with nothing"
-			}
-			out.Objects = compareObjects(br.objs, hr.objs, kh.Spec.Prune, red)
-			if len(out.Objects) == 0 {
-				continue
-			}
-			for _, o := range out.Objects {
-				if o.Change == Changed {
-					if fx := helmEffects(o.Key, br.objs[o.Key], hr.objs[o.Key], hrs); len(fx) > 0 {
-						o.Action += "; " + strings.Join(fx, "; ")
-					}
+	case kb == nil:
+		out.Change, out.Prune = Added, kh.Spec.Prune
+		if hr.fail != "" {
+			out.Fail = hr.fail
+			break
+		}
+		out.Objects = compareObjects(nil, hr.objs, kh.Spec.Prune, red)
+		if !kh.Built {
+			out.Note = kh.Note
+		}
+	default:
+		out.Change, out.Prune = Changed, kh.Spec.Prune
+		if hr.fail != "" {
+			out.Fail = hr.fail
+			break
+		}
+		if !kh.Built {
+			return nil // another source, a path with a variable: noted by check
+		}
+		if br == hr {
+			return nil // the same inputs, one render (sameInputs)
+		}
+		if br.fail != "" {
+			out.Note = "it did not apply at base (" + firstLine(br.fail) + "): compared with nothing"
+		}
+		out.Objects = compareObjects(br.objs, hr.objs, kh.Spec.Prune, red)
+		if len(out.Objects) == 0 {
+			return nil
+		}
+		for _, o := range out.Objects {
+			if o.Change == Changed {
+				if fx := helmEffects(o.Key, br.objs[o.Key], hr.objs[o.Key], hrs); len(fx) > 0 {
+					o.Action += "; " + strings.Join(fx, "; ")
 				}
 			}
 		}
-		c.Kustomizations = append(c.Kustomizations, out)
 	}
-	return nil
+	return out
 }
 
 // appliedPruned says the Kustomization kb (removed at head) is deleted

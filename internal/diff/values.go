@@ -302,14 +302,19 @@ func (c *Cluster) attachValues(ctx context.Context, b, h *side, red *redactor) e
 		byRef[k.Ref] = k
 	}
 	hk := h.kustomizations()
-	for _, ref := range slices.Sorted(maps.Keys(hk)) {
+	refs := slices.Sorted(maps.Keys(hk))
+	// One Kustomization's HelmReleases at a time, side by side: each
+	// touches only its own objects (gathered in order below).
+	objsOf := make([][]*Object, len(refs))
+	err = eachOf(ctx, len(refs), func(i int) error {
+		ref := refs[i]
 		k := byRef[ref]
 		if k != nil && (k.Fail != "" || k.Change == Removed) {
-			continue
+			return nil
 		}
 		hr := h.rend[ref]
 		if hr == nil || hr.fail != "" {
-			continue
+			return nil
 		}
 		br := b.rend[ref]
 		if br != nil && br.fail != "" {
@@ -319,12 +324,19 @@ func (c *Cluster) attachValues(ctx context.Context, b, h *side, red *redactor) e
 		if k != nil {
 			objs = k.Objects
 		}
-		objs = helmValues(ctx, bvs, hvs, br, hr, objs, red)
+		objsOf[i] = helmValues(ctx, bvs, hvs, br, hr, objs, red)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, ref := range refs {
+		k, objs := byRef[ref], objsOf[i]
 		if k == nil && len(objs) > 0 {
 			k = &Kustomization{Ref: ref, Change: Changed, Prune: hk[ref].Spec.Prune}
 			c.Kustomizations = append(c.Kustomizations, k)
 		}
-		if k != nil {
+		if k != nil && objs != nil {
 			k.Objects = objs
 		}
 	}
