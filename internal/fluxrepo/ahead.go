@@ -63,6 +63,11 @@ type prebuilt struct {
 	res   []*resource.Resource
 	files []string
 	err   error
+	// k is the Kustomization submitted; read, what its substitution read
+	// then (Env.substituteData): a worker substitutes the objects the walk
+	// will ingest (presubstitute) before it hands the build over.
+	k    *Kustomization
+	read []*Data
 }
 
 // newAhead returns the builds ahead of l, or nil when they would not be
@@ -102,7 +107,10 @@ func (a *ahead) submit(queue []*Kustomization, sourceKey string) {
 		if slices.ContainsFunc(a.byDir[dir], func(p *prebuilt) bool { return reflect.DeepEqual(p.obj, obj) }) {
 			continue
 		}
-		p := &prebuilt{dir: dir, obj: obj, done: make(chan struct{})}
+		p := &prebuilt{dir: dir, obj: obj, done: make(chan struct{}), k: k}
+		if k.Substitutes() {
+			p.read = a.l.env.substituteData(k)
+		}
 		a.byDir[dir] = append(a.byDir[dir], p)
 		a.mu.Lock()
 		a.pending = append(a.pending, p)
@@ -131,16 +139,26 @@ func (a *ahead) work() {
 		p.taken = true
 		a.mu.Unlock()
 		workerBuilds.Add(1)
-		a.run(p)
+		a.run(p, true)
 	}
 }
 
 // workerBuilds counts the builds the workers ran (tests).
 var workerBuilds atomic.Int64
 
-func (a *ahead) run(p *prebuilt) {
+// run builds p; on a worker, it also substitutes what the walk will
+// ingest of it (on the walk's goroutine that would gain nothing).
+func (a *ahead) run(p *prebuilt, worker bool) {
 	defer close(p.done)
 	p.res, p.files, p.err = a.l.buildCopy(a.l.tmp, p.dir, p.obj, true)
+	if !worker || p.err != nil || p.read == nil {
+		return
+	}
+	for _, r := range p.res {
+		if ingestSubstitutes(r) {
+			a.l.env.presubstitute(p.k, r, p.read)
+		}
+	}
 }
 
 // take returns the build ahead of dir with obj, waiting for it (or
@@ -167,7 +185,7 @@ func (a *ahead) take(dir string, obj map[string]any) (res []*resource.Resource, 
 	}
 	a.mu.Unlock()
 	if mine {
-		a.run(p)
+		a.run(p, false)
 	} else {
 		<-p.done
 	}
@@ -191,7 +209,7 @@ func (a *ahead) drain() {
 			}
 			a.mu.Unlock()
 			for _, p := range ps {
-				a.run(p)
+				a.run(p, false)
 			}
 			a.mu.Lock()
 			continue

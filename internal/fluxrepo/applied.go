@@ -90,3 +90,23 @@ func (e *Env) memoizeApplied(k *Kustomization, r *resource.Resource, read []*Dat
 	a.read = read
 	e.applied.m[appliedKey{k, r}] = a
 }
+
+// presubstitute computes Substituted's answer for r of k ahead, on a build
+// worker (ahead.go), from read: what k's substitution read when the walk
+// submitted k (substituteData, taken on the walk's goroutine; the worker
+// never reads Env.Data, which the walk writes). The answer is memoized
+// with read, so the walk takes it only where its own read is the same
+// (appliedMemoized) and computes it again where it is not.
+func (e *Env) presubstitute(k *Kustomization, r *resource.Resource, read []*Data) {
+	if !k.Substitutes() || SubstitutionDisabled(r) || !mentionsVar(r.YNode(), map[*yaml.Node]bool{}) {
+		return // Applied takes r as it is
+	}
+	data := make(map[string]*Data, len(read))
+	for i, ref := range k.Spec.PostBuild.SubstituteFrom {
+		if read[i] != nil {
+			data[DataKey(ref.Kind, k.Namespace, ref.Name)] = read[i]
+		}
+	}
+	out, err := e.substitute(k, r, DataClient{Env: e, Data: data})
+	e.memoizeApplied(k, r, read, appliedAnswer{out: out, err: err})
+}

@@ -76,6 +76,53 @@ func TestAppliedMemoFollowsData(t *testing.T) {
 	}
 }
 
+// A build worker's substitution (presubstitute, ahead.go) is the walk's
+// answer only while what it read is what the walk reads: one computed
+// before the substituteFrom object was rendered is computed again.
+func TestPresubstituteHeldToItsRead(t *testing.T) {
+	t.Parallel()
+	k := &Kustomization{Kustomization: &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: "flux-system"},
+		Spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{
+			SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "vars"}},
+		}},
+	}}
+	e := &Env{Data: map[string]*Data{}}
+	y := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: flux-system\ndata:\n  size: ${SIZE:=1Gi}\n"
+	value := func(out *resource.Resource) string {
+		m, err := out.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["data"].(map[string]any)["size"].(string)
+	}
+	// Submitted before vars was rendered, ingested after.
+	stale := appliedResource(t, y)
+	e.presubstitute(k, stale, e.substituteData(k))
+	vars := &Data{Kind: "ConfigMap", Namespace: "flux-system", Name: "vars", Values: map[string]string{"SIZE": "5Gi"}}
+	e.Data[DataKey("ConfigMap", "flux-system", "vars")] = vars
+	if got := value(e.Applied(k, stale)); got != "5Gi" {
+		t.Fatalf("worker read no ConfigMap, the walk reads one: %q, want 5Gi", got)
+	}
+	// Submitted with vars rendered: the worker's answer is taken, and it
+	// is the controller's.
+	fresh := appliedResource(t, y)
+	e.presubstitute(k, fresh, e.substituteData(k))
+	a, _, ok := e.appliedMemoized(k, fresh)
+	if !ok {
+		t.Fatal("the worker's answer is not remembered for the same read")
+	}
+	if got := e.Applied(k, fresh); got != a.out || value(got) != "5Gi" {
+		t.Fatalf("the walk did not take the worker's answer (%q)", value(got))
+	}
+	// Substitution disabled: nothing computed ahead, as Applied computes nothing.
+	d := appliedResource(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dash\n  annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\ndata:\n  x: ${DS}\n")
+	e.presubstitute(k, d, e.substituteData(k))
+	if _, _, ok := e.appliedMemoized(k, d); ok {
+		t.Fatal("substitution disabled: computed ahead")
+	}
+}
+
 // WritesDollar answers as the YAML the object is written as does.
 func TestWritesDollar(t *testing.T) {
 	t.Parallel()

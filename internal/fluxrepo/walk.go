@@ -551,6 +551,23 @@ func (l *loader) ingest(res []*resource.Resource, files []string, appliedBy stri
 	return out, nil
 }
 
+// ingestSubstitutes says whether ingest reads r as its Kustomization
+// applies it (l.substituted): what the build workers substitute ahead
+// (ahead.go). Only a guess ahead of ingest's own dispatch: an object it
+// names that ingest does not read costs time, never an answer.
+func ingestSubstitutes(r *resource.Resource) bool {
+	kind, api := r.GetKind(), r.GetApiVersion()
+	switch {
+	case isKustomization(r), kind == fluxobj.HelmReleaseKind && fluxobj.InGroup(api, fluxobj.HelmGroup):
+		return true
+	case (kind == "ConfigMap" || kind == "Secret") && api == "v1":
+		return true
+	case fluxobj.IsSource(api, kind):
+		return kind == sourcev1.GitRepositoryKind || strings.Contains(r.GetName(), "${")
+	}
+	return strings.Contains(r.GetNamespace(), "${")
+}
+
 // ingestKustomization records the Kustomization r (in namespace ns) and
 // returns it, or nil when an earlier build rendered it already.
 func (l *loader) ingestKustomization(r *resource.Resource, ns string, files []string, appliedBy string) (*Kustomization, error) {
@@ -919,13 +936,13 @@ func (e *Env) Substituted(k *Kustomization, r *resource.Resource) (*resource.Res
 	if ok {
 		return a.out, a.err
 	}
-	out, err := e.substitute(k, r)
+	out, err := e.substitute(k, r, DataClient{Env: e})
 	e.memoizeApplied(k, r, read, appliedAnswer{out: out, err: err})
 	return out, err
 }
 
-// substitute is Substituted's call.
-func (e *Env) substitute(k *Kustomization, r *resource.Resource) (*resource.Resource, error) {
+// substitute is Substituted's call, reading substituteFrom with cl.
+func (e *Env) substitute(k *Kustomization, r *resource.Resource, cl DataClient) (*resource.Resource, error) {
 	pk := k.DeepCopy()
 	for i := range pk.Spec.PostBuild.SubstituteFrom {
 		pk.Spec.PostBuild.SubstituteFrom[i].Optional = true // a missing one is the check's finding
@@ -934,6 +951,6 @@ func (e *Env) substitute(k *Kustomization, r *resource.Resource) (*resource.Reso
 	if err != nil {
 		return nil, err
 	}
-	return fluxkustomize.SubstituteVariables(context.Background(), DataClient{Env: e}, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
+	return fluxkustomize.SubstituteVariables(context.Background(), cl, unstructured.Unstructured{Object: uobj}, r.DeepCopy(),
 		fluxkustomize.SubstituteWithAlways(pk.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways))
 }
