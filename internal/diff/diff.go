@@ -330,35 +330,32 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string,
 	return &side{env: env, sub: substitution{strict: kc.Strict.On, why: kc.Strict.Why}, rend: map[string]*rendered{}}, nil
 }
 
-// loadSides loads root at both revisions: base first, recording its
-// builds for head to reuse, or (without reuse) both at once.
-//
-// baseLoaded is called with base as soon as it loaded (not after a
-// failed load), before head loads or while it does.
+// loadSides loads root at both revisions at once: base recording its
+// builds, head taking each build whose inputs answer the same at head
+// (fluxrepo.Builds) and waiting for one base runs or has yet to try
+// (Builds.Live). serial: one after the other (a revision sets openapi:).
 func loadSides(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, baseLoaded func(*side)) (b, h *side, berr, herr error) {
-	// Without build reuse (tests), the two revisions load concurrently:
-	// each fluxrepo.Load works on a
-	// private copy of its own tree (or, LoadInPlace, on the private tree
-	// itself), and what they share is synchronized
-	// (the embedded releases' schemas, crdschema; kustomize's built-in
-	// OpenAPI schema, kyaml/openapi's schemaLock). Not when a revision
-	// sets openapi: in a kustomization file: fluxrepo then builds with
-	// fluxkustomize.Build, which swaps kustomize's process-global schema
-	// around each build (under a lock of its own that fluxrepo's other
-	// builds do not take), so a concurrent build of the other revision
-	// could see that schema: they load one after the other.
-	var eg errgroup.Group
+	// Each fluxrepo.Load works on a private copy of its own tree (or,
+	// LoadInPlace, on the private tree itself), and what they share is
+	// synchronized (the embedded releases' schemas, crdschema; kustomize's
+	// built-in OpenAPI schema, kyaml/openapi's schemaLock; the record of
+	// builds). Not when a revision sets openapi: in a kustomization file:
+	// fluxrepo then builds with fluxkustomize.Build, which swaps
+	// kustomize's process-global schema around each build (under a lock of
+	// its own that fluxrepo's other builds do not take), so a concurrent
+	// build of the other revision could see that schema: they load one
+	// after the other.
 	bfo, hfo := fo, fo
+	finish := func() {}
 	if !o.noBuildReuse {
-		// Base first, recording its builds; head takes each build whose
-		// inputs answer the same at head (fluxrepo.Builds) instead of
-		// building it again: most of a load's work, so one after the
-		// other (base's builds already use every core, ahead.go).
 		builds := fluxrepo.NewBuilds()
 		bfo.RecordBuilds, hfo.ReuseBuilds = builds, builds
-		serial = true
+		if !serial {
+			finish = builds.Live()
+		}
 	}
 	loadBase := func() error {
+		defer finish()
 		if b, berr = load(ctx, o, bfo, baseDir, root, own.base); berr == nil && b != nil {
 			baseLoaded(b)
 		}
@@ -367,20 +364,20 @@ func loadSides(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDi
 	loadHead := func() error { h, herr = load(ctx, o, hfo, headDir, root, own.head); return nil }
 	if serial {
 		_, _ = loadBase(), loadHead()
-	} else {
-		eg.Go(loadBase)
-		eg.Go(loadHead)
-		_ = eg.Wait() // the loads' errors are berr and herr, judged apart below
+		return b, h, berr, herr
 	}
+	var eg errgroup.Group
+	eg.Go(loadBase)
+	eg.Go(loadHead)
+	_ = eg.Wait() // the loads' errors are berr and herr, judged apart below
 	return b, h, berr, herr
 }
 
 // cluster compares one root.
 func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, red *redactor) (*Cluster, error) {
 	c := &Cluster{Path: root}
-	// Base renders (substitutes) while head loads: what base renders
-	// does not wait for head, and head's load, its builds taken from
-	// base's, leaves a core to it.
+	// Base renders (substitutes) as soon as it is loaded: what base
+	// renders does not wait for head.
 	var brg errgroup.Group
 	b, h, berr, herr := loadSides(ctx, o, fo, root, baseDir, headDir, serial, own, func(b *side) {
 		brg.Go(func() error { return b.renderAll(ctx, nil) })

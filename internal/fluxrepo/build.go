@@ -102,9 +102,10 @@ func (l *loader) buildCopy(root, dir string, obj map[string]any, ahead bool) (_ 
 				return res, files, nil
 			}
 		}
-		if l.env.Options.RecordBuilds != nil {
+		if b := l.env.Options.RecordBuilds; b != nil {
 			q = newQueryFS(rec, root)
 			bfsys = q
+			defer b.started(key)()
 		}
 	}
 	var m resmap.ResMap

@@ -55,11 +55,57 @@ type Builds struct {
 	// gens are the generator's results for directories without a
 	// kustomization file (generateManifest; under mu).
 	gens map[string]generated
+
+	// live: the recording load runs beside the loads reusing it (Live);
+	// a reusing load then waits for a build the recording load runs
+	// (building) or has not reached yet, until it has tried that key
+	// (tried) or is over (over). changed wakes the waiters: on every
+	// record, end of a build and the end of the load. Under mu.
+	live     bool
+	over     bool
+	building map[buildKey]int
+	tried    map[buildKey]bool
+	changed  *sync.Cond
 }
 
 // NewBuilds returns an empty record of builds.
 func NewBuilds() *Builds {
-	return &Builds{byKey: map[buildKey][]*builtRecord{}, reusedDirs: map[string]int{}, gens: map[string]generated{}}
+	b := &Builds{byKey: map[buildKey][]*builtRecord{}, reusedDirs: map[string]int{}, gens: map[string]generated{},
+		building: map[buildKey]int{}, tried: map[buildKey]bool{}}
+	b.changed = sync.NewCond(&b.mu)
+	return b
+}
+
+// Live says the load recording into b runs beside the loads reusing it
+// (bootstrap diff loads base and head at once): a reusing load asking for
+// a build the recording load runs, or has not tried yet, waits for it
+// rather than building it too. finish must be called once the recording
+// load is over (whatever its outcome): the waits end then.
+func (b *Builds) Live() (finish func()) {
+	b.mu.Lock()
+	b.live = true
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.over = true
+		b.changed.Broadcast()
+		b.mu.Unlock()
+	}
+}
+
+// started notes that the recording load builds k now; the returned func
+// notes the build's end (recorded or not).
+func (b *Builds) started(k buildKey) (ended func()) {
+	b.mu.Lock()
+	b.building[k]++
+	b.tried[k] = true
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.building[k]--
+		b.changed.Broadcast()
+		b.mu.Unlock()
+	}
 }
 
 // Reused is how many builds loads took from b instead of building.
@@ -326,31 +372,46 @@ func (b *Builds) record(k buildKey, q *queryFS, res []*resource.Resource, files 
 	r := &builtRecord{queries: log, res: cloneResources(res), files: slices.Clone(files)}
 	b.mu.Lock()
 	b.byKey[k] = append(b.byKey[k], r)
+	b.changed.Broadcast()
 	b.mu.Unlock()
 	b.recorded.Add(1)
 }
 
 // take returns a recorded build of k whose every query fsys (the build's
 // filesystem at root, as it would be built) answers as recorded.
+// With a live record (Live), it waits while the recording load builds k
+// or has yet to try it, and looks again at each build recorded.
 func (b *Builds) take(k buildKey, fsys filesys.FileSystem, root string) ([]*resource.Resource, []string, bool) {
-	b.mu.Lock()
-	cands := slices.Clone(b.byKey[k])
-	b.mu.Unlock()
 	q := newQueryFS(fsys, root)
-next:
-	for _, r := range cands {
-		for _, x := range r.queries {
-			if q.ask(x) != x.answer {
-				continue next
-			}
-		}
-		b.reused.Add(1)
+	seen := 0
+	for {
 		b.mu.Lock()
-		b.reusedDirs[k.dir]++
+		cands := slices.Clone(b.byKey[k][seen:])
+		wait := b.live && !b.over && (b.building[k] > 0 || !b.tried[k])
 		b.mu.Unlock()
-		return cloneResources(r.res), slices.Clone(r.files), true
+		seen += len(cands)
+	next:
+		for _, r := range cands {
+			for _, x := range r.queries {
+				if q.ask(x) != x.answer {
+					continue next
+				}
+			}
+			b.reused.Add(1)
+			b.mu.Lock()
+			b.reusedDirs[k.dir]++
+			b.mu.Unlock()
+			return cloneResources(r.res), slices.Clone(r.files), true
+		}
+		if !wait {
+			return nil, nil, false
+		}
+		b.mu.Lock()
+		for len(b.byKey[k]) == seen && !b.over && (b.building[k] > 0 || !b.tried[k]) {
+			b.changed.Wait()
+		}
+		b.mu.Unlock()
 	}
-	return nil, nil, false
 }
 
 func cloneResources(res []*resource.Resource) []*resource.Resource {

@@ -5,6 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // reuseFixture is a small repository with each way a build's inputs reach
@@ -151,6 +155,81 @@ func TestBuildReuse(t *testing.T) {
 					t.Errorf("%s: generator's result reused %v, want %v", d, got, !changed)
 				}
 			}
+
+			// Base and head at once (Builds.Live, as bootstrap diff loads
+			// them): head waits for each build base runs or has yet to
+			// try, so it takes the same builds and loads the same.
+			live := NewBuilds()
+			finish := live.Live()
+			bo.RecordBuilds = live
+			ho.ReuseBuilds = live
+			done := make(chan error, 1)
+			go func() {
+				defer finish()
+				_, err := Load(bo)
+				done <- err
+			}()
+			got, err = Load(ho)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if g, w := envSummary(got), envSummary(want); g != w {
+				t.Errorf("live: head differs from head built:\n%s\nwant:\n%s", g, w)
+			}
+			reused = nil
+			for _, d := range all {
+				if live.reusedDirs[d] > 0 {
+					reused = append(reused, d)
+				}
+			}
+			if !slices.Equal(reused, wantReused) {
+				t.Errorf("live: reused %v, want %v (rebuilt: %v)", reused, wantReused, tc.rebuilt)
+			}
 		})
+	}
+}
+
+// A load taking from a live record waits for a build the recording load
+// runs, stops waiting for one it tried and did not record, and for one it
+// never tries once it is over.
+func TestLiveBuildsWait(t *testing.T) {
+	t.Parallel()
+	fsys := filesys.MakeFsInMemory()
+	res := []*resource.Resource{appliedResource(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")}
+	b := NewBuilds()
+	finish := b.Live()
+	running, failed, never := buildKey{dir: "running"}, buildKey{dir: "failed"}, buildKey{dir: "never"}
+
+	ended := b.started(running)
+	got := make(chan bool)
+	go func() { _, _, ok := b.take(running, fsys, "/"); got <- ok }()
+	select {
+	case ok := <-got:
+		t.Fatalf("took %v while the build ran: want a wait", ok)
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.record(running, newQueryFS(fsys, "/"), res, nil)
+	ended()
+	if !<-got {
+		t.Fatal("the recorded build was not taken")
+	}
+
+	b.started(failed)() // tried, not recorded (a failed build)
+	if _, _, ok := b.take(failed, fsys, "/"); ok {
+		t.Fatal("took a build never recorded")
+	}
+
+	go func() { _, _, ok := b.take(never, fsys, "/"); got <- ok }()
+	select {
+	case <-got:
+		t.Fatal("did not wait for a build the recording load may still run")
+	case <-time.After(50 * time.Millisecond):
+	}
+	finish()
+	if <-got {
+		t.Fatal("took a build never recorded")
 	}
 }
