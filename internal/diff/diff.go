@@ -13,6 +13,7 @@
 package diff
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
@@ -22,6 +23,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"golang.org/x/sync/errgroup"
@@ -182,23 +184,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		head = &h
 	}
 	res := &Result{Base: Revision{Rev: base.Rev, Commit: base.Hash.String(), Why: base.Why}, Head: Revision{Rev: "work tree"}}
-	baseDir, notes, cleanup, err := g.Extract(base, gitrev.Limits{})
+	baseDir, headDir, baseNotes, headNotes, cleanup, err := extract(g, base, head)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	baseNotes := notes
-	headDir := o.Repo
 	if head != nil {
 		res.Head = Revision{Rev: head.Rev, Commit: head.Hash.String()}
-		d, notes, cleanup, err := g.Extract(*head, gitrev.Limits{})
-		if err != nil {
-			return nil, err
-		}
-		defer cleanup()
-		headDir = d
-		res.Notes = append(res.Notes, revisionNotes(baseNotes, notes)...)
+		res.Notes = append(res.Notes, revisionNotes(baseNotes, headNotes)...)
 	} else {
+		headDir = o.Repo
 		res.Notes = append(res.Notes, prefixed("base: ", baseNotes)...)
 	}
 	fo := fluxrepo.Options{Namespace: o.Namespace, RootName: o.RootName, KeepGoing: true, Holes: true, AdoptRoot: o.AdoptRoot}
@@ -233,6 +228,42 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Clusters = append(res.Clusters, c)
 	}
 	return res, nil
+}
+
+// extract writes the trees of base and head (nil: the work tree, not
+// written) at once, head through a handle of its own (gitrev.Reopen); the
+// cleanup removes both, side by side.
+func extract(g *gitrev.Repo, base gitrev.Commit, head *gitrev.Commit) (baseDir, headDir string, baseNotes, headNotes []string, cleanup func(), err error) {
+	var cleanBase, cleanHead func()
+	var berr, herr error
+	var wg sync.WaitGroup
+	wg.Go(func() { baseDir, baseNotes, cleanBase, berr = g.Extract(base, gitrev.Limits{}) })
+	if head != nil {
+		wg.Go(func() {
+			gh, err := g.Reopen()
+			if err != nil {
+				herr = err
+				return
+			}
+			headDir, headNotes, cleanHead, herr = gh.Extract(*head, gitrev.Limits{})
+		})
+	}
+	wg.Wait()
+	err = cmp.Or(berr, herr) // base's first, whichever failed sooner
+	cleanup = func() {
+		var wg sync.WaitGroup
+		for _, c := range []func(){cleanBase, cleanHead} {
+			if c != nil {
+				wg.Go(c)
+			}
+		}
+		wg.Wait()
+	}
+	if err != nil {
+		cleanup()
+		return "", "", nil, nil, nil, err
+	}
+	return baseDir, headDir, baseNotes, headNotes, cleanup, nil
 }
 
 // revisionNotes are the notes of writing each revision's tree, a note

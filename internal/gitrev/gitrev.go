@@ -108,6 +108,17 @@ func Open(dir string) (*Repo, error) {
 	return &Repo{r: r, Top: top, Prefix: prefix}, nil
 }
 
+// Reopen opens g's repository again: a handle of its own, to materialize
+// another commit at the same time (go-git's object store is not safe for
+// concurrent use). Files the other handle wrote are not linked from it.
+func (g *Repo) Reopen() (*Repo, error) {
+	r, err := git.PlainOpenWithOptions(g.Top, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", g.Top, err)
+	}
+	return &Repo{r: r, Top: g.Top, Prefix: g.Prefix}, nil
+}
+
 // Commit is a resolved revision.
 type Commit struct {
 	// Rev is the revision as given (or as chosen by default).
