@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -402,5 +403,63 @@ func TestMaterializeLinksTheCheckout(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "sub/edited.yaml")); string(b) != "edited, not committed\n" {
 		t.Errorf("the checkout changed: %q", b)
+	}
+}
+
+// Two handles of one repository (Reopen) write two commits at once, each
+// as committed (go test -race: nothing shared between them).
+func TestReopenMaterializesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, r, dir, "one", map[string]string{"a.yaml": "one\n", "sub/b.yaml": "b\n"})
+	commit(t, r, dir, "two", map[string]string{"a.yaml": "two\n", "sub/b.yaml": "b\n"})
+	g, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := g.Resolve("--base", "HEAD~1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := g.Resolve("--head", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := g.Reopen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2.Top != g.Top || g2.Prefix != g.Prefix {
+		t.Fatalf("reopened at %s/%s, want %s/%s", g2.Top, g2.Prefix, g.Top, g.Prefix)
+	}
+	outs := make([]string, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, h := range []struct {
+		g *Repo
+		c Commit
+	}{{g, one}, {g2, two}} {
+		wg.Go(func() {
+			var cleanup func()
+			outs[i], _, cleanup, errs[i] = h.g.Extract(h.c, Limits{})
+			if errs[i] == nil {
+				t.Cleanup(cleanup)
+			}
+		})
+	}
+	wg.Wait()
+	for i, want := range []string{"one\n", "two\n"} {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if b, _ := os.ReadFile(filepath.Join(outs[i], "a.yaml")); string(b) != want {
+			t.Errorf("tree %d: a.yaml %q, want %q", i, b, want)
+		}
+		if b, _ := os.ReadFile(filepath.Join(outs[i], "sub", "b.yaml")); string(b) != "b\n" {
+			t.Errorf("tree %d: sub/b.yaml %q", i, b)
+		}
 	}
 }
