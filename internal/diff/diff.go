@@ -156,6 +156,7 @@ type side struct {
 	env  *fluxrepo.Env
 	sub  substitution
 	rend map[string]*rendered // by Kustomization ref
+	rd   *objReads            // shared by both sides of a cluster
 }
 
 // Run compares the revisions. Errors are input errors (verify.InputError)
@@ -410,9 +411,14 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 	// Base renders (substitutes) as soon as it is loaded: what base
 	// renders does not wait for head.
 	var brg errgroup.Group
+	rd := newObjReads()
 	b, h, berr, herr := loadSides(ctx, o, fo, root, baseDir, headDir, serial, own, func(b *side) {
+		b.rd = rd
 		brg.Go(func() error { return b.renderAll(ctx, nil) })
 	})
+	if h != nil {
+		h.rd = rd
+	}
 	if err := brg.Wait(); err != nil {
 		return nil, err
 	}
@@ -506,7 +512,7 @@ func (s *side) renderNew(ctx context.Context, k *fluxrepo.Kustomization) (*rende
 	case !k.Built:
 		return &rendered{}, nil
 	}
-	return render(ctx, s.env, nil, k, s.sub)
+	return render(ctx, s.env, nil, k, s.sub, s.rd)
 }
 
 // renderAll renders every Kustomization of s into its cache, but those

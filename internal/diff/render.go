@@ -73,7 +73,8 @@ type substitution struct {
 // render is made optional, and the names only it could define are
 // assumed defined (fluxrepo.PrerequisiteValue), as check does: its
 // prerequisite is check.knobs' finding, not a change.
-func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Data, k *fluxrepo.Kustomization, sub substitution) (*rendered, error) {
+// rd reads each object (nil: toUnstructured, each anew).
+func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Data, k *fluxrepo.Kustomization, sub substitution, rd *objReads) (*rendered, error) {
 	out := &rendered{objs: map[ObjectKey]*unstructured.Unstructured{}}
 	var uobj map[string]any
 	var always bool
@@ -139,7 +140,7 @@ func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Da
 	plainOK := false
 	for _, r := range k.Resources {
 		if plainOK && !fluxrepo.WritesDollar(r) {
-			if u, err := toUnstructured(r); err == nil {
+			if u, err := rd.read(r); err == nil {
 				out.objs[keyOf(u)] = u
 				continue
 			}
@@ -165,7 +166,7 @@ func render(ctx context.Context, env *fluxrepo.Env, data map[string]*fluxrepo.Da
 			}
 			plainOK = plainOK || !fluxrepo.WritesDollar(r)
 		}
-		u, err := toUnstructured(res)
+		u, err := rd.read(res)
 		if err != nil {
 			// One object the controller cannot read fails its Kustomization,
 			// not the report.

@@ -191,7 +191,7 @@ func reads(k *fluxrepo.Kustomization, key string) bool {
 // window renders k at head with data (the object as at base); nil when
 // that render is the head's (the knobs do not reach k's objects).
 func window(ctx context.Context, b, h *side, k *fluxrepo.Kustomization, data map[string]*fluxrepo.Data, d *fluxrepo.Data, key string, knobs []string, red *redactor) (*Window, error) {
-	tr, err := render(ctx, h.env, data, k, h.sub)
+	tr, err := render(ctx, h.env, data, k, h.sub, h.rd)
 	if err != nil {
 		return nil, err
 	}
