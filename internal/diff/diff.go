@@ -16,7 +16,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -28,9 +27,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"sigs.k8s.io/kustomize/api/konfig"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-ops/bootstrap/internal/bootstrapfiles"
 	"github.com/homelab-ops/bootstrap/internal/chartrender"
@@ -204,7 +201,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	red := newRedactor()
 	// Whether the revisions may load concurrently (cluster), once per run.
-	serial := setsOpenAPI(baseDir) || setsOpenAPI(headDir)
+	serial := fluxrepo.SetsOpenAPI(baseDir) || fluxrepo.SetsOpenAPI(headDir)
 	if o.Charts != nil {
 		if o.fetcher, err = chartrender.NewFetcher(*o.Charts); err != nil {
 			return nil, verify.InputErrorf("%v", err)
@@ -682,38 +679,6 @@ func appliedPruned(b, h *side, kb *fluxrepo.Kustomization) bool {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
-}
-
-// setsOpenAPI says whether a kustomization file under dir sets openapi:
-// (fluxrepo's test for building with kustomize's built-in schema, build.go
-// setsOpenAPI). A file that does not parse is not taken to set it: the
-// load reports it.
-func setsOpenAPI(dir string) bool {
-	found := false
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || found {
-			return nil
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !slices.Contains(konfig.RecognizedKustomizationFileNames(), d.Name()) {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil
-		}
-		var k map[string]any
-		if yaml.Unmarshal(b, &k) == nil {
-			_, found = k["openapi"]
-		}
-		return nil
-	})
-	return found
 }
 
 // sameInputs are the Kustomizations whose render is the same at both

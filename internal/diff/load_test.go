@@ -11,7 +11,7 @@ import (
 	"github.com/homelab-ops/bootstrap/internal/fluxrepo"
 )
 
-// setsOpenAPI decides whether the two revisions may load concurrently.
+// fluxrepo.SetsOpenAPI decides whether the two revisions may load concurrently.
 func TestDiffSetsOpenAPI(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -23,7 +23,10 @@ func TestDiffSetsOpenAPI(t *testing.T) {
 		{"Kustomization", map[string]string{"deep/er/Kustomization": "openapi: {version: v1.21.2}\n"}, true},
 		{"kustomization.yml", map[string]string{"k/kustomization.yml": "openapi: {path: s.json}\n"}, true},
 		{"under .git", map[string]string{".git/kustomization.yaml": "openapi: {path: s.json}\n"}, false},
-		{"not YAML", map[string]string{"k/kustomization.yaml": "openapi: [\n"}, false},
+		// fluxrepo then builds with the upstream build, which swaps the
+		// process-global schema: the revisions must not load at once.
+		{"not YAML", map[string]string{"k/kustomization.yaml": "openapi: [\n"}, true},
+		{"not YAML, no openapi", map[string]string{"k/kustomization.yaml": "resources: [\n"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -36,8 +39,8 @@ func TestDiffSetsOpenAPI(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := setsOpenAPI(dir); got != c.want {
-				t.Errorf("setsOpenAPI = %t, want %t", got, c.want)
+			if got := fluxrepo.SetsOpenAPI(dir); got != c.want {
+				t.Errorf("SetsOpenAPI = %t, want %t", got, c.want)
 			}
 		})
 	}

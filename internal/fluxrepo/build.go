@@ -182,10 +182,18 @@ func buildBuiltinSchema(fsys filesys.FileSystem, dir string) (m resmap.ResMap, e
 	return k.Run(fsys, dir)
 }
 
-// setsOpenAPI says whether a kustomization file under dir has an openapi: field.
-func setsOpenAPI(dir string) bool {
+// SetsOpenAPI says whether a load of dir builds with kustomize's schema
+// swapped around each build (fluxkustomize.Build) rather than the
+// built-in one: a kustomization file under dir (not under .git) has an
+// openapi: field, or does not parse (the upstream build then decides).
+// Such builds must not run beside another load's (bootstrap diff loads
+// its revisions one after the other then).
+func SetsOpenAPI(dir string) bool {
 	found := false
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
 		if err != nil || found || d.IsDir() || !slices.Contains(konfig.RecognizedKustomizationFileNames(), d.Name()) {
 			return nil
 		}

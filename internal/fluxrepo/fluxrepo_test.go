@@ -261,11 +261,11 @@ func TestBuiltinSchemaBuildIsUpstreamBuild(t *testing.T) {
 		}
 	}
 	repo := copyTree(t, clean)
-	if setsOpenAPI(repo) {
+	if SetsOpenAPI(repo) {
 		t.Fatal("the clean fixture sets openapi:")
 	}
 	edit(t, repo, "infrastructure/kustomization.yaml", "", "openapi:\n  version: v1.21.2\n")
-	if !setsOpenAPI(repo) {
+	if !SetsOpenAPI(repo) {
 		t.Fatal("openapi: not seen")
 	}
 }

@@ -169,7 +169,7 @@ func newLoader(o Options, repo, tmp string, pc *pooledCopy) (*loader, error) {
 	if pc != nil {
 		pc.index = e.index
 	}
-	l := &loader{env: e, tmp: tmp, copyNotes: notes, bombs: bombs, big: big, seen: map[string]bool{}, stagedDirs: map[string]*staged{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !setsOpenAPI(tmp)}
+	l := &loader{env: e, tmp: tmp, copyNotes: notes, bombs: bombs, big: big, seen: map[string]bool{}, stagedDirs: map[string]*staged{}, plainSchema: !upstreamBuildOnly && !o.UpstreamBuild && !SetsOpenAPI(tmp)}
 	if o.Holes {
 		// After the index: locations are the committed files'.
 		if err := l.leaveOutOffline(); err != nil {
