@@ -58,20 +58,22 @@ type Builds struct {
 
 	// live: the recording load runs beside the loads reusing it (Live);
 	// a reusing load then waits for a build the recording load runs
-	// (building) or has not reached yet, until it has tried that key
-	// (tried) or is over (over). changed wakes the waiters: on every
-	// record, end of a build and the end of the load. Under mu.
+	// (building) or for the directory it has not reached yet, until it
+	// has built there (tried, by directory: one built there under another
+	// key — a changed kustomization file — is not waited for) or is over
+	// (over). changed wakes the waiters: on every record, end of a build
+	// and the end of the load. Under mu.
 	live     bool
 	over     bool
 	building map[buildKey]int
-	tried    map[buildKey]bool
+	tried    map[string]bool
 	changed  *sync.Cond
 }
 
 // NewBuilds returns an empty record of builds.
 func NewBuilds() *Builds {
 	b := &Builds{byKey: map[buildKey][]*builtRecord{}, reusedDirs: map[string]int{}, gens: map[string]generated{},
-		building: map[buildKey]int{}, tried: map[buildKey]bool{}}
+		building: map[buildKey]int{}, tried: map[string]bool{}}
 	b.changed = sync.NewCond(&b.mu)
 	return b
 }
@@ -98,7 +100,7 @@ func (b *Builds) Live() (finish func()) {
 func (b *Builds) started(k buildKey) (ended func()) {
 	b.mu.Lock()
 	b.building[k]++
-	b.tried[k] = true
+	b.tried[k.dir] = true
 	b.mu.Unlock()
 	return func() {
 		b.mu.Lock()
@@ -387,7 +389,7 @@ func (b *Builds) take(k buildKey, fsys filesys.FileSystem, root string) ([]*reso
 	for {
 		b.mu.Lock()
 		cands := slices.Clone(b.byKey[k][seen:])
-		wait := b.live && !b.over && (b.building[k] > 0 || !b.tried[k])
+		wait := b.waits(k)
 		b.mu.Unlock()
 		seen += len(cands)
 	next:
@@ -407,11 +409,17 @@ func (b *Builds) take(k buildKey, fsys filesys.FileSystem, root string) ([]*reso
 			return nil, nil, false
 		}
 		b.mu.Lock()
-		for len(b.byKey[k]) == seen && !b.over && (b.building[k] > 0 || !b.tried[k]) {
+		for len(b.byKey[k]) == seen && b.waits(k) {
 			b.changed.Wait()
 		}
 		b.mu.Unlock()
 	}
+}
+
+// waits says whether a take of k waits (under mu): the recording load is
+// live and builds k now, or has not built in k's directory yet.
+func (b *Builds) waits(k buildKey) bool {
+	return b.live && !b.over && (b.building[k] > 0 || !b.tried[k.dir])
 }
 
 func cloneResources(res []*resource.Resource) []*resource.Resource {

@@ -193,8 +193,8 @@ func TestBuildReuse(t *testing.T) {
 }
 
 // A load taking from a live record waits for a build the recording load
-// runs, stops waiting for one it tried and did not record, and for one it
-// never tries once it is over.
+// runs, not for one in a directory it built (under that key or another),
+// and for one in a directory it never builds until it is over.
 func TestLiveBuildsWait(t *testing.T) {
 	t.Parallel()
 	fsys := filesys.MakeFsInMemory()
@@ -220,6 +220,11 @@ func TestLiveBuildsWait(t *testing.T) {
 	b.started(failed)() // tried, not recorded (a failed build)
 	if _, _, ok := b.take(failed, fsys, "/"); ok {
 		t.Fatal("took a build never recorded")
+	}
+	// Another key in a directory built (its kustomization file changed at
+	// head): not waited for, built by the reusing load.
+	if _, _, ok := b.take(buildKey{dir: "running", kdata: "changed"}, fsys, "/"); ok {
+		t.Fatal("took a build of another key")
 	}
 
 	go func() { _, _, ok := b.take(never, fsys, "/"); got <- ok }()
