@@ -151,7 +151,11 @@ var workerBuilds atomic.Int64
 func (a *ahead) run(p *prebuilt, worker bool) {
 	defer close(p.done)
 	p.res, p.files, p.err = a.l.buildCopy(a.l.tmp, p.dir, p.obj, true)
-	if !worker || p.err != nil || p.read == nil {
+	// Only with every substituteFrom object rendered at submit: those stay
+	// as they are (ingestData keeps the first), so the walk reads the
+	// same; one not rendered yet may be by then (a sibling walked later),
+	// and the answer would be computed again.
+	if !worker || p.err != nil || p.read == nil || slices.Contains(p.read, nil) {
 		return
 	}
 	for _, r := range p.res {
