@@ -17,7 +17,7 @@ import (
 // read once. What toUnstructured returns is a function of the object's
 // YAML node tree (kyaml writes it as YAML, reads that back and writes it
 // as JSON), so two objects whose trees are the same — kind, style, tag,
-// value and anchor of every node, in order; comments and positions aside,
+// value, anchor and comments of every node, in order; positions aside,
 // which no value reads — read the same. The objects read are shared and
 // never changed: the comparison and the values read them, the redactor
 // copies them. nil: every object read anew.
@@ -51,7 +51,7 @@ func (c *objReads) read(r *resource.Resource) (*unstructured.Unstructured, error
 }
 
 // treeSum is a SHA-256 of n's tree: each node's kind, style, tag, value,
-// anchor and children, an alias by the tree it names.
+// anchor, comments and children, an alias by the tree it names.
 func treeSum(n *yaml.Node) [sha256.Size]byte {
 	h := sha256.New()
 	sumNode(h, n, map[*yaml.Node]bool{})
@@ -73,6 +73,9 @@ func sumNode(h hash.Hash, n *yaml.Node, open map[*yaml.Node]bool) {
 	str(n.Tag)
 	str(n.Value)
 	str(n.Anchor)
+	str(n.HeadComment)
+	str(n.LineComment)
+	str(n.FootComment)
 	if n.Kind == yaml.AliasNode {
 		if open[n.Alias] {
 			num(-1) // a cycle: written once, marked
