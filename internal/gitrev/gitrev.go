@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -56,10 +57,31 @@ type Repo struct {
 	// Prefix is the directory the caller named, relative to Top
 	// (slash-separated, "" for Top itself): what Materialize writes.
 	Prefix string
-	// written is a file Materialize wrote, by its blob and mode: a later
+	// written are the files Materialize wrote, by blob and mode: a later
 	// tree's same blob (most of head's, in a diff) is linked to it, not
-	// read from the object store and written again.
-	written map[writtenKey]writtenFile
+	// read from the object store and written again. Shared with the
+	// handles Reopen makes.
+	written *writtenFiles
+}
+
+// writtenFiles are the files written so far, by blob and mode; a file is
+// recorded once complete.
+type writtenFiles struct {
+	mu sync.Mutex
+	m  map[writtenKey]writtenFile
+}
+
+func (w *writtenFiles) get(k writtenKey) (writtenFile, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f, ok := w.m[k]
+	return f, ok
+}
+
+func (w *writtenFiles) put(k writtenKey, f writtenFile) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.m[k] = f
 }
 
 type writtenFile struct {
@@ -105,18 +127,19 @@ func Open(dir string) (*Repo, error) {
 	if prefix == "." {
 		prefix = ""
 	}
-	return &Repo{r: r, Top: top, Prefix: prefix}, nil
+	return &Repo{r: r, Top: top, Prefix: prefix, written: &writtenFiles{m: map[writtenKey]writtenFile{}}}, nil
 }
 
 // Reopen opens g's repository again: a handle of its own, to materialize
 // another commit at the same time (go-git's object store is not safe for
-// concurrent use). Files the other handle wrote are not linked from it.
+// concurrent use). The files either handle has written are linked by the
+// other.
 func (g *Repo) Reopen() (*Repo, error) {
 	r, err := git.PlainOpenWithOptions(g.Top, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", g.Top, err)
 	}
-	return &Repo{r: r, Top: g.Top, Prefix: g.Prefix}, nil
+	return &Repo{r: r, Top: g.Top, Prefix: g.Prefix, written: g.written}, nil
 }
 
 // Commit is a resolved revision.
@@ -324,7 +347,7 @@ func (g *Repo) Materialize(c Commit, dst string, lim Limits) (notes []string, er
 		if err := mk.mkdir(filepath.Dir(target)); err != nil {
 			return notes, err
 		}
-		if prev, ok := g.written[wk]; ok && os.Link(prev.path, target) == nil {
+		if prev, ok := g.written.get(wk); ok && os.Link(prev.path, target) == nil {
 			// The trees are private and their loads replace a file
 			// rather than write through it (fluxrepo rewriteFile): a
 			// link shares nothing a load changes.
@@ -360,10 +383,7 @@ func (g *Repo) Materialize(c Commit, dst string, lim Limits) (notes []string, er
 				return notes, fmt.Errorf("%s: %s: %w", c, name, err)
 			}
 		}
-		if g.written == nil {
-			g.written = map[writtenKey]writtenFile{}
-		}
-		g.written[wk] = writtenFile{target, blob.Size}
+		g.written.put(wk, writtenFile{target, blob.Size})
 	}
 	return notes, nil
 }

@@ -463,3 +463,47 @@ func TestReopenMaterializesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A handle Reopen made links the files the other wrote (the same blob),
+// as one handle links its own earlier trees'.
+func TestReopenSharesWritten(t *testing.T) {
+	dir := t.TempDir()
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, r, dir, "one", map[string]string{"a.yaml": "one\n", "b.yaml": "b\n"})
+	commit(t, r, dir, "two", map[string]string{"a.yaml": "two\n", "b.yaml": "b\n"})
+	// The checkout's b.yaml differs: written from the object store, not linked from it.
+	if err := os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := g.Reopen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, _ := g.Resolve("--base", "HEAD~1")
+	two, _ := g.Resolve("--head", "HEAD")
+	d1, _, c1, err := g.Extract(one, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1()
+	d2, _, c2, err := g2.Extract(two, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2()
+	f1, err1 := os.Stat(filepath.Join(d1, "b.yaml"))
+	f2, err2 := os.Stat(filepath.Join(d2, "b.yaml"))
+	if err1 != nil || err2 != nil || !os.SameFile(f1, f2) {
+		t.Fatalf("b.yaml: the second handle did not link the first's (%v, %v)", err1, err2)
+	}
+	if b, _ := os.ReadFile(filepath.Join(d2, "b.yaml")); string(b) != "b\n" {
+		t.Fatalf("b.yaml: %q", b)
+	}
+}
