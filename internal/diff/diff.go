@@ -332,7 +332,8 @@ type owned struct{ base, head bool }
 // load loads one revision's cluster root; nil when the revision lacks
 // the directory. inPlace: dir is a private tree no one reads after this
 // load, loaded in place (fluxrepo.LoadInPlace: written once, not copied).
-func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string, inPlace bool) (*side, error) {
+// The side reads its objects through rd (nil: each anew).
+func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string, inPlace bool, rd *objReads) (*side, error) {
 	if !isDir(filepath.Join(dir, root)) {
 		return nil, nil
 	}
@@ -356,14 +357,16 @@ func load(ctx context.Context, o Options, fo fluxrepo.Options, dir, root string,
 	if err != nil {
 		return nil, err
 	}
-	return &side{env: env, sub: substitution{strict: kc.Strict.On, why: kc.Strict.Why}, rend: map[string]*rendered{}}, nil
+	return &side{env: env, sub: substitution{strict: kc.Strict.On, why: kc.Strict.Why}, rend: map[string]*rendered{}, rd: rd}, nil
 }
 
 // loadSides loads root at both revisions at once: base recording its
 // builds, head taking each build whose inputs answer the same at head
 // (fluxrepo.Builds) and waiting for one base runs or has yet to try
 // (Builds.Live). serial: one after the other (a revision sets openapi:).
-func loadSides(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, baseLoaded func(*side)) (b, h *side, berr, herr error) {
+// Both sides read their objects through rd. baseLoaded is called with base
+// as soon as it loaded (not after a failed load), while head loads.
+func loadSides(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir, headDir string, serial bool, own owned, rd *objReads, baseLoaded func(*side)) (b, h *side, berr, herr error) {
 	// Each fluxrepo.Load works on a private copy of its own tree (or,
 	// LoadInPlace, on the private tree itself), and what they share is
 	// synchronized (the embedded releases' schemas, crdschema; kustomize's
@@ -383,22 +386,23 @@ func loadSides(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDi
 			finish = builds.Live()
 		}
 	}
-	loadBase := func() error {
+	loadBase := func() {
 		defer finish()
-		if b, berr = load(ctx, o, bfo, baseDir, root, own.base); berr == nil && b != nil {
+		if b, berr = load(ctx, o, bfo, baseDir, root, own.base, rd); berr == nil && b != nil {
 			baseLoaded(b)
 		}
-		return nil
 	}
-	loadHead := func() error { h, herr = load(ctx, o, hfo, headDir, root, own.head); return nil }
+	loadHead := func() { h, herr = load(ctx, o, hfo, headDir, root, own.head, rd) }
 	if serial {
-		_, _ = loadBase(), loadHead()
+		loadBase()
+		loadHead()
 		return b, h, berr, herr
 	}
-	var eg errgroup.Group
-	eg.Go(loadBase)
-	eg.Go(loadHead)
-	_ = eg.Wait() // the loads' errors are berr and herr, judged apart below
+	// The loads' errors are berr and herr, judged apart by the caller.
+	var wg sync.WaitGroup
+	wg.Go(loadBase)
+	wg.Go(loadHead)
+	wg.Wait()
 	return b, h, berr, herr
 }
 
@@ -408,14 +412,9 @@ func cluster(ctx context.Context, o Options, fo fluxrepo.Options, root, baseDir,
 	// Base renders (substitutes) as soon as it is loaded: what base
 	// renders does not wait for head.
 	var brg errgroup.Group
-	rd := newObjReads()
-	b, h, berr, herr := loadSides(ctx, o, fo, root, baseDir, headDir, serial, own, func(b *side) {
-		b.rd = rd
+	b, h, berr, herr := loadSides(ctx, o, fo, root, baseDir, headDir, serial, own, newObjReads(), func(b *side) {
 		brg.Go(func() error { return b.renderAll(ctx, nil) })
 	})
-	if h != nil {
-		h.rd = rd
-	}
 	if err := brg.Wait(); err != nil {
 		return nil, err
 	}

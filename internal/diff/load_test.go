@@ -57,7 +57,7 @@ func TestDiffSameInputs(t *testing.T) {
 		if edit != nil {
 			edit(dir)
 		}
-		s, err := load(context.Background(), Options{}, fluxrepo.Options{KeepGoing: true, Holes: true}, dir, "clusters/bench", false)
+		s, err := load(context.Background(), Options{}, fluxrepo.Options{KeepGoing: true, Holes: true}, dir, "clusters/bench", false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
