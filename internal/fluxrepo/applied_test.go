@@ -27,25 +27,34 @@ func appliedResource(t *testing.T, y string) *resource.Resource {
 	return r
 }
 
-// An answer of Applied holds while the substituteFrom objects it read are
-// the same; one given before such an object was rendered is computed again.
-func TestAppliedMemoFollowsData(t *testing.T) {
-	t.Parallel()
-	k := &Kustomization{Kustomization: &kustomizev1.Kustomization{
+// varsReader is flux-system/apps substituting from ConfigMap vars.
+func varsReader() *Kustomization {
+	return &Kustomization{Kustomization: &kustomizev1.Kustomization{
 		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: "flux-system"},
 		Spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{
 			SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "vars"}},
 		}},
 	}}
+}
+
+// sizeOf is data.size of the ConfigMap out.
+func sizeOf(t *testing.T, out *resource.Resource) string {
+	t.Helper()
+	m, err := out.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m["data"].(map[string]any)["size"].(string)
+}
+
+// An answer of Applied holds while the substituteFrom objects it read are
+// the same; one given before such an object was rendered is computed again.
+func TestAppliedMemoFollowsData(t *testing.T) {
+	t.Parallel()
+	k := varsReader()
 	e := &Env{Data: map[string]*Data{}}
 	r := appliedResource(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: flux-system\ndata:\n  size: ${SIZE:=1Gi}\n")
-	value := func(out *resource.Resource) string {
-		m, err := out.Map()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m["data"].(map[string]any)["size"].(string)
-	}
+	value := func(out *resource.Resource) string { return sizeOf(t, out) }
 	first := e.Applied(k, r)
 	// No variable at all: the controller substitutes nothing.
 	if got := value(first); got != "${SIZE:=1Gi}" {
@@ -81,21 +90,10 @@ func TestAppliedMemoFollowsData(t *testing.T) {
 // before the substituteFrom object was rendered is computed again.
 func TestPresubstituteHeldToItsRead(t *testing.T) {
 	t.Parallel()
-	k := &Kustomization{Kustomization: &kustomizev1.Kustomization{
-		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: "flux-system"},
-		Spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{
-			SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "vars"}},
-		}},
-	}}
+	k := varsReader()
 	e := &Env{Data: map[string]*Data{}}
 	y := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: flux-system\ndata:\n  size: ${SIZE:=1Gi}\n"
-	value := func(out *resource.Resource) string {
-		m, err := out.Map()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m["data"].(map[string]any)["size"].(string)
-	}
+	value := func(out *resource.Resource) string { return sizeOf(t, out) }
 	// Submitted before vars was rendered, ingested after.
 	stale := appliedResource(t, y)
 	e.presubstitute(k, stale, e.substituteData(k))
